@@ -1,0 +1,29 @@
+"""Executors registered by name (STYLE.md item 2).
+
+An executor runs real or complex products C = alpha*A@B + beta*C for one ``Request``.
+``numpy`` is one device and a plain matmul; ``emulated`` runs the band schedule of
+:mod:`mgemm.schedule` on K virtual CPU devices in a random dependency-respecting order
+and checks buffer hazards; ``cupy`` runs the same schedule on real GPUs.
+Tests loop over :data:`REGISTRY`.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict
+
+REGISTRY: Dict[str, Callable[[], object]] = {}
+
+
+def register(name: str):
+    def deco(factory):
+        REGISTRY[name] = factory
+        return factory
+    return deco
+
+
+def get(name: str):
+    if name not in REGISTRY:
+        raise ValueError(f"executor must be one of {sorted(REGISTRY)}, got executor={name!r}")
+    return REGISTRY[name]()
+
+
+from . import numpy_exec  # noqa: E402,F401  (registers 'numpy')

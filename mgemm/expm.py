@@ -1,0 +1,198 @@
+"""Matrix exponent exp(A) from GEMMs only (plus additions), written once for NumPy/CuPy.
+
+Every product goes through :func:`mgemm.gemm`, so the same code runs on the CPU, the
+emulated devices or several GPUs (the multi-GPU engine accelerates it unchanged).
+
+Methods (the choice of degree and squarings is :func:`mgemm.plan.plan_expm`):
+
+* ``taylor`` -- the thesis' algorithm (summary eqs. 2-3): exp A ~ sum_{k<=K} a_k with
+  a_0 = I, a_k = (1/k) A a_(k-1), each term one ``gemm(alpha=1/k, beta=0)``; no scaling.
+* ``auto`` -- scaling and squaring, exp A = (T_m(A/2^s))^(2^s), with the truncated
+  Taylor polynomial T_m evaluated by Paterson-Stockmeyer; degree and squarings are the
+  fewest products that meet ``tolerance`` for the bound theta = ||A - mu I||_1.
+
+Two structural facts are used (both exact algebra, documented in ARCHITECTURE.md):
+
+* ``shift`` mu: exp(A) = e^mu exp(A - mu I).  For A = -i dt H the TDSE passes the centre
+  of H's Gershgorin interval, halving theta (the thesis uses no shift).
+* the *split* path: when A = iB with B real (every TDSE generator, as the potential is
+  real) each Taylor term is purely real or purely imaginary, so all products are real
+  GEMMs on B -- a quarter of the flops of complex ones.  ``taylor`` then runs the same
+  recurrence r_k = (1/k) B r_(k-1) with real GEMMs; ``auto`` evaluates cos B and sin B
+  by Paterson-Stockmeyer in C = B^2 and squares with (c + is)^2 = (c+s)(c-s) + 2i cs
+  (c, s commute), two real GEMMs a squaring.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._array import get_xp, unit_roundoff
+from .gemm import gemm
+from .plan import ExpmPlan, plan_expm
+
+__all__ = ["expm", "expm_plan_for"]
+
+
+def _onenorm(xp, M) -> float:
+    return float(xp.abs(M).sum(axis=0).max()) if M.size else 0.0
+
+
+def _is_split(xp, A) -> bool:
+    return bool(xp.iscomplexobj(A)) and not bool(xp.any(A.real))
+
+
+def _is_skew_hermitian(xp, A, u) -> bool:
+    scale = float(xp.abs(A).max()) if A.size else 0.0
+    return float(xp.abs(A + A.conj().T).max()) <= 64 * u * max(scale, 1e-300)
+
+
+def expm_plan_for(A, *, method="auto", tolerance=None, terms=10, shift=None,
+                  unitary=None, split=None) -> tuple[ExpmPlan, object]:
+    """Plan for exp(A); returns ``(plan, shifted)`` where shifted = A - mu I (a copy
+    when mu != 0).  ``split``/``unitary`` None: detected from A (O(N^2) checks)."""
+    xp = get_xp(A)
+    u = unit_roundoff(A.dtype)
+    tolerance = u if tolerance is None else float(tolerance)
+    M = A
+    if shift:
+        M = A.copy()
+        idx = xp.arange(A.shape[0])
+        M[idx, idx] -= shift
+    if split is None:
+        split = _is_split(xp, M)
+    if unitary is None:
+        unitary = _is_skew_hermitian(xp, M, u)
+    theta = _onenorm(xp, M.imag if split else M)
+    return plan_expm(theta, method=method, tolerance=tolerance, terms=terms, split=split,
+                     unitary=unitary, unit_roundoff=u), M
+
+
+def expm(A, *, method="auto", tolerance=None, terms=10, shift=None, unitary=None,
+         split=None, plan=None, return_plan=False, **gemm_opts):
+    """exp(A) for a square matrix A (NumPy or CuPy), from :func:`mgemm.gemm` products.
+
+    ``tolerance``: per-call bound on the truncation error (default: the unit roundoff
+    of A's dtype).  ``terms``: K for ``taylor``.  ``shift``: a scalar mu, exp(A) =
+    e^mu exp(A - mu I) (must be purely imaginary to keep the split path).
+    ``plan``: an :class:`ExpmPlan` to use instead of choosing one (a fixed plan for many
+    matrices with the same bound; the caller guarantees its ``theta`` bounds
+    ||A - shift I||_1 and, for ``path='split'``, that A - shift I is purely imaginary).  ``gemm_opts`` go to every gemm (``devices``,
+    ``executor``, ``tile``, ``complex_method``...).  Returns exp(A), or
+    ``(exp(A), plan)`` with ``return_plan``.
+    """
+    xp = get_xp(A)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"`A` must be a square matrix, but has shape A.shape={A.shape}")
+    if not xp.issubdtype(A.dtype, xp.inexact):
+        raise TypeError(f"`A` must be float or complex, but has A.dtype={A.dtype}")
+    if plan is None:
+        plan, M = expm_plan_for(A, method=method, tolerance=tolerance, terms=terms,
+                                shift=shift, unitary=unitary, split=split)
+    else:  # a caller's fixed plan: no O(N^2) detection, only the shift
+        M = A
+        if shift:
+            M = A.copy()
+            idx = xp.arange(A.shape[0])
+            M[idx, idx] -= shift
+    mm = lambda X, Y, C=None, alpha=1.0, beta=0.0: gemm(  # noqa: E731
+        X, Y, C, alpha, beta, **gemm_opts)
+    if plan.path == "split":
+        B = xp.ascontiguousarray(M.imag)
+        if plan.method == "taylor":
+            c, s = _taylor_split(xp, mm, B, plan.degree)
+        else:
+            c, s = _ps_split(xp, mm, B / 2.0 ** plan.squarings, plan.degree, plan.ps_block)
+            for _ in range(plan.squarings):
+                c, s = mm(c + s, c - s), mm(c, s, alpha=2.0)
+        U = (c + 1j * s).astype(A.dtype, copy=False)
+    else:
+        if plan.method == "taylor":
+            U = _taylor(xp, mm, M, plan.degree)
+        else:
+            X = M / 2.0 ** plan.squarings
+            pows = _powers(mm, _eye_like(xp, X), X, max(1, min(plan.ps_block, plan.degree)))
+            U = _ps(mm, pows, _taylor_coeffs(plan.degree))
+            for _ in range(plan.squarings):
+                U = mm(U, U)
+    if shift:
+        U *= np.exp(shift)
+    return (U, plan) if return_plan else U
+
+
+def _eye_like(xp, M):
+    return xp.eye(M.shape[0], dtype=M.dtype)
+
+
+def _taylor_coeffs(m):
+    return [1.0 / math.factorial(k) for k in range(m + 1)]
+
+
+def _taylor(xp, mm, A, K):
+    """Thesis eqs. (2)-(3): sum of a_k, a_k = (1/k) A a_(k-1) as gemm(alpha=1/k, beta=0)."""
+    term = _eye_like(xp, A)
+    U = term.copy()
+    for k in range(1, K + 1):
+        term = mm(A, term, alpha=1.0 / k)
+        U += term
+    return U
+
+
+def _taylor_split(xp, mm, B, K):
+    """Eqs. (2)-(3) for A = iB: a_k = i^k r_k with real r_k = (1/k) B r_(k-1)."""
+    r = _eye_like(xp, B)
+    c, s = r.copy(), xp.zeros_like(B)
+    for k in range(1, K + 1):
+        r = mm(B, r, alpha=1.0 / k)
+        sign = 1.0 if k % 4 in (0, 1) else -1.0
+        (s if k % 2 else c).__iadd__(sign * r)
+    return c, s
+
+
+def _powers(mm, eye, X, q):
+    """[I, X, X^2, ..., X^q] (q - 1 products)."""
+    pows = [eye, X]
+    for _ in range(2, q + 1):
+        pows.append(mm(pows[-1], X))
+    return pows
+
+
+def _ps(mm, pows, coeffs):
+    """Paterson-Stockmeyer: sum_k coeffs[k] X^k from pows = [I, X, ..., X^q], Horner in X^q."""
+    m, q = len(coeffs) - 1, len(pows) - 1
+    if m == 0 or q == 0:
+        return coeffs[0] * pows[0]
+
+    def block(j):
+        out = coeffs[j * q] * pows[0]
+        for i in range(1, q):
+            if j * q + i <= m:
+                out += coeffs[j * q + i] * pows[i]
+        return out
+
+    r = m // q
+    if m % q == 0:  # the top block is coeffs[m] I: fold it in without a product
+        Y = block(r - 1) + coeffs[m] * pows[q]
+        start = r - 2
+    else:
+        Y = block(r)
+        start = r - 1
+    for j in range(start, -1, -1):
+        Y = mm(pows[q], Y, block(j), 1.0, 1.0)
+    return Y
+
+
+def _ps_split(xp, mm, B, m, q):
+    """cos B and sin B truncated at total degree m in B, by PS in C = B^2 with shared
+    powers C^2..C^q (:func:`mgemm.plan.split_products` counts the products)."""
+    eye = _eye_like(xp, B)
+    if m <= 1:
+        return eye, (B.copy() if m == 1 else xp.zeros_like(B))
+    dc, ds = m // 2, (m - 1) // 2
+    cos_c = [(-1) ** j / math.factorial(2 * j) for j in range(dc + 1)]
+    sin_c = [(-1) ** j / math.factorial(2 * j + 1) for j in range(ds + 1)]
+    pows = _powers(mm, eye, mm(B, B), max(1, min(q, dc)))
+    cosB = _ps(mm, pows, cos_c)
+    sinB = mm(B, _ps(mm, pows, sin_c)) if ds >= 1 else B.copy()
+    return cosB, sinB

@@ -1,0 +1,175 @@
+"""Thin CLI: TOML -> Config -> run(config) -> HDF5 + plots (STYLE.md item 10).
+
+Every input problem is one line on stderr naming the key and value, exit code 2.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+
+import click
+
+from . import __version__
+from .config import ConfigError, load
+
+
+class InputError(click.ClickException):
+    """One-line error, exit code 2 (no traceback, no usage text)."""
+    exit_code = 2
+
+    def show(self, file=None):
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def _load(path):
+    try:
+        return load(path)
+    except ConfigError as e:
+        raise InputError(f"{path}: {e}") from None
+
+
+def _devices(value):
+    if value is None or value == "":
+        return None
+    try:
+        return [int(v) for v in value.split(",")]
+    except ValueError:
+        raise InputError(f"--devices = {value!r}: must be comma-separated GPU ids, e.g. 0,1,2,3") from None
+
+
+@click.group()
+@click.version_option(__version__, prog_name="tdse")
+def main():
+    """1D H2+ time-dependent Schrodinger equation with the mgemm matrix exponent.
+
+    Atomic units throughout (hbar = m_e = e = 1)."""
+
+
+@main.command()
+@click.argument("input_file", metavar="INPUT", type=click.Path(dir_okay=False))
+@click.option("--out", "out_dir", default="outputs", show_default=True, help="results folder")
+@click.option("--backend", type=click.Choice(["auto", "numpy", "cupy"]), default="auto",
+              show_default=True)
+@click.option("--devices", default=None, help="GPU ids for --backend cupy, e.g. 0,1,2,3")
+@click.option("--force", is_flag=True, help="overwrite OUT/<name>.h5; run even if the dt check fails")
+@click.option("--no-plots", is_flag=True, help="skip the pictures")
+def run(input_file, out_dir, backend, devices, force, no_plots):
+    """Propagate INPUT and write OUT/<name>.h5 and its plots."""
+    from .propagate import precheck, run as run_
+    from .snapshots import OutputExists
+
+    cfg = _load(input_file)
+    try:
+        pc = precheck(cfg)
+    except ConfigError as e:
+        raise InputError(f"{input_file}: {e}") from None
+    for w in pc.warnings:
+        click.echo(f"warning: {w}", err=True)
+    if not pc.ok:
+        if not force:
+            raise InputError(f"{input_file}: time.dt = {cfg.time.dt}: {pc.message}")
+        click.echo(f"warning: --force: {pc.message}", err=True)
+    click.echo(f"{cfg.name}: N = {cfg.grid.n}, {cfg.time.steps} steps; {pc.plan.explain()}", err=True)
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"--out = {out_dir!r}: cannot create the folder ({e.strerror})") from None
+    if not os.access(out_dir, os.W_OK):
+        raise InputError(f"--out = {out_dir!r}: folder is not writable")
+    try:
+        res = run_(cfg, out_dir, backend=backend, devices=_devices(devices), force=force,
+                   progress=True, precheck_result=pc)
+    except ConfigError as e:
+        raise InputError(str(e)) from None
+    except OutputExists as e:
+        raise InputError(f"output {e.args[0]!r} exists; pass --force to overwrite it") from None
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: {os.path.join(out_dir, cfg.name + '.h5')} holds the snapshots "
+                   "written so far (attribute complete = false)", err=True)
+        sys.exit(130)
+    click.echo(f"wrote {res.path} ({res.snapshots} snapshots, {res.steps} steps, "
+               f"{res.seconds:.1f} s, backend {res.backend})")
+    if not no_plots:
+        from .plots import plot_run
+        for p in plot_run(res.path, out_dir):
+            click.echo(f"wrote {p}")
+
+
+@main.command()
+@click.argument("input_file", metavar="INPUT", type=click.Path(dir_okay=False))
+@click.option("--count", "-k", default=5, show_default=True, type=click.IntRange(1, None))
+@click.option("--json", "as_json", is_flag=True)
+def states(input_file, count, as_json):
+    """Print the lowest eigenvalues of H(0) (hartree)."""
+    from .hamiltonian import eigenstates
+    cfg = _load(input_file)
+    if count > cfg.grid.n:
+        raise InputError(f"--count = {count}: the grid has only {cfg.grid.n} points")
+    E, _ = eigenstates(cfg, 0.0, count)
+    if as_json:
+        click.echo(json.dumps({"energies": [float(e) for e in E], "units": "hartree"}))
+    else:
+        for n, e in enumerate(E):
+            click.echo(f"{n:4d}  {e: .12f}")
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--quick", is_flag=True, help="a smaller grid of expm cases")
+def validate(as_json, quick):
+    """Check mgemm.expm and the propagator against SciPy and analytic cases."""
+    from .validate import run_all, summary_rows
+    res = run_all(quick=quick)
+    if as_json:
+        click.echo(json.dumps(res, indent=1))
+    else:
+        click.echo(f"{'check':30s} {'cases':>5s} {'worst err/tol':>14s}  result")
+        for name, count, worst, ok in summary_rows(res):
+            click.echo(f"{name:30s} {count:5d} {worst:14.3g}  {'pass' if ok else 'FAIL'}")
+        click.echo("all passed" if res["passed"] else "FAILED")
+    if not res["passed"]:
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("h5file", metavar="FILE.h5", type=click.Path(dir_okay=False))
+@click.option("--out", "out_dir", default=None, help="folder for the PNGs (default: beside FILE)")
+def plot(h5file, out_dir):
+    """Draw the pictures of a run file."""
+    from .plots import plot_run
+    from .snapshots import NotOurFile
+    try:
+        files = plot_run(h5file, out_dir)
+    except (NotOurFile, ValueError, KeyError) as e:
+        raise InputError(str(e)) from None
+    for p in files:
+        click.echo(f"wrote {p}")
+
+
+@main.command()
+def info():
+    """Versions, backends and GPUs found."""
+    import h5py
+    import numpy
+    import scipy
+
+    import mgemm
+    from mgemm._array import cupy_or_none, gpu_count
+    from mgemm.executors import REGISTRY
+    cp = cupy_or_none()
+    click.echo(f"tdse {__version__}, mgemm {mgemm.__version__}, Python {platform.python_version()}")
+    click.echo(f"numpy {numpy.__version__}, scipy {scipy.__version__}, h5py {h5py.__version__}")
+    click.echo(f"cupy: {cp.__version__ if cp else 'not installed'}")
+    click.echo(f"mgemm executors: {', '.join(sorted(REGISTRY))}")
+    n = gpu_count()
+    click.echo(f"GPUs: {n}")
+    for d in range(n):
+        props = cp.cuda.runtime.getDeviceProperties(d)
+        click.echo(f"  {d}: {props['name'].decode()} {props['totalGlobalMem'] / 2**30:.0f} GiB")
+    click.echo("units: atomic units (hbar = m_e = e = 1)")
+
+
+if __name__ == "__main__":
+    main()
