@@ -49,7 +49,7 @@ def plot_run(h5path, out_dir=None, node_eps=None) -> list[str]:
         ax.plot(xs, np.full(xs.size, ti), ".", color="cyan", ms=2)
     for c in range(d["snapshots/centres"].shape[1]):
         ax.plot(d["snapshots/centres"][:, c], t, "w--", lw=0.6)
-    xmask = dens.max(axis=0) > 1e-6 * dens.max()
+    xmask = dens.max(axis=0) > 1e-4 * dens.max()
     if xmask.any():
         ax.set_xlim(x[xmask].min(), x[xmask].max())
     ax.set(xlabel="x (bohr)", ylabel="t (a.u.)", title=f"{name}: |psi(x,t)|^2, nodes (dots), centres (dashed)")

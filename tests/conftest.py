@@ -1,0 +1,37 @@
+"""Markers: ``gpu`` and ``multi_gpu(n)`` skip where CuPy or enough GPUs are missing;
+matplotlib uses Agg everywhere (STYLE.md item 9)."""
+import os
+
+import matplotlib
+import numpy as np
+import pytest
+
+matplotlib.use("Agg")
+
+from mgemm._array import gpu_count  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def pytest_collection_modifyitems(config, items):
+    n = gpu_count()
+    for item in items:
+        if "gpu" in item.keywords and n == 0:
+            item.add_marker(pytest.mark.skip(reason="needs CuPy and a CUDA GPU"))
+        m = item.get_closest_marker("multi_gpu")
+        if m is not None:
+            need = m.args[0] if m.args else 2
+            if n < need:
+                item.add_marker(pytest.mark.skip(reason=f"needs {need} GPUs, found {n}"))
+
+
+@pytest.fixture
+def rng(request):
+    # fresh random inputs each test, but reproducible from the test's name
+    seed = abs(hash(request.node.nodeid)) % (2**32)
+    return np.random.default_rng(seed)
+
+
+@pytest.fixture
+def inputs_dir():
+    return os.path.join(ROOT, "inputs")

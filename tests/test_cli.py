@@ -1,0 +1,144 @@
+"""The CLI through click's CliRunner, and the HDF5 round trip."""
+import json
+import os
+
+import h5py
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tdse.cli import main
+from tdse.snapshots import read
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+def tiny(inputs_dir):
+    return os.path.join(inputs_dir, "tiny.toml")
+
+
+def test_run_writes_h5_and_plots_and_refuses_overwrite(runner, inputs_dir, tmp_path):
+    out = tmp_path / "res"
+    r = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(out), "--backend", "numpy"])
+    assert r.exit_code == 0, r.output
+    h5 = out / "tiny.h5"
+    d = read(h5)
+    a = d["attrs"]
+    assert a["complete"] and "atomic units" in a["units"] and a["backend"] == "numpy"
+    assert "tiny" in a["input_toml"] and a["theta"] > 0 and a["plan_method"] == "auto"
+    T = d["snapshots/t"].size
+    assert T == 11 and d["snapshots/psi"].shape == (11, 64)
+    np.testing.assert_allclose(d["snapshots/t"], np.arange(11) * 0.1, atol=1e-12)
+    np.testing.assert_allclose(d["observables/norm"], 1.0, atol=1e-12)
+    assert d["observables/populations_h0"].shape == (11, 4)
+    assert d["observables/populations_h0"][0, 0] == pytest.approx(1.0, abs=1e-12)
+    for what in ("spacetime", "nodes", "populations", "drift", "snapshots"):
+        assert (out / f"tiny_{what}.png").stat().st_size > 1000
+    before = h5.read_bytes()
+    r2 = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(out)])
+    assert r2.exit_code == 2 and "--force" in r2.output
+    assert h5.read_bytes() == before  # nothing already written is lost
+    r3 = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(out), "--force", "--no-plots"])
+    assert r3.exit_code == 0, r3.output
+
+
+def test_h5_roundtrip_matches_direct_propagation(runner, inputs_dir, tmp_path):
+    from tdse import hamiltonian
+    from tdse.config import load
+    from tdse.grid import points
+    from tdse.propagate import Propagator, initial_state, precheck
+    r = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(tmp_path), "--no-plots"])
+    assert r.exit_code == 0, r.output
+    d = read(tmp_path / "tiny.h5")
+    cfg = load(tiny(inputs_dir))
+    _, phi = hamiltonian.eigenstates(cfg, 0.0, 1)
+    psi = initial_state(cfg, points(cfg.grid), phi)
+    prop = Propagator(cfg, precheck(cfg).plan)
+    for j in range(cfg.time.steps):
+        psi = prop.step(psi, j)
+    np.testing.assert_array_equal(d["snapshots/psi"][-1], psi)  # bit-identical
+
+
+def test_states_json_matches_eigvalsh(runner, inputs_dir):
+    from tdse import hamiltonian
+    from tdse.config import load
+    r = runner.invoke(main, ["states", tiny(inputs_dir), "--count", "3", "--json"])
+    assert r.exit_code == 0
+    E = json.loads(r.output)["energies"]
+    w = np.linalg.eigvalsh(hamiltonian.dense(load(tiny(inputs_dir)), 0.0))
+    np.testing.assert_allclose(E, w[:3], rtol=1e-10)
+
+
+def test_validate_quick_json(runner):
+    r = runner.invoke(main, ["validate", "--quick", "--json"])
+    assert r.exit_code == 0, r.output[-2000:]
+    res = json.loads(r.output)
+    assert res["passed"] and len(res["checks"]) > 20
+
+
+def test_info(runner):
+    r = runner.invoke(main, ["info"])
+    assert r.exit_code == 0 and "numpy" in r.output and "atomic units" in r.output
+
+
+BAD = [
+    ("dx = 0.2", "dx = -0.2", "grid.dx"),
+    ("dt = 0.005", "dt = 0.007", "time.t_end"),
+    ('method = "auto"', 'method = "magic"', "propagator.method"),
+    ("Z = 2.0", 'Z = "two"', "potential.centres[0].Z"),
+]
+
+
+@pytest.mark.parametrize("old,new,key", BAD)
+def test_bad_input_exit_2_one_line(runner, inputs_dir, tmp_path, old, new, key):
+    text = open(tiny(inputs_dir)).read()
+    assert old in text
+    p = tmp_path / "bad.toml"
+    p.write_text(text.replace(old, new, 1))
+    r = runner.invoke(main, ["run", str(p), "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and key in lines[0] and "Traceback" not in r.output
+
+
+def test_missing_and_non_toml_files(runner, tmp_path):
+    r = runner.invoke(main, ["run", str(tmp_path / "none.toml")])
+    assert r.exit_code == 2 and "no such file" in r.output
+    p = tmp_path / "x.toml"
+    p.write_text("this is [not toml")
+    r = runner.invoke(main, ["states", str(p)])
+    assert r.exit_code == 2 and "not valid TOML" in r.output
+
+
+def test_taylor_refusal_and_force(runner, inputs_dir, tmp_path):
+    text = open(os.path.join(inputs_dir, "h2plus_moving.toml")).read()
+    text = text.replace("dt = 0.002", "dt = 0.01").replace("t_end = 10.0", "t_end = 0.02")
+    p = tmp_path / "fast.toml"
+    p.write_text(text)
+    r = runner.invoke(main, ["run", str(p), "--out", str(tmp_path)])
+    assert r.exit_code == 2 and "largest dt that passes" in r.output and "theta" in r.output
+    r = runner.invoke(main, ["run", str(p), "--out", str(tmp_path), "--force", "--no-plots"])
+    assert r.exit_code == 0, r.output
+    with h5py.File(tmp_path / "h2plus_moving.h5") as f:
+        assert f.attrs["forced"]
+
+
+def test_plot_rejects_foreign_h5(runner, tmp_path):
+    p = tmp_path / "other.h5"
+    with h5py.File(p, "w") as f:
+        f["x"] = np.arange(3)
+    r = runner.invoke(main, ["plot", str(p)])
+    assert r.exit_code == 2 and "not a tdse run file" in r.output
+    q = tmp_path / "junk.h5"
+    q.write_bytes(b"not hdf5 at all")
+    r = runner.invoke(main, ["plot", str(q)])
+    assert r.exit_code == 2
+
+
+def test_plot_command_redraws(runner, inputs_dir, tmp_path):
+    runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(tmp_path), "--no-plots"])
+    r = runner.invoke(main, ["plot", str(tmp_path / "tiny.h5"), "--out", str(tmp_path / "p")])
+    assert r.exit_code == 0 and (tmp_path / "p" / "tiny_spacetime.png").exists()

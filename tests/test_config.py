@@ -1,0 +1,94 @@
+"""tdse.config: every validation error is one line naming the key and value."""
+import pytest
+
+from tdse.config import ConfigError, load, loads
+
+GOOD = """
+name = "t"
+[grid]
+x_min = -6.4
+x_max = 6.4
+dx = 0.2
+[potential]
+a = 0.5
+[[potential.centres]]
+x0 = -1.0
+Z = 2.0
+[time]
+dt = 0.01
+t_end = 0.5
+"""
+
+
+def test_good_minimal_defaults():
+    c = loads(GOOD)
+    assert c.grid.n == 64 and c.time.steps == 50
+    assert c.propagator.method == "auto" and c.output.every == 50
+    assert c.potential.static and c.initial.state == 0
+
+
+def edit(section_line, new):
+    return GOOD.replace(section_line, new)
+
+
+CASES = [
+    (edit("dx = 0.2", "dx = -0.2"), "grid.dx", "> 0"),
+    (edit("dx = 0.2", "dx = 0.0"), "grid.dx", "> 0"),
+    (edit("dx = 0.2", "dx = nan"), "grid.dx", "finite"),
+    (edit("dx = 0.2", "dx = inf"), "grid.dx", "finite"),
+    (edit("dx = 0.2", "dx = 0.3"), "grid.dx", "whole number"),
+    (edit("dx = 0.2", 'dx = "0.2"'), "grid.dx", "number"),
+    (edit("dx = 0.2", "dx = true"), "grid.dx", "number"),
+    (edit("x_min = -6.4", "x_min = 7.0"), "grid.x_min", "< grid.x_max"),
+    (edit("dx = 0.2", "dx = 0.2\nstencil = 4"), "grid.stencil", "3 or 5"),
+    (edit("dx = 0.2", "dx = 0.2\nfoo = 1"), "grid.foo", "unknown key"),
+    (edit("dt = 0.01", "dt = 0.0"), "time.dt", "> 0"),
+    (edit("dt = 0.01", "dt = -1.0"), "time.dt", "> 0"),
+    (edit("dt = 0.01", "dt = 0.03"), "time.t_end", "whole number"),
+    (edit("dt = 0.01\n", ""), "time.dt", "missing"),
+    (edit("a = 0.5", "a = -0.5"), "potential.a", "> 0"),
+    (edit("Z = 2.0", "Z = nan"), "potential.centres[0].Z", "finite"),
+    (edit("Z = 2.0", "Z = 2.0\nspeed = 1"), "potential.centres[0].speed", "unknown"),
+    (GOOD.replace('name = "t"', 'name = "a/b"'), "name", "letters"),
+    (GOOD + "[propagator]\nmethod = \"pade\"\n", "propagator.method", "taylor"),
+    (GOOD + "[propagator]\nterms = 0\n", "propagator.terms", ">= 1"),
+    (GOOD + "[propagator]\nterms = 10.0\n", "propagator.terms", "integer"),
+    (GOOD + "[propagator]\ntolerance = 2.0\n", "propagator.tolerance", "< 1"),
+    (GOOD + "[output]\nevery = 0\n", "output.every", ">= 1"),
+    (GOOD + "[output]\npopulations = 1000\n", "output.populations", "<= 64"),
+    (GOOD + "[initial]\nstate = 64\n", "initial.state", "<= 63"),
+    (GOOD + "[initial]\nstate = \"excited\"\n", "initial.state", "gaussian"),
+    (GOOD + "[initial]\nstate = 0\nsigma = 1.0\n", "initial.sigma", "gaussian"),
+    (GOOD + "[initial]\nstate = \"gaussian\"\nsigma = 0.0\n", "initial.sigma", "> 0"),
+    (GOOD + "[extra]\nx = 1\n", "extra", "unknown"),
+    ("name = 'x'\n[grid\n", "", "not valid TOML"),
+]
+
+
+@pytest.mark.parametrize("text,key,msg", CASES)
+def test_bad_input_names_key(text, key, msg):
+    with pytest.raises(ConfigError) as e:
+        loads(text)
+    s = str(e.value)
+    assert "\n" not in s
+    assert key in s and msg in s
+
+
+def test_grid_too_large_for_memory():
+    with pytest.raises(ConfigError, match=r"grid.dx .*largest N that fits"):
+        loads(GOOD.replace("dx = 0.2", "dx = 0.0001"), memory_limit=2**30)
+
+
+def test_missing_file_and_non_utf8(tmp_path):
+    with pytest.raises(ConfigError, match="no such file"):
+        load(tmp_path / "nope.toml")
+    p = tmp_path / "bad.toml"
+    p.write_bytes(b"name = \"\xff\xfe\"\n")
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        load(p)
+
+
+def test_shipped_inputs_load(inputs_dir):
+    import os
+    for f in os.listdir(inputs_dir):
+        loads(open(os.path.join(inputs_dir, f)).read())

@@ -1,0 +1,109 @@
+"""mgemm.expm against SciPy and an eigendecomposition (independent references).
+
+Tolerances: complex128 / float64 results of the default (unit-roundoff) plan are held to
+1e-12 relative (a few hundred u: rounding of ~10-20 products of norm <= e^2, see
+mgemm.plan._MAX_SCALED_NORM); complex64 to 1e-4 (float32 u = 6e-8 times the same factor).
+"""
+import numpy as np
+import pytest
+import scipy.linalg
+
+import mgemm
+
+TOL = {np.complex128: 1e-12, np.float64: 1e-12, np.complex64: 1e-4, np.float32: 1e-4}
+
+
+def rel(a, b):
+    return np.linalg.norm(a - b) / np.linalg.norm(b)
+
+
+def herm(rng, n):
+    X = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))
+    return (X + X.conj().T) / 2
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 33, 100])
+@pytest.mark.parametrize("scale", [1e-3, 0.5, 4.0, 30.0])
+@pytest.mark.parametrize("kind", ["complex", "real", "imaginary", "skew_hermitian"])
+def test_auto_matches_scipy(rng, n, scale, kind):
+    if kind == "complex":
+        A = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))
+    elif kind == "real":
+        A = rng.standard_normal((n, n))
+    elif kind == "imaginary":
+        A = 1j * rng.standard_normal((n, n))
+    else:
+        A = -1j * herm(rng, n).real  # -i * real symmetric
+        A = A if n > 1 else 1j * np.ones((1, 1))
+    A = A * scale / max(np.abs(A).sum(axis=0).max(), 1e-300)
+    U = mgemm.expm(A)
+    ref = scipy.linalg.expm(A)
+    assert rel(U, ref) <= TOL[A.dtype.type] * max(1.0, np.linalg.cond(ref) ** 0.5)
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+@pytest.mark.parametrize("method", ["auto", "taylor"])
+@pytest.mark.parametrize("split", [True, False])
+def test_unitary_against_eigendecomposition(rng, dtype, method, split):
+    n = 64
+    H = herm(rng, n).real
+    dt = 0.3 / np.abs(H).sum(axis=0).max()
+    A = (-1j * dt * H).astype(dtype)
+    w, V = np.linalg.eigh(H)
+    ref = (V * np.exp(-1j * dt * w)) @ V.T
+    U, plan = mgemm.expm(A, method=method, split=split, return_plan=True)
+    assert plan.path == ("split" if split else "complex")
+    tol = TOL[dtype] if method == "auto" else plan.truncation_bound + 20 * n * np.finfo(dtype).eps
+    assert rel(U, ref) <= tol
+    eye = np.eye(n)
+    assert np.abs(U.conj().T @ U - eye).max() <= 50 * n * np.finfo(dtype).eps
+
+
+def test_taylor_error_follows_its_bound(rng):
+    # truncation dominates for large theta: measured error sits below, and near, R_K(theta)
+    # a 1D Laplacian with a random diagonal: ||H||_2 is close to ||H||_1, so the 1-norm
+    # bound is nearly attained
+    n = 40
+    H = 2 * np.eye(n) - np.eye(n, k=1) - np.eye(n, k=-1) + np.diag(0.1 * rng.random(n))
+    for theta in (0.5, 1.0, 2.0):
+        A = -1j * theta * H / np.abs(H).sum(axis=0).max()
+        U, plan = mgemm.expm(A, method="taylor", terms=8, return_plan=True)
+        err = np.linalg.norm(U - scipy.linalg.expm(A), 2)
+        assert err <= plan.truncation_bound
+        assert err >= 1e-2 * plan.truncation_bound  # the bound is not vacuous
+
+
+def test_shift_is_exact(rng):
+    n = 30
+    H = herm(rng, n).real + 50 * np.eye(n)
+    A = -0.01j * H
+    mu = -0.01j * 50
+    U1, p1 = mgemm.expm(A, return_plan=True)
+    U2, p2 = mgemm.expm(A, shift=mu, return_plan=True)
+    assert p2.theta < p1.theta
+    ref = scipy.linalg.expm(A)
+    assert rel(U1, ref) < 1e-12 and rel(U2, ref) < 1e-12
+
+
+@pytest.mark.parametrize("complex_method", ["native", "4m", "3m"])
+def test_complex_methods_agree(rng, complex_method):
+    A = (rng.standard_normal((20, 20)) + 1j * rng.standard_normal((20, 20))) * 0.2
+    U = mgemm.expm(A, complex_method=complex_method)
+    assert rel(U, scipy.linalg.expm(A)) < 1e-12
+
+
+def test_fixed_plan_reused(rng):
+    H = herm(rng, 16).real
+    A = -0.05j * H
+    _, plan = mgemm.expm(A, return_plan=True)
+    U = mgemm.expm(A, plan=plan)
+    assert rel(U, scipy.linalg.expm(A)) < 1e-12
+
+
+@pytest.mark.parametrize("bad,exc", [
+    (np.ones((3, 4)), ValueError), (np.ones(3), ValueError),
+    (np.ones((3, 3), dtype=int), TypeError),
+])
+def test_bad_input(bad, exc):
+    with pytest.raises(exc):
+        mgemm.expm(bad)

@@ -1,0 +1,139 @@
+"""Hamiltonian, eigenstates, observables and propagation invariants (tdse)."""
+import numpy as np
+import pytest
+import scipy.linalg
+
+from tdse import hamiltonian
+from tdse.grid import points
+from tdse.observables import node_count, node_positions, norm, populations
+from tdse.propagate import Propagator, initial_state, precheck
+from tdse.validate import make_config
+
+
+def test_free_particle_3point_is_exact():
+    # V = 0 (Z = 0): the 3-point matrix has eigenvalues (1 - cos(k pi/(N+1)))/dx^2 exactly
+    cfg = make_config(n=100, dx=0.1, Z=0.0, amp=0.0)
+    E, _ = hamiltonian.eigenstates(cfg, 0.0, 5)
+    k = np.arange(1, 6)
+    exact = (1 - np.cos(k * np.pi / 101)) / 0.01
+    np.testing.assert_allclose(E, exact, rtol=1e-12)
+
+
+@pytest.mark.parametrize("stencil,order", [(3, 2), (5, 4)])
+def test_fd_convergence_order(stencil, order):
+    # Richardson: (E(h) - E(h/2)) / (E(h/2) - E(h/4)) -> 2^order, for a smooth soft-core H
+    Es = []
+    for dx in (0.2, 0.1, 0.05):
+        n = int(round(25.6 / dx))
+        cfg = make_config(n=n, dx=dx, stencil=stencil, a=1.0, Z=1.0, amp=0.0)
+        Es.append(hamiltonian.eigenstates(cfg, 0.0, 2)[0])
+    Es = np.array(Es)
+    ratio = (Es[0] - Es[1]) / (Es[1] - Es[2])
+    measured = np.log2(np.abs(ratio))
+    np.testing.assert_allclose(measured, order, atol=0.15)
+
+
+def test_eigenstates_match_dense_eigh():
+    cfg = make_config(n=128, dx=0.1, stencil=5)
+    E, phi = hamiltonian.eigenstates(cfg, 0.3, 4)
+    w = np.linalg.eigvalsh(hamiltonian.dense(cfg, 0.3))
+    np.testing.assert_allclose(E, w[:4], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(phi @ phi.T * cfg.grid.dx, np.eye(4), atol=1e-12)
+
+
+def test_apply_matches_dense(rng):
+    for stencil in (3, 5):
+        cfg = make_config(n=50, stencil=stencil)
+        psi = rng.standard_normal(50) + 1j * rng.standard_normal(50)
+        from tdse.potential import soft_core
+        v = soft_core(cfg.potential, points(cfg.grid), 0.2)
+        np.testing.assert_allclose(hamiltonian.apply(cfg, psi, v),
+                                   hamiltonian.dense(cfg, 0.2) @ psi, rtol=1e-13, atol=1e-9)
+
+
+def test_gershgorin_bounds_contain_spectrum():
+    for stencil in (3, 5):
+        cfg = make_config(n=200, stencil=stencil)
+        H = hamiltonian.dense(cfg, 0.0)
+        from tdse.potential import soft_core
+        v = soft_core(cfg.potential, points(cfg.grid), 0.0)
+        lo, hi = hamiltonian.spectrum_bounds(stencil, cfg.grid.dx, v.min(), v.max())
+        w = np.linalg.eigvalsh(H)
+        assert lo <= w[0] and w[-1] <= hi
+        assert (hi - lo) < 1.2 * (w[-1] - w[0])  # tight, not just valid
+
+
+@pytest.mark.parametrize("Z,a", [(1.0, 1.0), (30.0, 0.1), (2.0, 0.5)])
+def test_eigenstate_n_has_n_nodes(Z, a):
+    cfg = make_config(n=256, dx=0.1, a=a, Z=Z, amp=0.0)
+    x = points(cfg.grid)
+    _, phi = hamiltonian.eigenstates(cfg, 0.0, 6)
+    for k in range(6):
+        assert node_count(x, phi[k]) == k
+        # any global phase
+        assert node_count(x, phi[k] * np.exp(1.234j)) == k
+
+
+def test_node_positions_analytic():
+    x = np.linspace(-5, 5, 1001)
+    psi = np.sin(x) * np.exp(-x ** 2 / 20) * np.exp(0.7j)
+    pos = node_positions(x, psi, eps=1e-3)
+    expect = np.array([-np.pi, 0.0, np.pi])
+    np.testing.assert_allclose(pos, expect, atol=1e-4)
+
+
+def test_unitary_norm_conserved_and_populations():
+    cfg = make_config(n=128, dt=0.002, steps=200, tol=1e-12)
+    pc = precheck(cfg)
+    x = points(cfg.grid)
+    E, phi = hamiltonian.eigenstates(cfg, 0.0, 4)
+    psi = initial_state(cfg, x, phi)
+    prop = Propagator(cfg, pc.plan)
+    U = prop.operator(0.001)
+    assert np.abs(U.conj().T @ U - np.eye(128)).max() < 1e-13
+    for j in range(200):
+        psi = prop.step(psi, j)
+    assert abs(norm(psi, cfg.grid.dx) - 1) < 1e-12
+    P = populations(phi, psi, cfg.grid.dx)
+    assert P.sum() <= 1 + 1e-12
+
+
+def test_gaussian_initial_state_normalised():
+    cfg = make_config(n=256, dx=0.1)
+    from dataclasses import replace
+    from tdse.config import Initial
+    cfg = replace(cfg, initial=Initial("gaussian", x0=0.5, sigma=0.7, k0=2.0))
+    psi = initial_state(cfg, points(cfg.grid), None)
+    assert abs(norm(psi, 0.1) - 1) < 1e-14
+    # <p> = k0 for a Gaussian packet; the central difference measures <sin(k dx)/dx> over
+    # the packet's k ~ N(k0, 1/(2 sigma)), i.e. sin(k0 dx)/dx * exp(-(dx/(2 sigma))^2 / 2)
+    dpsi = np.gradient(psi, 0.1)
+    expect = np.sin(0.2) / 0.1 * np.exp(-(0.1 / 1.4) ** 2 / 2)
+    assert abs(np.real(np.vdot(psi, -1j * dpsi) * 0.1) - expect) < 1e-6
+
+
+def test_moving_propagation_matches_scipy_reference():
+    from tdse.validate import check_propagation
+    for c in check_propagation(steps=30):
+        assert c["passed"], c
+
+
+def test_static_phase():
+    from tdse.validate import check_static_phase
+    (c,) = check_static_phase(steps=50)
+    assert c["passed"], c
+
+
+def test_precheck_refuses_large_taylor_dt_and_reports_dt_max(inputs_dir):
+    import os
+    from dataclasses import replace
+    from tdse.config import load
+    cfg = load(os.path.join(inputs_dir, "h2plus_moving.toml"))
+    pc = precheck(cfg)
+    assert pc.ok and pc.plan.truncation_bound < 1e-10  # the source's parameters pass
+    big = replace(cfg, time=replace(cfg.time, dt=0.01))
+    bad = precheck(big)
+    assert not bad.ok
+    assert "largest dt that passes" in bad.message and "theta" in bad.message
+    ok_dt = replace(cfg, time=replace(cfg.time, dt=bad.dt_max * 0.999))
+    assert precheck(ok_dt).plan.truncation_bound <= cfg.propagator.tolerance

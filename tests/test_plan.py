@@ -1,0 +1,88 @@
+"""mgemm.plan: the pure planning algebra (no arrays)."""
+import math
+
+import pytest
+
+from mgemm.plan import plan_expm, ps_products, split_products, taylor_remainder
+
+U = 2.0 ** -53
+
+
+@pytest.mark.parametrize("theta", [1e-3, 0.1, 0.7, 3.0, 20.0])
+@pytest.mark.parametrize("m", [1, 4, 10, 18])
+def test_remainder_matches_exp_minus_partial_sum(theta, m):
+    partial = sum(theta ** k / math.factorial(k) for k in range(m + 1))
+    direct = math.exp(theta) - partial
+    r = taylor_remainder(theta, m)
+    # direct subtraction loses ~u e^theta absolute; compare within that
+    assert abs(r - direct) <= 1e-13 * r + 8 * U * math.exp(theta)
+    assert r >= theta ** (m + 1) / math.factorial(m + 1)
+
+
+def _ps_brute(m):
+    best = None
+    for q in range(1, m + 1):
+        # simulate the evaluation and count products
+        prods = q - 1
+        r = m // q
+        prods += r - (1 if m % q == 0 else 0)
+        best = prods if best is None else min(best, prods)
+    return best
+
+
+def test_ps_products_known_values():
+    # Paterson-Stockmeyer: degree 4 in 2 products, 6 in 3, 9 in 4, 12 in 5, 16 in 6
+    assert [ps_products(m)[0] for m in (2, 4, 6, 9, 12, 16)] == [1, 2, 3, 4, 5, 6]
+    for m in range(2, 30):
+        assert ps_products(m)[0] == _ps_brute(m)
+
+
+def test_split_products_small_cases():
+    assert split_products(1)[0] == 0      # I + iB
+    assert split_products(2)[0] == 1      # B^2
+    assert split_products(3)[0] == 2      # B^2, B*(I - B^2/6)
+
+
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("unitary", [False, True])
+@pytest.mark.parametrize("theta", [1e-4, 0.3, 1.0, 5.0, 100.0])
+@pytest.mark.parametrize("tol", [1e-6, 1e-10, U])
+def test_auto_plan_meets_tolerance_and_is_minimal(split, unitary, theta, tol):
+    p = plan_expm(theta, method="auto", tolerance=tol, split=split, unitary=unitary, unit_roundoff=U)
+    assert p.truncation_bound <= tol
+    assert theta / 2 ** p.squarings <= 2.0
+    # one product fewer at the same squarings must not meet the tolerance
+    cost = split_products if split else ps_products
+    if p.degree > 1:
+        cheaper = [m for m in range(1, p.degree) if cost(m)[0] < cost(p.degree)[0]]
+        for m in cheaper:
+            from mgemm.plan import _squared_bound
+            assert _squared_bound(theta, m, p.squarings, unitary) > tol
+
+
+def test_looser_tolerance_never_costs_more():
+    costs = [plan_expm(2.0, method="auto", tolerance=t, unit_roundoff=U).products
+             for t in (1e-4, 1e-8, 1e-12, U)]
+    assert costs == sorted(costs)
+
+
+def test_taylor_plan_reports_source_bound():
+    p = plan_expm(0.31, method="taylor", terms=10, tolerance=1e-10, unit_roundoff=U)
+    assert p.products == 10 and p.squarings == 0
+    assert p.truncation_bound == pytest.approx(taylor_remainder(0.31, 10))
+    assert p.meets_tolerance
+    q = plan_expm(3.0, method="taylor", terms=10, tolerance=1e-10, unit_roundoff=U)
+    assert not q.meets_tolerance
+
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(theta=-1.0), "theta"), (dict(theta=float("nan")), "theta"),
+    (dict(tolerance=0.0), "tolerance"), (dict(method="pade"), "method"),
+    (dict(method="taylor", terms=0), "terms"),
+])
+def test_bad_parameters_rejected(kw, msg):
+    args = dict(theta=1.0, method="auto", tolerance=1e-8, unit_roundoff=U)
+    args.update(kw)
+    theta = args.pop("theta")
+    with pytest.raises(ValueError, match=msg):
+        plan_expm(theta, **args)
