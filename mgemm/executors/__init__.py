@@ -26,4 +26,9 @@ def get(name: str):
     return REGISTRY[name]()
 
 
-from . import numpy_exec  # noqa: E402,F401  (registers 'numpy')
+from . import numpy_exec, emulated  # noqa: E402,F401  (register 'numpy', 'emulated')
+
+try:  # registers 'cupy' where CuPy imports
+    from . import cupy_exec  # noqa: F401
+except ImportError:
+    pass
