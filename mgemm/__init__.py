@@ -7,8 +7,9 @@ from .gemm import gemm, COMPLEX_METHODS
 from .expm import expm, expm_plan_for
 from .plan import ExpmPlan, plan_expm
 from . import executors
+from .executors import last_trace
 
 __version__ = "0.1.0"
 
 __all__ = ["gemm", "expm", "expm_plan_for", "ExpmPlan", "plan_expm", "executors",
-           "COMPLEX_METHODS", "__version__"]
+           "COMPLEX_METHODS", "last_trace", "__version__"]

@@ -20,10 +20,23 @@ def register(name: str):
     return deco
 
 
+_INSTANCES: Dict[str, object] = {}
+
+
 def get(name: str):
+    """The executor registered as ``name`` (one instance per process: the cupy executor
+    keeps its streams and band buffers between calls)."""
     if name not in REGISTRY:
         raise ValueError(f"executor must be one of {sorted(REGISTRY)}, got executor={name!r}")
-    return REGISTRY[name]()
+    if name not in _INSTANCES:
+        _INSTANCES[name] = REGISTRY[name]()
+    return _INSTANCES[name]
+
+
+def last_trace(name: str = "cupy"):
+    """Events recorded by the last ``gemm(..., trace=True)`` on that executor."""
+    ex = _INSTANCES.get(name)
+    return None if ex is None else getattr(ex, "last_trace", None)
 
 
 from . import numpy_exec, emulated  # noqa: E402,F401  (register 'numpy', 'emulated')

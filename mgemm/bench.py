@@ -1,0 +1,185 @@
+"""``mgemm bench``: the band engine against single-GPU cuBLAS and cuBLAS-XT, in one process.
+
+For each N: C = A B (alpha = 1, beta = 0) with random operands (never zeros), placed per
+``placement``; median wall time over ``repeat`` calls after a warm-up (each call
+synchronises, so wall time is the whole product).  Rates in TFLOP/s count 2N^3 real or
+8N^3 complex flops (3m is reported as the *effective* rate of the same 8N^3).  The
+fraction is rate / (G x the single-GPU cupy.matmul rate measured in the same run).
+"""
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import time
+
+import numpy as np
+
+
+def _flops(n, dtype):
+    return (8 if np.dtype(dtype).kind == "c" else 2) * float(n) ** 3
+
+
+def _rand(cp, dev, n, dtype, seed):
+    with cp.cuda.Device(dev):
+        r = cp.random.default_rng(seed)
+        x = r.standard_normal((n, n), dtype=np.float64 if np.dtype(dtype).itemsize >= 8 else np.float32)
+        if np.dtype(dtype).kind == "c":
+            x = x + 1j * r.standard_normal((n, n), dtype=x.dtype)
+        return x.astype(dtype)
+
+
+def _time(cp, f, repeat, devices):
+    f()
+    for d in devices:
+        cp.cuda.Device(d).synchronize()
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        f()
+        for d in devices:
+            cp.cuda.Device(d).synchronize()
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts))
+
+
+def _cublasxt_lib():
+    names = ["libcublas.so.13", "libcublas.so.12", "libcublas.so"]
+    for n in names:
+        try:
+            return ctypes.CDLL(n)
+        except OSError:
+            pass
+    for pat in ("/usr/local/cuda*/lib64/libcublas.so*", "/opt/**/nvidia/cu*/lib/libcublas.so*",
+                "/usr/**/nvidia/cu*/lib/libcublas.so*", "/opt/**/libcublas.so*"):
+        for p in sorted(glob.glob(pat, recursive=True)):
+            try:
+                return ctypes.CDLL(p)
+            except OSError:
+                pass
+    raise OSError("libcublas not found")
+
+
+def cublasxt_gemm(cp, A, B, C, devices, block):
+    """C = A B through cuBLAS-XT (ctypes), row-major via C^T = B^T A^T."""
+    lib = _cublasxt_lib()
+    h = ctypes.c_void_p()
+    assert lib.cublasXtCreate(ctypes.byref(h)) == 0
+    ids = (ctypes.c_int * len(devices))(*devices)
+    assert lib.cublasXtDeviceSelect(h, len(devices), ids) == 0
+    assert lib.cublasXtSetBlockDim(h, block) == 0
+    dt = np.dtype(A.dtype)
+    name = {"f": "S", "d": "D", "F": "C", "D": "Z"}[dt.char]
+    fn = getattr(lib, f"cublasXt{name}gemm")
+    one, zero = np.array(1, dt), np.array(0, dt)
+    n = A.shape[0]
+    sz = ctypes.c_size_t
+
+    def run():
+        st = fn(h, 0, 0, sz(n), sz(n), sz(n), ctypes.c_void_p(one.ctypes.data),
+                ctypes.c_void_p(B.data.ptr), sz(n), ctypes.c_void_p(A.data.ptr), sz(n),
+                ctypes.c_void_p(zero.ctypes.data), ctypes.c_void_p(C.data.ptr), sz(n))
+        if st != 0:
+            raise RuntimeError(f"cublasXt{name}gemm returned {st}")
+
+    return run, lambda: lib.cublasXtDestroy(h)
+
+
+def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "one"),
+              tiles=("auto",), complex_methods=("native",), repeat=3, xt_blocks=(2048, 4096, 8192),
+              timeline=None, progress=print):
+    import cupy as cp
+
+    import mgemm
+    dtype = np.dtype(dtype)
+    ngpu = cp.cuda.runtime.getDeviceCount()
+    gpus = [g for g in gpus if g <= ngpu]
+    rows = []
+    for n in sizes:
+        fl = _flops(n, dtype)
+        A0 = _rand(cp, 0, n, dtype, 1)
+        B0 = _rand(cp, 0, n, dtype, 2)
+        with cp.cuda.Device(0):
+            C0 = cp.empty((n, n), dtype)
+            t1 = _time(cp, lambda: cp.matmul(A0, B0, out=C0), repeat, [0])
+            sample = slice(0, min(n, 256))
+            ref_rows = cp.matmul(A0[sample], B0)
+        single = fl / t1 / 1e12
+        rows.append(dict(n=n, dtype=dtype.name, engine="cupy.matmul", gpus=1, seconds=t1,
+                         tflops=single, fraction=1.0))
+        progress(f"N={n} cupy.matmul 1 GPU: {single:.2f} TFLOP/s")
+        for g in gpus:
+            devs = list(range(g))
+            for placement in placements:
+                a_dev, b_dev, c_dev = (0, 0, 0) if placement == "one" else (0, 1 % g, 2 % g)
+                with cp.cuda.Device(a_dev):
+                    A = A0 if a_dev == 0 else cp.asarray(A0)
+                with cp.cuda.Device(b_dev):
+                    B = B0 if b_dev == 0 else cp.asarray(B0)
+                with cp.cuda.Device(c_dev):
+                    C = C0 if c_dev == 0 else cp.empty((n, n), dtype)
+                for tile in tiles:
+                    for cm in complex_methods:
+                        if cm != "native" and dtype.kind != "c":
+                            continue
+                        t_arg = tile if tile == "auto" else int(tile)
+                        f = lambda: mgemm.gemm(A, B, C, 1.0, 0.0, devices=devs, tile=t_arg,  # noqa: E731
+                                               complex_method=cm)
+                        try:
+                            t = _time(cp, f, repeat, sorted(set(devs) | {a_dev, b_dev, c_dev}))
+                        except Exception as e:  # report, keep going
+                            progress(f"N={n} G={g} {placement} tile={tile} {cm}: FAILED {e}")
+                            rows.append(dict(n=n, engine="mgemm", gpus=g, placement=placement,
+                                             tile=str(tile), complex_method=cm, error=str(e)))
+                            continue
+                        with cp.cuda.Device(c_dev):
+                            got = cp.asarray(C[sample])
+                        with cp.cuda.Device(0):
+                            err = float(cp.abs(cp.asarray(got) - ref_rows).max() /
+                                        cp.abs(ref_rows).max())
+                        sched = mgemm.executors.get("cupy").last_schedule
+                        rate = fl / t / 1e12
+                        rows.append(dict(n=n, dtype=dtype.name, engine="mgemm", gpus=g,
+                                         placement=placement, tile=sched.tile, complex_method=cm,
+                                         seconds=t, tflops=rate, fraction=rate / (g * single),
+                                         rel_error=err))
+                        progress(f"N={n} mgemm G={g} {placement} tile={sched.tile} {cm}: "
+                                 f"{rate:.2f} TFLOP/s = {rate / (g * single):.3f} of {g}x1, err {err:.1e}")
+                del A, B, C
+                cp.get_default_memory_pool().free_all_blocks()
+            if g > 1 and xt_blocks:
+                best = None
+                for blk in xt_blocks:
+                    try:
+                        with cp.cuda.Device(0):
+                            Cx = cp.empty((n, n), dtype)
+                        run, destroy = cublasxt_gemm(cp, A0, B0, Cx, devs, blk)
+                        t = _time(cp, run, max(1, repeat - 1), devs)
+                        destroy()
+                        with cp.cuda.Device(0):
+                            err = float(cp.abs(Cx[sample] - ref_rows).max() / cp.abs(ref_rows).max())
+                        del Cx
+                        rate = fl / t / 1e12
+                        progress(f"N={n} cuBLAS-XT G={g} block={blk}: {rate:.2f} TFLOP/s, err {err:.1e}")
+                        if best is None or rate > best["tflops"]:
+                            best = dict(n=n, dtype=dtype.name, engine="cublasxt", gpus=g,
+                                        placement="one", tile=blk, seconds=t, tflops=rate,
+                                        fraction=rate / (g * single), rel_error=err)
+                    except Exception as e:
+                        progress(f"N={n} cuBLAS-XT G={g} block={blk}: FAILED {e}")
+                if best:
+                    rows.append(best)
+        del A0, B0, C0
+        cp.get_default_memory_pool().free_all_blocks()
+    if timeline:
+        n = sizes[-1]
+        g = max(gpus)
+        A = _rand(cp, 0, n, dtype, 1)
+        B = _rand(cp, 1 % g, n, dtype, 2)
+        with cp.cuda.Device(2 % g):
+            C = cp.empty((n, n), dtype)
+        mgemm.gemm(A, B, C, devices=list(range(g)), trace=True)
+        from .timeline import plot_timeline
+        plot_timeline(mgemm.last_trace(), timeline,
+                      title=f"mgemm N={n} {dtype.name} {g} GPUs, A/B/C on 0/{1 % g}/{2 % g}")
+    return rows

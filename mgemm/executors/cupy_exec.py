@@ -1,0 +1,247 @@
+"""The ``cupy`` executor: the band schedule on real GPUs (streams, events, peer copies, cuBLAS).
+
+* one non-blocking stream per (device, schedule stream): ``compute``, ``copy_in``,
+  ``copy_out``, ``reduce<w>``; one CUDA event per op, recorded after it; an op waits
+  (``cudaStreamWaitEvent``) only on dependencies issued to other streams -- the CPU just
+  issues commands, in the schedule's order, and never waits in between;
+* band copies are single ``cudaMemcpy2DAsync`` calls (peer-to-peer through UVA; peer
+  access is enabled first: on H200 NVLink 391 GB/s with it, 38 GB/s without);
+* tiles are cuBLAS {S,D,C,Z}GEMM calls with explicit leading dimensions, writing straight
+  into the C band buffer (row-major C = A B is column-major C^T = B^T A^T);
+* the call synchronises the devices it uses on entry and exit, so buffers can be reused.
+
+Importing this module needs CuPy; :mod:`mgemm.executors` skips it otherwise.
+"""
+from __future__ import annotations
+
+import numpy as np
+import cupy
+
+try:
+    from cupy_backends.cuda.libs import cublas as _cublas
+except ImportError:  # older layouts
+    from cupy.cuda import cublas as _cublas  # type: ignore
+
+from ..schedule import plan_gemm
+from . import register
+from ._common import resolve_beta, resolve_tile, roles
+
+_MEMCPY_DEFAULT = 4
+_GEMM = {np.dtype(np.float32): "sgemm", np.dtype(np.float64): "dgemm",
+         np.dtype(np.complex64): "cgemm", np.dtype(np.complex128): "zgemm"}
+
+_axpby = cupy.ElementwiseKernel("T x, T beta", "T y", "y = beta * y + x", "mgemm_axpby")
+
+
+class GpuMemoryError(MemoryError):
+    pass
+
+
+_peer_done = set()
+
+
+def enable_peer_access(devices):
+    """Enable peer access between every pair that supports it (once per pair)."""
+    rt = cupy.cuda.runtime
+    for i in devices:
+        for j in devices:
+            if i == j or (i, j) in _peer_done:
+                continue
+            if rt.deviceCanAccessPeer(i, j):
+                with cupy.cuda.Device(i):
+                    try:
+                        rt.deviceEnablePeerAccess(j)
+                    except cupy.cuda.runtime.CUDARuntimeError as e:
+                        if "AlreadyEnabled" not in str(e) and "704" not in str(e):
+                            raise
+            _peer_done.add((i, j))
+
+
+def _ptr(arr, r0, c0):
+    return arr.data.ptr + (r0 * arr.shape[1] + c0) * arr.itemsize
+
+
+@register("cupy")
+class CupyExecutor:
+    name = "cupy"
+
+    def __init__(self):
+        self._streams = {}
+        self._buffers = {}
+        self.last_schedule = None
+        self.last_trace = None
+
+    # ------------------------------------------------------------------ helpers
+    def _stream(self, dev, name):
+        key = (dev, name)
+        if key not in self._streams:
+            with cupy.cuda.Device(dev):
+                self._streams[key] = cupy.cuda.Stream(non_blocking=True)
+        return self._streams[key]
+
+    def _check_memory(self, sched, itemsize, m, n, g):
+        need = {}
+        for (name, dev), shape in sched.buffers.items():
+            if name in ("A", "B", "C"):
+                continue
+            key = (name, dev, shape, itemsize)
+            if key in self._buffers:
+                continue
+            need[dev] = need.get(dev, 0) + shape[0] * shape[1] * itemsize
+        for dev, b in need.items():
+            with cupy.cuda.Device(dev):
+                free = cupy.cuda.runtime.memGetInfo()[0] + cupy.get_default_memory_pool().free_bytes()
+            if b > free:
+                per_t = b / sched.tile
+                fit = int(free * 0.9 / per_t) if per_t else 0
+                raise GpuMemoryError(
+                    f"mgemm: tile {sched.tile} needs {b / 2**30:.2f} GiB of buffers on GPU {dev}, "
+                    f"only {free / 2**30:.2f} GiB free; a tile <= {max(fit, 0)} would fit")
+
+    def _buffer(self, name, dev, shape, dtype):
+        key = (name, dev, shape, np.dtype(dtype).itemsize, np.dtype(dtype).str)
+        buf = self._buffers.get(key)
+        if buf is None:
+            with cupy.cuda.Device(dev):
+                buf = cupy.empty(shape, dtype=dtype)
+            self._buffers[key] = buf
+        return buf
+
+    def release(self):
+        """Free the cached band buffers."""
+        self._buffers.clear()
+
+    # ------------------------------------------------------------------ main
+    def gemm(self, A, B, C, alpha, beta, *, devices=None, tile=None, placement=None,
+             trace=False, **_):
+        a_dev, b_dev = A.device.id, B.device.id
+        if C is not None and not C.flags.c_contiguous:
+            raise ValueError("C must be C-contiguous (it is updated in place)")
+        if devices is None:
+            devices = [a_dev]
+        if isinstance(devices, int):
+            raise ValueError(f"devices for the cupy executor is a list of GPU ids, got devices={devices!r}")
+        devices = [int(d) for d in devices]
+        m, k = A.shape
+        n = B.shape[1]
+        c_dev = C.device.id if C is not None else (roles(placement, devices)[2] if placement
+                                                   else a_dev)
+        if C is None:
+            with cupy.cuda.Device(c_dev):
+                C = cupy.empty((m, n), dtype=A.dtype)
+        beta_zero = beta == 0
+        A = A if A.flags.c_contiguous else _contig(A)
+        B = B if B.flags.c_contiguous else _contig(B)
+        g = len(devices)
+        if g == 1 and a_dev == b_dev == c_dev == devices[0] and tile in (None, "auto"):
+            T = max(m, n)  # one device holding everything: a single cuBLAS call
+        else:
+            T = resolve_tile(tile, m, n, g)
+        sched = plan_gemm(m, k, n, workers=devices, a_dev=a_dev, b_dev=b_dev, c_dev=c_dev,
+                          tile=T, beta_zero=beta_zero)
+        self.last_schedule = sched
+        involved = sorted(set(devices) | {a_dev, b_dev, c_dev})
+        enable_peer_access(involved)
+        self._check_memory(sched, A.itemsize, m, n, g)
+        arrays = {}
+        for (name, dev), shape in sched.buffers.items():
+            if name == "A":
+                arrays[(name, dev)] = A
+            elif name == "B":
+                arrays[(name, dev)] = B
+            elif name == "C":
+                arrays[(name, dev)] = C
+            else:
+                arrays[(name, dev)] = self._buffer(name, dev, shape, A.dtype)
+        for d in involved:  # the inputs may still be in flight on the users' streams
+            cupy.cuda.Device(d).synchronize()
+        self._issue(sched, arrays, alpha, beta, A.dtype, trace, involved)
+        for d in involved:
+            cupy.cuda.Device(d).synchronize()
+        if trace:
+            self._collect_trace()
+        return C
+
+    def _issue(self, sched, arrays, alpha, beta, dtype, trace, involved):
+        dt = np.dtype(dtype)
+        fn = getattr(_cublas, _GEMM[dt])
+        keep = []  # host scalars must live until the calls return
+        alpha_h = np.array(alpha, dtype=dt)
+        keep.append(alpha_h)
+        events = {}
+        self._trace_events = [] if trace else None
+        if trace:
+            self._t0 = {}
+            for d in involved:
+                with cupy.cuda.Device(d):
+                    e = cupy.cuda.Event()
+                    e.record(cupy.cuda.get_current_stream())
+                    self._t0[d] = e
+        handles = {}
+        q_of = {}
+        for op in sched.ops:
+            q_of[op.id] = (op.dev, op.stream)
+            with cupy.cuda.Device(op.dev):
+                st = self._stream(op.dev, op.stream)
+                for dep in op.deps:
+                    if q_of[dep] != q_of[op.id]:
+                        st.wait_event(events[dep])
+                if trace:
+                    e0 = cupy.cuda.Event()
+                    e0.record(st)
+                if op.kind == "copy":
+                    src = op.reads[0][0]
+                    r0 = min(r.r0 for r, _ in op.reads)
+                    r1 = max(r.r1 for r, _ in op.reads)
+                    c0 = min(r.c0 for r, _ in op.reads)
+                    c1 = max(r.c1 for r, _ in op.reads)
+                    dst = op.writes[0]
+                    s_arr, d_arr = arrays[(src.buf, src.dev)], arrays[(dst.buf, dst.dev)]
+                    cupy.cuda.runtime.memcpy2DAsync(
+                        _ptr(d_arr, dst.r0, dst.c0), d_arr.shape[1] * dt.itemsize,
+                        _ptr(s_arr, r0, c0), s_arr.shape[1] * dt.itemsize,
+                        (c1 - c0) * dt.itemsize, r1 - r0, _MEMCPY_DEFAULT, st.ptr)
+                elif op.kind == "gemm":
+                    (ar, _), (br, _) = op.reads[0], op.reads[1]
+                    out = op.writes[0]
+                    a_arr, b_arr = arrays[(ar.buf, ar.dev)], arrays[(br.buf, br.dev)]
+                    c_arr = arrays[(out.buf, out.dev)]
+                    h = handles.get(op.dev)
+                    if h is None:
+                        h = cupy.cuda.device.get_cublas_handle()
+                        _cublas.setPointerMode(h, 0)  # host scalars
+                        handles[op.dev] = h
+                    _cublas.setStream(h, st.ptr)
+                    b_h = np.array(resolve_beta(op.beta, beta), dtype=dt)
+                    keep.append(b_h)
+                    rows, cols = out.shape
+                    fn(h, 0, 0, cols, rows, ar.c1 - ar.c0,
+                       alpha_h.ctypes.data, _ptr(b_arr, br.r0, br.c0), b_arr.shape[1],
+                       _ptr(a_arr, ar.r0, ar.c0), a_arr.shape[1],
+                       b_h.ctypes.data, _ptr(c_arr, out.r0, out.c0), c_arr.shape[1])
+                elif op.kind == "axpby":
+                    (rr, _), (cr, _) = op.reads[0], op.reads[1]
+                    r_arr, c_arr = arrays[(rr.buf, rr.dev)], arrays[(cr.buf, cr.dev)]
+                    with st:
+                        _axpby(r_arr[rr.r0:rr.r1, rr.c0:rr.c1], dt.type(beta),
+                               c_arr[cr.r0:cr.r1, cr.c0:cr.c1])
+                ev = cupy.cuda.Event(disable_timing=not trace)
+                ev.record(st)
+                events[op.id] = ev
+                if trace:
+                    self._trace_events.append((op, e0, ev))
+        self._keep = keep
+
+    def _collect_trace(self):
+        rows = []
+        for op, e0, e1 in self._trace_events:
+            t0 = self._t0[op.dev]
+            rows.append({"dev": op.dev, "stream": op.stream, "kind": op.kind, "label": op.label,
+                         "start_ms": cupy.cuda.get_elapsed_time(t0, e0),
+                         "end_ms": cupy.cuda.get_elapsed_time(t0, e1)})
+        self.last_trace = rows
+
+
+def _contig(x):
+    with cupy.cuda.Device(x.device.id):
+        return cupy.ascontiguousarray(x)
