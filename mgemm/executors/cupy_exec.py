@@ -211,14 +211,17 @@ class CupyExecutor:
                         h = cupy.cuda.device.get_cublas_handle()
                         _cublas.setPointerMode(h, 0)  # host scalars
                         handles[op.dev] = h
-                    _cublas.setStream(h, st.ptr)
                     b_h = np.array(resolve_beta(op.beta, beta), dtype=dt)
                     keep.append(b_h)
                     rows, cols = out.shape
-                    fn(h, 0, 0, cols, rows, ar.c1 - ar.c0,
-                       alpha_h.ctypes.data, _ptr(b_arr, br.r0, br.c0), b_arr.shape[1],
-                       _ptr(a_arr, ar.r0, ar.c0), a_arr.shape[1],
-                       b_h.ctypes.data, _ptr(c_arr, out.r0, out.c0), c_arr.shape[1])
+                    # CuPy's cuBLAS wrappers bind the handle to CuPy's *current* stream
+                    # on every call, so the stream must be made current (a setStream
+                    # beforehand is overridden -- the GEMMs then raced the copies)
+                    with st:
+                        fn(h, 0, 0, cols, rows, ar.c1 - ar.c0,
+                           alpha_h.ctypes.data, _ptr(b_arr, br.r0, br.c0), b_arr.shape[1],
+                           _ptr(a_arr, ar.r0, ar.c0), a_arr.shape[1],
+                           b_h.ctypes.data, _ptr(c_arr, out.r0, out.c0), c_arr.shape[1])
                 elif op.kind == "axpby":
                     (rr, _), (cr, _) = op.reads[0], op.reads[1]
                     r_arr, c_arr = arrays[(rr.buf, rr.dev)], arrays[(cr.buf, cr.dev)]
