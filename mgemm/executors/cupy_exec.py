@@ -216,13 +216,15 @@ class CupyExecutor:
                     c1 = max(r.c1 for r, _ in op.reads)
                     dst = op.writes[0]
                     s_arr, d_arr = arrays[(src.buf, src.dev)], arrays[(dst.buf, dst.dev)]
+                    width = c1 - c0
                     if src.buf == "B" and self._packed_B is not None:  # contiguous band
                         s_arr = self._packed_B
-                        r0, c0 = (c0 // sched.tile) * sched.k + r0, 0
+                        r0, r1, c0 = (c0 // sched.tile) * sched.k + r0, (
+                            c0 // sched.tile) * sched.k + r1, 0
                     cupy.cuda.runtime.memcpy2DAsync(
                         _ptr(d_arr, dst.r0, dst.c0), d_arr.shape[1] * dt.itemsize,
                         _ptr(s_arr, r0, c0), s_arr.shape[1] * dt.itemsize,
-                        (c1 - c0) * dt.itemsize, r1 - r0, _MEMCPY_DEFAULT, st.ptr)
+                        width * dt.itemsize, r1 - r0, _MEMCPY_DEFAULT, st.ptr)
                 elif op.kind == "gemm":
                     (ar, _), (br, _) = op.reads[0], op.reads[1]
                     out = op.writes[0]
