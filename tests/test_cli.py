@@ -142,3 +142,12 @@ def test_plot_command_redraws(runner, inputs_dir, tmp_path):
     runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(tmp_path), "--no-plots"])
     r = runner.invoke(main, ["plot", str(tmp_path / "tiny.h5"), "--out", str(tmp_path / "p")])
     assert r.exit_code == 0 and (tmp_path / "p" / "tiny_spacetime.png").exists()
+
+
+def test_bad_devices_and_missing_cupy_backend(runner, inputs_dir, tmp_path):
+    r = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(tmp_path), "--devices", "a,b"])
+    assert r.exit_code == 2 and "--devices" in r.output
+    from mgemm._array import gpu_count
+    if gpu_count() == 0:
+        r = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(tmp_path), "--backend", "cupy"])
+        assert r.exit_code == 2 and "--backend" in r.output and "Traceback" not in r.output
