@@ -165,12 +165,12 @@ class CupyExecutor:
         return C
 
     def _pack_B(self, sched, B):
-        """Column bands of B packed contiguously on B's device, Bp[j] = B[:, j*T:(j+1)*T].
-
-        Measured on 4 H200 (timeline run 1): a 2-D peer copy of a K x T band of a
-        row-major B (K rows of T elements) took ~20-30 ms at K = 32768, T = 2048 (about
-        ten times a contiguous copy), leaving the GEMMs waiting.  Packing is one
-        device-local pass over B (the source's reason for storing A transposed)."""
+        """Column bands of B packed contiguously on B's device, Bp[j] = B[:, j*T:(j+1)*T],
+        so each band travels as one contiguous copy (the source stores A transposed for
+        the same reason).  One device-local pass over B.  Note: on 4 H200 this did *not*
+        change the measured rate (runs 1 and 2 in benchmarks/results): the 2-D copies were
+        not the 4-GPU bottleneck, contrary to the guess in the commit that added it.
+        The packed buffer (one more K x N on B's device) is not yet in the memory check."""
         T, k, n = sched.tile, sched.k, sched.n
         nb = -(-n // T)
         Bp = self._buffer("Bpacked", sched.b_dev, (nb * k, T), B.dtype)
