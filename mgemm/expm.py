@@ -48,6 +48,16 @@ def _is_skew_hermitian(xp, A, u) -> bool:
     return float(xp.abs(A + A.conj().T).max()) <= 64 * u * max(scale, 1e-300)
 
 
+def _shifted(xp, A, shift):
+    """A - shift*I (a copy), or A itself when there is no shift."""
+    if not shift:
+        return A
+    M = A.copy()
+    idx = xp.arange(A.shape[0])
+    M[idx, idx] -= shift
+    return M
+
+
 def expm_plan_for(A, *, method="auto", tolerance=None, terms=10, shift=None,
                   unitary=None, split=None) -> tuple[ExpmPlan, object]:
     """Plan for exp(A); returns ``(plan, shifted)`` where shifted = A - mu I (a copy
@@ -55,11 +65,7 @@ def expm_plan_for(A, *, method="auto", tolerance=None, terms=10, shift=None,
     xp = get_xp(A)
     u = unit_roundoff(A.dtype)
     tolerance = u if tolerance is None else float(tolerance)
-    M = A
-    if shift:
-        M = A.copy()
-        idx = xp.arange(A.shape[0])
-        M[idx, idx] -= shift
+    M = _shifted(xp, A, shift)
     if split is None:
         split = _is_split(xp, M)
     if unitary is None:
@@ -91,11 +97,7 @@ def expm(A, *, method="auto", tolerance=None, terms=10, shift=None, unitary=None
         plan, M = expm_plan_for(A, method=method, tolerance=tolerance, terms=terms,
                                 shift=shift, unitary=unitary, split=split)
     else:  # a caller's fixed plan: no O(N^2) detection, only the shift
-        M = A
-        if shift:
-            M = A.copy()
-            idx = xp.arange(A.shape[0])
-            M[idx, idx] -= shift
+        M = _shifted(xp, A, shift)
     mm = lambda X, Y, C=None, alpha=1.0, beta=0.0: gemm(  # noqa: E731
         X, Y, C, alpha, beta, **gemm_opts)
     if plan.path == "split":

@@ -79,7 +79,7 @@ class CupyExecutor:
                 self._streams[key] = cupy.cuda.Stream(non_blocking=True)
         return self._streams[key]
 
-    def _check_memory(self, sched, itemsize, m, n, g):
+    def _check_memory(self, sched, itemsize):
         need = {}
         for (name, dev), shape in sched.buffers.items():
             if name in ("A", "B", "C"):
@@ -142,7 +142,7 @@ class CupyExecutor:
         self.last_schedule = sched
         involved = sorted(set(devices) | {a_dev, b_dev, c_dev})
         enable_peer_access(involved)
-        self._check_memory(sched, A.itemsize, m, n, g)
+        self._check_memory(sched, A.itemsize)
         arrays = {}
         for (name, dev), shape in sched.buffers.items():
             if name == "A":
