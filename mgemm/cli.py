@@ -69,5 +69,120 @@ def bench(sizes, dtype, gpus, placements, tiles, cms, repeat, no_xt, timeline, j
                        f"{r['tflops']:8.2f} {r['fraction']:6.3f}")
 
 
+def _si(value):
+    """A rate like 5e13, 50T, 391G (SI suffixes K, M, G, T, P)."""
+    mult = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+    v = str(value).strip()
+    try:
+        if v and v[-1].upper() in mult:
+            return float(v[:-1]) * mult[v[-1].upper()]
+        return float(v)
+    except ValueError:
+        return None
+
+
+@main.command()
+@click.option("--n", "n", type=int, required=True)
+@click.option("--gpus", type=int, required=True)
+@click.option("--bw-math", required=True, help="FLOP/s of one GPU for this dtype (e.g. 50T)")
+@click.option("--bw-mem", required=True, help="device memory byte/s (e.g. 4.8T)")
+@click.option("--bw-transfer", required=True, help="byte/s one source sends in total (e.g. 391G)")
+@click.option("--latency", default="0", show_default=True, help="seconds per transfer")
+@click.option("--dtype", default="float32", show_default=True,
+              type=click.Choice(["float32", "float64", "complex64", "complex128"]))
+@click.option("--complex-method", default="native", show_default=True,
+              type=click.Choice(["native", "4m", "3m"]))
+@click.option("--variant", default="refined", show_default=True, type=click.Choice(["refined", "paper"]))
+@click.option("--json", "as_json", is_flag=True)
+def model(n, gpus, bw_math, bw_mem, bw_transfer, latency, dtype, complex_method, variant, as_json):
+    """Predicted best tile and times from the 2022 paper's model (no GPU needed)."""
+    from .model import Hardware, model_report
+    vals = {}
+    for key, raw in (("--bw-math", bw_math), ("--bw-mem", bw_mem), ("--bw-transfer", bw_transfer),
+                     ("--latency", latency)):
+        vals[key] = _si(raw)
+        if vals[key] is None:
+            raise click.UsageError(f"{key}={raw!r} is not a number")
+    try:
+        hw = Hardware(vals["--bw-math"], vals["--bw-mem"], vals["--bw-transfer"], vals["--latency"])
+        rep = model_report(n, gpus, hw, dtype, complex_method, variant)
+    except ValueError as e:
+        raise click.UsageError(str(e))
+    if as_json:
+        click.echo(json.dumps(rep, indent=1))
+        return
+    b = rep["bounds"]
+    click.echo(f"N={n} G={gpus} {dtype}/{complex_method} ({variant}): best tile {rep['tile']}")
+    click.echo(f"  k_BW={b['k_bw']:.1f}; eq.4 N_i > {b['eq4']:.1f}; eq.12 N_i > {b['eq12']:.1f}; "
+               f"eq.13 N_i > {b['eq13']:.1f}")
+    click.echo(f"  {'tile':>6} {'T_gemm ms':>10} {'T_xfer ms':>10} {'T_task s':>9} {'TFLOP/s':>8} bound")
+    for c in rep["candidates"]:
+        click.echo(f"  {c['tile']:6d} {c['t_gemm'] * 1e3:10.3f} {c['t_transfer'] * 1e3:10.3f} "
+                   f"{c['t_task']:9.4f} {c['rate'] / 1e12:8.2f} {c['bound']}"
+                   f"{'' if c['transfers_hidden'] else ' (transfers exposed)'}")
+
+
+@main.command()
+@click.option("--out", "out", type=click.Path(dir_okay=False), default=None,
+              help="profile file (default $MGEMM_PROFILE or ~/.cache/mgemm/profile.json)")
+@click.option("--gemm-n", type=int, default=8192, show_default=True)
+@click.option("--copy-mib", type=int, default=1024, show_default=True)
+def probe(out, gemm_n, copy_mib):
+    """Measure BW_math, BW_mem, peer transfers and latency; save the machine profile."""
+    from ._array import gpu_count
+    if gpu_count() == 0:
+        raise click.UsageError("mgemm probe needs CuPy and at least one GPU")
+    from .probe import run_probe, save_profile
+    import datetime as dt
+    doc = run_probe(gemm_n=gemm_n, copy_bytes=copy_mib << 20,
+                    progress=lambda s: click.echo(s, err=True))
+    doc["date"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    click.echo(f"profile written to {save_profile(doc, out)}")
+
+
+@main.command()
+@click.option("--n", "sizes", type=int, multiple=True, default=[16384, 32768], show_default=True)
+@click.option("--gpus", "gpus", type=int, multiple=True, default=[2, 4], show_default=True)
+@click.option("--dtype", default="complex128", show_default=True,
+              type=click.Choice(["float32", "float64", "complex64", "complex128"]))
+@click.option("--placement", default="three", show_default=True, type=click.Choice(["one", "three"]))
+@click.option("--min-tile", type=int, default=512, show_default=True)
+@click.option("--repeat", type=int, default=3, show_default=True)
+@click.option("--profile", "profile_path", type=click.Path(dir_okay=False), default=None)
+@click.option("--plot", type=click.Path(dir_okay=False), default=None)
+@click.option("--json-out", type=click.Path(dir_okay=False), default=None)
+def tune(sizes, gpus, dtype, placement, min_tile, repeat, profile_path, plot, json_out):
+    """Sweep tiles x N, compare with the model; plot and JSON."""
+    from ._array import gpu_count
+    from .probe import load_profile
+    if gpu_count() == 0:
+        raise click.UsageError("mgemm tune needs CuPy and GPUs")
+    prof = load_profile(profile_path)
+    if prof is None:
+        raise click.UsageError("no machine profile: run `mgemm probe` first (or pass --profile)")
+    from .tune import plot_tune, run_tune
+    rows, summary = [], []
+    for g in gpus:
+        r, s = run_tune(list(sizes), g, prof, dtype, placement, repeat, min_tile,
+                        progress=lambda m: click.echo(m, err=True))
+        rows += r
+        summary += s
+    if json_out:
+        import datetime as dt
+        import sys
+        doc = {"kind": "tune", "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+               "command": "mgemm tune " + " ".join(sys.argv[2:]), "profile": prof,
+               "rows": rows, "summary": summary}
+        with open(json_out, "w") as f:
+            json.dump(doc, f, indent=1)
+    if plot:
+        plot_tune(rows, prof, plot, dtype)
+    for s in summary:
+        click.echo(f"N={s['n']} G={s['gpus']}: measured best tile {s['measured_best_tile']} "
+                   f"({s['measured_best_seconds']:.3f} s); model refined {s['predicted_tile_refined']} "
+                   f"(time error {s.get('time_error_refined', float('nan')):+.0%}), paper "
+                   f"{s['predicted_tile_paper']}")
+
+
 if __name__ == "__main__":
     main()

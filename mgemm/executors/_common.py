@@ -19,8 +19,21 @@ def roles(placement, devices):
     return d[0], d[1 % len(d)], d[2 % len(d)]
 
 
-def resolve_tile(tile, m, n, g):
+def resolve_tile(tile, m, n, g, dtype=None):
+    """An explicit tile, or for ``None``/"auto": the model's best tile for the saved
+    machine profile (``mgemm probe``; :mod:`mgemm.model`, refined variant) where one
+    exists and ``dtype`` is given, else the :func:`auto_tile` heuristic."""
     if tile is None or tile == "auto":
+        if dtype is not None and g > 1:
+            from ..model import best_tile
+            from ..probe import hardware_from_profile, load_profile
+            try:
+                prof = load_profile()
+            except (OSError, ValueError):
+                prof = None
+            if prof is not None:
+                return best_tile(max(m, n), g, hardware_from_profile(prof, str(dtype)),
+                                 str(dtype))
         return auto_tile(m, n, g)
     if isinstance(tile, bool) or not isinstance(tile, int) or tile < 1:
         raise ValueError(f"tile must be a positive integer or 'auto', got tile={tile!r}")

@@ -136,7 +136,7 @@ class CupyExecutor:
         if g == 1 and a_dev == b_dev == c_dev == devices[0] and tile in (None, "auto"):
             T = max(m, n)  # one device holding everything: a single cuBLAS call
         else:
-            T = resolve_tile(tile, m, n, g)
+            T = resolve_tile(tile, m, n, g, A.dtype)
         sched = plan_gemm(m, k, n, workers=devices, a_dev=a_dev, b_dev=b_dev, c_dev=c_dev,
                           tile=T, beta_zero=beta_zero)
         self.last_schedule = sched

@@ -1,0 +1,213 @@
+"""``mgemm probe``: measure the model's hardware parameters and save a machine profile.
+
+Measured (each a median of ``repeat`` timings after a warm-up, on random data):
+
+* ``bw_math[dtype]``: one large GEMM per dtype (cupy.matmul, N = ``gemm_n``);
+* ``bw_mem``: a device-local copy, counted as bytes read + written;
+* ``pairs[s][d]``: peer copy s -> d of ``copy_bytes`` (peer access enabled), issued on
+  the destination's stream, as the band engine does; ``pairs_2d``: the same bytes as a
+  strided 2-D copy (a column band of a row-major matrix);
+* ``one_to_all[s]``: s sends to every other GPU at once (total bytes / time): the model's
+  ``bw_transfer`` (a source's links are one shared budget);
+* ``*_under_load``: the same while every GPU runs GEMMs (is the copy slowed by compute?);
+* ``latency``: an 8-byte peer copy.
+
+The profile (JSON) is what ``tile="auto"`` reads: ``$MGEMM_PROFILE`` or
+``~/.cache/mgemm/profile.json``.  :func:`load_profile` and :func:`hardware_from_profile`
+need no GPU.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import numpy as np
+
+from .model import Hardware
+
+PROFILE_ENV = "MGEMM_PROFILE"
+
+
+def default_profile_path() -> str:
+    return os.environ.get(PROFILE_ENV) or os.path.join(
+        os.path.expanduser("~"), ".cache", "mgemm", "profile.json")
+
+
+def load_profile(path=None):
+    """The saved profile, or None where there is none (a broken file is an error)."""
+    path = path or default_profile_path()
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        doc = json.load(f)
+    if doc.get("kind") != "mgemm-profile":
+        raise ValueError(f"{path} is not an mgemm machine profile (kind={doc.get('kind')!r})")
+    return doc
+
+
+def hardware_from_profile(doc, dtype) -> Hardware:
+    real = {"complex64": "float32", "complex128": "float64"}
+    math_rate = doc["bw_math"].get(dtype) or doc["bw_math"][real.get(dtype, dtype)]
+    return Hardware(bw_math=float(math_rate), bw_mem=float(doc["bw_mem"]),
+                    bw_transfer=float(doc["bw_transfer"]), latency=float(doc.get("latency", 0.0)))
+
+
+# ---------------------------------------------------------------- GPU measurements
+def _median_time(cp, fn, devices, repeat):
+    fn()
+    for d in devices:
+        cp.cuda.Device(d).synchronize()
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        for d in devices:
+            cp.cuda.Device(d).synchronize()
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts))
+
+
+def run_probe(devices=None, gemm_n=8192, copy_bytes=1 << 30, repeat=5, progress=print):
+    import cupy as cp
+
+    from .executors.cupy_exec import enable_peer_access
+    rt = cp.cuda.runtime
+    devices = list(range(rt.getDeviceCount())) if devices is None else list(devices)
+    enable_peer_access(devices)
+    d0 = devices[0]
+    out = {"kind": "mgemm-profile", "devices": devices,
+           "gpus": [rt.getDeviceProperties(d)["name"].decode() for d in devices],
+           "gemm_n": gemm_n, "copy_bytes": copy_bytes}
+    # math
+    out["bw_math"] = {}
+    for dt in ("float32", "float64", "complex64", "complex128"):
+        with cp.cuda.Device(d0):
+            rng = cp.random.default_rng(1)
+            a = rng.standard_normal((gemm_n, gemm_n)).astype(dt)
+            if dt.startswith("complex"):
+                a = a + 1j * rng.standard_normal((gemm_n, gemm_n)).astype(dt)
+            b = a.T.copy()
+            t = _median_time(cp, lambda: cp.matmul(a, b), [d0], repeat)
+        out["bw_math"][dt] = (8 if dt.startswith("complex") else 2) * gemm_n ** 3 / t
+        progress(f"bw_math {dt}: {out['bw_math'][dt] / 1e12:.1f} TFLOP/s")
+        del a, b
+    # memory
+    n_el = copy_bytes // 8
+    with cp.cuda.Device(d0):
+        x = cp.random.default_rng(2).standard_normal(n_el)
+        y = cp.empty_like(x)
+        t = _median_time(cp, lambda: y.__setitem__(Ellipsis, x), [d0], repeat)
+    out["bw_mem"] = 2 * x.nbytes / t
+    progress(f"bw_mem: {out['bw_mem'] / 1e9:.0f} GB/s")
+    # transfers
+    srcs, dsts, streams = {}, {}, {}
+    for d in devices:
+        with cp.cuda.Device(d):
+            srcs[d] = cp.random.default_rng(3 + d).standard_normal(n_el)
+            dsts[d] = {s: cp.empty(n_el) for s in devices if s != d}
+            streams[d] = cp.cuda.Stream(non_blocking=True)
+
+    def copy(s, d, two_d=False):
+        src, dst = srcs[s], dsts[d][s]
+        with cp.cuda.Device(d):
+            if two_d:  # a column band: rows of `w` elements at pitch 2w
+                w = 4096
+                rows = n_el // (2 * w)
+                rt.memcpy2DAsync(dst.data.ptr, w * 8, src.data.ptr, 2 * w * 8, w * 8, rows, 4,
+                                 streams[d].ptr)
+            else:
+                rt.memcpyAsync(dst.data.ptr, src.data.ptr, n_el * 8, 4, streams[d].ptr)
+
+    def measure_pairs(two_d=False):
+        m = [[None] * len(devices) for _ in devices]
+        for i, s in enumerate(devices):
+            for j, d in enumerate(devices):
+                if s != d:
+                    t = _median_time(cp, lambda: copy(s, d, two_d), devices, repeat)
+                    m[i][j] = (n_el * 8 / (2 if two_d else 1)) / t
+        return m
+
+    def measure_one_to_all(s):
+        others = [d for d in devices if d != s]
+        if not others:
+            return None
+        t = _median_time(cp, lambda: [copy(s, d) for d in others], devices, repeat)
+        return len(others) * n_el * 8 / t
+
+    out["pairs"] = measure_pairs()
+    out["pairs_2d"] = measure_pairs(two_d=True)
+    out["one_to_all"] = {str(s): measure_one_to_all(s) for s in devices}
+    ota = [v for v in out["one_to_all"].values() if v]
+    pair_vals = [v for row in out["pairs"] for v in row if v]
+    out["bw_transfer"] = float(min(ota)) if ota else (float(np.median(pair_vals)) if pair_vals
+                                                     else float("inf"))
+    progress(f"peer pairs median {np.median(pair_vals) / 1e9 if pair_vals else 0:.0f} GB/s, "
+             f"one-to-all {[round(v / 1e9) for v in ota]} GB/s")
+    # the same under GEMM load on every GPU
+    if len(devices) > 1:
+        loads = {}
+        for d in devices:
+            with cp.cuda.Device(d):
+                a = cp.random.default_rng(9).standard_normal((8192, 8192)) + 0j
+                loads[d] = (a, cp.cuda.Stream(non_blocking=True))
+
+        def busy():
+            for d in devices:
+                a, st = loads[d]
+                with cp.cuda.Device(d), st:
+                    for _ in range(3):
+                        cp.matmul(a, a)
+
+        def pair_loaded():
+            busy()
+            t0 = time.perf_counter()
+            copy(devices[1], devices[0])
+            streams[devices[0]].synchronize()
+            t = time.perf_counter() - t0
+            for d in devices:
+                cp.cuda.Device(d).synchronize()
+            return n_el * 8 / t
+
+        def ota_loaded():
+            busy()
+            t0 = time.perf_counter()
+            for d in devices[1:]:
+                copy(devices[0], d)
+            for d in devices[1:]:
+                streams[d].synchronize()
+            t = time.perf_counter() - t0
+            for d in devices:
+                cp.cuda.Device(d).synchronize()
+            return (len(devices) - 1) * n_el * 8 / t
+
+        out["pair_under_load"] = float(np.median([pair_loaded() for _ in range(repeat)]))
+        out["one_to_all_under_load"] = float(np.median([ota_loaded() for _ in range(repeat)]))
+        progress(f"under GEMM load: pair {out['pair_under_load'] / 1e9:.0f} GB/s, one-to-all "
+                 f"{out['one_to_all_under_load'] / 1e9:.0f} GB/s")
+        # latency: 8 bytes
+        s, d = devices[1], devices[0]
+
+        def tiny():
+            with cp.cuda.Device(d):
+                rt.memcpyAsync(dsts[d][s].data.ptr, srcs[s].data.ptr, 8, 4, streams[d].ptr)
+        lat = []
+        for _ in range(50):
+            t0 = time.perf_counter()
+            tiny()
+            streams[d].synchronize()
+            lat.append(time.perf_counter() - t0)
+        out["latency"] = float(np.median(lat))  # includes the issue and sync overhead
+    else:
+        out["latency"] = 0.0
+    return out
+
+
+def save_profile(doc, path=None):
+    path = path or default_profile_path()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,92 @@
+"""``mgemm tune``: rate against tile for each N on the GPUs present, with the model's
+prediction and the peak line (like Fig. 3 of Choi, Nikolskiy & Stegailov 2020).
+
+For each N and tile (powers of two up to N/G): C = A B with A, B, C placed per
+``placement``; median wall time of ``repeat`` calls.  The model (both variants) is
+evaluated with the machine profile's parameters; the JSON rows hold measured and
+predicted times side by side, so the comparison is data, not a claim.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .model import VARIANTS, best_tile, candidates, predict
+from .probe import hardware_from_profile
+
+
+def run_tune(sizes, gpus, profile, dtype="complex128", placement="three", repeat=3,
+             min_tile=512, progress=print):
+    import cupy as cp
+
+    from .bench import _flops, _rand, _time
+    from .executors._common import roles
+    from .gemm import gemm
+    devices = list(range(gpus))
+    a_dev, b_dev, c_dev = roles(placement, devices)
+    hw = hardware_from_profile(profile, dtype)
+    rows = []
+    for n in sizes:
+        A = _rand(cp, a_dev, n, dtype, 1)
+        B = _rand(cp, b_dev, n, dtype, 2)
+        with cp.cuda.Device(c_dev):
+            C = cp.empty((n, n), dtype=dtype)
+        tiles = [t for t in candidates(n, gpus) if t >= min_tile]
+        for t in tiles:
+            try:
+                sec = _time(cp, lambda: gemm(A, B, C, devices=devices, tile=t), repeat, devices)
+            except MemoryError as e:
+                progress(f"N={n} tile={t}: {e}")
+                continue
+            row = {"n": n, "gpus": gpus, "dtype": dtype, "placement": placement, "tile": t,
+                   "seconds": sec, "tflops": _flops(n, dtype) / sec / 1e12}
+            for v in VARIANTS:
+                p = predict(n, gpus, t, hw, dtype, variant=v)
+                row[f"predicted_seconds_{v}"] = p.t_task
+            rows.append(row)
+            progress(f"N={n} G={gpus} tile={t}: {row['tflops']:.1f} TFLOP/s "
+                     f"(model {row['predicted_seconds_refined']:.3f} s, measured {sec:.3f} s)")
+        del A, B, C
+        cp.get_default_memory_pool().free_all_blocks()
+    summary = []
+    for n in sizes:
+        rs = [r for r in rows if r["n"] == n]
+        if not rs:
+            continue
+        best = min(rs, key=lambda r: r["seconds"])
+        entry = {"n": n, "gpus": gpus, "measured_best_tile": best["tile"],
+                 "measured_best_seconds": best["seconds"]}
+        for v in VARIANTS:
+            bt = best_tile(n, gpus, hw, dtype, variant=v, min_tile=min_tile)
+            at = [r for r in rs if r["tile"] == bt]
+            entry[f"predicted_tile_{v}"] = bt
+            entry[f"within_one_power_of_two_{v}"] = abs(np.log2(bt / best["tile"])) <= 1
+            if at:
+                entry[f"time_error_{v}"] = (at[0][f"predicted_seconds_{v}"] - at[0]["seconds"]) / at[0]["seconds"]
+        summary.append(entry)
+    return rows, summary
+
+
+def plot_tune(rows, profile, path, dtype="complex128"):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    sizes = sorted({(r["n"], r["gpus"]) for r in rows})
+    fig, axes = plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4), squeeze=False)
+    peak1 = profile["bw_math"][dtype] / 1e12
+    for ax, (n, g) in zip(axes[0], sizes):
+        rs = sorted([r for r in rows if r["n"] == n and r["gpus"] == g], key=lambda r: r["tile"])
+        t = [r["tile"] for r in rs]
+        flops = 8 * float(n) ** 3 if dtype.startswith("complex") else 2 * float(n) ** 3
+        ax.plot(t, [r["tflops"] for r in rs], "o-", label="measured")
+        for v, st in zip(VARIANTS, ("--", ":")):
+            ax.plot(t, [flops / r[f"predicted_seconds_{v}"] / 1e12 for r in rs], st,
+                    label=f"model ({v})")
+        ax.axhline(g * peak1, color="k", lw=0.8, label=f"{g} x single-GPU GEMM")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("tile N_i")
+        ax.set_ylabel("TFLOP/s")
+        ax.set_title(f"N = {n}, {g} GPUs, {dtype}")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,158 @@
+"""The tile-size model (mgemm.model): closed forms against the paper's fp32 formulas,
+consistency of the bounds with the times they bound, monotonicity, dtype factors, bad
+parameters, the CLI and the profile used by tile='auto'."""
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings, strategies as st
+
+from mgemm.cli import main as mgemm_cli
+from mgemm.executors._common import resolve_tile
+from mgemm.model import (Hardware, best_tile, bounds, candidates, dtype_factors, model_report,
+                         predict)
+
+H200 = Hardware(bw_math=50e12, bw_mem=4.8e12, bw_transfer=391e9, latency=10e-6)
+
+rates = st.floats(min_value=1e9, max_value=1e16, allow_nan=False)
+
+
+def test_fp32_closed_forms_are_the_papers():
+    hw = Hardware(bw_math=19.5e12, bw_mem=1.5e12, bw_transfer=250e9, latency=0.0)
+    n, g, t = 32768, 4, 2048
+    k = hw.bw_math / hw.bw_mem
+    bd = bounds(n, g, hw, "float32")
+    assert bd["eq4"] == pytest.approx(4 * k * n / (n - 2 * k), rel=1e-12)
+    assert bd["eq12"] == pytest.approx(2 * (g - 1) * hw.bw_math / hw.bw_transfer, rel=1e-12)
+    assert bd["eq13"] == pytest.approx(max(0.0, n * ((g - 1) * hw.bw_mem / hw.bw_transfer - 2)))
+    p = predict(n, g, t, hw, "float32", variant="paper")
+    assert p.t_math == pytest.approx(2 * t * t * n / hw.bw_math)
+    assert p.t_mem == pytest.approx((8 * n * t + 4 * t * t) / hw.bw_mem)
+    assert p.t_transfer == pytest.approx(4 * t * n / hw.bw_transfer)
+    assert p.intensity == pytest.approx(t * n / (4 * n + 2 * t))
+    assert p.t_kernel == pytest.approx(max(p.t_gemm, (g - 1) * p.t_transfer))
+    assert p.t_task == pytest.approx(3 * p.t_transfer + n / (t * g) * p.t_kernel)
+
+
+def test_refined_counts_every_tile_and_the_imbalance():
+    n, g = 16384, 4
+    for t in (1024, 2048, 8192):
+        p = predict(n, g, t, H200, "complex128")
+        bands = n // t
+        assert p.t_task == pytest.approx(3 * p.t_transfer + math.ceil(bands / g) * bands * p.t_kernel)
+    # N/N_i = 2 bands on 4 GPUs: two GPUs idle, so no faster than tile 4096 on 4 bands
+    assert predict(n, g, 8192, H200, "complex128").t_task > predict(n, g, 4096, H200, "complex128").t_task
+
+
+@settings(max_examples=200, deadline=None)
+@given(bw_math=rates, bw_mem=rates, bw_tr=rates, n=st.integers(64, 1 << 17),
+       g=st.integers(1, 16), e=st.integers(0, 17),
+       dtype=st.sampled_from(["float32", "float64", "complex64", "complex128"]))
+def test_bounds_agree_with_the_times(bw_math, bw_mem, bw_tr, n, g, e, dtype):
+    hw = Hardware(bw_math, bw_mem, bw_tr)
+    t = min(n, 2 ** e)
+    bd = bounds(n, g, hw, dtype)
+    p = predict(n, g, t, hw, dtype)
+    # eq. 4 <=> math-bound (away from the boundary, where rounding decides)
+    if t > bd["eq4"] * (1 + 1e-9):
+        assert p.bound == "math"
+    elif t < bd["eq4"] * (1 - 1e-9):
+        assert p.bound == "memory"
+    # eq. 12 (math-bound) / eq. 13 (memory-bound) <=> transfers hidden
+    if p.t_math > p.t_mem * (1 + 1e-9) and g > 1:
+        if t > bd["eq12"] * (1 + 1e-9):
+            assert p.transfers_hidden
+        elif t < bd["eq12"] * (1 - 1e-9):
+            assert not p.transfers_hidden
+
+
+def test_paper_task_time_grows_with_tile_once_bounds_are_met():
+    # eqs. 14-15: beyond the bounds T_task increases with N_i
+    n, g = 32768, 4
+    bd = bounds(n, g, H200, "complex128")
+    ts = [t for t in candidates(n, g) if t > max(bd["eq4"], bd["eq12"])]
+    times = [predict(n, g, t, H200, "complex128", variant="paper").t_task for t in ts]
+    assert len(times) >= 3 and all(a < b for a, b in zip(times, times[1:]))
+
+
+def test_paper_best_tile_is_the_smallest_power_of_two_meeting_the_bounds():
+    n, g = 32768, 4
+    bd = bounds(n, g, H200, "complex128")
+    need = max(bd["eq4"], min(bd["eq12"], bd["eq13"]))
+    t = best_tile(n, g, H200, "complex128", variant="paper", min_tile=1)
+    assert t > need and t / 2 <= need and t & (t - 1) == 0 and t <= n // g
+
+
+def test_best_tile_stays_within_n_over_g():
+    slow_link = Hardware(50e12, 4.8e12, 1e9)  # transfers never hidden
+    for v in ("paper", "refined"):
+        t = best_tile(16384, 4, slow_link, "complex128", variant=v)
+        assert t <= 16384 // 4
+
+
+def test_dtype_generalisation():
+    assert dtype_factors("float32") == (4, 2, 1)
+    assert dtype_factors("complex128") == (16, 8, 1)
+    assert dtype_factors("complex128", "4m") == (8, 2, 4)
+    assert dtype_factors("complex64", "3m") == (4, 2, 3)
+    n, g, t = 8192, 2, 1024
+    # native complex128 at a complex rate == float64 with b, f scaled: same eq. 12 as fp32
+    assert bounds(n, g, H200, "complex128")["eq12"] == pytest.approx(bounds(n, g, H200, "float32")["eq12"])
+    # 4m = four float64 passes; its rate counts the 8 N^3 complex flops
+    p4 = predict(n, g, t, H200, "complex128", "4m")
+    pd = predict(n, g, t, H200, "float64")
+    assert p4.t_task == pytest.approx(4 * pd.t_task)
+    assert p4.rate == pytest.approx(8 * n ** 3 / p4.t_task)
+    assert predict(n, g, t, H200, "complex128", "3m").t_task == pytest.approx(3 * pd.t_task)
+
+
+@pytest.mark.parametrize("kwargs", [dict(bw_math=0.0, bw_mem=1.0, bw_transfer=1.0),
+                                    dict(bw_math=1.0, bw_mem=-1.0, bw_transfer=1.0),
+                                    dict(bw_math=1.0, bw_mem=1.0, bw_transfer=float("nan")),
+                                    dict(bw_math=float("inf"), bw_mem=1.0, bw_transfer=1.0),
+                                    dict(bw_math=1.0, bw_mem=1.0, bw_transfer=1.0, latency=-1.0)])
+def test_bad_hardware_rejected(kwargs):
+    with pytest.raises(ValueError, match="must be"):
+        Hardware(**kwargs)
+
+
+@pytest.mark.parametrize("call", [lambda: predict(0, 4, 1, H200), lambda: predict(64, 0, 1, H200),
+                                  lambda: predict(64, 2, 128, H200), lambda: predict(64, 2, 8, H200, "int8"),
+                                  lambda: predict(64, 2, 8, H200, variant="x"),
+                                  lambda: predict(64, 2, 8, H200, "complex128", "5m")])
+def test_bad_arguments_rejected(call):
+    with pytest.raises(ValueError):
+        call()
+
+
+def test_cli_json_and_errors():
+    r = CliRunner().invoke(mgemm_cli, ["model", "--n", "32768", "--gpus", "4", "--bw-math", "50T",
+                                       "--bw-mem", "4.8T", "--bw-transfer", "391G", "--dtype",
+                                       "complex128", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["tile"] == best_tile(32768, 4, Hardware(50e12, 4.8e12, 391e9), "complex128")
+    assert {c["tile"] for c in doc["candidates"]} == set(candidates(32768, 4))
+    for bad in (["--bw-math", "fast"], ["--bw-math", "-5"], ["--gpus", "0"]):
+        args = ["model", "--n", "1024", "--gpus", "2", "--bw-math", "1T", "--bw-mem", "1T",
+                "--bw-transfer", "1G"]
+        i = args.index(bad[0])
+        args[i + 1] = bad[1]
+        r = CliRunner().invoke(mgemm_cli, args)
+        assert r.exit_code == 2 and bad[1] in r.output, r.output
+        assert "Traceback" not in r.output
+
+
+def test_auto_tile_uses_a_saved_profile(tmp_path, monkeypatch):
+    prof = {"kind": "mgemm-profile", "bw_math": {"float64": 60e12, "complex128": 50e12},
+            "bw_mem": 4.8e12, "bw_transfer": 40e9, "latency": 0.0}
+    p = tmp_path / "profile.json"
+    p.write_text(json.dumps(prof))
+    monkeypatch.setenv("MGEMM_PROFILE", str(p))
+    hw = Hardware(50e12, 4.8e12, 40e9)
+    assert resolve_tile(None, 32768, 32768, 4, "complex128") == best_tile(32768, 4, hw, "complex128")
+    assert resolve_tile(512, 32768, 32768, 4, "complex128") == 512
+    p.write_text(json.dumps({"kind": "something else"}))  # not ours: the heuristic, no crash
+    assert resolve_tile(None, 32768, 32768, 4, "complex128") >= 1
+    assert model_report(1024, 2, hw)["tile"] in candidates(1024, 2)
