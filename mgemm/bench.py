@@ -118,6 +118,7 @@ def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "o
                     B = B0 if b_dev == 0 else cp.asarray(B0)
                 with cp.cuda.Device(c_dev):
                     C = C0 if c_dev == 0 else cp.empty((n, n), dtype)
+                assert (A.device.id, B.device.id, C.device.id) == (a_dev, b_dev, c_dev)
                 for tile in tiles:
                     for cm in complex_methods:
                         if cm != "native" and dtype.kind != "c":
@@ -142,7 +143,8 @@ def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "o
                         rows.append(dict(n=n, dtype=dtype.name, engine="mgemm", gpus=g,
                                          placement=placement, tile=sched.tile, complex_method=cm,
                                          seconds=t, tflops=rate, fraction=rate / (g * single),
-                                         rel_error=err))
+                                         rel_error=err,
+                                         copy_side=mgemm.executors.get("cupy").copy_side))
                         progress(f"N={n} mgemm G={g} {placement} tile={sched.tile} {cm}: "
                                  f"{rate:.2f} TFLOP/s = {rate / (g * single):.3f} of {g}x1, err {err:.1e}")
                 del A, B, C

@@ -44,10 +44,14 @@ def plan(n, gpus, tile, placement, explain):
 @click.option("--repeat", type=int, default=3, show_default=True)
 @click.option("--no-xt", is_flag=True, help="skip the cuBLAS-XT baseline")
 @click.option("--timeline", type=click.Path(dir_okay=False), default=None)
+@click.option("--copy-side", type=click.Choice(["dst", "src"]), default="dst", show_default=True,
+              help="band copies pulled by the receiver (dst) or pushed by the sender (src)")
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None)
-def bench(sizes, dtype, gpus, placements, tiles, cms, repeat, no_xt, timeline, json_out):
+def bench(sizes, dtype, gpus, placements, tiles, cms, repeat, no_xt, timeline, copy_side, json_out):
     """Time mgemm against single-GPU cuBLAS and cuBLAS-XT on the GPUs present."""
+    from . import executors
     from .bench import run_bench
+    executors.get("cupy").copy_side = copy_side
     rows = run_bench(list(sizes), dtype, list(gpus), list(placements), list(tiles), list(cms),
                      repeat, () if no_xt else (2048, 4096, 8192), timeline,
                      progress=lambda s: click.echo(s, err=True))
@@ -150,8 +154,9 @@ def probe(out, gemm_n, copy_mib):
 @click.option("--repeat", type=int, default=3, show_default=True)
 @click.option("--profile", "profile_path", type=click.Path(dir_okay=False), default=None)
 @click.option("--plot", type=click.Path(dir_okay=False), default=None)
+@click.option("--copy-side", type=click.Choice(["dst", "src"]), default="dst", show_default=True)
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None)
-def tune(sizes, gpus, dtype, placement, min_tile, repeat, profile_path, plot, json_out):
+def tune(sizes, gpus, dtype, placement, min_tile, repeat, profile_path, plot, copy_side, json_out):
     """Sweep tiles x N, compare with the model; plot and JSON."""
     from ._array import gpu_count
     from .probe import load_profile
@@ -160,7 +165,9 @@ def tune(sizes, gpus, dtype, placement, min_tile, repeat, profile_path, plot, js
     prof = load_profile(profile_path)
     if prof is None:
         raise click.UsageError("no machine profile: run `mgemm probe` first (or pass --profile)")
+    from . import executors
     from .tune import plot_tune, run_tune
+    executors.get("cupy").copy_side = copy_side
     rows, summary = [], []
     for g in gpus:
         r, s = run_tune(list(sizes), g, prof, dtype, placement, repeat, min_tile,
@@ -182,6 +189,45 @@ def tune(sizes, gpus, dtype, placement, min_tile, repeat, profile_path, plot, js
                    f"({s['measured_best_seconds']:.3f} s); model refined {s['predicted_tile_refined']} "
                    f"(time error {s.get('time_error_refined', float('nan')):+.0%}), paper "
                    f"{s['predicted_tile_paper']}")
+
+
+@main.command("bench-expm")
+@click.option("--n", "sizes", type=int, multiple=True, default=[8192, 16384], show_default=True)
+@click.option("--gpus", "gpus", type=int, multiple=True, default=[1, 2, 4], show_default=True)
+@click.option("--method", "methods", multiple=True, default=["auto"], show_default=True,
+              type=click.Choice(["auto", "taylor"]))
+@click.option("--repeat", type=int, default=3, show_default=True)
+@click.option("--no-baselines", is_flag=True)
+@click.option("--json-out", type=click.Path(dir_okay=False), default=None)
+def bench_expm(sizes, gpus, methods, repeat, no_baselines, json_out):
+    """Time mgemm.expm on 1..G GPUs against torch, jax and cupyx on one GPU."""
+    from ._array import gpu_count
+    if gpu_count() == 0:
+        raise click.UsageError("mgemm bench-expm needs CuPy and a GPU")
+    if max(gpus) > gpu_count():
+        raise click.UsageError(f"--gpus {max(gpus)}: only {gpu_count()} GPUs present")
+    from .bench_expm import run_bench_expm
+    rows = run_bench_expm(list(sizes), list(gpus), list(methods), repeat, not no_baselines,
+                          progress=lambda s: click.echo(s, err=True))
+    if json_out:
+        _save(json_out, "expm-gpu", "mgemm bench-expm", rows)
+    click.echo(f"{'N':>6} {'engine':28} {'G':>2} {'seconds':>8} {'rel.err':>8} {'speedup':>7}")
+    for r in rows:
+        if "seconds" in r:
+            click.echo(f"{r['n']:6d} {r['engine']:28} {r['gpus']:2d} {r['seconds']:8.3f} "
+                       f"{r['rel_error']:8.1e} {r.get('speedup_vs_fastest_library', float('nan')):7.2f}")
+
+
+def _save(path, kind, command, rows):
+    import datetime as dt
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
+    from common import machine
+    doc = {"kind": kind, "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+           "command": command + " " + " ".join(sys.argv[2:]), "machine": machine(), "rows": rows}
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
 
 
 if __name__ == "__main__":

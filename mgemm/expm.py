@@ -76,7 +76,8 @@ def expm_plan_for(A, *, method="auto", tolerance=None, terms=10, shift=None,
 
 
 def expm(A, *, method="auto", tolerance=None, terms=10, shift=None, unitary=None,
-         split=None, plan=None, return_plan=False, **gemm_opts):
+         split=None, plan=None, return_plan=False, layout=None, output="array",
+         **gemm_opts):
     """exp(A) for a square matrix A (NumPy or CuPy), from :func:`mgemm.gemm` products.
 
     ``tolerance``: per-call bound on the truncation error (default: the unit roundoff
@@ -84,43 +85,77 @@ def expm(A, *, method="auto", tolerance=None, terms=10, shift=None, unitary=None
     e^mu exp(A - mu I) (must be purely imaginary to keep the split path).
     ``plan``: an :class:`ExpmPlan` to use instead of choosing one (a fixed plan for many
     matrices with the same bound; the caller guarantees its ``theta`` bounds
-    ||A - shift I||_1 and, for ``path='split'``, that A - shift I is purely imaginary).  ``gemm_opts`` go to every gemm (``devices``,
-    ``executor``, ``tile``, ``complex_method``...).  Returns exp(A), or
-    ``(exp(A), plan)`` with ``return_plan``.
+    ||A - shift I||_1 and, for ``path='split'``, that A - shift I is purely imaginary).
+    ``gemm_opts`` go to every gemm (``devices``, ``executor``, ``tile``, ``complex_method``...).
+
+    ``layout``: ``"bands"`` keeps every matrix in column bands over ``devices``
+    (:mod:`mgemm.dist`: products local, only squarings gather); the default when
+    ``devices`` lists several GPUs and A is a CuPy array.  ``"gemm"``: each product is a
+    separate :func:`mgemm.gemm` call (band engine with its transfers).  With ``bands``,
+    ``output="banded"`` returns the :class:`mgemm.dist.BandedMatrix` itself (no final
+    gather).  Returns exp(A), or ``(exp(A), plan)`` with ``return_plan``.
     """
     xp = get_xp(A)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"`A` must be a square matrix, but has shape A.shape={A.shape}")
     if not xp.issubdtype(A.dtype, xp.inexact):
         raise TypeError(f"`A` must be float or complex, but has A.dtype={A.dtype}")
+    devices = gemm_opts.get("devices")
+    if layout is None:
+        layout = ("bands" if xp is not np and isinstance(devices, (list, tuple))
+                  and len(devices) > 1 else "gemm")
+    if layout not in ("bands", "gemm"):
+        raise ValueError(f"layout must be 'bands' or 'gemm', got layout={layout!r}")
+    if output not in ("array", "banded") or (output == "banded" and layout != "bands"):
+        raise ValueError(f"output must be 'array' (or 'banded' with layout='bands'), got output={output!r}")
     if plan is None:
         plan, M = expm_plan_for(A, method=method, tolerance=tolerance, terms=terms,
                                 shift=shift, unitary=unitary, split=split)
     else:  # a caller's fixed plan: no O(N^2) detection, only the shift
         M = _shifted(xp, A, shift)
-    mm = lambda X, Y, C=None, alpha=1.0, beta=0.0: gemm(  # noqa: E731
-        X, Y, C, alpha, beta, **gemm_opts)
     if plan.path == "split":
-        B = xp.ascontiguousarray(M.imag)
+        M = xp.ascontiguousarray(M.imag)
+    if layout == "bands":
+        from .dist import Layout
+        lay = Layout(A.shape[0], devices if devices is not None else 1, gpu=xp is not np)
+        mm, ns, M = lay.mm, lay, lay.scatter(M)
+    else:
+        mm = lambda X, Y, C=None, alpha=1.0, beta=0.0: gemm(  # noqa: E731
+            X, Y, C, alpha, beta, **gemm_opts)
+        ns = xp
+    U = _evaluate(ns, mm, M, plan).astype(A.dtype, copy=False)
+    if shift:
+        U *= np.exp(shift)
+    if layout == "bands" and output == "array":
+        U = U.to_array(0)
+        if xp is not np and U.device.id != A.device.id:
+            from .dist import _to_device
+            with A.device:
+                U = _to_device(xp, U)
+                A.device.synchronize()
+    return (U, plan) if return_plan else U
+
+
+def _evaluate(xp, mm, M, plan):
+    """The plan's polynomial and squarings (``M``: A - mu I, or B for the split path),
+    written once against ``xp`` (numpy, cupy or a :class:`mgemm.dist.Layout`)."""
+    if plan.path == "split":
+        B = M
         if plan.method == "taylor":
             c, s = _taylor_split(xp, mm, B, plan.degree)
         else:
             c, s = _ps_split(xp, mm, B / 2.0 ** plan.squarings, plan.degree, plan.ps_block)
             for _ in range(plan.squarings):
                 c, s = mm(c + s, c - s), mm(c, s, alpha=2.0)
-        U = (c + 1j * s).astype(A.dtype, copy=False)
-    else:
-        if plan.method == "taylor":
-            U = _taylor(xp, mm, M, plan.degree)
-        else:
-            X = M / 2.0 ** plan.squarings
-            pows = _powers(mm, _eye_like(xp, X), X, max(1, min(plan.ps_block, plan.degree)))
-            U = _ps(mm, pows, _taylor_coeffs(plan.degree))
-            for _ in range(plan.squarings):
-                U = mm(U, U)
-    if shift:
-        U *= np.exp(shift)
-    return (U, plan) if return_plan else U
+        return c + 1j * s
+    if plan.method == "taylor":
+        return _taylor(xp, mm, M, plan.degree)
+    X = M / 2.0 ** plan.squarings
+    pows = _powers(mm, _eye_like(xp, X), X, max(1, min(plan.ps_block, plan.degree)))
+    U = _ps(mm, pows, _taylor_coeffs(plan.degree))
+    for _ in range(plan.squarings):
+        U = mm(U, U)
+    return U
 
 
 def _eye_like(xp, M):
@@ -153,10 +188,11 @@ def _taylor_split(xp, mm, B, K):
 
 
 def _powers(mm, eye, X, q):
-    """[I, X, X^2, ..., X^q] (q - 1 products)."""
+    """[I, X, X^2, ..., X^q] (q - 1 products, X^k = X X^(k-1): the left operand is always
+    X, so the band layout gathers it once)."""
     pows = [eye, X]
     for _ in range(2, q + 1):
-        pows.append(mm(pows[-1], X))
+        pows.append(mm(X, pows[-1]))
     return pows
 
 

@@ -38,6 +38,7 @@ def run_tune(sizes, gpus, profile, dtype="complex128", placement="three", repeat
                 progress(f"N={n} tile={t}: {e}")
                 continue
             row = {"n": n, "gpus": gpus, "dtype": dtype, "placement": placement, "tile": t,
+                   "copy_side": __import__("mgemm").executors.get("cupy").copy_side,
                    "seconds": sec, "tflops": _flops(n, dtype) / sec / 1e12}
             for v in VARIANTS:
                 p = predict(n, gpus, t, hw, dtype, variant=v)

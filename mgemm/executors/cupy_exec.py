@@ -65,6 +65,11 @@ def _ptr(arr, r0, c0):
 class CupyExecutor:
     name = "cupy"
 
+    #: "dst": a band copy runs on the receiving GPU's copy_in/copy_out stream (pull);
+    #: "src": on a per-destination stream of the sending GPU (push).  Same schedule and
+    #: dependencies; which copy engine moves the bytes differs (see benchmarks/README.md).
+    copy_side = "dst"
+
     def __init__(self):
         self._streams = {}
         self._buffers = {}
@@ -199,9 +204,12 @@ class CupyExecutor:
         handles = {}
         q_of = {}
         for op in sched.ops:
-            q_of[op.id] = (op.dev, op.stream)
-            with cupy.cuda.Device(op.dev):
-                st = self._stream(op.dev, op.stream)
+            qdev, qname = op.dev, op.stream
+            if op.kind == "copy" and self.copy_side == "src" and op.reads[0][0].dev != op.dev:
+                qdev, qname = op.reads[0][0].dev, f"push{op.writes[0].dev}"
+            q_of[op.id] = (qdev, qname)
+            with cupy.cuda.Device(qdev):
+                st = self._stream(qdev, qname)
                 for dep in op.deps:
                     if q_of[dep] != q_of[op.id]:
                         st.wait_event(events[dep])
@@ -256,14 +264,14 @@ class CupyExecutor:
                 ev.record(st)
                 events[op.id] = ev
                 if trace:
-                    self._trace_events.append((op, e0, ev))
+                    self._trace_events.append((op, qdev, qname, e0, ev))
         self._keep = keep
 
     def _collect_trace(self):
         rows = []
-        for op, e0, e1 in self._trace_events:
-            t0 = self._t0[op.dev]
-            rows.append({"dev": op.dev, "stream": op.stream, "kind": op.kind, "label": op.label,
+        for op, qdev, qname, e0, e1 in self._trace_events:
+            t0 = self._t0[qdev]
+            rows.append({"dev": qdev, "stream": qname, "kind": op.kind, "label": op.label,
                          "start_ms": cupy.cuda.get_elapsed_time(t0, e0),
                          "end_ms": cupy.cuda.get_elapsed_time(t0, e1)})
         self.last_trace = rows

@@ -1,0 +1,161 @@
+"""``mgemm bench-expm``: the matrix exponent on G GPUs against single-GPU libraries.
+
+The matrix family of the issue: A = -i dt H with H the 3-point finite-difference
+Hamiltonian of the soft-core H2+ potential (atomic units), dt chosen so ||A||_1 = 20.
+Reference: U = V exp(-i Lambda dt) V^T from cupy.linalg.eigh of the real symmetric H.
+Reported per engine: median wall time of ``repeat`` calls after a warm-up, relative
+Frobenius error against the reference and ||U^H U - I||_F / sqrt(N) (unitarity).
+Baselines on GPU 0 where installed: torch.linalg.matrix_exp, jax.scipy.linalg.expm
+(x64, no preallocation), cupyx.scipy.linalg.expm.
+"""
+from __future__ import annotations
+
+import gc
+import os
+import time
+
+import numpy as np
+
+
+def h2plus_matrix(n, norm1=20.0):
+    """(H, dt) on the host: 3-point H of the soft-core double well, dt: ||dt H||_1 = norm1."""
+    dx = 0.1
+    x = (np.arange(n) - n / 2) * dx
+    v = -1.0 / np.sqrt((x - 1) ** 2 + 0.1) - 1.0 / np.sqrt((x + 1) ** 2 + 0.1)
+    H = np.diag(1.0 / dx ** 2 + v) + np.diag(np.full(n - 1, -0.5 / dx ** 2), 1) + \
+        np.diag(np.full(n - 1, -0.5 / dx ** 2), -1)
+    dt = norm1 / np.abs(H).sum(axis=0).max()
+    return H, dt
+
+
+def _timed(fn, sync, repeat):
+    out = fn()
+    sync()
+    ts = []
+    for _ in range(repeat):
+        del out
+        t0 = time.perf_counter()
+        out = fn()
+        sync()
+        ts.append(time.perf_counter() - t0)
+    return out, float(np.median(ts))
+
+
+def run_bench_expm(sizes, gpus, methods=("auto",), repeat=3, baselines=True, progress=print):
+    import cupy as cp
+
+    import mgemm
+    rows = []
+    for n in sizes:
+        H_h, dt = h2plus_matrix(n)
+        with cp.cuda.Device(0):
+            H = cp.asarray(H_h)
+            lam, V = cp.linalg.eigh(H)
+            ref = (V * cp.exp(-1j * dt * lam)) @ V.T.astype(cp.complex128)
+            del lam, V
+            A = (-1j * dt) * H.astype(cp.complex128)
+            ref_norm = float(cp.linalg.norm(ref))
+        sync_all = lambda: [cp.cuda.Device(d).synchronize() for d in range(max(gpus))]  # noqa: E731
+
+        def check(U):
+            with cp.cuda.Device(0):
+                U = cp.asarray(U)
+                err = float(cp.linalg.norm(U - ref)) / ref_norm
+                E = U.conj().T @ U
+                E[cp.arange(n), cp.arange(n)] -= 1
+                unit = float(cp.linalg.norm(E)) / np.sqrt(n)
+            return err, unit
+
+        base = {"n": n, "dtype": "complex128", "norm1": 20.0, "dt": dt}
+        if baselines:
+            for name, fn in _baselines(A):
+                try:
+                    U, sec = fn(repeat)
+                    err, unit = check(U)
+                    del U
+                    rows.append({**base, "engine": name, "gpus": 1, "seconds": sec,
+                                 "rel_error": err, "unitarity": unit})
+                    progress(f"N={n} {name}: {sec:.3f} s, error {err:.1e}")
+                except Exception as e:  # a missing or failing library is recorded, not fatal
+                    rows.append({**base, "engine": name, "gpus": 1, "error": repr(e)[:300]})
+                    progress(f"N={n} {name}: failed {e!r}"[:200])
+                gc.collect()
+                cp.get_default_memory_pool().free_all_blocks()
+        for g in gpus:
+            for method in methods:
+                for split in (None, False):
+                    label = "mgemm" + ("" if split is None else "-complexpath")
+                    if split is False and g != max(gpus):
+                        continue
+                    devs = list(range(g))
+                    with cp.cuda.Device(0):
+                        U, sec = _timed(lambda: mgemm.expm(A, method=method, devices=devs,
+                                                           split=split, terms=30),
+                                        sync_all, repeat)
+                    plan = mgemm.expm_plan_for(A, method=method, split=split, terms=30)[0]
+                    err, unit = check(U)
+                    del U
+                    rows.append({**base, "engine": label, "gpus": g, "method": method,
+                                 "seconds": sec, "rel_error": err, "unitarity": unit,
+                                 "plan": plan.as_dict()})
+                    progress(f"N={n} {label} {method} G={g}: {sec:.3f} s, error {err:.1e}, "
+                             f"unitarity {unit:.1e} ({plan.path}, {plan.products} products)")
+                    cp.get_default_memory_pool().free_all_blocks()
+        del A, ref, H
+        cp.get_default_memory_pool().free_all_blocks()
+    for n in sizes:
+        rs = [r for r in rows if r["n"] == n and "seconds" in r]
+        libs = [r for r in rs if not r["engine"].startswith("mgemm")]
+        if libs:
+            fastest = min(libs, key=lambda r: r["seconds"])
+            for r in rs:
+                r["speedup_vs_fastest_library"] = fastest["seconds"] / r["seconds"]
+                r["fastest_library"] = fastest["engine"]
+    return rows
+
+
+def _baselines(A):
+    """(name, fn(repeat) -> (U, seconds)) for each single-GPU library that imports."""
+    import cupy as cp
+    out = []
+    try:
+        import torch
+
+        def run_torch(repeat):
+            t = torch.as_tensor(A, device="cuda:0")
+            U, sec = _timed(lambda: torch.linalg.matrix_exp(t), torch.cuda.synchronize, repeat)
+            Uc = cp.asarray(U)
+            Uc = Uc.copy()
+            del U, t
+            torch.cuda.empty_cache()
+            return Uc, sec
+        out.append(("torch.linalg.matrix_exp", run_torch))
+    except ImportError:
+        pass
+    try:
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        import jax.scipy.linalg as jsl
+
+        def run_jax(repeat):
+            dev = jax.devices()[0]
+            if dev.platform != "gpu":
+                raise RuntimeError(f"JAX runs on {dev.platform}, not a GPU")
+            a = jax.device_put(np.asarray(A.get()), dev)
+            f = jax.jit(jsl.expm)  # the warm-up call of _timed compiles
+            U, sec = _timed(lambda: f(a).block_until_ready(), lambda: None, repeat)
+            return cp.asarray(np.asarray(U)), sec
+        out.append(("jax.scipy.linalg.expm", run_jax))
+    except ImportError:
+        pass
+    try:
+        import cupyx.scipy.linalg as csl
+
+        def run_cupyx(repeat):
+            with cp.cuda.Device(0):
+                return _timed(lambda: csl.expm(A), cp.cuda.Device(0).synchronize, repeat)
+        out.append(("cupyx.scipy.linalg.expm", run_cupyx))
+    except ImportError:
+        pass
+    return out

@@ -1,0 +1,308 @@
+"""Column-band layout for the multi-GPU matrix exponent (placement (iii) of the band
+algorithm: operands split in bands across the devices and kept there).
+
+An N x N matrix X lives as G column bands X_d = X[:, c_d:c_(d+1)], band d on device d.
+A product Y = L X is then local: Y_d = L X_d on device d, provided the *left* operand L
+is present in full on every device (a replica).  So:
+
+* a product moves nothing when its left operand is already replicated (A itself, the
+  Paterson-Stockmeyer power X^q: each is gathered once and cached);
+* otherwise the left operand is all-gathered first: every device receives the G - 1
+  other bands, (G-1)/G N^2 elements per device, peer to peer (one 2-D copy per band);
+  in the exponent that is only the squarings (two real gathers per squaring on the
+  split path, one complex gather on the complex path);
+* sums, scalings and the identity are local per band;
+* the result is gathered once onto one device at the end (:meth:`BandedMatrix.to_array`),
+  or used in place (:meth:`BandedMatrix.matvec`: U psi as per-device partial sums).
+
+Works on the CPU with ``devices`` an int (virtual devices holding NumPy bands: the
+logic is tested in CI) and on GPUs with a list of CuPy device ids; :class:`Layout` is
+the array-module namespace (``eye``, ``zeros_like``) that :mod:`mgemm.expm` is written
+against, so the exponent's algorithm is the same code on one device and on G.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ._array import cupy_or_none
+
+
+class Layout:
+    """How N columns are cut into bands over ``devices`` (an int: virtual CPU devices;
+    a list: CuPy GPU ids)."""
+
+    def __init__(self, n: int, devices, gpu=None):
+        if isinstance(devices, numbers.Integral) and not isinstance(devices, bool):
+            if devices < 1:
+                raise ValueError(f"devices must be >= 1, got devices={devices}")
+            self.gpu, self.devices = False, list(range(int(devices)))
+        elif gpu is False:  # host arrays: one virtual device per listed id
+            self.gpu, self.devices = False, list(range(len(list(devices))))
+        else:
+            self.devices = [int(d) for d in devices]
+            if not self.devices or len(set(self.devices)) != len(self.devices):
+                raise ValueError(f"devices must be distinct GPU ids, got devices={devices!r}")
+            self.gpu = True
+        g = len(self.devices)
+        if n < g:
+            raise ValueError(f"N={n} is smaller than the number of devices {g}")
+        self.n = n
+        self.cuts = [round(i * n / g) for i in range(g + 1)]
+        self.cp = cupy_or_none() if self.gpu else None
+        if self.gpu:
+            if self.cp is None:
+                raise ValueError("GPU devices need CuPy")
+            from .executors.cupy_exec import enable_peer_access
+            enable_peer_access(self.devices)
+        self.gathered_bytes = 0   # bytes moved between devices by gathers (for reports)
+        self.gathers = 0
+
+    # -- device context / array module per band
+    def ctx(self, i):
+        if self.gpu:
+            return self.cp.cuda.Device(self.devices[i])
+        import contextlib
+        return contextlib.nullcontext()
+
+    @property
+    def xp(self):
+        return self.cp if self.gpu else np
+
+    def cols(self, i):
+        return self.cuts[i], self.cuts[i + 1]
+
+    # -- the namespace mgemm.expm uses
+    def eye(self, n, dtype=None):
+        assert n == self.n
+        bands = []
+        for i in range(len(self.devices)):
+            c0, c1 = self.cols(i)
+            with self.ctx(i):
+                b = self.xp.zeros((n, c1 - c0), dtype=dtype)
+                b[self.xp.arange(c0, c1), self.xp.arange(c1 - c0)] = 1
+            bands.append(b)
+        return BandedMatrix(self, bands)
+
+    def zeros_like(self, X):
+        return X._map(lambda b: self.xp.zeros_like(b))
+
+    def ascontiguousarray(self, X):
+        return X
+
+    def iscomplexobj(self, X):
+        return bool(np.iscomplexobj(X.bands[0]))
+
+    # -- moving data
+    def scatter(self, M):
+        """Bands of the full matrix M (NumPy, or CuPy on any device)."""
+        self._sync_all()
+        if self.gpu:
+            with M.device:
+                M = self.cp.ascontiguousarray(M)
+        bands = []
+        for i in range(len(self.devices)):
+            c0, c1 = self.cols(i)
+            with self.ctx(i):
+                if self.gpu:
+                    b = self.cp.empty((self.n, c1 - c0), dtype=M.dtype)
+                    _copy2d(self.cp, b, 0, M, c0, self.n, c1 - c0)
+                else:
+                    b = np.ascontiguousarray(M[:, c0:c1])
+            bands.append(b)
+        self._sync_all()
+        return BandedMatrix(self, bands)
+
+    def _sync_all(self):
+        if self.gpu:
+            for d in self.devices:
+                self.cp.cuda.Device(d).synchronize()
+
+    def gather(self, X, dev_index=None):
+        """Full copies of X: one per device (a list), or one on device ``dev_index``."""
+        targets = range(len(self.devices)) if dev_index is None else [dev_index]
+        n, g = self.n, len(self.devices)
+        itemsize = X.bands[0].itemsize
+        if not self.gpu:
+            full = np.concatenate(X.bands, axis=1)
+            out = [full if k == 0 else full.copy() for k, _ in enumerate(targets)]
+        else:
+            cp = self.cp
+            ready = []
+            for i in range(g):  # every band's producer has finished
+                with self.ctx(i):
+                    e = cp.cuda.Event(disable_timing=True)
+                    e.record()
+                    ready.append(e)
+            out, done = [], []
+            for t in targets:
+                with self.ctx(t):
+                    st = cp.cuda.get_current_stream()
+                    full = cp.empty((n, n), dtype=X.dtype)
+                    for i in range(g):
+                        if i != t:
+                            st.wait_event(ready[i])
+                        c0, c1 = self.cols(i)
+                        _copy2d(cp, full, c0, X.bands[i], 0, n, c1 - c0)
+                    e = cp.cuda.Event(disable_timing=True)
+                    e.record()
+                    done.append(e)
+                out.append(full)
+            for i in range(g):  # a band is not overwritten before its copies finished
+                with self.ctx(i):
+                    st = cp.cuda.get_current_stream()
+                    for e in done:
+                        st.wait_event(e)
+        self.gathers += 1
+        self.gathered_bytes += len(list(targets)) * (g - 1) * n * (n // g) * itemsize
+        return out if dev_index is None else out[0]
+
+    # -- the product
+    def mm(self, L, R, C=None, alpha=1.0, beta=0.0):
+        """alpha L R + beta C with L, R (and C) banded: Y_d = alpha L_full R_d + beta C_d."""
+        full = L.replicas()
+        bands = []
+        for i in range(len(self.devices)):
+            with self.ctx(i):
+                bands.append(_gemm_local(self.xp, full[i], R.bands[i],
+                                         None if C is None else C.bands[i], alpha, beta))
+        return BandedMatrix(self, bands)
+
+
+def _copy2d(cp, dst, dst_c0, src, src_c0, rows, width):
+    """dst[:, dst_c0:dst_c0+width] = src[:, src_c0:src_c0+width] (row-major, any devices),
+    one cudaMemcpy2DAsync on the current device's current stream."""
+    it = dst.itemsize
+    cp.cuda.runtime.memcpy2DAsync(
+        dst.data.ptr + dst_c0 * it, dst.shape[1] * it, src.data.ptr + src_c0 * it,
+        src.shape[1] * it, width * it, rows, 4, cp.cuda.get_current_stream().ptr)
+
+
+def _gemm_local(xp, A, B, C, alpha, beta):
+    P = xp.matmul(A, B)
+    if alpha != 1:
+        P *= alpha
+    if C is not None and beta != 0:
+        P += C if beta == 1 else beta * C
+    return P
+
+
+class BandedMatrix:
+    """An N x N matrix as column bands on the layout's devices (see the module docs).
+    Supports what :mod:`mgemm.expm` does with matrices: +, -, scalar *, /, +=, -=, *=,
+    copy, astype, .real/.imag; products go through :meth:`Layout.mm`."""
+
+    __array_priority__ = 100
+
+    def __init__(self, layout: Layout, bands):
+        self.layout, self.bands = layout, list(bands)
+        self._full = None
+
+    shape = property(lambda self: (self.layout.n, self.layout.n))
+    dtype = property(lambda self: self.bands[0].dtype)
+    ndim = 2
+    size = property(lambda self: self.layout.n ** 2)
+
+    def replicas(self):
+        if self._full is None:
+            self._full = self.layout.gather(self)
+        return self._full
+
+    def _map(self, f):
+        out = []
+        for i, b in enumerate(self.bands):
+            with self.layout.ctx(i):
+                out.append(f(b))
+        return BandedMatrix(self.layout, out)
+
+    def _zip(self, other, f):
+        if isinstance(other, BandedMatrix):
+            out = []
+            for i, (a, b) in enumerate(zip(self.bands, other.bands)):
+                with self.layout.ctx(i):
+                    out.append(f(a, b))
+            return BandedMatrix(self.layout, out)
+        return self._map(lambda a: f(a, other))
+
+    def _inplace(self, other, f):
+        for i, a in enumerate(self.bands):
+            with self.layout.ctx(i):
+                f(a, other.bands[i] if isinstance(other, BandedMatrix) else other)
+        self._full = None
+        return self
+
+    __add__ = lambda self, o: self._zip(o, lambda a, b: a + b)  # noqa: E731
+    __radd__ = __add__
+    __sub__ = lambda self, o: self._zip(o, lambda a, b: a - b)  # noqa: E731
+    __mul__ = lambda self, o: self._zip(o, lambda a, b: a * b)  # noqa: E731
+    __rmul__ = __mul__
+    __truediv__ = lambda self, o: self._zip(o, lambda a, b: a / b)  # noqa: E731
+    __neg__ = lambda self: self._map(lambda a: -a)  # noqa: E731
+
+    def __iadd__(self, o):
+        return self._inplace(o, lambda a, b: a.__iadd__(b))
+
+    def __isub__(self, o):
+        return self._inplace(o, lambda a, b: a.__isub__(b))
+
+    def __imul__(self, o):
+        return self._inplace(o, lambda a, b: a.__imul__(b))
+
+    def copy(self):
+        return self._map(lambda a: a.copy())
+
+    def astype(self, dtype, copy=True):
+        return self._map(lambda a: a.astype(dtype, copy=copy))
+
+    @property
+    def real(self):
+        return self._map(lambda a: self.layout.xp.ascontiguousarray(a.real))
+
+    @property
+    def imag(self):
+        return self._map(lambda a: self.layout.xp.ascontiguousarray(a.imag))
+
+    def to_array(self, dev_index=0):
+        """The full matrix on device ``dev_index`` of the layout (NumPy for virtual ones)."""
+        full = self.layout.gather(self, dev_index)
+        self.layout._sync_all()
+        return full
+
+    def matvec(self, v, dev_index=0):
+        """X v (v: a vector or an N x k block, on device ``dev_index``): per-device
+        partial products X_d v[c_d:c_(d+1)], summed on ``dev_index``."""
+        lay = self.layout
+        parts = []
+        for i, b in enumerate(self.bands):
+            c0, c1 = lay.cols(i)
+            with lay.ctx(i):
+                vi = lay.xp.asarray(v[c0:c1]) if not lay.gpu else _to_device(lay.cp, v[c0:c1])
+                parts.append(b @ vi)
+        with lay.ctx(dev_index):
+            total = parts[dev_index].copy()
+            for i, p in enumerate(parts):
+                if i != dev_index:
+                    total += p if not lay.gpu else _to_device(lay.cp, p)
+        lay._sync_all()  # the partial products may be freed now
+        return total
+
+
+def _to_device(cp, x):
+    """x (contiguous, on any device or the host) copied to the current device, ordered
+    after the work of x's device (an event) -- callers synchronise before freeing x."""
+    dev = cp.cuda.Device().id
+    if isinstance(x, cp.ndarray) and x.device.id == dev:
+        return x
+    out = cp.empty(x.shape, dtype=x.dtype)
+    if not isinstance(x, cp.ndarray):
+        out.set(np.ascontiguousarray(x))
+        return out
+    assert x.flags.c_contiguous
+    with x.device:
+        e = cp.cuda.Event(disable_timing=True)
+        e.record()
+    st = cp.cuda.get_current_stream()
+    st.wait_event(e)
+    cp.cuda.runtime.memcpyAsync(out.data.ptr, x.data.ptr, x.nbytes, 4, st.ptr)
+    return out
