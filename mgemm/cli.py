@@ -44,8 +44,8 @@ def plan(n, gpus, tile, placement, explain):
 @click.option("--repeat", type=int, default=3, show_default=True)
 @click.option("--no-xt", is_flag=True, help="skip the cuBLAS-XT baseline")
 @click.option("--timeline", type=click.Path(dir_okay=False), default=None)
-@click.option("--copy-side", type=click.Choice(["dst", "src"]), default="dst", show_default=True,
-              help="band copies pulled by the receiver (dst) or pushed by the sender (src)")
+@click.option("--copy-side", type=click.Choice(["dst", "src"]), default="src", show_default=True,
+              help="band copies pushed by the sender (src) or pulled by the receiver (dst)")
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None)
 def bench(sizes, dtype, gpus, placements, tiles, cms, repeat, no_xt, timeline, copy_side, json_out):
     """Time mgemm against single-GPU cuBLAS and cuBLAS-XT on the GPUs present."""
@@ -154,7 +154,7 @@ def probe(out, gemm_n, copy_mib):
 @click.option("--repeat", type=int, default=3, show_default=True)
 @click.option("--profile", "profile_path", type=click.Path(dir_okay=False), default=None)
 @click.option("--plot", type=click.Path(dir_okay=False), default=None)
-@click.option("--copy-side", type=click.Choice(["dst", "src"]), default="dst", show_default=True)
+@click.option("--copy-side", type=click.Choice(["dst", "src"]), default="src", show_default=True)
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None)
 def tune(sizes, gpus, dtype, placement, min_tile, repeat, profile_path, plot, copy_side, json_out):
     """Sweep tiles x N, compare with the model; plot and JSON."""

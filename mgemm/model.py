@@ -24,8 +24,10 @@ Two variants of T_task:
 * ``paper``  -- T_task = 3 T_transfer + N / (N_i G) T_kernel (eq. 8 as printed);
 * ``refined`` (default) -- counts what the schedule really does: each worker runs
   ceil(N/N_i / G) A bands (load imbalance when G does not divide N/N_i) of N/N_i tiles,
-  T_task = 3 T_transfer + ceil(N/N_i/G) (N/N_i) T_kernel.  (The printed eq. 8 has one
-  factor N/N_i fewer: its time does not grow with N^3.)
+  T_task = 3 T_transfer + ceil(N/N_i/G) (N/N_i) T_kernel (the printed eq. 8 has one
+  factor N/N_i fewer: its time does not grow with N^3); and BW_math is the rate the
+  probe measured *at that tile shape* (``Hardware.math_curve``), not the one peak: on
+  H200 a 1024 x 16384 x 1024 ZGEMM runs well below a large one.
 
 The best tile: ``paper`` -- the smallest power of two meeting eq. 4 and eq. 12 (or 13),
 at most N/G (eqs. 14-15: T_task grows with N_i); ``refined`` -- the power of two with the
@@ -54,6 +56,23 @@ class Hardware:
     bw_mem: float
     bw_transfer: float
     latency: float = 0.0
+    #: measured GEMM rate per tile, ((N_i, FLOP/s), ...) for an N_i x K x N_i product
+    #: (``mgemm probe``); the refined variant uses it instead of the one peak rate
+    math_curve: tuple = ()
+
+    def math_rate(self, tile: int) -> float:
+        """BW_math at this tile: the peak, or the probe's curve interpolated in log2(N_i)
+        (clamped at its ends)."""
+        if not self.math_curve:
+            return self.bw_math
+        pts = sorted((math.log2(t), r) for t, r in self.math_curve)
+        x = math.log2(tile)
+        if x <= pts[0][0]:
+            return pts[0][1]
+        for (x0, r0), (x1, r1) in zip(pts, pts[1:]):
+            if x <= x1:
+                return r0 + (r1 - r0) * (x - x0) / (x1 - x0)
+        return pts[-1][1]
 
     def __post_init__(self):
         for key in ("bw_math", "bw_mem", "bw_transfer"):
@@ -62,6 +81,9 @@ class Hardware:
                 raise ValueError(f"{key} must be a finite number > 0, got {key}={v!r}")
         if not (math.isfinite(self.latency) and self.latency >= 0):
             raise ValueError(f"latency must be finite and >= 0, got latency={self.latency!r}")
+        for t, r in self.math_curve:
+            if not (t >= 1 and math.isfinite(r) and r > 0):
+                raise ValueError(f"math_curve entries must be (tile >= 1, rate > 0), got {(t, r)!r}")
 
 
 def dtype_factors(dtype: str, complex_method: str = "native"):
@@ -127,7 +149,7 @@ def predict(n, g, tile, hw: Hardware, dtype="float32", complex_method="native",
         raise ValueError(f"variant must be one of {VARIANTS}, got variant={variant!r}")
     b, f, passes = dtype_factors(dtype, complex_method)
     t = tile
-    t_math = f * t * t * n / hw.bw_math
+    t_math = f * t * t * n / (hw.bw_math if variant == "paper" else hw.math_rate(t))
     t_mem = b * (2 * n * t + t * t) / hw.bw_mem
     t_gemm = max(t_math, t_mem)
     t_transfer = b * t * n / hw.bw_transfer + hw.latency

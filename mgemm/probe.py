@@ -3,6 +3,8 @@
 Measured (each a median of ``repeat`` timings after a warm-up, on random data):
 
 * ``bw_math[dtype]``: one large GEMM per dtype (cupy.matmul, N = ``gemm_n``);
+* ``tile_rates[dtype][N_i]``: the GEMM rate of an N_i x 16384 x N_i product (the tile
+  shape), which the refined model uses;
 * ``bw_mem``: a device-local copy, counted as bytes read + written;
 * ``pairs[s][d]``: peer copy s -> d of ``copy_bytes`` (peer access enabled), issued on
   the destination's stream, as the band engine does; ``pairs_2d``: the same bytes as a
@@ -49,8 +51,11 @@ def load_profile(path=None):
 def hardware_from_profile(doc, dtype) -> Hardware:
     real = {"complex64": "float32", "complex128": "float64"}
     math_rate = doc["bw_math"].get(dtype) or doc["bw_math"][real.get(dtype, dtype)]
+    curve = doc.get("tile_rates", {}).get(dtype) or doc.get("tile_rates", {}).get(real.get(dtype, ""))
+    curve = tuple(sorted((int(t), float(r)) for t, r in (curve or {}).items()))
     return Hardware(bw_math=float(math_rate), bw_mem=float(doc["bw_mem"]),
-                    bw_transfer=float(doc["bw_transfer"]), latency=float(doc.get("latency", 0.0)))
+                    bw_transfer=float(doc["bw_transfer"]), latency=float(doc.get("latency", 0.0)),
+                    math_curve=curve)
 
 
 # ---------------------------------------------------------------- GPU measurements
@@ -92,6 +97,27 @@ def run_probe(devices=None, gemm_n=8192, copy_bytes=1 << 30, repeat=5, progress=
         out["bw_math"][dt] = (8 if dt.startswith("complex") else 2) * gemm_n ** 3 / t
         progress(f"bw_math {dt}: {out['bw_math'][dt] / 1e12:.1f} TFLOP/s")
         del a, b
+    # the GEMM rate at band-tile shapes: N_i x K times K x N_i (what the engine runs)
+    out["tile_rates"] = {}
+    k_tile = 16384
+    for dt in ("float32", "float64", "complex64", "complex128"):
+        rates = {}
+        with cp.cuda.Device(d0):
+            rng = cp.random.default_rng(4)
+            big = rng.standard_normal((8192, k_tile)).astype(dt)
+            if dt.startswith("complex"):
+                big = big + 1j * rng.standard_normal((8192, k_tile)).astype(dt)
+            for t in (256, 512, 1024, 2048, 4096, 8192):
+                a, b = big[:t], big[:t].T.copy()
+                c = cp.empty((t, t), dtype=dt)
+                sec = _median_time(cp, lambda: cp.matmul(a, b, out=c), [d0], repeat)
+                rates[str(t)] = (8 if dt.startswith("complex") else 2) * t * t * k_tile / sec
+                del b, c
+            del big
+        out["tile_rates"][dt] = rates
+        progress(f"tile rates {dt}: " + ", ".join(f"{t}: {r / 1e12:.1f}" for t, r in rates.items())
+                 + " TFLOP/s")
+    out["tile_rates_k"] = k_tile
     # memory
     n_el = copy_bytes // 8
     with cp.cuda.Device(d0):

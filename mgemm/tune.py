@@ -44,6 +44,9 @@ def run_tune(sizes, gpus, profile, dtype="complex128", placement="three", repeat
                 p = predict(n, gpus, t, hw, dtype, variant=v)
                 row[f"predicted_seconds_{v}"] = p.t_task
             rows.append(row)
+            ex = __import__("mgemm").executors.get("cupy")
+            ex.release()  # band buffers are cached per shape: free them between tiles
+            cp.get_default_memory_pool().free_all_blocks()
             progress(f"N={n} G={gpus} tile={t}: {row['tflops']:.1f} TFLOP/s "
                      f"(model {row['predicted_seconds_refined']:.3f} s, measured {sec:.3f} s)")
         del A, B, C

@@ -156,3 +156,18 @@ def test_auto_tile_uses_a_saved_profile(tmp_path, monkeypatch):
     p.write_text(json.dumps({"kind": "something else"}))  # not ours: the heuristic, no crash
     assert resolve_tile(None, 32768, 32768, 4, "complex128") >= 1
     assert model_report(1024, 2, hw)["tile"] in candidates(1024, 2)
+
+
+def test_math_curve_interpolates_and_only_the_refined_variant_uses_it():
+    curve = ((512, 20e12), (2048, 40e12), (8192, 50e12))
+    hw = Hardware(50e12, 4.8e12, 391e9, math_curve=curve)
+    assert hw.math_rate(256) == 20e12 and hw.math_rate(16384) == 50e12
+    assert hw.math_rate(1024) == pytest.approx(30e12)  # halfway in log2
+    n, g = 32768, 4
+    assert predict(n, g, 1024, hw, "complex128").t_math == pytest.approx(8 * 1024 ** 2 * n / 30e12)
+    assert predict(n, g, 1024, hw, "complex128", variant="paper").t_math == pytest.approx(
+        8 * 1024 ** 2 * n / 50e12)
+    # slow small tiles push the refined choice up
+    assert best_tile(n, g, hw, "complex128") > best_tile(n, g, Hardware(50e12, 4.8e12, 391e9), "complex128")
+    with pytest.raises(ValueError, match="math_curve"):
+        Hardware(1.0, 1.0, 1.0, math_curve=((512, -1.0),))

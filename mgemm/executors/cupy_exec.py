@@ -5,7 +5,8 @@
   (``cudaStreamWaitEvent``) only on dependencies issued to other streams -- the CPU just
   issues commands, in the schedule's order, and never waits in between;
 * band copies are single ``cudaMemcpy2DAsync`` calls (peer-to-peer through UVA; peer
-  access is enabled first: on H200 NVLink 391 GB/s with it, 38 GB/s without);
+  access is enabled first: on H200 NVLink 391 GB/s with it, 38 GB/s without), issued by
+  default on a stream of the sending GPU (``copy_side``);
 * tiles are cuBLAS {S,D,C,Z}GEMM calls with explicit leading dimensions, writing straight
   into the C band buffer (row-major C = A B is column-major C^T = B^T A^T);
 * the call synchronises the devices it uses on entry and exit, so buffers can be reused.
@@ -65,10 +66,12 @@ def _ptr(arr, r0, c0):
 class CupyExecutor:
     name = "cupy"
 
-    #: "dst": a band copy runs on the receiving GPU's copy_in/copy_out stream (pull);
-    #: "src": on a per-destination stream of the sending GPU (push).  Same schedule and
-    #: dependencies; which copy engine moves the bytes differs (see benchmarks/README.md).
-    copy_side = "dst"
+    #: "src" (default): a band copy runs on a per-destination stream of the *sending*
+    #: GPU (push); "dst": on the receiving GPU's copy_in/copy_out stream (pull).  Same
+    #: schedule and dependencies.  Measured on 4 H200, N = 32768 complex128: pull 0.38 of
+    #: 4x the single-GPU rate, push 0.93-0.955 (benchmarks/README.md), although a lone
+    #: pull copy runs at the full 394 GB/s (mgemm probe).
+    copy_side = "src"
 
     def __init__(self):
         self._streams = {}
@@ -160,31 +163,12 @@ class CupyExecutor:
                 arrays[(name, dev)] = self._buffer(name, dev, shape, A.dtype)
         for d in involved:  # the inputs may still be in flight on the users' streams
             cupy.cuda.Device(d).synchronize()
-        self._packed_B = self._pack_B(sched, B) if any(
-            op.kind == "copy" and op.reads[0][0].buf == "B" for op in sched.ops) else None
         self._issue(sched, arrays, alpha, beta, A.dtype, trace, involved)
         for d in involved:
             cupy.cuda.Device(d).synchronize()
         if trace:
             self._collect_trace()
         return C
-
-    def _pack_B(self, sched, B):
-        """Column bands of B packed contiguously on B's device, Bp[j] = B[:, j*T:(j+1)*T],
-        so each band travels as one contiguous copy (the source stores A transposed for
-        the same reason).  One device-local pass over B.  Note: on 4 H200 this did *not*
-        change the measured rate (runs 1 and 2 in benchmarks/results): the 2-D copies were
-        not the 4-GPU bottleneck, contrary to the guess in the commit that added it.
-        The packed buffer (one more K x N on B's device) is not yet in the memory check."""
-        T, k, n = sched.tile, sched.k, sched.n
-        nb = -(-n // T)
-        Bp = self._buffer("Bpacked", sched.b_dev, (nb * k, T), B.dtype)
-        with cupy.cuda.Device(sched.b_dev):
-            for j in range(nb):
-                c0, c1 = j * T, min(n, (j + 1) * T)
-                Bp[j * k:(j + 1) * k, :c1 - c0] = B[:, c0:c1]
-            cupy.cuda.Device(sched.b_dev).synchronize()
-        return Bp
 
     def _issue(self, sched, arrays, alpha, beta, dtype, trace, involved):
         dt = np.dtype(dtype)
@@ -225,10 +209,6 @@ class CupyExecutor:
                     dst = op.writes[0]
                     s_arr, d_arr = arrays[(src.buf, src.dev)], arrays[(dst.buf, dst.dev)]
                     width = c1 - c0
-                    if src.buf == "B" and self._packed_B is not None:  # contiguous band
-                        s_arr = self._packed_B
-                        r0, r1, c0 = (c0 // sched.tile) * sched.k + r0, (
-                            c0 // sched.tile) * sched.k + r1, 0
                     cupy.cuda.runtime.memcpy2DAsync(
                         _ptr(d_arr, dst.r0, dst.c0), d_arr.shape[1] * dt.itemsize,
                         _ptr(s_arr, r0, c0), s_arr.shape[1] * dt.itemsize,
