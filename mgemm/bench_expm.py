@@ -41,7 +41,8 @@ def _timed(fn, sync, repeat):
     return out, float(np.median(ts))
 
 
-def run_bench_expm(sizes, gpus, methods=("auto",), repeat=3, baselines=True, progress=print):
+def run_bench_expm(sizes, gpus, methods=("auto",), repeat=3, baselines=True, progress=print,
+                   checkpoint=None):
     import cupy as cp
 
     import mgemm
@@ -67,20 +68,6 @@ def run_bench_expm(sizes, gpus, methods=("auto",), repeat=3, baselines=True, pro
             return err, unit
 
         base = {"n": n, "dtype": "complex128", "norm1": 20.0, "dt": dt}
-        if baselines:
-            for name, fn in _baselines(A):
-                try:
-                    U, sec = fn(repeat)
-                    err, unit = check(U)
-                    del U
-                    rows.append({**base, "engine": name, "gpus": 1, "seconds": sec,
-                                 "rel_error": err, "unitarity": unit})
-                    progress(f"N={n} {name}: {sec:.3f} s, error {err:.1e}")
-                except Exception as e:  # a missing or failing library is recorded, not fatal
-                    rows.append({**base, "engine": name, "gpus": 1, "error": repr(e)[:300]})
-                    progress(f"N={n} {name}: failed {e!r}"[:200])
-                gc.collect()
-                cp.get_default_memory_pool().free_all_blocks()
         for g in gpus:
             for method in methods:
                 for split in (None, False):
@@ -101,6 +88,27 @@ def run_bench_expm(sizes, gpus, methods=("auto",), repeat=3, baselines=True, pro
                     progress(f"N={n} {label} {method} G={g}: {sec:.3f} s, error {err:.1e}, "
                              f"unitarity {unit:.1e} ({plan.path}, {plan.products} products)")
                     cp.get_default_memory_pool().free_all_blocks()
+        if baselines:
+            for name, fn in _baselines(A, n):
+                try:
+                    res = fn(repeat)
+                    if isinstance(res, dict):  # ran in a subprocess, checked there
+                        rows.append({**base, "engine": name, "gpus": 1, **res})
+                        progress(f"N={n} {name}: {res}")
+                        continue
+                    U, sec = res
+                    err, unit = check(U)
+                    del U
+                    rows.append({**base, "engine": name, "gpus": 1, "seconds": sec,
+                                 "rel_error": err, "unitarity": unit})
+                    progress(f"N={n} {name}: {sec:.3f} s, error {err:.1e}")
+                except Exception as e:  # a missing or failing library is recorded, not fatal
+                    rows.append({**base, "engine": name, "gpus": 1, "error": repr(e)[:300]})
+                    progress(f"N={n} {name}: failed {e!r}"[:200])
+                gc.collect()
+                cp.get_default_memory_pool().free_all_blocks()
+        if checkpoint:
+            checkpoint(rows)
         del A, ref, H
         cp.get_default_memory_pool().free_all_blocks()
     for n in sizes:
@@ -114,10 +122,28 @@ def run_bench_expm(sizes, gpus, methods=("auto",), repeat=3, baselines=True, pro
     return rows
 
 
-def _baselines(A):
+def _baselines(A, n):
     """(name, fn(repeat) -> (U, seconds)) for each single-GPU library that imports."""
     import cupy as cp
     out = []
+    try:
+        import cupyx.scipy.linalg  # noqa: F401
+
+        def run_cupyx(repeat):
+            # in a subprocess: at N = 16384 it hit an illegal memory access on H200
+            # (CuPy 14.2), which poisons the CUDA context of the process that runs it
+            import json
+            import subprocess
+            import sys
+            r = subprocess.run([sys.executable, "-m", "mgemm.bench_expm", "cupyx", str(n),
+                                str(repeat)], capture_output=True, text=True, timeout=600)
+            lines = [x for x in r.stdout.splitlines() if x.startswith("{")]
+            if r.returncode or not lines:
+                raise RuntimeError(f"exit {r.returncode}: {(r.stderr or r.stdout).strip()[-200:]}")
+            return json.loads(lines[-1])
+        out.append(("cupyx.scipy.linalg.expm", run_cupyx))
+    except ImportError:
+        pass
     try:
         import torch
 
@@ -149,13 +175,30 @@ def _baselines(A):
         out.append(("jax.scipy.linalg.expm", run_jax))
     except ImportError:
         pass
-    try:
-        import cupyx.scipy.linalg as csl
-
-        def run_cupyx(repeat):
-            with cp.cuda.Device(0):
-                return _timed(lambda: csl.expm(A), cp.cuda.Device(0).synchronize, repeat)
-        out.append(("cupyx.scipy.linalg.expm", run_cupyx))
-    except ImportError:
-        pass
     return out
+
+
+def _cupyx_child(n, repeat):
+    """Time and check cupyx.scipy.linalg.expm alone (run as a subprocess)."""
+    import json
+
+    import cupy as cp
+    import cupyx.scipy.linalg as csl
+    H_h, dt = h2plus_matrix(n)
+    H = cp.asarray(H_h)
+    lam, V = cp.linalg.eigh(H)
+    ref = (V * cp.exp(-1j * dt * lam)) @ V.T.astype(cp.complex128)
+    del lam, V
+    A = (-1j * dt) * H.astype(cp.complex128)
+    U, sec = _timed(lambda: csl.expm(A), cp.cuda.Device(0).synchronize, repeat)
+    err = float(cp.linalg.norm(U - ref) / cp.linalg.norm(ref))
+    E = U.conj().T @ U
+    E[cp.arange(n), cp.arange(n)] -= 1
+    print(json.dumps({"seconds": sec, "rel_error": err,
+                      "unitarity": float(cp.linalg.norm(E)) / n ** 0.5}))
+
+
+if __name__ == "__main__":
+    import sys
+    if sys.argv[1:2] == ["cupyx"]:
+        _cupyx_child(int(sys.argv[2]), int(sys.argv[3]))

@@ -207,10 +207,11 @@ def bench_expm(sizes, gpus, methods, repeat, no_baselines, json_out):
     if max(gpus) > gpu_count():
         raise click.UsageError(f"--gpus {max(gpus)}: only {gpu_count()} GPUs present")
     from .bench_expm import run_bench_expm
+    save = (lambda rows: _save(json_out, "expm-gpu", "mgemm bench-expm", rows)) if json_out else None
     rows = run_bench_expm(list(sizes), list(gpus), list(methods), repeat, not no_baselines,
-                          progress=lambda s: click.echo(s, err=True))
-    if json_out:
-        _save(json_out, "expm-gpu", "mgemm bench-expm", rows)
+                          progress=lambda s: click.echo(s, err=True), checkpoint=save)
+    if save:
+        save(rows)
     click.echo(f"{'N':>6} {'engine':28} {'G':>2} {'seconds':>8} {'rel.err':>8} {'speedup':>7}")
     for r in rows:
         if "seconds" in r:

@@ -63,9 +63,9 @@ def run_tune(sizes, gpus, profile, dtype="complex128", placement="three", repeat
             bt = best_tile(n, gpus, hw, dtype, variant=v, min_tile=min_tile)
             at = [r for r in rs if r["tile"] == bt]
             entry[f"predicted_tile_{v}"] = bt
-            entry[f"within_one_power_of_two_{v}"] = abs(np.log2(bt / best["tile"])) <= 1
+            entry[f"within_one_power_of_two_{v}"] = bool(abs(np.log2(bt / best["tile"])) <= 1)
             if at:
-                entry[f"time_error_{v}"] = (at[0][f"predicted_seconds_{v}"] - at[0]["seconds"]) / at[0]["seconds"]
+                entry[f"time_error_{v}"] = float((at[0][f"predicted_seconds_{v}"] - at[0]["seconds"]) / at[0]["seconds"])
         summary.append(entry)
     return rows, summary
 
