@@ -149,6 +149,53 @@ def plot(h5file, out_dir):
 
 
 @main.command()
+@click.argument("input_file", metavar="INPUT", type=click.Path(dir_okay=False))
+@click.option("--period", type=float, default=None,
+              help="period T (default 2 pi / beta of the moving centres; needed when static)")
+@click.option("--steps", type=int, default=None,
+              help="steps per period M (dt = T/M); default: T/time.dt, which must be whole")
+@click.option("--count", "-k", default=8, show_default=True, type=click.IntRange(1, None),
+              help="lowest eigenstates of H(0) to match")
+@click.option("--out", "out_dir", default="outputs", show_default=True)
+@click.option("--backend", type=click.Choice(["auto", "numpy", "cupy"]), default="auto", show_default=True)
+@click.option("--devices", default=None, help="GPU ids for --backend cupy, e.g. 0,1,2,3")
+@click.option("--force", is_flag=True, help="overwrite the outputs; run even if the dt check fails")
+@click.option("--json", "as_json", is_flag=True)
+def floquet(input_file, period, steps, count, out_dir, backend, devices, force, as_json):
+    """One-period propagator U(T): quasi-energies and overlaps with H(0)'s eigenstates."""
+    from .floquet import analyse, plot_floquet
+    cfg = _load(input_file)
+    base = os.path.join(out_dir, f"{cfg.name}_floquet")
+    for ext in (".json", ".png"):
+        if os.path.exists(base + ext) and not force:
+            raise InputError(f"output {base + ext!r} exists; pass --force to overwrite it")
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"--out = {out_dir!r}: cannot create the folder ({e.strerror})") from None
+    try:
+        res = analyse(cfg, period=period, steps=steps, count=count, backend=backend,
+                      devices=_devices(devices), force=force, progress=not as_json)
+    except ConfigError as e:
+        raise InputError(f"{input_file}: {e}") from None
+    tmp = base + ".json.tmp"
+    with open(tmp, "w") as f:
+        json.dump(res, f, indent=1)
+    os.replace(tmp, base + ".json")
+    plot_floquet(res, base + ".png")
+    if as_json:
+        click.echo(json.dumps({k: v for k, v in res.items() if k != "overlaps"}, indent=1))
+        return
+    click.echo(f"T = {res['period']:.10g} ({res['steps']} steps of dt = {res['dt']:.6g}), "
+               f"||U^H U - I|| / sqrt(N) = {res['unitarity']:.2e}; atomic units")
+    click.echo(f"{'n':>3} {'E_n':>16} {'E_n T mod 2pi':>14} {'Floquet phase':>14} {'eps (Ha)':>14} {'overlap':>8}")
+    for s in res["states"]:
+        click.echo(f"{s['n']:3d} {s['E_n']:16.10f} {s['E_n_T_mod_2pi']:14.10f} {s['phase']:14.10f} "
+                   f"{s['quasi_energy']:14.10f} {s['overlap']:8.5f}")
+    click.echo(f"wrote {base}.json, {base}.png")
+
+
+@main.command()
 def info():
     """Versions, backends and GPUs found."""
     import h5py

@@ -92,6 +92,7 @@ class Propagator:
     method: str = "auto"
     terms: int = 10
     tolerance: float = 1e-10
+    operator: bool = False   # also accumulate U(t) and store P_mn(t) (one more GEMM a step)
 
 
 @dataclass(frozen=True)
@@ -227,7 +228,7 @@ def _time(t):
 
 
 def _propagator(t):
-    _keys("propagator.", t, ("method", "terms", "tolerance"))
+    _keys("propagator.", t, ("method", "terms", "tolerance", "operator"))
     method = t.get("method", "auto")
     if method not in ("taylor", "auto"):
         raise ConfigError("propagator.method", method, "must be \"taylor\" or \"auto\"")
@@ -235,7 +236,10 @@ def _propagator(t):
     tol = _number("propagator.tolerance", t.get("tolerance", 1e-10), positive=True)
     if tol >= 1:
         raise ConfigError("propagator.tolerance", tol, "must be < 1 (an error per step)")
-    return Propagator(method, terms, tol)
+    op = t.get("operator", False)
+    if not isinstance(op, bool):
+        raise ConfigError("propagator.operator", op, "must be true or false")
+    return Propagator(method, terms, tol, op)
 
 
 def _output(t, n):
@@ -263,16 +267,18 @@ def available_memory() -> int:
         return 1 << 34
 
 
-def memory_estimate(n: int) -> int:
-    """Host bytes a run with N grid points needs (dense complex128 matrices dominate)."""
-    return _DENSE_MATRICES * 16 * n * n + 64 * n * 1024
+def memory_estimate(n: int, operator: bool = False) -> int:
+    """Host bytes a run with N grid points needs (dense complex128 matrices dominate;
+    operator mode keeps U(t) and its update: two more)."""
+    return (_DENSE_MATRICES + 2 * bool(operator)) * 16 * n * n + 64 * n * 1024
 
 
-def _memory_check(grid: Grid, limit: int | None):
+def _memory_check(grid: Grid, limit: int | None, operator: bool = False):
     limit = available_memory() if limit is None else limit
-    need = memory_estimate(grid.n)
+    need = memory_estimate(grid.n, operator)
     if need > limit:
-        n_fit = int(math.sqrt(max(limit - 64 * 1024 * 1024, 0) / (_DENSE_MATRICES * 16)))
+        mats = _DENSE_MATRICES + 2 * bool(operator)
+        n_fit = int(math.sqrt(max(limit - 64 * 1024 * 1024, 0) / (mats * 16)))
         raise ConfigError("grid.dx", grid.dx, (
             f"gives N = {grid.n} points, whose dense matrices need {need / 2**30:.1f} GiB, "
             f"more than the {limit / 2**30:.1f} GiB available; the largest N that fits is "
@@ -296,11 +302,11 @@ def loads(text: str, *, memory_limit: int | None = None) -> Config:
     sec = {k: _table(k, data.get(k, {})) for k in
            ("grid", "potential", "initial", "time", "propagator", "output")}
     grid = _grid(sec["grid"])
-    _memory_check(grid, memory_limit)
+    prop = _propagator(sec["propagator"])
+    _memory_check(grid, memory_limit, prop.operator)
     n = grid.n
     return Config(name, grid, _potential(sec["potential"]), _initial(sec["initial"], n),
-                  _time(sec["time"]), _propagator(sec["propagator"]), _output(sec["output"], n),
-                  source=text)
+                  _time(sec["time"]), prop, _output(sec["output"], n), source=text)
 
 
 def load(path, **kw) -> Config:

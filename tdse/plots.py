@@ -6,6 +6,7 @@ Files written next to each other, ``<name>_<what>.png``:
   populations populations of the lowest eigenstates of H(0) and of H(t) against t
   drift       norm and energy drift against t
   snapshots   Re psi, Im psi, |psi| over the potential at a few times
+  transitions (operator mode) P_mn(t_end) heatmap and P_m0(t) against t
 """
 from __future__ import annotations
 
@@ -98,6 +99,25 @@ def plot_run(h5path, out_dir=None, node_eps=None) -> list[str]:
     ax.set(xlabel="x (bohr)", ylabel="psi (offset per time)", title=f"{name}: snapshots")
     ax.legend(loc="upper right", fontsize=8)
     save(fig, "snapshots")
+    if "operator/P" in d and len(d["operator/P"]):
+        P = d["operator/P"]
+        K = P.shape[1]
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
+        im = a1.imshow(np.log10(np.clip(P[-1], 1e-12, None)), origin="lower", cmap="viridis",
+                       vmin=-12, vmax=0)
+        a1.set_xlabel("initial state n")
+        a1.set_ylabel("final state m")
+        a1.set_title(f"log10 P_mn, P_mn = |<m|U(t)|n>|^2 at t = {t[-1]:.4g}", fontsize=9)
+        fig.colorbar(im, ax=a1)
+        for m in range(min(K, 8)):
+            a2.plot(t, P[:, m, 0], label=f"m = {m}")
+        a2.set_yscale("log")
+        a2.set_ylim(max(1e-12, float(P[:, :, 0].min()) or 1e-12), 1.5)
+        a2.set_xlabel("t (atomic units)")
+        a2.set_ylabel("P_m0(t)")
+        a2.set_title("from the ground state of H(0)")
+        a2.legend(fontsize=7, ncol=2)
+        save(fig, "transitions")
     return files
 
 

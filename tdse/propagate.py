@@ -169,6 +169,16 @@ class Propagator:
         self._U = U
         return U
 
+    def step_operator(self, Ut, step_index: int):
+        """U(t + dt) = exp(-i H dt) U(t): one more product (banded on several GPUs)."""
+        dt = self.config.time.dt
+        U = self.operator((step_index + 0.5) * dt)
+        if hasattr(U, "matvec"):
+            if not hasattr(Ut, "matvec"):
+                Ut = U.layout.scatter(Ut)
+            return U.layout.mm(U, Ut)
+        return mgemm.gemm(U, Ut)
+
     def step(self, psi, step_index: int):
         """psi(t_j + dt); on several GPUs U stays in column bands (mgemm.dist) and
         U psi is a sum of per-GPU partial products on GPU 0."""
@@ -200,14 +210,23 @@ def run(config: Config, out_dir, *, backend="auto", devices=None, force=False,
     attrs = {"backend": name, "devices": devices or [], "dtype": np.dtype(DTYPE).name,
              "propagator": "psi(t+dt) = exp(-i H(t+dt/2) dt) psi(t)",
              "forced": bool(force and not pc.ok), **pc.attrs()}
+    op_mode = config.propagator.operator
     writer = SnapshotWriter(path, config=config, x=x, v0=soft_core(config.potential, x, 0.0),
-                            energies=E0[:K], phi=phi0[:K], attrs=attrs, force=force)
+                            energies=E0[:K], phi=phi0[:K], attrs=attrs, force=force,
+                            extra={"P": ("operator", np.float64, (K, K))} if op_mode else None)
+    # <m|U|n> = dx sum_x phi_m(x) (U phi_n)(x): columns phi_n of Phi, rows of PhiT
+    Phi = xp.asarray(np.ascontiguousarray(phi0[:K].T.astype(DTYPE)))
     prop = Propagator(config, pc.plan, xp, gemm_opts)
     steps, every = config.time.steps, config.output.every
 
-    def snapshot(step, psi_dev):
+    def transition(Ut):
+        UPhi = Ut.matvec(Phi) if hasattr(Ut, "matvec") else Ut @ Phi
+        return np.abs(phi0[:K] @ to_host(UPhi) * g.dx) ** 2
+
+    def snapshot(step, psi_dev, Ut=None):
         t = step * config.time.dt
         psi = to_host(psi_dev)
+        extra = {"P": transition(Ut)} if op_mode else {}
         v = soft_core(config.potential, x, t)
         Et, phit = hamiltonian.eigenstates(config, t, K)
         writer.append(t=t, step=step, psi=psi, centres=centre_positions(config.potential, t),
@@ -216,19 +235,22 @@ def run(config: Config, out_dir, *, backend="auto", devices=None, force=False,
                       nodes=observables.node_count(x, psi, config.output.node_eps),
                       populations_h0=observables.populations(phi0[:K], psi, g.dx),
                       populations_ht=observables.populations(phit, psi, g.dx),
-                      energies_ht=Et)
+                      energies_ht=Et, **extra)
 
     t0 = _time.perf_counter()
     complete = False
     try:
         psi = xp.asarray(psi0)
-        snapshot(0, psi)
+        Ut = xp.eye(g.n, dtype=DTYPE) if op_mode else None
+        snapshot(0, psi, Ut)
         with tqdm(total=steps, unit="step", desc=config.name, disable=not progress,
                   mininterval=0.5) as bar:
             for j in range(steps):
                 psi = prop.step(psi, j)
+                if op_mode:
+                    Ut = prop.step_operator(Ut, j)
                 if (j + 1) % every == 0 or j + 1 == steps:
-                    snapshot(j + 1, psi)
+                    snapshot(j + 1, psi, Ut)
                 bar.update(1)
         complete = True
     finally:

@@ -14,6 +14,8 @@ attribute says so):
   /observables/norm, energy, nodes            (T,)
   /observables/populations_h0, populations_ht (T, K)
   /observables/energies_ht                    (T, K)
+  /operator/P                     (T, K, K)  with [propagator] operator = true:
+                                  P_mn(t) = |<m|U(t)|n>|^2, m, n the lowest K states of H(0)
 
 Snapshots are appended and flushed as the run goes: a crash loses at most the last
 interval.  ``complete`` turns true only when the run finishes.
@@ -59,7 +61,7 @@ def _jsonable(v):
 class SnapshotWriter:
     """Create OUT/<name>.h5 and append snapshots, flushing after each."""
 
-    def __init__(self, path, *, config, x, v0, energies, phi, attrs, force=False):
+    def __init__(self, path, *, config, x, v0, energies, phi, attrs, force=False, extra=None):
         from . import __version__
         path = os.fspath(path)
         if os.path.exists(path) and not force:
@@ -84,6 +86,10 @@ class SnapshotWriter:
             chunks = (64,) if key is None else (max(1, min(64, 2**20 // (16 * dims[key]))), dims[key])
             self.ds[name] = f.create_dataset(f"{group}/{name}", shape=shape, maxshape=maxshape,
                                              dtype=dtype, chunks=chunks)
+        for name, (group, dtype, shape) in (extra or {}).items():  # e.g. operator/P (T, K, K)
+            self.ds[name] = f.create_dataset(f"{group}/{name}", shape=(0, *shape),
+                                             maxshape=(None, *shape), dtype=dtype,
+                                             chunks=(1, *shape))
         f.flush()
         self.count = 0
 
@@ -129,4 +135,7 @@ def read(path) -> dict:
                 raise NotOurFile(f"{path}: missing group /{group}")
             for k, ds in f[group].items():
                 out[f"{group}/{k}"] = ds[()]
+        if "operator" in f:
+            for k, ds in f["operator"].items():
+                out[f"operator/{k}"] = ds[()]
     return out

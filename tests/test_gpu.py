@@ -139,3 +139,24 @@ def test_tdse_gpu_paths_agree_with_cpu(tmp_path):
     for label in ("gpu1", "gpu2"):
         with h5py.File(paths[label]) as f:
             assert np.abs(f["snapshots/psi"][...] - ref).max() < 1e-12, label
+
+
+@pytest.mark.multi_gpu(2)
+def test_operator_mode_and_floquet_on_gpus(tmp_path):
+    import h5py
+    from tdse import config as cfgmod
+    from tdse.floquet import analyse
+    from tdse.propagate import run
+    import os
+    text = open(os.path.join(os.path.dirname(__file__), "..", "inputs", "tiny.toml")).read()
+    text = text.replace("[time]", "[propagator]\nmethod = \"auto\"\ntolerance = 1e-14\noperator = true\n\n[time]", 1) \
+        if "[propagator]" not in text else text.replace("[propagator]", "[propagator]\noperator = true", 1)
+    cfg = cfgmod.loads(text)
+    P = {}
+    for label, kw in (("cpu", dict(backend="numpy")), ("gpu2", dict(backend="cupy", devices=[0, 1]))):
+        with h5py.File(run(cfg, tmp_path / label, **kw).path) as f:
+            P[label] = f["operator/P"][...]
+    assert np.abs(P["gpu2"] - P["cpu"]).max() < 1e-12
+    a = analyse(cfg, steps=100, count=3, backend="numpy")
+    b = analyse(cfg, steps=100, count=3, backend="cupy", devices=[0, 1])
+    assert np.allclose([s["phase"] for s in a["states"]], [s["phase"] for s in b["states"]], atol=1e-10)

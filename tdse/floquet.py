@@ -1,0 +1,125 @@
+"""Floquet analysis of a periodically driven H2+ (atomic units).
+
+For centres moving as X_c(t) = x0_c + alpha sin(beta t + phase), H(t) has period
+T = 2 pi / beta.  The one-period propagator U(T) = prod_j exp(-i H(t_j + dt/2) dt) (M
+steps, dt = T / M, each factor from mgemm.expm with the run's plan) has eigenvalues
+lambda_k = exp(-i eps_k T): eps_k are the quasi-energies, defined modulo 2 pi / T.
+Reported: the phases phi_k = eps_k T mod 2 pi in [0, 2 pi), eps_k = phi_k / T, and the
+overlaps |<F_k|n>|^2 of the Floquet states F_k with the lowest eigenstates n of H(0).
+For a static potential (any T) the Floquet states are the eigenstates and
+phi_n = E_n T mod 2 pi -- the check in the tests.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+import mgemm
+from mgemm._array import to_host
+
+from . import hamiltonian
+from .config import Config, ConfigError, _WHOLE_RTOL
+from .propagate import DTYPE, Propagator, precheck, resolve_backend
+
+
+def common_period(config: Config) -> float | None:
+    """2 pi / beta when every moving centre has the same frequency beta; None if static."""
+    freqs = {c.frequency for c in config.potential.centres if c.moving}
+    if not freqs:
+        return None
+    if len(freqs) > 1:
+        raise ConfigError("potential.centres.frequency", sorted(freqs),
+                          "moving centres have different frequencies: no common period; "
+                          "pass --period")
+    return 2 * math.pi / abs(freqs.pop())
+
+
+def floquet_config(config: Config, period=None, steps=None) -> tuple[Config, float, int]:
+    """(config with t_end = T and dt = T/M, T, M).  dt changes only when ``steps`` is
+    given explicitly; otherwise T/dt must be a whole number (never re-rounded)."""
+    T = period if period is not None else common_period(config)
+    if T is None:
+        raise ConfigError("--period", None, "the potential is static: give the period T to use")
+    if not (math.isfinite(T) and T > 0):
+        raise ConfigError("--period", T, "must be a finite number > 0")
+    if steps is not None:
+        if steps < 1:
+            raise ConfigError("--steps", steps, "must be >= 1")
+        M, dt = int(steps), T / steps
+    else:
+        dt = config.time.dt
+        ratio = T / dt
+        M = round(ratio)
+        if M < 1 or abs(ratio - M) > _WHOLE_RTOL * max(1.0, ratio):
+            raise ConfigError("time.dt", dt, f"period T = {T:.12g} is {ratio:.6f} steps, not a whole "
+                              f"number; pass --steps M (dt = T/M, e.g. M = {max(1, round(ratio))})")
+    cfg = dataclasses.replace(config, time=dataclasses.replace(config.time, dt=dt, t_end=M * dt))
+    return cfg, T, M
+
+
+def one_period_propagator(cfg: Config, M: int, *, backend="numpy", devices=None, force=False,
+                          progress=False):
+    from tqdm.auto import tqdm
+    pc = precheck(cfg)
+    if not pc.ok and not force:
+        raise ConfigError("time.dt", cfg.time.dt, pc.message)
+    name, xp, devices = resolve_backend(backend, devices)
+    opts = ({"devices": devices, "layout": "bands", "output": "banded"}
+            if name == "cupy" and devices and len(devices) > 1 else {})
+    prop = Propagator(cfg, pc.plan, xp, opts)
+    U = xp.eye(cfg.grid.n, dtype=DTYPE)
+    for j in tqdm(range(M), unit="step", desc="U(T)", disable=not progress, mininterval=0.5):
+        U = prop.step_operator(U, j)
+    if hasattr(U, "to_array"):
+        U = U.to_array(0)
+    return to_host(U), pc
+
+
+def analyse(config: Config, *, period=None, steps=None, count=8, backend="numpy", devices=None,
+            force=False, progress=False) -> dict:
+    cfg, T, M = floquet_config(config, period, steps)
+    U, pc = one_period_propagator(cfg, M, backend=backend, devices=devices, force=force,
+                                  progress=progress)
+    lam, F = np.linalg.eig(U)
+    phases = np.mod(-np.angle(lam), 2 * math.pi)
+    K = min(count, cfg.grid.n)
+    E0, phi0 = hamiltonian.eigenstates(cfg, 0.0, K)
+    # phi0 rows are normalised with dx; F columns have unit 2-norm
+    ov = np.abs((phi0 * math.sqrt(cfg.grid.dx)) @ F) ** 2          # (K, N)
+    best = np.argmax(ov, axis=1)
+    unitarity = float(np.linalg.norm(U.conj().T @ U - np.eye(cfg.grid.n)) / math.sqrt(cfg.grid.n))
+    return {
+        "name": cfg.name, "units": "atomic units (hbar = m_e = e = 1)",
+        "period": T, "steps": M, "dt": cfg.time.dt, "n": cfg.grid.n,
+        "plan": pc.plan.as_dict(), "unitarity": unitarity,
+        "phases": phases.tolist(), "quasi_energies": (phases / T).tolist(),
+        "states": [{"n": int(n), "E_n": float(E0[n]), "E_n_T_mod_2pi": float(np.mod(E0[n] * T, 2 * math.pi)),
+                    "floquet_index": int(best[n]), "overlap": float(ov[n, best[n]]),
+                    "phase": float(phases[best[n]]),
+                    "quasi_energy": float(phases[best[n]] / T)} for n in range(K)],
+        "overlaps": ov.tolist() if cfg.grid.n <= 512 else None,
+    }
+
+
+def plot_floquet(res: dict, path: str):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    ph = np.asarray(res["phases"])
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(ph, np.zeros_like(ph), "|", color="0.6", ms=12, label="all Floquet phases")
+    for s in res["states"]:
+        ax.plot(s["phase"], s["overlap"], "o", ms=6)
+        ax.annotate(f"n={s['n']}", (s["phase"], s["overlap"]), textcoords="offset points",
+                    xytext=(4, 4), fontsize=7)
+    ax.set_xlim(0, 2 * math.pi)
+    ax.set_ylim(-0.05, 1.08)
+    ax.set_xlabel("phase eps T mod 2 pi of the Floquet state")
+    ax.set_ylabel("|<F|n>|^2 with eigenstate n of H(0)")
+    ax.set_title(f"{res['name']}: Floquet states, T = {res['period']:.5g} a.u., {res['steps']} steps")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,132 @@
+"""The full propagator U(t) (operator mode), transition probabilities and Floquet analysis.
+
+References are independent: unitarity (P doubly stochastic when K = N), the state
+propagator (U(t) psi0 against the psi(t) propagated on its own) and, for a static
+potential, the exact eigenvalues E_n of the same discrete H (U(T) = exp(-i H T), so its
+phases are E_n T mod 2 pi).  Tolerances: per-step tolerance 1e-14 => after M <= 400 steps
+errors of a few 1e-12 at most; phases compared to 1e-9.
+"""
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tdse import config as cfgmod
+from tdse.cli import main
+from tdse.floquet import analyse, floquet_config
+from tdse.hamiltonian import eigenstates
+from tdse.propagate import Propagator, precheck, run
+from tdse.snapshots import read
+
+BASE = """
+name = "op"
+[grid]
+x_min = -6.4
+x_max = 6.4
+dx = 0.2
+[potential]
+a = 0.5
+[[potential.centres]]
+x0 = -1.0
+Z = 2.0
+amplitude = {amp}
+frequency = 3.0
+[[potential.centres]]
+x0 = 1.0
+Z = 2.0
+amplitude = {amp}
+frequency = 3.0
+[time]
+dt = {dt}
+t_end = {t_end}
+[propagator]
+method = "auto"
+tolerance = 1e-14
+operator = true
+[output]
+every = 10
+populations = {k}
+"""
+
+
+def cfg(amp=0.3, dt=0.005, t_end=0.2, k=64):
+    return cfgmod.loads(BASE.format(amp=amp, dt=dt, t_end=t_end, k=k))
+
+
+def test_transition_matrix_is_doubly_stochastic_when_k_is_n(tmp_path):
+    c = cfg(k=64)
+    assert c.grid.n == 64
+    d = read(run(c, tmp_path, backend="numpy").path)
+    P = d["operator/P"]
+    assert P.shape == (5, 64, 64)
+    assert np.allclose(P[0], np.eye(64), atol=1e-13)
+    assert np.abs(P.sum(axis=1) - 1).max() < 1e-11
+    assert np.abs(P.sum(axis=2) - 1).max() < 1e-11
+    # column 0 is the ground state's populations, stored independently
+    assert np.allclose(P[:, :, 0], d["observables/populations_h0"], atol=1e-12)
+    assert not np.allclose(P[-1], np.eye(64), atol=1e-6)  # the driving did something
+
+
+@pytest.mark.parametrize("opts", [{}, {"devices": 3, "layout": "bands", "output": "banded"}])
+def test_operator_applied_to_psi0_equals_propagated_state(opts, rng):
+    c = cfg()
+    pc = precheck(c)
+    prop = Propagator(c, pc.plan, gemm_opts=opts)
+    psi0 = rng.standard_normal(c.grid.n) + 1j * rng.standard_normal(c.grid.n)
+    psi, Ut = psi0.copy(), np.eye(c.grid.n, dtype=complex)
+    for j in range(30):
+        psi = prop.step(psi, j)
+        Ut = prop.step_operator(Ut, j)
+    Ut = Ut.to_array() if hasattr(Ut, "to_array") else Ut
+    assert np.abs(Ut @ psi0 - psi).max() < 1e-12 * np.abs(psi).max()
+
+
+def test_floquet_of_static_potential_gives_energies_times_period():
+    c = cfg(amp=0.0, t_end=1.0)
+    T, M = 1.7, 340  # any period for a static potential
+    res = analyse(c, period=T, steps=M, count=6, backend="numpy")
+    E, _ = eigenstates(c, 0.0, 6)
+    for s in res["states"]:
+        assert s["overlap"] > 1 - 1e-9
+        d = (s["phase"] - (E[s["n"]] * T) % (2 * math.pi) + math.pi) % (2 * math.pi) - math.pi
+        assert abs(d) < 1e-9, (s, E[s["n"]] * T)
+    assert res["unitarity"] < 1e-11
+
+
+def test_floquet_period_and_steps_are_never_rounded():
+    c = cfg(dt=0.005)
+    with pytest.raises(cfgmod.ConfigError, match="time.dt .*not a whole number"):
+        floquet_config(c)  # 2 pi / 3 / 0.005 = 418.88 steps
+    c2, T, M = floquet_config(c, steps=400)
+    assert T == pytest.approx(2 * math.pi / 3) and M == 400 and c2.time.dt == T / 400
+    with pytest.raises(cfgmod.ConfigError, match="--period"):
+        floquet_config(cfg(amp=0.0))
+
+
+def test_floquet_cli(tmp_path, inputs_dir):
+    p = tmp_path / "in.toml"
+    p.write_text(BASE.format(amp=0.3, dt=0.005, t_end=0.2, k=4))
+    r = CliRunner().invoke(main, ["floquet", str(p), "--out", str(tmp_path), "--steps", "200",
+                                  "--backend", "numpy", "--count", "3"])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "op_floquet.json").exists() and (tmp_path / "op_floquet.png").exists()
+    r = CliRunner().invoke(main, ["floquet", str(p), "--out", str(tmp_path), "--backend", "numpy"])
+    assert r.exit_code == 2 and "exists" in r.output  # never overwritten without --force
+    r = CliRunner().invoke(main, ["floquet", str(p), "--out", str(tmp_path / "x"), "--backend", "numpy"])
+    assert r.exit_code == 2 and "time.dt" in r.output and "Traceback" not in r.output
+
+
+def test_operator_key_is_validated():
+    with pytest.raises(cfgmod.ConfigError, match="propagator.operator"):
+        cfgmod.loads(BASE.format(amp=0.3, dt=0.005, t_end=0.2, k=4).replace(
+            "operator = true", 'operator = "yes"'))
+    # operator mode needs two more dense matrices: the memory check counts them
+    text = BASE.format(amp=0.3, dt=0.005, t_end=0.2, k=4)
+    need_op = cfgmod.memory_estimate(64, operator=True)
+    need = cfgmod.memory_estimate(64)
+    assert need_op > need
+    with pytest.raises(cfgmod.ConfigError, match="largest N"):
+        cfgmod.loads(text, memory_limit=(need + need_op) // 2)
+    cfgmod.loads(text.replace("operator = true", "operator = false"), memory_limit=(need + need_op) // 2)
