@@ -75,9 +75,11 @@ def plot_tune(rows, profile, path, dtype="complex128"):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     sizes = sorted({(r["n"], r["gpus"]) for r in rows})
-    fig, axes = plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4), squeeze=False)
+    ncol = min(2, len(sizes))
+    nrow = -(-len(sizes) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(5.5 * ncol, 4 * nrow), squeeze=False)
     peak1 = profile["bw_math"][dtype] / 1e12
-    for ax, (n, g) in zip(axes[0], sizes):
+    for ax, (n, g) in zip(axes.ravel(), sizes):
         rs = sorted([r for r in rows if r["n"] == n and r["gpus"] == g], key=lambda r: r["tile"])
         t = [r["tile"] for r in rs]
         flops = 8 * float(n) ** 3 if dtype.startswith("complex") else 2 * float(n) ** 3
@@ -86,6 +88,7 @@ def plot_tune(rows, profile, path, dtype="complex128"):
             ax.plot(t, [flops / r[f"predicted_seconds_{v}"] / 1e12 for r in rs], st,
                     label=f"model ({v})")
         ax.axhline(g * peak1, color="k", lw=0.8, label=f"{g} x single-GPU GEMM")
+        ax.set_ylim(0, 1.35 * g * peak1)  # the paper's eq. 8 as printed runs off the top
         ax.set_xscale("log", base=2)
         ax.set_xlabel("tile N_i")
         ax.set_ylabel("TFLOP/s")
