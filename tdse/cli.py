@@ -54,41 +54,88 @@ def main():
               show_default=True)
 @click.option("--devices", default=None, help="GPU ids for --backend cupy, e.g. 0,1,2,3")
 @click.option("--force", is_flag=True, help="overwrite OUT/<name>.h5; run even if the dt check fails")
+@click.option("--resume", "resume_file", default=None, metavar="FILE.h5",
+              help="continue an interrupted run (same as `tdse resume FILE.h5`)")
 @click.option("--no-plots", is_flag=True, help="skip the pictures")
-def run(input_file, out_dir, backend, devices, force, no_plots):
+def run(input_file, out_dir, backend, devices, force, resume_file, no_plots):
     """Propagate INPUT and write OUT/<name>.h5 and its plots."""
-    from .propagate import precheck, run as run_
-    from .snapshots import OutputExists
-
+    if resume_file:
+        return _resume(resume_file, backend, devices, force, no_plots, input_file)
     cfg = _load(input_file)
-    try:
-        pc = precheck(cfg)
-    except ConfigError as e:
-        raise InputError(f"{input_file}: {e}") from None
-    for w in pc.warnings:
-        click.echo(f"warning: {w}", err=True)
-    if not pc.ok:
-        if not force:
-            raise InputError(f"{input_file}: time.dt = {cfg.time.dt}: {pc.message}")
-        click.echo(f"warning: --force: {pc.message}", err=True)
-    click.echo(f"{cfg.name}: N = {cfg.grid.n}, {cfg.time.steps} steps; {pc.plan.explain()}", err=True)
     try:
         os.makedirs(out_dir, exist_ok=True)
     except OSError as e:
         raise InputError(f"--out = {out_dir!r}: cannot create the folder ({e.strerror})") from None
     if not os.access(out_dir, os.W_OK):
         raise InputError(f"--out = {out_dir!r}: folder is not writable")
+    _go(cfg, input_file, out_dir, backend, devices, force, no_plots, None)
+
+
+@main.command()
+@click.argument("h5file", metavar="FILE.h5", type=click.Path(dir_okay=False))
+@click.option("--backend", type=click.Choice(["auto", "numpy", "cupy"]), default="auto",
+              show_default=True)
+@click.option("--devices", default=None, help="GPU ids for --backend cupy, e.g. 0,1,2,3")
+@click.option("--force", is_flag=True, help="overwrite a finished OUT/<name>.h5 of the same name")
+@click.option("--no-plots", is_flag=True, help="skip the pictures")
+def resume(h5file, backend, devices, force, no_plots):
+    """Continue an interrupted run from its last whole snapshot (input read from the file)."""
+    _resume(h5file, backend, devices, force, no_plots, None)
+
+
+def _resume(h5file, backend, devices, force, no_plots, input_file):
+    from .config import loads
+    from .snapshots import NotOurFile, resume_state
     try:
-        res = run_(cfg, out_dir, backend=backend, devices=_devices(devices), force=force,
-                   progress=True, precheck_result=pc)
+        state = resume_state(h5file)
+    except NotOurFile as e:
+        raise InputError(str(e)) from None
+    try:
+        cfg = loads(state["input_toml"])
+    except ConfigError as e:
+        raise InputError(f"{h5file}: its stored input is not valid any more: {e}") from None
+    if input_file is not None:
+        given = _load(input_file)
+        if given.source != cfg.source:
+            raise InputError(f"--resume = {h5file!r}: the file was written for a different "
+                             f"input than {input_file}; `tdse resume {h5file}` reads its own")
+    out_dir = os.path.dirname(os.path.abspath(h5file))
+    _go(cfg, h5file, out_dir, backend, devices, force, no_plots, (state, h5file))
+
+
+def _go(cfg, label, out_dir, backend, devices, force, no_plots, resume_arg):
+    from .propagate import Interrupted, precheck, run as run_
+    from .snapshots import OutputExists
+    try:
+        pc = precheck(cfg)
+    except ConfigError as e:
+        raise InputError(f"{label}: {e}") from None
+    for w in pc.warnings:
+        click.echo(f"warning: {w}", err=True)
+    if not pc.ok:
+        if not force:
+            raise InputError(f"{label}: time.dt = {cfg.time.dt}: {pc.message}")
+        click.echo(f"warning: --force: {pc.message}", err=True)
+    what = f"resuming at step {resume_arg[0]['step']} of" if resume_arg else ""
+    click.echo(f"{cfg.name}: N = {cfg.grid.n}, {what} {cfg.time.steps} steps; {pc.plan.explain()}"
+               .replace("  ", " "), err=True)
+    import warnings
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)
+            res = run_(cfg, out_dir, backend=backend, devices=_devices(devices), force=force,
+                       progress=True, precheck_result=pc, resume=resume_arg)
     except ConfigError as e:
         raise InputError(str(e)) from None
     except OutputExists as e:
-        raise InputError(f"output {e.args[0]!r} exists; pass --force to overwrite it") from None
-    except KeyboardInterrupt:
-        click.echo(f"interrupted: {os.path.join(out_dir, cfg.name + '.h5')} holds the snapshots "
-                   "written so far (attribute complete = false)", err=True)
-        sys.exit(130)
+        p = e.args[0]
+        hint = f" (an interrupted run: continue it with `tdse resume {p}`)" if p.endswith(".part") else ""
+        raise InputError(f"output {p!r} exists{hint}; pass --force to overwrite it") from None
+    except Interrupted as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(143 if e.signame == "SIGTERM" else 130)
+    for w in caught:
+        click.echo(f"warning: {w.message}", err=True)
     click.echo(f"wrote {res.path} ({res.snapshots} snapshots, {res.steps} steps, "
                f"{res.seconds:.1f} s, backend {res.backend})")
     if not no_plots:

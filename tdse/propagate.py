@@ -187,12 +187,53 @@ class Propagator:
         return U.matvec(psi) if hasattr(U, "matvec") else U @ psi
 
 
+class Interrupted(Exception):
+    """A run stopped by SIGINT/SIGTERM; its file was closed valid and resumable."""
+
+    def __init__(self, signame, path, count, t):
+        self.signame, self.path, self.count, self.t = signame, path, count, t
+        super().__init__(f"interrupted by {signame}: {path} holds {count} snapshots up to "
+                         f"t = {t:.6g}; continue with: tdse resume {path}")
+
+
+def _signal_guard():
+    """Turn SIGTERM into an exception in the main thread (SIGINT already raises
+    KeyboardInterrupt); returns a restore function."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt("SIGTERM")
+    old = signal.signal(signal.SIGTERM, on_term)
+    return lambda: signal.signal(signal.SIGTERM, old)
+
+
+def output_bytes(config: Config) -> int:
+    """Expected size of the run file (snapshots dominate; operator mode adds P and U)."""
+    n, K = config.grid.n, config.output.populations
+    count = config.time.steps // config.output.every + 2
+    row = 16 * n + 8 * (4 + 3 * K) + 8 * len(config.potential.centres)
+    if config.propagator.operator:
+        row += 8 * K * K
+    return count * row + 16 * n * (K + 2) + (16 * n * n if config.propagator.operator else 0)
+
+
 def run(config: Config, out_dir, *, backend="auto", devices=None, force=False,
-        progress=False, precheck_result: Precheck | None = None) -> RunResult:
-    """Propagate ``config`` and write OUT/<name>.h5; see :mod:`tdse.snapshots`."""
+        progress=False, precheck_result: Precheck | None = None, resume=None) -> RunResult:
+    """Propagate ``config`` and write OUT/<name>.h5 (see :mod:`tdse.snapshots`).
+
+    The file is written as OUT/<name>.h5.part and renamed when the run completes.
+    ``resume``: a :func:`tdse.snapshots.resume_state` dict and its file path, to continue
+    an interrupted run from its last whole snapshot (the same steps follow, so the
+    result is bit-identical on the CPU).  SIGINT/SIGTERM close the file valid and raise
+    :class:`Interrupted`."""
     import os
 
     from tqdm.auto import tqdm
+
+    from .snapshots import OutputExists, final_path, part_path
 
     pc = precheck_result or precheck(config)
     if not pc.ok and not force:
@@ -203,49 +244,80 @@ def run(config: Config, out_dir, *, backend="auto", devices=None, force=False,
     n_need = max(K, config.initial.state + 1 if isinstance(config.initial.state, int) else 1)
     E0, phi0 = hamiltonian.eigenstates(config, 0.0, n_need)
     psi0 = initial_state(config, x, phi0)
-    os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, f"{config.name}.h5")
+    if resume is None:
+        os.makedirs(out_dir, exist_ok=True)
+        path = os.path.join(out_dir, f"{config.name}.h5")
+        work = part_path(path)
+        for p in (path, work):
+            if os.path.exists(p) and not force:
+                raise OutputExists(p)
+    else:
+        state, work = resume
+        path = final_path(work)
+        if path != work and os.path.exists(path) and not force:
+            raise OutputExists(path)
+    check_resources(config, name, devices, os.path.dirname(os.path.abspath(work)))
     gemm_opts = ({"devices": devices, "layout": "bands", "output": "banded"}
                  if name == "cupy" and devices and len(devices) > 1 else {})
     attrs = {"backend": name, "devices": devices or [], "dtype": np.dtype(DTYPE).name,
              "propagator": "psi(t+dt) = exp(-i H(t+dt/2) dt) psi(t)",
              "forced": bool(force and not pc.ok), **pc.attrs()}
     op_mode = config.propagator.operator
-    writer = SnapshotWriter(path, config=config, x=x, v0=soft_core(config.potential, x, 0.0),
-                            energies=E0[:K], phi=phi0[:K], attrs=attrs, force=force,
-                            extra={"P": ("operator", np.float64, (K, K))} if op_mode else None)
+    extra = {"P": ("operator", np.float64, (K, K))} if op_mode else None
+    if resume is None:
+        writer = SnapshotWriter(work, config=config, x=x, v0=soft_core(config.potential, x, 0.0),
+                                energies=E0[:K], phi=phi0[:K], attrs=attrs, force=True,
+                                extra=extra)
+    else:
+        writer = SnapshotWriter(work, config=config, x=x, v0=None, energies=E0[:K], phi=None,
+                                attrs={"resumed_at_step": state["step"], **attrs}, extra=extra,
+                                reopen=True)
     # <m|U|n> = dx sum_x phi_m(x) (U phi_n)(x): columns phi_n of Phi, rows of PhiT
     Phi = xp.asarray(np.ascontiguousarray(phi0[:K].T.astype(DTYPE)))
     prop = Propagator(config, pc.plan, xp, gemm_opts)
     steps, every = config.time.steps, config.output.every
 
-    def transition(Ut):
-        UPhi = Ut.matvec(Phi) if hasattr(Ut, "matvec") else Ut @ Phi
-        return np.abs(phi0[:K] @ to_host(UPhi) * g.dx) ** 2
+    def transition(U_host):
+        return np.abs(phi0[:K] @ (U_host @ phi0[:K].T.astype(DTYPE)) * g.dx) ** 2
 
     def snapshot(step, psi_dev, Ut=None):
         t = step * config.time.dt
         psi = to_host(psi_dev)
-        extra = {"P": transition(Ut)} if op_mode else {}
+        extra_row, keep = {}, None
+        if op_mode:
+            U_host = to_host(Ut.to_array() if hasattr(Ut, "to_array") else Ut)
+            extra_row, keep = {"P": transition(U_host)}, {"U": U_host}
         v = soft_core(config.potential, x, t)
         Et, phit = hamiltonian.eigenstates(config, t, K)
-        writer.append(t=t, step=step, psi=psi, centres=centre_positions(config.potential, t),
+        writer.append(state=keep, t=t, step=step, psi=psi,
+                      centres=centre_positions(config.potential, t),
                       norm=observables.norm(psi, g.dx),
                       energy=observables.energy(config, psi, v),
                       nodes=observables.node_count(x, psi, config.output.node_eps),
                       populations_h0=observables.populations(phi0[:K], psi, g.dx),
                       populations_ht=observables.populations(phit, psi, g.dx),
-                      energies_ht=Et, **extra)
+                      energies_ht=Et, **extra_row)
 
     t0 = _time.perf_counter()
     complete = False
+    restore = _signal_guard()
+    start = 0
     try:
-        psi = xp.asarray(psi0)
-        Ut = xp.eye(g.n, dtype=DTYPE) if op_mode else None
-        snapshot(0, psi, Ut)
-        with tqdm(total=steps, unit="step", desc=config.name, disable=not progress,
-                  mininterval=0.5) as bar:
-            for j in range(steps):
+        if resume is None:
+            psi = xp.asarray(psi0)
+            Ut = xp.eye(g.n, dtype=DTYPE) if op_mode else None
+            snapshot(0, psi, Ut)
+        else:
+            start = state["step"]
+            psi = xp.asarray(state["psi"])
+            Ut = None
+            if op_mode:
+                if state["U"] is None:
+                    raise ConfigError("--resume", work, "operator mode, but the file holds no U(t)")
+                Ut = xp.asarray(state["U"])
+        with tqdm(total=steps, initial=start, unit="step", desc=config.name,
+                  disable=not progress, mininterval=0.5) as bar:
+            for j in range(start, steps):
                 psi = prop.step(psi, j)
                 if op_mode:
                     Ut = prop.step_operator(Ut, j)
@@ -253,7 +325,69 @@ def run(config: Config, out_dir, *, backend="auto", devices=None, force=False,
                     snapshot(j + 1, psi, Ut)
                 bar.update(1)
         complete = True
+    except KeyboardInterrupt as e:
+        sig = "SIGTERM" if str(e) == "SIGTERM" else "SIGINT"
+        count = writer.count
+        writer.set_attrs(wall_seconds=_time.perf_counter() - t0, interrupted_by=sig)
+        writer.close(False)
+        last_t = 0.0
+        if count:
+            from .snapshots import resume_state
+            last_t = resume_state(work)["step"] * config.time.dt
+        raise Interrupted(sig, work, count, last_t) from None
     finally:
-        writer.set_attrs(wall_seconds=_time.perf_counter() - t0)
-        writer.close(complete)
+        restore()
+        if writer.f:
+            writer.set_attrs(wall_seconds=_time.perf_counter() - t0)
+            writer.close(complete)
+    if complete and work != path:
+        os.replace(work, path)
     return RunResult(path, pc, steps, writer.count, _time.perf_counter() - t0, name)
+
+
+def gpu_memory_estimate(n: int, devices: int, operator: bool = False) -> int:
+    """Bytes on the busiest GPU (GPU 0), an estimate from what the step allocates: on one
+    GPU H, A = -i dt H, its shifted copy (complex) and ~12 real work matrices plus U;
+    on G GPUs GPU 0 also builds H, A and B = Im A, and every GPU holds ~5 real
+    full-size replicas (the gathered left operands) and ~14 real bands of N x N/G.
+    Operator mode adds U(t) and its update (and, on G GPUs, the gathered U)."""
+    nn = n * n
+    if devices <= 1:
+        return (11 + 3 * bool(operator)) * 16 * nn
+    g = devices
+    return 56 * nn + 40 * nn + 112 * nn // g + bool(operator) * (16 * nn + 32 * nn // g)
+
+
+def check_resources(config: Config, backend: str, devices, out_dir, free_gpu=None, free_disk=None):
+    """Refuse a run that cannot fit on the GPUs (naming the largest N that fits); warn
+    when the disk looks too small for the output."""
+    import shutil
+    import warnings
+    n, op = config.grid.n, config.propagator.operator
+    if backend == "cupy":
+        g = len(devices or [0])
+        if free_gpu is None:
+            import cupy as cp
+            free_gpu = min(_free_on(cp, d) for d in (devices or [0]))
+        need = gpu_memory_estimate(n, g, op)
+        if need > free_gpu:
+            lo, hi = 1, n
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                lo, hi = (mid, hi) if gpu_memory_estimate(mid, g, op) <= free_gpu else (lo, mid - 1)
+            raise ConfigError("grid.dx", config.grid.dx,
+                              f"gives N = {n}, which needs about {need / 2**30:.1f} GiB per GPU on "
+                              f"{g} GPU(s), more than the {free_gpu / 2**30:.1f} GiB free; the "
+                              f"largest N that fits is about {lo}")
+    if free_disk is None:
+        free_disk = shutil.disk_usage(out_dir).free
+    size = output_bytes(config)
+    if size > 0.9 * free_disk:
+        warnings.warn(f"the output needs about {size / 2**20:.0f} MiB but only "
+                      f"{free_disk / 2**20:.0f} MiB are free in {out_dir}", ResourceWarning,
+                      stacklevel=2)
+
+
+def _free_on(cp, d):
+    with cp.cuda.Device(d):
+        return cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()

@@ -1,0 +1,342 @@
+"""Robustness: resume, interrupts (SIGINT, SIGTERM, SIGKILL in a subprocess), resource
+checks, output safety, hostile input (hypothesis) and determinism."""
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from tdse import config as cfgmod
+from tdse import propagate
+from tdse.cli import main
+from tdse.propagate import Interrupted, check_resources, run
+from tdse.snapshots import NotOurFile, SnapshotWriter, read, resume_state
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+VALID = {
+    "name": "h",
+    "grid": {"x_min": -6.4, "x_max": 6.4, "dx": 0.2, "stencil": 3},
+    "potential": {"a": 0.5, "centres": [
+        {"x0": -1.0, "Z": 2.0, "amplitude": 0.3, "frequency": 3.0},
+        {"x0": 1.0, "Z": 2.0, "amplitude": 0.3, "frequency": 3.0}]},
+    "initial": {"state": 0},
+    "time": {"dt": 0.005, "t_end": 0.5},
+    "propagator": {"method": "auto", "tolerance": 1e-12},
+    "output": {"every": 10, "populations": 4},
+}
+
+
+def _val(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else ("inf" if v == math.inf else
+                                            "-inf" if v == -math.inf else repr(v))
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        import json
+        return json.dumps(v, ensure_ascii=False).replace("\x7f", "\\u007f")  # TOML escapes
+    if isinstance(v, list):
+        return "[" + ", ".join(_val(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k} = {_val(x)}" for k, x in v.items()) + "}"
+    raise TypeError(v)
+
+
+def to_toml(d):
+    """A minimal TOML writer for these inputs (no extra dependency)."""
+    lines = [f"{k} = {_val(v)}" for k, v in d.items() if not isinstance(v, dict)]
+    for sec, t in d.items():
+        if not isinstance(t, dict):
+            continue
+        lines.append(f"[{sec}]")
+        arrays = {k: v for k, v in t.items() if isinstance(v, list) and v and
+                  all(isinstance(x, dict) for x in v)}
+        lines += [f"{k} = {_val(v)}" for k, v in t.items() if k not in arrays]
+        for k, v in arrays.items():
+            for item in v:
+                lines.append(f"[[{sec}.{k}]]")
+                lines += [f"{kk} = {_val(vv)}" for kk, vv in item.items()]
+    return "\n".join(lines) + "\n"
+
+
+def deep(d):
+    import copy
+    return copy.deepcopy(d)
+
+
+# ------------------------------------------------------------------ resume
+@pytest.mark.parametrize("operator", [False, True])
+def test_resume_after_interrupt_equals_uninterrupted(tmp_path, monkeypatch, operator):
+    d = deep(VALID)
+    d["propagator"]["operator"] = operator
+    cfg = cfgmod.loads(to_toml(d))
+    ref = read(run(cfg, tmp_path / "ref", backend="numpy").path)
+
+    calls = {"n": 0}
+    orig = SnapshotWriter.append
+
+    def flaky(self, *a, **k):
+        orig(self, *a, **k)
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt("SIGTERM")
+    monkeypatch.setattr(SnapshotWriter, "append", flaky)
+    with pytest.raises(Interrupted) as ei:
+        run(cfg, tmp_path / "cut", backend="numpy")
+    monkeypatch.setattr(SnapshotWriter, "append", orig)
+    part = str(tmp_path / "cut" / "h.h5.part")
+    assert ei.value.path == part and ei.value.signame == "SIGTERM" and "tdse resume" in str(ei.value)
+    assert not os.path.exists(tmp_path / "cut" / "h.h5")  # the final name only when complete
+    st_ = resume_state(part)
+    assert st_["count"] == 3 and st_["step"] == 20
+    res = run(cfg, None, backend="numpy", resume=(st_, part))
+    assert res.path == str(tmp_path / "cut" / "h.h5") and not os.path.exists(part)
+    got = read(res.path)
+    assert got["attrs"]["complete"] and got["attrs"]["resumed_at_step"] == 20
+    for k in ("snapshots/psi", "snapshots/t", "observables/norm", "observables/populations_h0"):
+        assert got[k].shape == ref[k].shape
+        assert np.array_equal(got[k], ref[k]), k  # bit-identical on the CPU
+    if operator:
+        assert np.array_equal(got["operator/P"], ref["operator/P"])
+
+
+def test_resume_refuses_complete_foreign_and_damaged_files(tmp_path):
+    cfg = cfgmod.loads(to_toml(VALID))
+    done = run(cfg, tmp_path, backend="numpy").path
+    with pytest.raises(NotOurFile, match="already complete"):
+        resume_state(done)
+    foreign = tmp_path / "foreign.h5"
+    with h5py.File(foreign, "w") as f:
+        f["x"] = np.arange(3)
+    newer = tmp_path / "newer.h5"
+    with h5py.File(newer, "w") as f:
+        f.attrs["format"] = "tdse-h2plus/99"
+    trunc = tmp_path / "trunc.h5"
+    raw = open(done, "rb").read()
+    trunc.write_bytes(raw[: len(raw) // 3])
+    text = tmp_path / "text.h5"
+    text.write_text("not hdf5")
+    r = CliRunner()
+    for bad, words in ((foreign, "not a tdse run file"), (newer, "another version"),
+                       (trunc, "not a readable HDF5"), (text, "not a readable HDF5"),
+                       (tmp_path / "missing.h5", "no such file")):
+        for cmd in (["resume", str(bad)], ["plot", str(bad)]):
+            out = r.invoke(main, cmd)
+            assert out.exit_code == 2, (cmd, out.output)
+            assert words in out.output and "Traceback" not in out.output
+            assert len(out.output.strip().splitlines()) == 1, out.output
+
+
+# ------------------------------------------------------------------ interrupts
+def _slow_input(tmp_path, t_end=2.0):
+    text = open(os.path.join(ROOT, "inputs", "h2plus_moving.toml")).read()
+    text = text.replace("t_end = 10.0", f"t_end = {t_end}").replace("every = 50", "every = 20")
+    assert f"t_end = {t_end}" in text
+    p = tmp_path / "slow.toml"
+    p.write_text(text)
+    return p
+
+
+def _start(args, tmp_path):
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    return subprocess.Popen([sys.executable, "-m", "tdse.cli", *args], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(path, proc, extra=2.0, limit=60.0):
+    t0 = time.time()
+    while not os.path.exists(path):
+        assert proc.poll() is None, proc.communicate()
+        assert time.time() - t0 < limit
+        time.sleep(0.05)
+    time.sleep(extra)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130),
+                                       (signal.SIGKILL, -9)])
+def test_signals_leave_a_valid_resumable_file(tmp_path, sig, code):
+    inp = _slow_input(tmp_path)
+    out = tmp_path / "out"
+    p = _start(["run", str(inp), "--out", str(out), "--backend", "numpy", "--no-plots"], tmp_path)
+    part = out / "h2plus_moving.h5.part"
+    _wait_for(part, p)
+    p.send_signal(sig)
+    stdout, stderr = p.communicate(timeout=60)
+    assert p.returncode == code, stderr[-500:]
+    if sig != signal.SIGKILL:
+        assert "tdse resume" in stderr and "Traceback" not in stderr
+    d = read(part)  # opens; holds every flushed snapshot
+    assert not d["attrs"]["complete"] and len(d["snapshots/t"]) >= 1
+    # resume it, and compare with an uninterrupted run of the same input
+    r = CliRunner().invoke(main, ["resume", str(part), "--backend", "numpy", "--no-plots"])
+    assert r.exit_code == 0, r.output
+    full = read(out / "h2plus_moving.h5")
+    ref = read(run(cfgmod.load(inp), tmp_path / "ref", backend="numpy").path)
+    assert np.array_equal(full["snapshots/psi"], ref["snapshots/psi"])
+    assert full["attrs"]["complete"]
+
+
+# ------------------------------------------------------------------ output safety
+def test_part_file_is_not_overwritten_and_names_resume(tmp_path):
+    cfg = cfgmod.loads(to_toml(VALID))
+    (tmp_path / "h.h5.part").write_bytes(b"x")
+    p = tmp_path / "in.toml"
+    p.write_text(to_toml(VALID))
+    r = CliRunner().invoke(main, ["run", str(p), "--out", str(tmp_path), "--backend", "numpy"])
+    assert r.exit_code == 2 and "tdse resume" in r.output and "--force" in r.output
+    assert (tmp_path / "h.h5.part").read_bytes() == b"x"  # nothing lost
+    r = CliRunner().invoke(main, ["run", str(p), "--out", str(tmp_path), "--backend", "numpy",
+                                  "--force", "--no-plots"])
+    assert r.exit_code == 0 and (tmp_path / "h.h5").exists() and not (tmp_path / "h.h5.part").exists()
+    assert cfg.name == "h"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
+def test_unwritable_and_new_output_folders(tmp_path):
+    p = tmp_path / "in.toml"
+    p.write_text(to_toml(VALID))
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        r = CliRunner().invoke(main, ["run", str(p), "--out", str(ro / "sub"), "--backend", "numpy"])
+        assert r.exit_code == 2 and "--out" in r.output and "Traceback" not in r.output
+    finally:
+        ro.chmod(0o700)
+    r = CliRunner().invoke(main, ["run", str(p), "--out", str(tmp_path / "a" / "b"), "--backend",
+                                  "numpy", "--no-plots"])
+    assert r.exit_code == 0 and (tmp_path / "a" / "b" / "h.h5").exists()
+
+
+# ------------------------------------------------------------------ resources
+def test_gpu_memory_refusal_names_the_largest_n(tmp_path):
+    d = deep(VALID)
+    d["grid"]["dx"] = 0.0125  # N = 1024
+    cfg = cfgmod.loads(to_toml(d))
+    for g, op in ((1, False), (4, False), (4, True)):
+        need = propagate.gpu_memory_estimate(1024, g, op)
+        with pytest.raises(cfgmod.ConfigError, match=r"grid.dx .*largest N that fits is about (\d+)") as e:
+            check_resources(cfg if not op else cfgmod.loads(to_toml({**d, "propagator": {
+                "method": "auto", "operator": True}})), "cupy", list(range(g)), tmp_path,
+                free_gpu=need // 2, free_disk=1 << 40)
+        n_fit = int(str(e.value).rsplit("about ", 1)[1])
+        assert propagate.gpu_memory_estimate(n_fit, g, op) <= need // 2 < \
+            propagate.gpu_memory_estimate(n_fit + 1, g, op)
+    check_resources(cfg, "cupy", [0], tmp_path, free_gpu=1 << 40, free_disk=1 << 40)
+
+
+def test_disk_warning(tmp_path):
+    cfg = cfgmod.loads(to_toml(VALID))
+    with pytest.warns(ResourceWarning, match="MiB are free"):
+        check_resources(cfg, "numpy", None, tmp_path, free_disk=1000)
+
+
+# ------------------------------------------------------------------ hostile input
+NUMERIC_KEYS = [("grid", "x_min"), ("grid", "x_max"), ("grid", "dx"), ("potential", "a"),
+                ("time", "dt"), ("time", "t_end"), ("propagator", "tolerance")]
+POSITIVE = {("grid", "dx"), ("potential", "a"), ("time", "dt"), ("time", "t_end"),
+            ("propagator", "tolerance")}
+INT_KEYS = [("grid", "stencil"), ("output", "every"), ("output", "populations"),
+            ("propagator", "terms"), ("initial", "state")]
+wrong_type = st.one_of(st.text(max_size=5), st.booleans(), st.lists(st.integers(), max_size=2),
+                       st.dictionaries(st.sampled_from(["a", "b"]), st.integers(), max_size=1))
+non_finite = st.sampled_from([math.nan, math.inf, -math.inf])
+
+
+def _cli_rejects(text_or_bytes, tmp_path, key_words):
+    p = tmp_path / "bad.toml"
+    if isinstance(text_or_bytes, bytes):
+        p.write_bytes(text_or_bytes)
+    else:
+        p.write_text(text_or_bytes)
+    r = CliRunner().invoke(main, ["run", str(p), "--out", str(tmp_path / "o"), "--backend", "numpy",
+                                  "--no-plots"])
+    out = r.output.strip()
+    assert r.exit_code == 2, out
+    assert "Traceback" not in out and len(out.splitlines()) == 1, out
+    assert out.startswith("error: ")
+    assert any(w in out for w in key_words), (key_words, out)
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(key=st.sampled_from(NUMERIC_KEYS), bad=st.one_of(wrong_type, non_finite))
+def test_numeric_keys_reject_wrong_types_and_non_finite(tmp_path, key, bad):
+    d = deep(VALID)
+    d[key[0]][key[1]] = bad
+    _cli_rejects(to_toml(d), tmp_path, [f"{key[0]}.{key[1]}"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(key=st.sampled_from(sorted(POSITIVE)), bad=st.floats(max_value=0.0, allow_nan=False,
+                                                         allow_infinity=False))
+def test_positive_keys_reject_zero_and_negative(tmp_path, key, bad):
+    d = deep(VALID)
+    d[key[0]][key[1]] = bad
+    _cli_rejects(to_toml(d), tmp_path, [f"{key[0]}.{key[1]}"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(key=st.sampled_from(INT_KEYS), bad=st.one_of(
+    st.integers(min_value=-10**30, max_value=-1), st.integers(min_value=10**9, max_value=10**30),
+    st.floats(allow_nan=True), wrong_type.filter(lambda v: not isinstance(v, str) or v != "gaussian")))
+def test_integer_keys_reject_bad_values(tmp_path, key, bad):
+    d = deep(VALID)
+    d[key[0]][key[1]] = bad
+    _cli_rejects(to_toml(d), tmp_path, [f"{key[0]}.{key[1]}"])
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(section=st.sampled_from(["grid", "potential", "time", "name"]))
+def test_missing_sections_named(tmp_path, section):
+    d = deep(VALID)
+    del d[section]
+    _cli_rejects(to_toml(d), tmp_path, [section])
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(raw=st.binary(min_size=1, max_size=200))
+def test_arbitrary_bytes_never_crash(tmp_path, raw):
+    p = tmp_path / "bytes.toml"
+    p.write_bytes(raw)
+    r = CliRunner().invoke(main, ["run", str(p), "--out", str(tmp_path / "o"), "--backend", "numpy"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert len(r.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("text, words", [
+    (to_toml(VALID) + "\n[grid]\ndx = 0.1\n", ["TOML"]),                     # duplicated table
+    (to_toml(VALID).replace("dx = 0.2", "dx = 0.2\ndx = 0.1"), ["TOML"]),     # duplicated key
+    (to_toml(VALID).encode("utf-8").replace(b"name = ", b"name = \xff\xfe"), ["UTF-8"]),
+    (to_toml(VALID).replace("dx = 0.2", "dx = 2e-6"), ["grid.dx"]),         # wrong magnitude: N = 6.4e6
+    (to_toml(VALID).replace("dx = 0.2", "dx = 200.0"), ["grid.dx"]),
+    (to_toml(VALID).replace("t_end = 0.5", "t_end = 5e9"), ["time.t_end"]),
+    (to_toml(VALID).replace("dt = 0.005", "dt = 5.0").replace("t_end = 0.5", "t_end = 10.0")
+     .replace('method = "auto"', 'method = "taylor"'), ["time.dt"]),       # dt in the wrong unit
+    (to_toml(VALID).replace("dt = 0.005", "dt = 0.0051"), ["time.t_end"]),  # not re-rounded
+    (to_toml(VALID).replace("[output]", "[output]\nbogus = 1"), ["output.bogus"]),
+])
+def test_specific_malformed_inputs(tmp_path, text, words):
+    _cli_rejects(text, tmp_path, words)
+
+
+# ------------------------------------------------------------------ determinism
+def test_same_input_gives_identical_bits_and_records_versions(tmp_path):
+    cfg = cfgmod.loads(to_toml(VALID))
+    a = read(run(cfg, tmp_path / "a", backend="numpy").path)
+    b = read(run(cfg, tmp_path / "b", backend="numpy").path)
+    for k in ("snapshots/psi", "observables/energy", "observables/populations_ht"):
+        assert np.array_equal(a[k], b[k]), k
+    for lib in ("lib_numpy", "lib_scipy", "lib_h5py", "lib_hdf5", "lib_mgemm", "lib_python"):
+        assert a["attrs"][lib]
