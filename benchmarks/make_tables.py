@@ -11,6 +11,8 @@ def tables():
     out = []
     for path in sorted(glob.glob(os.path.join(HERE, "results", "*.json"))):
         d = json.load(open(path))
+        if d.get("kind") == "mgemm-profile" or "machine" not in d:
+            continue  # machine profiles are inputs, summarised in the text
         name = os.path.basename(path)
         m = d["machine"]
         hw = ", ".join(m.get("gpus") or []) or f"{m.get('cpus')} CPUs ({m.get('processor')})"
@@ -32,6 +34,36 @@ def tables():
                 out.append(f"| {r['n']} | {r['engine']} | {r['gpus']} | {r.get('placement', '')} | "
                            f"{r.get('tile', '')} | {r.get('complex_method', '')} | {r['tflops']:.2f} | "
                            f"{r['fraction']:.3f} |")
+        elif d["kind"] == "expm-gpu":
+            out.append("| N | engine | GPUs | seconds | rel. error vs eigh | ||U^H U - I||/sqrt(N) | "
+                       "speed-up vs fastest library |\n|---|---|---|---|---|---|---|")
+            for r in d["rows"]:
+                if "seconds" not in r:
+                    out.append(f"| {r['n']} | {r['engine']} | {r['gpus']} | failed: "
+                               f"{r.get('error', '')[:60]} | | | |")
+                    continue
+                out.append(f"| {r['n']} | {r['engine']} | {r['gpus']} | {r['seconds']:.3f} | "
+                           f"{r['rel_error']:.1e} | {r['unitarity']:.1e} | "
+                           f"{r.get('speedup_vs_fastest_library', float('nan')):.2f} |")
+        elif d["kind"] == "tune":
+            out.append("| N | GPUs | tile | measured s | TFLOP/s | model (refined) s | model (paper) s |\n"
+                       "|---|---|---|---|---|---|---|")
+            for r in d["rows"]:
+                out.append(f"| {r['n']} | {r['gpus']} | {r['tile']} | {r['seconds']:.3f} | "
+                           f"{r['tflops']:.1f} | {r['predicted_seconds_refined']:.3f} | "
+                           f"{r['predicted_seconds_paper']:.3f} |")
+            out.append("\n| N | GPUs | measured best tile | model tile (refined / paper) | "
+                       "time error at it (refined / paper) |\n|---|---|---|---|---|")
+            for s_ in d["summary"]:
+                out.append(f"| {s_['n']} | {s_['gpus']} | {s_['measured_best_tile']} | "
+                           f"{s_['predicted_tile_refined']} / {s_['predicted_tile_paper']} | "
+                           f"{s_.get('time_error_refined', float('nan')):+.0%} / "
+                           f"{s_.get('time_error_paper', float('nan')):+.0%} |")
+        elif d["kind"] == "tdse_gpu":
+            out.append("| input | N | GPUs | s/step | speed-up vs first row |\n|---|---|---|---|---|")
+            for r in d["rows"]:
+                out.append(f"| {r['input']} | {r['n']} | {r['gpus']} | {r['step_seconds']:.3f} | "
+                           f"{r['speedup_vs_first']:.2f} |")
         out.append("")
     return "\n".join(out)
 
