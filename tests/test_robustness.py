@@ -255,6 +255,9 @@ non_finite = st.sampled_from([math.nan, math.inf, -math.inf])
 
 
 def _cli_rejects(text_or_bytes, tmp_path, key_words):
+    import tempfile
+    from pathlib import Path
+    tmp_path = Path(tempfile.mkdtemp(dir=tmp_path))  # fresh per hypothesis example
     p = tmp_path / "bad.toml"
     if isinstance(text_or_bytes, bytes):
         p.write_bytes(text_or_bytes)
@@ -292,6 +295,8 @@ def test_positive_keys_reject_zero_and_negative(tmp_path, key, bad):
     st.integers(min_value=-10**30, max_value=-1), st.integers(min_value=10**9, max_value=10**30),
     st.floats(allow_nan=True), wrong_type.filter(lambda v: not isinstance(v, str) or v != "gaussian")))
 def test_integer_keys_reject_bad_values(tmp_path, key, bad):
+    if key == ("output", "every") and isinstance(bad, int) and bad > 0:
+        return  # a huge `every` is valid: snapshots at the start and the last step only
     d = deep(VALID)
     d[key[0]][key[1]] = bad
     _cli_rejects(to_toml(d), tmp_path, [f"{key[0]}.{key[1]}"])
