@@ -28,12 +28,12 @@ def main():
     a = ap.parse_args()
     import cupy as cp
     from tdse import config as cfgmod
-    from tdse.propagate import Propagator, precheck
+    from tdse.propagate import Propagator, precheck, step_gemm_opts
     cfg = cfgmod.load(a.input)
     pc = precheck(cfg)
     rows = []
     for g in a.gpus:
-        opts = {"devices": list(range(g)), "layout": "bands", "output": "banded"} if g > 1 else {}
+        opts = step_gemm_opts("cupy", list(range(g)))
         with cp.cuda.Device(0):
             prop = Propagator(cfg, pc.plan, cp, opts)
             rng = np.random.default_rng(0)

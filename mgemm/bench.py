@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ctypes
 import glob
-import os
 import time
 
 import numpy as np
@@ -145,7 +144,6 @@ def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "o
                                          seconds=t, tflops=rate, fraction=rate / (g * single),
                                          rel_error=err,
                                          copy_side=mgemm.executors.get("cupy").copy_side))
-                        mgemm.executors.get("cupy").release()  # cached band buffers
                         progress(f"N={n} mgemm G={g} {placement} tile={sched.tile} {cm}: "
                                  f"{rate:.2f} TFLOP/s = {rate / (g * single):.3f} of {g}x1, err {err:.1e}")
                 del A, B, C

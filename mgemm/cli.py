@@ -56,15 +56,7 @@ def bench(sizes, dtype, gpus, placements, tiles, cms, repeat, no_xt, timeline, c
                      repeat, () if no_xt else (2048, 4096, 8192), timeline,
                      progress=lambda s: click.echo(s, err=True))
     if json_out:
-        import os
-        import sys
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
-        from common import machine
-        import datetime as dt
-        doc = {"kind": "gemm", "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-               "command": "mgemm bench " + " ".join(sys.argv[2:]), "machine": machine(), "rows": rows}
-        with open(json_out, "w") as f:
-            json.dump(doc, f, indent=1)
+        _save(json_out, "gemm", "mgemm bench", rows)
     click.echo(f"{'N':>6} {'engine':10} {'G':>2} {'place':6} {'tile':>5} {'cm':6} {'TFLOP/s':>8} {'frac':>6}")
     for r in rows:
         if "tflops" in r:
@@ -175,13 +167,7 @@ def tune(sizes, gpus, dtype, placement, min_tile, repeat, profile_path, plot, co
         rows += r
         summary += s
     if json_out:
-        import datetime as dt
-        import sys
-        doc = {"kind": "tune", "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-               "command": "mgemm tune " + " ".join(sys.argv[2:]), "profile": prof,
-               "rows": rows, "summary": summary}
-        with open(json_out, "w") as f:
-            json.dump(doc, f, indent=1)
+        _save(json_out, "tune", "mgemm tune", rows, profile=prof, summary=summary)
     if plot:
         plot_tune(rows, prof, plot, dtype)
     for s in summary:
@@ -219,14 +205,15 @@ def bench_expm(sizes, gpus, methods, repeat, no_baselines, json_out):
                        f"{r['rel_error']:8.1e} {r.get('speedup_vs_fastest_library', float('nan')):7.2f}")
 
 
-def _save(path, kind, command, rows):
+def _save(path, kind, command, rows, **extra):
     import datetime as dt
     import os
     import sys
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
     from common import machine
     doc = {"kind": kind, "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-           "command": command + " " + " ".join(sys.argv[2:]), "machine": machine(), "rows": rows}
+           "command": command + " " + " ".join(sys.argv[2:]), "machine": machine(), "rows": rows,
+           **extra}
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
 

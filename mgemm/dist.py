@@ -282,15 +282,23 @@ class BandedMatrix:
         with lay.ctx(dev_index):
             total = parts[dev_index].copy()
             for i, p in enumerate(parts):
-                if i != dev_index:
+                if i != dev_index:  # (waits on p's device, so also on its copy of v)
                     total += p if not lay.gpu else _to_device(lay.cp, p)
-        lay._sync_all()  # the partial products may be freed now
+            if lay.gpu:
+                done = lay.cp.cuda.Event(disable_timing=True)
+                done.record()
+        if lay.gpu:  # no host sync: a device reuses a freed partial only after the copies
+            for i in range(len(lay.devices)):
+                if i != dev_index:
+                    with lay.ctx(i):
+                        lay.cp.cuda.get_current_stream().wait_event(done)
         return total
 
 
 def _to_device(cp, x):
     """x (contiguous, on any device or the host) copied to the current device, ordered
-    after the work of x's device (an event) -- callers synchronise before freeing x."""
+    after the work of x's device (an event); before x's memory is reused, its device must
+    wait for this copy (see :meth:`BandedMatrix.matvec`)."""
     dev = cp.cuda.Device().id
     if isinstance(x, cp.ndarray) and x.device.id == dev:
         return x

@@ -59,23 +59,10 @@ def hardware_from_profile(doc, dtype) -> Hardware:
 
 
 # ---------------------------------------------------------------- GPU measurements
-def _median_time(cp, fn, devices, repeat):
-    fn()
-    for d in devices:
-        cp.cuda.Device(d).synchronize()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        for d in devices:
-            cp.cuda.Device(d).synchronize()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts))
-
-
 def run_probe(devices=None, gemm_n=8192, copy_bytes=1 << 30, repeat=5, progress=print):
     import cupy as cp
 
+    from .bench import _time
     from .executors.cupy_exec import enable_peer_access
     rt = cp.cuda.runtime
     devices = list(range(rt.getDeviceCount())) if devices is None else list(devices)
@@ -93,7 +80,7 @@ def run_probe(devices=None, gemm_n=8192, copy_bytes=1 << 30, repeat=5, progress=
             if dt.startswith("complex"):
                 a = a + 1j * rng.standard_normal((gemm_n, gemm_n)).astype(dt)
             b = a.T.copy()
-            t = _median_time(cp, lambda: cp.matmul(a, b), [d0], repeat)
+            t = _time(cp, lambda: cp.matmul(a, b), repeat, [d0])
         out["bw_math"][dt] = (8 if dt.startswith("complex") else 2) * gemm_n ** 3 / t
         progress(f"bw_math {dt}: {out['bw_math'][dt] / 1e12:.1f} TFLOP/s")
         del a, b
@@ -110,7 +97,7 @@ def run_probe(devices=None, gemm_n=8192, copy_bytes=1 << 30, repeat=5, progress=
             for t in (256, 512, 1024, 2048, 4096, 8192):
                 a, b = big[:t], big[:t].T.copy()
                 c = cp.empty((t, t), dtype=dt)
-                sec = _median_time(cp, lambda: cp.matmul(a, b, out=c), [d0], repeat)
+                sec = _time(cp, lambda: cp.matmul(a, b, out=c), repeat, [d0])
                 rates[str(t)] = (8 if dt.startswith("complex") else 2) * t * t * k_tile / sec
                 del b, c
             del big
@@ -123,7 +110,7 @@ def run_probe(devices=None, gemm_n=8192, copy_bytes=1 << 30, repeat=5, progress=
     with cp.cuda.Device(d0):
         x = cp.random.default_rng(2).standard_normal(n_el)
         y = cp.empty_like(x)
-        t = _median_time(cp, lambda: y.__setitem__(Ellipsis, x), [d0], repeat)
+        t = _time(cp, lambda: y.__setitem__(Ellipsis, x), repeat, [d0])
     out["bw_mem"] = 2 * x.nbytes / t
     progress(f"bw_mem: {out['bw_mem'] / 1e9:.0f} GB/s")
     # transfers
@@ -150,7 +137,7 @@ def run_probe(devices=None, gemm_n=8192, copy_bytes=1 << 30, repeat=5, progress=
         for i, s in enumerate(devices):
             for j, d in enumerate(devices):
                 if s != d:
-                    t = _median_time(cp, lambda: copy(s, d, two_d), devices, repeat)
+                    t = _time(cp, lambda: copy(s, d, two_d), repeat, devices)
                     m[i][j] = (n_el * 8 / (2 if two_d else 1)) / t
         return m
 
@@ -158,7 +145,7 @@ def run_probe(devices=None, gemm_n=8192, copy_bytes=1 << 30, repeat=5, progress=
         others = [d for d in devices if d != s]
         if not others:
             return None
-        t = _median_time(cp, lambda: [copy(s, d) for d in others], devices, repeat)
+        t = _time(cp, lambda: [copy(s, d) for d in others], repeat, devices)
         return len(others) * n_el * 8 / t
 
     out["pairs"] = measure_pairs()

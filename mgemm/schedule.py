@@ -191,7 +191,7 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
                 bR, b_id, b_slot = b_region(s, j)
                 if s.dev == c_dev:
                     out = Region("C", c_dev, r0, r1, c0, c1)
-                    beta, out_src = (0.0 if beta_zero else None), None
+                    beta = 0.0 if beta_zero else None
                     deps = [a_id, b_id]
                 else:
                     out = Region("bufC", s.dev, cslot * T, cslot * T + (r1 - r0), c0, c1)

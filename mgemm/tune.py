@@ -18,6 +18,7 @@ def run_tune(sizes, gpus, profile, dtype="complex128", placement="three", repeat
              min_tile=512, progress=print):
     import cupy as cp
 
+    from . import executors
     from .bench import _flops, _rand, _time
     from .executors._common import roles
     from .gemm import gemm
@@ -38,15 +39,12 @@ def run_tune(sizes, gpus, profile, dtype="complex128", placement="three", repeat
                 progress(f"N={n} tile={t}: {e}")
                 continue
             row = {"n": n, "gpus": gpus, "dtype": dtype, "placement": placement, "tile": t,
-                   "copy_side": __import__("mgemm").executors.get("cupy").copy_side,
+                   "copy_side": executors.get("cupy").copy_side,
                    "seconds": sec, "tflops": _flops(n, dtype) / sec / 1e12}
             for v in VARIANTS:
                 p = predict(n, gpus, t, hw, dtype, variant=v)
                 row[f"predicted_seconds_{v}"] = p.t_task
             rows.append(row)
-            ex = __import__("mgemm").executors.get("cupy")
-            ex.release()  # band buffers are cached per shape: free them between tiles
-            cp.get_default_memory_pool().free_all_blocks()
             progress(f"N={n} G={gpus} tile={t}: {row['tflops']:.1f} TFLOP/s "
                      f"(model {row['predicted_seconds_refined']:.3f} s, measured {sec:.3f} s)")
         del A, B, C

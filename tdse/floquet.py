@@ -16,12 +16,11 @@ import math
 
 import numpy as np
 
-import mgemm
 from mgemm._array import to_host
 
 from . import hamiltonian
 from .config import Config, ConfigError, _WHOLE_RTOL
-from .propagate import DTYPE, Propagator, precheck, resolve_backend
+from .propagate import DTYPE, Propagator, precheck, resolve_backend, step_gemm_opts
 
 
 def common_period(config: Config) -> float | None:
@@ -66,9 +65,7 @@ def one_period_propagator(cfg: Config, M: int, *, backend="numpy", devices=None,
     if not pc.ok and not force:
         raise ConfigError("time.dt", cfg.time.dt, pc.message)
     name, xp, devices = resolve_backend(backend, devices)
-    opts = ({"devices": devices, "layout": "bands", "output": "banded"}
-            if name == "cupy" and devices and len(devices) > 1 else {})
-    prop = Propagator(cfg, pc.plan, xp, opts)
+    prop = Propagator(cfg, pc.plan, xp, step_gemm_opts(name, devices))
     U = xp.eye(cfg.grid.n, dtype=DTYPE)
     for j in tqdm(range(M), unit="step", desc="U(T)", disable=not progress, mininterval=0.5):
         U = prop.step_operator(U, j)

@@ -147,6 +147,14 @@ class RunResult:
     backend: str
 
 
+def step_gemm_opts(backend: str, devices) -> dict:
+    """mgemm.expm options for a propagation step: on several GPUs U stays in column bands
+    (mgemm.dist) and is applied as per-GPU partial sums; otherwise plain expm."""
+    if backend == "cupy" and devices and len(devices) > 1:
+        return {"devices": list(devices), "layout": "bands", "output": "banded"}
+    return {}
+
+
 class Propagator:
     """Builds U_j = exp(-i H(t_j + dt/2) dt) with a fixed plan, on numpy or cupy."""
 
@@ -257,8 +265,7 @@ def run(config: Config, out_dir, *, backend="auto", devices=None, force=False,
         if path != work and os.path.exists(path) and not force:
             raise OutputExists(path)
     check_resources(config, name, devices, os.path.dirname(os.path.abspath(work)))
-    gemm_opts = ({"devices": devices, "layout": "bands", "output": "banded"}
-                 if name == "cupy" and devices and len(devices) > 1 else {})
+    gemm_opts = step_gemm_opts(name, devices)
     attrs = {"backend": name, "devices": devices or [], "dtype": np.dtype(DTYPE).name,
              "propagator": "psi(t+dt) = exp(-i H(t+dt/2) dt) psi(t)",
              "forced": bool(force and not pc.ok), **pc.attrs()}
@@ -272,13 +279,13 @@ def run(config: Config, out_dir, *, backend="auto", devices=None, force=False,
         writer = SnapshotWriter(work, config=config, x=x, v0=None, energies=E0[:K], phi=None,
                                 attrs={"resumed_at_step": state["step"], **attrs}, extra=extra,
                                 reopen=True)
-    # <m|U|n> = dx sum_x phi_m(x) (U phi_n)(x): columns phi_n of Phi, rows of PhiT
-    Phi = xp.asarray(np.ascontiguousarray(phi0[:K].T.astype(DTYPE)))
     prop = Propagator(config, pc.plan, xp, gemm_opts)
     steps, every = config.time.steps, config.output.every
 
-    def transition(U_host):
+    def transition(U_host):  # <m|U|n> = dx sum_x phi_m(x) (U phi_n)(x)
         return np.abs(phi0[:K] @ (U_host @ phi0[:K].T.astype(DTYPE)) * g.dx) ** 2
+
+    last = {"step": resume[0]["step"] if resume else 0}
 
     def snapshot(step, psi_dev, Ut=None):
         t = step * config.time.dt
@@ -297,6 +304,7 @@ def run(config: Config, out_dir, *, backend="auto", devices=None, force=False,
                       populations_h0=observables.populations(phi0[:K], psi, g.dx),
                       populations_ht=observables.populations(phit, psi, g.dx),
                       energies_ht=Et, **extra_row)
+        last["step"] = step
 
     t0 = _time.perf_counter()
     complete = False
@@ -330,11 +338,7 @@ def run(config: Config, out_dir, *, backend="auto", devices=None, force=False,
         count = writer.count
         writer.set_attrs(wall_seconds=_time.perf_counter() - t0, interrupted_by=sig)
         writer.close(False)
-        last_t = 0.0
-        if count:
-            from .snapshots import resume_state
-            last_t = resume_state(work)["step"] * config.time.dt
-        raise Interrupted(sig, work, count, last_t) from None
+        raise Interrupted(sig, work, count, last["step"] * config.time.dt) from None
     finally:
         restore()
         if writer.f:

@@ -6,7 +6,6 @@ potential, the exact eigenvalues E_n of the same discrete H (U(T) = exp(-i H T),
 phases are E_n T mod 2 pi).  Tolerances: per-step tolerance 1e-14 => after M <= 400 steps
 errors of a few 1e-12 at most; phases compared to 1e-9.
 """
-import dataclasses
 import math
 
 import numpy as np

@@ -1,7 +1,6 @@
 """Hamiltonian, eigenstates, observables and propagation invariants (tdse)."""
 import numpy as np
 import pytest
-import scipy.linalg
 
 from tdse import hamiltonian
 from tdse.grid import points

@@ -87,13 +87,15 @@ class CupyExecutor:
                 self._streams[key] = cupy.cuda.Stream(non_blocking=True)
         return self._streams[key]
 
-    def _check_memory(self, sched, itemsize):
+    @staticmethod
+    def _key(name, dev, shape, dtype):
+        return (name, dev, tuple(shape), np.dtype(dtype).str)
+
+    def _check_memory(self, sched, dtype):
         need = {}
+        itemsize = np.dtype(dtype).itemsize
         for (name, dev), shape in sched.buffers.items():
-            if name in ("A", "B", "C"):
-                continue
-            key = (name, dev, shape, itemsize)
-            if key in self._buffers:
+            if name in ("A", "B", "C") or self._key(name, dev, shape, dtype) in self._buffers:
                 continue
             need[dev] = need.get(dev, 0) + shape[0] * shape[1] * itemsize
         for dev, b in need.items():
@@ -107,7 +109,7 @@ class CupyExecutor:
                     f"only {free / 2**30:.2f} GiB free; a tile <= {max(fit, 0)} would fit")
 
     def _buffer(self, name, dev, shape, dtype):
-        key = (name, dev, shape, np.dtype(dtype).itemsize, np.dtype(dtype).str)
+        key = self._key(name, dev, shape, dtype)
         buf = self._buffers.get(key)
         if buf is None:
             with cupy.cuda.Device(dev):
@@ -150,7 +152,12 @@ class CupyExecutor:
         self.last_schedule = sched
         involved = sorted(set(devices) | {a_dev, b_dev, c_dev})
         enable_peer_access(involved)
-        self._check_memory(sched, A.itemsize)
+        # keep only the band buffers this schedule uses (a sweep over tiles would
+        # otherwise pile up one set per tile shape)
+        needed = {self._key(name, dev, shape, A.dtype)
+                  for (name, dev), shape in sched.buffers.items() if name not in ("A", "B", "C")}
+        self._buffers = {k: v for k, v in self._buffers.items() if k in needed}
+        self._check_memory(sched, A.dtype)
         arrays = {}
         for (name, dev), shape in sched.buffers.items():
             if name == "A":
