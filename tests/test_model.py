@@ -171,3 +171,12 @@ def test_math_curve_interpolates_and_only_the_refined_variant_uses_it():
     assert best_tile(n, g, hw, "complex128") > best_tile(n, g, Hardware(50e12, 4.8e12, 391e9), "complex128")
     with pytest.raises(ValueError, match="math_curve"):
         Hardware(1.0, 1.0, 1.0, math_curve=((512, -1.0),))
+
+
+@pytest.mark.parametrize("cmd", [["probe"], ["tune"], ["bench-expm"]])
+def test_gpu_commands_without_gpu_exit_2(cmd):
+    from mgemm._array import gpu_count
+    if gpu_count():
+        pytest.skip("GPUs present")
+    r = CliRunner().invoke(mgemm_cli, cmd)
+    assert r.exit_code == 2 and "GPU" in r.output and "Traceback" not in r.output

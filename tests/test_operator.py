@@ -129,3 +129,12 @@ def test_operator_key_is_validated():
     with pytest.raises(cfgmod.ConfigError, match="largest N"):
         cfgmod.loads(text, memory_limit=(need + need_op) // 2)
     cfgmod.loads(text.replace("operator = true", "operator = false"), memory_limit=(need + need_op) // 2)
+
+
+@pytest.mark.parametrize("args, key", [(["--period", "-1"], "--period"), (["--period", "nan"], "--period"),
+                                       (["--steps", "0"], "--steps")])
+def test_floquet_bad_options(tmp_path, args, key):
+    p = tmp_path / "in.toml"
+    p.write_text(BASE.format(amp=0.3, dt=0.005, t_end=0.2, k=4))
+    r = CliRunner().invoke(main, ["floquet", str(p), "--out", str(tmp_path), "--backend", "numpy", *args])
+    assert r.exit_code == 2 and key in r.output and "Traceback" not in r.output, r.output
