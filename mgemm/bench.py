@@ -1,10 +1,16 @@
-"""``mgemm bench``: the band engine against single-GPU cuBLAS and cuBLAS-XT, in one process.
+"""``mgemm bench``: the band engine against single-GPU cuBLAS, cuBLAS-XT and JAX, in one process.
 
 For each N: C = A B (alpha = 1, beta = 0) with random operands (never zeros), placed per
 ``placement``; median wall time over ``repeat`` calls after a warm-up (each call
 synchronises, so wall time is the whole product).  Rates in TFLOP/s count 2N^3 real or
 8N^3 complex flops (3m is reported as the *effective* rate of the same 8N^3).  The
 fraction is rate / (G x the single-GPU cupy.matmul rate measured in the same run).
+
+JAX's sharded matmul (where JAX is installed): the same A, B (handed over from CuPy by
+DLPack), jit(jnp.matmul) over a mesh of the G GPUs, A in row bands and B in column bands
+(XLA gathers what each GPU needs), C in row bands.  Two timings: ``jax-sharded`` with the
+operands already distributed (JAX's usual setting), ``jax-gpu0`` counting the
+distribution from GPU 0 and the gather of C back to it (like placement "one").
 """
 from __future__ import annotations
 
@@ -84,9 +90,65 @@ def cublasxt_gemm(cp, A, B, C, devices, block):
     return run, lambda: lib.cublasXtDestroy(h)
 
 
+def _jax():
+    """jax with float64 on and no preallocation (CuPy shares the GPUs), or None."""
+    import os
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    os.environ.setdefault("XLA_PYTHON_CLIENT_ALLOCATOR", "platform")
+    try:
+        import jax
+    except Exception:
+        return None
+    jax.config.update("jax_enable_x64", True)
+    try:
+        if len(jax.devices("gpu")) < 1:
+            return None
+    except RuntimeError:
+        return None
+    return jax
+
+
+def jax_sharded_rows(jax, cp, A0, B0, g, repeat, sample, ref_rows, n, dtype, single, fl):
+    """Rows for JAX's sharded matmul on the first ``g`` GPUs (see the module docstring)."""
+    import jax.numpy as jnp
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    devs = jax.devices("gpu")[:g]
+    mesh = Mesh(np.array(devs), ("x",))
+    rows_s, cols_s = NamedSharding(mesh, P("x", None)), NamedSharding(mesh, P(None, "x"))
+    cp.cuda.Device(0).synchronize()
+    a0, b0 = jax.dlpack.from_dlpack(A0), jax.dlpack.from_dlpack(B0)  # on GPU 0, no copy
+    mm = jax.jit(jnp.matmul, out_shardings=rows_s)
+    one = jax.sharding.SingleDeviceSharding(devs[0])
+    out = []
+
+    def timed(f):
+        f().block_until_ready()
+        ts = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            f().block_until_ready()
+            ts.append(time.perf_counter() - t0)
+        return float(np.median(ts))
+
+    a, b = jax.device_put(a0, rows_s), jax.device_put(b0, cols_s)
+    t_s = timed(lambda: mm(a, b))
+    c = mm(a, b)
+    with cp.cuda.Device(0):
+        got = cp.asarray(np.asarray(c[sample]))
+        err = float(cp.abs(got - ref_rows).max() / cp.abs(ref_rows).max())
+    del c
+    t_0 = timed(lambda: jax.device_put(mm(jax.device_put(a0, rows_s), jax.device_put(b0, cols_s)), one))
+    for name, t in (("jax-sharded", t_s), ("jax-gpu0", t_0)):
+        rate = fl / t / 1e12
+        out.append(dict(n=n, dtype=dtype.name, engine=name, gpus=g, placement="sharded" if name ==
+                        "jax-sharded" else "one", seconds=t, tflops=rate, fraction=rate / (g * single),
+                        rel_error=err, jax_version=jax.__version__))
+    return out
+
+
 def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "one"),
               tiles=("auto",), complex_methods=("native",), repeat=3, xt_blocks=(2048, 4096, 8192),
-              timeline=None, progress=print):
+              timeline=None, progress=print, use_jax=True):
     import cupy as cp
 
     import mgemm
@@ -170,17 +232,36 @@ def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "o
                         progress(f"N={n} cuBLAS-XT G={g} block={blk}: FAILED {e}")
                 if best:
                     rows.append(best)
+            jax = _jax() if (g > 1 and use_jax) else None
+            if jax is not None:
+                try:
+                    got = jax_sharded_rows(jax, cp, A0, B0, g, max(1, repeat - 1), sample,
+                                           ref_rows, n, dtype, single, fl)
+                    for r in got:
+                        progress(f"N={n} {r['engine']} G={g}: {r['tflops']:.2f} TFLOP/s, "
+                                 f"err {r['rel_error']:.1e}")
+                    rows += got
+                except Exception as e:  # report, keep going
+                    progress(f"N={n} JAX G={g}: FAILED {type(e).__name__}: {e}")
+                    rows.append(dict(n=n, engine="jax-sharded", gpus=g, error=str(e)))
         del A0, B0, C0
         cp.get_default_memory_pool().free_all_blocks()
     if timeline:
+        import os
         n = sizes[-1]
         g = max(gpus)
         A = _rand(cp, 0, n, dtype, 1)
         B = _rand(cp, 1 % g, n, dtype, 2)
         with cp.cuda.Device(2 % g):
             C = cp.empty((n, n), dtype)
-        mgemm.gemm(A, B, C, devices=list(range(g)), trace=True)
         from .timeline import plot_timeline
-        plot_timeline(mgemm.last_trace(), timeline,
-                      title=f"mgemm N={n} {dtype.name} {g} GPUs, A/B/C on 0/{1 % g}/{2 % g}")
+        methods = [cm for cm in complex_methods if cm == "native" or dtype.kind == "c"]
+        for idx, cm in enumerate(methods or ["native"]):
+            stem, ext = os.path.splitext(timeline)
+            path = timeline if idx == 0 else f"{stem}_{cm}{ext or '.png'}"
+            mgemm.gemm(A, B, C, devices=list(range(g)), complex_method=cm, trace=True)
+            tile = mgemm.executors.get("cupy").last_schedule.tile
+            plot_timeline(mgemm.last_trace(), path,
+                          title=f"mgemm N={n} {dtype.name} {cm} {g} GPUs, tile {tile}, "
+                                f"A/B/C on 0/{1 % g}/{2 % g}")
     return rows

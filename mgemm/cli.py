@@ -43,24 +43,28 @@ def plan(n, gpus, tile, placement, explain):
               type=click.Choice(["native", "4m", "3m"]))
 @click.option("--repeat", type=int, default=3, show_default=True)
 @click.option("--no-xt", is_flag=True, help="skip the cuBLAS-XT baseline")
+@click.option("--no-jax", is_flag=True, help="skip JAX's sharded matmul (run where JAX is installed)")
 @click.option("--timeline", type=click.Path(dir_okay=False), default=None)
 @click.option("--copy-side", type=click.Choice(["dst", "src"]), default="src", show_default=True,
               help="band copies pushed by the sender (src) or pulled by the receiver (dst)")
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None)
-def bench(sizes, dtype, gpus, placements, tiles, cms, repeat, no_xt, timeline, copy_side, json_out):
-    """Time mgemm against single-GPU cuBLAS and cuBLAS-XT on the GPUs present."""
+def bench(sizes, dtype, gpus, placements, tiles, cms, repeat, no_xt, no_jax, timeline, copy_side,
+          json_out):
+    """Time mgemm against single-GPU cuBLAS, cuBLAS-XT and JAX's sharded matmul on the
+    GPUs present.  --timeline draws the last N on the most GPUs, placement (ii), once per
+    complex method (FILE.png for the first, FILE_<method>.png for the others)."""
     from . import executors
     from .bench import run_bench
     executors.get("cupy").copy_side = copy_side
     rows = run_bench(list(sizes), dtype, list(gpus), list(placements), list(tiles), list(cms),
-                     repeat, () if no_xt else (2048, 4096, 8192), timeline,
+                     repeat, () if no_xt else (2048, 4096, 8192), timeline, use_jax=not no_jax,
                      progress=lambda s: click.echo(s, err=True))
     if json_out:
         _save(json_out, "gemm", "mgemm bench", rows)
-    click.echo(f"{'N':>6} {'engine':10} {'G':>2} {'place':6} {'tile':>5} {'cm':6} {'TFLOP/s':>8} {'frac':>6}")
+    click.echo(f"{'N':>6} {'engine':12} {'G':>2} {'place':7} {'tile':>5} {'cm':6} {'TFLOP/s':>8} {'frac':>6}")
     for r in rows:
         if "tflops" in r:
-            click.echo(f"{r['n']:6d} {r['engine']:10} {r['gpus']:2d} {r.get('placement', ''):6} "
+            click.echo(f"{r['n']:6d} {r['engine']:12} {r['gpus']:2d} {r.get('placement', ''):7} "
                        f"{str(r.get('tile', '')):>5} {r.get('complex_method', ''):6} "
                        f"{r['tflops']:8.2f} {r['fraction']:6.3f}")
 
@@ -80,7 +84,7 @@ def _si(value):
 @main.command()
 @click.option("--n", "n", type=int, required=True)
 @click.option("--gpus", type=int, required=True)
-@click.option("--bw-math", required=True, help="FLOP/s of one GPU for this dtype (e.g. 50T)")
+@click.option("--bw-math", required=True, help="FLOP/s of one GPU for this dtype (3m: of its real type) (e.g. 50T)")
 @click.option("--bw-mem", required=True, help="device memory byte/s (e.g. 4.8T)")
 @click.option("--bw-transfer", required=True, help="byte/s one source sends in total (e.g. 391G)")
 @click.option("--latency", default="0", show_default=True, help="seconds per transfer")

@@ -8,8 +8,12 @@ Complex products can be done three ways (``complex_method``):
 * ``"3m"`` -- Gauss' trick, three real GEMMs: T1 = ReA ReB, T2 = ImA ImB,
   T3 = (ReA + ImA)(ReB + ImB); Re P = T1 - T2, Im P = T3 - T1 - T2.
 
-The split is written once here against the array module; every real product goes
+The 4M split is written once here against the array module; every real product goes
 through the chosen executor, so it runs on one CPU, emulated devices or several GPUs.
+3M is fused into the band schedule where the executor runs schedules (``emulated``,
+``cupy``: :mod:`mgemm.schedule`, ``method="3m"``): each tile's three real GEMMs and
+the additions run on the worker, so the bands travel once; on ``numpy`` it is the same
+split as 4M, with three products.
 """
 from __future__ import annotations
 
@@ -70,6 +74,8 @@ def gemm(A, B, C=None, alpha=1.0, beta=0.0, *, devices=None, tile=None, executor
     _check(A, B, C, complex_method)
     ex = executors.get(executor or _default_executor(A, devices))
     opts = dict(devices=devices, tile=tile, placement=placement, trace=trace)
+    if np.iscomplexobj(A) and complex_method == "3m" and getattr(ex, "fused_3m", False):
+        return ex.gemm(A, B, C, alpha, beta, method="3m", **opts)
     if np.iscomplexobj(A) and complex_method != "native":
         return _split_complex(ex, A, B, C, alpha, beta, complex_method, opts)
     return ex.gemm(A, B, C, alpha, beta, **opts)

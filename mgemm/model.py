@@ -16,8 +16,10 @@ the paper's model; the equation numbers below are the paper's, as the issue list
   BW_math/BW_transfer), or, memory-bound, N_i > N ((G - 1) BW_mem/BW_transfer - 2) (eq. 13).
 
 Generalised here to every dtype and complex method: ``b`` bytes per element and ``f``
-flops per multiply-add (2 real, 8 complex); ``4m`` and ``3m`` are 4 and 3 real products
-of the real halves, each a full pass of the engine (so 4 and 3 band transfers of b/2).
+flops per multiply-add (2 real, 8 complex); ``4m`` is 4 real products of the real halves,
+each a full pass of the engine (4 band transfers of b/2); ``3m`` is fused into one pass
+(:mod:`mgemm.schedule`): bands of three real planes (b = 3 b_real) and three real GEMMs
+per tile (f = 3 x 2), at the *real* GEMM rate (BW_math of the real type).
 
 Two variants of T_task:
 
@@ -89,8 +91,9 @@ class Hardware:
 def dtype_factors(dtype: str, complex_method: str = "native"):
     """(bytes per element b, flops per multiply-add f, number of engine passes).
 
-    Real dtypes and native complex: one pass.  ``4m``/``3m``: 4/3 passes of the real
-    type (half the bytes, f = 2)."""
+    Real dtypes and native complex: one pass.  ``4m``: 4 passes of the real type (half
+    the bytes, f = 2).  ``3m``: one pass moving three real planes (b = 3 b_real) and
+    doing three real multiply-adds per element (f = 6); its BW_math is the real type's."""
     if dtype not in _DTYPES:
         raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got dtype={dtype!r}")
     if complex_method not in ("native", "4m", "3m"):
@@ -99,7 +102,7 @@ def dtype_factors(dtype: str, complex_method: str = "native"):
         b, f = _DTYPES[dtype]
         return b, f, 1
     b, f = _DTYPES[_REAL_OF[dtype]]
-    return b, f, 4 if complex_method == "4m" else 3
+    return (b, f, 4) if complex_method == "4m" else (3 * b, 3 * f, 1)
 
 
 @dataclass(frozen=True)

@@ -18,15 +18,24 @@ C = alpha*A@B + beta*C with A (M x K), B (K x N), C (M x N), all C-ordered (row-
 A :class:`Schedule` is a list of :class:`Op` in a valid issue order (every dependency
 appears earlier; ops on one (device, stream) run in list order, as a CUDA stream does).
 Executors (``emulated``, ``cupy``) run it; nothing here imports a GPU library.
+
+``method="3m"`` (complex A, B, C) is Gauss' product fused into the engine: the source
+devices split their operands band by band into real stacks A3 = [Re A | Im A | Re A + Im A]
+(M x 3K) and B3 = [Re B; Im B; Re B + Im B] (3K x N) (``split`` ops), so a band is still one
+contiguous (A) or one 2-D (B) copy; each tile is three real GEMMs into a worker's tile
+buffer T = [T1 | T2 | T3] and one ``combine`` op,
+C_ij = alpha (T1 - T2 + i (T3 - T1 - T2)) + beta C_ij, written into the complex C band.
+The bands carry 3/2 of the complex bytes; the GEMMs do 3/4 of the real multiply-adds.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 
-__all__ = ["Region", "Op", "Schedule", "plan_gemm", "auto_tile", "PLACEMENTS"]
+__all__ = ["Region", "Op", "Schedule", "plan_gemm", "auto_tile", "PLACEMENTS", "METHODS"]
 
 PLACEMENTS = ("one", "three")
+METHODS = ("native", "3m")
 
 
 @dataclass(frozen=True)
@@ -54,8 +63,11 @@ class Region:
 @dataclass
 class Op:
     """One command.  kind: 'copy' (dst <- src), 'gemm' (out <- alpha*a@b + beta*out),
-    'axpby' (out <- beta*out + src).  ``reads`` pairs each read region with the id of the
-    op expected to have written it last (None: the user's input)."""
+    'axpby' (out <- beta*out + src); for 3m also 'split' (complex src -> its real stack
+    [Re, Im, Re + Im] along ``axis``) and 'combine' (out <- alpha*(T1 - T2 + i(T3 - T1 - T2))
+    + beta*out from the three real tiles read).  ``reads`` pairs each read region with the
+    id of the op expected to have written it last (None: the user's input).  ``alpha`` and
+    ``beta`` are numbers or the placeholders 'alpha'/'beta' (the call's values)."""
     id: int
     kind: str
     dev: int
@@ -65,6 +77,8 @@ class Op:
     deps: list = field(default_factory=list)
     beta: float | complex = 0.0
     label: str = ""
+    alpha: float | complex | str = "alpha"
+    axis: int = 0
 
     def __str__(self):
         return f"#{self.id} {self.kind} on {self.dev}/{self.stream} ({self.label})"
@@ -83,20 +97,28 @@ class Schedule:
     beta_zero: bool
     ops: list
     buffers: dict  # (name, dev) -> shape
+    method: str = "native"
+    #: buffer names holding the real type of a complex product (3m)
+    real_buffers: frozenset = frozenset()
 
     def explain(self) -> str:
         kinds = {}
         for op in self.ops:
             kinds[op.kind] = kinds.get(op.kind, 0) + 1
         mb, nb = math.ceil(self.m / self.tile), math.ceil(self.n / self.tile)
-        return (f"C[{self.m}x{self.n}] = A[{self.m}x{self.k}] B[{self.k}x{self.n}]: tile {self.tile}, "
+        how = "" if self.method == "native" else f" ({self.method})"
+        return (f"C[{self.m}x{self.n}] = A[{self.m}x{self.k}] B[{self.k}x{self.n}]{how}: tile {self.tile}, "
                 f"{mb}x{nb} tiles on workers {self.workers}; A on {self.a_dev}, B on {self.b_dev}, "
                 f"C on {self.c_dev}; ops: " + ", ".join(f"{v} {k}" for k, v in sorted(kinds.items())))
+
+    def itemsize(self, name: str, itemsize: int) -> int:
+        """Bytes per element of buffer ``name`` when the product's dtype has ``itemsize``."""
+        return itemsize // 2 if name in self.real_buffers else itemsize
 
     def bytes_per_device(self, itemsize: int) -> dict:
         out = {}
         for (name, dev), shape in self.buffers.items():
-            out[dev] = out.get(dev, 0) + shape[0] * shape[1] * itemsize
+            out[dev] = out.get(dev, 0) + shape[0] * shape[1] * self.itemsize(name, itemsize)
         return out
 
 
@@ -109,25 +131,35 @@ def auto_tile(m: int, n: int, g: int) -> int:
 
 
 def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev: int,
-              tile: int, beta_zero: bool) -> Schedule:
-    """Build the schedule (see the module docstring).  ``workers``: device ids computing."""
+              tile: int, beta_zero: bool, method: str = "native") -> Schedule:
+    """Build the schedule (see the module docstring).  ``workers``: device ids computing;
+    ``method``: "native" (one GEMM per tile, any dtype) or "3m" (complex operands)."""
     if min(m, k, n) < 1:
         raise ValueError(f"matrix sizes must be >= 1, got m={m}, k={k}, n={n}")
     if not (isinstance(tile, int) and tile >= 1):
         raise ValueError(f"tile must be an integer >= 1, got tile={tile!r}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got method={method!r}")
     workers = list(workers)
     if not workers or len(set(workers)) != len(workers):
         raise ValueError(f"workers must be distinct device ids, got workers={workers}")
     T = tile
+    g3 = method == "3m"
+    P = 3 if g3 else 1          # real planes per band (3m: Re, Im, Re + Im)
     mb, nb = math.ceil(m / T), math.ceil(n / T)
     rows = lambda i: (i * T, min(m, (i + 1) * T))  # noqa: E731
     cols = lambda j: (j * T, min(n, (j + 1) * T))  # noqa: E731
     ops: list[Op] = []
     buffers = {("A", a_dev): (m, k), ("B", b_dev): (k, n), ("C", c_dev): (m, n)}
+    # the operands the bands are cut from: A, B themselves, or their real stacks (3m)
+    src_a, src_b = ("A3", "B3") if g3 else ("A", "B")
+    if g3:
+        buffers[("A3", a_dev)] = (m, 3 * k)
+        buffers[("B3", b_dev)] = (3 * k, n)
 
-    def add(kind, dev, stream, reads, writes, deps=(), beta=0.0, label=""):
+    def add(kind, dev, stream, reads, writes, deps=(), beta=0.0, label="", **kw):
         op = Op(len(ops), kind, dev, stream, list(reads), list(writes),
-                sorted({d for d in deps if d is not None}), beta, label)
+                sorted({d for d in deps if d is not None}), beta, label, **kw)
         ops.append(op)
         return op.id
 
@@ -145,9 +177,11 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
         s.last_send_C = [None, None]    # last op reading bufC slot (the send)
         s.b_count = 0
         if w != a_dev:
-            buffers[("bufA", w)] = (2 * T, k)
+            buffers[("bufA", w)] = (2 * T, P * k)
         if w != b_dev:
-            buffers[("bufB", w)] = (2 * k, T)
+            buffers[("bufB", w)] = (2 * P * k, T)
+        if g3:
+            buffers[("bufT", w)] = (T, 3 * T)
         if w != c_dev:
             buffers[("bufC", w)] = (2 * T, n)
             if not beta_zero:
@@ -155,26 +189,54 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
         ws.append(s)
     last_reduce = {}  # (w, slot) -> axpby op reading recvC slot
 
+    # 3m: split the operands band by band on their devices, in the order they are needed
+    # (every worker's first A band, all B bands, the other A bands), on a "split" stream
+    split_a, split_b = {}, {}
+    if g3:
+        def split_A(i):
+            r0, r1 = rows(i)
+            split_a[i] = add("split", a_dev, "split", [(Region("A", a_dev, r0, r1, 0, k), None)],
+                             [Region("A3", a_dev, r0, r1, 0, 3 * k)], axis=1, label=f"split A{i}")
+
+        for s in ws:
+            if s.bands:
+                split_A(s.bands[0])
+        for j in range(nb):
+            c0, c1 = cols(j)
+            split_b[j] = add("split", b_dev, "split", [(Region("B", b_dev, 0, k, c0, c1), None)],
+                             [Region("B3", b_dev, 0, 3 * k, c0, c1)], axis=0, label=f"split B{j}")
+        for i in range(mb):
+            if i not in split_a:
+                split_A(i)
+
     def a_region(s, li, i):
         r0, r1 = rows(i)
+        src = Region(src_a, a_dev, r0, r1, 0, P * k)
         if s.dev == a_dev:
-            return Region("A", a_dev, r0, r1, 0, k), None
+            return src, split_a.get(i)
         slot = li % 2
-        dst = Region("bufA", s.dev, slot * T, slot * T + (r1 - r0), 0, k)
-        cid = add("copy", s.dev, "copy_in", [(Region("A", a_dev, r0, r1, 0, k), None)], [dst],
-                  deps=[s.last_read_A[slot]], label=f"A{i}->w{s.dev}")
+        dst = Region("bufA", s.dev, slot * T, slot * T + (r1 - r0), 0, P * k)
+        cid = add("copy", s.dev, "copy_in", [(src, split_a.get(i))], [dst],
+                  deps=[s.last_read_A[slot], split_a.get(i)], label=f"A{i}->w{s.dev}")
         return dst, cid
 
     def b_region(s, j):
         c0, c1 = cols(j)
+        src = Region(src_b, b_dev, 0, P * k, c0, c1)
         if s.dev == b_dev:
-            return Region("B", b_dev, 0, k, c0, c1), None, None
+            return src, split_b.get(j), None
         slot = s.b_count % 2
         s.b_count += 1
-        dst = Region("bufB", s.dev, slot * k, slot * k + k, 0, c1 - c0)
-        cid = add("copy", s.dev, "copy_in", [(Region("B", b_dev, 0, k, c0, c1), None)], [dst],
-                  deps=[s.last_read_B[slot]], label=f"B{j}->w{s.dev}")
+        dst = Region("bufB", s.dev, slot * P * k, (slot + 1) * P * k, 0, c1 - c0)
+        cid = add("copy", s.dev, "copy_in", [(src, split_b.get(j))], [dst],
+                  deps=[s.last_read_B[slot], split_b.get(j)], label=f"B{j}->w{s.dev}")
         return dst, cid, slot
+
+    def plane(R, p, axis):
+        """Plane p (Re, Im, Re + Im) of a band region of a real stack."""
+        if axis == 1:
+            return Region(R.buf, R.dev, R.r0, R.r1, R.c0 + p * k, R.c0 + (p + 1) * k)
+        return Region(R.buf, R.dev, R.r0 + p * k, R.r0 + (p + 1) * k, R.c0, R.c1)
 
     steps = max(len(s.bands) for s in ws)
     for li in range(steps):
@@ -185,46 +247,61 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
             r0, r1 = rows(i)
             aR, a_id = a_region(s, li, i)
             cslot = li % 2
-            gemm_ids = []
+            tile_ids = []   # the op finishing each tile (gemm, or combine for 3m)
+            last_gemm = None
             for j in range(nb):
                 c0, c1 = cols(j)
                 bR, b_id, b_slot = b_region(s, j)
                 if s.dev == c_dev:
                     out = Region("C", c_dev, r0, r1, c0, c1)
-                    beta = 0.0 if beta_zero else None
-                    deps = [a_id, b_id]
+                    beta = 0.0 if beta_zero else "beta"
+                    send_dep = None
                 else:
                     out = Region("bufC", s.dev, cslot * T, cslot * T + (r1 - r0), c0, c1)
                     beta = 0.0
-                    deps = [a_id, b_id, s.last_send_C[cslot]]
-                reads = [(aR, a_id), (bR, b_id)]
-                if s.dev == c_dev and not beta_zero:
-                    reads.append((out, None))
-                gid = add("gemm", s.dev, "compute", reads, [out], deps=deps,
-                          beta=("beta" if beta is None else beta), label=f"C{i},{j}")
-                gemm_ids.append(gid)
+                    send_dep = s.last_send_C[cslot]
+                c_read = [(out, None)] if (s.dev == c_dev and not beta_zero) else []
+                if not g3:
+                    gid = add("gemm", s.dev, "compute", [(aR, a_id), (bR, b_id)] + c_read,
+                              [out], deps=[a_id, b_id, send_dep], beta=beta, label=f"C{i},{j}")
+                    last_gemm = gid
+                    tile_ids.append(gid)
+                else:
+                    parts = []
+                    for p in range(3):
+                        tR = Region("bufT", s.dev, 0, r1 - r0, p * T, p * T + (c1 - c0))
+                        gid = add("gemm", s.dev, "compute",
+                                  [(plane(aR, p, 1), a_id), (plane(bR, p, 0), b_id)], [tR],
+                                  deps=[a_id, b_id], alpha=1.0, label=f"T{p + 1} C{i},{j}")
+                        parts.append((tR, gid))
+                    last_gemm = parts[-1][1]
+                    cid = add("combine", s.dev, "compute", parts + c_read, [out],
+                              deps=[last_gemm, send_dep], beta=beta, label=f"C{i},{j}")
+                    tile_ids.append(cid)
                 if b_slot is not None:
-                    s.last_read_B[b_slot] = gid
-            if a_id is not None:
-                s.last_read_A[li % 2] = gemm_ids[-1]
+                    s.last_read_B[b_slot] = last_gemm
+            if a_id is not None and s.dev != a_dev:
+                s.last_read_A[li % 2] = last_gemm
             if s.dev == c_dev:
                 continue
-            # the band's GEMMs run in order on one stream: waiting for the last is enough
+            # the band's tiles finish in order on one stream: waiting for the last is enough
             band = Region("bufC", s.dev, cslot * T, cslot * T + (r1 - r0), 0, n)
-            band_reads = [(Region(band.buf, band.dev, band.r0, band.r1, *cols(j)), g)
-                          for j, g in zip(range(nb), gemm_ids)]
+            band_reads = [(Region(band.buf, band.dev, band.r0, band.r1, *cols(j)), t)
+                          for j, t in zip(range(nb), tile_ids)]
             if beta_zero:
                 sid = add("copy", s.dev, "copy_out", band_reads,
-                          [Region("C", c_dev, r0, r1, 0, n)], deps=gemm_ids[-1:], label=f"C{i}->C")
+                          [Region("C", c_dev, r0, r1, 0, n)], deps=tile_ids[-1:], label=f"C{i}->C")
                 s.last_send_C[cslot] = sid
             else:
                 recv = Region(f"recvC{s.dev}", c_dev, cslot * T, cslot * T + (r1 - r0), 0, n)
                 sid = add("copy", s.dev, "copy_out", band_reads, [recv],
-                          deps=[gemm_ids[-1], last_reduce.get((s.dev, cslot))],
+                          deps=[tile_ids[-1], last_reduce.get((s.dev, cslot))],
                           label=f"C{i}->recv")
                 s.last_send_C[cslot] = sid
                 cR = Region("C", c_dev, r0, r1, 0, n)
                 rid = add("axpby", c_dev, f"reduce{s.dev}", [(recv, sid), (cR, None)], [cR],
                           deps=[sid], beta="beta", label=f"C{i} = beta C{i} + band")
                 last_reduce[(s.dev, cslot)] = rid
-    return Schedule(m, k, n, T, workers, a_dev, b_dev, c_dev, beta_zero, ops, buffers)
+    real = frozenset({"A3", "B3", "bufA", "bufB", "bufT"}) if g3 else frozenset()
+    return Schedule(m, k, n, T, workers, a_dev, b_dev, c_dev, beta_zero, ops, buffers,
+                    method, real)

@@ -7,7 +7,8 @@ def plot_timeline(trace, path, title=""):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     lanes = sorted({(r["dev"], r["stream"]) for r in trace})
-    colours = {"gemm": "tab:blue", "copy": "tab:orange", "axpby": "tab:green"}
+    colours = {"gemm": "tab:blue", "copy": "tab:orange", "axpby": "tab:green",
+               "split": "tab:purple", "combine": "tab:red"}
     fig, ax = plt.subplots(figsize=(12, 0.45 * len(lanes) + 1.5))
     for y, lane in enumerate(lanes):
         bars = [(r["start_ms"], r["end_ms"] - r["start_ms"], r["kind"]) for r in trace

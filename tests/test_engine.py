@@ -44,6 +44,38 @@ def test_emulated_matches_numpy(rng, dtype, shape, devices, placement):
     assert np.abs(out - ref).max() <= TOL[dtype] * scale * max(k, 1) ** 0.5
 
 
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("devices", [1, 2, 3, 4])
+@pytest.mark.parametrize("placement", ["one", "three"])
+@pytest.mark.parametrize("beta", [0.0, 1.3 + 0.5j])
+def test_emulated_3m_schedule_matches_numpy(rng, dtype, shape, devices, placement, beta):
+    """3m fused into the schedule (split ops, three real GEMMs per tile, combine ops).
+    Gauss' product adds O(u) error relative to (|Re A| + |Im A|)(|Re B| + |Im B|), a few
+    times the native one on O(1) data: the native tolerance x 4."""
+    m, k, n = shape
+    A, B, C = rand(rng, (m, k), dtype), rand(rng, (k, n), dtype), rand(rng, (m, n), dtype)
+    alpha = 0.7 - 0.2j
+    ref = alpha * (A.astype(np.complex128) @ B) + beta * C
+    tile = int(rng.choice([1, 3, 8, 16, 64]))
+    ex = EmulatedExecutor(seed=int(rng.integers(2**31)))
+    out = ex.gemm(A, B, C.copy(), alpha, beta, devices=devices, tile=tile, placement=placement,
+                  method="3m")
+    assert ex.last_schedule.method == "3m"
+    assert out.dtype == dtype
+    scale = np.abs(ref).max() + 1
+    assert np.abs(out - ref).max() <= 4 * TOL[dtype] * scale * max(k, 1) ** 0.5
+
+
+def test_3m_schedule_needs_complex(rng):
+    A = rand(rng, (4, 4), np.float64)
+    with pytest.raises(ValueError, match="complex"):
+        EmulatedExecutor(seed=0).gemm(A, A, None, 1.0, 0.0, devices=2, tile=2, method="3m")
+    with pytest.raises(ValueError, match="method"):
+        plan_gemm(4, 4, 4, workers=[0], a_dev=0, b_dev=0, c_dev=0, tile=2, beta_zero=True,
+                  method="5m")
+
+
 @pytest.mark.parametrize("complex_method", ["native", "4m", "3m"])
 @pytest.mark.parametrize("beta", [0.0, 0.5])
 def test_public_gemm_emulated_complex_methods(rng, complex_method, beta):
@@ -58,6 +90,16 @@ def test_c_none_allocates(rng):
     A, B = rand(rng, (10, 6), np.float64), rand(rng, (6, 12), np.float64)
     out = mgemm.gemm(A, B, devices=2, tile=4)
     np.testing.assert_allclose(out, A @ B, rtol=1e-12)
+
+
+def test_many_random_orders_3m(rng):
+    A, B, C = (rand(rng, (40, 20), np.complex128), rand(rng, (20, 44), np.complex128),
+               rand(rng, (40, 44), np.complex128))
+    ref = A @ B + 0.5 * C
+    for seed in range(30):
+        out = EmulatedExecutor(seed=seed).gemm(A, B, C.copy(), 1.0, 0.5, devices=4, tile=8,
+                                               placement="three", method="3m")
+        np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-12)
 
 
 def test_many_random_orders(rng):
@@ -91,11 +133,13 @@ def _run(sched, A, B, C, beta, seed):
     run_schedule(sched, arrays, 1.0, beta, np.random.default_rng(seed), A.dtype)
 
 
+@pytest.mark.parametrize("method", ["native", "3m"])
 @pytest.mark.parametrize("beta", [0.0, 0.5])
-def test_removed_dependency_is_caught(rng, beta):
-    A, B = rand(rng, (48, 24), np.float64), rand(rng, (24, 48), np.float64)
+def test_removed_dependency_is_caught(rng, beta, method):
+    dt = np.float64 if method == "native" else np.complex128
+    A, B = rand(rng, (48, 24), dt), rand(rng, (24, 48), dt)
     base = plan_gemm(48, 24, 48, workers=[0, 1, 2], a_dev=0, b_dev=1, c_dev=2, tile=8,
-                     beta_zero=(beta == 0))
+                     beta_zero=(beta == 0), method=method)
     with_deps = [op.id for op in base.ops if op.deps]
     caught = 0
     for victim in with_deps:
@@ -108,7 +152,7 @@ def test_removed_dependency_is_caught(rng, beta):
             found = False
             for seed in range(60):
                 try:
-                    _run(sched, A, B, rand(rng, (48, 48), np.float64), beta, seed)
+                    _run(sched, A, B, rand(rng, (48, 48), dt), beta, seed)
                 except HazardError:
                     found = True
                     break
@@ -139,6 +183,28 @@ def test_schedule_layout_and_double_buffers():
     assert s.buffers[("bufA", 1)] == (16, 32) and s.buffers[("bufB", 0)] == (64, 8)
     assert ("bufA", 0) not in s.buffers and ("bufB", 1) not in s.buffers
     assert "tile 8" in s.explain()
+
+
+def test_3m_schedule_layout():
+    k = 32
+    s = plan_gemm(64, k, 64, workers=[0, 1, 2, 3], a_dev=0, b_dev=1, c_dev=2, tile=8,
+                  beta_zero=True, method="3m")
+    assert s.buffers[("A3", 0)] == (64, 3 * k) and s.buffers[("B3", 1)] == (3 * k, 64)
+    assert s.buffers[("bufA", 1)] == (16, 3 * k) and s.buffers[("bufB", 0)] == (6 * k, 8)
+    assert s.buffers[("bufT", 3)] == (8, 24)
+    assert s.real_buffers == {"A3", "B3", "bufA", "bufB", "bufT"}
+    assert s.bytes_per_device(16)[3] == (16 * 3 * k + 6 * k * 8 + 8 * 24) * 8 + 16 * 64 * 16
+    for op in s.ops:
+        if op.kind == "copy" and op.stream == "copy_in":
+            (src, _), = op.reads
+            if src.buf == "A3":     # a band of all three planes is one contiguous block
+                assert (src.c0, src.c1) == (0, 3 * k)
+            else:                   # ... or one 2-D block
+                assert src.buf == "B3" and (src.r0, src.r1) == (0, 3 * k)
+    kinds = [op.kind for op in s.ops]
+    assert kinds.count("split") == 8 + 8 and kinds.count("combine") == 64
+    assert kinds.count("gemm") == 3 * 64
+    assert "(3m)" in s.explain()
 
 
 def test_registry_has_executors():

@@ -19,10 +19,11 @@ def roles(placement, devices):
     return d[0], d[1 % len(d)], d[2 % len(d)]
 
 
-def resolve_tile(tile, m, n, g, dtype=None):
+def resolve_tile(tile, m, n, g, dtype=None, method="native"):
     """An explicit tile, or for ``None``/"auto": the model's best tile for the saved
     machine profile (``mgemm probe``; :mod:`mgemm.model`, refined variant) where one
-    exists and ``dtype`` is given, else the :func:`auto_tile` heuristic."""
+    exists and ``dtype`` is given, else the :func:`auto_tile` heuristic.  ``method``
+    "3m": the fused 3m schedule, rated at the real type's GEMM rate."""
     if tile is None or tile == "auto":
         if dtype is not None and g > 1:
             from ..model import best_tile
@@ -32,8 +33,10 @@ def resolve_tile(tile, m, n, g, dtype=None):
             except (OSError, ValueError):
                 prof = None
             if prof is not None:
-                return best_tile(max(m, n), g, hardware_from_profile(prof, str(dtype)),
-                                 str(dtype))
+                dt = str(dtype)
+                rate_of = {"complex64": "float32", "complex128": "float64"}.get(dt, dt) \
+                    if method == "3m" else dt
+                return best_tile(max(m, n), g, hardware_from_profile(prof, rate_of), dt, method)
         return auto_tile(m, n, g)
     if isinstance(tile, bool) or not isinstance(tile, int) or tile < 1:
         raise ValueError(f"tile must be a positive integer or 'auto', got tile={tile!r}")
@@ -43,3 +46,8 @@ def resolve_tile(tile, m, n, g, dtype=None):
 def resolve_beta(op_beta, beta):
     """Ops carry beta as 0.0 or the placeholder 'beta' (the call's value)."""
     return beta if isinstance(op_beta, str) else op_beta
+
+
+def resolve_alpha(op_alpha, alpha):
+    """Ops carry alpha as a number (3m's real GEMMs: 1) or the placeholder 'alpha'."""
+    return alpha if isinstance(op_alpha, str) else op_alpha

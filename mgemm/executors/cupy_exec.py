@@ -9,6 +9,8 @@
   default on a stream of the sending GPU (``copy_side``);
 * tiles are cuBLAS {S,D,C,Z}GEMM calls with explicit leading dimensions, writing straight
   into the C band buffer (row-major C = A B is column-major C^T = B^T A^T);
+* 3m (``method="3m"``): ``split`` and ``combine`` ops are elementwise kernels; the three
+  real GEMMs of a tile read planes of the real band stacks through leading dimensions;
 * the call synchronises the devices it uses on entry and exit, so buffers can be reused.
 
 Importing this module needs CuPy; :mod:`mgemm.executors` skips it otherwise.
@@ -25,13 +27,21 @@ except ImportError:  # older layouts
 
 from ..schedule import plan_gemm
 from . import register
-from ._common import resolve_beta, resolve_tile, roles
+from ._common import resolve_alpha, resolve_beta, resolve_tile, roles
 
 _MEMCPY_DEFAULT = 4
 _GEMM = {np.dtype(np.float32): "sgemm", np.dtype(np.float64): "dgemm",
          np.dtype(np.complex64): "cgemm", np.dtype(np.complex128): "zgemm"}
 
 _axpby = cupy.ElementwiseKernel("T x, T beta", "T y", "y = beta * y + x", "mgemm_axpby")
+# 3m: a complex band -> its real planes Re, Im, Re + Im
+_split = cupy.ElementwiseKernel("Z z", "R re, R im, R s",
+                                "re = z.real(); im = z.imag(); s = re + im;", "mgemm_split3m")
+# 3m: C = alpha (T1 - T2 + i (T3 - T1 - T2)) + beta C  (C not read when beta = 0)
+_combine = cupy.ElementwiseKernel(
+    "R t1, R t2, R t3, Z alpha, Z beta", "Z y",
+    "Z v = alpha * Z(t1 - t2, t3 - t1 - t2); y = (beta == Z(0)) ? v : v + beta * y;",
+    "mgemm_combine3m")
 
 
 class GpuMemoryError(MemoryError):
@@ -72,6 +82,9 @@ class CupyExecutor:
     #: 4x the single-GPU rate, push 0.93-0.955 (benchmarks/README.md), although a lone
     #: pull copy runs at the full 394 GB/s (mgemm probe).
     copy_side = "src"
+    fused_3m = True
+    #: 3m's tile on one GPU holding A, B and C (``tile="auto"``)
+    single_3m_tile = 8192
 
     def __init__(self):
         self._streams = {}
@@ -92,21 +105,35 @@ class CupyExecutor:
         return (name, dev, tuple(shape), np.dtype(dtype).str)
 
     def _check_memory(self, sched, dtype):
-        need = {}
+        need, fixed = {}, {}
         itemsize = np.dtype(dtype).itemsize
         for (name, dev), shape in sched.buffers.items():
-            if name in ("A", "B", "C") or self._key(name, dev, shape, dtype) in self._buffers:
+            if name in ("A", "B", "C") or self._key(name, dev, shape, self._dtype(sched, name, dtype)) in self._buffers:
                 continue
-            need[dev] = need.get(dev, 0) + shape[0] * shape[1] * itemsize
+            b = shape[0] * shape[1] * sched.itemsize(name, itemsize)
+            need[dev] = need.get(dev, 0) + b
+            if name in ("A3", "B3"):  # 3m's real stacks do not shrink with the tile
+                fixed[dev] = fixed.get(dev, 0) + b
         for dev, b in need.items():
             with cupy.cuda.Device(dev):
                 free = cupy.cuda.runtime.memGetInfo()[0] + cupy.get_default_memory_pool().free_bytes()
             if b > free:
-                per_t = b / sched.tile
-                fit = int(free * 0.9 / per_t) if per_t else 0
+                f = fixed.get(dev, 0)
+                if f > free * 0.9:
+                    raise GpuMemoryError(
+                        f"mgemm: 3m needs {f / 2**30:.2f} GiB on GPU {dev} for the real copies of "
+                        f"its operands (1.5x their size), only {free / 2**30:.2f} GiB free; use "
+                        f"complex_method='native' or put A and B on different GPUs")
+                per_t = (b - f) / sched.tile
+                fit = int((free * 0.9 - f) / per_t) if per_t else 0
                 raise GpuMemoryError(
                     f"mgemm: tile {sched.tile} needs {b / 2**30:.2f} GiB of buffers on GPU {dev}, "
                     f"only {free / 2**30:.2f} GiB free; a tile <= {max(fit, 0)} would fit")
+
+    @staticmethod
+    def _dtype(sched, name, dtype):
+        dt = np.dtype(dtype)
+        return np.empty(0, dt).real.dtype if name in sched.real_buffers else dt
 
     def _buffer(self, name, dev, shape, dtype):
         key = self._key(name, dev, shape, dtype)
@@ -123,7 +150,9 @@ class CupyExecutor:
 
     # ------------------------------------------------------------------ main
     def gemm(self, A, B, C, alpha, beta, *, devices=None, tile=None, placement=None,
-             trace=False, **_):
+             trace=False, method="native", **_):
+        if method == "3m" and np.dtype(A.dtype).kind != "c":
+            raise ValueError(f"method='3m' needs complex operands, got A.dtype={A.dtype}")
         a_dev, b_dev = A.device.id, B.device.id
         if C is not None and not C.flags.c_contiguous:
             raise ValueError("C must be C-contiguous (it is updated in place)")
@@ -144,17 +173,19 @@ class CupyExecutor:
         B = B if B.flags.c_contiguous else _contig(B)
         g = len(devices)
         if g == 1 and a_dev == b_dev == c_dev == devices[0] and tile in (None, "auto"):
-            T = max(m, n)  # one device holding everything: a single cuBLAS call
+            # one device holding everything: a single cuBLAS call (3m: tiles of at most
+            # 8192, so its three real tile results stay small next to A, B, C)
+            T = max(m, n) if method == "native" else min(max(m, n), self.single_3m_tile)
         else:
-            T = resolve_tile(tile, m, n, g, A.dtype)
+            T = resolve_tile(tile, m, n, g, A.dtype, method)
         sched = plan_gemm(m, k, n, workers=devices, a_dev=a_dev, b_dev=b_dev, c_dev=c_dev,
-                          tile=T, beta_zero=beta_zero)
+                          tile=T, beta_zero=beta_zero, method=method)
         self.last_schedule = sched
         involved = sorted(set(devices) | {a_dev, b_dev, c_dev})
         enable_peer_access(involved)
         # keep only the band buffers this schedule uses (a sweep over tiles would
         # otherwise pile up one set per tile shape)
-        needed = {self._key(name, dev, shape, A.dtype)
+        needed = {self._key(name, dev, shape, self._dtype(sched, name, A.dtype))
                   for (name, dev), shape in sched.buffers.items() if name not in ("A", "B", "C")}
         self._buffers = {k: v for k, v in self._buffers.items() if k in needed}
         self._check_memory(sched, A.dtype)
@@ -167,7 +198,8 @@ class CupyExecutor:
             elif name == "C":
                 arrays[(name, dev)] = C
             else:
-                arrays[(name, dev)] = self._buffer(name, dev, shape, A.dtype)
+                arrays[(name, dev)] = self._buffer(name, dev, shape,
+                                                   self._dtype(sched, name, A.dtype))
         for d in involved:  # the inputs may still be in flight on the users' streams
             cupy.cuda.Device(d).synchronize()
         self._issue(sched, arrays, alpha, beta, A.dtype, trace, involved)
@@ -179,10 +211,7 @@ class CupyExecutor:
 
     def _issue(self, sched, arrays, alpha, beta, dtype, trace, involved):
         dt = np.dtype(dtype)
-        fn = getattr(_cublas, _GEMM[dt])
         keep = []  # host scalars must live until the calls return
-        alpha_h = np.array(alpha, dtype=dt)
-        keep.append(alpha_h)
         events = {}
         self._trace_events = [] if trace else None
         if trace:
@@ -215,11 +244,11 @@ class CupyExecutor:
                     c1 = max(r.c1 for r, _ in op.reads)
                     dst = op.writes[0]
                     s_arr, d_arr = arrays[(src.buf, src.dev)], arrays[(dst.buf, dst.dev)]
-                    width = c1 - c0
+                    width, isz = c1 - c0, s_arr.itemsize
                     cupy.cuda.runtime.memcpy2DAsync(
-                        _ptr(d_arr, dst.r0, dst.c0), d_arr.shape[1] * dt.itemsize,
-                        _ptr(s_arr, r0, c0), s_arr.shape[1] * dt.itemsize,
-                        width * dt.itemsize, r1 - r0, _MEMCPY_DEFAULT, st.ptr)
+                        _ptr(d_arr, dst.r0, dst.c0), d_arr.shape[1] * isz,
+                        _ptr(s_arr, r0, c0), s_arr.shape[1] * isz,
+                        width * isz, r1 - r0, _MEMCPY_DEFAULT, st.ptr)
                 elif op.kind == "gemm":
                     (ar, _), (br, _) = op.reads[0], op.reads[1]
                     out = op.writes[0]
@@ -230,15 +259,18 @@ class CupyExecutor:
                         h = cupy.cuda.device.get_cublas_handle()
                         _cublas.setPointerMode(h, 0)  # host scalars
                         handles[op.dev] = h
-                    b_h = np.array(resolve_beta(op.beta, beta), dtype=dt)
-                    keep.append(b_h)
+                    gdt = c_arr.dtype
+                    a_h = np.array(resolve_alpha(op.alpha, alpha), dtype=gdt)
+                    b_h = np.array(resolve_beta(op.beta, beta), dtype=gdt)
+                    keep += [a_h, b_h]
+                    fn = getattr(_cublas, _GEMM[gdt])
                     rows, cols = out.shape
                     # CuPy's cuBLAS wrappers bind the handle to CuPy's *current* stream
                     # on every call, so the stream must be made current (a setStream
                     # beforehand is overridden -- the GEMMs then raced the copies)
                     with st:
                         fn(h, 0, 0, cols, rows, ar.c1 - ar.c0,
-                           alpha_h.ctypes.data, _ptr(b_arr, br.r0, br.c0), b_arr.shape[1],
+                           a_h.ctypes.data, _ptr(b_arr, br.r0, br.c0), b_arr.shape[1],
                            _ptr(a_arr, ar.r0, ar.c0), a_arr.shape[1],
                            b_h.ctypes.data, _ptr(c_arr, out.r0, out.c0), c_arr.shape[1])
                 elif op.kind == "axpby":
@@ -247,6 +279,23 @@ class CupyExecutor:
                     with st:
                         _axpby(r_arr[rr.r0:rr.r1, rr.c0:rr.c1], dt.type(beta),
                                c_arr[cr.r0:cr.r1, cr.c0:cr.c1])
+                elif op.kind == "split":
+                    (zr, _), = op.reads
+                    out = op.writes[0]
+                    z = arrays[(zr.buf, zr.dev)][zr.r0:zr.r1, zr.c0:zr.c1]
+                    o = arrays[(out.buf, out.dev)][out.r0:out.r1, out.c0:out.c1]
+                    step = (zr.c1 - zr.c0) if op.axis == 1 else (zr.r1 - zr.r0)
+                    planes = [o[:, p * step:(p + 1) * step] if op.axis == 1 else
+                              o[p * step:(p + 1) * step] for p in range(3)]
+                    with st:
+                        _split(z, *planes)
+                elif op.kind == "combine":
+                    ts = [arrays[(r.buf, r.dev)][r.r0:r.r1, r.c0:r.c1] for r, _ in op.reads[:3]]
+                    out = op.writes[0]
+                    y = arrays[(out.buf, out.dev)][out.r0:out.r1, out.c0:out.c1]
+                    with st:
+                        _combine(*ts, dt.type(resolve_alpha(op.alpha, alpha)),
+                                 dt.type(resolve_beta(op.beta, beta)), y)
                 ev = cupy.cuda.Event(disable_timing=not trace)
                 ev.record(st)
                 events[op.id] = ev

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..schedule import plan_gemm
 from . import register
-from ._common import resolve_beta, resolve_tile, roles
+from ._common import resolve_alpha, resolve_beta, resolve_tile, roles
 
 NEVER, USER = -2, -1
 
@@ -44,12 +44,14 @@ def run_schedule(sched, arrays: dict, alpha, beta, rng, dtype):
             if d >= op.id:
                 raise HazardError(f"{op} depends on #{d}, issued later (not a valid issue order)")
     data, writer = {}, {}
+    real = np.empty(0, dtype=dtype).real.dtype
     for key, shape in sched.buffers.items():
         if key in arrays:
             data[key] = arrays[key]
             writer[key] = np.full(shape, USER, dtype=np.int64)
         else:
-            data[key] = np.full(shape, np.nan, dtype=dtype)
+            data[key] = np.full(shape, np.nan,
+                                dtype=real if key[0] in sched.real_buffers else dtype)
             writer[key] = np.full(shape, NEVER, dtype=np.int64)
     queues = {}
     for op in sched.ops:
@@ -80,17 +82,26 @@ def run_schedule(sched, arrays: dict, alpha, beta, rng, dtype):
                 raise HazardError(f"{op} reads {r}: {what}, expected "
                                   f"{'the input' if producer is None else f'#{producer}'}")
         b = resolve_beta(op.beta, beta)
+        a_ = resolve_alpha(op.alpha, alpha)
         if op.kind == "copy":
             r0, r1, c0, c1 = _bbox([r for r, _ in op.reads])
             src = op.reads[0][0]
             res = data[(src.buf, src.dev)][r0:r1, c0:c1].copy()
         elif op.kind == "gemm":
             a, bb = view(data, op.reads[0][0]), view(data, op.reads[1][0])
-            res = alpha * (a @ bb)
+            res = a_ * (a @ bb)
             if b != 0:
                 res = res + b * view(data, op.writes[0])
         elif op.kind == "axpby":
             res = view(data, op.reads[0][0]) + b * view(data, op.reads[1][0])
+        elif op.kind == "split":
+            z = view(data, op.reads[0][0])
+            res = np.concatenate([z.real, z.imag, z.real + z.imag], axis=op.axis)
+        elif op.kind == "combine":
+            t1, t2, t3 = (view(data, r) for r, _ in op.reads[:3])
+            res = a_ * ((t1 - t2) + 1j * (t3 - t1 - t2))
+            if b != 0:
+                res = res + b * view(data, op.writes[0])
         else:
             raise HazardError(f"unknown op kind {op.kind!r}")
         for r in op.writes:
@@ -111,6 +122,9 @@ def run_schedule(sched, arrays: dict, alpha, beta, rng, dtype):
     # how eagerly ops start rather than finish: eager starting keeps many ops in flight
     # (exposes overlaps), lazy starting lets producers finish early (exposes stale reads)
     eager = float(rng.choice([0.2, 0.5, 0.9, 0.99]))
+    # and how fast each stream is: a slow stream (a copy engine behind, a busy GPU) keeps
+    # its ops pending or in flight while the others run ahead
+    speed = {q: float(rng.choice([0.02, 1.0, 1.0, 50.0])) for q in queues}
     while len(done) < total:
         ready = []
         for q, i in heads.items():
@@ -123,10 +137,11 @@ def run_schedule(sched, arrays: dict, alpha, beta, rng, dtype):
             raise HazardError("deadlock: no op can start (a dependency on a later op in "
                               "the same stream?)")
         if ready and (not inflight or rng.random() < eager):
-            kind, what = "s", ready[rng.integers(len(ready))]
+            kind, what = "s", ready[_pick(rng, [speed[q] for q in ready])]
         else:
             fl = list(inflight)
-            kind, what = "f", fl[rng.integers(len(fl))]
+            kind, what = "f", fl[_pick(rng, [speed[(inflight[o][0].dev, inflight[o][0].stream)]
+                                             for o in fl])]
         if kind == "s":
             op = queues[what][heads[what]]
             heads[what] += 1
@@ -136,15 +151,31 @@ def run_schedule(sched, arrays: dict, alpha, beta, rng, dtype):
             finish(what)
 
 
+def _pick(rng, weights):
+    """An index drawn with probability proportional to ``weights``."""
+    x = rng.random() * sum(weights)
+    for i, w in enumerate(weights):
+        x -= w
+        if x < 0:
+            return i
+    return len(weights) - 1
+
+
 @register("emulated")
 class EmulatedExecutor:
     name = "emulated"
+    fused_3m = True
 
     def __init__(self, seed=None):
         self.rng = np.random.default_rng(seed)
         self.last_schedule = None
 
-    def gemm(self, A, B, C, alpha, beta, *, devices=None, tile=None, placement=None, **_):
+    def gemm(self, A, B, C, alpha, beta, *, devices=None, tile=None, placement=None,
+             method="native", **_):
+        """C = alpha*A@B + beta*C by the band schedule; ``method``: "native" or "3m"
+        (complex operands, Gauss' product fused into the schedule)."""
+        if method == "3m" and np.dtype(A.dtype).kind != "c":
+            raise ValueError(f"method='3m' needs complex operands, got A.dtype={A.dtype}")
         k_dev = 1 if devices is None else int(devices)
         if k_dev < 1:
             raise ValueError(f"devices must be >= 1 virtual devices, got devices={devices!r}")
@@ -156,7 +187,7 @@ class EmulatedExecutor:
             C = np.empty((m, n), dtype=A.dtype)
         T = resolve_tile(tile, m, n, k_dev)
         sched = plan_gemm(m, k, n, workers=list(range(k_dev)), a_dev=a_dev, b_dev=b_dev,
-                          c_dev=c_dev, tile=T, beta_zero=beta_zero)
+                          c_dev=c_dev, tile=T, beta_zero=beta_zero, method=method)
         self.last_schedule = sched
         arrays = {("A", a_dev): np.asarray(A), ("B", b_dev): np.asarray(B), ("C", c_dev): C}
         run_schedule(sched, arrays, alpha, beta, self.rng, A.dtype)
