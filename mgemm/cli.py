@@ -47,15 +47,18 @@ def plan(n, gpus, tile, placement, explain):
 @click.option("--timeline", type=click.Path(dir_okay=False), default=None)
 @click.option("--copy-side", type=click.Choice(["dst", "src"]), default="src", show_default=True,
               help="band copies pushed by the sender (src) or pulled by the receiver (dst)")
+@click.option("--interleave", type=click.Choice(["tile", "band"]), default="tile", show_default=True,
+              help="issue order across workers: tile by tile, or a whole band per worker")
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None)
 def bench(sizes, dtype, gpus, placements, tiles, cms, repeat, no_xt, no_jax, timeline, copy_side,
-          json_out):
+          interleave, json_out):
     """Time mgemm against single-GPU cuBLAS, cuBLAS-XT and JAX's sharded matmul on the
     GPUs present.  --timeline draws the last N on the most GPUs, placement (ii), once per
     complex method (FILE.png for the first, FILE_<method>.png for the others)."""
     from . import executors
     from .bench import run_bench
     executors.get("cupy").copy_side = copy_side
+    executors.get("cupy").interleave = interleave
     rows = run_bench(list(sizes), dtype, list(gpus), list(placements), list(tiles), list(cms),
                      repeat, () if no_xt else (2048, 4096, 8192), timeline, use_jax=not no_jax,
                      progress=lambda s: click.echo(s, err=True))

@@ -131,15 +131,21 @@ def auto_tile(m: int, n: int, g: int) -> int:
 
 
 def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev: int,
-              tile: int, beta_zero: bool, method: str = "native") -> Schedule:
+              tile: int, beta_zero: bool, method: str = "native",
+              interleave: str = "tile") -> Schedule:
     """Build the schedule (see the module docstring).  ``workers``: device ids computing;
-    ``method``: "native" (one GEMM per tile, any dtype) or "3m" (complex operands)."""
+    ``method``: "native" (one GEMM per tile, any dtype) or "3m" (complex operands).
+    ``interleave``: the issue order across workers -- "tile" (every worker's tile j,
+    then tile j + 1: a source sends band B_j to all workers before B_(j+1)) or "band"
+    (each worker's whole band in turn).  Streams and dependencies are the same."""
     if min(m, k, n) < 1:
         raise ValueError(f"matrix sizes must be >= 1, got m={m}, k={k}, n={n}")
     if not (isinstance(tile, int) and tile >= 1):
         raise ValueError(f"tile must be an integer >= 1, got tile={tile!r}")
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got method={method!r}")
+    if interleave not in ("tile", "band"):
+        raise ValueError(f"interleave must be 'tile' or 'band', got interleave={interleave!r}")
     workers = list(workers)
     if not workers or len(set(workers)) != len(workers):
         raise ValueError(f"workers must be distinct device ids, got workers={workers}")
@@ -238,70 +244,88 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
             return Region(R.buf, R.dev, R.r0, R.r1, R.c0 + p * k, R.c0 + (p + 1) * k)
         return Region(R.buf, R.dev, R.r0 + p * k, R.r0 + (p + 1) * k, R.c0, R.c1)
 
+    def start_band(s, li):
+        s.i = s.bands[li]
+        s.aR, s.a_id = a_region(s, li, s.i)
+        s.cslot = li % 2
+        s.tile_ids = []   # the op finishing each tile (gemm, or combine for 3m)
+        s.last_gemm = None
+
+    def do_tile(s, j):
+        i, (r0, r1), (c0, c1), cslot = s.i, rows(s.i), cols(j), s.cslot
+        aR, a_id = s.aR, s.a_id
+        bR, b_id, b_slot = b_region(s, j)
+        if s.dev == c_dev:
+            out = Region("C", c_dev, r0, r1, c0, c1)
+            beta = 0.0 if beta_zero else "beta"
+            send_dep = None
+        else:
+            out = Region("bufC", s.dev, cslot * T, cslot * T + (r1 - r0), c0, c1)
+            beta = 0.0
+            send_dep = s.last_send_C[cslot]
+        c_read = [(out, None)] if (s.dev == c_dev and not beta_zero) else []
+        if not g3:
+            gid = add("gemm", s.dev, "compute", [(aR, a_id), (bR, b_id)] + c_read,
+                      [out], deps=[a_id, b_id, send_dep], beta=beta, label=f"C{i},{j}")
+            s.last_gemm = gid
+            s.tile_ids.append(gid)
+        else:
+            parts = []
+            for p in range(3):
+                tR = Region("bufT", s.dev, 0, r1 - r0, p * T, p * T + (c1 - c0))
+                gid = add("gemm", s.dev, "compute",
+                          [(plane(aR, p, 1), a_id), (plane(bR, p, 0), b_id)], [tR],
+                          deps=[a_id, b_id], alpha=1.0, label=f"T{p + 1} C{i},{j}")
+                parts.append((tR, gid))
+            s.last_gemm = parts[-1][1]
+            cid = add("combine", s.dev, "compute", parts + c_read, [out],
+                      deps=[s.last_gemm, send_dep], beta=beta, label=f"C{i},{j}")
+            s.tile_ids.append(cid)
+        if b_slot is not None:
+            s.last_read_B[b_slot] = s.last_gemm
+
+    def finish_band(s, li):
+        i, (r0, r1), cslot, tile_ids = s.i, rows(s.i), s.cslot, s.tile_ids
+        if s.a_id is not None and s.dev != a_dev:
+            s.last_read_A[li % 2] = s.last_gemm
+        if s.dev == c_dev:
+            return
+        # the band's tiles finish in order on one stream: waiting for the last is enough
+        band = Region("bufC", s.dev, cslot * T, cslot * T + (r1 - r0), 0, n)
+        band_reads = [(Region(band.buf, band.dev, band.r0, band.r1, *cols(j)), t)
+                      for j, t in zip(range(nb), tile_ids)]
+        if beta_zero:
+            sid = add("copy", s.dev, "copy_out", band_reads,
+                      [Region("C", c_dev, r0, r1, 0, n)], deps=tile_ids[-1:], label=f"C{i}->C")
+            s.last_send_C[cslot] = sid
+        else:
+            recv = Region(f"recvC{s.dev}", c_dev, cslot * T, cslot * T + (r1 - r0), 0, n)
+            sid = add("copy", s.dev, "copy_out", band_reads, [recv],
+                      deps=[tile_ids[-1], last_reduce.get((s.dev, cslot))],
+                      label=f"C{i}->recv")
+            s.last_send_C[cslot] = sid
+            cR = Region("C", c_dev, r0, r1, 0, n)
+            rid = add("axpby", c_dev, f"reduce{s.dev}", [(recv, sid), (cR, None)], [cR],
+                      deps=[sid], beta="beta", label=f"C{i} = beta C{i} + band")
+            last_reduce[(s.dev, cslot)] = rid
+
     steps = max(len(s.bands) for s in ws)
     for li in range(steps):
-        for s in ws:
-            if li >= len(s.bands):
-                continue
-            i = s.bands[li]
-            r0, r1 = rows(i)
-            aR, a_id = a_region(s, li, i)
-            cslot = li % 2
-            tile_ids = []   # the op finishing each tile (gemm, or combine for 3m)
-            last_gemm = None
+        active = [s for s in ws if li < len(s.bands)]
+        if interleave == "band":   # worker by worker: a whole band each
+            for s in active:
+                start_band(s, li)
+                for j in range(nb):
+                    do_tile(s, j)
+                finish_band(s, li)
+        else:                      # tile by tile across the workers
+            for s in active:
+                start_band(s, li)
             for j in range(nb):
-                c0, c1 = cols(j)
-                bR, b_id, b_slot = b_region(s, j)
-                if s.dev == c_dev:
-                    out = Region("C", c_dev, r0, r1, c0, c1)
-                    beta = 0.0 if beta_zero else "beta"
-                    send_dep = None
-                else:
-                    out = Region("bufC", s.dev, cslot * T, cslot * T + (r1 - r0), c0, c1)
-                    beta = 0.0
-                    send_dep = s.last_send_C[cslot]
-                c_read = [(out, None)] if (s.dev == c_dev and not beta_zero) else []
-                if not g3:
-                    gid = add("gemm", s.dev, "compute", [(aR, a_id), (bR, b_id)] + c_read,
-                              [out], deps=[a_id, b_id, send_dep], beta=beta, label=f"C{i},{j}")
-                    last_gemm = gid
-                    tile_ids.append(gid)
-                else:
-                    parts = []
-                    for p in range(3):
-                        tR = Region("bufT", s.dev, 0, r1 - r0, p * T, p * T + (c1 - c0))
-                        gid = add("gemm", s.dev, "compute",
-                                  [(plane(aR, p, 1), a_id), (plane(bR, p, 0), b_id)], [tR],
-                                  deps=[a_id, b_id], alpha=1.0, label=f"T{p + 1} C{i},{j}")
-                        parts.append((tR, gid))
-                    last_gemm = parts[-1][1]
-                    cid = add("combine", s.dev, "compute", parts + c_read, [out],
-                              deps=[last_gemm, send_dep], beta=beta, label=f"C{i},{j}")
-                    tile_ids.append(cid)
-                if b_slot is not None:
-                    s.last_read_B[b_slot] = last_gemm
-            if a_id is not None and s.dev != a_dev:
-                s.last_read_A[li % 2] = last_gemm
-            if s.dev == c_dev:
-                continue
-            # the band's tiles finish in order on one stream: waiting for the last is enough
-            band = Region("bufC", s.dev, cslot * T, cslot * T + (r1 - r0), 0, n)
-            band_reads = [(Region(band.buf, band.dev, band.r0, band.r1, *cols(j)), t)
-                          for j, t in zip(range(nb), tile_ids)]
-            if beta_zero:
-                sid = add("copy", s.dev, "copy_out", band_reads,
-                          [Region("C", c_dev, r0, r1, 0, n)], deps=tile_ids[-1:], label=f"C{i}->C")
-                s.last_send_C[cslot] = sid
-            else:
-                recv = Region(f"recvC{s.dev}", c_dev, cslot * T, cslot * T + (r1 - r0), 0, n)
-                sid = add("copy", s.dev, "copy_out", band_reads, [recv],
-                          deps=[tile_ids[-1], last_reduce.get((s.dev, cslot))],
-                          label=f"C{i}->recv")
-                s.last_send_C[cslot] = sid
-                cR = Region("C", c_dev, r0, r1, 0, n)
-                rid = add("axpby", c_dev, f"reduce{s.dev}", [(recv, sid), (cR, None)], [cR],
-                          deps=[sid], beta="beta", label=f"C{i} = beta C{i} + band")
-                last_reduce[(s.dev, cslot)] = rid
+                for s in active:
+                    do_tile(s, j)
+            for s in active:
+                finish_band(s, li)
     real = frozenset({"A3", "B3", "bufA", "bufB", "bufT"}) if g3 else frozenset()
     return Schedule(m, k, n, T, workers, a_dev, b_dev, c_dev, beta_zero, ops, buffers,
                     method, real)

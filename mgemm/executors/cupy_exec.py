@@ -83,6 +83,8 @@ class CupyExecutor:
     #: pull copy runs at the full 394 GB/s (mgemm probe).
     copy_side = "src"
     fused_3m = True
+    #: issue order across workers (:func:`mgemm.schedule.plan_gemm`)
+    interleave = "tile"
     #: 3m's tile on one GPU holding A, B and C (``tile="auto"``)
     single_3m_tile = 8192
 
@@ -179,7 +181,8 @@ class CupyExecutor:
         else:
             T = resolve_tile(tile, m, n, g, A.dtype, method)
         sched = plan_gemm(m, k, n, workers=devices, a_dev=a_dev, b_dev=b_dev, c_dev=c_dev,
-                          tile=T, beta_zero=beta_zero, method=method)
+                          tile=T, beta_zero=beta_zero, method=method,
+                          interleave=self.interleave)
         self.last_schedule = sched
         involved = sorted(set(devices) | {a_dev, b_dev, c_dev})
         enable_peer_access(involved)

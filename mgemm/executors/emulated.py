@@ -165,6 +165,7 @@ def _pick(rng, weights):
 class EmulatedExecutor:
     name = "emulated"
     fused_3m = True
+    interleave = "tile"
 
     def __init__(self, seed=None):
         self.rng = np.random.default_rng(seed)
@@ -187,7 +188,8 @@ class EmulatedExecutor:
             C = np.empty((m, n), dtype=A.dtype)
         T = resolve_tile(tile, m, n, k_dev)
         sched = plan_gemm(m, k, n, workers=list(range(k_dev)), a_dev=a_dev, b_dev=b_dev,
-                          c_dev=c_dev, tile=T, beta_zero=beta_zero, method=method)
+                          c_dev=c_dev, tile=T, beta_zero=beta_zero, method=method,
+                          interleave=self.interleave)
         self.last_schedule = sched
         arrays = {("A", a_dev): np.asarray(A), ("B", b_dev): np.asarray(B), ("C", c_dev): C}
         run_schedule(sched, arrays, alpha, beta, self.rng, A.dtype)
