@@ -34,6 +34,23 @@ def _rand(cp, dev, n, dtype, seed):
         return x.astype(dtype)
 
 
+def free_gpu_memory(cp):
+    """Drop mgemm's cached band buffers and give every GPU's unused pool blocks back
+    (``MemoryPool.free_all_blocks`` frees the *current* device's pool only), so the
+    next configuration or library (cuBLAS-XT, JAX) finds the memory free."""
+    import gc
+
+    from . import executors
+    ex = executors._INSTANCES.get("cupy")
+    if ex is not None:
+        ex.release()
+    gc.collect()
+    pool = cp.get_default_memory_pool()
+    for d in range(cp.cuda.runtime.getDeviceCount()):
+        with cp.cuda.Device(d):
+            pool.free_all_blocks()
+
+
 def _time(cp, f, repeat, devices):
     f()
     for d in devices:
@@ -156,7 +173,7 @@ def jax_sharded_rows(jax, cp, A0, B0, g, repeat, sample, ref_rows, n, dtype, sin
 
 def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "one"),
               tiles=("auto",), complex_methods=("native",), repeat=3, xt_blocks=(2048, 4096, 8192),
-              timeline=None, progress=print, use_jax=True):
+              timeline=None, progress=print, use_jax=True, checkpoint=None):
     import cupy as cp
 
     import mgemm
@@ -218,7 +235,7 @@ def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "o
                         progress(f"N={n} mgemm G={g} {placement} tile={sched.tile} {cm}: "
                                  f"{rate:.2f} TFLOP/s = {rate / (g * single):.3f} of {g}x1, err {err:.1e}")
                 del A, B, C
-                cp.get_default_memory_pool().free_all_blocks()
+                free_gpu_memory(cp)
             if g > 1 and xt_blocks:
                 best = None
                 for blk in xt_blocks:
@@ -239,6 +256,7 @@ def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "o
                                         fraction=rate / (g * single), rel_error=err)
                     except Exception as e:
                         progress(f"N={n} cuBLAS-XT G={g} block={blk}: FAILED {e}")
+                    free_gpu_memory(cp)
                 if best:
                     rows.append(best)
             jax = _jax() if (g > 1 and use_jax) else None
@@ -253,8 +271,12 @@ def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "o
                 except Exception as e:  # report, keep going
                     progress(f"N={n} JAX G={g}: FAILED {type(e).__name__}: {e}")
                     rows.append(dict(n=n, engine="jax-sharded", gpus=g, error=str(e)))
+                import gc
+                gc.collect()
+        if checkpoint:
+            checkpoint(rows)
         del A0, B0, C0
-        cp.get_default_memory_pool().free_all_blocks()
+        free_gpu_memory(cp)
     if timeline:
         import os
         n = sizes[-1]

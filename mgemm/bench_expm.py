@@ -16,6 +16,8 @@ import time
 
 import numpy as np
 
+from .bench import free_gpu_memory
+
 
 def h2plus_matrix(n, norm1=20.0):
     """(H, dt) on the host: 3-point H of the soft-core double well, dt: ||dt H||_1 = norm1."""
@@ -87,7 +89,7 @@ def run_bench_expm(sizes, gpus, methods=("auto",), repeat=3, baselines=True, pro
                                  "plan": plan.as_dict()})
                     progress(f"N={n} {label} {method} G={g}: {sec:.3f} s, error {err:.1e}, "
                              f"unitarity {unit:.1e} ({plan.path}, {plan.products} products)")
-                    cp.get_default_memory_pool().free_all_blocks()
+                    free_gpu_memory(cp)
         if baselines:
             for name, fn in _baselines(A, n):
                 try:
@@ -106,11 +108,11 @@ def run_bench_expm(sizes, gpus, methods=("auto",), repeat=3, baselines=True, pro
                     rows.append({**base, "engine": name, "gpus": 1, "error": repr(e)[:300]})
                     progress(f"N={n} {name}: failed {e!r}"[:200])
                 gc.collect()
-                cp.get_default_memory_pool().free_all_blocks()
+                free_gpu_memory(cp)
         if checkpoint:
             checkpoint(rows)
         del A, ref, H
-        cp.get_default_memory_pool().free_all_blocks()
+        free_gpu_memory(cp)
     for n in sizes:
         rs = [r for r in rows if r["n"] == n and "seconds" in r]
         libs = [r for r in rs if not r["engine"].startswith("mgemm")]

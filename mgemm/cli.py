@@ -61,7 +61,9 @@ def bench(sizes, dtype, gpus, placements, tiles, cms, repeat, no_xt, no_jax, tim
     executors.get("cupy").interleave = interleave
     rows = run_bench(list(sizes), dtype, list(gpus), list(placements), list(tiles), list(cms),
                      repeat, () if no_xt else (2048, 4096, 8192), timeline, use_jax=not no_jax,
-                     progress=lambda s: click.echo(s, err=True))
+                     progress=lambda s: click.echo(s, err=True),
+                     checkpoint=(lambda rows: _save(json_out, "gemm", "mgemm bench", rows))
+                     if json_out else None)
     if json_out:
         _save(json_out, "gemm", "mgemm bench", rows)
     click.echo(f"{'N':>6} {'engine':12} {'G':>2} {'place':7} {'tile':>5} {'cm':6} {'TFLOP/s':>8} {'frac':>6}")

@@ -19,7 +19,7 @@ def run_tune(sizes, gpus, profile, dtype="complex128", placement="three", repeat
     import cupy as cp
 
     from . import executors
-    from .bench import _flops, _rand, _time
+    from .bench import _flops, _rand, _time, free_gpu_memory
     from .executors._common import roles
     from .gemm import gemm
     devices = list(range(gpus))
@@ -48,7 +48,7 @@ def run_tune(sizes, gpus, profile, dtype="complex128", placement="three", repeat
             progress(f"N={n} G={gpus} tile={t}: {row['tflops']:.1f} TFLOP/s "
                      f"(model {row['predicted_seconds_refined']:.3f} s, measured {sec:.3f} s)")
         del A, B, C
-        cp.get_default_memory_pool().free_all_blocks()
+        free_gpu_memory(cp)
     summary = []
     for n in sizes:
         rs = [r for r in rows if r["n"] == n]
