@@ -23,17 +23,24 @@ def tables():
                 out.append(f"| {r['name']} | {1e3 * r['seconds']:.3f} | {r['rel_error']:.2e} | "
                            f"{r['speedup_vs_scipy']:.2f} |")
         elif d["kind"] == "gemm":
-            out.append("| N | engine | GPUs | placement | tile | complex | TFLOP/s | fraction of G x 1-GPU |\n"
-                       "|---|---|---|---|---|---|---|---|")
+            out.append("| N | engine | GPUs | placement | tile | complex | TFLOP/s | fraction of G x 1-GPU "
+                       "| vs mgemm native, same GPUs |\n|---|---|---|---|---|---|---|---|---|")
+            native = {(r["n"], r["gpus"], r.get("placement")): r["tflops"] for r in d["rows"]
+                      if r.get("engine") == "mgemm" and r.get("complex_method") == "native"
+                      and "tflops" in r}
             for r in d["rows"]:
                 if "tflops" not in r:
                     out.append(f"| {r['n']} | {r['engine']} | {r['gpus']} | {r.get('placement', '')} | "
                                f"{r.get('tile', '')} | {r.get('complex_method', '')} | failed: "
-                               f"{r.get('error', '')[:60]} | |")
+                               f"{r.get('error', '')[:60]} | | |")
                     continue
+                ref = native.get((r["n"], r["gpus"], r.get("placement")))
+                if ref is None and r.get("engine") != "mgemm":  # baselines: vs placement (ii)
+                    ref = native.get((r["n"], r["gpus"], "three"))
+                ratio = f"{r['tflops'] / ref:.3f}" if ref else ""
                 out.append(f"| {r['n']} | {r['engine']} | {r['gpus']} | {r.get('placement', '')} | "
                            f"{r.get('tile', '')} | {r.get('complex_method', '')} | {r['tflops']:.2f} | "
-                           f"{r['fraction']:.3f} |")
+                           f"{r['fraction']:.3f} | {ratio} |")
         elif d["kind"] == "expm-gpu":
             out.append("| N | engine | GPUs | seconds | rel. error vs eigh | ||U^H U - I||/sqrt(N) | "
                        "speed-up vs fastest library |\n|---|---|---|---|---|---|---|")
