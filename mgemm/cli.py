@@ -16,14 +16,16 @@ def main():
 @click.option("--gpus", type=click.IntRange(1, None), default=4, show_default=True)
 @click.option("--tile", type=click.IntRange(1, None), default=None)
 @click.option("--placement", type=click.Choice(["one", "three"]), default="three", show_default=True)
+@click.option("--complex-method", "method", type=click.Choice(["native", "3m"]), default="native",
+              show_default=True, help="3m: the fused Gauss schedule (complex operands)")
 @click.option("--explain", is_flag=True, help="list every op")
-def plan(n, gpus, tile, placement, explain):
+def plan(n, gpus, tile, placement, method, explain):
     """Print the band schedule for an N x N x N product (no GPU needed)."""
     from .executors._common import resolve_tile, roles
     from .schedule import plan_gemm
     a, b, c = roles(placement, list(range(gpus)))
     s = plan_gemm(n, n, n, workers=list(range(gpus)), a_dev=a, b_dev=b, c_dev=c,
-                  tile=resolve_tile(tile, n, n, gpus), beta_zero=True)
+                  tile=resolve_tile(tile, n, n, gpus), beta_zero=True, method=method)
     click.echo(s.explain())
     if explain:
         for op in s.ops:

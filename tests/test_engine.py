@@ -259,3 +259,21 @@ def test_gemm_bad_arguments(args, exc, msg):
     beta = args.pop("beta", 0.0)
     with pytest.raises(exc, match=msg):
         mgemm.gemm(A, B, C, 1.0, beta, **args)
+
+
+def test_plan_cli_and_timeline_picture(tmp_path):
+    """`mgemm plan` prints the fused 3m schedule; the timeline draws every op kind."""
+    from click.testing import CliRunner
+
+    from mgemm.cli import main as mgemm_cli
+    from mgemm.timeline import plot_timeline
+    r = CliRunner().invoke(mgemm_cli, ["plan", "--n", "64", "--gpus", "3", "--tile", "16",
+                                       "--complex-method", "3m", "--explain"])
+    assert r.exit_code == 0, r.output
+    assert "(3m)" in r.output and "split" in r.output and "combine" in r.output
+    trace = [{"dev": d, "stream": st, "kind": k, "label": k, "start_ms": t, "end_ms": t + 1.0}
+             for t, (d, st, k) in enumerate([(0, "split", "split"), (1, "push0", "copy"),
+                                             (0, "compute", "gemm"), (0, "compute", "combine"),
+                                             (2, "reduce0", "axpby")])]
+    out = plot_timeline(trace, str(tmp_path / "t.png"), title="synthetic")
+    assert (tmp_path / "t.png").stat().st_size > 1000 and out.endswith("t.png")
