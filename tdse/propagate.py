@@ -205,8 +205,10 @@ class Interrupted(Exception):
 
 
 def _signal_guard():
-    """Turn SIGTERM into an exception in the main thread (SIGINT already raises
-    KeyboardInterrupt); returns a restore function."""
+    """Turn SIGTERM, and SIGINT, into KeyboardInterrupt in the main thread for the run;
+    returns a restore function.  SIGINT is set explicitly: a process started in the
+    background by a non-interactive shell inherits SIGINT *ignored*, and Python then
+    never raises KeyboardInterrupt -- a `kill -INT` would be lost and the run go on."""
     import signal
     import threading
     if threading.current_thread() is not threading.main_thread():
@@ -215,7 +217,12 @@ def _signal_guard():
     def on_term(signum, frame):
         raise KeyboardInterrupt("SIGTERM")
     old = signal.signal(signal.SIGTERM, on_term)
-    return lambda: signal.signal(signal.SIGTERM, old)
+    old_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def restore():
+        signal.signal(signal.SIGTERM, old)
+        signal.signal(signal.SIGINT, old_int)
+    return restore
 
 
 def output_bytes(config: Config) -> int:

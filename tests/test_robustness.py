@@ -148,9 +148,15 @@ def _slow_input(tmp_path, t_end=2.0):
 
 
 def _start(args, tmp_path):
+    """The CLI in a subprocess that inherits SIGINT *ignored*, as a background job of a
+    non-interactive shell (CI) does: the run must still stop on SIGINT."""
     env = {**os.environ, "PYTHONPATH": ROOT}
+
+    def ignore_sigint():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     return subprocess.Popen([sys.executable, "-m", "tdse.cli", *args], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=ignore_sigint)
 
 
 def _wait_for(path, proc, extra=2.0, limit=60.0):
