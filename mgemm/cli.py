@@ -30,7 +30,8 @@ def plan(n, gpus, tile, placement, method, explain):
     if explain:
         for op in s.ops:
             deps = ",".join(f"#{d}" for d in op.deps)
-            click.echo(f"{op}  deps[{deps}]")
+            pace = "".join(f" after #{d}" for d in op.after)
+            click.echo(f"{op}  deps[{deps}]{pace}")
 
 
 @main.command()

@@ -15,8 +15,8 @@ C = alpha*A@B + beta*C with A (M x K), B (K x N), C (M x N), all C-ordered (row-
   overwritten only after the GEMM that read it has finished (an explicit dependency =
   a CUDA event), and a C band slot is reused only after its send finished.
 
-A :class:`Schedule` is a list of :class:`Op` in a valid issue order (every dependency
-appears earlier; ops on one (device, stream) run in list order, as a CUDA stream does).
+A :class:`Schedule` is a list of :class:`Op` in a valid issue order (every dependency,
+and every pacing edge ``after``, appears earlier; ops on one (device, stream) run in list order, as a CUDA stream does).
 Executors (``emulated``, ``cupy``) run it; nothing here imports a GPU library.
 
 ``method="3m"`` (complex A, B, C) is Gauss' product fused into the engine: the source
@@ -79,6 +79,8 @@ class Op:
     label: str = ""
     alpha: float | complex | str = "alpha"
     axis: int = 0
+    #: ops this one waits for only to pace it (not needed for a correct result)
+    after: list = field(default_factory=list)
 
     def __str__(self):
         return f"#{self.id} {self.kind} on {self.dev}/{self.stream} ({self.label})"
@@ -163,9 +165,10 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
         buffers[("A3", a_dev)] = (m, 3 * k)
         buffers[("B3", b_dev)] = (3 * k, n)
 
-    def add(kind, dev, stream, reads, writes, deps=(), beta=0.0, label="", **kw):
+    def add(kind, dev, stream, reads, writes, deps=(), beta=0.0, label="", after=(), **kw):
         op = Op(len(ops), kind, dev, stream, list(reads), list(writes),
-                sorted({d for d in deps if d is not None}), beta, label, **kw)
+                sorted({d for d in deps if d is not None}), beta, label,
+                after=sorted({d for d in after if d is not None}), **kw)
         ops.append(op)
         return op.id
 
@@ -195,47 +198,55 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
         ws.append(s)
     last_reduce = {}  # (w, slot) -> axpby op reading recvC slot
 
-    # 3m: split the operands band by band on their devices, in the order they are needed
-    # (every worker's first A band, all B bands, the other A bands), on a "split" stream
+    # 3m: the source devices split their operands band by band on a "split" stream, each
+    # split issued when its band is first needed.  Splits run at full memory bandwidth
+    # and slow the peer copies leaving the same GPU, so they are paced: B_j's split waits
+    # for the first use of B_(j-2), a worker's next A band's split for the first use of
+    # its previous band (the start then sends B_0, B_1 without competing splits).
     split_a, split_b = {}, {}
-    if g3:
-        def split_A(i):
+    first_use_a, first_use_b = {}, {}   # band -> the first op reading it (copy or gemm)
+
+    def need_a(i, after=None):
+        if g3 and i not in split_a:
             r0, r1 = rows(i)
             split_a[i] = add("split", a_dev, "split", [(Region("A", a_dev, r0, r1, 0, k), None)],
-                             [Region("A3", a_dev, r0, r1, 0, 3 * k)], axis=1, label=f"split A{i}")
+                             [Region("A3", a_dev, r0, r1, 0, 3 * k)], after=[after], axis=1,
+                             label=f"split A{i}")
+        return split_a.get(i)
 
-        for s in ws:
-            if s.bands:
-                split_A(s.bands[0])
-        for j in range(nb):
+    def need_b(j):
+        if g3 and j not in split_b:
             c0, c1 = cols(j)
             split_b[j] = add("split", b_dev, "split", [(Region("B", b_dev, 0, k, c0, c1), None)],
-                             [Region("B3", b_dev, 0, 3 * k, c0, c1)], axis=0, label=f"split B{j}")
-        for i in range(mb):
-            if i not in split_a:
-                split_A(i)
+                             [Region("B3", b_dev, 0, 3 * k, c0, c1)],
+                             after=[first_use_b.get(j - 2)], axis=0, label=f"split B{j}")
+        return split_b.get(j)
 
     def a_region(s, li, i):
         r0, r1 = rows(i)
+        sid = need_a(i, first_use_a.get(s.bands[li - 1]) if li else None)
         src = Region(src_a, a_dev, r0, r1, 0, P * k)
         if s.dev == a_dev:
-            return src, split_a.get(i)
+            return src, sid
         slot = li % 2
         dst = Region("bufA", s.dev, slot * T, slot * T + (r1 - r0), 0, P * k)
-        cid = add("copy", s.dev, "copy_in", [(src, split_a.get(i))], [dst],
-                  deps=[s.last_read_A[slot], split_a.get(i)], label=f"A{i}->w{s.dev}")
+        cid = add("copy", s.dev, "copy_in", [(src, sid)], [dst],
+                  deps=[s.last_read_A[slot], sid], label=f"A{i}->w{s.dev}")
+        first_use_a.setdefault(i, cid)
         return dst, cid
 
     def b_region(s, j):
         c0, c1 = cols(j)
+        sid = need_b(j)
         src = Region(src_b, b_dev, 0, P * k, c0, c1)
         if s.dev == b_dev:
-            return src, split_b.get(j), None
+            return src, sid, None
         slot = s.b_count % 2
         s.b_count += 1
         dst = Region("bufB", s.dev, slot * P * k, (slot + 1) * P * k, 0, c1 - c0)
-        cid = add("copy", s.dev, "copy_in", [(src, split_b.get(j))], [dst],
-                  deps=[s.last_read_B[slot], split_b.get(j)], label=f"B{j}->w{s.dev}")
+        cid = add("copy", s.dev, "copy_in", [(src, sid)], [dst],
+                  deps=[s.last_read_B[slot], sid], label=f"B{j}->w{s.dev}")
+        first_use_b.setdefault(j, cid)
         return dst, cid, slot
 
     def plane(R, p, axis):
@@ -277,6 +288,8 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
                           [(plane(aR, p, 1), a_id), (plane(bR, p, 0), b_id)], [tR],
                           deps=[a_id, b_id], alpha=1.0, label=f"T{p + 1} C{i},{j}")
                 parts.append((tR, gid))
+                first_use_a.setdefault(i, gid)
+                first_use_b.setdefault(j, gid)
             s.last_gemm = parts[-1][1]
             cid = add("combine", s.dev, "compute", parts + c_read, [out],
                       deps=[s.last_gemm, send_dep], beta=beta, label=f"C{i},{j}")

@@ -143,7 +143,8 @@ def _ancestors(sched, oid):
     seen, todo = set(), [oid]
     while todo:
         o = todo.pop()
-        for p in list(sched.ops[o].deps) + ([prev[o]] if prev[o] is not None else []):
+        for p in (list(sched.ops[o].deps) + list(sched.ops[o].after)
+                  + ([prev[o]] if prev[o] is not None else [])):
             if p not in seen:
                 seen.add(p)
                 todo.append(p)
@@ -225,6 +226,15 @@ def test_3m_schedule_layout():
                 assert src.buf == "B3" and (src.r0, src.r1) == (0, 3 * k)
     kinds = [op.kind for op in s.ops]
     assert kinds.count("split") == 8 + 8 and kinds.count("combine") == 64
+    # splits are paced: B_j's waits for the first copy of B_(j-2) (never a correctness dep)
+    first_copy = {}
+    for op in s.ops:
+        if op.kind == "copy" and op.label.startswith("B"):
+            first_copy.setdefault(op.label.split("->")[0], op.id)
+    for op in s.ops:
+        if op.kind == "split" and op.label.startswith("split B"):
+            j = int(op.label[len("split B"):])
+            assert op.deps == [] and op.after == ([first_copy[f"B{j - 2}"]] if j >= 2 else [])
     assert kinds.count("gemm") == 3 * 64
     assert "(3m)" in s.explain()
 

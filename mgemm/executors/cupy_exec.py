@@ -233,7 +233,7 @@ class CupyExecutor:
             q_of[op.id] = (qdev, qname)
             with cupy.cuda.Device(qdev):
                 st = self._stream(qdev, qname)
-                for dep in op.deps:
+                for dep in op.deps + op.after:
                     if q_of[dep] != q_of[op.id]:
                         st.wait_event(events[dep])
                 if trace:

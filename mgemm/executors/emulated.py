@@ -40,7 +40,7 @@ def _bbox(regions):
 def run_schedule(sched, arrays: dict, alpha, beta, rng, dtype):
     """Execute ``sched`` on host arrays keyed (name, dev); user arrays A, B, C included."""
     for op in sched.ops:
-        for d in op.deps:
+        for d in op.deps + op.after:
             if d >= op.id:
                 raise HazardError(f"{op} depends on #{d}, issued later (not a valid issue order)")
     data, writer = {}, {}
@@ -131,7 +131,7 @@ def run_schedule(sched, arrays: dict, alpha, beta, rng, dtype):
             if q in busy or i >= len(queues[q]):
                 continue
             op = queues[q][i]
-            if all(d in done for d in op.deps):
+            if all(d in done for d in op.deps) and all(d in done for d in op.after):
                 ready.append(q)
         if not ready and not inflight:
             raise HazardError("deadlock: no op can start (a dependency on a later op in "
