@@ -179,7 +179,8 @@ def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "o
     import mgemm
     dtype = np.dtype(dtype)
     ngpu = cp.cuda.runtime.getDeviceCount()
-    gpus = [g for g in gpus if g <= ngpu]
+    if max(gpus) > ngpu:
+        raise ValueError(f"gpus={max(gpus)}: only {ngpu} GPUs present")
     rows = []
     for n in sizes:
         fl = _flops(n, dtype)
@@ -271,8 +272,7 @@ def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "o
                 except Exception as e:  # report, keep going
                     progress(f"N={n} JAX G={g}: FAILED {type(e).__name__}: {e}")
                     rows.append(dict(n=n, engine="jax-sharded", gpus=g, error=str(e)))
-                import gc
-                gc.collect()
+                free_gpu_memory(cp)  # drops JAX's arrays too (platform allocator)
         if checkpoint:
             checkpoint(rows)
         del A0, B0, C0

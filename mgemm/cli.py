@@ -6,6 +6,16 @@ import json
 import click
 
 
+def _need_gpus(command, gpus=(1,)):
+    """One-line usage error (exit 2) unless CuPy sees at least max(gpus) GPUs."""
+    from ._array import gpu_count
+    have = gpu_count()
+    if have == 0:
+        raise click.UsageError(f"mgemm {command} needs CuPy and a GPU")
+    if gpus and max(gpus) > have:
+        raise click.UsageError(f"--gpus {max(gpus)}: only {have} GPUs present")
+
+
 @click.group()
 def main():
     """Band-based asynchronous multi-GPU GEMM (Choi, Nikolskiy & Stegailov)."""
@@ -58,6 +68,7 @@ def bench(sizes, dtype, gpus, placements, tiles, cms, repeat, no_xt, no_jax, tim
     """Time mgemm against single-GPU cuBLAS, cuBLAS-XT and JAX's sharded matmul on the
     GPUs present.  --timeline draws the last N on the most GPUs, placement (ii), once per
     complex method (FILE.png for the first, FILE_<method>.png for the others)."""
+    _need_gpus("bench", gpus)
     from . import executors
     from .bench import run_bench
     executors.get("cupy").copy_side = copy_side
@@ -137,9 +148,7 @@ def model(n, gpus, bw_math, bw_mem, bw_transfer, latency, dtype, complex_method,
 @click.option("--copy-mib", type=int, default=1024, show_default=True)
 def probe(out, gemm_n, copy_mib):
     """Measure BW_math, BW_mem, peer transfers and latency; save the machine profile."""
-    from ._array import gpu_count
-    if gpu_count() == 0:
-        raise click.UsageError("mgemm probe needs CuPy and at least one GPU")
+    _need_gpus("probe")
     from .probe import run_probe, save_profile
     import datetime as dt
     doc = run_probe(gemm_n=gemm_n, copy_bytes=copy_mib << 20,
@@ -162,10 +171,8 @@ def probe(out, gemm_n, copy_mib):
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None)
 def tune(sizes, gpus, dtype, placement, min_tile, repeat, profile_path, plot, copy_side, json_out):
     """Sweep tiles x N, compare with the model; plot and JSON."""
-    from ._array import gpu_count
     from .probe import load_profile
-    if gpu_count() == 0:
-        raise click.UsageError("mgemm tune needs CuPy and GPUs")
+    _need_gpus("tune", gpus)
     prof = load_profile(profile_path)
     if prof is None:
         raise click.UsageError("no machine profile: run `mgemm probe` first (or pass --profile)")
@@ -199,11 +206,7 @@ def tune(sizes, gpus, dtype, placement, min_tile, repeat, profile_path, plot, co
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None)
 def bench_expm(sizes, gpus, methods, repeat, no_baselines, json_out):
     """Time mgemm.expm on 1..G GPUs against torch, jax and cupyx on one GPU."""
-    from ._array import gpu_count
-    if gpu_count() == 0:
-        raise click.UsageError("mgemm bench-expm needs CuPy and a GPU")
-    if max(gpus) > gpu_count():
-        raise click.UsageError(f"--gpus {max(gpus)}: only {gpu_count()} GPUs present")
+    _need_gpus("bench-expm", gpus)
     from .bench_expm import run_bench_expm
     save = (lambda rows: _save(json_out, "expm-gpu", "mgemm bench-expm", rows)) if json_out else None
     rows = run_bench_expm(list(sizes), list(gpus), list(methods), repeat, not no_baselines,

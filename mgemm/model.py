@@ -40,13 +40,14 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-__all__ = ["Hardware", "Prediction", "dtype_factors", "predict", "best_tile", "model_report",
+__all__ = ["REAL_OF", "Hardware", "Prediction", "dtype_factors", "predict", "best_tile",
+           "model_report",
            "VARIANTS"]
 
 VARIANTS = ("refined", "paper")
 
 _DTYPES = {"float32": (4, 2), "float64": (8, 2), "complex64": (8, 8), "complex128": (16, 8)}
-_REAL_OF = {"complex64": "float32", "complex128": "float64"}
+REAL_OF = {"complex64": "float32", "complex128": "float64"}
 
 
 @dataclass(frozen=True)
@@ -98,10 +99,10 @@ def dtype_factors(dtype: str, complex_method: str = "native"):
         raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got dtype={dtype!r}")
     if complex_method not in ("native", "4m", "3m"):
         raise ValueError(f"complex_method must be native, 4m or 3m, got complex_method={complex_method!r}")
-    if complex_method == "native" or dtype not in _REAL_OF:
+    if complex_method == "native" or dtype not in REAL_OF:
         b, f = _DTYPES[dtype]
         return b, f, 1
-    b, f = _DTYPES[_REAL_OF[dtype]]
+    b, f = _DTYPES[REAL_OF[dtype]]
     return (b, f, 4) if complex_method == "4m" else (3 * b, 3 * f, 1)
 
 
@@ -163,7 +164,7 @@ def predict(n, g, tile, hw: Hardware, dtype="float32", complex_method="native",
         bands = math.ceil(n / t)
         t_task = 3 * t_transfer + math.ceil(bands / g) * bands * t_kernel
     t_task *= passes
-    flops = (8 if dtype in _REAL_OF else 2) * float(n) ** 3
+    flops = (8 if dtype in REAL_OF else 2) * float(n) ** 3
     return Prediction(tile=t, intensity=f * t * n / (b * (2 * n + t)), t_math=t_math,
                       t_mem=t_mem, t_gemm=t_gemm, t_transfer=t_transfer, t_kernel=t_kernel,
                       t_task=t_task, rate=flops / t_task,

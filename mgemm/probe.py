@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from .model import Hardware
+from .model import REAL_OF, Hardware
 
 PROFILE_ENV = "MGEMM_PROFILE"
 
@@ -49,9 +49,8 @@ def load_profile(path=None):
 
 
 def hardware_from_profile(doc, dtype) -> Hardware:
-    real = {"complex64": "float32", "complex128": "float64"}
-    math_rate = doc["bw_math"].get(dtype) or doc["bw_math"][real.get(dtype, dtype)]
-    curve = doc.get("tile_rates", {}).get(dtype) or doc.get("tile_rates", {}).get(real.get(dtype, ""))
+    math_rate = doc["bw_math"].get(dtype) or doc["bw_math"][REAL_OF.get(dtype, dtype)]
+    curve = doc.get("tile_rates", {}).get(dtype) or doc.get("tile_rates", {}).get(REAL_OF.get(dtype, ""))
     curve = tuple(sorted((int(t), float(r)) for t, r in (curve or {}).items()))
     return Hardware(bw_math=float(math_rate), bw_mem=float(doc["bw_mem"]),
                     bw_transfer=float(doc["bw_transfer"]), latency=float(doc.get("latency", 0.0)),

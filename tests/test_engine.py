@@ -114,23 +114,14 @@ def test_both_issue_orders(rng, method, beta):
                   interleave="random")
 
 
-def test_many_random_orders_3m(rng):
-    A, B, C = (rand(rng, (40, 20), np.complex128), rand(rng, (20, 44), np.complex128),
-               rand(rng, (40, 44), np.complex128))
+@pytest.mark.parametrize("method, dtype, seeds", [("native", np.float64, 40),
+                                                  ("3m", np.complex128, 30)])
+def test_many_random_orders(rng, method, dtype, seeds):
+    A, B, C = rand(rng, (48, 20), dtype), rand(rng, (20, 44), dtype), rand(rng, (48, 44), dtype)
     ref = A @ B + 0.5 * C
-    for seed in range(30):
+    for seed in range(seeds):
         out = EmulatedExecutor(seed=seed).gemm(A, B, C.copy(), 1.0, 0.5, devices=4, tile=8,
-                                               placement="three", method="3m")
-        np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-12)
-
-
-def test_many_random_orders(rng):
-    A, B, C = (rand(rng, (48, 20), np.float64), rand(rng, (20, 48), np.float64),
-               rand(rng, (48, 48), np.float64))
-    ref = A @ B + 0.5 * C
-    for seed in range(40):
-        out = EmulatedExecutor(seed=seed).gemm(A, B, C.copy(), 1.0, 0.5, devices=4, tile=8,
-                                               placement="three")
+                                               placement="three", method=method)
         np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-12)
 
 

@@ -179,10 +179,22 @@ def test_math_curve_interpolates_and_only_the_refined_variant_uses_it():
         Hardware(1.0, 1.0, 1.0, math_curve=((512, -1.0),))
 
 
-@pytest.mark.parametrize("cmd", [["probe"], ["tune"], ["bench-expm"]])
+@pytest.mark.parametrize("cmd", [["probe"], ["tune"], ["bench-expm"], ["bench", "--n", "64"]])
 def test_gpu_commands_without_gpu_exit_2(cmd):
     from mgemm._array import gpu_count
     if gpu_count():
         pytest.skip("GPUs present")
     r = CliRunner().invoke(mgemm_cli, cmd)
     assert r.exit_code == 2 and "GPU" in r.output and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("cmd, value", [
+    (["bench", "--interleave", "sideways"], "sideways"),
+    (["bench", "--complex-method", "5m"], "5m"),
+    (["plan", "--n", "64", "--complex-method", "4m"], "4m"),
+])
+def test_bad_engine_options_exit_2(cmd, value):
+    """A wrong value of the new options names the option and the value, exit 2."""
+    r = CliRunner().invoke(mgemm_cli, cmd)
+    assert r.exit_code == 2 and value in r.output and "Traceback" not in r.output
+    assert ("--" + cmd[-2].lstrip("-")) in r.output

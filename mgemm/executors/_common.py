@@ -26,7 +26,7 @@ def resolve_tile(tile, m, n, g, dtype=None, method="native"):
     "3m": the fused 3m schedule, rated at the real type's GEMM rate."""
     if tile is None or tile == "auto":
         if dtype is not None and g > 1:
-            from ..model import best_tile
+            from ..model import REAL_OF, best_tile
             from ..probe import hardware_from_profile, load_profile
             try:
                 prof = load_profile()
@@ -34,8 +34,7 @@ def resolve_tile(tile, m, n, g, dtype=None, method="native"):
                 prof = None
             if prof is not None:
                 dt = str(dtype)
-                rate_of = {"complex64": "float32", "complex128": "float64"}.get(dt, dt) \
-                    if method == "3m" else dt
+                rate_of = REAL_OF.get(dt, dt) if method == "3m" else dt
                 return best_tile(max(m, n), g, hardware_from_profile(prof, rate_of), dt, method)
         return auto_tile(m, n, g)
     if isinstance(tile, bool) or not isinstance(tile, int) or tile < 1:

@@ -214,7 +214,13 @@ class CupyExecutor:
 
     def _issue(self, sched, arrays, alpha, beta, dtype, trace, involved):
         dt = np.dtype(dtype)
-        keep = []  # host scalars must live until the calls return
+        keep = {}  # host scalars, one per (value, dtype); they must outlive the calls
+
+        def scalar(value, gdt):
+            key = (value, gdt.str)
+            if key not in keep:
+                keep[key] = np.array(value, dtype=gdt)
+            return keep[key]
         events = {}
         self._trace_events = [] if trace else None
         if trace:
@@ -263,9 +269,8 @@ class CupyExecutor:
                         _cublas.setPointerMode(h, 0)  # host scalars
                         handles[op.dev] = h
                     gdt = c_arr.dtype
-                    a_h = np.array(resolve_alpha(op.alpha, alpha), dtype=gdt)
-                    b_h = np.array(resolve_beta(op.beta, beta), dtype=gdt)
-                    keep += [a_h, b_h]
+                    a_h = scalar(resolve_alpha(op.alpha, alpha), gdt)
+                    b_h = scalar(resolve_beta(op.beta, beta), gdt)
                     fn = getattr(_cublas, _GEMM[gdt])
                     rows, cols = out.shape
                     # CuPy's cuBLAS wrappers bind the handle to CuPy's *current* stream
