@@ -171,9 +171,51 @@ def jax_sharded_rows(jax, cp, A0, B0, g, repeat, sample, ref_rows, n, dtype, sin
     return out
 
 
+def _mgemm_row(cp, mgemm, A, B, C, devs, t_arg, cm, balance, repeat, ctx, progress):
+    """One timed mgemm configuration as a result row.  ``balance`` "balanced": first two
+    traced calibration calls (equal rows, then the rows they suggest; mgemm.balance),
+    then the timing with the rows of the second."""
+    from .balance import shares_from_trace
+    n, dtype, g, placement, single, fl, sample, ref_rows = ctx
+    a_dev, b_dev, c_dev = A.device.id, B.device.id, C.device.id
+    ex = mgemm.executors.get("cupy")
+    shares = None
+    what = f"N={n} mgemm G={g} {placement} tile={t_arg} {cm}{' balanced' if balance else ''}"
+    try:
+        if balance:
+            for _ in range(2):
+                mgemm.gemm(A, B, C, 1.0, 0.0, devices=devs, tile=t_arg, complex_method=cm,
+                           shares=shares, trace=True)
+                shares = shares_from_trace(mgemm.last_trace(), ex.last_schedule)
+        t = _time(cp, lambda: mgemm.gemm(A, B, C, 1.0, 0.0, devices=devs, tile=t_arg,
+                                         complex_method=cm, shares=shares),
+                  repeat, sorted(set(devs) | {a_dev, b_dev, c_dev}))
+    except Exception as e:  # report, keep going
+        progress(f"{what}: FAILED {e}")
+        return dict(n=n, engine="mgemm", gpus=g, placement=placement, tile=str(t_arg),
+                    complex_method=cm, balanced=bool(balance), error=str(e))
+    with cp.cuda.Device(c_dev):
+        got = cp.asarray(C[sample])
+    with cp.cuda.Device(0):
+        err = float(cp.abs(cp.asarray(got) - ref_rows).max() / cp.abs(ref_rows).max())
+    sched = ex.last_schedule
+    rate = fl / t / 1e12
+    row = dict(n=n, dtype=dtype.name, engine="mgemm", gpus=g, placement=placement,
+               tile=sched.tile, complex_method=cm, seconds=t, tflops=rate,
+               fraction=rate / (g * single), rel_error=err, copy_side=ex.copy_side,
+               interleave=ex.interleave, balanced=bool(balance))
+    if balance:
+        row["rows_per_gpu"] = [sum(sched.bands[i][1] - sched.bands[i][0] for i in b)
+                               for b in sched.bands_of]
+    progress(f"N={n} mgemm G={g} {placement} tile={sched.tile} {cm}"
+             f"{' balanced ' + str(row['rows_per_gpu']) if balance else ''}: "
+             f"{rate:.2f} TFLOP/s = {rate / (g * single):.3f} of {g}x1, err {err:.1e}")
+    return row
+
+
 def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "one"),
               tiles=("auto",), complex_methods=("native",), repeat=3, xt_blocks=(2048, 4096, 8192),
-              timeline=None, progress=print, use_jax=True, checkpoint=None):
+              timeline=None, progress=print, use_jax=True, checkpoint=None, balance=False):
     import cupy as cp
 
     import mgemm
@@ -211,30 +253,13 @@ def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "o
                         if cm != "native" and dtype.kind != "c":
                             continue
                         t_arg = tile if tile == "auto" else int(tile)
-                        f = lambda: mgemm.gemm(A, B, C, 1.0, 0.0, devices=devs, tile=t_arg,  # noqa: E731
-                                               complex_method=cm)
-                        try:
-                            t = _time(cp, f, repeat, sorted(set(devs) | {a_dev, b_dev, c_dev}))
-                        except Exception as e:  # report, keep going
-                            progress(f"N={n} G={g} {placement} tile={tile} {cm}: FAILED {e}")
-                            rows.append(dict(n=n, engine="mgemm", gpus=g, placement=placement,
-                                             tile=str(tile), complex_method=cm, error=str(e)))
-                            continue
-                        with cp.cuda.Device(c_dev):
-                            got = cp.asarray(C[sample])
-                        with cp.cuda.Device(0):
-                            err = float(cp.abs(cp.asarray(got) - ref_rows).max() /
-                                        cp.abs(ref_rows).max())
-                        sched = mgemm.executors.get("cupy").last_schedule
-                        rate = fl / t / 1e12
-                        rows.append(dict(n=n, dtype=dtype.name, engine="mgemm", gpus=g,
-                                         placement=placement, tile=sched.tile, complex_method=cm,
-                                         seconds=t, tflops=rate, fraction=rate / (g * single),
-                                         rel_error=err,
-                                         copy_side=mgemm.executors.get("cupy").copy_side,
-                                         interleave=mgemm.executors.get("cupy").interleave))
-                        progress(f"N={n} mgemm G={g} {placement} tile={sched.tile} {cm}: "
-                                 f"{rate:.2f} TFLOP/s = {rate / (g * single):.3f} of {g}x1, err {err:.1e}")
+                        for sh in ([None, "balanced"] if balance and g > 1 else [None]):
+                            row = _mgemm_row(cp, mgemm, A, B, C, devs, t_arg, cm, sh, repeat,
+                                             (n, dtype, g, placement, single, fl, sample, ref_rows),
+                                             progress)
+                            rows.append(row)
+                            if "error" in row:
+                                break
                 del A, B, C
                 free_gpu_memory(cp)
             if g > 1 and xt_blocks:
@@ -285,14 +310,24 @@ def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "o
         B = _rand(cp, 1 % g, n, dtype, 2)
         with cp.cuda.Device(2 % g):
             C = cp.empty((n, n), dtype)
+        from .balance import shares_from_trace
         from .timeline import plot_timeline
         methods = [cm for cm in complex_methods if cm == "native" or dtype.kind == "c"]
         for idx, cm in enumerate(methods or ["native"]):
             stem, ext = os.path.splitext(timeline)
             path = timeline if idx == 0 else f"{stem}_{cm}{ext or '.png'}"
-            mgemm.gemm(A, B, C, devices=list(range(g)), complex_method=cm, trace=True)
-            tile = mgemm.executors.get("cupy").last_schedule.tile
-            plot_timeline(mgemm.last_trace(), path,
-                          title=f"mgemm N={n} {dtype.name} {cm} {g} GPUs, tile {tile}, "
-                                f"A/B/C on 0/{1 % g}/{2 % g}")
+            shares = None
+            for it in range(3 if balance and g > 1 else 1):
+                mgemm.gemm(A, B, C, devices=list(range(g)), complex_method=cm, shares=shares,
+                           trace=True)
+                sched = mgemm.executors.get("cupy").last_schedule
+                if it == 0 or it == 2:
+                    rows_of = ("" if shares is None else ", rows " + "/".join(
+                        str(sum(sched.bands[i][1] - sched.bands[i][0] for i in b))
+                        for b in sched.bands_of))
+                    plot_timeline(mgemm.last_trace(), path if it == 0 else
+                                  f"{os.path.splitext(path)[0]}_balanced{ext or '.png'}",
+                                  title=f"mgemm N={n} {dtype.name} {cm} {g} GPUs, tile {sched.tile}, "
+                                        f"A/B/C on 0/{1 % g}/{2 % g}{rows_of}")
+                shares = shares_from_trace(mgemm.last_trace(), sched)
     return rows

@@ -62,9 +62,12 @@ def plan(n, gpus, tile, placement, method, explain):
               help="band copies pushed by the sender (src) or pulled by the receiver (dst)")
 @click.option("--interleave", type=click.Choice(["tile", "band"]), default="tile", show_default=True,
               help="issue order across workers: tile by tile, or a whole band per worker")
+@click.option("--balance", is_flag=True,
+              help="also time each multi-GPU configuration with rows per GPU balanced from a "
+                   "traced run (mgemm.balance)")
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None)
 def bench(sizes, dtype, gpus, placements, tiles, cms, repeat, no_xt, no_jax, timeline, copy_side,
-          interleave, json_out):
+          interleave, balance, json_out):
     """Time mgemm against single-GPU cuBLAS, cuBLAS-XT and JAX's sharded matmul on the
     GPUs present.  --timeline draws the last N on the most GPUs, placement (ii), once per
     complex method (FILE.png for the first, FILE_<method>.png for the others)."""
@@ -75,6 +78,7 @@ def bench(sizes, dtype, gpus, placements, tiles, cms, repeat, no_xt, no_jax, tim
     executors.get("cupy").interleave = interleave
     rows = run_bench(list(sizes), dtype, list(gpus), list(placements), list(tiles), list(cms),
                      repeat, () if no_xt else (2048, 4096, 8192), timeline, use_jax=not no_jax,
+                     balance=balance,
                      progress=lambda s: click.echo(s, err=True),
                      checkpoint=(lambda rows: _save(json_out, "gemm", "mgemm bench", rows))
                      if json_out else None)
@@ -85,7 +89,7 @@ def bench(sizes, dtype, gpus, placements, tiles, cms, repeat, no_xt, no_jax, tim
         if "tflops" in r:
             click.echo(f"{r['n']:6d} {r['engine']:12} {r['gpus']:2d} {r.get('placement', ''):7} "
                        f"{str(r.get('tile', '')):>5} {r.get('complex_method', ''):6} "
-                       f"{r['tflops']:8.2f} {r['fraction']:6.3f}")
+                       f"{r['tflops']:8.2f} {r['fraction']:6.3f}{' balanced' if r.get('balanced') else ''}")
 
 
 def _si(value):

@@ -58,13 +58,14 @@ def _default_executor(A, devices) -> str:
 
 
 def gemm(A, B, C=None, alpha=1.0, beta=0.0, *, devices=None, tile=None, executor=None,
-         complex_method="native", placement=None, trace=False):
+         complex_method="native", placement=None, shares=None, trace=False):
     """C = alpha*A@B + beta*C.
 
     A, B, C: NumPy arrays, or CuPy arrays on any devices (C is then updated in place on
     its device and returned).  ``devices``: list of GPU ids for ``cupy``, or an int (the
     number of virtual devices) for ``emulated``.  ``tile``: band width N_i (int, or
-    "auto"), ``placement``: see :func:`mgemm.schedule.plan_gemm`.  ``executor``: a name
+    "auto"), ``placement``, ``shares`` (rows per worker, default equal): see
+    :func:`mgemm.schedule.plan_gemm` and :mod:`mgemm.balance`.  ``executor``: a name
     in :data:`mgemm.executors.REGISTRY`; default ``cupy`` for device arrays, ``emulated``
     when ``devices`` is an int, else ``numpy``.  With ``trace=True`` the executor records
     timed events, available afterwards as :func:`mgemm.last_trace`.
@@ -74,6 +75,8 @@ def gemm(A, B, C=None, alpha=1.0, beta=0.0, *, devices=None, tile=None, executor
     _check(A, B, C, complex_method)
     ex = executors.get(executor or _default_executor(A, devices))
     opts = dict(devices=devices, tile=tile, placement=placement, trace=trace)
+    if shares is not None:
+        opts["shares"] = shares
     if np.iscomplexobj(A) and complex_method == "3m" and getattr(ex, "fused_3m", False):
         return ex.gemm(A, B, C, alpha, beta, method="3m", **opts)
     if np.iscomplexobj(A) and complex_method != "native":

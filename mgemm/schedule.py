@@ -32,7 +32,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-__all__ = ["Region", "Op", "Schedule", "plan_gemm", "auto_tile", "PLACEMENTS", "METHODS"]
+__all__ = ["Region", "Op", "Schedule", "plan_gemm", "band_rows", "auto_tile", "PLACEMENTS",
+           "METHODS"]
 
 PLACEMENTS = ("one", "three")
 METHODS = ("native", "3m")
@@ -102,15 +103,24 @@ class Schedule:
     method: str = "native"
     #: buffer names holding the real type of a complex product (3m)
     real_buffers: frozenset = frozenset()
+    #: the A row bands [(r0, r1)] and each worker's band indices (see band_rows)
+    bands: list = field(default_factory=list)
+    bands_of: list = field(default_factory=list)
+    shares: list | None = None
 
     def explain(self) -> str:
         kinds = {}
         for op in self.ops:
             kinds[op.kind] = kinds.get(op.kind, 0) + 1
-        mb, nb = math.ceil(self.m / self.tile), math.ceil(self.n / self.tile)
+        mb, nb = len(self.bands), math.ceil(self.n / self.tile)
         how = "" if self.method == "native" else f" ({self.method})"
+        rows = ""
+        if self.shares is not None:
+            rows = " (rows per worker " + ", ".join(
+                f"{w}: {sum(self.bands[i][1] - self.bands[i][0] for i in b)}"
+                for w, b in zip(self.workers, self.bands_of)) + ")"
         return (f"C[{self.m}x{self.n}] = A[{self.m}x{self.k}] B[{self.k}x{self.n}]{how}: tile {self.tile}, "
-                f"{mb}x{nb} tiles on workers {self.workers}; A on {self.a_dev}, B on {self.b_dev}, "
+                f"{mb}x{nb} tiles on workers {self.workers}{rows}; A on {self.a_dev}, B on {self.b_dev}, "
                 f"C on {self.c_dev}; ops: " + ", ".join(f"{v} {k}" for k, v in sorted(kinds.items())))
 
     def itemsize(self, name: str, itemsize: int) -> int:
@@ -132,14 +142,63 @@ def auto_tile(m: int, n: int, g: int) -> int:
     return int(max(min(t, 4096), min(256, max(m, n))))
 
 
+def band_rows(m: int, tile: int, g: int, shares=None):
+    """The A row bands: (bands of each worker (lists of band indices), [(r0, r1)] per band).
+
+    Without ``shares`` (the source's split) band i is rows [i T, (i+1) T) and goes to
+    worker i mod G.  With ``shares`` (one weight >= 0 per worker) worker w gets
+    R_w ~ M w / sum(shares) rows (multiples of 8 where M allows, the remainders by
+    largest fraction), cut into about R_w / T near-equal bands; the bands are laid out
+    round by round (round r: worker 0's r-th band, worker 1's, ...), so every worker's
+    bands are dealt as in the source and only their heights differ."""
+    if shares is None:
+        band = [(i * tile, min(m, (i + 1) * tile)) for i in range(math.ceil(m / tile))]
+        return [list(range(w, len(band), g)) for w in range(g)], band
+    try:
+        w = [float(x) for x in shares]
+    except (TypeError, ValueError):
+        raise ValueError(f"shares must be numbers, one per worker, got shares={shares!r}") from None
+    if len(w) != g or not all(math.isfinite(x) and x >= 0 for x in w) or sum(w) <= 0:
+        raise ValueError(f"shares must be {g} finite weights >= 0 (one per worker) with a "
+                         f"positive sum, got shares={list(shares)!r}")
+    q = 8 if m >= 8 * g else 1                      # row granule
+    units = m // q
+    exact = [units * x / sum(w) for x in w]
+    r_units = [int(e) for e in exact]
+    for i in sorted(range(g), key=lambda i: exact[i] - r_units[i], reverse=True)[:units - sum(r_units)]:
+        r_units[i] += 1
+    R = [u * q for u in r_units]
+    R[max(range(g), key=lambda i: R[i])] += m - units * q   # rows left over by the granule
+    heights = []
+    for r in R:
+        nbw = max(1, round(r / tile)) if r else 0
+        base, extra = divmod(r // q, nbw) if nbw else (0, 0)
+        hs = [(base + (1 if b < extra else 0)) * q for b in range(nbw)]
+        if hs:
+            hs[-1] += r - sum(hs)
+        heights.append([h for h in hs if h > 0])
+    bands_of, band, r0 = [[] for _ in range(g)], [], 0
+    for rnd in range(max(len(h) for h in heights)):
+        for wi in range(g):
+            if rnd < len(heights[wi]):
+                bands_of[wi].append(len(band))
+                band.append((r0, r0 + heights[wi][rnd]))
+                r0 += heights[wi][rnd]
+    return bands_of, band
+
+
 def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev: int,
               tile: int, beta_zero: bool, method: str = "native",
-              interleave: str = "tile") -> Schedule:
+              interleave: str = "tile", shares=None) -> Schedule:
     """Build the schedule (see the module docstring).  ``workers``: device ids computing;
     ``method``: "native" (one GEMM per tile, any dtype) or "3m" (complex operands).
     ``interleave``: the issue order across workers -- "tile" (every worker's tile j,
     then tile j + 1: a source sends band B_j to all workers before B_(j+1)) or "band"
-    (each worker's whole band in turn).  Streams and dependencies are the same."""
+    (each worker's whole band in turn).  Streams and dependencies are the same.
+    ``shares``: None (the source's split: bands of ``tile`` rows dealt round-robin) or
+    one non-negative weight per worker: worker w then gets about M w / sum(shares) rows
+    (:func:`band_rows`), so a GPU that also splits and sends the operands, or starts
+    late, can be given less (:mod:`mgemm.balance` derives shares from a trace)."""
     if min(m, k, n) < 1:
         raise ValueError(f"matrix sizes must be >= 1, got m={m}, k={k}, n={n}")
     if not (isinstance(tile, int) and tile >= 1):
@@ -154,8 +213,10 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
     T = tile
     g3 = method == "3m"
     P = 3 if g3 else 1          # real planes per band (3m: Re, Im, Re + Im)
-    mb, nb = math.ceil(m / T), math.ceil(n / T)
-    rows = lambda i: (i * T, min(m, (i + 1) * T))  # noqa: E731
+    nb = math.ceil(n / T)
+    bands_of, band = band_rows(m, T, len(workers), shares)
+    rows = band.__getitem__
+    H = max(r1 - r0 for r0, r1 in band)   # the tallest A band (= T without shares)
     cols = lambda j: (j * T, min(n, (j + 1) * T))  # noqa: E731
     ops: list[Op] = []
     buffers = {("A", a_dev): (m, k), ("B", b_dev): (k, n), ("C", c_dev): (m, n)}
@@ -180,21 +241,21 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
     ws = []
     for w in workers:
         s = W()
-        s.dev, s.bands = w, [i for i in range(mb) if i % len(workers) == workers.index(w)]
+        s.dev, s.bands = w, bands_of[workers.index(w)]
         s.last_read_A = [None, None]    # last gemm reading bufA slot
         s.last_read_B = [None, None]
         s.last_send_C = [None, None]    # last op reading bufC slot (the send)
         s.b_count = 0
         if w != a_dev:
-            buffers[("bufA", w)] = (2 * T, P * k)
+            buffers[("bufA", w)] = (2 * H, P * k)
         if w != b_dev:
             buffers[("bufB", w)] = (2 * P * k, T)
         if g3:
-            buffers[("bufT", w)] = (T, 3 * T)
+            buffers[("bufT", w)] = (H, 3 * T)
         if w != c_dev:
-            buffers[("bufC", w)] = (2 * T, n)
+            buffers[("bufC", w)] = (2 * H, n)
             if not beta_zero:
-                buffers[(f"recvC{w}", c_dev)] = (2 * T, n)
+                buffers[(f"recvC{w}", c_dev)] = (2 * H, n)
         ws.append(s)
     last_reduce = {}  # (w, slot) -> axpby op reading recvC slot
 
@@ -229,7 +290,7 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
         if s.dev == a_dev:
             return src, sid
         slot = li % 2
-        dst = Region("bufA", s.dev, slot * T, slot * T + (r1 - r0), 0, P * k)
+        dst = Region("bufA", s.dev, slot * H, slot * H + (r1 - r0), 0, P * k)
         cid = add("copy", s.dev, "copy_in", [(src, sid)], [dst],
                   deps=[s.last_read_A[slot], sid], label=f"A{i}->w{s.dev}")
         first_use_a.setdefault(i, cid)
@@ -271,7 +332,7 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
             beta = 0.0 if beta_zero else "beta"
             send_dep = None
         else:
-            out = Region("bufC", s.dev, cslot * T, cslot * T + (r1 - r0), c0, c1)
+            out = Region("bufC", s.dev, cslot * H, cslot * H + (r1 - r0), c0, c1)
             beta = 0.0
             send_dep = s.last_send_C[cslot]
         c_read = [(out, None)] if (s.dev == c_dev and not beta_zero) else []
@@ -304,7 +365,7 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
         if s.dev == c_dev:
             return
         # the band's tiles finish in order on one stream: waiting for the last is enough
-        band = Region("bufC", s.dev, cslot * T, cslot * T + (r1 - r0), 0, n)
+        band = Region("bufC", s.dev, cslot * H, cslot * H + (r1 - r0), 0, n)
         band_reads = [(Region(band.buf, band.dev, band.r0, band.r1, *cols(j)), t)
                       for j, t in zip(range(nb), tile_ids)]
         if beta_zero:
@@ -312,7 +373,7 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
                       [Region("C", c_dev, r0, r1, 0, n)], deps=tile_ids[-1:], label=f"C{i}->C")
             s.last_send_C[cslot] = sid
         else:
-            recv = Region(f"recvC{s.dev}", c_dev, cslot * T, cslot * T + (r1 - r0), 0, n)
+            recv = Region(f"recvC{s.dev}", c_dev, cslot * H, cslot * H + (r1 - r0), 0, n)
             sid = add("copy", s.dev, "copy_out", band_reads, [recv],
                       deps=[tile_ids[-1], last_reduce.get((s.dev, cslot))],
                       label=f"C{i}->recv")
@@ -341,4 +402,4 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
                 finish_band(s, li)
     real = frozenset({"A3", "B3", "bufA", "bufB", "bufT"}) if g3 else frozenset()
     return Schedule(m, k, n, T, workers, a_dev, b_dev, c_dev, beta_zero, ops, buffers,
-                    method, real)
+                    method, real, band, bands_of, None if shares is None else list(shares))

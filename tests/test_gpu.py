@@ -23,7 +23,7 @@ def rand(dev, shape, dtype, seed):
         return x.astype(dtype)
 
 
-def check(ngpu, placement, dtype, shape, tile, beta, complex_method="native", seed=0):
+def check(ngpu, placement, dtype, shape, tile, beta, complex_method="native", seed=0, shares=None):
     """mgemm.gemm vs cupy.matmul.  3m (Gauss) gets 4x the native tolerance: its error is
     relative to (|Re A| + |Im A|)(|Re B| + |Im B|) (see test_engine.py)."""
     m, k, n = shape
@@ -36,7 +36,7 @@ def check(ngpu, placement, dtype, shape, tile, beta, complex_method="native", se
     with cp.cuda.Device(0):
         ref = alpha * cp.matmul(cp.asarray(A), cp.asarray(B)) + beta * cp.asarray(C)
     out = mgemm.gemm(A, B, C, alpha, beta, devices=devs, tile=tile,
-                     complex_method=complex_method)
+                     complex_method=complex_method, shares=shares)
     assert out is C and out.device.id == c_dev
     with cp.cuda.Device(0):
         err = float(cp.abs(cp.asarray(out) - ref).max() / (cp.abs(ref).max() + 1))
@@ -98,6 +98,37 @@ def test_3m_one_gpu(dtype, shape, beta):
 @pytest.mark.parametrize("tile", [64, 256])
 def test_3m_multi_gpu(ngpu, placement, dtype, shape, beta, tile):
     check(ngpu, placement, dtype, shape, tile, beta, "3m")
+
+
+@pytest.mark.multi_gpu(4)
+@pytest.mark.parametrize("ngpu", [2, 4])
+@pytest.mark.parametrize("placement", ["one", "three"])
+@pytest.mark.parametrize("method,dtype", [("native", np.complex128), ("native", np.float32),
+                                          ("3m", np.complex128), ("3m", np.complex64)])
+@pytest.mark.parametrize("shape", SHAPES[1:])
+@pytest.mark.parametrize("beta", [0.0, 1.5])
+def test_unequal_shares(ngpu, placement, method, dtype, shape, beta):
+    """Rows per GPU from ``shares`` (bands of unequal height; mgemm.balance)."""
+    shares = [0.7, 1.3, 1.0, 0.9][:ngpu]
+    check(ngpu, placement, dtype, shape, 64, beta, method, shares=shares)
+    s = mgemm.executors.get("cupy").last_schedule
+    assert len({r1 - r0 for r0, r1 in s.bands}) > 1 or shape[0] < 64
+
+
+@pytest.mark.multi_gpu(2)
+def test_balance_from_a_gpu_trace():
+    """A traced call gives rows per GPU that sum to M and run correctly."""
+    from mgemm.balance import shares_from_trace
+    A = rand(0, (2048, 512), np.complex128, 9)
+    B = rand(1, (512, 1024), np.complex128, 10)
+    mgemm.gemm(A, B, devices=[0, 1], tile=256, complex_method="3m", trace=True)
+    sh = shares_from_trace(mgemm.last_trace(), mgemm.executors.get("cupy").last_schedule)
+    assert sum(sh) == pytest.approx(2048) and min(sh) > 0
+    out = mgemm.gemm(A, B, devices=[0, 1], tile=256, complex_method="3m", shares=sh)
+    with cp.cuda.Device(0):
+        ref = cp.matmul(A, cp.asarray(B))
+        err = float(cp.abs(cp.asarray(out) - ref).max() / cp.abs(ref).max())
+    assert err < 4e-12
 
 
 @pytest.mark.multi_gpu(2)

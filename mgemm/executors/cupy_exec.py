@@ -152,7 +152,7 @@ class CupyExecutor:
 
     # ------------------------------------------------------------------ main
     def gemm(self, A, B, C, alpha, beta, *, devices=None, tile=None, placement=None,
-             trace=False, method="native", **_):
+             trace=False, method="native", shares=None, **_):
         if method == "3m" and np.dtype(A.dtype).kind != "c":
             raise ValueError(f"method='3m' needs complex operands, got A.dtype={A.dtype}")
         a_dev, b_dev = A.device.id, B.device.id
@@ -182,7 +182,7 @@ class CupyExecutor:
             T = resolve_tile(tile, m, n, g, A.dtype, method)
         sched = plan_gemm(m, k, n, workers=devices, a_dev=a_dev, b_dev=b_dev, c_dev=c_dev,
                           tile=T, beta_zero=beta_zero, method=method,
-                          interleave=self.interleave)
+                          interleave=self.interleave, shares=shares)
         self.last_schedule = sched
         involved = sorted(set(devices) | {a_dev, b_dev, c_dev})
         enable_peer_access(involved)

@@ -172,7 +172,7 @@ class EmulatedExecutor:
         self.last_schedule = None
 
     def gemm(self, A, B, C, alpha, beta, *, devices=None, tile=None, placement=None,
-             method="native", **_):
+             method="native", shares=None, **_):
         """C = alpha*A@B + beta*C by the band schedule; ``method``: "native" or "3m"
         (complex operands, Gauss' product fused into the schedule)."""
         if method == "3m" and np.dtype(A.dtype).kind != "c":
@@ -189,7 +189,7 @@ class EmulatedExecutor:
         T = resolve_tile(tile, m, n, k_dev)
         sched = plan_gemm(m, k, n, workers=list(range(k_dev)), a_dev=a_dev, b_dev=b_dev,
                           c_dev=c_dev, tile=T, beta_zero=beta_zero, method=method,
-                          interleave=self.interleave)
+                          interleave=self.interleave, shares=shares)
         self.last_schedule = sched
         arrays = {("A", a_dev): np.asarray(A), ("B", b_dev): np.asarray(B), ("C", c_dev): C}
         run_schedule(sched, arrays, alpha, beta, self.rng, A.dtype)
