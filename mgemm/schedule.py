@@ -161,7 +161,8 @@ def band_rows(m: int, tile: int, g: int, shares=None):
     if len(w) != g or not all(math.isfinite(x) and x >= 0 for x in w) or sum(w) <= 0:
         raise ValueError(f"shares must be {g} finite weights >= 0 (one per worker) with a "
                          f"positive sum, got shares={list(shares)!r}")
-    q = 8 if m >= 8 * g else 1                      # row granule
+    # row granule: whole GEMM blocks (128 rows) where M allows it, else 8 or 1
+    q = 128 if m >= 128 * 4 * g else (8 if m >= 8 * g else 1)
     units = m // q
     exact = [units * x / sum(w) for x in w]
     r_units = [int(e) for e in exact]
@@ -189,7 +190,8 @@ def band_rows(m: int, tile: int, g: int, shares=None):
 
 def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev: int,
               tile: int, beta_zero: bool, method: str = "native",
-              interleave: str = "tile", shares=None) -> Schedule:
+              interleave: str = "tile", shares=None, plane_copies: str = "first",
+              row_tile: int | None = None) -> Schedule:
     """Build the schedule (see the module docstring).  ``workers``: device ids computing;
     ``method``: "native" (one GEMM per tile, any dtype) or "3m" (complex operands).
     ``interleave``: the issue order across workers -- "tile" (every worker's tile j,
@@ -198,7 +200,13 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
     ``shares``: None (the source's split: bands of ``tile`` rows dealt round-robin) or
     one non-negative weight per worker: worker w then gets about M w / sum(shares) rows
     (:func:`band_rows`), so a GPU that also splits and sends the operands, or starts
-    late, can be given less (:mod:`mgemm.balance` derives shares from a trace)."""
+    late, can be given less (:mod:`mgemm.balance` derives shares from a trace).
+    ``plane_copies`` (3m): "first" (default) sends each worker's first A band and the B
+    bands of its first two tiles as one 2-D copy per real plane, so its first GEMM waits
+    for one plane instead of three (a shorter start); "all" does so for every band, "none"
+    for none (every band one copy).  ``row_tile``: the A band height when it should
+    differ from the B band width ``tile`` (taller A bands: each worker receives every B
+    band fewer times)."""
     if min(m, k, n) < 1:
         raise ValueError(f"matrix sizes must be >= 1, got m={m}, k={k}, n={n}")
     if not (isinstance(tile, int) and tile >= 1):
@@ -207,6 +215,9 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
         raise ValueError(f"method must be one of {METHODS}, got method={method!r}")
     if interleave not in ("tile", "band"):
         raise ValueError(f"interleave must be 'tile' or 'band', got interleave={interleave!r}")
+    if plane_copies not in ("first", "all", "none"):
+        raise ValueError(f"plane_copies must be 'first', 'all' or 'none', got "
+                         f"plane_copies={plane_copies!r}")
     workers = list(workers)
     if not workers or len(set(workers)) != len(workers):
         raise ValueError(f"workers must be distinct device ids, got workers={workers}")
@@ -214,7 +225,9 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
     g3 = method == "3m"
     P = 3 if g3 else 1          # real planes per band (3m: Re, Im, Re + Im)
     nb = math.ceil(n / T)
-    bands_of, band = band_rows(m, T, len(workers), shares)
+    if row_tile is not None and not (isinstance(row_tile, int) and row_tile >= 1):
+        raise ValueError(f"row_tile must be an integer >= 1, got row_tile={row_tile!r}")
+    bands_of, band = band_rows(m, row_tile or T, len(workers), shares)
     rows = band.__getitem__
     H = max(r1 - r0 for r0, r1 in band)   # the tallest A band (= T without shares)
     cols = lambda j: (j * T, min(n, (j + 1) * T))  # noqa: E731
@@ -283,32 +296,44 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
                              after=[first_use_b.get(j - 2)], axis=0, label=f"split B{j}")
         return split_b.get(j)
 
+    def copy_band(s, src, dst, sid, deps, label, planes, axis):
+        """One copy of a band, or (3m, ``planes``) one 2-D copy per real plane, so the
+        first real GEMM can start when its plane has arrived.  Returns the op finishing
+        each plane (the same op P times for one copy)."""
+        if not planes:
+            cid = add("copy", s.dev, "copy_in", [(src, sid)], [dst], deps=deps, label=label)
+            return (cid,) * P
+        return tuple(add("copy", s.dev, "copy_in", [(plane(src, p, axis), sid)],
+                         [plane(dst, p, axis)], deps=deps, label=f"{label} plane {p + 1}")
+                     for p in range(P))
+
     def a_region(s, li, i):
         r0, r1 = rows(i)
         sid = need_a(i, first_use_a.get(s.bands[li - 1]) if li else None)
         src = Region(src_a, a_dev, r0, r1, 0, P * k)
         if s.dev == a_dev:
-            return src, sid
+            return src, (sid,) * P
         slot = li % 2
         dst = Region("bufA", s.dev, slot * H, slot * H + (r1 - r0), 0, P * k)
-        cid = add("copy", s.dev, "copy_in", [(src, sid)], [dst],
-                  deps=[s.last_read_A[slot], sid], label=f"A{i}->w{s.dev}")
-        first_use_a.setdefault(i, cid)
-        return dst, cid
+        ids = copy_band(s, src, dst, sid, [s.last_read_A[slot], sid], f"A{i}->w{s.dev}",
+                        g3 and plane_copies != "none" and (li == 0 or plane_copies == "all"), 1)
+        first_use_a.setdefault(i, ids[0])
+        return dst, ids
 
-    def b_region(s, j):
+    def b_region(s, j, li):
         c0, c1 = cols(j)
         sid = need_b(j)
         src = Region(src_b, b_dev, 0, P * k, c0, c1)
         if s.dev == b_dev:
-            return src, sid, None
+            return src, (sid,) * P, None
         slot = s.b_count % 2
         s.b_count += 1
         dst = Region("bufB", s.dev, slot * P * k, (slot + 1) * P * k, 0, c1 - c0)
-        cid = add("copy", s.dev, "copy_in", [(src, sid)], [dst],
-                  deps=[s.last_read_B[slot], sid], label=f"B{j}->w{s.dev}")
-        first_use_b.setdefault(j, cid)
-        return dst, cid, slot
+        ids = copy_band(s, src, dst, sid, [s.last_read_B[slot], sid], f"B{j}->w{s.dev}",
+                        g3 and plane_copies != "none" and ((li == 0 and j < 2)
+                                                           or plane_copies == "all"), 0)
+        first_use_b.setdefault(j, ids[0])
+        return dst, ids, slot
 
     def plane(R, p, axis):
         """Plane p (Re, Im, Re + Im) of a band region of a real stack."""
@@ -318,15 +343,16 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
 
     def start_band(s, li):
         s.i = s.bands[li]
-        s.aR, s.a_id = a_region(s, li, s.i)
+        s.li = li
+        s.aR, s.a_ids = a_region(s, li, s.i)
         s.cslot = li % 2
         s.tile_ids = []   # the op finishing each tile (gemm, or combine for 3m)
         s.last_gemm = None
 
     def do_tile(s, j):
         i, (r0, r1), (c0, c1), cslot = s.i, rows(s.i), cols(j), s.cslot
-        aR, a_id = s.aR, s.a_id
-        bR, b_id, b_slot = b_region(s, j)
+        aR, a_ids = s.aR, s.a_ids
+        bR, b_ids, b_slot = b_region(s, j, s.li)
         if s.dev == c_dev:
             out = Region("C", c_dev, r0, r1, c0, c1)
             beta = 0.0 if beta_zero else "beta"
@@ -337,8 +363,8 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
             send_dep = s.last_send_C[cslot]
         c_read = [(out, None)] if (s.dev == c_dev and not beta_zero) else []
         if not g3:
-            gid = add("gemm", s.dev, "compute", [(aR, a_id), (bR, b_id)] + c_read,
-                      [out], deps=[a_id, b_id, send_dep], beta=beta, label=f"C{i},{j}")
+            gid = add("gemm", s.dev, "compute", [(aR, a_ids[0]), (bR, b_ids[0])] + c_read,
+                      [out], deps=[a_ids[0], b_ids[0], send_dep], beta=beta, label=f"C{i},{j}")
             s.last_gemm = gid
             s.tile_ids.append(gid)
         else:
@@ -346,8 +372,8 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
             for p in range(3):
                 tR = Region("bufT", s.dev, 0, r1 - r0, p * T, p * T + (c1 - c0))
                 gid = add("gemm", s.dev, "compute",
-                          [(plane(aR, p, 1), a_id), (plane(bR, p, 0), b_id)], [tR],
-                          deps=[a_id, b_id], alpha=1.0, label=f"T{p + 1} C{i},{j}")
+                          [(plane(aR, p, 1), a_ids[p]), (plane(bR, p, 0), b_ids[p])], [tR],
+                          deps=[a_ids[p], b_ids[p]], alpha=1.0, label=f"T{p + 1} C{i},{j}")
                 parts.append((tR, gid))
                 first_use_a.setdefault(i, gid)
                 first_use_b.setdefault(j, gid)
@@ -360,7 +386,7 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
 
     def finish_band(s, li):
         i, (r0, r1), cslot, tile_ids = s.i, rows(s.i), s.cslot, s.tile_ids
-        if s.a_id is not None and s.dev != a_dev:
+        if s.dev != a_dev:
             s.last_read_A[li % 2] = s.last_gemm
         if s.dev == c_dev:
             return

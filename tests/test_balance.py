@@ -27,7 +27,7 @@ def test_band_rows_cover_each_row_once(m, tile, g, data):
     assert sorted(i for b in bands_of for i in b) == list(range(len(band)))
     # each worker gets its share to within the row granule (8) and the rounding
     rows = [sum(band[i][1] - band[i][0] for i in b) for b in bands_of]
-    q = 8 if m >= 8 * g else 1
+    q = 128 if m >= 512 * g else (8 if m >= 8 * g else 1)
     for r, x in zip(rows, w):
         assert abs(r - m * x / sum(w)) <= q + (m % q) + 1
     # a worker's bands have near-equal heights, about one tile each
@@ -45,7 +45,23 @@ def test_band_rows_without_shares_is_the_sources_split():
     bands_of, band = band_rows(32768, 2048, 4, [1.0, 0.94, 1.0, 1.02])
     rows = [sum(band[i][1] - band[i][0] for i in b) for b in bands_of]
     assert sum(rows) == 32768 and rows[1] < rows[0] < rows[3]
-    assert all(r % 8 == 0 for r in rows) and [len(b) for b in bands_of] == [4, 4, 4, 4]
+    assert [len(b) for b in bands_of] == [4, 4, 4, 4]
+    # every band a whole number of 128-row GEMM blocks
+    assert all((r1 - r0) % 128 == 0 for r0, r1 in band)
+
+
+def test_row_tile_sets_the_a_band_height(rng):
+    s = plan_gemm(64, 8, 64, workers=[0, 1], a_dev=0, b_dev=1, c_dev=0, tile=8,
+                  beta_zero=True, row_tile=32)
+    assert s.bands == [(0, 32), (32, 64)] and s.buffers[("bufA", 1)] == (64, 8)
+    A, B = rand(rng, (64, 8), np.float64), rand(rng, (8, 64), np.float64)
+    C = np.empty((64, 64))
+    run_schedule(s, {("A", 0): A, ("B", 1): B, ("C", 0): C}, 1.0, 0.0,
+                 np.random.default_rng(3), np.float64)
+    np.testing.assert_allclose(C, A @ B, rtol=1e-12)
+    with pytest.raises(ValueError, match="row_tile"):
+        plan_gemm(8, 8, 8, workers=[0], a_dev=0, b_dev=0, c_dev=0, tile=4, beta_zero=True,
+                  row_tile=0)
 
 
 @pytest.mark.parametrize("shares", [[1, 2], [1, 0], "x", [1, float("nan"), 1], [0, 0, 0], [1, -1, 1]])
@@ -76,9 +92,12 @@ def test_emulated_with_shares_matches_numpy(rng, method, dtype, devices, placeme
     ref = alpha * (A.astype(np.complex128) @ B) + beta * C
     shares = list(rng.uniform(0.2, 2.0, devices))
     tile = int(rng.choice([3, 8, 16, 32]))
+    ex = mgemm.executors.get("emulated")
+    ex.row_tile = int(rng.choice([4, 16, 24])) if rng.random() < 0.5 else None
     out = mgemm.gemm(A, B, C.copy(), alpha, beta, devices=devices, tile=tile, placement=placement,
                      executor="emulated", complex_method=method, shares=shares)
-    assert mgemm.executors.get("emulated").last_schedule.shares == shares
+    ex.row_tile = None
+    assert ex.last_schedule.shares == shares
     scale = np.abs(ref).max() + 1
     assert np.abs(out - ref).max() <= 4 * TOL[dtype] * scale * max(k, 1) ** 0.5
 

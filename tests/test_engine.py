@@ -114,14 +114,17 @@ def test_both_issue_orders(rng, method, beta):
                   interleave="random")
 
 
-@pytest.mark.parametrize("method, dtype, seeds", [("native", np.float64, 40),
-                                                  ("3m", np.complex128, 30)])
-def test_many_random_orders(rng, method, dtype, seeds):
+@pytest.mark.parametrize("method, dtype, seeds, plane_copies", [
+    ("native", np.float64, 40, "first"), ("3m", np.complex128, 30, "first"),
+    ("3m", np.complex128, 15, "all"), ("3m", np.complex128, 15, "none")])
+def test_many_random_orders(rng, method, dtype, seeds, plane_copies):
     A, B, C = rand(rng, (48, 20), dtype), rand(rng, (20, 44), dtype), rand(rng, (48, 44), dtype)
     ref = A @ B + 0.5 * C
     for seed in range(seeds):
-        out = EmulatedExecutor(seed=seed).gemm(A, B, C.copy(), 1.0, 0.5, devices=4, tile=8,
-                                               placement="three", method=method)
+        ex = EmulatedExecutor(seed=seed)
+        ex.plane_copies = plane_copies
+        out = ex.gemm(A, B, C.copy(), 1.0, 0.5, devices=4, tile=8, placement="three",
+                      method=method)
         np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-12)
 
 
@@ -147,13 +150,14 @@ def _run(sched, A, B, C, beta, seed):
     run_schedule(sched, arrays, 1.0, beta, np.random.default_rng(seed), A.dtype)
 
 
-@pytest.mark.parametrize("method", ["native", "3m"])
+@pytest.mark.parametrize("method, plane_copies", [("native", "first"), ("3m", "first"),
+                                                  ("3m", "all"), ("3m", "none")])
 @pytest.mark.parametrize("beta", [0.0, 0.5])
-def test_removed_dependency_is_caught(rng, beta, method):
+def test_removed_dependency_is_caught(rng, beta, method, plane_copies):
     dt = np.float64 if method == "native" else np.complex128
     A, B = rand(rng, (48, 24), dt), rand(rng, (24, 48), dt)
     base = plan_gemm(48, 24, 48, workers=[0, 1, 2], a_dev=0, b_dev=1, c_dev=2, tile=8,
-                     beta_zero=(beta == 0), method=method)
+                     beta_zero=(beta == 0), method=method, plane_copies=plane_copies)
     with_deps = [op.id for op in base.ops if op.deps]
     caught = 0
     for victim in with_deps:
@@ -211,10 +215,32 @@ def test_3m_schedule_layout():
     for op in s.ops:
         if op.kind == "copy" and op.stream == "copy_in":
             (src, _), = op.reads
-            if src.buf == "A3":     # a band of all three planes is one contiguous block
+            if "plane" in op.label:  # a first band: one 2-D copy per real plane
+                p = int(op.label[-1]) - 1
+                span = (src.c0, src.c1) if src.buf == "A3" else (src.r0, src.r1)
+                assert span == (p * k, (p + 1) * k)
+            elif src.buf == "A3":   # a band of all three planes is one contiguous block
                 assert (src.c0, src.c1) == (0, 3 * k)
             else:                   # ... or one 2-D block
                 assert src.buf == "B3" and (src.r0, src.r1) == (0, 3 * k)
+    # plane copies for each worker's first A band and the B bands of its first two tiles
+    planes = [op.label for op in s.ops if "plane" in op.label]
+    assert sorted({lab.split(" ")[0] for lab in planes}) == sorted(
+        [f"A{w}->w{w}" for w in (1, 2, 3)] + [f"B{j}->w{w}" for j in (0, 1) for w in (0, 2, 3)])
+    assert len(planes) == 3 * (3 + 6)
+    # the first GEMM of a worker reads only plane 1 of its bands
+    first = next(op for op in s.ops if op.kind == "gemm" and op.dev == 3)
+    assert all(s.ops[d].label.endswith("plane 1") for d in first.deps)
+    n_copies = {}
+    for mode in ("none", "first", "all"):
+        sm = plan_gemm(64, k, 64, workers=[0, 1, 2, 3], a_dev=0, b_dev=1, c_dev=2, tile=8,
+                       beta_zero=True, method="3m", plane_copies=mode)
+        n_copies[mode] = sum(op.kind == "copy" and op.stream == "copy_in" for op in sm.ops)
+    bands = 3 * 2 + 3 * 16   # A bands (2 per worker) + B bands (8 tiles x 2 bands) per non-holder
+    assert n_copies == {"none": bands, "first": bands + 2 * 9, "all": 3 * bands}
+    with pytest.raises(ValueError, match="plane_copies"):
+        plan_gemm(8, 8, 8, workers=[0], a_dev=0, b_dev=0, c_dev=0, tile=4, beta_zero=True,
+                  method="3m", plane_copies="some")
     kinds = [op.kind for op in s.ops]
     assert kinds.count("split") == 8 + 8 and kinds.count("combine") == 64
     # splits are paced: B_j's waits for the first copy of B_(j-2) (never a correctness dep)

@@ -85,6 +85,10 @@ class CupyExecutor:
     fused_3m = True
     #: issue order across workers (:func:`mgemm.schedule.plan_gemm`)
     interleave = "tile"
+    #: 3m: which bands go as one copy per real plane (:func:`mgemm.schedule.plan_gemm`)
+    plane_copies = "first"
+    #: A band height when it should differ from the tile (None: the tile)
+    row_tile = None
     #: 3m's tile on one GPU holding A, B and C (``tile="auto"``)
     single_3m_tile = 8192
 
@@ -182,7 +186,8 @@ class CupyExecutor:
             T = resolve_tile(tile, m, n, g, A.dtype, method)
         sched = plan_gemm(m, k, n, workers=devices, a_dev=a_dev, b_dev=b_dev, c_dev=c_dev,
                           tile=T, beta_zero=beta_zero, method=method,
-                          interleave=self.interleave, shares=shares)
+                          interleave=self.interleave, shares=shares,
+                          plane_copies=self.plane_copies, row_tile=self.row_tile)
         self.last_schedule = sched
         involved = sorted(set(devices) | {a_dev, b_dev, c_dev})
         enable_peer_access(involved)

@@ -166,6 +166,9 @@ class EmulatedExecutor:
     name = "emulated"
     fused_3m = True
     interleave = "tile"
+    plane_copies = "first"
+    #: A band height when it should differ from the tile (None: the tile)
+    row_tile = None
 
     def __init__(self, seed=None):
         self.rng = np.random.default_rng(seed)
@@ -189,7 +192,8 @@ class EmulatedExecutor:
         T = resolve_tile(tile, m, n, k_dev)
         sched = plan_gemm(m, k, n, workers=list(range(k_dev)), a_dev=a_dev, b_dev=b_dev,
                           c_dev=c_dev, tile=T, beta_zero=beta_zero, method=method,
-                          interleave=self.interleave, shares=shares)
+                          interleave=self.interleave, shares=shares,
+                          plane_copies=self.plane_copies, row_tile=self.row_tile)
         self.last_schedule = sched
         arrays = {("A", a_dev): np.asarray(A), ("B", b_dev): np.asarray(B), ("C", c_dev): C}
         run_schedule(sched, arrays, alpha, beta, self.rng, A.dtype)
