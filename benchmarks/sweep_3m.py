@@ -26,6 +26,8 @@ VARIANTS = [  # (label, method, tile, plane_copies, row_tile, balance)
     ("3m first", "3m", 2048, "first", None, False),
     ("3m all", "3m", 2048, "all", None, False),
     ("3m t4096 first", "3m", 4096, "first", None, False),
+    ("3m t4096 all", "3m", 4096, "all", None, False),
+    ("3m t4096 none", "3m", 4096, "none", None, False),
     ("3m rows4096 first", "3m", 2048, "first", 4096, False),
     ("3m first balanced", "3m", 2048, "first", None, True),
     ("native balanced", "native", 1024, "first", None, True),
@@ -46,6 +48,8 @@ def main():
     ap.add_argument("--n", type=int, default=32768)
     ap.add_argument("--gpus", type=int, default=4)
     ap.add_argument("--placement", default="three", choices=["one", "three"])
+    ap.add_argument("--roles", default=None,
+                    help="a,b,c: the GPUs holding A, B, C (instead of the placement's)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", default=None, help="comma-separated variant labels")
     ap.add_argument("--out", required=True)
@@ -53,6 +57,8 @@ def main():
     n, g = a.n, a.gpus
     devs = list(range(g))
     a_dev, b_dev, c_dev = (0, 0, 0) if a.placement == "one" else (0, 1 % g, 2 % g)
+    if a.roles:
+        a_dev, b_dev, c_dev = (int(x) for x in a.roles.split(","))
     dtype = np.dtype(np.complex128)
     A = _rand(cp, a_dev, n, dtype, 1)
     B = _rand(cp, b_dev, n, dtype, 2)
@@ -76,14 +82,14 @@ def main():
             for _ in range(2):
                 call(True)
                 shares = shares_from_trace(mgemm.last_trace(), ex.last_schedule)
-        t = _time(cp, call, a.repeat, devs)
+        t = _time(cp, call, a.repeat, sorted(set(devs) | {a_dev, b_dev, c_dev}))
         call(True)
         sched = ex.last_schedule
         ln = lanes(mgemm.last_trace(), devs)
         with cp.cuda.Device(0):
             err = float(cp.abs(cp.asarray(C[sample]) - ref).max() / cp.abs(ref).max())
         rate = _flops(n, dtype) / t / 1e12
-        row = dict(n=n, gpus=g, placement=a.placement, variant=label, complex_method=cm,
+        row = dict(n=n, gpus=g, placement=a.placement, roles=[a_dev, b_dev, c_dev], variant=label, complex_method=cm,
                    tile=tile, plane_copies=pc, row_tile=rt, balanced=bal,
                    rows_per_gpu=[sum(sched.bands[i][1] - sched.bands[i][0] for i in b)
                                  for b in sched.bands_of],

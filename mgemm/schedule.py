@@ -276,7 +276,10 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
     # split issued when its band is first needed.  Splits run at full memory bandwidth
     # and slow the peer copies leaving the same GPU, so they are paced: B_j's split waits
     # for the first use of B_(j-2), a worker's next A band's split for the first use of
-    # its previous band (the start then sends B_0, B_1 without competing splits).
+    # its previous band (the start then sends B_0, B_1 without competing splits).  At the
+    # start the sources split first and compute after (below): a split issued next to a
+    # running GEMM gets few SMs (measured on 4 H200, tile 4096: the last worker started
+    # 39 ms late).
     split_a, split_b = {}, {}
     first_use_a, first_use_b = {}, {}   # band -> the first op reading it (copy or gemm)
 
@@ -371,9 +374,14 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
             parts = []
             for p in range(3):
                 tR = Region("bufT", s.dev, 0, r1 - r0, p * T, p * T + (c1 - c0))
+                # the B source starts computing only once B_1 is split too (a split next
+                # to a running GEMM gets few SMs and holds up B_1's sends)
+                pace = [need_b(1)] if (s.dev == b_dev and s.li == 0 and j == 0 and p == 0
+                                       and nb > 1) else []
                 gid = add("gemm", s.dev, "compute",
                           [(plane(aR, p, 1), a_ids[p]), (plane(bR, p, 0), b_ids[p])], [tR],
-                          deps=[a_ids[p], b_ids[p]], alpha=1.0, label=f"T{p + 1} C{i},{j}")
+                          deps=[a_ids[p], b_ids[p]], alpha=1.0, label=f"T{p + 1} C{i},{j}",
+                          after=pace)
                 parts.append((tR, gid))
                 first_use_a.setdefault(i, gid)
                 first_use_b.setdefault(j, gid)
@@ -409,6 +417,12 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
                       deps=[sid], beta="beta", label=f"C{i} = beta C{i} + band")
             last_reduce[(s.dev, cslot)] = rid
 
+    if g3:
+        # the first round's A splits: the A source's own band last, so (stream order on
+        # its split stream) it starts computing only after the bands it sends are split
+        for s in sorted(ws, key=lambda s: s.dev == a_dev):
+            if s.bands:
+                need_a(s.bands[0])
     steps = max(len(s.bands) for s in ws)
     for li in range(steps):
         active = [s for s in ws if li < len(s.bands)]

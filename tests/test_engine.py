@@ -252,6 +252,13 @@ def test_3m_schedule_layout():
         if op.kind == "split" and op.label.startswith("split B"):
             j = int(op.label[len("split B"):])
             assert op.deps == [] and op.after == ([first_copy[f"B{j - 2}"]] if j >= 2 else [])
+    # at the start the sources split first: the A source's own first band is split after
+    # the other workers' first bands, and the B source's first GEMM waits for B_1's split
+    a_splits = [op.label for op in s.ops if op.kind == "split" and op.label.startswith("split A")]
+    assert a_splits[:4] == ["split A1", "split A2", "split A3", "split A0"]
+    split_b1 = next(op.id for op in s.ops if op.label == "split B1")
+    first_b_gemm = next(op for op in s.ops if op.kind == "gemm" and op.dev == 1)
+    assert first_b_gemm.after == [split_b1] and split_b1 not in first_b_gemm.deps
     assert kinds.count("gemm") == 3 * 64
     assert "(3m)" in s.explain()
 

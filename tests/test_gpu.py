@@ -112,7 +112,8 @@ def test_unequal_shares(ngpu, placement, method, dtype, shape, beta):
     shares = [0.7, 1.3, 1.0, 0.9][:ngpu]
     check(ngpu, placement, dtype, shape, 64, beta, method, shares=shares)
     s = mgemm.executors.get("cupy").last_schedule
-    assert len({r1 - r0 for r0, r1 in s.bands}) > 1 or shape[0] < 64
+    rows = [sum(s.bands[i][1] - s.bands[i][0] for i in b) for b in s.bands_of]
+    assert sum(rows) == shape[0] and len(set(rows)) > 1
 
 
 @pytest.mark.multi_gpu(2)
