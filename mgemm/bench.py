@@ -204,6 +204,10 @@ def _mgemm_row(cp, mgemm, A, B, C, devs, t_arg, cm, balance, repeat, ctx, progre
                tile=sched.tile, complex_method=cm, seconds=t, tflops=rate,
                fraction=rate / (g * single), rel_error=err, copy_side=ex.copy_side,
                interleave=ex.interleave, balanced=bool(balance))
+    if cm == "3m":
+        row["plane_copies"] = ex.plane_copies
+    if ex.row_tile is not None:
+        row["row_tile"] = ex.row_tile
     if balance:
         row["rows_per_gpu"] = [sum(sched.bands[i][1] - sched.bands[i][0] for i in b)
                                for b in sched.bands_of]
@@ -316,10 +320,15 @@ def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "o
         for idx, cm in enumerate(methods or ["native"]):
             stem, ext = os.path.splitext(timeline)
             path = timeline if idx == 0 else f"{stem}_{cm}{ext or '.png'}"
+            # the tile of the fastest row measured for this N, G and method (placement ii)
+            done = [r for r in rows if r.get("engine") == "mgemm" and r.get("n") == n
+                    and r.get("gpus") == g and r.get("complex_method") == cm
+                    and r.get("placement") == "three" and "tflops" in r]
+            best_tile = max(done, key=lambda r: r["tflops"])["tile"] if done else "auto"
             shares = None
             for it in range(3 if balance and g > 1 else 1):
                 mgemm.gemm(A, B, C, devices=list(range(g)), complex_method=cm, shares=shares,
-                           trace=True)
+                           tile=best_tile, trace=True)
                 sched = mgemm.executors.get("cupy").last_schedule
                 if it == 0 or it == 2:
                     rows_of = ("" if shares is None else ", rows " + "/".join(

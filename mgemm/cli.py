@@ -62,20 +62,28 @@ def plan(n, gpus, tile, placement, method, explain):
               help="band copies pushed by the sender (src) or pulled by the receiver (dst)")
 @click.option("--interleave", type=click.Choice(["tile", "band"]), default="tile", show_default=True,
               help="issue order across workers: tile by tile, or a whole band per worker")
+@click.option("--plane-copies", type=click.Choice(["all", "first", "none"]), default="all",
+              show_default=True, help="3m: bands sent as one copy per real plane (all, the first "
+                                      "bands only, none)")
+@click.option("--row-tile", type=click.IntRange(min=1), default=None,
+              help="A band height, when it should differ from the tile")
 @click.option("--balance", is_flag=True,
               help="also time each multi-GPU configuration with rows per GPU balanced from a "
                    "traced run (mgemm.balance)")
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None)
 def bench(sizes, dtype, gpus, placements, tiles, cms, repeat, no_xt, no_jax, timeline, copy_side,
-          interleave, balance, json_out):
+          interleave, plane_copies, row_tile, balance, json_out):
     """Time mgemm against single-GPU cuBLAS, cuBLAS-XT and JAX's sharded matmul on the
     GPUs present.  --timeline draws the last N on the most GPUs, placement (ii), once per
-    complex method (FILE.png for the first, FILE_<method>.png for the others)."""
+    complex method (FILE.png for the first, FILE_<method>.png for the others), each at the
+    tile of its fastest measured row."""
     _need_gpus("bench", gpus)
     from . import executors
     from .bench import run_bench
     executors.get("cupy").copy_side = copy_side
     executors.get("cupy").interleave = interleave
+    executors.get("cupy").plane_copies = plane_copies
+    executors.get("cupy").row_tile = row_tile
     rows = run_bench(list(sizes), dtype, list(gpus), list(placements), list(tiles), list(cms),
                      repeat, () if no_xt else (2048, 4096, 8192), timeline, use_jax=not no_jax,
                      balance=balance,

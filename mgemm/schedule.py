@@ -190,7 +190,7 @@ def band_rows(m: int, tile: int, g: int, shares=None):
 
 def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev: int,
               tile: int, beta_zero: bool, method: str = "native",
-              interleave: str = "tile", shares=None, plane_copies: str = "first",
+              interleave: str = "tile", shares=None, plane_copies: str = "all",
               row_tile: int | None = None) -> Schedule:
     """Build the schedule (see the module docstring).  ``workers``: device ids computing;
     ``method``: "native" (one GEMM per tile, any dtype) or "3m" (complex operands).
@@ -201,12 +201,13 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
     one non-negative weight per worker: worker w then gets about M w / sum(shares) rows
     (:func:`band_rows`), so a GPU that also splits and sends the operands, or starts
     late, can be given less (:mod:`mgemm.balance` derives shares from a trace).
-    ``plane_copies`` (3m): "first" (default) sends each worker's first A band and the B
-    bands of its first two tiles as one 2-D copy per real plane, so its first GEMM waits
-    for one plane instead of three (a shorter start); "all" does so for every band, "none"
-    for none (every band one copy).  ``row_tile``: the A band height when it should
-    differ from the B band width ``tile`` (taller A bands: each worker receives every B
-    band fewer times)."""
+    ``plane_copies`` (3m): "all" (default) sends every band as one 2-D copy per real
+    plane (Re, Im, Re + Im), so a tile's first real GEMM waits for its first plane
+    instead of the whole band; "first" does so only for each worker's first A band and
+    the B bands of its first two tiles (the start), "none" never (one copy per band;
+    measured on 4 H200, N = 32768, tile 4096: all 261.1, first 257.3 TFLOP/s).
+    ``row_tile``: the A band height when it should differ from the B band width ``tile``
+    (taller A bands: each worker receives every B band fewer times)."""
     if min(m, k, n) < 1:
         raise ValueError(f"matrix sizes must be >= 1, got m={m}, k={k}, n={n}")
     if not (isinstance(tile, int) and tile >= 1):

@@ -115,8 +115,8 @@ def test_both_issue_orders(rng, method, beta):
 
 
 @pytest.mark.parametrize("method, dtype, seeds, plane_copies", [
-    ("native", np.float64, 40, "first"), ("3m", np.complex128, 30, "first"),
-    ("3m", np.complex128, 15, "all"), ("3m", np.complex128, 15, "none")])
+    ("native", np.float64, 40, "all"), ("3m", np.complex128, 30, "all"),
+    ("3m", np.complex128, 15, "first"), ("3m", np.complex128, 15, "none")])
 def test_many_random_orders(rng, method, dtype, seeds, plane_copies):
     A, B, C = rand(rng, (48, 20), dtype), rand(rng, (20, 44), dtype), rand(rng, (48, 44), dtype)
     ref = A @ B + 0.5 * C
@@ -206,7 +206,7 @@ def test_schedule_layout_and_double_buffers():
 def test_3m_schedule_layout():
     k = 32
     s = plan_gemm(64, k, 64, workers=[0, 1, 2, 3], a_dev=0, b_dev=1, c_dev=2, tile=8,
-                  beta_zero=True, method="3m")
+                  beta_zero=True, method="3m", plane_copies="first")
     assert s.buffers[("A3", 0)] == (64, 3 * k) and s.buffers[("B3", 1)] == (3 * k, 64)
     assert s.buffers[("bufA", 1)] == (16, 3 * k) and s.buffers[("bufB", 0)] == (6 * k, 8)
     assert s.buffers[("bufT", 3)] == (8, 24)
@@ -238,6 +238,9 @@ def test_3m_schedule_layout():
         n_copies[mode] = sum(op.kind == "copy" and op.stream == "copy_in" for op in sm.ops)
     bands = 3 * 2 + 3 * 16   # A bands (2 per worker) + B bands (8 tiles x 2 bands) per non-holder
     assert n_copies == {"none": bands, "first": bands + 2 * 9, "all": 3 * bands}
+    default = plan_gemm(64, k, 64, workers=[0, 1, 2, 3], a_dev=0, b_dev=1, c_dev=2, tile=8,
+                        beta_zero=True, method="3m")
+    assert sum(op.kind == "copy" and op.stream == "copy_in" for op in default.ops) == 3 * bands
     with pytest.raises(ValueError, match="plane_copies"):
         plan_gemm(8, 8, 8, workers=[0], a_dev=0, b_dev=0, c_dev=0, tile=4, beta_zero=True,
                   method="3m", plane_copies="some")

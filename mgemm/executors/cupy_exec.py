@@ -86,7 +86,7 @@ class CupyExecutor:
     #: issue order across workers (:func:`mgemm.schedule.plan_gemm`)
     interleave = "tile"
     #: 3m: which bands go as one copy per real plane (:func:`mgemm.schedule.plan_gemm`)
-    plane_copies = "first"
+    plane_copies = "all"
     #: A band height when it should differ from the tile (None: the tile)
     row_tile = None
     #: 3m's tile on one GPU holding A, B and C (``tile="auto"``)

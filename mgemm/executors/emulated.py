@@ -166,7 +166,7 @@ class EmulatedExecutor:
     name = "emulated"
     fused_3m = True
     interleave = "tile"
-    plane_copies = "first"
+    plane_copies = "all"
     #: A band height when it should differ from the tile (None: the tile)
     row_tile = None
 
