@@ -207,7 +207,8 @@ def test_3m_schedule_layout():
     k = 32
     s = plan_gemm(64, k, 64, workers=[0, 1, 2, 3], a_dev=0, b_dev=1, c_dev=2, tile=8,
                   beta_zero=True, method="3m", plane_copies="first")
-    assert s.buffers[("A3", 0)] == (64, 3 * k) and s.buffers[("B3", 1)] == (3 * k, 64)
+    # B3 band-major: band j's stack is rows [3kj, 3k(j+1)) of an (8 x 3k) x T buffer
+    assert s.buffers[("A3", 0)] == (64, 3 * k) and s.buffers[("B3", 1)] == (8 * 3 * k, 8)
     assert s.buffers[("bufA", 1)] == (16, 3 * k) and s.buffers[("bufB", 0)] == (6 * k, 8)
     assert s.buffers[("bufT", 3)] == (8, 24)
     assert s.real_buffers == {"A3", "B3", "bufA", "bufB", "bufT"}
@@ -215,14 +216,14 @@ def test_3m_schedule_layout():
     for op in s.ops:
         if op.kind == "copy" and op.stream == "copy_in":
             (src, _), = op.reads
-            if "plane" in op.label:  # a first band: one 2-D copy per real plane
-                p = int(op.label[-1]) - 1
-                span = (src.c0, src.c1) if src.buf == "A3" else (src.r0, src.r1)
-                assert span == (p * k, (p + 1) * k)
-            elif src.buf == "A3":   # a band of all three planes is one contiguous block
-                assert (src.c0, src.c1) == (0, 3 * k)
-            else:                   # ... or one 2-D block
-                assert src.buf == "B3" and (src.r0, src.r1) == (0, 3 * k)
+            p = int(op.label[-1]) - 1 if "plane" in op.label else None
+            if src.buf == "A3":     # a band: one contiguous block; a plane: one 2-D block
+                assert (src.c0, src.c1) == ((0, 3 * k) if p is None else (p * k, (p + 1) * k))
+            else:                   # B3: a band or a plane is one contiguous block
+                j = int(op.label[1:].split("->")[0])
+                lo = j * 3 * k + (0 if p is None else p * k)
+                assert src.buf == "B3" and (src.c0, src.c1) == (0, 8)
+                assert (src.r0, src.r1) == (lo, lo + (3 * k if p is None else k))
     # plane copies for each worker's first A band and the B bands of its first two tiles
     planes = [op.label for op in s.ops if "plane" in op.label]
     assert sorted({lab.split(" ")[0] for lab in planes}) == sorted(
