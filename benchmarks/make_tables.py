@@ -25,9 +25,12 @@ def tables():
         elif d["kind"] == "gemm":
             out.append("| N | engine | GPUs | placement | tile | complex | TFLOP/s | fraction of G x 1-GPU "
                        "| vs mgemm native, same GPUs |\n|---|---|---|---|---|---|---|---|---|")
-            native = {(r["n"], r["gpus"], r.get("placement")): r["tflops"] for r in d["rows"]
-                      if r.get("engine") == "mgemm" and r.get("complex_method") == "native"
-                      and "tflops" in r}
+            native = {}  # the best native rate per (N, G, placement), over tiles
+            for r in d["rows"]:
+                if (r.get("engine") == "mgemm" and r.get("complex_method") == "native"
+                        and "tflops" in r and not r.get("balanced")):
+                    key = (r["n"], r["gpus"], r.get("placement"))
+                    native[key] = max(native.get(key, 0.0), r["tflops"])
             for r in d["rows"]:
                 if "tflops" not in r:
                     out.append(f"| {r['n']} | {r['engine']} | {r['gpus']} | {r.get('placement', '')} | "
@@ -38,9 +41,23 @@ def tables():
                 if ref is None and r.get("engine") != "mgemm":  # baselines: vs placement (ii)
                     ref = native.get((r["n"], r["gpus"], "three"))
                 ratio = f"{r['tflops'] / ref:.3f}" if ref else ""
+                how = r.get("complex_method", "") + (" balanced" if r.get("balanced") else "")
                 out.append(f"| {r['n']} | {r['engine']} | {r['gpus']} | {r.get('placement', '')} | "
-                           f"{r.get('tile', '')} | {r.get('complex_method', '')} | {r['tflops']:.2f} | "
+                           f"{r.get('tile', '')} | {how} | {r['tflops']:.2f} | "
                            f"{r['fraction']:.3f} | {ratio} |")
+        elif d["kind"] == "gemm-sweep":
+            out.append("| N | GPUs | A/B/C on | variant | rows per GPU | TFLOP/s | vs native | "
+                       "lane start ms | lane end ms |\n|---|---|---|---|---|---|---|---|---|")
+            nat = {r["placement"]: r["tflops"] for r in d["rows"] if r["variant"] == "native"}
+            for r in d["rows"]:
+                ref = nat.get(r["placement"])
+                roles = r.get("roles") or ([0, 0, 0] if r["placement"] == "one" else
+                                           [0, 1 % r["gpus"], 2 % r["gpus"]])
+                out.append(f"| {r['n']} | {r['gpus']} | {'/'.join(map(str, roles))} | "
+                           f"{r['variant']} | {'/'.join(map(str, r['rows_per_gpu']))} | "
+                           f"{r['tflops']:.2f} | {r['tflops'] / ref if ref else float('nan'):.3f} | "
+                           f"{' / '.join(f'{x:.0f}' for x in r['lane_start_ms'])} | "
+                           f"{' / '.join(f'{x:.0f}' for x in r['lane_end_ms'])} |")
         elif d["kind"] == "expm-gpu":
             out.append("| N | engine | GPUs | seconds | rel. error vs eigh | ||U^H U - I||/sqrt(N) | "
                        "speed-up vs fastest library |\n|---|---|---|---|---|---|---|")
