@@ -22,7 +22,8 @@ Executors (``emulated``, ``cupy``) run it; nothing here imports a GPU library.
 ``method="3m"`` (complex A, B, C) is Gauss' product fused into the engine: the source
 devices split their operands band by band into real stacks A3 = [Re A | Im A | Re A + Im A]
 (M x 3K) and B3 = [Re B; Im B; Re B + Im B] (3K x N, stored band by band: each column
-band's 3K x T stack contiguous) (``split`` ops), so a band's plane is one contiguous copy; each tile is three real GEMMs into a worker's tile
+band's 3K x T stack contiguous) (``split`` ops), so a band or one of its real planes is one
+contiguous (B) or 2-D (A) copy; each tile is three real GEMMs into a worker's tile
 buffer T = [T1 | T2 | T3] and one ``combine`` op,
 C_ij = alpha (T1 - T2 + i (T3 - T1 - T2)) + beta C_ij, written into the complex C band.
 The bands carry 3/2 of the complex bytes; the GEMMs do 3/4 of the real multiply-adds.
@@ -147,8 +148,10 @@ def band_rows(m: int, tile: int, g: int, shares=None):
 
     Without ``shares`` (the source's split) band i is rows [i T, (i+1) T) and goes to
     worker i mod G.  With ``shares`` (one weight >= 0 per worker) worker w gets
-    R_w ~ M w / sum(shares) rows (multiples of 8 where M allows, the remainders by
-    largest fraction), cut into about R_w / T near-equal bands; the bands are laid out
+    R_w ~ M w / sum(shares) rows (the remainders by largest fraction), in multiples of
+    128 where M >= 512 G, else of 8 where M allows (a band height off the GEMM's block
+    size costs a whole extra block row: with a granule of 8 balanced rows ran at 0.84-0.93
+    of the equal split on 4 H200), cut into about R_w / T near-equal bands; the bands are laid out
     round by round (round r: worker 0's r-th band, worker 1's, ...), so every worker's
     bands are dealt as in the source and only their heights differ."""
     if shares is None:
@@ -201,7 +204,7 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
     one non-negative weight per worker: worker w then gets about M w / sum(shares) rows
     (:func:`band_rows`), so a GPU that also splits and sends the operands, or starts
     late, can be given less (:mod:`mgemm.balance` derives shares from a trace).
-    ``plane_copies`` (3m): "all" (default) sends every band as one 2-D copy per real
+    ``plane_copies`` (3m): "all" (default) sends every band as one copy per real
     plane (Re, Im, Re + Im), so a tile's first real GEMM waits for its first plane
     instead of the whole band; "first" does so only for each worker's first A band and
     the B bands of its first two tiles (the start), "none" never (one copy per band;
