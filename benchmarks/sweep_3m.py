@@ -40,8 +40,8 @@ def main():
     import cupy as cp
 
     import mgemm
-    from mgemm.balance import lanes, shares_from_trace
-    from mgemm.bench import _flops, _rand, _time
+    from mgemm.balance import calibrate, lanes
+    from mgemm.bench import _flops, _rand, _time, _traced
 
     from common import machine
     ap = argparse.ArgumentParser()
@@ -75,24 +75,19 @@ def main():
         if only and label not in only:
             continue
         ex.plane_copies, ex.row_tile = pc, rt
-        shares = None
-        call = lambda tr=False: mgemm.gemm(A, B, C, 1.0, 0.0, devices=devs, tile=tile,  # noqa: E731
-                                           complex_method=cm, shares=shares, trace=tr)
-        if bal:
-            for _ in range(2):
-                call(True)
-                shares = shares_from_trace(mgemm.last_trace(), ex.last_schedule)
-        t = _time(cp, call, a.repeat, sorted(set(devs) | {a_dev, b_dev, c_dev}))
-        call(True)
-        sched = ex.last_schedule
-        ln = lanes(mgemm.last_trace(), devs)
+        shares = (calibrate(lambda sh: _traced(mgemm, A, B, C, devs, tile, cm, sh))
+                  if bal else None)
+        t = _time(cp, lambda: mgemm.gemm(A, B, C, 1.0, 0.0, devices=devs, tile=tile,
+                                         complex_method=cm, shares=shares),
+                  a.repeat, sorted(set(devs) | {a_dev, b_dev, c_dev}))
+        trace, sched = _traced(mgemm, A, B, C, devs, tile, cm, shares)
+        ln = lanes(trace, devs)
         with cp.cuda.Device(0):
             err = float(cp.abs(cp.asarray(C[sample]) - ref).max() / cp.abs(ref).max())
         rate = _flops(n, dtype) / t / 1e12
         row = dict(n=n, gpus=g, placement=a.placement, roles=[a_dev, b_dev, c_dev], variant=label, complex_method=cm,
                    tile=tile, plane_copies=pc, row_tile=rt, balanced=bal,
-                   rows_per_gpu=[sum(sched.bands[i][1] - sched.bands[i][0] for i in b)
-                                 for b in sched.bands_of],
+                   rows_per_gpu=sched.rows_per_worker(),
                    seconds=t, tflops=rate, rel_error=err,
                    lane_start_ms=[round(ln[d][0], 2) for d in devs],
                    lane_end_ms=[round(ln[d][1], 2) for d in devs],

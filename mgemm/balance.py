@@ -15,7 +15,7 @@ no GPU import here).
 """
 from __future__ import annotations
 
-__all__ = ["lanes", "shares_from_trace"]
+__all__ = ["lanes", "shares_from_trace", "calibrate"]
 
 
 def lanes(trace, workers):
@@ -34,10 +34,20 @@ def lanes(trace, workers):
 def shares_from_trace(trace, sched):
     """Rows per worker (as shares) that would make the traced run's compute lanes end
     together (see the module docstring).  ``sched``: the traced run's schedule."""
-    rows = {w: sum(sched.bands[i][1] - sched.bands[i][0] for i in b)
-            for w, b in zip(sched.workers, sched.bands_of)}
+    rows = dict(zip(sched.workers, sched.rows_per_worker()))
     act = [w for w in sched.workers if rows[w] > 0]
     ln = lanes(trace, act)
     v = {w: rows[w] / max(ln[w][1] - ln[w][0], 1e-9) for w in act}
     t = (sched.m + sum(v[w] * ln[w][0] for w in act)) / sum(v.values())
     return [max(0.0, v[w] * (t - ln[w][0])) if w in v else 0.0 for w in sched.workers]
+
+
+def calibrate(run, rounds=2):
+    """Shares after ``rounds`` traced runs, each with the shares the previous suggested
+    (the first with equal rows).  ``run(shares)`` makes one traced call and returns
+    (trace, schedule) -- e.g. ``mgemm.gemm(..., shares=shares, trace=True)`` followed
+    by ``mgemm.last_trace()`` and the executor's ``last_schedule``."""
+    shares = None
+    for _ in range(rounds):
+        shares = shares_from_trace(*run(shares))
+    return shares

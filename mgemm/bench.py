@@ -171,11 +171,18 @@ def jax_sharded_rows(jax, cp, A0, B0, g, repeat, sample, ref_rows, n, dtype, sin
     return out
 
 
+def _traced(mgemm, A, B, C, devs, tile, cm, shares):
+    """One traced C = A B: (trace, schedule)."""
+    mgemm.gemm(A, B, C, 1.0, 0.0, devices=devs, tile=tile, complex_method=cm, shares=shares,
+               trace=True)
+    return mgemm.last_trace(), mgemm.executors.get("cupy").last_schedule
+
+
 def _mgemm_row(cp, mgemm, A, B, C, devs, t_arg, cm, balance, repeat, ctx, progress):
     """One timed mgemm configuration as a result row.  ``balance`` "balanced": first two
     traced calibration calls (equal rows, then the rows they suggest; mgemm.balance),
     then the timing with the rows of the second."""
-    from .balance import shares_from_trace
+    from .balance import calibrate
     n, dtype, g, placement, single, fl, sample, ref_rows = ctx
     a_dev, b_dev, c_dev = A.device.id, B.device.id, C.device.id
     ex = mgemm.executors.get("cupy")
@@ -183,10 +190,7 @@ def _mgemm_row(cp, mgemm, A, B, C, devs, t_arg, cm, balance, repeat, ctx, progre
     what = f"N={n} mgemm G={g} {placement} tile={t_arg} {cm}{' balanced' if balance else ''}"
     try:
         if balance:
-            for _ in range(2):
-                mgemm.gemm(A, B, C, 1.0, 0.0, devices=devs, tile=t_arg, complex_method=cm,
-                           shares=shares, trace=True)
-                shares = shares_from_trace(mgemm.last_trace(), ex.last_schedule)
+            shares = calibrate(lambda sh: _traced(mgemm, A, B, C, devs, t_arg, cm, sh))
         t = _time(cp, lambda: mgemm.gemm(A, B, C, 1.0, 0.0, devices=devs, tile=t_arg,
                                          complex_method=cm, shares=shares),
                   repeat, sorted(set(devs) | {a_dev, b_dev, c_dev}))
@@ -209,8 +213,7 @@ def _mgemm_row(cp, mgemm, A, B, C, devs, t_arg, cm, balance, repeat, ctx, progre
     if ex.row_tile is not None:
         row["row_tile"] = ex.row_tile
     if balance:
-        row["rows_per_gpu"] = [sum(sched.bands[i][1] - sched.bands[i][0] for i in b)
-                               for b in sched.bands_of]
+        row["rows_per_gpu"] = sched.rows_per_worker()
     progress(f"N={n} mgemm G={g} {placement} tile={sched.tile} {cm}"
              f"{' balanced ' + str(row['rows_per_gpu']) if balance else ''}: "
              f"{rate:.2f} TFLOP/s = {rate / (g * single):.3f} of {g}x1, err {err:.1e}")
@@ -314,7 +317,7 @@ def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "o
         B = _rand(cp, 1 % g, n, dtype, 2)
         with cp.cuda.Device(2 % g):
             C = cp.empty((n, n), dtype)
-        from .balance import shares_from_trace
+        from .balance import calibrate
         from .timeline import plot_timeline
         methods = [cm for cm in complex_methods if cm == "native" or dtype.kind == "c"]
         for idx, cm in enumerate(methods or ["native"]):
@@ -324,19 +327,18 @@ def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "o
             done = [r for r in rows if r.get("engine") == "mgemm" and r.get("n") == n
                     and r.get("gpus") == g and r.get("complex_method") == cm
                     and r.get("placement") == "three" and "tflops" in r]
-            best_tile = max(done, key=lambda r: r["tflops"])["tile"] if done else "auto"
-            shares = None
-            for it in range(3 if balance and g > 1 else 1):
-                mgemm.gemm(A, B, C, devices=list(range(g)), complex_method=cm, shares=shares,
-                           tile=best_tile, trace=True)
-                sched = mgemm.executors.get("cupy").last_schedule
-                if it == 0 or it == 2:
-                    rows_of = ("" if shares is None else ", rows " + "/".join(
-                        str(sum(sched.bands[i][1] - sched.bands[i][0] for i in b))
-                        for b in sched.bands_of))
-                    plot_timeline(mgemm.last_trace(), path if it == 0 else
-                                  f"{os.path.splitext(path)[0]}_balanced{ext or '.png'}",
-                                  title=f"mgemm N={n} {dtype.name} {cm} {g} GPUs, tile {sched.tile}, "
-                                        f"A/B/C on 0/{1 % g}/{2 % g}{rows_of}")
-                shares = shares_from_trace(mgemm.last_trace(), sched)
+            tile = max(done, key=lambda r: r["tflops"])["tile"] if done else "auto"
+            devs = list(range(g))
+            runs = [("", None)]
+            if balance and g > 1:   # and once with the rows a calibration suggests
+                runs.append(("_balanced", calibrate(
+                    lambda sh: _traced(mgemm, A, B, C, devs, tile, cm, sh))))
+            for suffix, shares in runs:
+                trace, sched = _traced(mgemm, A, B, C, devs, tile, cm, shares)
+                rows_of = "" if shares is None else ", rows " + "/".join(
+                    map(str, sched.rows_per_worker()))
+                plot_timeline(trace, f"{os.path.splitext(path)[0]}{suffix}{ext or '.png'}"
+                              if suffix else path,
+                              title=f"mgemm N={n} {dtype.name} {cm} {g} GPUs, tile {sched.tile}, "
+                                    f"A/B/C on 0/{1 % g}/{2 % g}{rows_of}")
     return rows

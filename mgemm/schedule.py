@@ -109,6 +109,10 @@ class Schedule:
     bands_of: list = field(default_factory=list)
     shares: list | None = None
 
+    def rows_per_worker(self) -> list:
+        """A rows each worker computes, in ``workers`` order."""
+        return [sum(self.bands[i][1] - self.bands[i][0] for i in b) for b in self.bands_of]
+
     def explain(self) -> str:
         kinds = {}
         for op in self.ops:
@@ -118,8 +122,7 @@ class Schedule:
         rows = ""
         if self.shares is not None:
             rows = " (rows per worker " + ", ".join(
-                f"{w}: {sum(self.bands[i][1] - self.bands[i][0] for i in b)}"
-                for w, b in zip(self.workers, self.bands_of)) + ")"
+                f"{w}: {r}" for w, r in zip(self.workers, self.rows_per_worker())) + ")"
         return (f"C[{self.m}x{self.n}] = A[{self.m}x{self.k}] B[{self.k}x{self.n}]{how}: tile {self.tile}, "
                 f"{mb}x{nb} tiles on workers {self.workers}{rows}; A on {self.a_dev}, B on {self.b_dev}, "
                 f"C on {self.c_dev}; ops: " + ", ".join(f"{v} {k}" for k, v in sorted(kinds.items())))
@@ -330,7 +333,7 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
         first_use_a.setdefault(i, ids[0])
         return dst, ids
 
-    def b_region(s, j, li):
+    def b_region(s, j):
         c0, c1 = cols(j)
         sid = need_b(j)
         src = (Region(src_b, b_dev, j * P * k, (j + 1) * P * k, 0, c1 - c0) if g3
@@ -341,7 +344,7 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
         s.b_count += 1
         dst = Region("bufB", s.dev, slot * P * k, (slot + 1) * P * k, 0, c1 - c0)
         ids = copy_band(s, src, dst, sid, [s.last_read_B[slot], sid], f"B{j}->w{s.dev}",
-                        g3 and plane_copies != "none" and ((li == 0 and j < 2)
+                        g3 and plane_copies != "none" and ((s.li == 0 and j < 2)
                                                            or plane_copies == "all"), 0)
         first_use_b.setdefault(j, ids[0])
         return dst, ids, slot
@@ -363,7 +366,7 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
     def do_tile(s, j):
         i, (r0, r1), (c0, c1), cslot = s.i, rows(s.i), cols(j), s.cslot
         aR, a_ids = s.aR, s.a_ids
-        bR, b_ids, b_slot = b_region(s, j, s.li)
+        bR, b_ids, b_slot = b_region(s, j)
         if s.dev == c_dev:
             out = Region("C", c_dev, r0, r1, c0, c1)
             beta = 0.0 if beta_zero else "beta"

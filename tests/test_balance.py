@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import mgemm
-from mgemm.balance import lanes, shares_from_trace
+from mgemm.balance import calibrate, lanes, shares_from_trace
 from mgemm.executors.emulated import EmulatedExecutor, HazardError, run_schedule
 from mgemm.schedule import band_rows, plan_gemm
 
@@ -163,6 +163,23 @@ def test_shares_from_trace_equalises_the_finish_analytically():
     bands_of, band = band_rows(32768, 2048, 4, r)
     rows = [sum(band[i][1] - band[i][0] for i in b) for b in bands_of]
     assert rows[1] < rows[3] < rows[0]
+
+
+def test_calibrate_feeds_each_rounds_shares_to_the_next():
+    """Two rounds: equal rows first, then the suggested ones; a worker at 0.8 speed
+    ends up with 0.8 of the others' rows (to the 128-row granule once planned)."""
+    seen = []
+
+    def run(shares):
+        seen.append(shares)
+        s = plan_gemm(8192, 64, 64, workers=[0, 1], a_dev=0, b_dev=0, c_dev=0, tile=1024,
+                      beta_zero=True, shares=shares)
+        r0, r1 = s.rows_per_worker()
+        return _trace({0: (0.0, r0 / 8.0, 8), 1: (0.0, r1 / 6.4, 8)}), s
+
+    sh = calibrate(run)
+    assert seen[0] is None and seen[1] == pytest.approx([8192 / 1.8, 8192 * 0.8 / 1.8])
+    assert sh[1] / sh[0] == pytest.approx(0.8, rel=0.03)
 
 
 def test_shares_from_trace_needs_every_worker():

@@ -190,6 +190,8 @@ def test_gpu_commands_without_gpu_exit_2(cmd):
 
 @pytest.mark.parametrize("cmd, value", [
     (["bench", "--interleave", "sideways"], "sideways"),
+    (["bench", "--plane-copies", "some"], "some"),
+    (["bench", "--row-tile", "0"], "0"),
     (["bench", "--complex-method", "5m"], "5m"),
     (["plan", "--n", "64", "--complex-method", "4m"], "4m"),
 ])

@@ -1,7 +1,29 @@
-"""Shared by the schedule executors: placement roles, tile choice, beta placeholders."""
+"""Shared by the schedule executors: their knobs and planning, placement roles, tile
+choice, alpha/beta placeholders."""
 from __future__ import annotations
 
-from ..schedule import PLACEMENTS, auto_tile
+from ..schedule import PLACEMENTS, auto_tile, plan_gemm
+
+
+class ScheduleExecutor:
+    """What the executors that run :mod:`mgemm.schedule` share: the schedule's knobs
+    (set per executor instance, e.g. by ``mgemm bench``) and planning with them."""
+    fused_3m = True
+    #: issue order across workers (:func:`mgemm.schedule.plan_gemm`)
+    interleave = "tile"
+    #: 3m: which bands go as one copy per real plane
+    plane_copies = "all"
+    #: A band height when it should differ from the tile (None: the tile)
+    row_tile = None
+    last_schedule = None
+
+    def plan(self, m, k, n, **kw):
+        """:func:`mgemm.schedule.plan_gemm` with this executor's knobs; remembered as
+        ``last_schedule``."""
+        self.last_schedule = plan_gemm(m, k, n, interleave=self.interleave,
+                                       plane_copies=self.plane_copies, row_tile=self.row_tile,
+                                       **kw)
+        return self.last_schedule
 
 
 def roles(placement, devices):

@@ -25,9 +25,8 @@ try:
 except ImportError:  # older layouts
     from cupy.cuda import cublas as _cublas  # type: ignore
 
-from ..schedule import plan_gemm
 from . import register
-from ._common import resolve_alpha, resolve_beta, resolve_tile, roles
+from ._common import ScheduleExecutor, resolve_alpha, resolve_beta, resolve_tile, roles
 
 _MEMCPY_DEFAULT = 4
 _GEMM = {np.dtype(np.float32): "sgemm", np.dtype(np.float64): "dgemm",
@@ -73,7 +72,7 @@ def _ptr(arr, r0, c0):
 
 
 @register("cupy")
-class CupyExecutor:
+class CupyExecutor(ScheduleExecutor):
     name = "cupy"
 
     #: "src" (default): a band copy runs on a per-destination stream of the *sending*
@@ -82,20 +81,12 @@ class CupyExecutor:
     #: 4x the single-GPU rate, push 0.93-0.955 (benchmarks/README.md), although a lone
     #: pull copy runs at the full 394 GB/s (mgemm probe).
     copy_side = "src"
-    fused_3m = True
-    #: issue order across workers (:func:`mgemm.schedule.plan_gemm`)
-    interleave = "tile"
-    #: 3m: which bands go as one copy per real plane (:func:`mgemm.schedule.plan_gemm`)
-    plane_copies = "all"
-    #: A band height when it should differ from the tile (None: the tile)
-    row_tile = None
     #: 3m's tile on one GPU holding A, B and C (``tile="auto"``)
     single_3m_tile = 8192
 
     def __init__(self):
         self._streams = {}
         self._buffers = {}
-        self.last_schedule = None
         self.last_trace = None
 
     # ------------------------------------------------------------------ helpers
@@ -184,11 +175,8 @@ class CupyExecutor:
             T = max(m, n) if method == "native" else min(max(m, n), self.single_3m_tile)
         else:
             T = resolve_tile(tile, m, n, g, A.dtype, method)
-        sched = plan_gemm(m, k, n, workers=devices, a_dev=a_dev, b_dev=b_dev, c_dev=c_dev,
-                          tile=T, beta_zero=beta_zero, method=method,
-                          interleave=self.interleave, shares=shares,
-                          plane_copies=self.plane_copies, row_tile=self.row_tile)
-        self.last_schedule = sched
+        sched = self.plan(m, k, n, workers=devices, a_dev=a_dev, b_dev=b_dev, c_dev=c_dev,
+                          tile=T, beta_zero=beta_zero, method=method, shares=shares)
         involved = sorted(set(devices) | {a_dev, b_dev, c_dev})
         enable_peer_access(involved)
         # keep only the band buffers this schedule uses (a sweep over tiles would

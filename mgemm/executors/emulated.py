@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..schedule import plan_gemm
 from . import register
-from ._common import resolve_alpha, resolve_beta, resolve_tile, roles
+from ._common import ScheduleExecutor, resolve_alpha, resolve_beta, resolve_tile, roles
 
 NEVER, USER = -2, -1
 
@@ -162,17 +161,11 @@ def _pick(rng, weights):
 
 
 @register("emulated")
-class EmulatedExecutor:
+class EmulatedExecutor(ScheduleExecutor):
     name = "emulated"
-    fused_3m = True
-    interleave = "tile"
-    plane_copies = "all"
-    #: A band height when it should differ from the tile (None: the tile)
-    row_tile = None
 
     def __init__(self, seed=None):
         self.rng = np.random.default_rng(seed)
-        self.last_schedule = None
 
     def gemm(self, A, B, C, alpha, beta, *, devices=None, tile=None, placement=None,
              method="native", shares=None, **_):
@@ -190,11 +183,9 @@ class EmulatedExecutor:
         if C is None:
             C = np.empty((m, n), dtype=A.dtype)
         T = resolve_tile(tile, m, n, k_dev)
-        sched = plan_gemm(m, k, n, workers=list(range(k_dev)), a_dev=a_dev, b_dev=b_dev,
+        sched = self.plan(m, k, n, workers=list(range(k_dev)), a_dev=a_dev, b_dev=b_dev,
                           c_dev=c_dev, tile=T, beta_zero=beta_zero, method=method,
-                          interleave=self.interleave, shares=shares,
-                          plane_copies=self.plane_copies, row_tile=self.row_tile)
-        self.last_schedule = sched
+                          shares=shares)
         arrays = {("A", a_dev): np.asarray(A), ("B", b_dev): np.asarray(B), ("C", c_dev): C}
         run_schedule(sched, arrays, alpha, beta, self.rng, A.dtype)
         return C
