@@ -114,15 +114,17 @@ def test_both_issue_orders(rng, method, beta):
                   interleave="random")
 
 
-@pytest.mark.parametrize("method, dtype, seeds, plane_copies", [
-    ("native", np.float64, 40, "all"), ("3m", np.complex128, 30, "all"),
-    ("3m", np.complex128, 15, "first"), ("3m", np.complex128, 15, "none")])
-def test_many_random_orders(rng, method, dtype, seeds, plane_copies):
+@pytest.mark.parametrize("method, dtype, seeds, plane_copies, batch", [
+    ("native", np.float64, 40, "all", True), ("3m", np.complex128, 30, "all", True),
+    ("3m", np.complex128, 15, "all", False),
+    ("3m", np.complex128, 15, "first", True), ("3m", np.complex128, 15, "none", True)])
+def test_many_random_orders(rng, method, dtype, seeds, plane_copies, batch):
     A, B, C = rand(rng, (48, 20), dtype), rand(rng, (20, 44), dtype), rand(rng, (48, 44), dtype)
     ref = A @ B + 0.5 * C
     for seed in range(seeds):
         ex = EmulatedExecutor(seed=seed)
         ex.plane_copies = plane_copies
+        ex.batch_planes = batch
         out = ex.gemm(A, B, C.copy(), 1.0, 0.5, devices=4, tile=8, placement="three",
                       method=method)
         np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-12)
@@ -263,7 +265,21 @@ def test_3m_schedule_layout():
     split_b1 = next(op.id for op in s.ops if op.label == "split B1")
     first_b_gemm = next(op for op in s.ops if op.kind == "gemm" and op.dev == 1)
     assert first_b_gemm.after == [split_b1] and split_b1 not in first_b_gemm.deps
-    assert kinds.count("gemm") == 3 * 64
+    # the three real GEMMs of a tile are one batched op, but for each worker's first two
+    # tiles (plane by plane as the planes arrive); the planes are equally spaced
+    gemms = [op for op in s.ops if op.kind == "gemm"]
+    assert sum(op.batch for op in gemms) == 3 * 64
+    batched = [op for op in gemms if op.batch == 3]
+    assert len(batched) == 64 - 4 * 2 and all(op.batch in (1, 3) for op in gemms)
+    for op in batched:
+        a0, b0 = op.reads[0][0], op.reads[1][0]
+        assert [r.c0 - a0.c0 for r, _ in op.reads[0::2]] == [0, k, 2 * k]
+        assert [r.r0 - b0.r0 for r, _ in op.reads[1::2]] == [0, k, 2 * k]
+        assert [r.c0 for r in op.writes] == [0, 8, 16]
+        assert set(op.deps) == {d for _, d in op.reads}
+    single = plan_gemm(64, k, 64, workers=[0, 1, 2, 3], a_dev=0, b_dev=1, c_dev=2, tile=8,
+                       beta_zero=True, method="3m", batch_planes=False)
+    assert [op.batch for op in single.ops if op.kind == "gemm"] == [1] * (3 * 64)
     assert "(3m)" in s.explain()
 
 

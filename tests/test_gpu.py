@@ -12,6 +12,9 @@ cp = pytest.importorskip("cupy")
 
 TOL = {np.float32: 1e-4, np.complex64: 1e-4, np.float64: 1e-12, np.complex128: 1e-12}
 SHAPES = [(1, 1, 1), (100, 37, 250), (513, 300, 257), (1024, 1024, 1024)]
+# 2 and 4 GPUs, each skipped where there are fewer
+NGPU = [pytest.param(2, marks=pytest.mark.multi_gpu(2)),
+        pytest.param(4, marks=pytest.mark.multi_gpu(4))]
 
 
 def rand(dev, shape, dtype, seed):
@@ -89,8 +92,7 @@ def test_3m_one_gpu(dtype, shape, beta):
     check(1, "one", dtype, shape, 128, beta, "3m")
 
 
-@pytest.mark.multi_gpu(4)
-@pytest.mark.parametrize("ngpu", [2, 4])
+@pytest.mark.parametrize("ngpu", NGPU)
 @pytest.mark.parametrize("placement", ["one", "three"])
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 @pytest.mark.parametrize("shape", SHAPES)
@@ -100,8 +102,7 @@ def test_3m_multi_gpu(ngpu, placement, dtype, shape, beta, tile):
     check(ngpu, placement, dtype, shape, tile, beta, "3m")
 
 
-@pytest.mark.multi_gpu(4)
-@pytest.mark.parametrize("ngpu", [2, 4])
+@pytest.mark.parametrize("ngpu", NGPU)
 @pytest.mark.parametrize("placement", ["one", "three"])
 @pytest.mark.parametrize("method,dtype", [("native", np.complex128), ("native", np.float32),
                                           ("3m", np.complex128), ("3m", np.complex64)])
@@ -114,6 +115,21 @@ def test_unequal_shares(ngpu, placement, method, dtype, shape, beta):
     s = mgemm.executors.get("cupy").last_schedule
     rows = s.rows_per_worker()
     assert sum(rows) == shape[0] and len(set(rows)) > 1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("ngpu", [pytest.param(1)] + NGPU)
+@pytest.mark.parametrize("batch", [True, False])
+def test_3m_batched_planes(ngpu, batch):
+    """A tile's three real GEMMs as one strided-batched call (the default) or three."""
+    ex = mgemm.executors.get("cupy")
+    ex.batch_planes = batch
+    try:
+        check(ngpu, "three", np.complex128, (1024, 640, 1000), 128, 0.5 + 0.5j, "3m", seed=3)
+        counts = [op.batch for op in ex.last_schedule.ops if op.kind == "gemm"]
+        assert sum(counts) == 3 * 8 * 8 and (3 in counts) == batch
+    finally:
+        ex.batch_planes = True
 
 
 @pytest.mark.multi_gpu(2)

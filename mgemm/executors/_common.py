@@ -15,6 +15,8 @@ class ScheduleExecutor:
     plane_copies = "all"
     #: A band height when it should differ from the tile (None: the tile)
     row_tile = None
+    #: 3m: a tile's three real GEMMs as one batched op (plan_gemm's batch_planes)
+    batch_planes = True
     last_schedule = None
 
     def plan(self, m, k, n, **kw):
@@ -22,7 +24,7 @@ class ScheduleExecutor:
         ``last_schedule``."""
         self.last_schedule = plan_gemm(m, k, n, interleave=self.interleave,
                                        plane_copies=self.plane_copies, row_tile=self.row_tile,
-                                       **kw)
+                                       batch_planes=self.batch_planes, **kw)
         return self.last_schedule
 
 

@@ -10,7 +10,8 @@
 * tiles are cuBLAS {S,D,C,Z}GEMM calls with explicit leading dimensions, writing straight
   into the C band buffer (row-major C = A B is column-major C^T = B^T A^T);
 * 3m (``method="3m"``): ``split`` and ``combine`` ops are elementwise kernels; the three
-  real GEMMs of a tile read planes of the real band stacks through leading dimensions;
+  real GEMMs of a tile read planes of the real band stacks through leading dimensions
+  (a ``batch=3`` op: one strided-batched cuBLAS call, the planes' spacing its strides);
 * the call synchronises the devices it uses on entry and exit, so buffers can be reused.
 
 Importing this module needs CuPy; :mod:`mgemm.executors` skips it otherwise.
@@ -264,16 +265,31 @@ class CupyExecutor(ScheduleExecutor):
                     gdt = c_arr.dtype
                     a_h = scalar(resolve_alpha(op.alpha, alpha), gdt)
                     b_h = scalar(resolve_beta(op.beta, beta), gdt)
-                    fn = getattr(_cublas, _GEMM[gdt])
                     rows, cols = out.shape
                     # CuPy's cuBLAS wrappers bind the handle to CuPy's *current* stream
                     # on every call, so the stream must be made current (a setStream
                     # beforehand is overridden -- the GEMMs then raced the copies)
-                    with st:
-                        fn(h, 0, 0, cols, rows, ar.c1 - ar.c0,
-                           a_h.ctypes.data, _ptr(b_arr, br.r0, br.c0), b_arr.shape[1],
-                           _ptr(a_arr, ar.r0, ar.c0), a_arr.shape[1],
-                           b_h.ctypes.data, _ptr(c_arr, out.r0, out.c0), c_arr.shape[1])
+                    if op.batch == 1:
+                        fn = getattr(_cublas, _GEMM[gdt])
+                        with st:
+                            fn(h, 0, 0, cols, rows, ar.c1 - ar.c0,
+                               a_h.ctypes.data, _ptr(b_arr, br.r0, br.c0), b_arr.shape[1],
+                               _ptr(a_arr, ar.r0, ar.c0), a_arr.shape[1],
+                               b_h.ctypes.data, _ptr(c_arr, out.r0, out.c0), c_arr.shape[1])
+                    else:   # planes equally spaced in their buffers: one strided call
+                        fn = getattr(_cublas, _GEMM[gdt] + "StridedBatched")
+                        sa = _stride([_ptr(a_arr, r.r0, r.c0) for r, _ in op.reads[0::2]],
+                                     a_arr.itemsize, op)
+                        sb = _stride([_ptr(b_arr, r.r0, r.c0) for r, _ in op.reads[1::2]],
+                                     b_arr.itemsize, op)
+                        sc = _stride([_ptr(c_arr, r.r0, r.c0) for r in op.writes],
+                                     c_arr.itemsize, op)
+                        with st:
+                            fn(h, 0, 0, cols, rows, ar.c1 - ar.c0,
+                               a_h.ctypes.data, _ptr(b_arr, br.r0, br.c0), b_arr.shape[1], sb,
+                               _ptr(a_arr, ar.r0, ar.c0), a_arr.shape[1], sa,
+                               b_h.ctypes.data, _ptr(c_arr, out.r0, out.c0), c_arr.shape[1], sc,
+                               op.batch)
                 elif op.kind == "axpby":
                     (rr, _), (cr, _) = op.reads[0], op.reads[1]
                     r_arr, c_arr = arrays[(rr.buf, rr.dev)], arrays[(cr.buf, cr.dev)]
@@ -312,6 +328,14 @@ class CupyExecutor(ScheduleExecutor):
                          "start_ms": cupy.cuda.get_elapsed_time(t0, e0),
                          "end_ms": cupy.cuda.get_elapsed_time(t0, e1)})
         self.last_trace = rows
+
+
+def _stride(ptrs, itemsize, op):
+    """The element stride between equally spaced planes (a batched GEMM's operands)."""
+    d = {q - p for p, q in zip(ptrs, ptrs[1:])}
+    if len(d) != 1 or next(iter(d)) % itemsize:
+        raise ValueError(f"{op}: its planes are not equally spaced")
+    return next(iter(d)) // itemsize
 
 
 def _contig(x):

@@ -86,11 +86,13 @@ def run_schedule(sched, arrays: dict, alpha, beta, rng, dtype):
             r0, r1, c0, c1 = _bbox([r for r, _ in op.reads])
             src = op.reads[0][0]
             res = data[(src.buf, src.dev)][r0:r1, c0:c1].copy()
-        elif op.kind == "gemm":
-            a, bb = view(data, op.reads[0][0]), view(data, op.reads[1][0])
-            res = a_ * (a @ bb)
-            if b != 0:
-                res = res + b * view(data, op.writes[0])
+        elif op.kind == "gemm":   # batch > 1: reads (a_p, b_p) pairs, writes out_p
+            res = []
+            for p, w in enumerate(op.writes):
+                a, bb = view(data, op.reads[2 * p][0]), view(data, op.reads[2 * p + 1][0])
+                res.append(a_ * (a @ bb) + (b * view(data, w) if b != 0 else 0))
+            if len(op.writes) != op.batch:
+                raise HazardError(f"{op}: batch {op.batch} but {len(op.writes)} outputs")
         elif op.kind == "axpby":
             res = view(data, op.reads[0][0]) + b * view(data, op.reads[1][0])
         elif op.kind == "split":
@@ -109,11 +111,11 @@ def run_schedule(sched, arrays: dict, alpha, beta, rng, dtype):
 
     def finish(oid):
         op, res = inflight.pop(oid)
-        r = op.writes[0]
-        if res.shape != r.shape:
-            raise HazardError(f"{op}: result shape {res.shape} does not fit {r}")
-        view(data, r)[...] = res
-        view(writer, r)[...] = op.id
+        for r, x in zip(op.writes, res if isinstance(res, list) else [res]):
+            if x.shape != r.shape:
+                raise HazardError(f"{op}: result shape {x.shape} does not fit {r}")
+            view(data, r)[...] = x
+            view(writer, r)[...] = op.id
         done.add(op.id)
         busy.discard((op.dev, op.stream))
 
