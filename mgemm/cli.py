@@ -158,12 +158,14 @@ def model(n, gpus, bw_math, bw_mem, bw_transfer, latency, dtype, complex_method,
               help="profile file (default $MGEMM_PROFILE or ~/.cache/mgemm/profile.json)")
 @click.option("--gemm-n", type=int, default=8192, show_default=True)
 @click.option("--copy-mib", type=int, default=1024, show_default=True)
-def probe(out, gemm_n, copy_mib):
+@click.option("--tile-k", type=click.IntRange(min=256), default=32768, show_default=True,
+              help="K of the tile-shape GEMMs (the tile rates depend on it: give your problems' K)")
+def probe(out, gemm_n, copy_mib, tile_k):
     """Measure BW_math, BW_mem, peer transfers and latency; save the machine profile."""
     _need_gpus("probe")
     from .probe import run_probe, save_profile
     import datetime as dt
-    doc = run_probe(gemm_n=gemm_n, copy_bytes=copy_mib << 20,
+    doc = run_probe(gemm_n=gemm_n, copy_bytes=copy_mib << 20, tile_k=tile_k,
                     progress=lambda s: click.echo(s, err=True))
     doc["date"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     click.echo(f"profile written to {save_profile(doc, out)}")
@@ -180,8 +182,13 @@ def probe(out, gemm_n, copy_mib):
 @click.option("--profile", "profile_path", type=click.Path(dir_okay=False), default=None)
 @click.option("--plot", type=click.Path(dir_okay=False), default=None)
 @click.option("--copy-side", type=click.Choice(["dst", "src"]), default="src", show_default=True)
+@click.option("--complex-method", "cm", type=click.Choice(["native", "3m"]), default="native",
+              show_default=True)
+@click.option("--save", is_flag=True,
+              help="write the measured best tiles into the profile: tile='auto' then uses them")
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None)
-def tune(sizes, gpus, dtype, placement, min_tile, repeat, profile_path, plot, copy_side, json_out):
+def tune(sizes, gpus, dtype, placement, min_tile, repeat, profile_path, plot, copy_side, cm, save,
+         json_out):
     """Sweep tiles x N, compare with the model; plot and JSON."""
     from .probe import load_profile
     _need_gpus("tune", gpus)
@@ -194,9 +201,14 @@ def tune(sizes, gpus, dtype, placement, min_tile, repeat, profile_path, plot, co
     rows, summary = [], []
     for g in gpus:
         r, s = run_tune(list(sizes), g, prof, dtype, placement, repeat, min_tile,
-                        progress=lambda m: click.echo(m, err=True))
+                        progress=lambda m: click.echo(m, err=True), complex_method=cm)
         rows += r
         summary += s
+    if save:
+        from .probe import default_profile_path, save_profile
+        from .tune import tuned_entries
+        prof["tuned"] = tuned_entries(prof, summary)
+        click.echo(f"tuned tiles written to {save_profile(prof, profile_path or default_profile_path())}")
     if json_out:
         _save(json_out, "tune", "mgemm tune", rows, profile=prof, summary=summary)
     if plot:

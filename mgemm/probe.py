@@ -3,8 +3,13 @@
 Measured (each a median of ``repeat`` timings after a warm-up, on random data):
 
 * ``bw_math[dtype]``: one large GEMM per dtype (cupy.matmul, N = ``gemm_n``);
-* ``tile_rates[dtype][N_i]``: the GEMM rate of an N_i x 16384 x N_i product (the tile
-  shape), which the refined model uses;
+* ``tile_rates[dtype][N_i]``: the GEMM rate of an N_i x K x N_i product (the tile
+  shape; K = ``tile_k``, recorded as ``tile_rates_k``: give the K of your problems, the
+  rates depend on it -- on one H200, DGEMM 2048 beat 4096 by 6 % at K = 16384 and tied at
+  32768), which the refined model uses;
+* ``tile_rates_3m[complex dtype][N_i]``: the real FLOP/s of 3m's tile, the three real
+  GEMMs on the planes of a band stack as the engine issues them (one strided-batched
+  call, :mod:`mgemm.schedule`), used for ``complex_method="3m"``;
 * ``bw_mem``: a device-local copy, counted as bytes read + written;
 * ``pairs[s][d]``: peer copy s -> d of ``copy_bytes`` (peer access enabled), issued on
   the destination's stream, as the band engine does; ``pairs_2d``: the same bytes as a
@@ -48,9 +53,17 @@ def load_profile(path=None):
     return doc
 
 
-def hardware_from_profile(doc, dtype) -> Hardware:
-    math_rate = doc["bw_math"].get(dtype) or doc["bw_math"][REAL_OF.get(dtype, dtype)]
-    curve = doc.get("tile_rates", {}).get(dtype) or doc.get("tile_rates", {}).get(REAL_OF.get(dtype, ""))
+def hardware_from_profile(doc, dtype, method="native") -> Hardware:
+    """The model's Hardware for products of ``dtype``; ``method`` "3m" (complex dtype):
+    rated by the 3m tile curve where the profile has one, else by the real type's."""
+    if method == "3m" and dtype in doc.get("tile_rates_3m", {}):
+        math_rate = doc["bw_math"][REAL_OF[dtype]]
+        curve = doc["tile_rates_3m"][dtype]
+    else:
+        dt = REAL_OF.get(dtype, dtype) if method == "3m" else dtype
+        math_rate = doc["bw_math"].get(dt) or doc["bw_math"][REAL_OF.get(dt, dt)]
+        curve = (doc.get("tile_rates", {}).get(dt)
+                 or doc.get("tile_rates", {}).get(REAL_OF.get(dt, "")))
     curve = tuple(sorted((int(t), float(r)) for t, r in (curve or {}).items()))
     return Hardware(bw_math=float(math_rate), bw_mem=float(doc["bw_mem"]),
                     bw_transfer=float(doc["bw_transfer"]), latency=float(doc.get("latency", 0.0)),
@@ -58,7 +71,8 @@ def hardware_from_profile(doc, dtype) -> Hardware:
 
 
 # ---------------------------------------------------------------- GPU measurements
-def run_probe(devices=None, gemm_n=8192, copy_bytes=1 << 30, repeat=5, progress=print):
+def run_probe(devices=None, gemm_n=8192, copy_bytes=1 << 30, repeat=5, progress=print,
+              tile_k=32768):
     import cupy as cp
 
     from .bench import _time
@@ -85,7 +99,7 @@ def run_probe(devices=None, gemm_n=8192, copy_bytes=1 << 30, repeat=5, progress=
         del a, b
     # the GEMM rate at band-tile shapes: N_i x K times K x N_i (what the engine runs)
     out["tile_rates"] = {}
-    k_tile = 16384
+    k_tile = tile_k
     for dt in ("float32", "float64", "complex64", "complex128"):
         rates = {}
         with cp.cuda.Device(d0):
@@ -104,6 +118,12 @@ def run_probe(devices=None, gemm_n=8192, copy_bytes=1 << 30, repeat=5, progress=
         progress(f"tile rates {dt}: " + ", ".join(f"{t}: {r / 1e12:.1f}" for t, r in rates.items())
                  + " TFLOP/s")
     out["tile_rates_k"] = k_tile
+    out["tile_rates_3m"] = {}
+    for dt in ("complex64", "complex128"):
+        rates = _tile_rates_3m(cp, d0, REAL_OF[dt], k_tile, repeat)
+        out["tile_rates_3m"][dt] = rates
+        progress(f"3m tile rates {dt} (real): "
+                 + ", ".join(f"{t}: {r / 1e12:.1f}" for t, r in rates.items()) + " TFLOP/s")
     # memory
     n_el = copy_bytes // 8
     with cp.cuda.Device(d0):
@@ -213,6 +233,36 @@ def run_probe(devices=None, gemm_n=8192, copy_bytes=1 << 30, repeat=5, progress=
     else:
         out["latency"] = 0.0
     return out
+
+
+def _tile_rates_3m(cp, dev, real, k, repeat, tiles=(256, 512, 1024, 2048, 4096, 8192)):
+    """Real FLOP/s of 3m's tile T x K x T: the three plane GEMMs of a band stack as one
+    strided-batched call, laid out as the engine holds them (A3 band T x 3K with the
+    planes side by side, B3 band 3K x T stacked, tile buffer T x 3T)."""
+    from .bench import _time
+    from .executors.cupy_exec import _cublas
+    fn = getattr(_cublas, {"float32": "s", "float64": "d"}[real] + "gemmStridedBatched")
+    one, zero = np.array(1.0, dtype=real), np.array(0.0, dtype=real)
+    rates = {}
+    with cp.cuda.Device(dev):
+        h = cp.cuda.device.get_cublas_handle()
+        _cublas.setPointerMode(h, 0)
+        rng = cp.random.default_rng(5)
+        tm = max(tiles)
+        a3 = rng.standard_normal((tm, 3 * k)).astype(real)
+        b3_all = rng.standard_normal((3 * k, tm)).astype(real)
+        for t in tiles:
+            b3 = b3_all[:, :t].copy()
+            c = cp.empty((t, 3 * t), dtype=real)
+
+            def call(a3=a3, b3=b3, c=c, t=t):
+                fn(h, 0, 0, t, t, k, one.ctypes.data, b3.data.ptr, t, k * t,
+                   a3.data.ptr, 3 * k, k, zero.ctypes.data, c.data.ptr, 3 * t, t, 3)
+            sec = _time(cp, call, repeat, [dev])
+            rates[str(t)] = 2.0 * 3 * t * t * k / sec
+            del b3, c
+        del a3, b3_all
+    return rates
 
 
 def save_profile(doc, path=None):

@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from mgemm.cli import main as mgemm_cli
 from mgemm.executors._common import resolve_tile
+from mgemm.probe import hardware_from_profile
 from mgemm.model import (Hardware, best_tile, bounds, candidates, dtype_factors, model_report,
                          predict)
 
@@ -200,3 +201,55 @@ def test_bad_engine_options_exit_2(cmd, value):
     r = CliRunner().invoke(mgemm_cli, cmd)
     assert r.exit_code == 2 and value in r.output and "Traceback" not in r.output
     assert ("--" + cmd[-2].lstrip("-")) in r.output
+
+
+def test_3m_auto_tile_uses_the_profiles_3m_curve(tmp_path, monkeypatch):
+    """tile='auto' for 3m rates tiles by the profile's 3m curve (the batched plane GEMMs)
+    where there is one, else by the real type's tile curve."""
+    from mgemm.probe import hardware_from_profile
+    fast = lambda best: {str(t): (60e12 if t == best else 40e12)  # noqa: E731
+                         for t in (512, 1024, 2048, 4096, 8192)}
+    prof = {"kind": "mgemm-profile",
+            "bw_math": {"float32": 40e12, "float64": 60e12, "complex128": 50e12},
+            "bw_mem": 4.8e12, "bw_transfer": 391e9, "latency": 0.0,
+            "tile_rates": {"float64": fast(2048), "complex128": fast(1024)}}
+    p = tmp_path / "profile.json"
+    p.write_text(json.dumps(prof))
+    monkeypatch.setenv("MGEMM_PROFILE", str(p))
+    n = 32768
+    assert resolve_tile(None, n, n, 4, "complex128", "3m") == 2048      # float64's curve
+    assert resolve_tile(None, n, n, 4, "complex128") == 1024             # complex128's
+    prof["tile_rates_3m"] = {"complex128": fast(4096)}
+    p.write_text(json.dumps(prof))
+    assert resolve_tile(None, n, n, 4, "complex128", "3m") == 4096      # the 3m curve
+    assert resolve_tile(None, n, n, 4, "complex128") == 1024             # native unchanged
+    hw = hardware_from_profile(prof, "complex128", "3m")
+    assert hw.math_rate(4096) == 60e12 and hw.bw_math == 60e12
+    assert hardware_from_profile(prof, "complex64", "3m").math_rate(4096) == 40e12  # no 3m curve
+
+
+def test_tuned_tiles_come_before_the_model(tmp_path, monkeypatch):
+    """`mgemm tune --save` entries: merged per (dtype, method, GPUs, N), newest wins;
+    tile='auto' takes an exact match and falls back to the model otherwise."""
+    from mgemm.tune import tuned_entries, tuned_tile
+    prof = {"kind": "mgemm-profile", "bw_math": {"float64": 60e12, "complex128": 50e12},
+            "bw_mem": 4.8e12, "bw_transfer": 391e9, "latency": 0.0}
+    summary = [{"n": 32768, "gpus": 2, "dtype": "complex128", "complex_method": "3m",
+                "placement": "three", "measured_best_tile": 4096, "measured_best_seconds": 2.0},
+               {"n": 32768, "gpus": 2, "dtype": "complex128", "complex_method": "native",
+                "placement": "three", "measured_best_tile": 1024, "measured_best_seconds": 2.5}]
+    prof["tuned"] = tuned_entries(prof, summary)
+    again = dict(summary[0], measured_best_tile=8192)
+    prof["tuned"] = tuned_entries(prof, [again])
+    assert len(prof["tuned"]) == 2
+    assert tuned_tile(prof, "complex128", "3m", 2, 32768) == 8192
+    assert tuned_tile(prof, "complex128", "3m", 4, 32768) is None
+    p = tmp_path / "profile.json"
+    p.write_text(json.dumps(prof))
+    monkeypatch.setenv("MGEMM_PROFILE", str(p))
+    assert resolve_tile(None, 32768, 32768, 2, "complex128", "3m") == 8192
+    assert resolve_tile("auto", 32768, 32768, 2, "complex128") == 1024
+    hw = hardware_from_profile(prof, "complex128", "3m")
+    assert resolve_tile(None, 32768, 32768, 4, "complex128", "3m") == best_tile(
+        32768, 4, hw, "complex128", "3m")                      # not tuned: the model
+    assert resolve_tile(2048, 32768, 32768, 2, "complex128", "3m") == 2048

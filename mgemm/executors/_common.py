@@ -44,22 +44,28 @@ def roles(placement, devices):
 
 
 def resolve_tile(tile, m, n, g, dtype=None, method="native"):
-    """An explicit tile, or for ``None``/"auto": the model's best tile for the saved
+    """An explicit tile, or for ``None``/"auto": the tile ``mgemm tune --save`` measured
+    best for this dtype, method, G and N, else the model's best tile for the saved
     machine profile (``mgemm probe``; :mod:`mgemm.model`, refined variant) where one
     exists and ``dtype`` is given, else the :func:`auto_tile` heuristic.  ``method``
-    "3m": the fused 3m schedule, rated at the real type's GEMM rate."""
+    "3m": the fused 3m schedule, rated by the profile's 3m tile curve (or the real
+    type's GEMM rate in profiles without one)."""
     if tile is None or tile == "auto":
         if dtype is not None and g > 1:
-            from ..model import REAL_OF, best_tile
+            from ..model import best_tile
             from ..probe import hardware_from_profile, load_profile
             try:
                 prof = load_profile()
             except (OSError, ValueError):
                 prof = None
             if prof is not None:
+                from ..tune import tuned_tile
                 dt = str(dtype)
-                rate_of = REAL_OF.get(dt, dt) if method == "3m" else dt
-                return best_tile(max(m, n), g, hardware_from_profile(prof, rate_of), dt, method)
+                tuned = tuned_tile(prof, dt, method, g, max(m, n))
+                if tuned is not None:
+                    return tuned
+                return best_tile(max(m, n), g, hardware_from_profile(prof, dt, method), dt,
+                                 method)
         return auto_tile(m, n, g)
     if isinstance(tile, bool) or not isinstance(tile, int) or tile < 1:
         raise ValueError(f"tile must be a positive integer or 'auto', got tile={tile!r}")
