@@ -79,8 +79,8 @@ def run_tune(sizes, gpus, profile, dtype="complex128", placement="three", repeat
 
 def tuned_entries(profile, summary):
     """The profile's ``tuned`` list with a sweep's measured best tiles merged in (one
-    entry per dtype, complex method, GPUs and N; the newest wins)."""
-    key = lambda e: (e["dtype"], e["complex_method"], e["gpus"], e["n"])  # noqa: E731
+    entry per dtype, complex method, GPUs, N and placement; the newest wins)."""
+    key = lambda e: (e["dtype"], e["complex_method"], e["gpus"], e["n"], e["placement"])  # noqa: E731
     out = {key(e): e for e in profile.get("tuned", [])}
     for s in summary:
         e = {"dtype": s["dtype"], "complex_method": s["complex_method"], "gpus": s["gpus"],
@@ -90,11 +90,14 @@ def tuned_entries(profile, summary):
     return sorted(out.values(), key=key)
 
 
-def tuned_tile(profile, dtype, method, gpus, n):
-    """The measured best tile saved by ``mgemm tune --save`` for exactly this case, or None."""
+def tuned_tile(profile, dtype, method, gpus, n, placement="three"):
+    """The measured best tile saved by ``mgemm tune --save`` for exactly this case
+    (placement "one": A, B, C on one GPU, else "three"), or None.  Measured on 2 H200,
+    3m, N = 32768: 16384 was best with A, B, C on three GPUs and 1.6 % slower than
+    4096 with all on one, so the placement is part of the key."""
     for e in profile.get("tuned", []):
-        if (e.get("dtype"), e.get("complex_method"), e.get("gpus"), e.get("n")) == (
-                str(dtype), method, gpus, n):
+        if (e.get("dtype"), e.get("complex_method"), e.get("gpus"), e.get("n"),
+                e.get("placement")) == (str(dtype), method, gpus, n, placement):
             return int(e["tile"])
     return None
 

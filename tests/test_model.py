@@ -244,6 +244,7 @@ def test_tuned_tiles_come_before_the_model(tmp_path, monkeypatch):
     assert len(prof["tuned"]) == 2
     assert tuned_tile(prof, "complex128", "3m", 2, 32768) == 8192
     assert tuned_tile(prof, "complex128", "3m", 4, 32768) is None
+    assert tuned_tile(prof, "complex128", "3m", 2, 32768, "one") is None   # not tuned there
     p = tmp_path / "profile.json"
     p.write_text(json.dumps(prof))
     monkeypatch.setenv("MGEMM_PROFILE", str(p))
@@ -253,3 +254,5 @@ def test_tuned_tiles_come_before_the_model(tmp_path, monkeypatch):
     assert resolve_tile(None, 32768, 32768, 4, "complex128", "3m") == best_tile(
         32768, 4, hw, "complex128", "3m")                      # not tuned: the model
     assert resolve_tile(2048, 32768, 32768, 2, "complex128", "3m") == 2048
+    assert resolve_tile(None, 32768, 32768, 2, "complex128", "3m", "one") == best_tile(
+        32768, 2, hw, "complex128", "3m")

@@ -43,9 +43,9 @@ def roles(placement, devices):
     return d[0], d[1 % len(d)], d[2 % len(d)]
 
 
-def resolve_tile(tile, m, n, g, dtype=None, method="native"):
+def resolve_tile(tile, m, n, g, dtype=None, method="native", placement="three"):
     """An explicit tile, or for ``None``/"auto": the tile ``mgemm tune --save`` measured
-    best for this dtype, method, G and N, else the model's best tile for the saved
+    best for this dtype, method, G, N and ``placement`` ("one" or "three"), else the model's best tile for the saved
     machine profile (``mgemm probe``; :mod:`mgemm.model`, refined variant) where one
     exists and ``dtype`` is given, else the :func:`auto_tile` heuristic.  ``method``
     "3m": the fused 3m schedule, rated by the profile's 3m tile curve (or the real
@@ -61,7 +61,7 @@ def resolve_tile(tile, m, n, g, dtype=None, method="native"):
             if prof is not None:
                 from ..tune import tuned_tile
                 dt = str(dtype)
-                tuned = tuned_tile(prof, dt, method, g, max(m, n))
+                tuned = tuned_tile(prof, dt, method, g, max(m, n), placement)
                 if tuned is not None:
                     return tuned
                 return best_tile(max(m, n), g, hardware_from_profile(prof, dt, method), dt,

@@ -175,7 +175,8 @@ class CupyExecutor(ScheduleExecutor):
             # 8192, so its three real tile results stay small next to A, B, C)
             T = max(m, n) if method == "native" else min(max(m, n), self.single_3m_tile)
         else:
-            T = resolve_tile(tile, m, n, g, A.dtype, method)
+            T = resolve_tile(tile, m, n, g, A.dtype, method,
+                             "one" if a_dev == b_dev == c_dev else "three")
         sched = self.plan(m, k, n, workers=devices, a_dev=a_dev, b_dev=b_dev, c_dev=c_dev,
                           tile=T, beta_zero=beta_zero, method=method, shares=shares)
         involved = sorted(set(devices) | {a_dev, b_dev, c_dev})
