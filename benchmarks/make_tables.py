@@ -48,7 +48,10 @@ def tables():
         elif d["kind"] == "gemm-sweep":
             out.append("| N | GPUs | A/B/C on | variant | rows per GPU | TFLOP/s | vs native | "
                        "lane start ms | lane end ms |\n|---|---|---|---|---|---|---|---|---|")
-            nat = {r["placement"]: r["tflops"] for r in d["rows"] if r["variant"] == "native"}
+            nat = {}   # the best native variant per placement
+            for r in d["rows"]:
+                if r["complex_method"] == "native":
+                    nat[r["placement"]] = max(nat.get(r["placement"], 0.0), r["tflops"])
             for r in d["rows"]:
                 ref = nat.get(r["placement"])
                 roles = r.get("roles") or ([0, 0, 0] if r["placement"] == "one" else
@@ -58,6 +61,19 @@ def tables():
                            f"{r['tflops']:.2f} | {r['tflops'] / ref if ref else float('nan'):.3f} | "
                            f"{' / '.join(f'{x:.0f}' for x in r['lane_start_ms'])} | "
                            f"{' / '.join(f'{x:.0f}' for x in r['lane_end_ms'])} |")
+        elif d["kind"] == "kernels-3m":
+            out.append(f"One GPU, K = {d['n']}: effective TFLOP/s (8 T^2 K / time) of a T x K x T "
+                       "tile, mean of the rounds\n\n| tile T | ZGEMM | 3 DGEMMs | batched DGEMM | "
+                       "combine ms | 3 DGEMMs / ZGEMM | batched / ZGEMM |\n|---|---|---|---|---|---|---|")
+            tiles = sorted({r["tile"] for r in d["rows"] if r["case"] == "zgemm"})
+            for t in tiles:
+                ms = {c: sum(r["ms"] for r in d["rows"] if r["tile"] == t and r["case"] == c)
+                      / max(1, sum(1 for r in d["rows"] if r["tile"] == t and r["case"] == c))
+                      for c in ("zgemm", "3 dgemm", "batched", "combine")}
+                f = 8.0 * t * t * d["n"] / 1e9   # GFLOP; / ms = TFLOP/s
+                out.append(f"| {t} | {f / ms['zgemm']:.1f} | {f / ms['3 dgemm']:.1f} | "
+                           f"{f / ms['batched']:.1f} | {ms['combine']:.3f} | "
+                           f"{ms['zgemm'] / ms['3 dgemm']:.3f} | {ms['zgemm'] / ms['batched']:.3f} |")
         elif d["kind"] == "expm-gpu":
             out.append("| N | engine | GPUs | seconds | rel. error vs eigh | ||U^H U - I||/sqrt(N) | "
                        "speed-up vs fastest library |\n|---|---|---|---|---|---|---|")
