@@ -26,6 +26,25 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
+def table(doc):
+    """Markdown lines: per tile, each case's effective TFLOP/s (8 T^2 K / time, mean time
+    over the rounds), the combine's ms and the 3m / ZGEMM ratios (printed here and by
+    make_tables.py)."""
+    rows, k = doc["rows"], doc["n"]
+    out = [f"One GPU, K = {k}: effective TFLOP/s (8 T^2 K / time) of a T x K x T tile, mean "
+           "of the rounds", "",
+           "| tile T | ZGEMM | 3 DGEMMs | batched DGEMM | combine ms | 3 DGEMMs / ZGEMM | "
+           "batched / ZGEMM |", "|---|---|---|---|---|---|---|"]
+    for t in sorted({r["tile"] for r in rows if r["case"] == "zgemm"}):
+        ms = {c: float(np.mean([r["ms"] for r in rows if r["tile"] == t and r["case"] == c]))
+              for c in ("zgemm", "3 dgemm", "batched", "combine")}
+        f = 8.0 * t * t * k / 1e9   # GFLOP; / ms = TFLOP/s
+        out.append(f"| {t} | {f / ms['zgemm']:.1f} | {f / ms['3 dgemm']:.1f} | "
+                   f"{f / ms['batched']:.1f} | {ms['combine']:.3f} | "
+                   f"{ms['zgemm'] / ms['3 dgemm']:.3f} | {ms['zgemm'] / ms['batched']:.3f} |")
+    return out
+
+
 def main():
     import cupy as cp
     try:
@@ -34,7 +53,7 @@ def main():
         from cupy.cuda import cublas  # type: ignore
 
     from common import machine
-    from mgemm.executors.cupy_exec import _combine
+    from mgemm.executors.cupy_exec import _combine, strided_gemm
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=32768)
@@ -111,9 +130,8 @@ def main():
                              zero.ctypes.data, Tt.data.ptr + p * T * 8, 3 * T)
 
         def dgb():
-            cublas.dgemmStridedBatched(h, 0, 0, T, T, k, one.ctypes.data,
-                                       B3t.data.ptr, T, k * T, A3t.data.ptr, 3 * k, k,
-                                       zero.ctypes.data, Tt.data.ptr, 3 * T, T, 3)
+            strided_gemm(h, np.float64, T, T, k, one.ctypes.data, A3t.data.ptr, 3 * k, k,
+                         B3t.data.ptr, T, k * T, zero.ctypes.data, Tt.data.ptr, 3 * T, T, 3)
 
         def comb():
             _combine(Tt[:, :T], Tt[:, T:2 * T], Tt[:, 2 * T:], np.complex128(1), np.complex128(0),
@@ -159,17 +177,7 @@ def main():
            "rows": rows}
     with open(a.out, "w") as f:
         json.dump(doc, f, indent=1)
-    # the table: per tile, each case's effective rate (round means); 3m/zgemm ratio
-    print(f"\n{'tile':>6} {'zgemm':>7} {'3 dgemm':>8} {'batched':>8} {'comb ms':>8} "
-          f"{'3m/z':>6} {'3m+c/z':>7} {'b+c/z':>6}")
-    for T in tiles:
-        m = {c: np.mean([r["ms"] for r in rows if r["tile"] == T and r["case"] == c])
-             for c in ("zgemm", "3 dgemm", "batched", "combine")}
-        f = 8.0 * T * T * k / 1e12
-        print(f"{T:>6} {f / m['zgemm'] * 1e3:7.1f} {f / m['3 dgemm'] * 1e3:8.1f} "
-              f"{f / m['batched'] * 1e3:8.1f} {m['combine']:8.3f} {m['zgemm'] / m['3 dgemm']:6.3f} "
-              f"{m['zgemm'] / (m['3 dgemm'] + m['combine']):7.3f} "
-              f"{m['zgemm'] / (m['batched'] + m['combine']):6.3f}")
+    print("\n" + "\n".join(table(doc)))
     for c in ("zgemm N", "dgemm N"):
         print(c, [round(r["eff_tflops"], 1) for r in rows if r["case"] == c])
 

@@ -2,8 +2,11 @@
 import glob
 import json
 import os
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import kernels_3m  # noqa: E402  (its table, shared with its own printout)
 BEGIN, END = "<!-- tables:begin -->", "<!-- tables:end -->"
 
 
@@ -62,18 +65,7 @@ def tables():
                            f"{' / '.join(f'{x:.0f}' for x in r['lane_start_ms'])} | "
                            f"{' / '.join(f'{x:.0f}' for x in r['lane_end_ms'])} |")
         elif d["kind"] == "kernels-3m":
-            out.append(f"One GPU, K = {d['n']}: effective TFLOP/s (8 T^2 K / time) of a T x K x T "
-                       "tile, mean of the rounds\n\n| tile T | ZGEMM | 3 DGEMMs | batched DGEMM | "
-                       "combine ms | 3 DGEMMs / ZGEMM | batched / ZGEMM |\n|---|---|---|---|---|---|---|")
-            tiles = sorted({r["tile"] for r in d["rows"] if r["case"] == "zgemm"})
-            for t in tiles:
-                ms = {c: sum(r["ms"] for r in d["rows"] if r["tile"] == t and r["case"] == c)
-                      / max(1, sum(1 for r in d["rows"] if r["tile"] == t and r["case"] == c))
-                      for c in ("zgemm", "3 dgemm", "batched", "combine")}
-                f = 8.0 * t * t * d["n"] / 1e9   # GFLOP; / ms = TFLOP/s
-                out.append(f"| {t} | {f / ms['zgemm']:.1f} | {f / ms['3 dgemm']:.1f} | "
-                           f"{f / ms['batched']:.1f} | {ms['combine']:.3f} | "
-                           f"{ms['zgemm'] / ms['3 dgemm']:.3f} | {ms['zgemm'] / ms['batched']:.3f} |")
+            out += kernels_3m.table(d)
         elif d["kind"] == "expm-gpu":
             out.append("| N | engine | GPUs | seconds | rel. error vs eigh | ||U^H U - I||/sqrt(N) | "
                        "speed-up vs fastest library |\n|---|---|---|---|---|---|---|")

@@ -20,22 +20,22 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-VARIANTS = [  # (label, method, tile, plane_copies, row_tile, balance[, batch_planes])
-    ("native", "native", 1024, "first", None, False),
-    ("native t2048", "native", 2048, "all", None, False),
-    ("3m none", "3m", 2048, "none", None, False),
-    ("3m first", "3m", 2048, "first", None, False),
-    ("3m all", "3m", 2048, "all", None, False),
+VARIANTS = [  # (label, method, tile, plane_copies, row_tile, balance, batch_planes)
+    ("native", "native", 1024, "first", None, False, True),
+    ("native t2048", "native", 2048, "all", None, False, True),
+    ("3m none", "3m", 2048, "none", None, False, True),
+    ("3m first", "3m", 2048, "first", None, False, True),
+    ("3m all", "3m", 2048, "all", None, False, True),
     ("3m all single", "3m", 2048, "all", None, False, False),
-    ("3m t4096 first", "3m", 4096, "first", None, False),
-    ("3m t4096 all", "3m", 4096, "all", None, False),
+    ("3m t4096 first", "3m", 4096, "first", None, False, True),
+    ("3m t4096 all", "3m", 4096, "all", None, False, True),
     ("3m t4096 all single", "3m", 4096, "all", None, False, False),
-    ("3m t4096 none", "3m", 4096, "none", None, False),
-    ("3m t4096 rows8192", "3m", 4096, "all", 8192, False),
-    ("3m rows4096 first", "3m", 2048, "first", 4096, False),
-    ("3m first balanced", "3m", 2048, "first", None, True),
-    ("3m t4096 balanced", "3m", 4096, "all", None, True),
-    ("native balanced", "native", 1024, "first", None, True),
+    ("3m t4096 none", "3m", 4096, "none", None, False, True),
+    ("3m t4096 rows8192", "3m", 4096, "all", 8192, False, True),
+    ("3m rows4096 first", "3m", 2048, "first", 4096, False, True),
+    ("3m first balanced", "3m", 2048, "first", None, True, True),
+    ("3m t4096 balanced", "3m", 4096, "all", None, True, True),
+    ("native balanced", "native", 1024, "first", None, True, True),
 ]
 
 
@@ -76,11 +76,10 @@ def main():
     only = None if a.only is None else set(a.only.split(","))
     rows = []
     doc = {"kind": "gemm-sweep", "command": " ".join(["python3"] + sys.argv), "machine": machine()}
-    for label, cm, tile, pc, rt, bal, *batch in VARIANTS:
+    for label, cm, tile, pc, rt, bal, batch in VARIANTS:
         if only and label not in only:
             continue
-        ex.plane_copies, ex.row_tile = pc, rt
-        ex.batch_planes = batch[0] if batch else True
+        ex.plane_copies, ex.row_tile, ex.batch_planes = pc, rt, batch
         shares = (calibrate(lambda sh: _traced(mgemm, A, B, C, devs, tile, cm, sh))
                   if bal else None)
         t = _time(cp, lambda: mgemm.gemm(A, B, C, 1.0, 0.0, devices=devs, tile=tile,

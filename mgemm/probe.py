@@ -240,8 +240,7 @@ def _tile_rates_3m(cp, dev, real, k, repeat, tiles=(256, 512, 1024, 2048, 4096, 
     strided-batched call, laid out as the engine holds them (A3 band T x 3K with the
     planes side by side, B3 band 3K x T stacked, tile buffer T x 3T)."""
     from .bench import _time
-    from .executors.cupy_exec import _cublas
-    fn = getattr(_cublas, {"float32": "s", "float64": "d"}[real] + "gemmStridedBatched")
+    from .executors.cupy_exec import _cublas, strided_gemm
     one, zero = np.array(1.0, dtype=real), np.array(0.0, dtype=real)
     rates = {}
     with cp.cuda.Device(dev):
@@ -256,8 +255,8 @@ def _tile_rates_3m(cp, dev, real, k, repeat, tiles=(256, 512, 1024, 2048, 4096, 
             c = cp.empty((t, 3 * t), dtype=real)
 
             def call(a3=a3, b3=b3, c=c, t=t):
-                fn(h, 0, 0, t, t, k, one.ctypes.data, b3.data.ptr, t, k * t,
-                   a3.data.ptr, 3 * k, k, zero.ctypes.data, c.data.ptr, 3 * t, t, 3)
+                strided_gemm(h, real, t, t, k, one.ctypes.data, a3.data.ptr, 3 * k, k,
+                             b3.data.ptr, t, k * t, zero.ctypes.data, c.data.ptr, 3 * t, t, 3)
             sec = _time(cp, call, repeat, [dev])
             rates[str(t)] = 2.0 * 3 * t * t * k / sec
             del b3, c

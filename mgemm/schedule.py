@@ -229,6 +229,8 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
         raise ValueError(f"method must be one of {METHODS}, got method={method!r}")
     if interleave not in ("tile", "band"):
         raise ValueError(f"interleave must be 'tile' or 'band', got interleave={interleave!r}")
+    if not isinstance(batch_planes, bool):
+        raise ValueError(f"batch_planes must be True or False, got batch_planes={batch_planes!r}")
     if plane_copies not in ("first", "all", "none"):
         raise ValueError(f"plane_copies must be 'first', 'all' or 'none', got "
                          f"plane_copies={plane_copies!r}")
@@ -388,35 +390,26 @@ def plan_gemm(m: int, k: int, n: int, *, workers, a_dev: int, b_dev: int, c_dev:
                       [out], deps=[a_ids[0], b_ids[0], send_dep], beta=beta, label=f"C{i},{j}")
             s.last_gemm = gid
             s.tile_ids.append(gid)
-        elif batch_planes and not (s.li == 0 and j < 2):
-            tRs = [Region("bufT", s.dev, 0, r1 - r0, p * T, p * T + (c1 - c0)) for p in range(3)]
-            reads = [x for p in range(3)
-                     for x in ((plane(aR, p, 1), a_ids[p]), (plane(bR, p, 0), b_ids[p]))]
-            gid = add("gemm", s.dev, "compute", reads, tRs, deps=list(a_ids) + list(b_ids),
-                      alpha=1.0, label=f"T1-3 C{i},{j}", batch=3)
-            first_use_a.setdefault(i, gid)
-            first_use_b.setdefault(j, gid)
-            s.last_gemm = gid
-            cid = add("combine", s.dev, "compute", [(t, gid) for t in tRs] + c_read, [out],
-                      deps=[gid, send_dep], beta=beta, label=f"C{i},{j}")
-            s.tile_ids.append(cid)
         else:
-            parts = []
-            for p in range(3):
-                tR = Region("bufT", s.dev, 0, r1 - r0, p * T, p * T + (c1 - c0))
+            tRs = [Region("bufT", s.dev, 0, r1 - r0, p * T, p * T + (c1 - c0)) for p in range(3)]
+            pairs = [((plane(aR, p, 1), a_ids[p]), (plane(bR, p, 0), b_ids[p])) for p in range(3)]
+            if batch_planes and not (s.li == 0 and j < 2):   # one op over the three planes
+                gid = add("gemm", s.dev, "compute", [x for pr in pairs for x in pr], tRs,
+                          deps=list(a_ids) + list(b_ids), alpha=1.0, label=f"T1-3 C{i},{j}",
+                          batch=3)
+                gids = [gid] * 3
+            else:                                             # plane by plane
                 # the B source starts computing only once B_1 is split too (a split next
                 # to a running GEMM gets few SMs and holds up B_1's sends)
-                pace = [need_b(1)] if (s.dev == b_dev and s.li == 0 and j == 0 and p == 0
+                pace = [need_b(1)] if (s.dev == b_dev and s.li == 0 and j == 0
                                        and nb > 1) else []
-                gid = add("gemm", s.dev, "compute",
-                          [(plane(aR, p, 1), a_ids[p]), (plane(bR, p, 0), b_ids[p])], [tR],
-                          deps=[a_ids[p], b_ids[p]], alpha=1.0, label=f"T{p + 1} C{i},{j}",
-                          after=pace)
-                parts.append((tR, gid))
-                first_use_a.setdefault(i, gid)
-                first_use_b.setdefault(j, gid)
-            s.last_gemm = parts[-1][1]
-            cid = add("combine", s.dev, "compute", parts + c_read, [out],
+                gids = [add("gemm", s.dev, "compute", list(pairs[p]), [tRs[p]],
+                            deps=[a_ids[p], b_ids[p]], alpha=1.0, label=f"T{p + 1} C{i},{j}",
+                            after=pace if p == 0 else []) for p in range(3)]
+            first_use_a.setdefault(i, gids[0])
+            first_use_b.setdefault(j, gids[0])
+            s.last_gemm = gids[-1]
+            cid = add("combine", s.dev, "compute", list(zip(tRs, gids)) + c_read, [out],
                       deps=[s.last_gemm, send_dep], beta=beta, label=f"C{i},{j}")
             s.tile_ids.append(cid)
         if b_slot is not None:

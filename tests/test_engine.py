@@ -280,6 +280,9 @@ def test_3m_schedule_layout():
     single = plan_gemm(64, k, 64, workers=[0, 1, 2, 3], a_dev=0, b_dev=1, c_dev=2, tile=8,
                        beta_zero=True, method="3m", batch_planes=False)
     assert [op.batch for op in single.ops if op.kind == "gemm"] == [1] * (3 * 64)
+    with pytest.raises(ValueError, match="batch_planes='yes'"):
+        plan_gemm(8, 8, 8, workers=[0], a_dev=0, b_dev=0, c_dev=0, tile=4, beta_zero=True,
+                  method="3m", batch_planes="yes")
     assert "(3m)" in s.explain()
 
 

@@ -195,6 +195,8 @@ def test_gpu_commands_without_gpu_exit_2(cmd):
     (["bench", "--row-tile", "0"], "0"),
     (["bench", "--complex-method", "5m"], "5m"),
     (["plan", "--n", "64", "--complex-method", "4m"], "4m"),
+    (["tune", "--complex-method", "4m"], "4m"),
+    (["probe", "--tile-k", "0"], "0"),
 ])
 def test_bad_engine_options_exit_2(cmd, value):
     """A wrong value of the new options names the option and the value, exit 2."""

@@ -45,9 +45,10 @@ def roles(placement, devices):
 
 def resolve_tile(tile, m, n, g, dtype=None, method="native", placement="three"):
     """An explicit tile, or for ``None``/"auto": the tile ``mgemm tune --save`` measured
-    best for this dtype, method, G, N and ``placement`` ("one" or "three"), else the model's best tile for the saved
-    machine profile (``mgemm probe``; :mod:`mgemm.model`, refined variant) where one
-    exists and ``dtype`` is given, else the :func:`auto_tile` heuristic.  ``method``
+    best for this dtype, method, G, N and ``placement`` ("one" or "three"), else the
+    model's best tile for the saved machine profile (``mgemm probe``; :mod:`mgemm.model`,
+    refined variant) where one exists and ``dtype`` is given, else the :func:`auto_tile`
+    heuristic.  ``method``
     "3m": the fused 3m schedule, rated by the profile's 3m tile curve (or the real
     type's GEMM rate in profiles without one)."""
     if tile is None or tile == "auto":

@@ -278,7 +278,6 @@ class CupyExecutor(ScheduleExecutor):
                                _ptr(a_arr, ar.r0, ar.c0), a_arr.shape[1],
                                b_h.ctypes.data, _ptr(c_arr, out.r0, out.c0), c_arr.shape[1])
                     else:   # planes equally spaced in their buffers: one strided call
-                        fn = getattr(_cublas, _GEMM[gdt] + "StridedBatched")
                         sa = _stride([_ptr(a_arr, r.r0, r.c0) for r, _ in op.reads[0::2]],
                                      a_arr.itemsize, op)
                         sb = _stride([_ptr(b_arr, r.r0, r.c0) for r, _ in op.reads[1::2]],
@@ -286,11 +285,11 @@ class CupyExecutor(ScheduleExecutor):
                         sc = _stride([_ptr(c_arr, r.r0, r.c0) for r in op.writes],
                                      c_arr.itemsize, op)
                         with st:
-                            fn(h, 0, 0, cols, rows, ar.c1 - ar.c0,
-                               a_h.ctypes.data, _ptr(b_arr, br.r0, br.c0), b_arr.shape[1], sb,
-                               _ptr(a_arr, ar.r0, ar.c0), a_arr.shape[1], sa,
-                               b_h.ctypes.data, _ptr(c_arr, out.r0, out.c0), c_arr.shape[1], sc,
-                               op.batch)
+                            strided_gemm(h, gdt, rows, cols, ar.c1 - ar.c0, a_h.ctypes.data,
+                                         _ptr(a_arr, ar.r0, ar.c0), a_arr.shape[1], sa,
+                                         _ptr(b_arr, br.r0, br.c0), b_arr.shape[1], sb,
+                                         b_h.ctypes.data, _ptr(c_arr, out.r0, out.c0),
+                                         c_arr.shape[1], sc, op.batch)
                 elif op.kind == "axpby":
                     (rr, _), (cr, _) = op.reads[0], op.reads[1]
                     r_arr, c_arr = arrays[(rr.buf, rr.dev)], arrays[(cr.buf, cr.dev)]
@@ -329,6 +328,16 @@ class CupyExecutor(ScheduleExecutor):
                          "start_ms": cupy.cuda.get_elapsed_time(t0, e0),
                          "end_ms": cupy.cuda.get_elapsed_time(t0, e1)})
         self.last_trace = rows
+
+
+def strided_gemm(h, dtype, rows, cols, k, alpha_ptr, a, lda, sa, b, ldb, sb, beta_ptr, c, ldc,
+                 sc, batch):
+    """Row-major C_p = alpha A_p B_p + beta C_p for p < ``batch`` in one cuBLAS
+    ``?gemmStridedBatched`` call on CuPy's current stream (as column-major
+    C^T = B^T A^T): device pointers, leading dimensions and element strides between the
+    planes; host scalar pointers (the handle in host pointer mode)."""
+    fn = getattr(_cublas, _GEMM[np.dtype(dtype)] + "StridedBatched")
+    fn(h, 0, 0, cols, rows, k, alpha_ptr, b, ldb, sb, a, lda, sa, beta_ptr, c, ldc, sc, batch)
 
 
 def _stride(ptrs, itemsize, op):
