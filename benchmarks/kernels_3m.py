@@ -1,4 +1,4 @@
-"""One GPU, no transfers: the kernels of a band tile, sustained (device script).
+"""One GPU, no transfers: the kernels of a band tile, sustained (suite ``kernels-3m``).
 
 What bounds 3m's ratio to native on a GPU: for tile widths T, with K = N,
 * ZGEMM T x K x T (native's tile),
@@ -8,28 +8,23 @@ What bounds 3m's ratio to native on a GPU: for tile widths T, with K = N,
 * the whole N x N x N ZGEMM and DGEMM (cupy.matmul) for reference.
 Each case runs back to back for about ``--seconds`` after a warm-up (CUDA events), in two
 rounds ABAB so drift in the clocks shows; ``nvidia-smi`` logs clocks and power meanwhile
-when ``--smi FILE`` is given.  Output: JSON (machine, date, command, rows) and a table.
+when ``--smi FILE`` is given.
 
-    python benchmarks/kernels_3m.py --n 32768 --tiles 1024,2048,4096,8192 --out FILE.json
+    python -m benchmarks kernels-3m --n 32768 --tiles 1024,2048,4096,8192
 """
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import json
-import os
 import subprocess
 import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
 
 def table(doc):
     """Markdown lines: per tile, each case's effective TFLOP/s (8 T^2 K / time, mean time
     over the rounds), the combine's ms and the 3m / ZGEMM ratios (printed here and by
-    make_tables.py)."""
+    the results index)."""
     rows, k = doc["rows"], doc["n"]
     out = [f"One GPU, K = {k}: effective TFLOP/s (8 T^2 K / time) of a T x K x T tile, mean "
            "of the rounds", "",
@@ -45,26 +40,16 @@ def table(doc):
     return out
 
 
-def main():
+def run(a):
+    """The cases for ``a.tiles`` at K = ``a.n``; returns (rows, {"n": K})."""
     import cupy as cp
     try:
         from cupy_backends.cuda.libs import cublas
     except ImportError:  # older layouts
         from cupy.cuda import cublas  # type: ignore
 
-    from common import machine
-    from mgemm.executors.cupy_exec import _combine, strided_gemm
+    from mgemm.executors.cupy_exec import combine3m, strided_gemm
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=32768)
-    ap.add_argument("--tiles", default="1024,2048,4096,8192")
-    ap.add_argument("--n-full", type=int, default=16384,
-                    help="the whole-matrix cupy.matmul references")
-    ap.add_argument("--seconds", type=float, default=1.0)
-    ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--smi", default=None)
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args()
     n = k = a.n
     tiles = [int(t) for t in a.tiles.split(",")]
     smi = None
@@ -134,7 +119,7 @@ def main():
                          B3t.data.ptr, T, k * T, zero.ctypes.data, Tt.data.ptr, 3 * T, T, 3)
 
         def comb():
-            _combine(Tt[:, :T], Tt[:, T:2 * T], Tt[:, 2 * T:], np.complex128(1), np.complex128(0),
+            combine3m(Tt[:, :T], Tt[:, T:2 * T], Tt[:, 2 * T:], np.complex128(1), np.complex128(0),
                      Czt)
         return zg, dg3, dgb, comb, (Azt, Bzt, Czt, A3t, B3t, Tt)
 
@@ -159,7 +144,7 @@ def main():
                 if label in ("3 dgemm", "batched"):
                     row["err"] = check(T, bufs)
                 rows.append(row)
-                print(json.dumps(row), flush=True)
+                print(json.dumps(row), file=sys.stderr, flush=True)
             del bufs
         for label, dt_ in (("zgemm N", np.complex128), ("dgemm N", np.float64)):
             X = Zf if dt_ == np.complex128 else Zf.real.copy()
@@ -168,19 +153,8 @@ def main():
             t, r = timed(lambda X=X, out=out: cp.matmul(X, X, out=out), f)
             rows.append({"round": rnd, "tile": nf, "case": label, "ms": t * 1e3,
                          "eff_tflops": r / 1e12})
-            print(json.dumps(rows[-1]), flush=True)
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
             del X, out
     if smi is not None:
         smi.terminate()
-    doc = {"kind": "kernels-3m", "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-           "command": " ".join(["python3"] + sys.argv), "machine": machine(), "n": n,
-           "rows": rows}
-    with open(a.out, "w") as f:
-        json.dump(doc, f, indent=1)
-    print("\n" + "\n".join(table(doc)))
-    for c in ("zgemm N", "dgemm N"):
-        print(c, [round(r["eff_tflops"], 1) for r in rows if r["case"] == c])
-
-
-if __name__ == "__main__":
-    main()
+    return rows, {"n": n}

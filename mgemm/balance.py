@@ -11,11 +11,11 @@ time t are
     r_w = v_w (t - s_w),   t = (M + sum_w v_w s_w) / sum_w v_w   (so sum_w r_w = M),
 
 returned as the weights ``shares`` of :func:`mgemm.schedule.band_rows` (plain data;
-no GPU import here).
+no GPU import here; the traced calibration runs are :mod:`mgemm.tools.calibrate`).
 """
 from __future__ import annotations
 
-__all__ = ["lanes", "shares_from_trace", "calibrate"]
+__all__ = ["lanes", "shares_from_trace"]
 
 
 def lanes(trace, workers):
@@ -40,14 +40,3 @@ def shares_from_trace(trace, sched):
     v = {w: rows[w] / max(ln[w][1] - ln[w][0], 1e-9) for w in act}
     t = (sched.m + sum(v[w] * ln[w][0] for w in act)) / sum(v.values())
     return [max(0.0, v[w] * (t - ln[w][0])) if w in v else 0.0 for w in sched.workers]
-
-
-def calibrate(run, rounds=2):
-    """Shares after ``rounds`` traced runs, each with the shares the previous suggested
-    (the first with equal rows).  ``run(shares)`` makes one traced call and returns
-    (trace, schedule) -- e.g. ``mgemm.gemm(..., shares=shares, trace=True)`` followed
-    by ``mgemm.last_trace()`` and the executor's ``last_schedule``."""
-    shares = None
-    for _ in range(rounds):
-        shares = shares_from_trace(*run(shares))
-    return shares

@@ -1,4 +1,5 @@
-"""``mgemm`` command line: plan, bench (thin wrappers)."""
+"""``mgemm`` command line (thin wrappers): plan and model (no GPU), and the measuring
+tools of :mod:`mgemm.tools` (bench, bench-expm, probe, tune)."""
 from __future__ import annotations
 
 import json
@@ -8,7 +9,7 @@ import click
 
 def _need_gpus(command, gpus=(1,)):
     """One-line usage error (exit 2) unless CuPy sees at least max(gpus) GPUs."""
-    from ._array import gpu_count
+    from .arrays import gpu_count
     have = gpu_count()
     if have == 0:
         raise click.UsageError(f"mgemm {command} needs CuPy and a GPU")
@@ -31,7 +32,7 @@ def main():
 @click.option("--explain", is_flag=True, help="list every op")
 def plan(n, gpus, tile, placement, method, explain):
     """Print the band schedule for an N x N x N product (no GPU needed)."""
-    from .executors._common import resolve_tile, roles
+    from .executors.common import resolve_tile, roles
     from .schedule import plan_gemm
     a, b, c = roles(placement, list(range(gpus)))
     s = plan_gemm(n, n, n, workers=list(range(gpus)), a_dev=a, b_dev=b, c_dev=c,
@@ -79,7 +80,7 @@ def bench(sizes, dtype, gpus, placements, tiles, cms, repeat, no_xt, no_jax, tim
     tile of its fastest measured row."""
     _need_gpus("bench", gpus)
     from . import executors
-    from .bench import run_bench
+    from .tools.bench import run_bench
     executors.get("cupy").copy_side = copy_side
     executors.get("cupy").interleave = interleave
     executors.get("cupy").plane_copies = plane_copies
@@ -163,8 +164,10 @@ def model(n, gpus, bw_math, bw_mem, bw_transfer, latency, dtype, complex_method,
 def probe(out, gemm_n, copy_mib, tile_k):
     """Measure BW_math, BW_mem, peer transfers and latency; save the machine profile."""
     _need_gpus("probe")
-    from .probe import run_probe, save_profile
     import datetime as dt
+
+    from .profile import save_profile
+    from .tools.probe import run_probe
     doc = run_probe(gemm_n=gemm_n, copy_bytes=copy_mib << 20, tile_k=tile_k,
                     progress=lambda s: click.echo(s, err=True))
     doc["date"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
@@ -190,13 +193,13 @@ def probe(out, gemm_n, copy_mib, tile_k):
 def tune(sizes, gpus, dtype, placement, min_tile, repeat, profile_path, plot, copy_side, cm, save,
          json_out):
     """Sweep tiles x N, compare with the model; plot and JSON."""
-    from .probe import load_profile
+    from .profile import load_profile
     _need_gpus("tune", gpus)
     prof = load_profile(profile_path)
     if prof is None:
         raise click.UsageError("no machine profile: run `mgemm probe` first (or pass --profile)")
     from . import executors
-    from .tune import plot_tune, run_tune
+    from .tools.tune import plot_tune, run_tune
     executors.get("cupy").copy_side = copy_side
     rows, summary = [], []
     for g in gpus:
@@ -205,8 +208,7 @@ def tune(sizes, gpus, dtype, placement, min_tile, repeat, profile_path, plot, co
         rows += r
         summary += s
     if save:
-        from .probe import default_profile_path, save_profile
-        from .tune import tuned_entries
+        from .profile import default_profile_path, save_profile, tuned_entries
         prof["tuned"] = tuned_entries(prof, summary)
         click.echo(f"tuned tiles written to {save_profile(prof, profile_path or default_profile_path())}")
     if json_out:
@@ -231,7 +233,7 @@ def tune(sizes, gpus, dtype, placement, min_tile, repeat, profile_path, plot, co
 def bench_expm(sizes, gpus, methods, repeat, no_baselines, json_out):
     """Time mgemm.expm on 1..G GPUs against torch, jax and cupyx on one GPU."""
     _need_gpus("bench-expm", gpus)
-    from .bench_expm import run_bench_expm
+    from .tools.bench_expm import run_bench_expm
     save = (lambda rows: _save(json_out, "expm-gpu", "mgemm bench-expm", rows)) if json_out else None
     rows = run_bench_expm(list(sizes), list(gpus), list(methods), repeat, not no_baselines,
                           progress=lambda s: click.echo(s, err=True), checkpoint=save)
@@ -245,16 +247,10 @@ def bench_expm(sizes, gpus, methods, repeat, no_baselines, json_out):
 
 
 def _save(path, kind, command, rows, **extra):
-    import datetime as dt
-    import os
     import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
-    from common import machine
-    doc = {"kind": kind, "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-           "command": command + " " + " ".join(sys.argv[2:]), "machine": machine(), "rows": rows,
-           **extra}
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1)
+
+    from .tools.common import save_result
+    save_result(path, kind, command + " " + " ".join(sys.argv[2:]), rows, **extra)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import numbers
 
 import numpy as np
 
-from ._array import cupy_or_none
+from .arrays import cupy_or_none
 
 
 class Layout:
@@ -277,13 +277,13 @@ class BandedMatrix:
         for i, b in enumerate(self.bands):
             c0, c1 = lay.cols(i)
             with lay.ctx(i):
-                vi = lay.xp.asarray(v[c0:c1]) if not lay.gpu else _to_device(lay.cp, v[c0:c1])
+                vi = lay.xp.asarray(v[c0:c1]) if not lay.gpu else to_device(lay.cp, v[c0:c1])
                 parts.append(b @ vi)
         with lay.ctx(dev_index):
             total = parts[dev_index].copy()
             for i, p in enumerate(parts):
                 if i != dev_index:  # (waits on p's device, so also on its copy of v)
-                    total += p if not lay.gpu else _to_device(lay.cp, p)
+                    total += p if not lay.gpu else to_device(lay.cp, p)
             if lay.gpu:
                 done = lay.cp.cuda.Event(disable_timing=True)
                 done.record()
@@ -295,7 +295,7 @@ class BandedMatrix:
         return total
 
 
-def _to_device(cp, x):
+def to_device(cp, x):
     """x (contiguous, on any device or the host) copied to the current device, ordered
     after the work of x's device (an event); before x's memory is reused, its device must
     wait for this copy (see :meth:`BandedMatrix.matvec`)."""

@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from ._array import get_xp, unit_roundoff
+from .arrays import get_xp, unit_roundoff
 from .gemm import gemm
 from .plan import ExpmPlan, plan_expm
 
@@ -129,9 +129,9 @@ def expm(A, *, method="auto", tolerance=None, terms=10, shift=None, unitary=None
     if layout == "bands" and output == "array":
         U = U.to_array(0)
         if xp is not np and U.device.id != A.device.id:
-            from .dist import _to_device
+            from .dist import to_device
             with A.device:
-                U = _to_device(xp, U)
+                U = to_device(xp, U)
                 A.device.synchronize()
     return (U, plan) if return_plan else U
 

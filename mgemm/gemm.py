@@ -22,7 +22,7 @@ import numbers
 import numpy as np
 
 from . import executors
-from ._array import get_xp, is_device_array
+from .arrays import get_xp, is_device_array
 
 SUPPORTED_DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 COMPLEX_METHODS = ("native", "4m", "3m")

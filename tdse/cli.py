@@ -104,7 +104,9 @@ def _resume(h5file, backend, devices, force, no_plots, input_file):
 
 
 def _go(cfg, label, out_dir, backend, devices, force, no_plots, resume_arg):
-    from .propagate import Interrupted, precheck, run as run_
+    from .interrupts import Interrupted
+    from .precheck import precheck
+    from .propagate import run as run_
     from .snapshots import OutputExists
     try:
         pc = precheck(cfg)
@@ -250,7 +252,7 @@ def info():
     import scipy
 
     import mgemm
-    from mgemm._array import cupy_or_none, gpu_count
+    from mgemm.arrays import cupy_or_none, gpu_count
     from mgemm.executors import REGISTRY
     cp = cupy_or_none()
     click.echo(f"tdse {__version__}, mgemm {mgemm.__version__}, Python {platform.python_version()}")

@@ -18,7 +18,7 @@ __all__ = ["ConfigError", "Config", "Grid", "Centre", "Potential", "Initial", "T
            "Propagator", "Output", "load", "loads", "memory_estimate", "available_memory"]
 
 #: how close to a whole number (relative) a count such as (x_max - x_min)/dx must be
-_WHOLE_RTOL = 1e-9
+WHOLE_RTOL = 1e-9
 #: dense N x N complex128 matrices alive at once during a step (H, A, powers, result)
 _DENSE_MATRICES = 10
 
@@ -156,7 +156,7 @@ def _keys(prefix, table, allowed, required=()):
 
 def _whole(key, value, ratio, what):
     n = round(ratio)
-    if n < 1 or abs(ratio - n) > _WHOLE_RTOL * max(1.0, abs(ratio)):
+    if n < 1 or abs(ratio - n) > WHOLE_RTOL * max(1.0, abs(ratio)):
         raise ConfigError(key, value, f"{what} = {ratio:.6g} is not a whole number "
                           "(inputs are never re-rounded; choose values that divide exactly)")
     return int(n)

@@ -16,11 +16,13 @@ import math
 
 import numpy as np
 
-from mgemm._array import to_host
+from mgemm.arrays import to_host
 
 from . import hamiltonian
-from .config import Config, ConfigError, _WHOLE_RTOL
-from .propagate import DTYPE, Propagator, precheck, resolve_backend, step_gemm_opts
+from .config import Config, ConfigError, WHOLE_RTOL
+from .precheck import DTYPE, precheck
+from .propagate import Propagator, step_gemm_opts
+from .resources import resolve_backend
 
 
 def common_period(config: Config) -> float | None:
@@ -51,7 +53,7 @@ def floquet_config(config: Config, period=None, steps=None) -> tuple[Config, flo
         dt = config.time.dt
         ratio = T / dt
         M = round(ratio)
-        if M < 1 or abs(ratio - M) > _WHOLE_RTOL * max(1.0, ratio):
+        if M < 1 or abs(ratio - M) > WHOLE_RTOL * max(1.0, ratio):
             raise ConfigError("time.dt", dt, f"period T = {T:.12g} is {ratio:.6f} steps, not a whole "
                               f"number; pass --steps M (dt = T/M, e.g. M = {max(1, round(ratio))})")
     cfg = dataclasses.replace(config, time=dataclasses.replace(config.time, dt=dt, t_end=M * dt))

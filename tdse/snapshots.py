@@ -164,7 +164,7 @@ def library_versions() -> dict:
     out = {"lib_python": platform.python_version(), "lib_numpy": np.__version__,
            "lib_scipy": scipy.__version__, "lib_h5py": _h5.__version__,
            "lib_hdf5": _h5.version.hdf5_version, "lib_mgemm": mgemm.__version__}
-    from mgemm._array import cupy_or_none
+    from mgemm.arrays import cupy_or_none
     cp = cupy_or_none()
     if cp is not None:
         out["lib_cupy"] = cp.__version__

@@ -24,13 +24,14 @@ import numpy as np
 import scipy.linalg
 
 import mgemm
-from mgemm._array import unit_roundoff
+from mgemm.arrays import unit_roundoff
 
 from . import hamiltonian
 from .config import loads
 from .grid import points
 from .observables import node_count
-from .propagate import Propagator, initial_state, precheck
+from .precheck import precheck
+from .propagate import Propagator, initial_state
 
 _BASE = """
 name = "validate"

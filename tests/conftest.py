@@ -8,7 +8,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-from mgemm._array import gpu_count  # noqa: E402
+from mgemm.arrays import gpu_count  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import mgemm
-from mgemm.balance import calibrate, lanes, shares_from_trace
+from mgemm.balance import lanes, shares_from_trace
+from mgemm.tools.calibrate import calibrate
 from mgemm.executors.emulated import EmulatedExecutor, HazardError, run_schedule
 from mgemm.schedule import band_rows, plan_gemm
 

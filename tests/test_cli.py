@@ -49,7 +49,8 @@ def test_h5_roundtrip_matches_direct_propagation(runner, inputs_dir, tmp_path):
     from tdse import hamiltonian
     from tdse.config import load
     from tdse.grid import points
-    from tdse.propagate import Propagator, initial_state, precheck
+    from tdse.precheck import precheck
+    from tdse.propagate import Propagator, initial_state
     r = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(tmp_path), "--no-plots"])
     assert r.exit_code == 0, r.output
     d = read(tmp_path / "tiny.h5")
@@ -147,7 +148,7 @@ def test_plot_command_redraws(runner, inputs_dir, tmp_path):
 def test_bad_devices_and_missing_cupy_backend(runner, inputs_dir, tmp_path):
     r = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(tmp_path), "--devices", "a,b"])
     assert r.exit_code == 2 and "--devices" in r.output
-    from mgemm._array import gpu_count
+    from mgemm.arrays import gpu_count
     if gpu_count() == 0:
         r = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(tmp_path), "--backend", "cupy"])
         assert r.exit_code == 2 and "--backend" in r.output and "Traceback" not in r.output

@@ -323,7 +323,7 @@ def test_plan_cli_and_timeline_picture(tmp_path):
     from click.testing import CliRunner
 
     from mgemm.cli import main as mgemm_cli
-    from mgemm.timeline import plot_timeline
+    from mgemm.tools.timeline import plot_timeline
     r = CliRunner().invoke(mgemm_cli, ["plan", "--n", "64", "--gpus", "3", "--tile", "16",
                                        "--complex-method", "3m", "--explain"])
     assert r.exit_code == 0, r.output

@@ -175,7 +175,7 @@ def test_trace_and_expm_on_gpu():
 
 # ---- the matrix exponent on 1, 2, 4 GPUs (column-band layout) and the TDSE on GPUs
 def _hermitian_case(n, dtype, norm1=20.0, seed=5):
-    from mgemm.bench_expm import h2plus_matrix
+    from mgemm.tools.bench_expm import h2plus_matrix
     H, dt = h2plus_matrix(n, norm1)
     lam, V = np.linalg.eigh(H)
     ref = (V * np.exp(-1j * dt * lam)) @ V.T

@@ -9,8 +9,8 @@ from click.testing import CliRunner
 from hypothesis import given, settings, strategies as st
 
 from mgemm.cli import main as mgemm_cli
-from mgemm.executors._common import resolve_tile
-from mgemm.probe import hardware_from_profile
+from mgemm.executors.common import resolve_tile
+from mgemm.profile import hardware_from_profile
 from mgemm.model import (Hardware, best_tile, bounds, candidates, dtype_factors, model_report,
                          predict)
 
@@ -182,7 +182,7 @@ def test_math_curve_interpolates_and_only_the_refined_variant_uses_it():
 
 @pytest.mark.parametrize("cmd", [["probe"], ["tune"], ["bench-expm"], ["bench", "--n", "64"]])
 def test_gpu_commands_without_gpu_exit_2(cmd):
-    from mgemm._array import gpu_count
+    from mgemm.arrays import gpu_count
     if gpu_count():
         pytest.skip("GPUs present")
     r = CliRunner().invoke(mgemm_cli, cmd)
@@ -208,7 +208,7 @@ def test_bad_engine_options_exit_2(cmd, value):
 def test_3m_auto_tile_uses_the_profiles_3m_curve(tmp_path, monkeypatch):
     """tile='auto' for 3m rates tiles by the profile's 3m curve (the batched plane GEMMs)
     where there is one, else by the real type's tile curve."""
-    from mgemm.probe import hardware_from_profile
+    from mgemm.profile import hardware_from_profile
     fast = lambda best: {str(t): (60e12 if t == best else 40e12)  # noqa: E731
                          for t in (512, 1024, 2048, 4096, 8192)}
     prof = {"kind": "mgemm-profile",
@@ -233,7 +233,7 @@ def test_3m_auto_tile_uses_the_profiles_3m_curve(tmp_path, monkeypatch):
 def test_tuned_tiles_come_before_the_model(tmp_path, monkeypatch):
     """`mgemm tune --save` entries: merged per (dtype, method, GPUs, N), newest wins;
     tile='auto' takes an exact match and falls back to the model otherwise."""
-    from mgemm.tune import tuned_entries, tuned_tile
+    from mgemm.profile import tuned_entries, tuned_tile
     prof = {"kind": "mgemm-profile", "bw_math": {"float64": 60e12, "complex128": 50e12},
             "bw_mem": 4.8e12, "bw_transfer": 391e9, "latency": 0.0}
     summary = [{"n": 32768, "gpus": 2, "dtype": "complex128", "complex_method": "3m",

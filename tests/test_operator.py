@@ -16,7 +16,8 @@ from tdse import config as cfgmod
 from tdse.cli import main
 from tdse.floquet import analyse, floquet_config
 from tdse.hamiltonian import eigenstates
-from tdse.propagate import Propagator, precheck, run
+from tdse.precheck import precheck
+from tdse.propagate import Propagator, run
 from tdse.snapshots import read
 
 BASE = """

@@ -5,7 +5,8 @@ import pytest
 from tdse import hamiltonian
 from tdse.grid import points
 from tdse.observables import node_count, node_positions, norm, populations
-from tdse.propagate import Propagator, initial_state, precheck
+from tdse.precheck import precheck
+from tdse.propagate import Propagator, initial_state
 from tdse.validate import make_config
 
 
@@ -143,7 +144,8 @@ def test_propagator_band_layout_equals_plain(inputs_dir):
     devices gives the one-device result."""
     import os
     from tdse import config as cfgmod
-    from tdse.propagate import Propagator, precheck
+    from tdse.precheck import precheck
+    from tdse.propagate import Propagator
     cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml"))
     pc = precheck(cfg)
     plain = Propagator(cfg, pc.plan)

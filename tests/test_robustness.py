@@ -14,9 +14,11 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tdse import config as cfgmod
-from tdse import propagate
+from tdse import resources
 from tdse.cli import main
-from tdse.propagate import Interrupted, check_resources, run
+from tdse.interrupts import Interrupted
+from tdse.propagate import run
+from tdse.resources import check_resources
 from tdse.snapshots import NotOurFile, SnapshotWriter, read, resume_state
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -231,14 +233,14 @@ def test_gpu_memory_refusal_names_the_largest_n(tmp_path):
     d["grid"]["dx"] = 0.0125  # N = 1024
     cfg = cfgmod.loads(to_toml(d))
     for g, op in ((1, False), (4, False), (4, True)):
-        need = propagate.gpu_memory_estimate(1024, g, op)
+        need = resources.gpu_memory_estimate(1024, g, op)
         with pytest.raises(cfgmod.ConfigError, match=r"grid.dx .*largest N that fits is about (\d+)") as e:
             check_resources(cfg if not op else cfgmod.loads(to_toml({**d, "propagator": {
                 "method": "auto", "operator": True}})), "cupy", list(range(g)), tmp_path,
                 free_gpu=need // 2, free_disk=1 << 40)
         n_fit = int(str(e.value).rsplit("about ", 1)[1])
-        assert propagate.gpu_memory_estimate(n_fit, g, op) <= need // 2 < \
-            propagate.gpu_memory_estimate(n_fit + 1, g, op)
+        assert resources.gpu_memory_estimate(n_fit, g, op) <= need // 2 < \
+            resources.gpu_memory_estimate(n_fit + 1, g, op)
     check_resources(cfg, "cupy", [0], tmp_path, free_gpu=1 << 40, free_disk=1 << 40)
 
 

@@ -22,12 +22,12 @@ import numpy as np
 import cupy
 
 try:
-    from cupy_backends.cuda.libs import cublas as _cublas
+    from cupy_backends.cuda.libs import cublas
 except ImportError:  # older layouts
-    from cupy.cuda import cublas as _cublas  # type: ignore
+    from cupy.cuda import cublas  # type: ignore
 
-from . import register
-from ._common import ScheduleExecutor, resolve_alpha, resolve_beta, resolve_tile, roles
+from .registry import register
+from .common import ScheduleExecutor, resolve_alpha, resolve_beta, resolve_tile, roles
 
 _MEMCPY_DEFAULT = 4
 _GEMM = {np.dtype(np.float32): "sgemm", np.dtype(np.float64): "dgemm",
@@ -38,7 +38,7 @@ _axpby = cupy.ElementwiseKernel("T x, T beta", "T y", "y = beta * y + x", "mgemm
 _split = cupy.ElementwiseKernel("Z z", "R re, R im, R s",
                                 "re = z.real(); im = z.imag(); s = re + im;", "mgemm_split3m")
 # 3m: C = alpha (T1 - T2 + i (T3 - T1 - T2)) + beta C  (C not read when beta = 0)
-_combine = cupy.ElementwiseKernel(
+combine3m = cupy.ElementwiseKernel(
     "R t1, R t2, R t3, Z alpha, Z beta", "Z y",
     "Z v = alpha * Z(t1 - t2, t3 - t1 - t2); y = (beta == Z(0)) ? v : v + beta * y;",
     "mgemm_combine3m")
@@ -261,7 +261,7 @@ class CupyExecutor(ScheduleExecutor):
                     h = handles.get(op.dev)
                     if h is None:
                         h = cupy.cuda.device.get_cublas_handle()
-                        _cublas.setPointerMode(h, 0)  # host scalars
+                        cublas.setPointerMode(h, 0)  # host scalars
                         handles[op.dev] = h
                     gdt = c_arr.dtype
                     a_h = scalar(resolve_alpha(op.alpha, alpha), gdt)
@@ -271,7 +271,7 @@ class CupyExecutor(ScheduleExecutor):
                     # on every call, so the stream must be made current (a setStream
                     # beforehand is overridden -- the GEMMs then raced the copies)
                     if op.batch == 1:
-                        fn = getattr(_cublas, _GEMM[gdt])
+                        fn = getattr(cublas, _GEMM[gdt])
                         with st:
                             fn(h, 0, 0, cols, rows, ar.c1 - ar.c0,
                                a_h.ctypes.data, _ptr(b_arr, br.r0, br.c0), b_arr.shape[1],
@@ -311,7 +311,7 @@ class CupyExecutor(ScheduleExecutor):
                     out = op.writes[0]
                     y = arrays[(out.buf, out.dev)][out.r0:out.r1, out.c0:out.c1]
                     with st:
-                        _combine(*ts, dt.type(resolve_alpha(op.alpha, alpha)),
+                        combine3m(*ts, dt.type(resolve_alpha(op.alpha, alpha)),
                                  dt.type(resolve_beta(op.beta, beta)), y)
                 ev = cupy.cuda.Event(disable_timing=not trace)
                 ev.record(st)
@@ -336,7 +336,7 @@ def strided_gemm(h, dtype, rows, cols, k, alpha_ptr, a, lda, sa, b, ldb, sb, bet
     ``?gemmStridedBatched`` call on CuPy's current stream (as column-major
     C^T = B^T A^T): device pointers, leading dimensions and element strides between the
     planes; host scalar pointers (the handle in host pointer mode)."""
-    fn = getattr(_cublas, _GEMM[np.dtype(dtype)] + "StridedBatched")
+    fn = getattr(cublas, _GEMM[np.dtype(dtype)] + "StridedBatched")
     fn(h, 0, 0, cols, rows, k, alpha_ptr, b, ldb, sb, a, lda, sa, beta_ptr, c, ldc, sc, batch)
 
 

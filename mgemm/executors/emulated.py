@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import register
-from ._common import ScheduleExecutor, resolve_alpha, resolve_beta, resolve_tile, roles
+from .registry import register
+from .common import ScheduleExecutor, resolve_alpha, resolve_beta, resolve_tile, roles
 
 NEVER, USER = -2, -1
 

@@ -1,7 +1,7 @@
 """The ``numpy`` executor: one device, plain matmul (the reference path)."""
 from __future__ import annotations
 
-from . import register
+from .registry import register
 
 
 @register("numpy")

@@ -2,6 +2,8 @@
 choice, alpha/beta placeholders."""
 from __future__ import annotations
 
+from ..model import best_tile
+from ..profile import hardware_from_profile, load_profile, tuned_tile
 from ..schedule import PLACEMENTS, auto_tile, plan_gemm
 
 
@@ -46,21 +48,18 @@ def roles(placement, devices):
 def resolve_tile(tile, m, n, g, dtype=None, method="native", placement="three"):
     """An explicit tile, or for ``None``/"auto": the tile ``mgemm tune --save`` measured
     best for this dtype, method, G, N and ``placement`` ("one" or "three"), else the
-    model's best tile for the saved machine profile (``mgemm probe``; :mod:`mgemm.model`,
+    model's best tile for the saved machine profile (``mgemm probe``, :mod:`mgemm.profile`; :mod:`mgemm.model`,
     refined variant) where one exists and ``dtype`` is given, else the :func:`auto_tile`
     heuristic.  ``method``
     "3m": the fused 3m schedule, rated by the profile's 3m tile curve (or the real
     type's GEMM rate in profiles without one)."""
     if tile is None or tile == "auto":
         if dtype is not None and g > 1:
-            from ..model import best_tile
-            from ..probe import hardware_from_profile, load_profile
             try:
                 prof = load_profile()
             except (OSError, ValueError):
                 prof = None
             if prof is not None:
-                from ..tune import tuned_tile
                 dt = str(dtype)
                 tuned = tuned_tile(prof, dt, method, g, max(m, n), placement)
                 if tuned is not None:

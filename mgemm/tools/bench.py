@@ -20,49 +20,8 @@ import time
 
 import numpy as np
 
-
-def _flops(n, dtype):
-    return (8 if np.dtype(dtype).kind == "c" else 2) * float(n) ** 3
-
-
-def _rand(cp, dev, n, dtype, seed):
-    with cp.cuda.Device(dev):
-        r = cp.random.default_rng(seed)
-        x = r.standard_normal((n, n), dtype=np.float64 if np.dtype(dtype).itemsize >= 8 else np.float32)
-        if np.dtype(dtype).kind == "c":
-            x = x + 1j * r.standard_normal((n, n), dtype=x.dtype)
-        return x.astype(dtype)
-
-
-def free_gpu_memory(cp):
-    """Drop mgemm's cached band buffers and give every GPU's unused pool blocks back
-    (``MemoryPool.free_all_blocks`` frees the *current* device's pool only), so the
-    next configuration or library (cuBLAS-XT, JAX) finds the memory free."""
-    import gc
-
-    from . import executors
-    ex = executors._INSTANCES.get("cupy")
-    if ex is not None:
-        ex.release()
-    gc.collect()
-    pool = cp.get_default_memory_pool()
-    for d in range(cp.cuda.runtime.getDeviceCount()):
-        with cp.cuda.Device(d):
-            pool.free_all_blocks()
-
-
-def _time(cp, f, repeat, devices):
-    f()
-    for d in devices:
-        cp.cuda.Device(d).synchronize()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        f()
-        for d in devices:
-            cp.cuda.Device(d).synchronize()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts))
+from .calibrate import calibrate, traced
+from .common import flops, free_gpu_memory, rand_matrix, time_call
 
 
 def _cublasxt_lib():
@@ -171,27 +130,21 @@ def jax_sharded_rows(jax, cp, A0, B0, g, repeat, sample, ref_rows, n, dtype, sin
     return out
 
 
-def _traced(mgemm, A, B, C, devs, tile, cm, shares):
-    """One traced C = A B: (trace, schedule)."""
-    mgemm.gemm(A, B, C, 1.0, 0.0, devices=devs, tile=tile, complex_method=cm, shares=shares,
-               trace=True)
-    return mgemm.last_trace(), mgemm.executors.get("cupy").last_schedule
-
-
-def _mgemm_row(cp, mgemm, A, B, C, devs, t_arg, cm, balance, repeat, ctx, progress):
+def _mgemm_row(cp, A, B, C, devs, t_arg, cm, balance, repeat, ctx, progress):
     """One timed mgemm configuration as a result row.  ``balance`` "balanced": first two
-    traced calibration calls (equal rows, then the rows they suggest; mgemm.balance),
+    traced calibration calls (equal rows, then the rows they suggest; :mod:`.calibrate`),
     then the timing with the rows of the second."""
-    from .balance import calibrate
     n, dtype, g, placement, single, fl, sample, ref_rows = ctx
     a_dev, b_dev, c_dev = A.device.id, B.device.id, C.device.id
-    ex = mgemm.executors.get("cupy")
+    from .. import executors
+    from ..gemm import gemm
+    ex = executors.get("cupy")
     shares = None
     what = f"N={n} mgemm G={g} {placement} tile={t_arg} {cm}{' balanced' if balance else ''}"
     try:
         if balance:
-            shares = calibrate(lambda sh: _traced(mgemm, A, B, C, devs, t_arg, cm, sh))
-        t = _time(cp, lambda: mgemm.gemm(A, B, C, 1.0, 0.0, devices=devs, tile=t_arg,
+            shares = calibrate(lambda sh: traced(A, B, C, devs, t_arg, cm, sh))
+        t = time_call(cp, lambda: gemm(A, B, C, 1.0, 0.0, devices=devs, tile=t_arg,
                                          complex_method=cm, shares=shares),
                   repeat, sorted(set(devs) | {a_dev, b_dev, c_dev}))
     except Exception as e:  # report, keep going
@@ -225,19 +178,18 @@ def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "o
               timeline=None, progress=print, use_jax=True, checkpoint=None, balance=False):
     import cupy as cp
 
-    import mgemm
     dtype = np.dtype(dtype)
     ngpu = cp.cuda.runtime.getDeviceCount()
     if max(gpus) > ngpu:
         raise ValueError(f"gpus={max(gpus)}: only {ngpu} GPUs present")
     rows = []
     for n in sizes:
-        fl = _flops(n, dtype)
-        A0 = _rand(cp, 0, n, dtype, 1)
-        B0 = _rand(cp, 0, n, dtype, 2)
+        fl = flops(n, dtype)
+        A0 = rand_matrix(cp, 0, n, dtype, 1)
+        B0 = rand_matrix(cp, 0, n, dtype, 2)
         with cp.cuda.Device(0):
             C0 = cp.empty((n, n), dtype)
-            t1 = _time(cp, lambda: cp.matmul(A0, B0, out=C0), repeat, [0])
+            t1 = time_call(cp, lambda: cp.matmul(A0, B0, out=C0), repeat, [0])
             sample = slice(0, min(n, 256))
             ref_rows = cp.matmul(A0[sample], B0)
         single = fl / t1 / 1e12
@@ -261,7 +213,7 @@ def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "o
                             continue
                         t_arg = tile if tile == "auto" else int(tile)
                         for sh in ([None, "balanced"] if balance and g > 1 else [None]):
-                            row = _mgemm_row(cp, mgemm, A, B, C, devs, t_arg, cm, sh, repeat,
+                            row = _mgemm_row(cp, A, B, C, devs, t_arg, cm, sh, repeat,
                                              (n, dtype, g, placement, single, fl, sample, ref_rows),
                                              progress)
                             rows.append(row)
@@ -276,7 +228,7 @@ def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "o
                         with cp.cuda.Device(0):
                             Cx = cp.empty((n, n), dtype)
                         run, destroy = cublasxt_gemm(cp, A0, B0, Cx, devs, blk)
-                        t = _time(cp, run, max(1, repeat - 1), devs)
+                        t = time_call(cp, run, max(1, repeat - 1), devs)
                         destroy()
                         with cp.cuda.Device(0):
                             err = float(cp.abs(Cx[sample] - ref_rows).max() / cp.abs(ref_rows).max())
@@ -313,11 +265,10 @@ def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "o
         import os
         n = sizes[-1]
         g = max(gpus)
-        A = _rand(cp, 0, n, dtype, 1)
-        B = _rand(cp, 1 % g, n, dtype, 2)
+        A = rand_matrix(cp, 0, n, dtype, 1)
+        B = rand_matrix(cp, 1 % g, n, dtype, 2)
         with cp.cuda.Device(2 % g):
             C = cp.empty((n, n), dtype)
-        from .balance import calibrate
         from .timeline import plot_timeline
         methods = [cm for cm in complex_methods if cm == "native" or dtype.kind == "c"]
         for idx, cm in enumerate(methods or ["native"]):
@@ -332,9 +283,9 @@ def run_bench(sizes, dtype="complex128", gpus=(1, 2, 4), placements=("three", "o
             runs = [("", None)]
             if balance and g > 1:   # and once with the rows a calibration suggests
                 runs.append(("_balanced", calibrate(
-                    lambda sh: _traced(mgemm, A, B, C, devs, tile, cm, sh))))
+                    lambda sh: traced(A, B, C, devs, tile, cm, sh))))
             for suffix, shares in runs:
-                trace, sched = _traced(mgemm, A, B, C, devs, tile, cm, shares)
+                trace, sched = traced(A, B, C, devs, tile, cm, shares)
                 rows_of = "" if shares is None else ", rows " + "/".join(
                     map(str, sched.rows_per_worker()))
                 plot_timeline(trace, f"{os.path.splitext(path)[0]}{suffix}{ext or '.png'}"

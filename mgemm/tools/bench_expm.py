@@ -16,7 +16,8 @@ import time
 
 import numpy as np
 
-from .bench import free_gpu_memory
+from ..expm import expm, expm_plan_for
+from .common import free_gpu_memory
 
 
 def h2plus_matrix(n, norm1=20.0):
@@ -47,7 +48,6 @@ def run_bench_expm(sizes, gpus, methods=("auto",), repeat=3, baselines=True, pro
                    checkpoint=None):
     import cupy as cp
 
-    import mgemm
     rows = []
     for n in sizes:
         H_h, dt = h2plus_matrix(n)
@@ -78,10 +78,10 @@ def run_bench_expm(sizes, gpus, methods=("auto",), repeat=3, baselines=True, pro
                         continue
                     devs = list(range(g))
                     with cp.cuda.Device(0):
-                        U, sec = _timed(lambda: mgemm.expm(A, method=method, devices=devs,
+                        U, sec = _timed(lambda: expm(A, method=method, devices=devs,
                                                            split=split, terms=30),
                                         sync_all, repeat)
-                    plan = mgemm.expm_plan_for(A, method=method, split=split, terms=30)[0]
+                    plan = expm_plan_for(A, method=method, split=split, terms=30)[0]
                     err, unit = check(U)
                     del U
                     rows.append({**base, "engine": label, "gpus": g, "method": method,
@@ -137,7 +137,7 @@ def _baselines(A, n):
             import json
             import subprocess
             import sys
-            r = subprocess.run([sys.executable, "-m", "mgemm.bench_expm", "cupyx", str(n),
+            r = subprocess.run([sys.executable, "-m", "mgemm.tools.bench_expm", "cupyx", str(n),
                                 str(repeat)], capture_output=True, text=True, timeout=600)
             lines = [x for x in r.stdout.splitlines() if x.startswith("{")]
             if r.returncode or not lines:

@@ -20,63 +20,24 @@ Measured (each a median of ``repeat`` timings after a warm-up, on random data):
 * ``latency``: an 8-byte peer copy.
 
 The profile (JSON) is what ``tile="auto"`` reads: ``$MGEMM_PROFILE`` or
-``~/.cache/mgemm/profile.json``.  :func:`load_profile` and :func:`hardware_from_profile`
-need no GPU.
+``~/.cache/mgemm/profile.json``; loading, saving and reading it live in
+:mod:`mgemm.profile` (no GPU needed).
 """
 from __future__ import annotations
 
-import json
-import os
 import time
 
 import numpy as np
 
-from .model import REAL_OF, Hardware
-
-PROFILE_ENV = "MGEMM_PROFILE"
-
-
-def default_profile_path() -> str:
-    return os.environ.get(PROFILE_ENV) or os.path.join(
-        os.path.expanduser("~"), ".cache", "mgemm", "profile.json")
-
-
-def load_profile(path=None):
-    """The saved profile, or None where there is none (a broken file is an error)."""
-    path = path or default_profile_path()
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        doc = json.load(f)
-    if doc.get("kind") != "mgemm-profile":
-        raise ValueError(f"{path} is not an mgemm machine profile (kind={doc.get('kind')!r})")
-    return doc
-
-
-def hardware_from_profile(doc, dtype, method="native") -> Hardware:
-    """The model's Hardware for products of ``dtype``; ``method`` "3m" (complex dtype):
-    rated by the 3m tile curve where the profile has one, else by the real type's."""
-    if method == "3m" and dtype in doc.get("tile_rates_3m", {}):
-        math_rate = doc["bw_math"][REAL_OF[dtype]]
-        curve = doc["tile_rates_3m"][dtype]
-    else:
-        dt = REAL_OF.get(dtype, dtype) if method == "3m" else dtype
-        math_rate = doc["bw_math"].get(dt) or doc["bw_math"][REAL_OF.get(dt, dt)]
-        curve = (doc.get("tile_rates", {}).get(dt)
-                 or doc.get("tile_rates", {}).get(REAL_OF.get(dt, "")))
-    curve = tuple(sorted((int(t), float(r)) for t, r in (curve or {}).items()))
-    return Hardware(bw_math=float(math_rate), bw_mem=float(doc["bw_mem"]),
-                    bw_transfer=float(doc["bw_transfer"]), latency=float(doc.get("latency", 0.0)),
-                    math_curve=curve)
-
+from ..model import REAL_OF
+from .common import time_call
 
 # ---------------------------------------------------------------- GPU measurements
 def run_probe(devices=None, gemm_n=8192, copy_bytes=1 << 30, repeat=5, progress=print,
               tile_k=32768):
     import cupy as cp
 
-    from .bench import _time
-    from .executors.cupy_exec import enable_peer_access
+    from ..executors.cupy_exec import enable_peer_access
     rt = cp.cuda.runtime
     devices = list(range(rt.getDeviceCount())) if devices is None else list(devices)
     enable_peer_access(devices)
@@ -93,7 +54,7 @@ def run_probe(devices=None, gemm_n=8192, copy_bytes=1 << 30, repeat=5, progress=
             if dt.startswith("complex"):
                 a = a + 1j * rng.standard_normal((gemm_n, gemm_n)).astype(dt)
             b = a.T.copy()
-            t = _time(cp, lambda: cp.matmul(a, b), repeat, [d0])
+            t = time_call(cp, lambda: cp.matmul(a, b), repeat, [d0])
         out["bw_math"][dt] = (8 if dt.startswith("complex") else 2) * gemm_n ** 3 / t
         progress(f"bw_math {dt}: {out['bw_math'][dt] / 1e12:.1f} TFLOP/s")
         del a, b
@@ -110,7 +71,7 @@ def run_probe(devices=None, gemm_n=8192, copy_bytes=1 << 30, repeat=5, progress=
             for t in (256, 512, 1024, 2048, 4096, 8192):
                 a, b = big[:t], big[:t].T.copy()
                 c = cp.empty((t, t), dtype=dt)
-                sec = _time(cp, lambda: cp.matmul(a, b, out=c), repeat, [d0])
+                sec = time_call(cp, lambda: cp.matmul(a, b, out=c), repeat, [d0])
                 rates[str(t)] = (8 if dt.startswith("complex") else 2) * t * t * k_tile / sec
                 del b, c
             del big
@@ -129,7 +90,7 @@ def run_probe(devices=None, gemm_n=8192, copy_bytes=1 << 30, repeat=5, progress=
     with cp.cuda.Device(d0):
         x = cp.random.default_rng(2).standard_normal(n_el)
         y = cp.empty_like(x)
-        t = _time(cp, lambda: y.__setitem__(Ellipsis, x), repeat, [d0])
+        t = time_call(cp, lambda: y.__setitem__(Ellipsis, x), repeat, [d0])
     out["bw_mem"] = 2 * x.nbytes / t
     progress(f"bw_mem: {out['bw_mem'] / 1e9:.0f} GB/s")
     # transfers
@@ -156,7 +117,7 @@ def run_probe(devices=None, gemm_n=8192, copy_bytes=1 << 30, repeat=5, progress=
         for i, s in enumerate(devices):
             for j, d in enumerate(devices):
                 if s != d:
-                    t = _time(cp, lambda: copy(s, d, two_d), repeat, devices)
+                    t = time_call(cp, lambda: copy(s, d, two_d), repeat, devices)
                     m[i][j] = (n_el * 8 / (2 if two_d else 1)) / t
         return m
 
@@ -164,7 +125,7 @@ def run_probe(devices=None, gemm_n=8192, copy_bytes=1 << 30, repeat=5, progress=
         others = [d for d in devices if d != s]
         if not others:
             return None
-        t = _time(cp, lambda: [copy(s, d) for d in others], repeat, devices)
+        t = time_call(cp, lambda: [copy(s, d) for d in others], repeat, devices)
         return len(others) * n_el * 8 / t
 
     out["pairs"] = measure_pairs()
@@ -239,13 +200,12 @@ def _tile_rates_3m(cp, dev, real, k, repeat, tiles=(256, 512, 1024, 2048, 4096, 
     """Real FLOP/s of 3m's tile T x K x T: the three plane GEMMs of a band stack as one
     strided-batched call, laid out as the engine holds them (A3 band T x 3K with the
     planes side by side, B3 band 3K x T stacked, tile buffer T x 3T)."""
-    from .bench import _time
-    from .executors.cupy_exec import _cublas, strided_gemm
+    from ..executors.cupy_exec import cublas, strided_gemm
     one, zero = np.array(1.0, dtype=real), np.array(0.0, dtype=real)
     rates = {}
     with cp.cuda.Device(dev):
         h = cp.cuda.device.get_cublas_handle()
-        _cublas.setPointerMode(h, 0)
+        cublas.setPointerMode(h, 0)
         rng = cp.random.default_rng(5)
         tm = max(tiles)
         a3 = rng.standard_normal((tm, 3 * k)).astype(real)
@@ -257,18 +217,9 @@ def _tile_rates_3m(cp, dev, real, k, repeat, tiles=(256, 512, 1024, 2048, 4096, 
             def call(a3=a3, b3=b3, c=c, t=t):
                 strided_gemm(h, real, t, t, k, one.ctypes.data, a3.data.ptr, 3 * k, k,
                              b3.data.ptr, t, k * t, zero.ctypes.data, c.data.ptr, 3 * t, t, 3)
-            sec = _time(cp, call, repeat, [dev])
+            sec = time_call(cp, call, repeat, [dev])
             rates[str(t)] = 2.0 * 3 * t * t * k / sec
             del b3, c
         del a3, b3_all
     return rates
 
-
-def save_profile(doc, path=None):
-    path = path or default_profile_path()
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=1)
-    os.replace(tmp, path)
-    return path

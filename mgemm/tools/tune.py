@@ -6,8 +6,8 @@ For each N and tile (powers of two up to N/G): C = A B with A, B, C placed per
 evaluated with the machine profile's parameters; the JSON rows hold measured and
 predicted times side by side, so the comparison is data, not a claim.
 
-``tuned_entries`` turns a sweep's measured best tiles into the profile's ``tuned`` list
-(``mgemm tune --save``), which ``tile="auto"`` takes before the model for the same
+:func:`mgemm.profile.tuned_entries` turns a sweep's measured best tiles into the profile's
+``tuned`` list (``mgemm tune --save``), which ``tile="auto"`` takes before the model for the same
 (dtype, complex method, GPUs, N): the model leaves out what a sweep sees (e.g. 3m at
 N = 32768 on 2 H200: tile 4096 1.7 % faster than 2048, whose real GEMMs run as fast).
 """
@@ -15,32 +15,32 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import VARIANTS, best_tile, candidates, predict
-from .probe import hardware_from_profile
+from ..model import VARIANTS, best_tile, candidates, predict
+from ..profile import hardware_from_profile
+from .common import flops, free_gpu_memory, rand_matrix, time_call
 
 
 def run_tune(sizes, gpus, profile, dtype="complex128", placement="three", repeat=3,
              min_tile=512, progress=print, complex_method="native"):
     import cupy as cp
 
-    from . import executors
-    from .bench import _flops, _rand, _time, free_gpu_memory
-    from .executors._common import roles
-    from .gemm import gemm
+    from .. import executors
+    from ..executors.common import roles
+    from ..gemm import gemm
     devices = list(range(gpus))
     a_dev, b_dev, c_dev = roles(placement, devices)
     cm = complex_method
     hw = hardware_from_profile(profile, dtype, cm)
     rows = []
     for n in sizes:
-        A = _rand(cp, a_dev, n, dtype, 1)
-        B = _rand(cp, b_dev, n, dtype, 2)
+        A = rand_matrix(cp, a_dev, n, dtype, 1)
+        B = rand_matrix(cp, b_dev, n, dtype, 2)
         with cp.cuda.Device(c_dev):
             C = cp.empty((n, n), dtype=dtype)
         tiles = [t for t in candidates(n, gpus) if t >= min_tile]
         for t in tiles:
             try:
-                sec = _time(cp, lambda: gemm(A, B, C, devices=devices, tile=t, complex_method=cm),
+                sec = time_call(cp, lambda: gemm(A, B, C, devices=devices, tile=t, complex_method=cm),
                             repeat, devices)
             except MemoryError as e:
                 progress(f"N={n} tile={t}: {e}")
@@ -48,7 +48,7 @@ def run_tune(sizes, gpus, profile, dtype="complex128", placement="three", repeat
             row = {"n": n, "gpus": gpus, "dtype": dtype, "complex_method": cm,
                    "placement": placement, "tile": t,
                    "copy_side": executors.get("cupy").copy_side,
-                   "seconds": sec, "tflops": _flops(n, dtype) / sec / 1e12}
+                   "seconds": sec, "tflops": flops(n, dtype) / sec / 1e12}
             for v in VARIANTS:
                 p = predict(n, gpus, t, hw, dtype, cm, variant=v)
                 row[f"predicted_seconds_{v}"] = p.t_task
@@ -75,31 +75,6 @@ def run_tune(sizes, gpus, profile, dtype="complex128", placement="three", repeat
                 entry[f"time_error_{v}"] = float((at[0][f"predicted_seconds_{v}"] - at[0]["seconds"]) / at[0]["seconds"])
         summary.append(entry)
     return rows, summary
-
-
-def tuned_entries(profile, summary):
-    """The profile's ``tuned`` list with a sweep's measured best tiles merged in (one
-    entry per dtype, complex method, GPUs, N and placement; the newest wins)."""
-    key = lambda e: (e["dtype"], e["complex_method"], e["gpus"], e["n"], e["placement"])  # noqa: E731
-    out = {key(e): e for e in profile.get("tuned", [])}
-    for s in summary:
-        e = {"dtype": s["dtype"], "complex_method": s["complex_method"], "gpus": s["gpus"],
-             "n": s["n"], "tile": s["measured_best_tile"], "placement": s["placement"],
-             "seconds": s["measured_best_seconds"]}
-        out[key(e)] = e
-    return sorted(out.values(), key=key)
-
-
-def tuned_tile(profile, dtype, method, gpus, n, placement="three"):
-    """The measured best tile saved by ``mgemm tune --save`` for exactly this case
-    (placement "one": A, B, C on one GPU, else "three"), or None.  Measured on 2 H200,
-    3m, N = 32768: 16384 was best with A, B, C on three GPUs and 1.6 % slower than
-    4096 with all on one, so the placement is part of the key."""
-    for e in profile.get("tuned", []):
-        if (e.get("dtype"), e.get("complex_method"), e.get("gpus"), e.get("n"),
-                e.get("placement")) == (str(dtype), method, gpus, n, placement):
-            return int(e["tile"])
-    return None
 
 
 def plot_tune(rows, profile, path, dtype="complex128"):

@@ -1,0 +1,241 @@
+"""Tables of results, generated from the JSON files (never typed by hand).
+
+:func:`render` turns one result document into markdown lines, :func:`headline` into a
+few keyed numbers (what :func:`compare` puts side by side), :func:`write_readme` writes
+the results index and every file's table between the markers of benchmarks/README.md.
+Files of the one-off scripts that came before the runner (kinds ``gemm``, ``expm-gpu``,
+``expm_cpu``, ``tdse_gpu``, ``gemm-sweep``) are rendered like their suites.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BEGIN, END = "<!-- tables:begin -->", "<!-- tables:end -->"
+
+#: older kinds -> the suite that now makes such files
+LEGACY = {"gemm": "engine", "expm-gpu": "expm", "expm_cpu": "expm-cpu", "tdse_gpu": "tdse",
+          "gemm-sweep": "sweep-3m"}
+
+
+def suite_of(doc) -> str:
+    k = doc.get("kind", "")
+    return LEGACY.get(k, k)
+
+
+def _engine(d):
+    out = ["| N | engine | GPUs | placement | tile | complex | TFLOP/s | fraction of G x 1-GPU "
+           "| vs mgemm native, same GPUs |", "|---|---|---|---|---|---|---|---|---|"]
+    native = {}  # the best native rate per (N, G, placement), over tiles
+    for r in d["rows"]:
+        if (r.get("engine") == "mgemm" and r.get("complex_method") == "native"
+                and "tflops" in r and not r.get("balanced")):
+            key = (r["n"], r["gpus"], r.get("placement"))
+            native[key] = max(native.get(key, 0.0), r["tflops"])
+    for r in d["rows"]:
+        if "tflops" not in r:
+            out.append(f"| {r['n']} | {r['engine']} | {r['gpus']} | {r.get('placement', '')} | "
+                       f"{r.get('tile', '')} | {r.get('complex_method', '')} | failed: "
+                       f"{str(r.get('error', ''))[:60]} | | |")
+            continue
+        ref = native.get((r["n"], r["gpus"], r.get("placement")))
+        if ref is None and r.get("engine") != "mgemm":  # baselines: vs placement (ii)
+            ref = native.get((r["n"], r["gpus"], "three"))
+        ratio = f"{r['tflops'] / ref:.3f}" if ref else ""
+        how = r.get("complex_method", "") + (" balanced" if r.get("balanced") else "")
+        out.append(f"| {r['n']} | {r['engine']} | {r['gpus']} | {r.get('placement', '')} | "
+                   f"{r.get('tile', '')} | {how} | {r['tflops']:.2f} | "
+                   f"{r['fraction']:.3f} | {ratio} |")
+    return out
+
+
+def _sweep(d):
+    out = ["| N | GPUs | A/B/C on | variant | rows per GPU | TFLOP/s | vs native | "
+           "lane start ms | lane end ms |", "|---|---|---|---|---|---|---|---|---|"]
+    nat = {}   # the best native variant per placement
+    for r in d["rows"]:
+        if r["complex_method"] == "native":
+            nat[r["placement"]] = max(nat.get(r["placement"], 0.0), r["tflops"])
+    for r in d["rows"]:
+        ref = nat.get(r["placement"])
+        roles = r.get("roles") or ([0, 0, 0] if r["placement"] == "one" else
+                                   [0, 1 % r["gpus"], 2 % r["gpus"]])
+        out.append(f"| {r['n']} | {r['gpus']} | {'/'.join(map(str, roles))} | "
+                   f"{r['variant']} | {'/'.join(map(str, r['rows_per_gpu']))} | "
+                   f"{r['tflops']:.2f} | {r['tflops'] / ref if ref else float('nan'):.3f} | "
+                   f"{' / '.join(f'{x:.0f}' for x in r['lane_start_ms'])} | "
+                   f"{' / '.join(f'{x:.0f}' for x in r['lane_end_ms'])} |")
+    return out
+
+
+def _expm(d):
+    out = ["| N | engine | GPUs | seconds | rel. error vs eigh | ||U^H U - I||/sqrt(N) | "
+           "speed-up vs fastest library |", "|---|---|---|---|---|---|---|"]
+    for r in d["rows"]:
+        if "seconds" not in r:
+            out.append(f"| {r['n']} | {r['engine']} | {r['gpus']} | failed: "
+                       f"{str(r.get('error', ''))[:60]} | | | |")
+            continue
+        out.append(f"| {r['n']} | {r['engine']} | {r['gpus']} | {r['seconds']:.3f} | "
+                   f"{r['rel_error']:.1e} | {r['unitarity']:.1e} | "
+                   f"{r.get('speedup_vs_fastest_library', float('nan')):.2f} |")
+    return out
+
+
+def _expm_cpu(d):
+    out = ["| case | median ms | rel. error | speed-up vs SciPy |", "|---|---|---|---|"]
+    for r in d["rows"]:
+        out.append(f"| {r['name']} | {1e3 * r['seconds']:.3f} | {r['rel_error']:.2e} | "
+                   f"{r['speedup_vs_scipy']:.2f} |")
+    return out
+
+
+def _tune(d):
+    out = ["| N | GPUs | complex | placement | tile | measured s | TFLOP/s | model (refined) s | "
+           "model (paper) s |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in d["rows"]:
+        out.append(f"| {r['n']} | {r['gpus']} | {r.get('complex_method', 'native')} | "
+                   f"{r.get('placement', 'three')} | {r['tile']} | {r['seconds']:.3f} | "
+                   f"{r['tflops']:.1f} | {r['predicted_seconds_refined']:.3f} | "
+                   f"{r['predicted_seconds_paper']:.3f} |")
+    out += ["", "| N | GPUs | complex | placement | measured best tile | model tile (refined / paper) | "
+            "time error at it (refined / paper) |", "|---|---|---|---|---|---|---|"]
+    for s in d.get("summary", []):
+        out.append(f"| {s['n']} | {s['gpus']} | {s.get('complex_method', 'native')} | "
+                   f"{s.get('placement', 'three')} | {s['measured_best_tile']} | "
+                   f"{s['predicted_tile_refined']} / {s['predicted_tile_paper']} | "
+                   f"{s.get('time_error_refined', float('nan')):+.0%} / "
+                   f"{s.get('time_error_paper', float('nan')):+.0%} |")
+    return out
+
+
+def _tdse(d):
+    out = ["| input | N | GPUs | s/step | speed-up vs first row |", "|---|---|---|---|---|"]
+    for r in d["rows"]:
+        out.append(f"| {r['input']} | {r['n']} | {r['gpus']} | {r['step_seconds']:.3f} | "
+                   f"{r['speedup_vs_first']:.2f} |")
+    return out
+
+
+def _gpu_tests(d):
+    c = d.get("counts", {})
+    out = [f"{c.get('passed', 0)} passed, {c.get('failed', 0)} failed, {c.get('error', 0)} errors, "
+           f"{c.get('skipped', 0)} skipped in {d.get('wall_seconds', 0):.0f} s "
+           f"(exit code {d.get('returncode')})"]
+    bad = [r for r in d["rows"] if r["outcome"] in ("failed", "error")]
+    if bad:
+        out += ["", "| failed test |", "|---|"] + [f"| {r['test']} |" for r in bad]
+    return out
+
+
+def _kernels(d):
+    from .kernels_3m import table
+    return table(d)
+
+
+RENDER = {"engine": _engine, "sweep-3m": _sweep, "expm": _expm, "expm-cpu": _expm_cpu,
+          "tune": _tune, "tdse": _tdse, "gpu-tests": _gpu_tests, "kernels-3m": _kernels}
+
+
+def render(doc) -> list[str]:
+    f = RENDER.get(suite_of(doc))
+    return f(doc) if f else [f"({len(doc.get('rows', []))} rows of kind {doc.get('kind')!r})"]
+
+
+def headline(doc) -> dict:
+    """A few keyed numbers of a result file (what reproducing a run compares)."""
+    s, out = suite_of(doc), {}
+    for r in doc.get("rows", []):
+        if s == "engine" and "tflops" in r:
+            key = (f"N={r['n']} {r['engine']} G={r['gpus']} {r.get('placement', '')} "
+                   f"tile={r.get('tile', '')} {r.get('complex_method', '')}"
+                   f"{' balanced' if r.get('balanced') else ''} TFLOP/s")
+            out[key] = r["tflops"]
+        elif s == "expm" and "seconds" in r:
+            out[f"N={r['n']} {r['engine']} G={r['gpus']} s"] = r["seconds"]
+        elif s == "expm-cpu":
+            out[f"{r['name']} ms"] = 1e3 * r["seconds"]
+        elif s == "tdse":
+            out[f"{os.path.basename(r['input'])} N={r['n']} G={r['gpus']} s/step"] = r["step_seconds"]
+        elif s == "tune":
+            out[f"N={r['n']} G={r['gpus']} {r.get('complex_method', 'native')} "
+                f"{r.get('placement', 'three')} tile={r['tile']} TFLOP/s"] = r["tflops"]
+        elif s == "sweep-3m":
+            out[f"N={r['n']} G={r['gpus']} {r['placement']} {r['variant']} TFLOP/s"] = r["tflops"]
+        elif s == "kernels-3m" and r.get("eff_tflops"):
+            out.setdefault(f"tile {r['tile']} {r['case']} TFLOP/s", r["eff_tflops"])
+    if s == "gpu-tests":
+        out.update({f"tests {k}": v for k, v in doc.get("counts", {}).items()})
+    if s == "tune":
+        for x in doc.get("summary", []):
+            out[f"N={x['n']} G={x['gpus']} {x.get('complex_method', 'native')} "
+                f"{x.get('placement', 'three')} best tile"] = x["measured_best_tile"]
+    return out
+
+
+def compare(new_path, old_path) -> list[str]:
+    """Lines: every headline number the two files share, new / old."""
+    new, old = (json.load(open(p)) for p in (new_path, old_path))
+    for d in (new, old):
+        d.setdefault("machine", {"gpus": (d.get("profile") or {}).get("gpus") or []})
+    hn, ho = headline(new), headline(old)
+    common = [k for k in hn if k in ho]
+    out = [f"new: {new_path} ({new.get('date')}, {', '.join(new['machine'].get('gpus') or [])})",
+           f"old: {old_path} ({old.get('date')}, {', '.join(old['machine'].get('gpus') or [])})",
+           f"{'quantity':70s} {'new':>10s} {'old':>10s} {'new/old':>8s}"]
+    for k in common:
+        a, b = hn[k], ho[k]
+        ratio = f"{a / b:8.3f}" if isinstance(b, (int, float)) and b else ""
+        out.append(f"{k:70s} {a:10.4g} {b:10.4g} {ratio}")
+    if not common:
+        out.append("(no quantity in common)")
+    return out
+
+
+def _files():
+    return sorted(glob.glob(os.path.join(HERE, "results", "*.json")))
+
+
+def tables() -> str:
+    """The results index and one section per result file."""
+    docs = []
+    for path in _files():
+        d = json.load(open(path))
+        if d.get("kind") == "mgemm-profile":
+            continue  # machine profiles are inputs, summarised in the text
+        if "machine" not in d:  # an early tune file: its profile names the GPUs
+            d["machine"] = {"gpus": (d.get("profile") or {}).get("gpus") or []}
+        docs.append((os.path.basename(path), d))
+    out = ["### Index", "", "| file | suite | date | machine | headline |", "|---|---|---|---|---|"]
+    for name, d in docs:
+        m = d["machine"]
+        hw = (f"{len(m['gpus'])} x {m['gpus'][0]}" if m.get("gpus") else
+              f"{m.get('cpus')} CPUs ({m.get('processor')})")
+        h = headline(d)
+        best = ""
+        if h:
+            keys = [k for k in h if " mgemm " in k] or list(h)
+            k = (max(keys, key=lambda k: h[k]) if suite_of(d) in ("engine", "tune", "sweep-3m")
+                 else keys[0])
+            best = f"{k} = {h[k]:.4g}"
+        out.append(f"| [{name}](#{name.replace('.', '').lower()}) | {suite_of(d)} | "
+                   f"{d.get('date', '')[:16]} | {hw} | {best} |")
+    out.append("")
+    for name, d in docs:
+        m = d["machine"]
+        hw = ", ".join(m.get("gpus") or []) or f"{m.get('cpus')} CPUs ({m.get('processor')})"
+        out.append(f"### {name}\n{d.get('date', '')} on {hw}; `{d.get('command', '')}`\n")
+        out += render(d)
+        out.append("")
+    return "\n".join(out)
+
+
+def write_readme(path=None) -> str:
+    path = path or os.path.join(HERE, "README.md")
+    text = open(path).read()
+    a, b = text.index(BEGIN) + len(BEGIN), text.index(END)
+    with open(path, "w") as f:
+        f.write(text[:a] + "\n" + tables() + "\n" + text[b:])
+    return path

@@ -1,0 +1,286 @@
+"""The benchmark suites of ``python -m benchmarks``: each adds its options and returns
+(rows, extra) for the runner to save.  Rates count 2N^3 real / 8N^3 complex flops; every
+comparison (against cupy.matmul, cuBLAS-XT, JAX, torch, SciPy) is measured in the same
+run; inputs are random (never zeros) and every result is checked against a reference.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@dataclass(frozen=True)
+class Suite:
+    help: str
+    gpu: bool
+    add_args: Callable
+    run: Callable
+
+
+def _gpus_present():
+    from mgemm.arrays import gpu_count
+    return gpu_count()
+
+
+def _gpu_list(values):
+    """The requested GPU counts that this machine has (all of 1, 2, 4 by default)."""
+    have = _gpus_present()
+    got = [g for g in (values or [1, 2, 4]) if g <= have]
+    return got or [have]
+
+
+def _say(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- engine: mgemm bench
+def _engine_args(p):
+    p.add_argument("--n", type=int, nargs="+", default=[32768])
+    p.add_argument("--gpus", type=int, nargs="+", default=None, help="GPU counts (default 1 2 4 where present)")
+    p.add_argument("--placement", nargs="+", default=["three", "one"], choices=["one", "three"])
+    p.add_argument("--tile", nargs="+", default=["auto"], help="tiles, or auto")
+    p.add_argument("--complex-method", nargs="+", default=["native", "3m"], choices=["native", "4m", "3m"])
+    p.add_argument("--dtype", default="complex128")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--no-xt", action="store_true", help="skip cuBLAS-XT")
+    p.add_argument("--no-jax", action="store_true", help="skip JAX's sharded matmul")
+    p.add_argument("--balance", action="store_true", help="also time rows balanced from a trace")
+    p.add_argument("--timeline", default=None, help="PNG of the last N on the most GPUs")
+    p.add_argument("--copy-side", default="src", choices=["src", "dst"])
+    p.add_argument("--plane-copies", default="all", choices=["all", "first", "none"])
+    p.add_argument("--row-tile", type=int, default=None)
+
+
+def _engine(a):
+    from mgemm import executors
+    from mgemm.tools.bench import run_bench
+    ex = executors.get("cupy")
+    ex.copy_side, ex.plane_copies, ex.row_tile = a.copy_side, a.plane_copies, a.row_tile
+    rows = run_bench(a.n, a.dtype, _gpu_list(a.gpus), a.placement, a.tile, a.complex_method,
+                     a.repeat, () if a.no_xt else (2048, 4096, 8192), a.timeline,
+                     progress=_say, use_jax=not a.no_jax, balance=a.balance)
+    return rows, {}
+
+
+# ---------------------------------------------------------------- expm: mgemm bench-expm
+def _expm_args(p):
+    p.add_argument("--n", type=int, nargs="+", default=[8192, 16384])
+    p.add_argument("--gpus", type=int, nargs="+", default=None)
+    p.add_argument("--method", nargs="+", default=["auto"], choices=["auto", "taylor"])
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--no-baselines", action="store_true", help="skip torch / jax / cupyx")
+
+
+def _expm(a):
+    from mgemm.tools.bench_expm import run_bench_expm
+    rows = run_bench_expm(a.n, _gpu_list(a.gpus), a.method, a.repeat, not a.no_baselines,
+                          progress=_say)
+    return rows, {}
+
+
+# ---------------------------------------------------------------- expm-cpu: vs SciPy
+def _expm_cpu_args(p):
+    p.add_argument("--n", type=int, default=256)
+    p.add_argument("--repeat", type=int, default=50)
+
+
+def _median_time(f, repeat):
+    f()
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        f()
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts)), float(np.std(ts))
+
+
+def _expm_cpu(a):
+    """mgemm.expm vs scipy.linalg.expm on A = -i dt H (the moving case's 3-point H, Z = 30,
+    a = 0.1, dx = 0.1, dt = 0.002), against U = V exp(-i Lambda dt) V^T."""
+    import scipy.linalg
+
+    import mgemm
+    from tdse import hamiltonian
+    from tdse.validate import make_config
+    cfg = make_config(n=a.n, dx=0.1, a=0.1, Z=30.0, dt=0.002)
+    H = hamiltonian.dense(cfg, 0.0)
+    A = -1j * 0.002 * H
+    w, V = np.linalg.eigh(H)
+    ref = (V * np.exp(-1j * 0.002 * w)) @ V.T
+    rel = lambda U: float(np.linalg.norm(U - ref) / np.linalg.norm(ref))  # noqa: E731
+    rows = []
+    for name, f in (("scipy.linalg.expm", lambda: scipy.linalg.expm(A)),
+                    ("mgemm auto", lambda: mgemm.expm(A)),
+                    ("mgemm auto (complex path)", lambda: mgemm.expm(A, split=False)),
+                    ("mgemm taylor k=10", lambda: mgemm.expm(A, method="taylor", terms=10))):
+        t, sd = _median_time(f, a.repeat)
+        rows.append({"name": name, "seconds": t, "std": sd, "rel_error": rel(f())})
+    for r in rows:
+        r["speedup_vs_scipy"] = rows[0]["seconds"] / r["seconds"]
+    _, plan = mgemm.expm(A, return_plan=True)
+    return rows, {"n": a.n, "dtype": "complex128", "auto_plan": plan.as_dict(),
+                  "theta_onenorm": float(np.abs(A).sum(axis=0).max())}
+
+
+# ---------------------------------------------------------------- tdse: step time on GPUs
+def _tdse_args(p):
+    p.add_argument("--input", default="inputs/h2plus_moving_large.toml")
+    p.add_argument("--gpus", type=int, nargs="+", default=None)
+    p.add_argument("--steps", type=int, default=5, help="timed steps after 2 warm-up steps")
+
+
+def _tdse(a):
+    """Step time of the TDSE propagator: build H(t), U = exp(-i H dt) (column bands over
+    the GPUs when G > 1), psi <- U psi; median over timed steps, each ending with a
+    synchronisation; psi checked against the one-GPU result."""
+    import cupy as cp
+
+    from tdse import config as cfgmod
+    from tdse.precheck import precheck
+    from tdse.propagate import Propagator, step_gemm_opts
+    cfg = cfgmod.load(os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input)
+    pc = precheck(cfg)
+    rows, first = [], None
+    for g in _gpu_list(a.gpus):
+        with cp.cuda.Device(0):
+            prop = Propagator(cfg, pc.plan, cp, step_gemm_opts("cupy", list(range(g))))
+            rng = np.random.default_rng(0)
+            psi = cp.asarray(rng.standard_normal(cfg.grid.n) + 1j * rng.standard_normal(cfg.grid.n))
+            ts = []
+            for j in range(2 + a.steps):
+                t0 = time.perf_counter()
+                psi = prop.step(psi, j)
+                for d in range(g):
+                    cp.cuda.Device(d).synchronize()
+                ts.append(time.perf_counter() - t0)
+            out = cp.asnumpy(psi)
+        first = out if first is None else first
+        rows.append({"input": a.input, "n": cfg.grid.n, "gpus": g, "plan": pc.plan.as_dict(),
+                     "step_seconds": float(np.median(ts[2:])), "all_step_seconds": ts,
+                     "rel_diff_vs_first": float(np.linalg.norm(out - first) / np.linalg.norm(first))})
+        _say(f"N={cfg.grid.n} G={g}: {rows[-1]['step_seconds']:.3f} s/step")
+        cp.get_default_memory_pool().free_all_blocks()
+    for r in rows:
+        r["speedup_vs_first"] = rows[0]["step_seconds"] / r["step_seconds"]
+    return rows, {}
+
+
+# ---------------------------------------------------------------- tune: probe + tile sweep
+def _tune_args(p):
+    p.add_argument("--n", type=int, nargs="+", default=[32768])
+    p.add_argument("--gpus", type=int, nargs="+", default=None)
+    p.add_argument("--complex-method", nargs="+", default=["native", "3m"], choices=["native", "3m"])
+    p.add_argument("--placement", nargs="+", default=["three"], choices=["one", "three"])
+    p.add_argument("--min-tile", type=int, default=1024)
+    p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--profile", default=None,
+                   help="an existing profile to tune into (default: probe this machine first)")
+
+
+def _tune(a):
+    """``mgemm probe`` (unless --profile), then ``mgemm tune --save`` per complex method and
+    placement; the profile with the tuned tiles is stored in the result file."""
+    from mgemm.profile import load_profile, tuned_entries
+    from mgemm.tools.probe import run_probe
+    from mgemm.tools.tune import run_tune
+    prof = load_profile(a.profile) if a.profile else None
+    if prof is None:
+        prof = run_probe(progress=_say)
+    rows, summary = [], []
+    for g in _gpu_list(a.gpus):
+        if g < 2:
+            continue  # one GPU holding A, B, C is one cuBLAS call: nothing to tune
+        for cm in a.complex_method:
+            for pl in a.placement:
+                r, s = run_tune(a.n, g, prof, "complex128", pl, a.repeat, a.min_tile,
+                                progress=_say, complex_method=cm)
+                rows += r
+                summary += s
+    prof["tuned"] = tuned_entries(prof, summary)
+    return rows, {"summary": summary, "profile": prof}
+
+
+# ---------------------------------------------------------------- gpu-tests
+def _gpu_tests_args(p):
+    p.add_argument("-k", dest="select", default=None, help="pytest -k expression")
+    p.add_argument("--files", nargs="+", default=["tests"], help="test files or folders")
+
+
+def _gpu_tests(a):
+    """The tests marked gpu / multi_gpu, in a subprocess; one row per test (outcome, s)."""
+    import subprocess
+    import tempfile
+    import xml.etree.ElementTree as ET
+    with tempfile.TemporaryDirectory() as tmp:
+        xml = os.path.join(tmp, "junit.xml")
+        cmd = [sys.executable, "-m", "pytest", "-q", "-m", "gpu or multi_gpu", "-p",
+               "no:cacheprovider", f"--junitxml={xml}", *a.files] + (["-k", a.select] if a.select else [])
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        rows = []
+        if os.path.exists(xml):
+            for case in ET.parse(xml).getroot().iter("testcase"):
+                outcome = "passed"
+                for tag in ("failure", "error", "skipped"):
+                    if case.find(tag) is not None:
+                        outcome = {"failure": "failed", "error": "error"}.get(tag, tag)
+                rows.append({"test": f"{case.get('classname')}::{case.get('name')}",
+                             "outcome": outcome, "seconds": float(case.get("time", 0))})
+    counts = {k: sum(r["outcome"] == k for r in rows) for k in ("passed", "failed", "error", "skipped")}
+    _say(proc.stdout[-3000:])
+    return rows, {"counts": counts, "returncode": proc.returncode, "wall_seconds": wall,
+                  "pytest_tail": (proc.stdout + proc.stderr)[-2000:]}
+
+
+# ---------------------------------------------------------------- kernels-3m, sweep-3m
+def _kernels_args(p):
+    p.add_argument("--n", type=int, default=32768)
+    p.add_argument("--tiles", default="1024,2048,4096,8192")
+    p.add_argument("--n-full", type=int, default=16384)
+    p.add_argument("--seconds", type=float, default=1.0)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--smi", default=None, help="log nvidia-smi clocks/power to this file")
+
+
+def _kernels(a):
+    from . import kernels_3m
+    return kernels_3m.run(a)
+
+
+def _sweep_args(p):
+    from .sweep_3m import VARIANTS
+    p.add_argument("--n", type=int, default=32768)
+    p.add_argument("--gpus", type=int, default=4)
+    p.add_argument("--placement", default="three", choices=["one", "three"])
+    p.add_argument("--roles", default=None, help="a,b,c: the GPUs holding A, B, C")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--only", default=None, help="comma-separated labels of: " +
+                   ", ".join(v[0] for v in VARIANTS))
+
+
+def _sweep(a):
+    from . import sweep_3m
+    return sweep_3m.run(a)
+
+
+SUITES = {
+    "engine": Suite("mgemm's band GEMM vs cupy.matmul, cuBLAS-XT and JAX's sharded matmul",
+                    True, _engine_args, _engine),
+    "expm": Suite("multi-GPU mgemm.expm vs torch / jax / cupyx on one GPU", True, _expm_args, _expm),
+    "expm-cpu": Suite("mgemm.expm vs scipy.linalg.expm on the CPU", False, _expm_cpu_args, _expm_cpu),
+    "tdse": Suite("TDSE step time on 1, 2, 4 GPUs", True, _tdse_args, _tdse),
+    "tune": Suite("hardware probe, then tile sweep vs the model (tuned tiles saved in the result)",
+                  True, _tune_args, _tune),
+    "gpu-tests": Suite("the GPU-marked tests, one row per test", True, _gpu_tests_args, _gpu_tests),
+    "kernels-3m": Suite("one GPU, no transfers: ZGEMM vs 3m's three DGEMMs per tile", True,
+                        _kernels_args, _kernels),
+    "sweep-3m": Suite("schedule variants of the band engine at one N", True, _sweep_args, _sweep),
+}

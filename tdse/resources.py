@@ -1,0 +1,88 @@
+"""Resources a run needs, checked before it starts: the backend and its GPUs, GPU
+memory (naming the largest N that fits), disk space for the output file."""
+from __future__ import annotations
+
+import shutil
+import warnings
+
+from mgemm.arrays import cupy_or_none, gpu_count
+
+from .config import Config, ConfigError
+
+
+def resolve_backend(backend: str, devices=None):
+    """'auto' -> 'cupy' when CuPy sees a GPU, else 'numpy'.  Returns (name, xp, devices)."""
+    import numpy as np
+    n = gpu_count()
+    if backend == "auto":
+        backend = "cupy" if n else "numpy"
+    if backend == "numpy":
+        return "numpy", np, None
+    if backend != "cupy":
+        raise ConfigError("--backend", backend, "must be auto, numpy or cupy")
+    if cupy_or_none() is None:
+        raise ConfigError("--backend", backend, "CuPy is not installed (pip install '.[gpu]')")
+    if n == 0:
+        raise ConfigError("--backend", backend, "no CUDA GPU found")
+    devices = list(range(n)) if devices is None else list(devices)
+    bad = [d for d in devices if not 0 <= d < n]
+    if bad:
+        raise ConfigError("--devices", devices, f"only GPUs 0..{n - 1} exist")
+    return "cupy", cupy_or_none(), devices
+
+
+def output_bytes(config: Config) -> int:
+    """Expected size of the run file (snapshots dominate; operator mode adds P and U)."""
+    n, K = config.grid.n, config.output.populations
+    count = config.time.steps // config.output.every + 2
+    row = 16 * n + 8 * (4 + 3 * K) + 8 * len(config.potential.centres)
+    if config.propagator.operator:
+        row += 8 * K * K
+    return count * row + 16 * n * (K + 2) + (16 * n * n if config.propagator.operator else 0)
+
+
+def gpu_memory_estimate(n: int, devices: int, operator: bool = False) -> int:
+    """Bytes on the busiest GPU (GPU 0), an estimate from what the step allocates: on one
+    GPU H, A = -i dt H, its shifted copy (complex) and ~12 real work matrices plus U;
+    on G GPUs GPU 0 also builds H, A and B = Im A, and every GPU holds ~5 real
+    full-size replicas (the gathered left operands) and ~14 real bands of N x N/G.
+    Operator mode adds U(t) and its update (and, on G GPUs, the gathered U)."""
+    nn = n * n
+    if devices <= 1:
+        return (11 + 3 * bool(operator)) * 16 * nn
+    g = devices
+    return 56 * nn + 40 * nn + 112 * nn // g + bool(operator) * (16 * nn + 32 * nn // g)
+
+
+def check_resources(config: Config, backend: str, devices, out_dir, free_gpu=None, free_disk=None):
+    """Refuse a run that cannot fit on the GPUs (naming the largest N that fits); warn
+    when the disk looks too small for the output."""
+    n, op = config.grid.n, config.propagator.operator
+    if backend == "cupy":
+        g = len(devices or [0])
+        if free_gpu is None:
+            import cupy as cp
+            free_gpu = min(free_on(cp, d) for d in (devices or [0]))
+        need = gpu_memory_estimate(n, g, op)
+        if need > free_gpu:
+            lo, hi = 1, n
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                lo, hi = (mid, hi) if gpu_memory_estimate(mid, g, op) <= free_gpu else (lo, mid - 1)
+            raise ConfigError("grid.dx", config.grid.dx,
+                              f"gives N = {n}, which needs about {need / 2**30:.1f} GiB per GPU on "
+                              f"{g} GPU(s), more than the {free_gpu / 2**30:.1f} GiB free; the "
+                              f"largest N that fits is about {lo}")
+    if free_disk is None:
+        free_disk = shutil.disk_usage(out_dir).free
+    size = output_bytes(config)
+    if size > 0.9 * free_disk:
+        warnings.warn(f"the output needs about {size / 2**20:.0f} MiB but only "
+                      f"{free_disk / 2**20:.0f} MiB are free in {out_dir}", ResourceWarning,
+                      stacklevel=2)
+
+
+def free_on(cp, d):
+    """Free bytes on GPU ``d``: the driver's free memory plus CuPy's pooled free blocks."""
+    with cp.cuda.Device(d):
+        return cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()

@@ -1,0 +1,72 @@
+"""The benchmark runner (``python -m benchmarks``): result files carry the command,
+machine and versions; the index renders every recorded result; compare lines up two runs.
+Timings themselves are not asserted here (performance lives in the recorded results)."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+import pytest
+
+from benchmarks import index
+from benchmarks.runner import machine_tag, main
+from benchmarks.suites import SUITES
+from mgemm.arrays import gpu_count
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_list_names_every_suite(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("engine", "expm", "expm-cpu", "tdse", "tune", "gpu-tests"):
+        assert name in out
+    assert set(SUITES) >= {"engine", "expm", "expm-cpu", "tdse", "tune", "gpu-tests"}
+
+
+def test_cpu_suite_writes_a_traceable_result(tmp_path, capsys):
+    assert main(["expm-cpu", "--n", "32", "--repeat", "2", "--out", str(tmp_path)]) == 0
+    (path,) = glob.glob(str(tmp_path / "expm-cpu_cpu*_*.json"))
+    doc = json.load(open(path))
+    assert doc["kind"] == "expm-cpu"
+    assert doc["command"].startswith("python -m benchmarks expm-cpu")
+    assert doc["machine"]["cpus"] >= 1 and "numpy" in doc["versions"] and "mgemm" in doc["versions"]
+    names = [r["name"] for r in doc["rows"]]
+    assert names[0] == "scipy.linalg.expm" and "mgemm auto" in names
+    for r in doc["rows"]:  # every case checked against the eigendecomposition
+        assert r["rel_error"] < 1e-11 and r["seconds"] > 0
+    assert "saved" in capsys.readouterr().out
+    lines = index.compare(path, path)
+    assert any(line.rstrip().endswith("1.000") for line in lines[3:])
+
+
+@pytest.mark.skipif(gpu_count() > 0, reason="checks the refusal on a machine without GPUs")
+def test_gpu_suite_without_gpu_exits_2(tmp_path, capsys):
+    assert main(["engine", "--out", str(tmp_path)]) == 2
+    assert "needs CuPy and a GPU" in capsys.readouterr().err
+    assert not os.listdir(tmp_path)
+
+
+def test_index_renders_every_recorded_result():
+    text = index.tables()
+    files = [os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "benchmarks", "results", "*.json"))]
+    docs = [f for f in files if json.load(open(os.path.join(ROOT, "benchmarks", "results", f)))
+            .get("kind") != "mgemm-profile"]
+    assert docs
+    for f in docs:
+        assert f"### {f}" in text
+    assert "rows of kind" not in text  # every kind has a renderer
+
+
+def test_readme_tables_are_the_generated_ones():
+    text = open(os.path.join(ROOT, "benchmarks", "README.md")).read()
+    a, b = text.index(index.BEGIN) + len(index.BEGIN), text.index(index.END)
+    assert text[a:b].strip() == index.tables().strip(), "run `python -m benchmarks index`"
+
+
+@pytest.mark.parametrize("gpus, tag", [(["NVIDIA H200"] * 4, "h200x4"),
+                                       (["NVIDIA H100 80GB HBM3"], "h100x1"),
+                                       ([], "cpu2")])
+def test_machine_tag(gpus, tag):
+    assert machine_tag({"gpus": gpus, "cpus": 2}) == tag

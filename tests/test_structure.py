@@ -1,0 +1,227 @@
+"""The shape of the code: imports between the project's modules.
+
+Walks every import statement (module level and inside functions) of ``tdse`` and
+``mgemm`` and fails on
+* an import circle among the project's modules,
+* an underscored name (``_x``, not dunder) imported from another project module, or
+  an underscored module imported across files,
+* an arrow against mgemm's layers: cli -> tools -> core (gemm, expm, dist) ->
+  executors -> schedule/plan/model/profile (+ the pure helpers balance, arrays),
+* mgemm importing tdse.
+The walker is checked on a synthetic package first, so these tests can fail.
+"""
+from __future__ import annotations
+
+import ast
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGES = ("tdse", "mgemm")
+
+#: mgemm's layers, highest first; a module may import its own layer or lower ones
+MGEMM_LAYERS = {
+    "mgemm.cli": 5,
+    "mgemm.tools": 4,
+    "mgemm": 3, "mgemm.gemm": 3, "mgemm.expm": 3, "mgemm.dist": 3,
+    "mgemm.executors": 2,
+    "mgemm.schedule": 1, "mgemm.plan": 1, "mgemm.model": 1, "mgemm.profile": 1,
+    "mgemm.balance": 1, "mgemm.arrays": 1,
+}
+
+
+def _modules(root, packages):
+    """{module name: file path} for every .py file of the packages under root."""
+    out = {}
+    for pkg in packages:
+        for dirpath, _, files in os.walk(os.path.join(root, pkg)):
+            for f in files:
+                if not f.endswith(".py"):
+                    continue
+                rel = os.path.relpath(os.path.join(dirpath, f), root)[:-3].split(os.sep)
+                if rel[-1] == "__init__":
+                    rel = rel[:-1]
+                out[".".join(rel)] = os.path.join(dirpath, f)
+    return out
+
+
+def _is_private(name):
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def import_graph(root, packages):
+    """(edges {module: set of modules}, private imports [(module, what)])."""
+    mods = _modules(root, packages)
+    edges = {m: set() for m in mods}
+    private = []
+    for mod, path in mods.items():
+        is_pkg = path.endswith("__init__.py")
+        tree = ast.parse(open(path, encoding="utf-8").read(), path)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    target = a.name
+                    while target and target not in mods:
+                        target = target.rpartition(".")[0]
+                    if target:
+                        edges[mod].add(target)
+                        if any(_is_private(p) for p in a.name.split(".")):
+                            private.append((mod, a.name))
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+                    base = base[:len(base) - (node.level - 1)]
+                    src = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    src = node.module or ""
+                if src.split(".")[0] not in packages:
+                    continue
+                if any(_is_private(p) for p in src.split(".")):
+                    private.append((mod, src))
+                for a in node.names:
+                    full = f"{src}.{a.name}"
+                    if full in mods:  # a submodule
+                        edges[mod].add(full)
+                        if _is_private(a.name):
+                            private.append((mod, full))
+                        continue
+                    target = src
+                    while target and target not in mods:
+                        target = target.rpartition(".")[0]
+                    if target:
+                        edges[mod].add(target)
+                        if _is_private(a.name) and target != mod:
+                            private.append((mod, full))
+    for m in edges:
+        edges[m].discard(m)
+    return edges, private
+
+
+def cycles(edges):
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def layer_of(mod):
+    parts = mod.split(".")
+    for k in range(len(parts), 0, -1):
+        key = ".".join(parts[:k])
+        if key in MGEMM_LAYERS:
+            return MGEMM_LAYERS[key]
+    return None
+
+
+def layer_violations(edges):
+    bad = []
+    for a, targets in edges.items():
+        if not a.startswith("mgemm"):
+            continue
+        la = layer_of(a)
+        for b in targets:
+            if b.startswith("tdse"):
+                bad.append((a, b, "mgemm imports tdse"))
+                continue
+            lb = layer_of(b)
+            if la is None or lb is None:
+                bad.append((a, b, "module without a layer (add it to MGEMM_LAYERS)"))
+            elif lb > la:
+                bad.append((a, b, f"layer {la} imports layer {lb}"))
+    return bad
+
+
+# ------------------------------------------------------------------ the walker itself
+def _write(root, files):
+    for rel, text in files.items():
+        p = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as f:
+            f.write(text)
+
+
+def test_walker_finds_cycles_private_names_and_layer_breaks(tmp_path):
+    _write(tmp_path, {
+        "mgemm/__init__.py": "",
+        "mgemm/gemm.py": "def f():\n    from .tools import bench\n",   # core -> tools
+        "mgemm/tools/__init__.py": "",
+        "mgemm/tools/bench.py": "from ..gemm import f\nfrom ..model import _hidden\n",
+        "mgemm/model.py": "_hidden = 1\n",
+        "mgemm/executors/__init__.py": "from . import cupy_exec\n",
+        "mgemm/executors/cupy_exec.py": "from . import register\nimport mgemm._array\n",
+    })
+    edges, private = import_graph(str(tmp_path), ("mgemm",))
+    cyc = cycles(edges)
+    assert ["mgemm.gemm", "mgemm.tools.bench"] in cyc
+    assert ["mgemm.executors", "mgemm.executors.cupy_exec"] in cyc
+    assert ("mgemm.tools.bench", "mgemm.model._hidden") in private
+    assert ("mgemm.executors.cupy_exec", "mgemm._array") in private
+    assert ("mgemm.gemm", "mgemm.tools.bench", "layer 3 imports layer 4") in layer_violations(edges)
+
+
+def test_walker_passes_a_clean_package(tmp_path):
+    _write(tmp_path, {
+        "mgemm/__init__.py": "from .gemm import f\n",
+        "mgemm/gemm.py": "from .model import g\ndef f():\n    return g()\n",
+        "mgemm/model.py": "def g():\n    return 1\n",
+        "mgemm/cli.py": "from .tools.bench import run\n",
+        "mgemm/tools/__init__.py": "",
+        "mgemm/tools/bench.py": "from ..gemm import f\nfrom ..model import __doc__\ndef run():\n    return f()\n",
+    })
+    edges, private = import_graph(str(tmp_path), ("mgemm",))
+    assert cycles(edges) == [] and private == [] and layer_violations(edges) == []
+
+
+# ------------------------------------------------------------------ the project
+@pytest.fixture(scope="module")
+def project():
+    return import_graph(ROOT, PACKAGES)
+
+
+def test_no_import_circle(project):
+    edges, _ = project
+    assert len(edges) > 30  # the walk found the project
+    assert cycles(edges) == []
+
+
+def test_no_private_names_across_files(project):
+    _, private = project
+    assert private == []
+
+
+def test_mgemm_layers_point_one_way(project):
+    edges, _ = project
+    assert layer_violations(edges) == []
+
+
+def test_core_never_imports_the_tools(project):
+    edges, _ = project
+    core = [m for m in edges if layer_of(m) is not None and layer_of(m) <= 3]
+    assert core and not any(t.startswith("mgemm.tools") or t == "mgemm.cli"
+                            for m in core for t in edges[m])
