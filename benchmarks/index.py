@@ -130,13 +130,40 @@ def _gpu_tests(d):
     return out
 
 
+def _accuracy(d):
+    out = [f"{d.get('input')}: N = {d.get('n')} ({d.get('stencil')}), t_end = {d.get('t_end')}, target "
+           f"{d.get('target'):g} in the final psi, {d.get('threads')} BLAS threads", "",
+           "| scheme | method | dt | steps | exponentials | error | seconds | vs fastest |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in d["rows"]:
+        if "seconds" not in r:
+            out.append(f"| {r['scheme']} | {r['method']} | not reached | | | | | |")
+            continue
+        out.append(f"| {r['scheme']} | {r['method']} | {r['dt']:.4g} | {r['steps']} | "
+                   f"{r['exponentials']} | {r['error']:.1e} | {r['seconds']:.2f} | "
+                   f"{r.get('vs_fastest', float('nan')):.1f} |")
+    return out
+
+
+def _step_cost(d):
+    out = [f"{d.get('input')}: cfm4 steps, seconds per step (median)", "",
+           "| backend | GPUs | N | stencil | mode | method | ms/step | products or terms |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in d["rows"]:
+        work = r["products"] if r["products"] is not None else r["chebyshev_terms"]
+        out.append(f"| {r['backend']} | {r['gpus']} | {r['n']} | {r['stencil']} | {r['mode']} | "
+                   f"{r['method']} | {1e3 * r['step_seconds']:.2f} | {work} |")
+    return out
+
+
 def _kernels(d):
     from .kernels_3m import table
     return table(d)
 
 
 RENDER = {"engine": _engine, "sweep-3m": _sweep, "expm": _expm, "expm-cpu": _expm_cpu,
-          "tune": _tune, "tdse": _tdse, "gpu-tests": _gpu_tests, "kernels-3m": _kernels}
+          "tune": _tune, "tdse": _tdse, "gpu-tests": _gpu_tests, "kernels-3m": _kernels,
+          "accuracy": _accuracy, "step-cost": _step_cost}
 
 
 def render(doc) -> list[str]:
@@ -164,6 +191,10 @@ def headline(doc) -> dict:
                 f"{r.get('placement', 'three')} tile={r['tile']} TFLOP/s"] = r["tflops"]
         elif s == "sweep-3m":
             out[f"N={r['n']} G={r['gpus']} {r['placement']} {r['variant']} TFLOP/s"] = r["tflops"]
+        elif s == "step-cost":
+            out[f"{r['backend']} G={r['gpus']} N={r['n']} {r['stencil']} {r['mode']} {r['method']} s/step"] = r["step_seconds"]
+        elif s == "accuracy" and "seconds" in r:
+            out[f"{r['scheme']} {r['method']} s to target"] = r["seconds"]
         elif s == "kernels-3m" and r.get("eff_tflops"):
             out.setdefault(f"tile {r['tile']} {r['case']} TFLOP/s", r["eff_tflops"])
     if s == "gpu-tests":

@@ -240,6 +240,149 @@ def _gpu_tests(a):
                   "pytest_tail": (proc.stdout + proc.stderr)[-2000:]}
 
 
+# ---------------------------------------------------------------- accuracy: time to accuracy (CPU)
+def _accuracy_args(p):
+    p.add_argument("--input", default="inputs/h2plus_moving.toml")
+    p.add_argument("--t-end", type=float, default=1.0, help="propagate to this time (a.u.)")
+    p.add_argument("--target", type=float, default=1e-6, help="error of the final psi")
+    p.add_argument("--methods", nargs="+", default=["auto", "taylor", "chebyshev"])
+    p.add_argument("--schemes", nargs="+", default=["midpoint", "cfm4"])
+    p.add_argument("--threads", type=int, default=None, help="BLAS threads (default: CPUs usable)")
+
+
+def _accuracy(a):
+    """For each scheme x method: the largest dt = t_end / 2^k whose final psi is within
+    --target of a reference (cfm4, Chebyshev at 1e-14, dt/64 of the finest tried), the
+    wall time of that run, and its exponentials; the error is the L2 distance up to a
+    global phase.  Same grid for all (the input's), psi only, one process, in turn."""
+    import dataclasses
+    from threadpoolctl import threadpool_limits
+
+    from tdse import config as cfgmod, hamiltonian
+    from tdse.grid import points
+    from tdse.precheck import precheck
+    from tdse.propagate import Propagator, initial_state, phase_blind_distance
+    threads = a.threads or len(os.sched_getaffinity(0))
+    base = cfgmod.load(os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input)
+    x = points(base.grid)
+    _, phi = hamiltonian.eigenstates(base, 0.0, 1)
+
+    def config(scheme, method, dt, tol):
+        return dataclasses.replace(
+            base, time=dataclasses.replace(base.time, dt=dt, t_end=a.t_end),
+            propagator=dataclasses.replace(base.propagator, scheme=scheme, method=method,
+                                           tolerance=tol, error_window=0, terms=10))
+
+    def final(cfg):
+        pc = precheck(cfg, check_resolution=False)
+        if not pc.ok:
+            return None, 0.0, 0
+        prop = Propagator(cfg, pc.plan)
+        psi = initial_state(cfg, x, phi)
+        t0 = time.perf_counter()
+        for j in range(cfg.time.steps):
+            psi = prop.step(psi, j)
+        return psi, time.perf_counter() - t0, prop.exponentials
+
+    rows = []
+    with threadpool_limits(threads):
+        ladder = [a.t_end / 2 ** k for k in range(3, 17)]
+        ref, _, _ = final(config("cfm4", "chebyshev", ladder[-1] / 4, 1e-14))
+        for scheme in a.schemes:
+            for method in a.methods:
+                tol = 1e-12 if method != "taylor" else 1e-10
+                found = None
+                for dt in ladder:
+                    psi, sec, exps = final(config(scheme, method, dt, tol))
+                    if psi is None:
+                        continue  # the Taylor series refuses this dt (precheck)
+                    err = phase_blind_distance(psi, ref, base.grid.dx)
+                    _say(f"{scheme} {method} dt={dt:.3g}: error {err:.2e}, {sec:.2f} s")
+                    if err <= a.target:
+                        found = {"scheme": scheme, "method": method, "dt": dt,
+                                 "steps": round(a.t_end / dt), "error": err, "seconds": sec,
+                                 "exponentials": exps, "seconds_per_step": sec / round(a.t_end / dt)}
+                        break
+                rows.append(found or {"scheme": scheme, "method": method, "error": "not reached"})
+    best = min((r["seconds"] for r in rows if "seconds" in r), default=None)
+    for r in rows:
+        if "seconds" in r and best:
+            r["vs_fastest"] = r["seconds"] / best
+    return rows, {"input": a.input, "t_end": a.t_end, "target": a.target, "threads": threads,
+                  "n": base.grid.n, "stencil": str(base.grid.stencil)}
+
+
+# ---------------------------------------------------------------- step-cost: which method when
+def _step_cost_args(p):
+    p.add_argument("--input", default="inputs/h2plus_moving.toml")
+    p.add_argument("--n", type=int, nargs="+", default=[256, 512], help="grid points (same box)")
+    p.add_argument("--stencils", nargs="+", default=["3", "dvr"])
+    p.add_argument("--methods", nargs="+", default=["auto", "chebyshev"])
+    p.add_argument("--modes", nargs="+", default=["psi", "U"], choices=["psi", "U"])
+    p.add_argument("--backend", default="numpy", choices=["numpy", "cupy"])
+    p.add_argument("--gpus", type=int, default=1, help="GPUs for the dense exponent (cupy)")
+    p.add_argument("--steps", type=int, default=5, help="timed steps after one warm-up")
+    p.add_argument("--threads", type=int, default=None, help="BLAS threads (numpy)")
+
+
+def _step_cost(a):
+    """Seconds per cfm4 step (the input's dt) for psi alone or the whole U(t), per stencil,
+    N and exponential method, on this machine: where each method wins."""
+    import dataclasses
+    from threadpoolctl import threadpool_limits
+
+    from tdse import config as cfgmod
+    from tdse.precheck import precheck
+    from tdse.stepper import Propagator, step_gemm_opts
+    base = cfgmod.load(os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input)
+    xp = np
+    if a.backend == "cupy":
+        import cupy as xp
+    threads = a.threads or len(os.sched_getaffinity(0))
+    rows = []
+    width = base.grid.x_max - base.grid.x_min
+
+    def sync():
+        if xp is not np:
+            for d in range(a.gpus):
+                xp.cuda.Device(d).synchronize()
+    with threadpool_limits(threads):
+        for n in a.n:
+            for st in a.stencils:
+                stencil = int(st) if st in ("3", "5") else st
+                grid = dataclasses.replace(base.grid, dx=width / n, stencil=stencil)
+                for method in a.methods:
+                    cfg = dataclasses.replace(base, grid=grid, propagator=dataclasses.replace(
+                        base.propagator, method=method, scheme="cfm4", error_window=0))
+                    pc = precheck(cfg, check_resolution=False)
+                    opts = step_gemm_opts(a.backend, list(range(a.gpus))) if method != "chebyshev" else {}
+                    prop = Propagator(cfg, pc.plan, xp, opts)
+                    rng = np.random.default_rng(1)
+                    for mode in a.modes:
+                        if mode == "psi":
+                            X = xp.asarray(rng.standard_normal(n) + 1j * rng.standard_normal(n))
+                            f = prop.step
+                        else:
+                            X = xp.eye(n, dtype=np.complex128)
+                            f = prop.step_operator
+                        ts = []
+                        for j in range(a.steps + 1):
+                            t0 = time.perf_counter()
+                            X = f(X, j)
+                            sync()
+                            ts.append(time.perf_counter() - t0)
+                        row = {"n": n, "stencil": st, "method": method, "mode": mode,
+                               "backend": a.backend, "gpus": a.gpus if a.backend == "cupy" else 0,
+                               "threads": threads if a.backend == "numpy" else None,
+                               "step_seconds": float(np.median(ts[1:])), "dt": cfg.time.dt,
+                               "theta": pc.theta, "products": pc.plan.products if method != "chebyshev" else None,
+                               "chebyshev_terms": pc.chebyshev_terms if method == "chebyshev" else None}
+                        rows.append(row)
+                        _say(f"N={n} {st} {method} {mode}: {row['step_seconds'] * 1e3:.2f} ms/step")
+                        del X
+    return rows, {"input": a.input, "scheme": "cfm4"}
+
+
 # ---------------------------------------------------------------- kernels-3m, sweep-3m
 def _kernels_args(p):
     p.add_argument("--n", type=int, default=32768)
@@ -280,6 +423,10 @@ SUITES = {
     "tune": Suite("hardware probe, then tile sweep vs the model (tuned tiles saved in the result)",
                   True, _tune_args, _tune),
     "gpu-tests": Suite("the GPU-marked tests, one row per test", True, _gpu_tests_args, _gpu_tests),
+    "accuracy": Suite("time to accuracy on the CPU: each scheme x method at the dt meeting "
+                      "--target in the final psi", False, _accuracy_args, _accuracy),
+    "step-cost": Suite("seconds per cfm4 step for psi or U(t) per stencil, N and method "
+                       "(which method when)", False, _step_cost_args, _step_cost),
     "kernels-3m": Suite("one GPU, no transfers: ZGEMM vs 3m's three DGEMMs per tile", True,
                         _kernels_args, _kernels),
     "sweep-3m": Suite("schedule variants of the band engine at one N", True, _sweep_args, _sweep),

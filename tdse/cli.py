@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from . import __version__
+from .version import __version__
 from .config import ConfigError, load
 
 
@@ -37,6 +37,25 @@ def _devices(value):
         return [int(v) for v in value.split(",")]
     except ValueError:
         raise InputError(f"--devices = {value!r}: must be comma-separated GPU ids, e.g. 0,1,2,3") from None
+
+
+def _fresh_outputs(out_dir, base, force, exts=(".json", ".png")):
+    """Refuse to overwrite BASE.<ext> without --force; create OUT (one-line errors)."""
+    for ext in exts:
+        if os.path.exists(base + ext) and not force:
+            raise InputError(f"output {base + ext!r} exists; pass --force to overwrite it")
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"--out = {out_dir!r}: cannot create the folder ({e.strerror})") from None
+
+
+def _write_json(path, doc):
+    """Write JSON atomically (a temporary file, then a rename): nothing half-written."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(tmp, path)
 
 
 @click.group()
@@ -112,15 +131,19 @@ def _go(cfg, label, out_dir, backend, devices, force, no_plots, resume_arg):
         pc = precheck(cfg)
     except ConfigError as e:
         raise InputError(f"{label}: {e}") from None
+    if not pc.ok and not force:  # a refusal is one line, nothing before it
+        raise InputError(f"{label}: time.dt = {cfg.time.dt}: {pc.message}")
     for w in pc.warnings:
         click.echo(f"warning: {w}", err=True)
+    for note in pc.notes:
+        click.echo(f"note: {note}", err=True)
     if not pc.ok:
-        if not force:
-            raise InputError(f"{label}: time.dt = {cfg.time.dt}: {pc.message}")
         click.echo(f"warning: --force: {pc.message}", err=True)
     what = f"resuming at step {resume_arg[0]['step']} of" if resume_arg else ""
-    click.echo(f"{cfg.name}: N = {cfg.grid.n}, {what} {cfg.time.steps} steps; {pc.plan.explain()}"
-               .replace("  ", " "), err=True)
+    pr = cfg.propagator
+    click.echo(f"{cfg.name}: N = {cfg.grid.n} ({cfg.grid.stencil}{'-point' if cfg.grid.stencil != 'dvr' else ''}"
+               f" kinetic energy), {what} {cfg.time.steps} steps of dt = {cfg.time.dt:g}, "
+               f"scheme {pr.scheme}; exponentials: {pc.message}".replace("  ", " "), err=True)
     import warnings
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -140,10 +163,37 @@ def _go(cfg, label, out_dir, backend, devices, force, no_plots, resume_arg):
         click.echo(f"warning: {w.message}", err=True)
     click.echo(f"wrote {res.path} ({res.snapshots} snapshots, {res.steps} steps, "
                f"{res.seconds:.1f} s, backend {res.backend})")
+    for line in error_summary(cfg, pc, res.time_error):
+        click.echo(line)
     if not no_plots:
         from .plots import plot_run
         for p in plot_run(res.path, out_dir):
             click.echo(f"wrote {p}")
+
+
+def error_summary(cfg, pc, time_error):
+    """Lines saying which error estimate is which (atomic units)."""
+    pr = cfg.propagator
+    out = []
+    if time_error:
+        e = time_error
+        out.append(f"time-discretisation error of psi ({e['scheme']}, order {e['order']}, "
+                   f"dt = {e['dt']:g}), estimated by step doubling over the first "
+                   f"{e['window_steps']} steps: {e['error_at_window']:.2g} at t = "
+                   f"{e['t_window']:.4g}; about {e['error_at_t_end_linear']:.2g} at t_end = "
+                   f"{e['t_end']:.4g} if it grows linearly")
+    elif not cfg.time_dependent:
+        out.append("time-discretisation error: none (H does not depend on time; the scheme is exact)")
+    else:
+        out.append("time-discretisation error: not estimated (propagator.error_window = 0)")
+    if pr.method == "chebyshev":
+        out.append(f"each exponential's own error (not the solution's): Chebyshev truncation "
+                   f"<= {pr.tolerance:.2g} ({pc.chebyshev_terms} terms at theta = {pc.theta:.3g})")
+    else:
+        out.append(f"each exponential's own error (not the solution's): truncation bound "
+                   f"{pc.plan.truncation_bound:.2g}, rounding ~{pc.plan.rounding_estimate:.2g}")
+    out.append("the grid's error (dx, stencil, box) is not estimated by a run: `tdse converge INPUT`")
+    return out
 
 
 @main.command()
@@ -162,6 +212,54 @@ def states(input_file, count, as_json):
     else:
         for n, e in enumerate(E):
             click.echo(f"{n:4d}  {e: .12f}")
+
+
+@main.command()
+@click.argument("input_file", metavar="INPUT", type=click.Path(dir_okay=False))
+@click.option("--levels", default=3, show_default=True, type=click.IntRange(2, 6),
+              help="refinements: dx, dx/2, ... and dt, dt/2, ...")
+@click.option("--target", default=1e-3, show_default=True, type=float,
+              help="error allowed in every population")
+@click.option("--stencils", default=None, help="comma-separated, e.g. 3,5,dvr (default: the input's)")
+@click.option("--samples", default=10, show_default=True, type=click.IntRange(1, 1000),
+              help="times compared, equally spaced up to t_end")
+@click.option("--box", default=1.5, show_default=True, type=float, help="box scale of the box check (0: none)")
+@click.option("--out", "out_dir", default="outputs", show_default=True)
+@click.option("--force", is_flag=True, help="overwrite the outputs")
+@click.option("--json", "as_json", is_flag=True, help="print the JSON instead of the table")
+def converge(input_file, levels, target, stencils, samples, box, out_dir, force, as_json):
+    """Convergence in dx, dt and box: observed orders, estimated errors, the coarsest
+    numerics meeting --target (table, OUT/<name>_converge.json and .png)."""
+    from .converge import study, table
+    from .plots import plot_converge
+    cfg = _load(input_file)
+    if not (target > 0):
+        raise InputError(f"--target = {target!r}: must be > 0")
+    if box and box < 1:
+        raise InputError(f"--box = {box!r}: must be >= 1 (or 0 for no box check)")
+    st = None
+    if stencils:
+        st = []
+        for v in stencils.split(","):
+            v = v.strip()
+            if v not in ("3", "5", "dvr"):
+                raise InputError(f"--stencils = {stencils!r}: each must be 3, 5 or dvr")
+            st.append(int(v) if v in ("3", "5") else v)
+    base = os.path.join(out_dir, f"{cfg.name}_converge")
+    _fresh_outputs(out_dir, base, force)
+    try:
+        doc = study(cfg, levels=levels, target=target, stencils=st, samples=samples, box=box,
+                    progress=None if as_json else (lambda m: click.echo(m, err=True)))
+    except ConfigError as e:
+        raise InputError(f"{input_file}: {e}") from None
+    _write_json(base + ".json", doc)
+    plot_converge(doc, base + ".png")
+    if as_json:
+        click.echo(json.dumps(doc, indent=1))
+        return
+    for line in table(doc):
+        click.echo(line)
+    click.echo(f"wrote {base}.json, {base}.png")
 
 
 @main.command()
@@ -202,7 +300,7 @@ def plot(h5file, out_dir):
 @click.option("--period", type=float, default=None,
               help="period T (default 2 pi / beta of the moving centres; needed when static)")
 @click.option("--steps", type=int, default=None,
-              help="steps per period M (dt = T/M); default: T/time.dt, which must be whole")
+              help="steps per period M (dt = T/M); default: the whole number nearest T/time.dt")
 @click.option("--count", "-k", default=8, show_default=True, type=click.IntRange(1, None),
               help="lowest eigenstates of H(0) to match")
 @click.option("--out", "out_dir", default="outputs", show_default=True)
@@ -215,27 +313,21 @@ def floquet(input_file, period, steps, count, out_dir, backend, devices, force, 
     from .floquet import analyse, plot_floquet
     cfg = _load(input_file)
     base = os.path.join(out_dir, f"{cfg.name}_floquet")
-    for ext in (".json", ".png"):
-        if os.path.exists(base + ext) and not force:
-            raise InputError(f"output {base + ext!r} exists; pass --force to overwrite it")
-    try:
-        os.makedirs(out_dir, exist_ok=True)
-    except OSError as e:
-        raise InputError(f"--out = {out_dir!r}: cannot create the folder ({e.strerror})") from None
+    _fresh_outputs(out_dir, base, force)
     try:
         res = analyse(cfg, period=period, steps=steps, count=count, backend=backend,
                       devices=_devices(devices), force=force, progress=not as_json)
     except ConfigError as e:
         raise InputError(f"{input_file}: {e}") from None
-    tmp = base + ".json.tmp"
-    with open(tmp, "w") as f:
-        json.dump(res, f, indent=1)
-    os.replace(tmp, base + ".json")
+    _write_json(base + ".json", res)
     plot_floquet(res, base + ".png")
     if as_json:
         click.echo(json.dumps({k: v for k, v in res.items() if k != "overlaps"}, indent=1))
         return
-    click.echo(f"T = {res['period']:.10g} ({res['steps']} steps of dt = {res['dt']:.6g}), "
+    if res.get("dt_note"):
+        click.echo(f"note: {res['dt_note']}", err=True)
+    click.echo(f"T = {res['period']:.10g} ({res['steps']} steps of dt = {res['dt']:.6g}, "
+               f"scheme {res['scheme']}), "
                f"||U^H U - I|| / sqrt(N) = {res['unitarity']:.2e}; atomic units")
     click.echo(f"{'n':>3} {'E_n':>16} {'E_n T mod 2pi':>14} {'Floquet phase':>14} {'eps (Ha)':>14} {'overlap':>8}")
     for s in res["states"]:

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["ConfigError", "Config", "Grid", "Centre", "Potential", "Initial", "Time",
-           "Propagator", "Output", "load", "loads", "memory_estimate", "available_memory"]
+           "Propagator", "Output", "load", "loads", "memory_estimate", "available_memory",
+           "STENCILS", "SCHEMES", "METHODS", "WHOLE_RTOL"]
 
 #: how close to a whole number (relative) a count such as (x_max - x_min)/dx must be
 WHOLE_RTOL = 1e-9
@@ -34,12 +35,18 @@ class ConfigError(ValueError):
         super().__init__(f"{key} = {shown}: {problem}" if key else problem)
 
 
+#: kinetic-energy discretisations: 3- and 5-point finite differences, Colbert-Miller sinc-DVR
+STENCILS = (3, 5, "dvr")
+SCHEMES = ("midpoint", "cfm4")
+METHODS = ("auto", "taylor", "chebyshev")
+
+
 @dataclass(frozen=True)
 class Grid:
     x_min: float
     x_max: float
     dx: float
-    stencil: int = 3
+    stencil: int | str = 3
 
     @property
     def n(self) -> int:
@@ -53,6 +60,7 @@ class Centre:
     amplitude: float = 0.0
     frequency: float = 0.0
     phase: float = 0.0
+    ramp: float = 0.0        # T_r: the amplitude rises as sin^2(pi t / (2 T_r)) for t < T_r
 
     @property
     def moving(self) -> bool:
@@ -89,10 +97,12 @@ class Time:
 
 @dataclass(frozen=True)
 class Propagator:
-    method: str = "auto"
+    method: str = "auto"     # the exponential: "auto", "taylor" (dense, mgemm) or "chebyshev"
     terms: int = 10
     tolerance: float = 1e-10
     operator: bool = False   # also accumulate U(t) and store P_mn(t) (one more GEMM a step)
+    scheme: str = "midpoint"  # time scheme: "midpoint" (2nd order) or "cfm4" (4th order)
+    error_window: int = 0    # steps at the start re-run at dt/2 to estimate the time error (0: none)
 
 
 @dataclass(frozen=True)
@@ -100,6 +110,7 @@ class Output:
     every: int = 50
     populations: int = 4
     node_eps: float = 1e-2
+    observables_every: int = 1
 
 
 @dataclass(frozen=True)
@@ -112,6 +123,11 @@ class Config:
     propagator: Propagator
     output: Output
     source: str = field(default="", repr=False, compare=False)
+
+    @property
+    def time_dependent(self) -> bool:
+        """H depends on t (moving centres)."""
+        return not self.potential.static
 
 
 # ---------------------------------------------------------------- field checks
@@ -173,9 +189,10 @@ def _grid(t):
     n = _whole("grid.dx", dx, (x_max - x_min) / dx, "(x_max - x_min)/dx")
     if n < 8:
         raise ConfigError("grid.dx", dx, f"gives {n} grid points; need at least 8")
-    stencil = _integer("grid.stencil", t.get("stencil", 3))
-    if stencil not in (3, 5):
-        raise ConfigError("grid.stencil", stencil, "must be 3 or 5")
+    stencil = t.get("stencil", 3)
+    if isinstance(stencil, bool) or stencil not in STENCILS:
+        raise ConfigError("grid.stencil", stencil, "must be 3 or 5 (finite differences) or "
+                          "\"dvr\" (sinc discrete variable representation)")
     return Grid(x_min, x_max, dx, stencil)
 
 
@@ -190,12 +207,13 @@ def _potential(t):
     for i, c in enumerate(cs):
         p = f"potential.centres[{i}]."
         _table(p[:-1], c)
-        _keys(p, c, ("x0", "Z", "amplitude", "frequency", "phase"), ("x0", "Z"))
+        _keys(p, c, ("x0", "Z", "amplitude", "frequency", "phase", "ramp"), ("x0", "Z"))
         centres.append(Centre(
             _number(p + "x0", c["x0"]), _number(p + "Z", c["Z"]),
             _number(p + "amplitude", c.get("amplitude", 0.0)),
             _number(p + "frequency", c.get("frequency", 0.0), nonneg=True),
-            _number(p + "phase", c.get("phase", 0.0))))
+            _number(p + "phase", c.get("phase", 0.0)),
+            _number(p + "ramp", c.get("ramp", 0.0), nonneg=True)))
     return Potential(a, tuple(centres))
 
 
@@ -227,11 +245,12 @@ def _time(t):
     return Time(dt, t_end)
 
 
-def _propagator(t):
-    _keys("propagator.", t, ("method", "terms", "tolerance", "operator"))
+def _propagator(t, time: Time, time_dependent: bool):
+    _keys("propagator.", t, ("method", "terms", "tolerance", "operator", "scheme", "error_window"))
     method = t.get("method", "auto")
-    if method not in ("taylor", "auto"):
-        raise ConfigError("propagator.method", method, "must be \"taylor\" or \"auto\"")
+    if method not in METHODS:
+        raise ConfigError("propagator.method", method,
+                          "must be \"auto\", \"taylor\" or \"chebyshev\"")
     terms = _integer("propagator.terms", t.get("terms", 10), 1, 100)
     tol = _number("propagator.tolerance", t.get("tolerance", 1e-10), positive=True)
     if tol >= 1:
@@ -239,17 +258,29 @@ def _propagator(t):
     op = t.get("operator", False)
     if not isinstance(op, bool):
         raise ConfigError("propagator.operator", op, "must be true or false")
-    return Propagator(method, terms, tol, op)
+    scheme = t.get("scheme", "cfm4" if time_dependent else "midpoint")
+    if scheme not in SCHEMES:
+        raise ConfigError("propagator.scheme", scheme, "must be \"midpoint\" or \"cfm4\"")
+    if "error_window" in t:
+        w = _number("propagator.error_window", t["error_window"], nonneg=True)
+        if w > time.t_end * (1 + WHOLE_RTOL):
+            raise ConfigError("propagator.error_window", w, f"must be <= time.t_end = {time.t_end}")
+        window = 0 if w == 0 else _whole("propagator.error_window", w, w / time.dt,
+                                         "error_window/dt")
+    else:  # default: the first tenth of the run (at least one step)
+        window = max(1, time.steps // 10) if time_dependent else 0
+    return Propagator(method, terms, tol, op, scheme, window)
 
 
 def _output(t, n):
-    _keys("output.", t, ("every", "populations", "node_eps"))
+    _keys("output.", t, ("every", "populations", "node_eps", "observables_every"))
     every = _integer("output.every", t.get("every", 50), 1)
+    obs = _integer("output.observables_every", t.get("observables_every", 1), 1)
     pops = _integer("output.populations", t.get("populations", 4), 1, n)
     eps = _number("output.node_eps", t.get("node_eps", 1e-2), positive=True)
     if eps >= 1:
         raise ConfigError("output.node_eps", eps, "must be < 1 (a fraction of max|psi|)")
-    return Output(every, pops, eps)
+    return Output(every, pops, eps, obs)
 
 
 def available_memory() -> int:
@@ -302,11 +333,13 @@ def loads(text: str, *, memory_limit: int | None = None) -> Config:
     sec = {k: _table(k, data.get(k, {})) for k in
            ("grid", "potential", "initial", "time", "propagator", "output")}
     grid = _grid(sec["grid"])
-    prop = _propagator(sec["propagator"])
+    potential = _potential(sec["potential"])
+    time = _time(sec["time"])
+    prop = _propagator(sec["propagator"], time, not potential.static)
     _memory_check(grid, memory_limit, prop.operator)
     n = grid.n
-    return Config(name, grid, _potential(sec["potential"]), _initial(sec["initial"], n),
-                  _time(sec["time"]), prop, _output(sec["output"], n), source=text)
+    return Config(name, grid, potential, _initial(sec["initial"], n), time, prop,
+                  _output(sec["output"], n), source=text)
 
 
 def load(path, **kw) -> Config:

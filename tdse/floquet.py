@@ -1,8 +1,9 @@
 """Floquet analysis of a periodically driven H2+ (atomic units).
 
 For centres moving as X_c(t) = x0_c + alpha sin(beta t + phase), H(t) has period
-T = 2 pi / beta.  The one-period propagator U(T) = prod_j exp(-i H(t_j + dt/2) dt) (M
-steps, dt = T / M, each factor from mgemm.expm with the run's plan) has eigenvalues
+T = 2 pi / beta.  The one-period propagator U(T), the product of M steps of the run's
+scheme (dt = T / M; midpoint or cfm4, each exponential by the run's method; a centre's
+``ramp`` is set to 0: Floquet states belong to the periodic drive), has eigenvalues
 lambda_k = exp(-i eps_k T): eps_k are the quasi-energies, defined modulo 2 pi / T.
 Reported: the phases phi_k = eps_k T mod 2 pi in [0, 2 pi), eps_k = phi_k / T, and the
 overlaps |<F_k|n>|^2 of the Floquet states F_k with the lowest eigenstates n of H(0).
@@ -21,8 +22,8 @@ from mgemm.arrays import to_host
 from . import hamiltonian
 from .config import Config, ConfigError, WHOLE_RTOL
 from .precheck import DTYPE, precheck
-from .propagate import Propagator, step_gemm_opts
 from .resources import resolve_backend
+from .stepper import Propagator, step_gemm_opts
 
 
 def common_period(config: Config) -> float | None:
@@ -37,27 +38,36 @@ def common_period(config: Config) -> float | None:
     return 2 * math.pi / abs(freqs.pop())
 
 
-def floquet_config(config: Config, period=None, steps=None) -> tuple[Config, float, int]:
-    """(config with t_end = T and dt = T/M, T, M).  dt changes only when ``steps`` is
-    given explicitly; otherwise T/dt must be a whole number (never re-rounded)."""
+def floquet_config(config: Config, period=None, steps=None) -> tuple[Config, float, int, str]:
+    """(config with t_end = T and dt = T/M, T, M, note).  With ``steps`` given, M is it;
+    otherwise M is the whole number of steps nearest to T / time.dt, and when that
+    changes dt the note says so (from what to what) -- it is never changed silently."""
     T = period if period is not None else common_period(config)
     if T is None:
         raise ConfigError("--period", None, "the potential is static: give the period T to use")
     if not (math.isfinite(T) and T > 0):
         raise ConfigError("--period", T, "must be a finite number > 0")
+    note = ""
     if steps is not None:
         if steps < 1:
             raise ConfigError("--steps", steps, "must be >= 1")
         M, dt = int(steps), T / steps
     else:
-        dt = config.time.dt
-        ratio = T / dt
-        M = round(ratio)
-        if M < 1 or abs(ratio - M) > WHOLE_RTOL * max(1.0, ratio):
-            raise ConfigError("time.dt", dt, f"period T = {T:.12g} is {ratio:.6f} steps, not a whole "
-                              f"number; pass --steps M (dt = T/M, e.g. M = {max(1, round(ratio))})")
-    cfg = dataclasses.replace(config, time=dataclasses.replace(config.time, dt=dt, t_end=M * dt))
-    return cfg, T, M
+        ratio = T / config.time.dt
+        M = max(1, round(ratio))
+        dt = T / M
+        if abs(ratio - M) > WHOLE_RTOL * max(1.0, ratio):
+            note = (f"T = {T:.12g} is {ratio:.6f} steps of time.dt = {config.time.dt:g}: using "
+                    f"M = {M} steps of dt = T/M = {dt:.12g} (pass --steps to choose M)")
+        else:
+            dt = config.time.dt
+    periodic = dataclasses.replace(config.potential, centres=tuple(
+        dataclasses.replace(c, ramp=0.0) for c in config.potential.centres))
+    if any(c.ramp for c in config.potential.centres):
+        note = (note + "; " if note else "") + "centres' ramp set to 0 (the periodic drive)"
+    cfg = dataclasses.replace(config, potential=periodic,
+                              time=dataclasses.replace(config.time, dt=dt, t_end=M * dt))
+    return cfg, T, M, note
 
 
 def one_period_propagator(cfg: Config, M: int, *, backend="numpy", devices=None, force=False,
@@ -78,7 +88,7 @@ def one_period_propagator(cfg: Config, M: int, *, backend="numpy", devices=None,
 
 def analyse(config: Config, *, period=None, steps=None, count=8, backend="numpy", devices=None,
             force=False, progress=False) -> dict:
-    cfg, T, M = floquet_config(config, period, steps)
+    cfg, T, M, note = floquet_config(config, period, steps)
     U, pc = one_period_propagator(cfg, M, backend=backend, devices=devices, force=force,
                                   progress=progress)
     lam, F = np.linalg.eig(U)
@@ -91,7 +101,8 @@ def analyse(config: Config, *, period=None, steps=None, count=8, backend="numpy"
     unitarity = float(np.linalg.norm(U.conj().T @ U - np.eye(cfg.grid.n)) / math.sqrt(cfg.grid.n))
     return {
         "name": cfg.name, "units": "atomic units (hbar = m_e = e = 1)",
-        "period": T, "steps": M, "dt": cfg.time.dt, "n": cfg.grid.n,
+        "period": T, "steps": M, "dt": cfg.time.dt, "dt_note": note, "n": cfg.grid.n,
+        "scheme": cfg.propagator.scheme, "method": cfg.propagator.method,
         "plan": pc.plan.as_dict(), "unitarity": unitarity,
         "phases": phases.tolist(), "quasi_energies": (phases / T).tolist(),
         "states": [{"n": int(n), "E_n": float(E0[n]), "E_n_T_mod_2pi": float(np.mod(E0[n] * T, 2 * math.pi)),

@@ -1,11 +1,28 @@
-"""H = -1/2 d^2/dx^2 + V(x, t) by finite differences on the uniform grid (atomic units).
+"""H = -1/2 d^2/dx^2 + V(x, t) on the uniform grid (atomic units).
 
-Stencils for -1/2 psi'':
-  3-point (the source's): (-psi_{j-1} + 2 psi_j - psi_{j+1}) / (2 dx^2), error O(dx^2);
-  5-point: (psi_{j-2} - 16 psi_{j-1} + 30 psi_j - 16 psi_{j+1} + psi_{j+2}) / (24 dx^2), O(dx^4).
-H is real symmetric and banded; psi = 0 outside the box (Dirichlet).
+Kinetic energy T, by ``grid.stencil``:
+  3     (the source's) (-psi_{j-1} + 2 psi_j - psi_{j+1}) / (2 dx^2), error O(dx^2);
+  5     (psi_{j-2} - 16 psi_{j-1} + 30 psi_j - 16 psi_{j+1} + psi_{j+2}) / (24 dx^2), O(dx^4);
+  "dvr" the Colbert-Miller sinc-DVR (J. Chem. Phys. 96, 1982 (1992), eq. (A7)):
+        T_ij = (-1)^(i-j) / (2 dx^2) * (pi^2/3 if i = j else 2/(i-j)^2), dense, with an
+        error that falls exponentially in dx for smooth wavefunctions.
+psi = 0 outside the box (Dirichlet) for the stencils; the DVR's grid is the box's points.
+
+Spectral bounds (rigorous): each T is a finite section of an infinite Hermitian Toeplitz
+matrix whose symbol f(k) = (1 - cos k)/dx^2 (3-point), (30 - 32 cos k + 2 cos 2k)/(24 dx^2)
+(5-point), k^2/(2 dx^2) (dvr), |k| <= pi, lies in [0, T_max] with T_max = 2/dx^2, 8/(3 dx^2),
+pi^2/(2 dx^2); the eigenvalues of every finite section lie in the symbol's range
+(Grenander & Szego).  With Weyl's inequality, the spectrum of s T + diag(v) lies in
+[min v, s T_max + max v].  This is the thesis' Delta r - Delta t relation made exact:
+||H|| grows like 1/dx^2.
+
+A Magnus generator is s T + diag(v) with v = sum_j w_j V(x, t_j) (:mod:`tdse.schemes`):
+:func:`generator_dense` builds it, :func:`apply` applies it without forming it (banded
+for the stencils; for the DVR by FFT, embedding the Toeplitz T in a circulant of size 2N).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import scipy.linalg
@@ -14,78 +31,206 @@ from .grid import points
 from .potential import soft_core
 
 
-def kinetic_bands(stencil: int, dx: float) -> tuple[float, ...]:
-    """(diagonal, first off-diagonal, second off-diagonal) of the kinetic matrix."""
+def kinetic_bands(stencil, dx: float) -> tuple[float, ...]:
+    """(diagonal, first off-diagonal, second off-diagonal) of a finite-difference T."""
     h2 = dx * dx
     if stencil == 3:
         return (1.0 / h2, -0.5 / h2, 0.0)
     if stencil == 5:
         return (30.0 / 24.0 / h2, -16.0 / 24.0 / h2, 1.0 / 24.0 / h2)
-    raise ValueError(f"stencil must be 3 or 5, got stencil={stencil!r}")
+    raise ValueError(f"kinetic_bands needs stencil 3 or 5, got stencil={stencil!r}")
 
 
-def spectrum_bounds(stencil, dx, vmin, vmax):
-    """Gershgorin interval [lo, hi] containing the spectrum of H for vmin <= V <= vmax.
+def kinetic_max(stencil, dx: float) -> float:
+    """T_max, the top of the kinetic symbol's range [0, T_max] (module docstring)."""
+    h2 = dx * dx
+    if stencil == 3:
+        return 2.0 / h2
+    if stencil == 5:
+        return 8.0 / 3.0 / h2
+    if stencil == "dvr":
+        return math.pi ** 2 / 2.0 / h2
+    raise ValueError(f"stencil must be 3, 5 or 'dvr', got stencil={stencil!r}")
 
-    Each row: centre d0 + V_j, radius 2|d1| + 2|d2|; so ||H|| ~ 2/dx^2 + max|V| for the
-    3-point stencil and 8/(3 dx^2) + max|V| for the 5-point one.
-    """
-    d0, d1, d2 = kinetic_bands(stencil, dx)
-    r = 2 * abs(d1) + 2 * abs(d2)
-    return d0 + vmin - r, d0 + vmax + r
+
+def order(stencil):
+    """Convergence order in dx of the kinetic operator (None: exponential, the DVR)."""
+    return {3: 2, 5: 4}.get(stencil)
+
+
+def spectrum_bounds(stencil, dx, vmin, vmax, scale=1.0):
+    """[lo, hi] containing the spectrum of scale*T + diag(v) for vmin <= v <= vmax
+    (rigorous: the Toeplitz symbol's range and Weyl's inequality, module docstring)."""
+    return float(vmin), float(scale * kinetic_max(stencil, dx) + vmax)
+
+
+def dvr_column(n: int, dx: float) -> np.ndarray:
+    """First column of the sinc-DVR kinetic matrix (Colbert & Miller 1992, eq. (A7))."""
+    k = np.arange(n, dtype=np.float64)
+    c = np.empty(n)
+    c[0] = math.pi ** 2 / 3.0
+    c[1:] = 2.0 / k[1:] ** 2
+    c[1::2] *= -1.0
+    return c / (2.0 * dx * dx)
+
+
+_CACHE: dict = {}
+
+
+def _cached(key, make):
+    if key not in _CACHE:
+        if len(_CACHE) > 16:
+            _CACHE.clear()
+        _CACHE[key] = make()
+    return _CACHE[key]
+
+
+def _device_key(xp):
+    if xp is np:
+        return "host"
+    return f"{xp.__name__}:{xp.cuda.Device().id}"
+
+
+def kinetic_dense(grid, xp=np, dtype=np.float64):
+    """The N x N kinetic matrix on the device of ``xp`` (cached per grid and device)."""
+    n, dx, st = grid.n, grid.dx, grid.stencil
+
+    def make():
+        if st == "dvr":
+            T = scipy.linalg.toeplitz(dvr_column(n, dx))
+        else:
+            d0, d1, d2 = kinetic_bands(st, dx)
+            T = np.diag(np.full(n, d0)) + np.diag(np.full(n - 1, d1), 1) + np.diag(np.full(n - 1, d1), -1)
+            if d2:
+                T += np.diag(np.full(n - 2, d2), 2) + np.diag(np.full(n - 2, d2), -2)
+        return xp.asarray(T)
+    T = _cached(("T", n, dx, st, _device_key(xp)), make)
+    return T.astype(dtype, copy=False) if T.dtype != np.dtype(dtype) else T
+
+
+def _dvr_symbol(n, dx, xp):
+    """Eigenvalues of the circulant (size 2N) that embeds the DVR's Toeplitz T."""
+    def make():
+        c = dvr_column(n, dx)
+        circ = np.concatenate([c, [0.0], c[:0:-1]])
+        return xp.asarray(np.fft.fft(circ).real)
+    return _cached(("sym", n, dx, _device_key(xp)), make)
+
+
+def generator_dense(config, scale, v, xp=np, dtype=np.float64):
+    """scale * T + diag(v) as a dense matrix on the device of ``xp``."""
+    G = kinetic_dense(config.grid, xp, dtype) * scale
+    i = xp.arange(config.grid.n)
+    G[i, i] += xp.asarray(v)
+    return G
 
 
 def dense(config, t, xp=np, dtype=np.float64, x=None):
     """Dense H(t) (N x N), built on the device of ``xp``."""
+    x = points(config.grid, xp) if x is None else x
+    return generator_dense(config, 1.0, soft_core(config.potential, x, t, xp), xp, dtype)
+
+
+def apply(config, psi, v, xp=None, scale=1.0):
+    """(scale T + diag(v)) psi without forming the matrix; ``psi`` a vector or an N x k
+    block (columns).  Stencils: O(N) per column; DVR: O(N log N) by FFT."""
+    if xp is None:
+        from mgemm.arrays import get_xp
+        xp = get_xp(psi)
     g = config.grid
-    x = points(g, xp) if x is None else x
+    vcol = v if psi.ndim == 1 else v[:, None]
+    if g.stencil == "dvr":
+        n = g.n
+        lam = _dvr_symbol(n, g.dx, xp)
+        lam = lam if psi.ndim == 1 else lam[:, None]
+        pad = xp.zeros((2 * n,) + psi.shape[1:], dtype=np.result_type(psi.dtype, np.complex64))
+        pad[:n] = psi
+        kin = xp.fft.ifft(lam * xp.fft.fft(pad, axis=0), axis=0)[:n]
+        if not xp.iscomplexobj(psi):
+            kin = kin.real
+        return scale * kin + vcol * psi
     d0, d1, d2 = kinetic_bands(g.stencil, g.dx)
-    n = g.n
-    H = xp.zeros((n, n), dtype=dtype)
-    i = xp.arange(n)
-    H[i, i] = d0 + soft_core(config.potential, x, t, xp)
-    H[i[:-1], i[:-1] + 1] = d1
-    H[i[:-1] + 1, i[:-1]] = d1
+    out = (scale * d0 + vcol) * psi
+    out[1:] += (scale * d1) * psi[:-1]
+    out[:-1] += (scale * d1) * psi[1:]
     if d2:
-        H[i[:-2], i[:-2] + 2] = d2
-        H[i[:-2] + 2, i[:-2]] = d2
-    return H
-
-
-def apply(config, psi, v, xp=np):
-    """H psi for the banded H with potential values ``v`` (O(N))."""
-    d0, d1, d2 = kinetic_bands(config.grid.stencil, config.grid.dx)
-    out = (d0 + v) * psi
-    out[1:] += d1 * psi[:-1]
-    out[:-1] += d1 * psi[1:]
-    if d2:
-        out[2:] += d2 * psi[:-2]
-        out[:-2] += d2 * psi[2:]
+        out[2:] += (scale * d2) * psi[:-2]
+        out[:-2] += (scale * d2) * psi[2:]
     return out
 
 
+class Operator:
+    """X -> alpha (scale T + diag(v) - shift I) X as one fast application: a sparse matrix
+    for the stencils (scipy.sparse / cupyx.scipy.sparse, one pass over X), the circulant
+    embedding by FFT for the DVR; X a vector or a block of columns.  The Chebyshev
+    recurrence applies 2 (G - c)/r with it (:mod:`tdse.chebyshev`)."""
+
+    def __init__(self, config, scale, v, xp=np, alpha=1.0, shift=0.0):
+        g = config.grid
+        self.xp, self.n, self.stencil = xp, g.n, g.stencil
+        d = alpha * (np.asarray(v, dtype=np.float64) - shift)
+        if g.stencil == "dvr":
+            self.lam = alpha * scale * _dvr_symbol(g.n, g.dx, xp)
+            self.diag = xp.asarray(d)
+            self.mat = None
+        else:
+            import scipy.sparse
+            d0, d1, d2 = (alpha * scale * c for c in kinetic_bands(g.stencil, g.dx))
+            n = g.n
+            diags, offs = [d + d0, np.full(n - 1, d1), np.full(n - 1, d1)], [0, 1, -1]
+            if d2:
+                diags += [np.full(n - 2, d2), np.full(n - 2, d2)]
+                offs += [2, -2]
+            m = scipy.sparse.diags(diags, offs, format="csr").astype(np.complex128)
+            if xp is not np:
+                import cupyx.scipy.sparse
+                m = cupyx.scipy.sparse.csr_matrix(m)
+            self.mat = m
+
+    def __call__(self, X):
+        if self.mat is not None:
+            return self.mat @ X
+        xp, n = self.xp, self.n
+        lam = self.lam if X.ndim == 1 else self.lam[:, None]
+        diag = self.diag if X.ndim == 1 else self.diag[:, None]
+        pad = xp.zeros((2 * n,) + X.shape[1:], dtype=np.complex128)
+        pad[:n] = X
+        if xp is np:
+            import scipy.fft
+            kin = scipy.fft.ifft(lam * scipy.fft.fft(pad, axis=0, workers=-1), axis=0, workers=-1)[:n]
+        else:
+            kin = xp.fft.ifft(lam * xp.fft.fft(pad, axis=0), axis=0)[:n]
+        kin += diag * X
+        return kin
+
+
 def eigenstates(config, t, count):
-    """Lowest ``count`` eigenpairs of H(t) by a banded symmetric eigensolver.
+    """Lowest ``count`` eigenpairs of H(t).
 
     Returns (E, phi) with phi of shape (count, N), real, normalised so that
     sum |phi|^2 dx = 1, sign fixed so the first sizeable component is positive.
-    No dense eigh: LAPACK's banded solver (scipy.linalg.eig_banded, select='i').
+    Stencils: LAPACK's banded solver (scipy.linalg.eig_banded, select='i'); DVR: the
+    dense symmetric solver for a subset (scipy.linalg.eigh, subset_by_index).
     """
     g = config.grid
-    d0, d1, d2 = kinetic_bands(g.stencil, g.dx)
     v = soft_core(config.potential, points(g), t)
-    bw = 2 if d2 else 1
-    band = np.zeros((bw + 1, g.n))
-    band[0] = d0 + v
-    band[1, :-1] = d1
-    if d2:
-        band[2, :-2] = d2
     count = min(count, g.n)
-    E, vecs = scipy.linalg.eig_banded(band, lower=True, select="i",
-                                      select_range=(0, count - 1), check_finite=False)
+    if g.stencil == "dvr":
+        E, vecs = scipy.linalg.eigh(generator_dense(config, 1.0, v), subset_by_index=(0, count - 1),
+                                    driver="evx", check_finite=False)
+    else:
+        d0, d1, d2 = kinetic_bands(g.stencil, g.dx)
+        bw = 2 if d2 else 1
+        band = np.zeros((bw + 1, g.n))
+        band[0] = d0 + v
+        band[1, :-1] = d1
+        if d2:
+            band[2, :-2] = d2
+        E, vecs = scipy.linalg.eig_banded(band, lower=True, select="i",
+                                          select_range=(0, count - 1), check_finite=False)
     phi = vecs.T / np.sqrt(g.dx)
     for k in range(count):
         big = np.flatnonzero(np.abs(phi[k]) > 1e-3 * np.abs(phi[k]).max())[0]
         if phi[k, big] < 0:
             phi[k] = -phi[k]
-    return E, phi
+    return E, np.ascontiguousarray(phi)

@@ -1,4 +1,4 @@
-"""Observables of a snapshot (atomic units; psi normalised as sum |psi|^2 dx = 1)."""
+"""Observables of a state (atomic units; psi normalised as sum |psi|^2 dx = 1)."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,9 +11,15 @@ def norm(psi, dx):
 
 
 def energy(config, psi, v):
-    """<psi|H|psi> / <psi|psi> for the banded H with potential values v."""
-    hpsi = apply(config, psi, v)
+    """<psi|H|psi> / <psi|psi> for H = T + diag(v) (any stencil, never forming H)."""
+    hpsi = apply(config, psi, v, np)
     return float(np.real(np.vdot(psi, hpsi)) / np.real(np.vdot(psi, psi)))
+
+
+def x_mean(x, psi, dx):
+    """<x> = sum x |psi|^2 dx / sum |psi|^2 dx."""
+    w = np.abs(psi) ** 2
+    return float(np.sum(x * w) / np.sum(w))
 
 
 def populations(phi, psi, dx):
@@ -21,13 +27,24 @@ def populations(phi, psi, dx):
     return np.abs(phi @ psi * dx) ** 2
 
 
-def node_positions(x, psi, eps=1e-2):
-    """Zeros of psi, after removing the global phase.
+def n_mean(P):
+    """The population-weighted node number sum_n n P_n (eigenstate n has n nodes): a
+    smooth observable that converges with the grid, unlike the node count of a driven
+    complex psi (which generically has no zeros at all)."""
+    P = np.asarray(P)
+    return float(np.arange(P.shape[-1]) @ P)
 
-    psi is rotated so it is real where |psi| is largest; the sign changes of its real part
-    are counted over the points with |psi| > eps * max|psi| (consecutive kept points), and
-    each is placed by linear interpolation.  The n-th eigenstate of a 1D H has n nodes.
-    """
+
+def node_positions(x, psi, eps=1e-2):
+    """Sign changes of the real part of psi after removing its global phase.
+
+    psi is rotated so that it is real where |psi| is largest; only the points where
+    |psi| > eps * max|psi| are kept, and a node is counted between two *successive kept
+    points* whose real parts differ in sign -- points below the threshold are skipped,
+    so a sign change across such a gap counts once, placed by linear interpolation
+    between the two kept neighbours (which may lie far apart).  The n-th eigenstate of
+    a 1D H has n nodes; for a driven, complex psi the count depends on eps and on the
+    time sampling (README), so report :func:`n_mean` alongside it."""
     psi = np.asarray(psi)
     a = np.abs(psi)
     j = int(np.argmax(a))

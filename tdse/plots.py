@@ -2,9 +2,10 @@
 
 Files written next to each other, ``<name>_<what>.png``:
   spacetime   |psi(x, t)|^2 map with node positions as dots (as in the thesis' Fig. 6)
-  nodes       node count against t
+  nodes       <n>(t) = sum_n n P_n(t) (smooth, converges) with the node count of Re psi
+              at the snapshots (the thesis' dots; depends on eps and on the sampling)
   populations populations of the lowest eigenstates of H(0) and of H(t) against t
-  drift       norm and energy drift against t
+  drift       norm drift and energy <H(t)> against t
   snapshots   Re psi, Im psi, |psi| over the potential at a few times
   transitions (operator mode) P_mn(t_end) heatmap and P_m0(t) against t
 """
@@ -30,6 +31,7 @@ def plot_run(h5path, out_dir=None, node_eps=None) -> list[str]:
     x, t, psi = d["grid/x"], d["snapshots/t"], d["snapshots/psi"]
     if t.size == 0:
         raise ValueError(f"{h5path}: holds no snapshots to plot")
+    to = d["observables/t"]
     eps = node_eps if node_eps is not None else _eps_from(d)
     files = []
 
@@ -39,9 +41,12 @@ def plot_run(h5path, out_dir=None, node_eps=None) -> list[str]:
         plt.close(fig)
         files.append(p)
 
+    dens = np.abs(psi) ** 2
+    xmask = dens.max(axis=0) > 1e-4 * dens.max()
+    xlim = (x[xmask].min(), x[xmask].max()) if xmask.any() else (x[0], x[-1])
+
     # |psi|^2 space-time map with nodes
     fig, ax = plt.subplots(figsize=(8, 5))
-    dens = np.abs(psi) ** 2
     tt = t if t.size > 1 else np.array([t[0], t[0] + 1e-9])
     im = ax.pcolormesh(x, tt, dens if t.size > 1 else np.vstack([dens, dens]),
                        shading="auto", cmap="magma")
@@ -50,16 +55,26 @@ def plot_run(h5path, out_dir=None, node_eps=None) -> list[str]:
         ax.plot(xs, np.full(xs.size, ti), ".", color="cyan", ms=2)
     for c in range(d["snapshots/centres"].shape[1]):
         ax.plot(d["snapshots/centres"][:, c], t, "w--", lw=0.6)
-    xmask = dens.max(axis=0) > 1e-4 * dens.max()
-    if xmask.any():
-        ax.set_xlim(x[xmask].min(), x[xmask].max())
-    ax.set(xlabel="x (bohr)", ylabel="t (a.u.)", title=f"{name}: |psi(x,t)|^2, nodes (dots), centres (dashed)")
-    fig.colorbar(im, ax=ax, label="|psi|^2")
+    ax.set_xlim(*xlim)
+    ax.set(xlabel="x (bohr)", ylabel="t (a.u. of time)",
+           title=f"{name}: |psi(x,t)|^2, nodes of Re psi (dots, eps = {eps:g}), centres (dashed)")
+    fig.colorbar(im, ax=ax, label="|psi|^2 (bohr^-1)")
     save(fig, "spacetime")
 
-    fig, ax = plt.subplots(figsize=(7, 3))
-    ax.step(t, d["observables/nodes"], where="mid")
-    ax.set(xlabel="t (a.u.)", ylabel="node count", title=f"{name}: nodes of psi (eps = {eps:g})")
+    # <n>(t) and the node count
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    K = d["observables/populations_ht"].shape[1] if to.size else 0
+    if to.size:
+        ax.plot(to, d["observables/n_mean"], "C0", lw=1.2,
+                label=f"<n> = sum n P_n, eigenstates of H(t), n < {K} (converges)")
+    ax.plot(t, d["snapshots/nodes"], "o", color="C3", ms=3,
+            label=f"node count of Re psi at snapshots (eps = {eps:g})")
+    ax.set(xlabel="t (a.u. of time)", ylabel="nodes",
+           title=f"{name}: population-weighted node number and node count")
+    ax.text(0.01, 0.97, "the count of a driven complex psi changes with eps and with the time "
+            "sampling;\n<n>(t) is the observable that converges with dx and dt",
+            transform=ax.transAxes, fontsize=7, va="top", color="0.3")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
     save(fig, "nodes")
 
     fig, axs = plt.subplots(1, 2, figsize=(11, 3.5), sharey=True)
@@ -67,18 +82,17 @@ def plot_run(h5path, out_dir=None, node_eps=None) -> list[str]:
                            (axs[1], "populations_ht", "eigenstates of H(t)")):
         P = d[f"observables/{key}"]
         for n in range(P.shape[1]):
-            ax.plot(t, P[:, n], label=f"n = {n}")
-        ax.set(xlabel="t (a.u.)", title=title, yscale="log", ylim=(1e-12, 2))
-    axs[0].set_ylabel("population")
+            ax.plot(to, np.clip(P[:, n], 1e-16, None), label=f"n = {n}")
+        ax.set(xlabel="t (a.u. of time)", title=title, yscale="log", ylim=(1e-12, 2))
+    axs[0].set_ylabel("population P_n(t)")
     axs[1].legend(fontsize=8)
     save(fig, "populations")
 
     fig, axs = plt.subplots(1, 2, figsize=(11, 3.5))
-    axs[0].plot(t, d["observables/norm"] - 1.0)
-    axs[0].set(xlabel="t (a.u.)", ylabel="norm - 1", title="norm drift")
-    E = d["observables/energy"]
-    axs[1].plot(t, E)
-    axs[1].set(xlabel="t (a.u.)", ylabel="<H(t)> (hartree)", title="energy")
+    axs[0].plot(to, d["observables/norm"] - 1.0)
+    axs[0].set(xlabel="t (a.u. of time)", ylabel="norm - 1", title="norm drift")
+    axs[1].plot(to, d["observables/energy"])
+    axs[1].set(xlabel="t (a.u. of time)", ylabel="<H(t)> (hartree)", title="energy")
     save(fig, "drift")
 
     fig, ax = plt.subplots(figsize=(8, 4))
@@ -93,10 +107,9 @@ def plot_run(h5path, out_dir=None, node_eps=None) -> list[str]:
         ax.plot(x, psi[i].real + off, "C0", lw=1, label="Re psi" if k == 0 else None)
         ax.plot(x, psi[i].imag + off, "C1", lw=1, label="Im psi" if k == 0 else None)
         ax.plot(x, np.abs(psi[i]) + off, "k", lw=1, label="|psi|" if k == 0 else None)
-        ax.text(x[0], off + 0.5 * amp, f"t = {t[i]:.3g}", fontsize=8)
-    if xmask.any():
-        ax.set_xlim(x[xmask].min(), x[xmask].max())
-    ax.set(xlabel="x (bohr)", ylabel="psi (offset per time)", title=f"{name}: snapshots")
+        ax.text(xlim[0] + 0.02 * (xlim[1] - xlim[0]), off + 0.5 * amp, f"t = {t[i]:.3g}", fontsize=8)
+    ax.set_xlim(*xlim)
+    ax.set(xlabel="x (bohr)", ylabel="psi (bohr^-1/2), offset per time", title=f"{name}: snapshots")
     ax.legend(loc="upper right", fontsize=8)
     save(fig, "snapshots")
     if "operator/P" in d and len(d["operator/P"]):
@@ -105,15 +118,17 @@ def plot_run(h5path, out_dir=None, node_eps=None) -> list[str]:
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
         im = a1.imshow(np.log10(np.clip(P[-1], 1e-12, None)), origin="lower", cmap="viridis",
                        vmin=-12, vmax=0)
+        a1.set_xticks(range(K))
+        a1.set_yticks(range(K))
         a1.set_xlabel("initial state n")
         a1.set_ylabel("final state m")
-        a1.set_title(f"log10 P_mn, P_mn = |<m|U(t)|n>|^2 at t = {t[-1]:.4g}", fontsize=9)
-        fig.colorbar(im, ax=a1)
+        a1.set_title(f"P_mn = |<m|U(t)|n>|^2 at t = {t[-1]:.4g} a.u.", fontsize=9)
+        fig.colorbar(im, ax=a1, label="log10 P_mn")
         for m in range(min(K, 8)):
-            a2.plot(t, P[:, m, 0], label=f"m = {m}")
+            a2.plot(t, np.clip(P[:, m, 0], 1e-16, None), label=f"m = {m}")
         a2.set_yscale("log")
         a2.set_ylim(max(1e-12, float(P[:, :, 0].min()) or 1e-12), 1.5)
-        a2.set_xlabel("t (atomic units)")
+        a2.set_xlabel("t (a.u. of time)")
         a2.set_ylabel("P_m0(t)")
         a2.set_title("from the ground state of H(0)")
         a2.legend(fontsize=7, ncol=2)
@@ -127,3 +142,41 @@ def _eps_from(d) -> float:
         return float(tomllib.loads(d["attrs"]["input_toml"]).get("output", {}).get("node_eps", 1e-2))
     except Exception:
         return 1e-2
+
+
+def plot_converge(doc, path):
+    """Error against dx (per stencil) and against dt, log-log, with the expected slopes."""
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 5.0))
+    for k, (st, s) in enumerate(doc["space"].items()):
+        dx = np.array(s["dx"])
+        for g, mk in (("populations", "o-"), ("energy", "s--")):
+            e = np.array([v if v else np.nan for v in s[g]["errors"]])
+            a1.loglog(dx, np.clip(e, 1e-16, None), mk, color=f"C{k}",
+                      label=f"{st}: {'populations' if g == 'populations' else '<H> (Ha)'}")
+        p = {"3": 2, "5": 4}.get(st)
+        if p:
+            e0 = s["populations"]["errors"][0] or 1e-3
+            a1.loglog(dx, e0 * (dx / dx[0]) ** p, ":", color=f"C{k}", lw=1, label=f"slope {p}")
+    a1.axhline(doc["target"], color="k", lw=0.8, ls="--", label=f"target {doc['target']:g}")
+    a1.set(xlabel="dx (bohr)", ylabel="estimated error",
+           title=f"{doc['input']}: error vs dx (dt = {doc['input_numerics']['dt']:g})")
+    a1.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, frameon=False)
+    t = doc["time"]
+    dts = np.array(t["dt"])
+    for g, mk in (("populations", "o-"), ("energy", "s--")):
+        e = np.array([v if v else np.nan for v in t[g]["errors"]])
+        a2.loglog(dts, np.clip(e, 1e-16, None), mk, label="populations" if g == "populations" else "<H> (Ha)")
+    order = 4 if doc["scheme"] == "cfm4" else 2
+    e0 = t["populations"]["errors"][0] or 1e-3
+    a2.loglog(dts, e0 * (dts / dts[0]) ** order, ":", color="k", lw=1, label=f"slope {order}")
+    a2.axhline(doc["target"], color="k", lw=0.8, ls="--", label=f"target {doc['target']:g}")
+    floor = doc.get("exponential_tolerance", 1e-12) * max(r["steps"] for r in t["runs"])
+    a2.axhline(floor, color="0.6", lw=0.8, ls=":", label="exponentials' floor (tol x steps)")
+    a2.set(xlabel="dt (a.u. of time)", ylabel="estimated error",
+           title=f"error vs dt ({doc['scheme']}, {doc['input_numerics']['stencil']}, "
+                 f"dx = {doc['input_numerics']['dx']:g})")
+    a2.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path

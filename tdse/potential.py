@@ -1,22 +1,34 @@
 """Soft-core Coulomb potential of the thesis summary, eqs. (10)-(11), atomic units.
 
     V(x, t) = - sum_c Z_c / sqrt((x - X_c(t))^2 + a),
-    X_c(t)  = x0_c + amplitude_c * sin(frequency_c * t + phase_c).
+    X_c(t)  = x0_c + amplitude_c * s_c(t) * sin(frequency_c * t + phase_c),
+    s_c(t)  = sin^2(pi t / (2 ramp_c)) for t < ramp_c, else 1   (s = 1 when ramp_c = 0).
 
 Note that ``a`` enters as written in the source, sqrt(r^2 + a): most papers write
 sqrt(r^2 + a^2), so their ``a`` is the square root of ours.  The source's moving case
-displaces both centres by the same alpha sin(beta t) (eq. 11); per-centre amplitudes and
-phases also allow, e.g., a symmetric stretch.
+displaces both centres by the same alpha sin(beta t) (eq. 11) from t = 0 on, so at t = 0
+the centres already move with velocity alpha*beta: an abrupt start, which excites the
+molecule by itself (README).  ``ramp`` switches the motion on smoothly instead (the
+envelope s rises from 0 with zero slope).  Per-centre amplitudes and phases also allow,
+e.g., a symmetric stretch.
 """
 from __future__ import annotations
 
 import numpy as np
 
 
+def envelope(ramp, t):
+    """s(t) = sin^2(pi t / (2 ramp)) for 0 <= t < ramp, 1 afterwards (1 for ramp = 0)."""
+    t = np.asarray(t, dtype=np.float64)
+    if ramp <= 0:
+        return np.ones_like(t)
+    return np.where(t < ramp, np.sin(0.5 * np.pi * np.clip(t, 0.0, ramp) / ramp) ** 2, 1.0)
+
+
 def centre_positions(potential, t):
     """X_c(t) for every centre, shape (n_centres,) (or (n_centres, len(t)))."""
     t = np.asarray(t, dtype=np.float64)
-    return np.array([c.x0 + c.amplitude * np.sin(c.frequency * t + c.phase)
+    return np.array([c.x0 + c.amplitude * envelope(c.ramp, t) * np.sin(c.frequency * t + c.phase)
                      for c in potential.centres])
 
 
@@ -28,15 +40,26 @@ def soft_core(potential, x, t, xp=np):
     return v
 
 
-def bounds_over(potential, x, times, chunk=256):
-    """(min, max) of V over the grid and all given times (vectorised in chunks)."""
+def combined(potential, x, times, weights, xp=np):
+    """sum_j w_j V(x, t_j): the potential part of a Magnus generator."""
+    v = xp.zeros_like(x)
+    for t, w in zip(times, weights):
+        if w:
+            v += w * soft_core(potential, x, t, xp)
+    return v
+
+
+def bounds_over(potential, x, times, weights=(1.0,), offsets=(0.0,), chunk=256):
+    """(min, max) over the grid and every given time t of sum_j w_j V(x, t + offsets_j)
+    (vectorised in chunks); the default is V itself."""
     lo, hi = np.inf, -np.inf
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
     for i in range(0, times.size, chunk):
         ts = times[i:i + chunk]
         v = np.zeros((ts.size, x.size))
-        for c in potential.centres:
-            X = c.x0 + c.amplitude * np.sin(c.frequency * ts + c.phase)
-            v -= c.Z / np.sqrt((x[None, :] - X[:, None]) ** 2 + potential.a)
+        for w, off in zip(weights, offsets):
+            X = centre_positions(potential, ts + off)          # (centres, times)
+            for c, Xc in zip(potential.centres, X):
+                v -= w * c.Z / np.sqrt((x[None, :] - Xc[:, None]) ** 2 + potential.a)
         lo, hi = min(lo, float(v.min())), max(hi, float(v.max()))
     return lo, hi

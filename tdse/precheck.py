@@ -1,18 +1,26 @@
-"""The time-step / grid-spacing condition, checked before any propagation (atomic units).
+"""Checks before any propagation (atomic units): the exponentials' accuracy, and whether
+the grid resolves the wavefunction.
 
-The thesis summary: "Delta r ~ Delta t^2" or the error grows.  What matters is
-theta = dt ||H - c I||, and ||H|| ~ 2/dx^2 + max|V| for the 3-point stencil (8/(3 dx^2)
-for the 5-point one), so dt must shrink like dx^2.  :func:`precheck` computes theta (a
-rigorous bound over every step), the exponential's truncation bound and rounding
-estimate, and the largest dt the source's Taylor method would accept.
+**The exponentials.**  The thesis summary: "Delta r ~ Delta t^2" or the error grows.
+What matters is theta = dt ||G - c I||, G each exponential's generator
+(:mod:`tdse.schemes`) and c the centre of its spectral bounds, which are rigorous
+(:mod:`tdse.hamiltonian`: [min v, s T_max + max v], T_max ~ 1/dx^2), so dt must shrink
+like dx^2 for a fixed cost per exponential.  :func:`precheck` bounds theta over every
+factor of every step, and plans the dense exponent for it (degree, squarings, products,
+truncation bound and rounding estimate: :func:`mgemm.plan.plan_expm`) or, for
+``chebyshev``, the number of terms.  The source's Taylor method is refused when its
+bound misses the tolerance, with the largest dt that would pass.  **These bounds concern
+each exponential only, not the error of the solution**: that is the time scheme's
+(estimated during the run, :mod:`tdse.propagate`) and the grid's (``tdse converge``).
 
-Each step's exponent is taken of A = -i dt (H - c I), c the centre of H's Gershgorin
-interval (a phase e^(-i c dt) is multiplied back), so theta is about half of dt ||H||:
-this is what makes the source's parameters (dt = 0.002, dx = 0.1, k = 10) pass a 1e-10
-tolerance.  These bounds concern each exponential, not the error of the solution.
+**The grid.**  :func:`resolution` estimates the discretisation error of the ground-state
+energy of H(0) from the computed states: for a finite-difference stencil against the
+spectral (DVR) value on the same grid, for the DVR against a grid twice as fine; above
+``RESOLUTION_TOL`` it warns and names the dx that would pass.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -21,24 +29,31 @@ import numpy as np
 from mgemm.arrays import unit_roundoff
 from mgemm.plan import ExpmPlan, plan_expm, taylor_remainder
 
-from . import hamiltonian
+from . import chebyshev, hamiltonian, schemes
 from .config import Config, ConfigError
 from .grid import points
 from .potential import bounds_over, centre_positions
 
 DTYPE = np.complex128
+#: warn when the ground-state energy's discretisation error exceeds this (hartree)
+RESOLUTION_TOL = 1e-3
+#: the resolution check diagonalises dense matrices up to this N
+RESOLUTION_MAX_N = 2048
 
 
 @dataclass(frozen=True)
 class Precheck:
-    theta: float              # max over steps of dt * ||H(t) - c(t) I||_1 (rigorous)
-    radius: float             # max over steps of ||H - c I||_1
-    spectrum: tuple           # Gershgorin interval of H over the whole run
-    plan: ExpmPlan
+    theta: float              # max over steps and factors of dt * ||G - c I||_2 (rigorous)
+    radius: float             # max over steps and factors of ||G - c I||_2
+    spectrum: tuple           # bounds containing every generator's spectrum over the run
+    plan: ExpmPlan            # the dense exponent's plan (also reported for chebyshev)
     dt_max: float             # largest dt with truncation bound <= tolerance (taylor)
     ok: bool
     message: str
     warnings: tuple = field(default_factory=tuple)
+    notes: tuple = field(default_factory=tuple)
+    chebyshev_terms: int = 0  # terms per exponential at theta (method chebyshev)
+    resolution: dict = field(default_factory=dict)
 
     def attrs(self) -> dict:
         p = self.plan
@@ -48,14 +63,31 @@ class Precheck:
                 "tolerance": p.tolerance, "dt_max_taylor": self.dt_max,
                 "plan_method": p.method, "plan_path": p.path, "plan_degree": p.degree,
                 "plan_squarings": p.squarings, "plan_products": p.products,
-                "plan": p.as_dict()}
+                "plan": p.as_dict(), "chebyshev_terms": self.chebyshev_terms,
+                "resolution": self.resolution,
+                "bounds_meaning": "theta, truncation_bound, rounding_estimate and chebyshev "
+                                  "bounds concern each exponential, not the solution's error"}
 
 
 def step_times(config: Config) -> np.ndarray:
-    """Midpoints t_j + dt/2 where H is evaluated (one point for a static potential)."""
-    if config.potential.static:
+    """Start times t_j of the steps (one point for a time-independent H)."""
+    if not config.time_dependent:
         return np.array([0.0])
-    return (np.arange(config.time.steps) + 0.5) * config.time.dt
+    return np.arange(config.time.steps) * config.time.dt
+
+
+def generator_bounds(config: Config):
+    """[(s_k, vmin_k, vmax_k)] per factor of the scheme: the range of its potential part
+    over every step (rigorous: the exact min/max over grid and steps)."""
+    sch = schemes.get(config.propagator.scheme)
+    x, dt = points(config.grid), config.time.dt
+    ts = step_times(config)
+    out = []
+    for s, row in zip(sch.scales(), sch.factors):
+        lo, hi = bounds_over(config.potential, x, ts, weights=row,
+                             offsets=tuple(c * dt for c in sch.nodes))
+        out.append((s, lo, hi))
+    return out
 
 
 def largest_theta(k, tol):
@@ -69,37 +101,81 @@ def largest_theta(k, tol):
     return lo
 
 
-def precheck(config: Config, dtype=DTYPE) -> Precheck:
-    """The dt/dx condition, before any propagation (see the module docstring)."""
+def resolution(config: Config) -> dict:
+    """Estimated discretisation error of E_0 of H(0) and the dx that would pass (module
+    docstring); {} when N > RESOLUTION_MAX_N (not checked)."""
+    g = config.grid
+    if g.n > (RESOLUTION_MAX_N // 2 if g.stencil == "dvr" else RESOLUTION_MAX_N):
+        return {}
+    E0 = float(hamiltonian.eigenstates(config, 0.0, 1)[0][0])
+    if g.stencil == "dvr":
+        # the DVR converges exponentially: the same box at dx/2 (2N points) is the reference
+        fine = dataclasses.replace(config, grid=dataclasses.replace(g, dx=g.dx / 2))
+        ref = float(hamiltonian.eigenstates(fine, 0.0, 1)[0][0])
+        err = abs(E0 - ref)
+        how = f"dvr at dx = {g.dx:g} vs dx = {g.dx / 2:g}"
+        dx_ok = g.dx if err <= RESOLUTION_TOL else g.dx / 2
+    else:
+        spectral = dataclasses.replace(config, grid=dataclasses.replace(g, stencil="dvr"))
+        ref = float(hamiltonian.eigenstates(spectral, 0.0, 1)[0][0])
+        err = abs(E0 - ref)
+        p = hamiltonian.order(g.stencil)
+        how = f"{g.stencil}-point vs dvr at dx = {g.dx:g}"
+        dx_ok = g.dx * min(1.0, (RESOLUTION_TOL / err) ** (1.0 / p)) if err > 0 else g.dx
+    return {"E0": E0, "E0_reference": ref, "E0_error": err, "compared": how,
+            "tolerance": RESOLUTION_TOL, "dx_that_passes": dx_ok}
+
+
+def precheck(config: Config, dtype=DTYPE, check_resolution=True) -> Precheck:
+    """The checks of the module docstring, before any propagation."""
     g, p, pr = config.grid, config.potential, config.propagator
     u = unit_roundoff(dtype)
-    x = points(g)
-    vmin, vmax = bounds_over(p, x, step_times(config))
-    lo, hi = hamiltonian.spectrum_bounds(g.stencil, g.dx, vmin, vmax)
-    radius = 0.5 * (hi - lo)
     dt = config.time.dt
-    theta = dt * radius
     if pr.tolerance < 4 * u:
         raise ConfigError("propagator.tolerance", pr.tolerance,
                           f"is below the precision of {np.dtype(dtype).name} (unit roundoff {u:.2g})")
-    plan = plan_expm(theta, method=pr.method, tolerance=pr.tolerance, terms=pr.terms,
-                     split=True, unitary=True, unit_roundoff=u)
-    theta_max = largest_theta(pr.terms, pr.tolerance)
-    dt_max = theta_max / radius
-    warn = []
-    if g.dx > 0.5 * math.sqrt(p.a):
-        warn.append(f"grid.dx = {g.dx} under-resolves the soft-core wells (width sqrt(a) = "
-                    f"{math.sqrt(p.a):.3g}); dx <= {0.5 * math.sqrt(p.a):.3g} is advised")
+    radius, lo_all, hi_all = 0.0, math.inf, -math.inf
+    for s, vmin, vmax in generator_bounds(config):
+        lo, hi = hamiltonian.spectrum_bounds(g.stencil, g.dx, vmin, vmax, s)
+        radius = max(radius, 0.5 * (hi - lo))
+        lo_all, hi_all = min(lo_all, lo), max(hi_all, hi)
+    theta = dt * radius
+    plan = plan_expm(theta, method="auto" if pr.method == "chebyshev" else pr.method,
+                     tolerance=pr.tolerance, terms=pr.terms, split=True, unitary=True,
+                     unit_roundoff=u)
+    dt_max = largest_theta(pr.terms, pr.tolerance) / radius if radius else math.inf
+    cheb = chebyshev.terms(theta, pr.tolerance) if pr.method == "chebyshev" else 0
+    warn, notes = [], []
+    res = resolution(config) if check_resolution else {}
+    if res and res["E0_error"] > RESOLUTION_TOL:
+        if g.stencil == "dvr":
+            fix = f"dx <= {res['dx_that_passes']:.4g} is advised"
+        else:
+            fix = (f"dx <= {res['dx_that_passes']:.3g} would pass (error ~ dx^"
+                   f"{hamiltonian.order(g.stencil)}), or stencil = 5 or \"dvr\"")
+        warn.append(f"grid.dx = {g.dx} under-resolves the wavefunction: the ground-state energy "
+                    f"moves by {res['E0_error']:.3g} Ha ({res['compared']}; warning above "
+                    f"{RESOLUTION_TOL:g} Ha); {fix}")
     xs = centre_positions(p, step_times(config))
     if xs.min() < g.x_min or xs.max() > g.x_max - g.dx:
         warn.append(f"a potential centre leaves the box [{g.x_min}, {g.x_max}) during the run")
-    ok, msg = True, plan.explain()
+    kicked = [i for i, c in enumerate(p.centres)
+              if c.moving and c.ramp == 0 and abs(math.cos(c.phase)) > 1e-12]
+    if kicked:
+        c = p.centres[kicked[0]]
+        notes.append(f"the centres start moving abruptly at t = 0 (velocity "
+                     f"{abs(c.amplitude * c.frequency * math.cos(c.phase)):.3g} a.u.): part of the "
+                     f"excitation is this kick; potential.centres.ramp = T_r starts them smoothly")
+    ok, msg = True, (plan.explain() if pr.method != "chebyshev" else
+                     f"chebyshev: {cheb} terms per exponential at theta={theta:.4g} "
+                     f"(truncation bound <= {pr.tolerance:.3g})")
     if pr.method == "taylor" and not plan.meets_tolerance:
         ok = False
         worst = "truncation" if plan.truncation_bound >= plan.rounding_estimate else "rounding"
         msg = (f"Taylor with k = {pr.terms} terms misses the tolerance {pr.tolerance:.3g}: "
-               f"dt = {dt}, dx = {g.dx}, theta = dt*||H - c|| = {theta:.4g}, truncation bound "
+               f"dt = {dt}, dx = {g.dx}, theta = dt*||G - c|| = {theta:.4g}, truncation bound "
                f"{plan.truncation_bound:.3g}, rounding ~{plan.rounding_estimate:.3g} ({worst} "
                f"fails); the largest dt that passes is {dt_max:.4g} (or raise "
                f"propagator.terms, or use method = \"auto\"); --force runs anyway")
-    return Precheck(theta, radius, (lo, hi), plan, dt_max, ok, msg, tuple(warn))
+    return Precheck(theta, radius, (lo_all, hi_all), plan, dt_max, ok, msg, tuple(warn),
+                    tuple(notes), cheb, res)

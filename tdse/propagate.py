@@ -1,16 +1,24 @@
-"""Propagation psi(t + dt) = exp(-i H(t + dt/2) dt) psi(t) with the mgemm matrix exponent.
-
-Written once against the array module (NumPy or CuPy).  For a static potential U is
-computed once and reused.  Each step's exponent is taken of A = -i dt (H - c I), c the
-centre of H's Gershgorin interval (a phase e^(-i c dt) is multiplied back); the bounds
-that make this accurate are :mod:`tdse.precheck`'s.
+"""A run: psi(0) -> psi(t_end) by the chosen scheme and exponential (:mod:`tdse.stepper`),
+with observables every ``output.observables_every`` steps, snapshots every
+``output.every`` steps, and an estimate of the time-discretisation error.
 
 :func:`run` reads as the job: prepare (backend, output paths, eigenstates of H(0), the
 file), check (the precheck's verdict, :mod:`tdse.resources`), loop (step, observe,
 snapshot) under :mod:`tdse.interrupts`, finish (close, rename).
+
+**Time error estimate** (:class:`TimeErrorEstimate`): the first ``error_window`` steps
+are also run at dt/2 (step doubling); for a scheme of order p,
+err(dt) ~ min_a ||psi_dt - e^(ia) psi_(dt/2)|| 2^p / (2^p - 1) at the window's end (a
+global phase is no error of the state), and assuming
+linear growth in time, err(t_end) ~ err(window) t_end / t_window.  This is an estimate
+of the solution's error from the time discretisation (it includes the exponentials'
+own small errors); the exponentials' bounds of the precheck are per exponential, and
+the grid's error is what ``tdse converge`` measures.
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import os
 import time
@@ -18,11 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import mgemm
 from mgemm.arrays import to_host
-from mgemm.plan import ExpmPlan
 
-from . import hamiltonian, observables
+from . import hamiltonian, observables, schemes
 from .config import Config, ConfigError
 from .grid import points
 from .interrupts import interruptible
@@ -30,8 +36,10 @@ from .potential import centre_positions, soft_core
 from .precheck import DTYPE, Precheck, precheck
 from .resources import check_resources, resolve_backend
 from .snapshots import OutputExists, SnapshotWriter, final_path, part_path
+from .stepper import Propagator, step_gemm_opts
 
-__all__ = ["DTYPE", "Propagator", "RunResult", "initial_state", "run", "step_gemm_opts"]
+__all__ = ["DTYPE", "Propagator", "RunResult", "TimeErrorEstimate", "initial_state", "run",
+           "step_gemm_opts"]
 
 
 def initial_state(config: Config, x, phi0):
@@ -43,52 +51,67 @@ def initial_state(config: Config, x, phi0):
     return phi0[ini.state].astype(DTYPE)
 
 
-def step_gemm_opts(backend: str, devices) -> dict:
-    """mgemm.expm options for a propagation step: on several GPUs U stays in column bands
-    (mgemm.dist) and is applied as per-GPU partial sums; otherwise plain expm."""
-    if backend == "cupy" and devices and len(devices) > 1:
-        return {"devices": list(devices), "layout": "bands", "output": "banded"}
-    return {}
+def phase_blind_distance(a, b, dx):
+    """min over alpha of ||a - e^(i alpha) b|| (L2 with weight dx): a global phase is no
+    error of the state.  Computed as the distance to the aligned b (no cancellation)."""
+    ov = np.vdot(b, a)
+    ph = ov / abs(ov) if abs(ov) > 0 else 1.0
+    return math.sqrt(float(np.sum(np.abs(a - ph * b) ** 2)) * dx)
 
 
-class Propagator:
-    """Builds U_j = exp(-i H(t_j + dt/2) dt) with a fixed plan, on numpy or cupy."""
+class TimeErrorEstimate:
+    """Step doubling over the first ``window`` steps (module docstring)."""
 
-    def __init__(self, config: Config, plan: ExpmPlan, xp=np, gemm_opts=None):
-        self.config, self.plan, self.xp = config, plan, xp
-        self.x_host = points(config.grid)
-        self.x = xp.asarray(self.x_host)
-        self.gemm_opts = dict(gemm_opts or {})
-        self._U = None
+    def __init__(self, config: Config, window: int, xp, gemm_opts):
+        self.config, self.window, self.xp = config, window, xp
+        dt = config.time.dt
+        half = dataclasses.replace(config, time=dataclasses.replace(
+            config.time, dt=dt / 2, t_end=window * dt))
+        plan = None if config.propagator.method == "chebyshev" else \
+            precheck(half, check_resolution=False).plan
+        self.half = Propagator(half, plan, xp, gemm_opts)
+        self.order = schemes.get(config.propagator.scheme).order
+        self.psi = None
+        self.result = None
 
-    def operator(self, t_mid: float):
-        if self._U is not None and self.config.potential.static:
-            return self._U
-        g, dt = self.config.grid, self.config.time.dt
-        v = soft_core(self.config.potential, self.x_host, t_mid)
-        lo, hi = hamiltonian.spectrum_bounds(g.stencil, g.dx, float(v.min()), float(v.max()))
-        c = 0.5 * (lo + hi)
-        H = hamiltonian.dense(self.config, t_mid, self.xp, x=self.x)
-        U = mgemm.expm(H * (-1j * dt), plan=self.plan, shift=-1j * dt * c, **self.gemm_opts)
-        self._U = U
-        return U
+    def start(self, psi0):
+        self.psi = self.xp.asarray(psi0)
 
-    def step_operator(self, Ut, step_index: int):
-        """U(t + dt) = exp(-i H dt) U(t): one more product (banded on several GPUs)."""
-        dt = self.config.time.dt
-        U = self.operator((step_index + 0.5) * dt)
-        if hasattr(U, "matvec"):
-            if not hasattr(Ut, "matvec"):
-                Ut = U.layout.scatter(Ut)
-            return U.layout.mm(U, Ut)
-        return mgemm.gemm(U, Ut)
+    def advance(self, j, psi):
+        """After main step j (psi = psi(t_(j+1))): two half steps; at the window's end the
+        estimate is made (returns it then)."""
+        if self.result is not None or j >= self.window:
+            return None
+        self.psi = self.half.step(self.half.step(self.psi, 2 * j), 2 * j + 1)
+        if j + 1 < self.window:
+            return None
+        cfg, p = self.config, self.order
+        a, b = to_host(psi), to_host(self.psi)
+        l2 = math.sqrt(float(np.sum(np.abs(a - b) ** 2)) * cfg.grid.dx)
+        diff = phase_blind_distance(a, b, cfg.grid.dx)
+        err = diff * 2 ** p / (2 ** p - 1)
+        t_w = self.window * cfg.time.dt
+        self.result = {
+            "scheme": cfg.propagator.scheme, "order": p, "dt": cfg.time.dt,
+            "window_steps": self.window, "t_window": t_w, "psi_diff_dt_vs_half": diff,
+            "psi_l2_diff_with_phase": l2,
+            "error_at_window": err, "error_at_t_end_linear": err * cfg.time.steps / self.window,
+            "t_end": cfg.time.t_end,
+            "meaning": "estimated error of psi (L2 distance up to a global phase) from the time "
+                       "discretisation, by step doubling over the first steps; extrapolated to "
+                       "t_end assuming linear growth"}
+        self.psi = None
+        return self.result
 
-    def step(self, psi, step_index: int):
-        """psi(t_j + dt); on several GPUs U stays in column bands (mgemm.dist) and
-        U psi is a sum of per-GPU partial products on GPU 0."""
-        dt = self.config.time.dt
-        U = self.operator((step_index + 0.5) * dt)
-        return U.matvec(psi) if hasattr(U, "matvec") else U @ psi
+    def run_window(self, psi0, main: Propagator):
+        """The estimate from scratch (a run resumed inside its window): both paths from psi(0)."""
+        xp = self.xp
+        psi = xp.asarray(psi0)
+        self.start(psi0)
+        for j in range(self.window):
+            psi = main.step(psi, j)
+            self.advance(j, psi)
+        return self.result
 
 
 @dataclass
@@ -99,6 +122,8 @@ class RunResult:
     snapshots: int
     seconds: float
     backend: str
+    time_error: dict | None = None
+    exponentials: int = 0
 
 
 # ---------------------------------------------------------------- the parts of a run
@@ -121,7 +146,9 @@ def _output_paths(config, out_dir, resume, force):
 
 def _open_writer(config, work, x, E0, phi0, attrs, resume):
     K = config.output.populations
-    extra = {"P": ("operator", np.float64, (K, K))} if config.propagator.operator else None
+    extra = ({"P": ("operator", np.float64, (K, K), "1",
+                    "P_mn(t) = |<m|U(t)|n>|^2 between the lowest eigenstates of H(0)")}
+             if config.propagator.operator else None)
     if resume is None:
         return SnapshotWriter(work, config=config, x=x, v0=soft_core(config.potential, x, 0.0),
                               energies=E0[:K], phi=phi0[:K], attrs=attrs, force=True,
@@ -131,8 +158,9 @@ def _open_writer(config, work, x, E0, phi0, attrs, resume):
                           reopen=True)
 
 
-class _Observer:
-    """The observables of a snapshot, appended to the run file."""
+class _Recorder:
+    """Observables every ``observables_every`` steps and snapshots every ``every`` steps
+    (and both at the last step), appended to the run file."""
 
     def __init__(self, config, x, phi0, writer):
         self.config, self.x, self.writer = config, x, writer
@@ -142,25 +170,37 @@ class _Observer:
     def transitions(self, U_host):  # P_mn = |<m|U|n>|^2 = |dx sum_x phi_m (U phi_n)|^2
         return np.abs(self.phi0 @ (U_host @ self.phi0.T.astype(DTYPE)) * self.config.grid.dx) ** 2
 
-    def snapshot(self, step, psi_dev, Ut=None):
+    def due(self, step):
+        out, last = self.config.output, step == self.config.time.steps
+        return (step % out.observables_every == 0 or last), (step % out.every == 0 or last)
+
+    def record(self, step, psi_dev, Ut=None, force=False):
+        obs_due, snap_due = self.due(step)
+        if not (obs_due or snap_due or force):
+            return
         cfg, dx = self.config, self.config.grid.dx
         t = step * cfg.time.dt
         psi = to_host(psi_dev)
-        row, keep = {}, None
-        if cfg.propagator.operator:
-            U_host = to_host(Ut.to_array() if hasattr(Ut, "to_array") else Ut)
-            row, keep = {"P": self.transitions(U_host)}, {"U": U_host}
-        v = soft_core(cfg.potential, self.x, t)
-        Et, phit = hamiltonian.eigenstates(cfg, t, cfg.output.populations)
-        self.writer.append(state=keep, t=t, step=step, psi=psi,
-                           centres=centre_positions(cfg.potential, t),
-                           norm=observables.norm(psi, dx),
-                           energy=observables.energy(cfg, psi, v),
-                           nodes=observables.node_count(self.x, psi, cfg.output.node_eps),
-                           populations_h0=observables.populations(self.phi0, psi, dx),
-                           populations_ht=observables.populations(phit, psi, dx),
-                           energies_ht=Et, **row)
-        self.last_step = step
+        if obs_due or force:
+            v = soft_core(cfg.potential, self.x, t)
+            Et, phit = hamiltonian.eigenstates(cfg, t, cfg.output.populations)
+            Pt = observables.populations(phit, psi, dx)
+            self.writer.observe(t=t, step=step, norm=observables.norm(psi, dx),
+                                energy=observables.energy(cfg, psi, v),
+                                x_mean=observables.x_mean(self.x, psi, dx),
+                                n_mean=observables.n_mean(Pt),
+                                populations_h0=observables.populations(self.phi0, psi, dx),
+                                populations_ht=Pt, energies_ht=Et)
+        if snap_due or force:
+            row, keep = {}, None
+            if cfg.propagator.operator:
+                U_host = to_host(Ut.to_array() if hasattr(Ut, "to_array") else Ut)
+                row, keep = {"P": self.transitions(U_host)}, {"U": U_host}
+            self.writer.append(state=keep, t=t, step=step, psi=psi,
+                               centres=centre_positions(cfg.potential, t),
+                               nodes=observables.node_count(self.x, psi, cfg.output.node_eps),
+                               **row)
+            self.last_step = step
 
 
 def _start_state(config, xp, psi0, resume, work):
@@ -175,6 +215,15 @@ def _start_state(config, xp, psi0, resume, work):
             raise ConfigError("--resume", work, "operator mode, but the file holds no U(t)")
         Ut = xp.asarray(state["U"])
     return xp.asarray(state["psi"]), Ut, state["step"]
+
+
+def effective_attrs(config: Config) -> dict:
+    """The numerics a run used, with every default resolved (stored in the file)."""
+    pr, g = config.propagator, config.grid
+    return {"scheme": pr.scheme, "method": pr.method, "stencil": str(g.stencil), "dx": g.dx,
+            "n_points": g.n, "dt": config.time.dt, "t_end": config.time.t_end,
+            "steps": config.time.steps, "tolerance": pr.tolerance, "error_window": pr.error_window,
+            "observables_every": config.output.observables_every, "every": config.output.every}
 
 
 def run(config: Config, out_dir, *, backend="auto", devices=None, force=False,
@@ -200,38 +249,53 @@ def run(config: Config, out_dir, *, backend="auto", devices=None, force=False,
     psi0 = initial_state(config, x, phi0)
     work, path = _output_paths(config, out_dir, resume, force)
     check_resources(config, name, devices, os.path.dirname(os.path.abspath(work)))
-    gemm_opts = step_gemm_opts(name, devices)
+    gemm_opts = step_gemm_opts(name, devices) if config.propagator.method != "chebyshev" else {}
     attrs = {"backend": name, "devices": devices or [], "dtype": np.dtype(DTYPE).name,
-             "propagator": "psi(t+dt) = exp(-i H(t+dt/2) dt) psi(t)",
-             "forced": bool(force and not pc.ok), **pc.attrs()}
+             "propagator": f"{config.propagator.scheme} scheme ({schemes.__name__}), "
+                           f"exponentials by {config.propagator.method}",
+             "forced": bool(force and not pc.ok), **effective_attrs(config), **pc.attrs()}
     writer = _open_writer(config, work, x, E0, phi0, attrs, resume)
     prop = Propagator(config, pc.plan, xp, gemm_opts)
-    observer = _Observer(config, x, phi0, writer)
-    steps, every = config.time.steps, config.output.every
+    rec = _Recorder(config, x, phi0, writer)
+    steps = config.time.steps
+    window = config.propagator.error_window
+    estimate = TimeErrorEstimate(config, window, xp, gemm_opts) if window else None
+    stored = resume[0]["attrs"].get("time_error") if resume else None
 
     # loop: step, observe, snapshot
     t0 = time.perf_counter()
     complete = False
     try:
-        with interruptible(writer, lambda: observer.last_step * config.time.dt, t0):
+        with interruptible(writer, lambda: rec.last_step * config.time.dt, t0):
             psi, Ut, start = _start_state(config, xp, psi0, resume, work)
-            observer.last_step = start
+            rec.last_step = start
             if resume is None:
-                observer.snapshot(0, psi, Ut)
+                rec.record(0, psi, Ut, force=True)
+            if estimate is not None:
+                if stored not in (None, "none"):
+                    estimate.result = json.loads(stored)
+                elif start == 0:
+                    estimate.start(psi0)
+                else:  # resumed without an estimate: make it from psi(0) first
+                    writer.set_attrs(time_error=estimate.run_window(psi0, Propagator(
+                        config, pc.plan, xp, gemm_opts)))
             with tqdm(total=steps, initial=start, unit="step", desc=config.name,
                       disable=not progress, mininterval=0.5) as bar:
                 for j in range(start, steps):
                     psi = prop.step(psi, j)
                     if Ut is not None:
                         Ut = prop.step_operator(Ut, j)
-                    if (j + 1) % every == 0 or j + 1 == steps:
-                        observer.snapshot(j + 1, psi, Ut)
+                    if estimate is not None and estimate.advance(j, psi) is not None:
+                        writer.set_attrs(time_error=estimate.result)
+                    rec.record(j + 1, psi, Ut)
                     bar.update(1)
             complete = True
     finally:  # finish: a crash leaves the .part file valid, not complete
         if writer.f:
-            writer.set_attrs(wall_seconds=time.perf_counter() - t0)
+            writer.set_attrs(wall_seconds=time.perf_counter() - t0,
+                             exponentials=prop.exponentials, chebyshev_terms_applied=prop.cheb_terms)
             writer.close(complete)
     if work != path:
         os.replace(work, path)
-    return RunResult(path, pc, steps, writer.count, time.perf_counter() - t0, name)
+    return RunResult(path, pc, steps, writer.count, time.perf_counter() - t0, name,
+                     estimate.result if estimate else None, prop.exponentials)

@@ -1,28 +1,33 @@
-"""HDF5 output, one file per run: OUT/<name>.h5 (h5py).
+"""HDF5 output, one file per run: OUT/<name>.h5 (h5py).  Format ``tdse-h2plus/2``.
 
-Layout (all quantities in atomic units, hbar = m_e = e = 1; the file's ``units``
-attribute says so):
+All quantities in atomic units (hbar = m_e = e = 1); every dataset carries ``units`` and
+``description`` attributes, and the coordinates are HDF5 dimension scales attached to
+the datasets they index (so h5netcdf/xarray show named coordinates):
 
-  attrs: format, version, created, input_toml, backend, devices, method details
-         (plan_*), precheck values (theta, truncation_bound, ...), units, complete
-  /grid/x                         (N,)
-  /potential/V0                   (N,)   V(x, 0)
-  /states/energies, /states/phi   (K,), (K, N)  lowest eigenpairs of H(0)
-  /snapshots/t, /snapshots/step   (T,)
-  /snapshots/psi                  (T, N) complex128
-  /snapshots/centres              (T, n_centres)  X_c(t)
-  /observables/norm, energy, nodes            (T,)
-  /observables/populations_h0, populations_ht (T, K)
-  /observables/energies_ht                    (T, K)
-  /operator/P                     (T, K, K)  with [propagator] operator = true:
-                                  P_mn(t) = |<m|U(t)|n>|^2, m, n the lowest K states of H(0)
-  /resume/U                       (N, N)     operator mode: U(t) at the last snapshot
+  attrs: format, version, created, input_toml, the effective numerics (scheme, method,
+         stencil, ...), backend, devices, precheck values (theta, truncation_bound, ...),
+         the time-error estimate (time_error_*), units, complete, lib_* versions
+  /grid/x                          (N,)        scale "x"
+  /potential/centre                (C,)        scale "centre" (index)
+  /potential/V0                    (N,)        V(x, 0)
+  /states/n                        (K,)        scale "state" (index)
+  /states/energies, /states/phi    (K,), (K, N)  lowest eigenpairs of H(0)
+  /snapshots/t                     (T,)        scale "t_snapshot"
+  /snapshots/step, nodes           (T,)        nodes: sign changes of Re psi (output.node_eps)
+  /snapshots/psi                   (T, N)      complex128
+  /snapshots/centres               (T, C)      X_c(t)
+  /observables/t                   (S,)        scale "t": every output.observables_every steps
+  /observables/step, norm, energy, x_mean, n_mean              (S,)
+  /observables/populations_h0, populations_ht, energies_ht    (S, K)
+  /operator/P                      (T, K, K)   with [propagator] operator = true:
+                                   P_mn(t) = |<m|U(t)|n>|^2, m, n the lowest K states of H(0)
+  /resume/U                        (N, N)      operator mode: U(t) at the last snapshot
 
-Snapshots are appended and flushed as the run goes: a crash loses at most the last
-interval.  ``complete`` turns true only when the run finishes; until then the file is
-``<name>.h5.part`` (renamed on completion), which ``tdse resume`` continues.  The
-attributes ``lib_*`` record the library versions (same versions + same input => the
-same bits on the CPU).
+Rows are appended as the run goes and flushed at every snapshot: a crash loses at most
+the last interval.  ``snapshots_complete`` / ``observables_complete`` count the whole
+rows; ``complete`` turns true only when the run finishes; until then the file is
+``<name>.h5.part`` (renamed on completion), which ``tdse resume`` continues.  Same
+library versions (``lib_*``) + same input => the same bits on the CPU.
 """
 from __future__ import annotations
 
@@ -33,20 +38,33 @@ import os
 import h5py
 import numpy as np
 
-FORMAT = "tdse-h2plus/1"
+FORMAT = "tdse-h2plus/2"
 UNITS = "atomic units (hbar = m_e = e = 1): lengths in bohr, times in hbar/E_h, energies in hartree"
 
-_SERIES = {  # name: (group, dtype, per-row shape key)
-    "t": ("snapshots", np.float64, None),
-    "step": ("snapshots", np.int64, None),
-    "psi": ("snapshots", np.complex128, "n"),
-    "centres": ("snapshots", np.float64, "c"),
-    "norm": ("observables", np.float64, None),
-    "energy": ("observables", np.float64, None),
-    "nodes": ("observables", np.int64, None),
-    "populations_h0": ("observables", np.float64, "k"),
-    "populations_ht": ("observables", np.float64, "k"),
-    "energies_ht": ("observables", np.float64, "k"),
+#: name: (group, dtype, row shape key, units, description, dims of a row)
+_SNAPSHOT = {
+    "t": ("snapshots", np.float64, None, "hbar/E_h", "time of the snapshot", ()),
+    "step": ("snapshots", np.int64, None, "1", "step index of the snapshot", ()),
+    "psi": ("snapshots", np.complex128, "n", "bohr^-1/2", "wavefunction psi(x, t)", ("x",)),
+    "centres": ("snapshots", np.float64, "c", "bohr", "positions X_c(t) of the centres", ("centre",)),
+    "nodes": ("snapshots", np.int64, None, "1",
+              "sign changes of Re(psi e^(-i arg psi(x_max))) where |psi| > node_eps max|psi| "
+              "(not converged for a driven complex psi; see n_mean)", ()),
+}
+_OBSERVABLE = {
+    "t": ("observables", np.float64, None, "hbar/E_h", "time of the observation", ()),
+    "step": ("observables", np.int64, None, "1", "step index", ()),
+    "norm": ("observables", np.float64, None, "1", "sum |psi|^2 dx", ()),
+    "energy": ("observables", np.float64, None, "hartree", "<psi|H(t)|psi> / <psi|psi>", ()),
+    "x_mean": ("observables", np.float64, None, "bohr", "<x>", ()),
+    "n_mean": ("observables", np.float64, None, "1",
+               "population-weighted node number sum_n n P_n(t), P_n in the eigenstates of H(t) "
+               "(n < output.populations)", ()),
+    "populations_h0": ("observables", np.float64, "k", "1",
+                       "|<phi_n(0)|psi(t)>|^2, eigenstates of H(0)", ("state",)),
+    "populations_ht": ("observables", np.float64, "k", "1",
+                       "|<phi_n(t)|psi(t)>|^2, instantaneous eigenstates of H(t)", ("state",)),
+    "energies_ht": ("observables", np.float64, "k", "hartree", "eigenvalues of H(t)", ("state",)),
 }
 
 
@@ -62,31 +80,29 @@ def _jsonable(v):
     return v
 
 
+def _label(ds, units, description):
+    ds.attrs["units"] = units
+    ds.attrs["description"] = description
+
+
 class SnapshotWriter:
-    """Create (or reopen, to resume) a run file and append snapshots, flushing after each.
+    """Create (or reopen, to resume) a run file; append snapshots (:meth:`append`, each
+    flushed) and observations (:meth:`observe`).
 
     A run writes ``<name>.h5.part`` and renames it to ``<name>.h5`` when it completes
     (:func:`part_path`); an interrupted run leaves the ``.part`` file, valid and
-    resumable.  The attribute ``snapshots_complete`` is written before each flush, so a
-    reader knows how many rows are whole even if the process died between two flushes."""
+    resumable.  ``snapshots_complete`` and ``observables_complete`` are written before
+    each flush, so a reader knows how many rows are whole even if the process died
+    between two flushes."""
 
     def __init__(self, path, *, config, x, v0, energies, phi, attrs, force=False, extra=None,
                  reopen=False):
-        from . import __version__
+        from .version import __version__
         path = os.fspath(path)
         self.path = path
+        self.extra = dict(extra or {})
         if reopen:
-            self.f = h5py.File(path, "r+")
-            self.count = int(self.f.attrs.get("snapshots_complete", 0))
-            self.ds = {}
-            for name, (group, _, _) in {**_SERIES, **(extra or {})}.items():
-                ds = self.f[f"{group}/{name}"]
-                ds.resize(self.count, axis=0)  # drop rows past the last whole snapshot
-                self.ds[name] = ds
-            self.f.attrs["complete"] = False
-            for k, v in attrs.items():
-                self.f.attrs[k] = _jsonable(v)
-            self.f.flush()
+            self._reopen(attrs)
             return
         if os.path.exists(path) and not force:
             raise OutputExists(path)
@@ -95,33 +111,80 @@ class SnapshotWriter:
         base = {"format": FORMAT, "version": __version__, "units": UNITS,
                 "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                 "input_toml": config.source, "name": config.name, "complete": False,
-                "snapshots_complete": 0, **library_versions()}
+                "snapshots_complete": 0, "observables_complete": 0, **library_versions()}
         for k, v in {**base, **attrs}.items():
             f.attrs[k] = _jsonable(v)
-        f.create_dataset("grid/x", data=np.asarray(x))
-        f.create_dataset("potential/V0", data=np.asarray(v0))
-        f.create_dataset("states/energies", data=np.asarray(energies))
-        f.create_dataset("states/phi", data=np.asarray(phi))
-        dims = {"n": len(x), "c": len(config.potential.centres), "k": len(energies)}
-        self.ds = {}
-        for name, (group, dtype, key) in _SERIES.items():
-            shape = (0,) if key is None else (0, dims[key])
-            maxshape = (None,) if key is None else (None, dims[key])
-            chunks = (64,) if key is None else (max(1, min(64, 2**20 // (16 * dims[key]))), dims[key])
-            self.ds[name] = f.create_dataset(f"{group}/{name}", shape=shape, maxshape=maxshape,
-                                             dtype=dtype, chunks=chunks)
-        for name, (group, dtype, shape) in (extra or {}).items():  # e.g. operator/P (T, K, K)
-            self.ds[name] = f.create_dataset(f"{group}/{name}", shape=(0, *shape),
-                                             maxshape=(None, *shape), dtype=dtype,
-                                             chunks=(1, *shape))
+        n, c, k = len(x), len(config.potential.centres), len(energies)
+        xs = f.create_dataset("grid/x", data=np.asarray(x))
+        _label(xs, "bohr", "grid points x_j = x_min + j dx")
+        cs = f.create_dataset("potential/centre", data=np.arange(c))
+        _label(cs, "1", "centre index")
+        ns = f.create_dataset("states/n", data=np.arange(k))
+        _label(ns, "1", "eigenstate index (n nodes)")
+        scales = {"x": xs, "centre": cs, "state": ns}
+        for name, ds in scales.items():
+            ds.make_scale(name)
+        v = f.create_dataset("potential/V0", data=np.asarray(v0))
+        _label(v, "hartree", "V(x, 0)")
+        v.dims[0].attach_scale(xs)
+        e = f.create_dataset("states/energies", data=np.asarray(energies))
+        _label(e, "hartree", "lowest eigenvalues of H(0)")
+        e.dims[0].attach_scale(ns)
+        p = f.create_dataset("states/phi", data=np.asarray(phi))
+        _label(p, "bohr^-1/2", "lowest eigenstates of H(0), sum phi^2 dx = 1")
+        p.dims[0].attach_scale(ns)
+        p.dims[1].attach_scale(xs)
+        dims = {"n": n, "c": c, "k": k}
+        self.snap, self.obs = {}, {}
+        for table, target, tname in ((_SNAPSHOT, self.snap, "t_snapshot"), (_OBSERVABLE, self.obs, "t")):
+            for name, (group, dtype, key, units, desc, _) in table.items():
+                shape = () if key is None else (dims[key],)
+                rows = 64 if key is None else max(1, min(256, 2**20 // (16 * dims[key])))
+                target[name] = f.create_dataset(f"{group}/{name}", shape=(0, *shape),
+                                                maxshape=(None, *shape), dtype=dtype,
+                                                chunks=(rows, *shape))
+                _label(target[name], units, desc)
+            target["t"].make_scale(tname)
+            for name, (_, _, _, _, _, rowdims) in table.items():
+                if name != "t":
+                    target[name].dims[0].attach_scale(target["t"])
+                for i, d in enumerate(rowdims):
+                    target[name].dims[i + 1].attach_scale(scales[d])
+        for name, (group, dtype, shape, units, desc) in self.extra.items():  # e.g. operator/P
+            ds = f.create_dataset(f"{group}/{name}", shape=(0, *shape), maxshape=(None, *shape),
+                                  dtype=dtype, chunks=(1, *shape))
+            _label(ds, units, desc)
+            ds.dims[0].attach_scale(self.snap["t"])
+            for i in range(len(shape)):
+                ds.dims[i + 1].attach_scale(ns)
+            self.snap[name] = ds
         f.flush()
-        self.count = 0
+        self.count, self.obs_count = 0, 0
+
+    def _reopen(self, attrs):
+        self.f = h5py.File(self.path, "r+")
+        f = self.f
+        self.count = int(f.attrs.get("snapshots_complete", 0))
+        self.snap = {name: f[f"{g}/{name}"] for name, (g, *_) in {**_SNAPSHOT, **self.extra}.items()}
+        self.obs = {name: f[f"observables/{name}"] for name in _OBSERVABLE}
+        for ds in self.snap.values():
+            ds.resize(self.count, axis=0)  # drop rows past the last whole snapshot
+        last = int(self.snap["step"][self.count - 1]) if self.count else -1
+        whole = int(f.attrs.get("observables_complete", 0))
+        steps = self.obs["step"][:whole]
+        self.obs_count = int(np.searchsorted(steps, last, side="right"))
+        for ds in self.obs.values():
+            ds.resize(self.obs_count, axis=0)  # observations after that snapshot follow again
+        f.attrs["complete"] = False
+        for k, v in attrs.items():
+            f.attrs[k] = _jsonable(v)
+        f.flush()
 
     def append(self, state=None, **row):
-        """One snapshot; ``state``: arrays that resuming needs beyond the row (operator
-        mode: U(t)), overwritten in place (``/resume/<key>``)."""
+        """One snapshot, then a flush; ``state``: arrays that resuming needs beyond the row
+        (operator mode: U(t)), overwritten in place (``/resume/<key>``)."""
         i = self.count
-        for name, ds in self.ds.items():
+        for name, ds in self.snap.items():
             ds.resize(i + 1, axis=0)
             ds[i] = row[name]
         for key, arr in (state or {}).items():
@@ -132,7 +195,17 @@ class SnapshotWriter:
                 self.f[name][...] = arr
         self.count += 1
         self.f.attrs["snapshots_complete"] = self.count
+        self.f.attrs["observables_complete"] = self.obs_count
         self.f.flush()
+
+    def observe(self, **row):
+        """One row of observables (flushed with the next snapshot)."""
+        i = self.obs_count
+        for name, ds in self.obs.items():
+            if ds.shape[0] <= i:
+                ds.resize(max(i + 1, 2 * ds.shape[0]), axis=0)
+            ds[i] = row[name]
+        self.obs_count += 1
 
     def set_attrs(self, **attrs):
         for k, v in attrs.items():
@@ -140,6 +213,9 @@ class SnapshotWriter:
 
     def close(self, complete: bool):
         if self.f:
+            for ds in self.obs.values():  # drop the capacity grown ahead of the rows
+                ds.resize(self.obs_count, axis=0)
+            self.f.attrs["observables_complete"] = self.obs_count
             self.f.attrs["complete"] = bool(complete)
             self.f.close()
             self.f = None
@@ -198,23 +274,24 @@ def open_checked(path, mode="r"):
 
 
 def resume_state(path) -> dict:
-    """What resuming needs from a run file: the input text, the number of whole
+    """What resuming needs from a run file: the effective input, the number of whole
     snapshots, the last step, psi and (operator mode) U(t); NotOurFile if unusable."""
     with open_checked(path) as f:
         if bool(f.attrs.get("complete", False)):
             raise NotOurFile(f"{path}: the run is already complete; nothing to resume")
         try:
             count = int(f.attrs.get("snapshots_complete", f["snapshots/step"].shape[0]))
-            count = min([count] + [f[f"{g}/{k}"].shape[0] for g, (k) in
-                                   (("snapshots", "step"), ("snapshots", "psi"),
-                                    ("observables", "norm"))])
+            count = min([count] + [f[k].shape[0] for k in ("snapshots/step", "snapshots/psi",
+                                                          "snapshots/t")])
             if count < 1:
                 raise NotOurFile(f"{path}: holds no whole snapshot to resume from")
             text = f.attrs["input_toml"]
             state = {"input_toml": text.decode() if isinstance(text, bytes) else str(text),
                      "count": count, "step": int(f["snapshots/step"][count - 1]),
                      "psi": f["snapshots/psi"][count - 1],
-                     "U": f["resume/U"][...] if "resume/U" in f else None}
+                     "U": f["resume/U"][...] if "resume/U" in f else None,
+                     "attrs": {k: (v.decode() if isinstance(v, bytes) else v)
+                               for k, v in f.attrs.items()}}
         except KeyError as e:
             raise NotOurFile(f"{path}: damaged run file (missing {e})") from None
     return state
@@ -234,8 +311,11 @@ def read(path) -> dict:
             for k, ds in f["operator"].items():
                 out[f"operator/{k}"] = ds[()]
     n = out["attrs"].get("snapshots_complete")
-    if n is not None:  # a killed run may hold a partly written last row
-        for k in out:
-            if k.split("/")[0] in ("snapshots", "observables", "operator"):
-                out[k] = out[k][:int(n)]
+    m = out["attrs"].get("observables_complete")
+    for k in out:  # a killed run may hold partly written last rows
+        group = k.split("/")[0]
+        if group in ("snapshots", "operator") and n is not None:
+            out[k] = out[k][:int(n)]
+        elif group == "observables" and m is not None:
+            out[k] = out[k][:int(m)]
     return out

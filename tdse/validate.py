@@ -9,15 +9,22 @@ Checks (each returns error, tolerance, passed):
    - taylor: its own bound, truncation R_K(theta) + rounding (K+1) N u e^theta (the
      worst-case rounding of K products of norm <= e^theta, each with error <= N u);
    - auto, complex64: 100 u_32 sqrt(N) (rounding of ~10 products, error ~ sqrt(N) u each).
-2. ``propagation``: a short moving-centre run (100 steps) against a reference that calls
-   scipy.linalg.expm(-i H(t+dt/2) dt) every step (no shift, no split): <= 1e-10.  The
-   per-step tolerance is 1e-13 so that 100 steps stay under 1e-10 by construction.
-3. ``static_phase``: a static run from the ground state (200 steps, per-step tolerance
+2. ``propagation``: a short moving-centre run against a reference that calls
+   scipy.linalg.expm on every factor of every step (no shift, no split, the scheme's
+   generators built from dense H): midpoint and cfm4, the dense exponent (auto, taylor)
+   and the matrix-free Chebyshev exponential, 3-point and DVR kinetic energy.  The
+   per-exponential tolerance is 1e-13 so that <= 100 steps stay under 1e-10.
+3. ``order``: the observed order of midpoint and cfm4 on a moving case, from the errors
+   at dt, dt/2, dt/4 against dt/64 (Chebyshev exponentials at 1e-14): 2 and 4, +- 0.3.
+4. ``static_phase``: a static run from the ground state (200 steps, per-step tolerance
    1e-14): <psi0|psi(t)> = e^(-i E0 t) to 1e-10.
-4. ``nodes``: eigenstate n of a static soft-core H has n nodes, n = 0..5.
+5. ``dvr``: the sinc-DVR ground state of V = -1/sqrt(x^2 + 2) (a = 2) is -1/2 (the
+   exact value) to 1e-10 at dx = 0.2.
+6. ``nodes``: eigenstate n of a static soft-core H has n nodes, n = 0..5.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -30,6 +37,7 @@ from . import hamiltonian
 from .config import loads
 from .grid import points
 from .observables import node_count
+from . import schemes
 from .precheck import precheck
 from .propagate import Propagator, initial_state
 
@@ -58,14 +66,18 @@ t_end = {t_end}
 [propagator]
 method = "{method}"
 tolerance = {tol}
+scheme = "{scheme}"
+error_window = 0
 """
 
 
 def make_config(n=64, dx=0.1, stencil=3, a=0.1, Z=30.0, amp=0.5, dt=0.002, steps=50,
-                method="auto", tol=1e-12):
+                method="auto", tol=1e-12, scheme="midpoint"):
     half = n * dx / 2
-    return loads(_BASE.format(x_min=-half, x_max=half, dx=dx, stencil=stencil, a=a, Z=Z,
-                              amp=amp, dt=dt, t_end=dt * steps, method=method, tol=tol))
+    st = '"dvr"' if stencil == "dvr" else stencil
+    return loads(_BASE.format(x_min=-half, x_max=half, dx=dx, stencil=st, a=a, Z=Z,
+                              amp=amp, dt=dt, t_end=dt * steps, method=method, tol=tol,
+                              scheme=scheme))
 
 
 def _rel(a, b):
@@ -99,23 +111,74 @@ def check_expm(sizes=(16, 32, 64, 128, 256), dts=(0.0005, 0.002, 0.005)):
     return out
 
 
+def reference_step(cfg, psi, j):
+    """One step of cfg's scheme with scipy.linalg.expm of every generator, built from
+    dense H(t_i) (independent of tdse's generators, shifts, split path and bounds)."""
+    sch = schemes.get(cfg.propagator.scheme)
+    dt = cfg.time.dt
+    Hs = [hamiltonian.dense(cfg, ti) for ti in sch.times(j * dt, dt)]
+    for row in sch.factors:
+        G = sum(w * H for w, H in zip(row, Hs))
+        psi = scipy.linalg.expm(-1j * dt * G) @ psi
+    return psi
+
+
 def check_propagation(steps=100):
     out = []
-    for method in ("auto", "taylor"):
-        cfg = make_config(n=128, dt=0.002, steps=steps, method=method, tol=1e-13)
-        pc = precheck(cfg)
+    cases = [("midpoint", "auto", 3), ("midpoint", "taylor", 3), ("cfm4", "auto", 3),
+             ("cfm4", "chebyshev", 3), ("midpoint", "chebyshev", "dvr"), ("cfm4", "auto", "dvr")]
+    for scheme, method, stencil in cases:
+        n = 128 if stencil == 3 else 96
+        cfg = make_config(n=n, dt=0.002, steps=steps, method=method, tol=1e-13, scheme=scheme,
+                          stencil=stencil)
+        pc = precheck(cfg, check_resolution=False)
         _, phi = hamiltonian.eigenstates(cfg, 0.0, 1)
         psi = initial_state(cfg, points(cfg.grid), phi)
         ref = psi.copy()
         prop = Propagator(cfg, pc.plan)
         for j in range(steps):
             psi = prop.step(psi, j)
-            H = hamiltonian.dense(cfg, (j + 0.5) * cfg.time.dt)
-            ref = scipy.linalg.expm(-1j * cfg.time.dt * H) @ ref
+            ref = reference_step(cfg, ref, j)
         err = _rel(psi, ref)
-        out.append(dict(check="propagation", method=method, steps=steps, n=cfg.grid.n,
-                        error=err, tolerance=1e-10, passed=bool(err <= 1e-10)))
+        out.append(dict(check="propagation", method=f"{scheme} {method} {stencil}", steps=steps,
+                        n=cfg.grid.n, error=err, tolerance=1e-10, passed=bool(err <= 1e-10)))
     return out
+
+
+def observed_order(scheme, dts=(0.05, 0.025, 0.0125), t_end=0.5, ref_div=64):
+    """Errors of psi(t_end) at each dt against dt/ref_div (Chebyshev at 1e-14) and the
+    orders log2(e(dt)/e(dt/2)) on a smooth moving case (N = 64, Z = 2, a = 0.5)."""
+    def final(dt):
+        cfg = make_config(n=64, dx=0.2, a=0.5, Z=2.0, amp=0.3, dt=dt, steps=round(t_end / dt),
+                          method="chebyshev", tol=1e-14, scheme=scheme)
+        _, phi = hamiltonian.eigenstates(cfg, 0.0, 1)
+        psi = initial_state(cfg, points(cfg.grid), phi)
+        prop = Propagator(cfg)
+        for j in range(cfg.time.steps):
+            psi = prop.step(psi, j)
+        return psi
+    ref = final(dts[-1] / ref_div)
+    errs = [float(np.linalg.norm(final(dt) - ref) * math.sqrt(0.2)) for dt in dts]
+    return errs, [math.log2(errs[i] / errs[i + 1]) for i in range(len(errs) - 1)]
+
+
+def check_order():
+    out = []
+    for scheme, p in (("midpoint", 2), ("cfm4", 4)):
+        errs, orders = observed_order(scheme)
+        worst = max(abs(o - p) for o in orders)
+        out.append(dict(check="order", method=scheme, expected=p, orders=orders, errors=errs,
+                        error=worst, tolerance=0.3, passed=bool(worst <= 0.3)))
+    return out
+
+
+def check_dvr():
+    cfg = make_config(n=300, dx=0.2, stencil="dvr", a=2.0, Z=1.0, amp=0.0)
+    one = dataclasses.replace(cfg.potential.centres[0], x0=0.0)
+    cfg = dataclasses.replace(cfg, potential=dataclasses.replace(cfg.potential, centres=(one,)))
+    E0 = float(hamiltonian.eigenstates(cfg, 0.0, 1)[0][0])
+    err = abs(E0 + 0.5)
+    return [dict(check="dvr", E0=E0, exact=-0.5, error=err, tolerance=1e-10, passed=bool(err <= 1e-10))]
 
 
 def check_static_phase(steps=200):
@@ -151,7 +214,9 @@ def run_all(quick: bool = False) -> dict:
     checks += check_expm(sizes=(16, 64, 256) if quick else (16, 32, 64, 128, 256),
                          dts=(0.002,) if quick else (0.0005, 0.002, 0.005))
     checks += check_propagation(steps=40 if quick else 100)
+    checks += check_order()
     checks += check_static_phase(steps=100 if quick else 200)
+    checks += check_dvr()
     checks += check_nodes()
     return {"passed": all(c["passed"] for c in checks), "checks": checks}
 
@@ -170,4 +235,5 @@ def summary_rows(result: dict):
 
 
 __all__ = ["run_all", "summary_rows", "make_config", "check_expm", "check_propagation",
-           "check_static_phase", "check_nodes"]
+           "check_order", "check_static_phase", "check_dvr", "check_nodes", "reference_step",
+           "observed_order"]

@@ -33,7 +33,10 @@ def test_run_writes_h5_and_plots_and_refuses_overwrite(runner, inputs_dir, tmp_p
     assert T == 11 and d["snapshots/psi"].shape == (11, 64)
     np.testing.assert_allclose(d["snapshots/t"], np.arange(11) * 0.1, atol=1e-12)
     np.testing.assert_allclose(d["observables/norm"], 1.0, atol=1e-12)
-    assert d["observables/populations_h0"].shape == (11, 4)
+    # observables every step (output.observables_every = 1), snapshots every 20 steps
+    np.testing.assert_allclose(d["observables/t"], np.arange(201) * 0.005, atol=1e-12)
+    assert d["observables/populations_h0"].shape == (201, 4)
+    assert a["scheme"] == "cfm4" and a["stencil"] == "3"  # the effective numerics, recorded
     assert d["observables/populations_h0"][0, 0] == pytest.approx(1.0, abs=1e-12)
     for what in ("spacetime", "nodes", "populations", "drift", "snapshots"):
         assert (out / f"tiny_{what}.png").stat().st_size > 1000
@@ -115,7 +118,7 @@ def test_missing_and_non_toml_files(runner, tmp_path):
 
 
 def test_taylor_refusal_and_force(runner, inputs_dir, tmp_path):
-    text = open(os.path.join(inputs_dir, "h2plus_moving.toml")).read()
+    text = open(os.path.join(inputs_dir, "thesis_fig6.toml")).read()
     text = text.replace("dt = 0.002", "dt = 0.01").replace("t_end = 10.0", "t_end = 0.02")
     p = tmp_path / "fast.toml"
     p.write_text(text)
@@ -123,7 +126,7 @@ def test_taylor_refusal_and_force(runner, inputs_dir, tmp_path):
     assert r.exit_code == 2 and "largest dt that passes" in r.output and "theta" in r.output
     r = runner.invoke(main, ["run", str(p), "--out", str(tmp_path), "--force", "--no-plots"])
     assert r.exit_code == 0, r.output
-    with h5py.File(tmp_path / "h2plus_moving.h5") as f:
+    with h5py.File(tmp_path / "thesis_fig6.h5") as f:
         assert f.attrs["forced"]
 
 

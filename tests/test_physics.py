@@ -128,7 +128,7 @@ def test_precheck_refuses_large_taylor_dt_and_reports_dt_max(inputs_dir):
     import os
     from dataclasses import replace
     from tdse.config import load
-    cfg = load(os.path.join(inputs_dir, "h2plus_moving.toml"))
+    cfg = load(os.path.join(inputs_dir, "thesis_fig6.toml"))
     pc = precheck(cfg)
     assert pc.ok and pc.plan.truncation_bound < 1e-10  # the source's parameters pass
     big = replace(cfg, time=replace(cfg.time, dt=0.01))

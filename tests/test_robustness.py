@@ -141,7 +141,7 @@ def test_resume_refuses_complete_foreign_and_damaged_files(tmp_path):
 
 # ------------------------------------------------------------------ interrupts
 def _slow_input(tmp_path, t_end=2.0):
-    text = open(os.path.join(ROOT, "inputs", "h2plus_moving.toml")).read()
+    text = open(os.path.join(ROOT, "inputs", "thesis_fig6.toml")).read()
     text = text.replace("t_end = 10.0", f"t_end = {t_end}").replace("every = 50", "every = 20")
     assert f"t_end = {t_end}" in text
     p = tmp_path / "slow.toml"
@@ -177,7 +177,7 @@ def test_signals_leave_a_valid_resumable_file(tmp_path, sig, code):
     inp = _slow_input(tmp_path)
     out = tmp_path / "out"
     p = _start(["run", str(inp), "--out", str(out), "--backend", "numpy", "--no-plots"], tmp_path)
-    part = out / "h2plus_moving.h5.part"
+    part = out / "thesis_fig6.h5.part"
     _wait_for(part, p)
     p.send_signal(sig)
     stdout, stderr = p.communicate(timeout=60)
@@ -189,7 +189,7 @@ def test_signals_leave_a_valid_resumable_file(tmp_path, sig, code):
     # resume it, and compare with an uninterrupted run of the same input
     r = CliRunner().invoke(main, ["resume", str(part), "--backend", "numpy", "--no-plots"])
     assert r.exit_code == 0, r.output
-    full = read(out / "h2plus_moving.h5")
+    full = read(out / "thesis_fig6.h5")
     ref = read(run(cfgmod.load(inp), tmp_path / "ref", backend="numpy").path)
     assert np.array_equal(full["snapshots/psi"], ref["snapshots/psi"])
     assert full["attrs"]["complete"]

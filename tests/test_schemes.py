@@ -1,0 +1,263 @@
+"""Time schemes (midpoint, cfm4), the Chebyshev exponential, the sinc-DVR, the smooth
+drive, and the error estimate made during a run -- each against an independent reference
+(SciPy's expm, an eigendecomposition, Bessel functions, the exact -1/2 of the a = 2
+soft-core atom, a run at a much smaller dt)."""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+
+import numpy as np
+import pytest
+import scipy.linalg
+import scipy.special
+
+from tdse import chebyshev, hamiltonian, schemes
+from tdse import config as cfgmod
+from tdse.grid import points
+from tdse.potential import centre_positions, envelope, soft_core
+from tdse.precheck import precheck
+from tdse.propagate import Propagator, initial_state, phase_blind_distance, run
+from tdse.snapshots import read
+from tdse.validate import check_dvr, check_order, check_propagation, make_config, reference_step
+
+
+# ------------------------------------------------------------------ schemes
+def test_cfm4_coefficients_are_blanes_moan():
+    s = schemes.get("cfm4")
+    r3 = math.sqrt(3)
+    assert s.nodes == pytest.approx((0.5 - r3 / 6, 0.5 + r3 / 6))
+    (w1, w2), (w3, w4) = s.factors
+    assert (w3, w4) == pytest.approx((0.25 - r3 / 6, 0.25 + r3 / 6))  # acts second
+    assert (w1, w2) == (w4, w3)  # the first factor has the weights swapped
+    assert s.scales() == pytest.approx((0.5, 0.5)) and s.order == 4
+    with pytest.raises(ValueError, match="scheme"):
+        schemes.get("rk4")
+
+
+@pytest.mark.parametrize("scheme", ["midpoint", "cfm4"])
+@pytest.mark.parametrize("method", ["auto", "chebyshev"])
+def test_static_step_is_the_exact_exponential(scheme, method):
+    """A time-independent H: every scheme is exp(-i H dt) exactly (eigendecomposition)."""
+    cfg = make_config(n=64, dx=0.2, a=0.5, Z=2.0, amp=0.0, dt=0.05, steps=4, method=method,
+                      tol=1e-14, scheme=scheme, stencil="dvr")
+    prop = Propagator(cfg, precheck(cfg, check_resolution=False).plan)
+    w, V = np.linalg.eigh(hamiltonian.dense(cfg, 0.0))
+    ref = (V * np.exp(-1j * 0.05 * w)) @ V.T
+    assert np.abs(prop.operator(0) - ref).max() < 1e-12
+
+
+def test_every_scheme_method_and_stencil_matches_scipy_per_factor():
+    for c in check_propagation(steps=30):
+        assert c["passed"], c
+
+
+def test_observed_orders_are_2_and_4():
+    for c in check_order():
+        assert c["passed"], c
+        assert c["errors"][0] > c["errors"][1] > c["errors"][2] > 1e-12  # above the floor
+
+
+def test_cfm4_beats_midpoint_at_ten_times_the_step():
+    """The audit's claim: cfm4 at dt is more accurate than midpoint at dt/10 (N = 64)."""
+    from tdse.validate import observed_order
+    e_mid, _ = observed_order("midpoint", dts=(0.005,), ref_div=16)
+    e_cf, _ = observed_order("cfm4", dts=(0.05,), ref_div=160)
+    assert e_cf[0] < e_mid[0]
+
+
+# ------------------------------------------------------------------ Chebyshev
+def test_chebyshev_tail_bound_is_a_bound_and_tight_enough():
+    for R in (0.1, 1.0, 7.5, 60.0, 400.0):
+        K = chebyshev.terms(R, 1e-12)
+        k = np.arange(K + 1, K + 2000)
+        true = 2 * np.abs(scipy.special.jv(k, R)).sum()
+        assert true <= chebyshev.tail_bound(R, K) <= 1e-12
+        assert chebyshev.tail_bound(R, K - 1) > 1e-12 or K == max(1, math.ceil(R))
+        # not wasteful: within 2 % (+1) of the fewest terms whose true tail meets 1e-12
+        fewest = next(m for m in range(1, K + 1)
+                      if 2 * np.abs(scipy.special.jv(np.arange(m + 1, m + 2000), R)).sum() <= 1e-12)
+        assert K <= 1.02 * fewest + 1
+
+
+@pytest.mark.parametrize("tau", [0.003, 0.4, 6.0])
+def test_chebyshev_matches_expm_for_vectors_and_blocks(rng, tau):
+    n = 50
+    G = rng.standard_normal((n, n))
+    G = G + G.T
+    w = np.linalg.eigvalsh(G)
+    X = rng.standard_normal((n, 4)) + 1j * rng.standard_normal((n, 4))
+    ref = scipy.linalg.expm(-1j * tau * G) @ X
+    Y, info = chebyshev.expm_apply(lambda Z: G @ Z, X, tau, w[0] - 0.3, w[-1] + 0.1, 1e-13)
+    assert np.abs(Y - ref).max() < 1e-12 * np.abs(ref).max()
+    y, _ = chebyshev.expm_apply(lambda Z: G @ Z, X[:, 0], tau, w[0], w[-1], 1e-13)
+    assert np.abs(y - ref[:, 0]).max() < 1e-12 * np.abs(ref).max()
+    with pytest.raises(ValueError, match="lo <= hi"):
+        chebyshev.expm_apply(lambda Z: G @ Z, X, tau, 1.0, 0.0, 1e-13)
+
+
+def test_operator_mode_with_chebyshev_equals_psi_path(rng):
+    cfg = make_config(n=48, dx=0.25, a=0.5, Z=2.0, amp=0.3, dt=0.02, steps=10,
+                      method="chebyshev", tol=1e-14, scheme="cfm4")
+    prop = Propagator(cfg)
+    psi0 = rng.standard_normal(48) + 1j * rng.standard_normal(48)
+    psi, U = psi0.copy(), np.eye(48, dtype=complex)
+    for j in range(10):
+        psi, U = prop.step(psi, j), prop.step_operator(U, j)
+    assert np.abs(U @ psi0 - psi).max() < 1e-12 * np.abs(psi).max()
+    assert np.abs(U.conj().T @ U - np.eye(48)).max() < 1e-12
+
+
+# ------------------------------------------------------------------ DVR and bounds
+def test_dvr_soft_core_a2_gives_minus_half():
+    (c,) = check_dvr()
+    assert c["passed"], c
+
+
+def test_dvr_converges_exponentially_where_fd_does_not():
+    """Soft-core H (a = 1): the DVR at dx = 0.2 beats the 5-point stencil at dx = 0.1 by
+    a factor 1e6, and each halving of dx takes its error e to below e^1.5 (faster than
+    any power of dx)."""
+    def E0(stencil, dx):
+        cfg = make_config(n=int(round(40 / dx)), dx=dx, stencil=stencil, a=1.0, Z=1.0, amp=0.0)
+        return hamiltonian.eigenstates(cfg, 0.0, 1)[0][0]
+    ref = E0("dvr", 0.1)
+    e = [abs(E0("dvr", dx) - ref) for dx in (0.8, 0.4, 0.2)]
+    assert e[2] < 1e-6 * abs(E0(5, 0.1) - ref)
+    assert e[1] < e[0] ** 1.5 and e[2] < e[1] ** 1.5  # faster than any power of dx
+
+
+@pytest.mark.parametrize("stencil", [3, 5, "dvr"])
+def test_apply_matches_dense_for_vectors_and_blocks(rng, stencil):
+    cfg = make_config(n=40, dx=0.2, stencil=stencil)
+    v = soft_core(cfg.potential, points(cfg.grid), 0.3)
+    G = hamiltonian.generator_dense(cfg, 0.5, v)
+    X = rng.standard_normal((40, 3)) + 1j * rng.standard_normal((40, 3))
+    scale = np.abs(G).max() * np.abs(X).max()
+    assert np.abs(hamiltonian.apply(cfg, X, v, np, 0.5) - G @ X).max() < 1e-12 * scale
+    assert np.abs(hamiltonian.apply(cfg, X[:, 1], v, np, 0.5) - G @ X[:, 1]).max() < 1e-12 * scale
+
+
+@pytest.mark.parametrize("stencil", [3, 5, "dvr"])
+@pytest.mark.parametrize("scale", [1.0, 0.5])
+def test_spectrum_bounds_contain_the_spectrum_and_are_tight(stencil, scale):
+    cfg = make_config(n=200, stencil=stencil)
+    v = soft_core(cfg.potential, points(cfg.grid), 0.0)
+    w = np.linalg.eigvalsh(hamiltonian.generator_dense(cfg, scale, v))
+    lo, hi = hamiltonian.spectrum_bounds(stencil, cfg.grid.dx, v.min(), v.max(), scale)
+    assert lo <= w[0] and w[-1] <= hi
+    assert (hi - lo) < 1.2 * (w[-1] - w[0])
+
+
+# ------------------------------------------------------------------ the smooth drive
+def test_ramp_starts_at_rest_and_joins_the_drive():
+    s = lambda t: envelope(2.0, t)  # noqa: E731
+    assert s(0.0) == 0.0 and s(2.0) == 1.0 and s(5.0) == 1.0 and envelope(0.0, 0.3) == 1.0
+    h = 1e-6
+    assert abs((s(h) - s(0.0)) / h) < 1e-5  # zero slope at t = 0
+    assert abs((s(2.0) - s(2.0 - h)) / h) < 1e-5  # and where it joins s = 1
+    text = open(os.path.join(os.path.dirname(__file__), "..", "inputs", "h2plus_moving_ramped.toml")).read()
+    cfg = cfgmod.loads(text)
+    X = centre_positions(cfg.potential, np.array([0.0, 1e-6]))
+    assert np.all(np.abs(X[:, 1] - X[:, 0]) / 1e-6 < 1e-4)  # the centres start at rest
+    abrupt = cfgmod.loads(text.replace("ramp = 2.0", "ramp = 0.0"))
+    Xa = centre_positions(abrupt.potential, np.array([0.0, 1e-6]))
+    assert np.allclose((Xa[:, 1] - Xa[:, 0]) / 1e-6, 1.5, rtol=1e-4)  # alpha beta
+
+
+def test_notes_name_the_abrupt_start_only_when_there_is_one(inputs_dir):
+    pc = precheck(cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")))
+    assert any("abruptly" in n and "1.5" in n for n in pc.notes)
+    pc = precheck(cfgmod.load(os.path.join(inputs_dir, "h2plus_moving_ramped.toml")))
+    assert not pc.notes
+
+
+# ------------------------------------------------------------------ config keys
+@pytest.mark.parametrize("edit, key, words", [
+    (("stencil = 3", 'stencil = "dvr2"'), "grid.stencil", "dvr"),
+    (("stencil = 3", "stencil = true"), "grid.stencil", "3 or 5"),
+    (('method = "auto"', 'method = "lanczos"'), "propagator.method", "chebyshev"),
+    (('method = "auto"', 'method = "auto"\nscheme = "rk4"'), "propagator.scheme", "cfm4"),
+    (('method = "auto"', 'method = "auto"\nerror_window = 0.0013'), "propagator.error_window", "whole"),
+    (('method = "auto"', 'method = "auto"\nerror_window = 5.0'), "propagator.error_window", "t_end"),
+    (("every = 20", "every = 20\nobservables_every = 0"), "output.observables_every", ">= 1"),
+    (("frequency = 3.0", "frequency = 3.0\nramp = -1.0"), "potential.centres[0].ramp", ">= 0"),
+])
+def test_new_keys_are_validated(inputs_dir, edit, key, words):
+    text = open(os.path.join(inputs_dir, "tiny.toml")).read()
+    assert edit[0] in text
+    with pytest.raises(cfgmod.ConfigError) as e:
+        cfgmod.loads(text.replace(edit[0], edit[1], 1))
+    assert e.value.key == key and words in str(e.value)
+
+
+def test_scheme_and_window_defaults(inputs_dir):
+    tiny = cfgmod.load(os.path.join(inputs_dir, "tiny.toml"))
+    assert tiny.propagator.scheme == "cfm4" and tiny.propagator.error_window == 20  # 200 steps / 10
+    static = cfgmod.load(os.path.join(inputs_dir, "h2plus_static.toml"))
+    assert static.propagator.scheme == "midpoint" and static.propagator.error_window == 0
+    fig6 = cfgmod.load(os.path.join(inputs_dir, "thesis_fig6.toml"))
+    assert (fig6.grid.stencil, fig6.grid.dx, fig6.propagator.scheme, fig6.propagator.method,
+            fig6.propagator.terms, fig6.time.dt) == (3, 0.1, "midpoint", "taylor", 10, 0.002)
+
+
+# ------------------------------------------------------------------ in-run error estimate
+def test_time_error_estimate_tracks_the_true_error(tmp_path, inputs_dir):
+    """The step-doubling estimate at the window's end against the error measured with a
+    run at dt/16 (same grid): within a factor 2 either way."""
+    cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml"))
+    cfg = dataclasses.replace(cfg, time=dataclasses.replace(cfg.time, dt=0.05),
+                              propagator=dataclasses.replace(cfg.propagator, error_window=20))
+    res = run(cfg, tmp_path, backend="numpy")
+    est = res.time_error
+    assert est["window_steps"] == 20 and est["order"] == 4
+    ref_cfg = dataclasses.replace(cfg, time=dataclasses.replace(cfg.time, dt=0.05 / 16),
+                                  propagator=dataclasses.replace(cfg.propagator, error_window=0,
+                                                                 method="chebyshev", tolerance=1e-14))
+    d = read(res.path)
+    _, phi = hamiltonian.eigenstates(cfg, 0.0, 1)
+    psi = initial_state(ref_cfg, points(cfg.grid), phi)
+    prop = Propagator(ref_cfg)
+    for j in range(16 * 20):
+        psi = prop.step(psi, j)
+    got = d["snapshots/psi"][list(d["snapshots/step"]).index(20)]
+    true = phase_blind_distance(got, psi, cfg.grid.dx)
+    assert 0.5 < est["error_at_window"] / true < 2.0, (est, true)
+    assert d["attrs"]["time_error"]  # stored in the file
+
+
+def test_run_records_observables_every_step_and_the_numerics(tmp_path, inputs_dir):
+    cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml"))
+    d = read(run(cfg, tmp_path, backend="numpy").path)
+    assert d["observables/t"].size == cfg.time.steps + 1
+    assert d["snapshots/t"].size == cfg.time.steps // cfg.output.every + 1
+    P = d["observables/populations_ht"]
+    assert np.allclose(d["observables/n_mean"], P @ np.arange(P.shape[1]))
+    assert d["observables/n_mean"][0] == pytest.approx(0.0, abs=1e-12)  # the ground state
+    assert np.allclose(d["observables/norm"], 1, atol=1e-12)
+    a = d["attrs"]
+    assert (a["scheme"], a["method"], a["stencil"], a["steps"]) == ("cfm4", "auto", "3", 200)
+    assert "not the solution" in a["bounds_meaning"]
+
+
+def test_n_mean_of_eigenstate_n_is_n():
+    from tdse.observables import n_mean
+    for k in range(4):
+        P = np.zeros(4)
+        P[k] = 1.0
+        assert n_mean(P) == k
+
+
+def test_resolution_warning_names_a_dx_that_passes(inputs_dir):
+    pc = precheck(cfgmod.load(os.path.join(inputs_dir, "thesis_fig6.toml")))
+    (w,) = [w for w in pc.warnings if "under-resolves" in w]
+    assert "0.177 Ha" in w and "dx <= 0.0075" in w
+    r = pc.resolution
+    assert r["E0_error"] == pytest.approx(0.1765, abs=1e-3)
+    # the named dx passes: the 3-point error there is within the tolerance
+    fine = make_config(n=int(round(25.6 / 0.00625)), dx=0.00625, stencil=3, amp=0.0)
+    coarse = make_config(n=256, dx=0.1, stencil=3, amp=0.0)
+    e_fine = abs(hamiltonian.eigenstates(fine, 0.0, 1)[0][0] - r["E0_reference"])
+    assert e_fine < 1e-3 < abs(hamiltonian.eigenstates(coarse, 0.0, 1)[0][0] - r["E0_reference"])
+    assert not precheck(cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml"))).warnings
