@@ -40,6 +40,16 @@ def _say(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
+def _blas_threads(n):
+    """A context limiting BLAS to n threads (threadpoolctl), or nothing where it is absent."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        import contextlib
+        return contextlib.nullcontext()
+    return threadpool_limits(n)
+
+
 # ---------------------------------------------------------------- engine: mgemm bench
 def _engine_args(p):
     p.add_argument("--n", type=int, nargs="+", default=[32768])
@@ -256,7 +266,6 @@ def _accuracy(a):
     wall time of that run, and its exponentials; the error is the L2 distance up to a
     global phase.  Same grid for all (the input's), psi only, one process, in turn."""
     import dataclasses
-    from threadpoolctl import threadpool_limits
 
     from tdse import config as cfgmod, hamiltonian
     from tdse.grid import points
@@ -285,7 +294,7 @@ def _accuracy(a):
         return psi, time.perf_counter() - t0, prop.exponentials
 
     rows = []
-    with threadpool_limits(threads):
+    with _blas_threads(threads):
         ladder = [a.t_end / 2 ** k for k in range(3, 17)]
         ref, _, _ = final(config("cfm4", "chebyshev", ladder[-1] / 4, 1e-14))
         for scheme in a.schemes:
@@ -329,7 +338,6 @@ def _step_cost(a):
     """Seconds per cfm4 step (the input's dt) for psi alone or the whole U(t), per stencil,
     N and exponential method, on this machine: where each method wins."""
     import dataclasses
-    from threadpoolctl import threadpool_limits
 
     from tdse import config as cfgmod
     from tdse.precheck import precheck
@@ -346,7 +354,7 @@ def _step_cost(a):
         if xp is not np:
             for d in range(a.gpus):
                 xp.cuda.Device(d).synchronize()
-    with threadpool_limits(threads):
+    with _blas_threads(threads):
         for n in a.n:
             for st in a.stencils:
                 stencil = int(st) if st in ("3", "5") else st
