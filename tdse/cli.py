@@ -272,9 +272,11 @@ def validate(as_json, quick):
     if as_json:
         click.echo(json.dumps(res, indent=1))
     else:
-        click.echo(f"{'check':30s} {'cases':>5s} {'worst err/tol':>14s}  result")
-        for name, count, worst, ok in summary_rows(res):
-            click.echo(f"{name:30s} {count:5d} {worst:14.3g}  {'pass' if ok else 'FAIL'}")
+        rows = summary_rows(res)
+        w = max(len(r[0]) for r in rows)
+        click.echo(f"{'check':{w}s} {'cases':>5s} {'worst err/tol':>14s}  result")
+        for name, count, worst, ok in rows:
+            click.echo(f"{name:{w}s} {count:5d} {worst:14.3g}  {'pass' if ok else 'FAIL'}")
         click.echo("all passed" if res["passed"] else "FAILED")
     if not res["passed"]:
         sys.exit(1)

@@ -81,6 +81,8 @@ def test_validate_quick_json(runner):
     assert r.exit_code == 0, r.output[-2000:]
     res = json.loads(r.output)
     assert res["passed"] and len(res["checks"]) > 20
+    kinds = {c["check"] for c in res["checks"]}
+    assert {"expm", "propagation", "chebyshev_reference", "order", "static_phase", "dvr", "nodes"} <= kinds
 
 
 def test_info(runner):
