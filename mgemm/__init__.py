@@ -9,7 +9,7 @@ from .plan import ExpmPlan, plan_expm
 from . import executors
 from .executors import last_trace
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = ["gemm", "expm", "expm_plan_for", "ExpmPlan", "plan_expm", "executors",
            "COMPLEX_METHODS", "last_trace", "__version__"]

@@ -17,7 +17,13 @@ def _need_gpus(command, gpus=(1,)):
         raise click.UsageError(f"--gpus {max(gpus)}: only {have} GPUs present")
 
 
+def _version():
+    from . import __version__
+    return __version__
+
+
 @click.group()
+@click.version_option(_version(), prog_name="mgemm")
 def main():
     """Band-based asynchronous multi-GPU GEMM (Choi, Nikolskiy & Stegailov)."""
 
@@ -135,6 +141,10 @@ def model(n, gpus, bw_math, bw_mem, bw_transfer, latency, dtype, complex_method,
         vals[key] = _si(raw)
         if vals[key] is None:
             raise click.UsageError(f"{key}={raw!r} is not a number")
+        bare = str(raw).strip()[-1:].upper() not in "KMGTP"
+        if key != "--latency" and bare and vals[key] < 1e6:
+            raise click.UsageError(f"{key}={raw!r} reads as {vals[key]:g} per second; give a unit "
+                                   f"suffix (e.g. {raw}T for {raw}e12) or the full number")
     try:
         hw = Hardware(vals["--bw-math"], vals["--bw-mem"], vals["--bw-transfer"], vals["--latency"])
         rep = model_report(n, gpus, hw, dtype, complex_method, variant)

@@ -66,20 +66,41 @@ def main():
     Atomic units throughout (hbar = m_e = e = 1)."""
 
 
+#: refuse a CPU run estimated to take longer than this unless --yes
+CPU_LIMIT_HOURS = 1.0
+
+
+def _run_options(f):
+    """Options shared by `tdse run` and `tdse resume`."""
+    opts = [
+        click.option("--backend", type=click.Choice(["auto", "numpy", "cupy"]), default="auto",
+                     show_default=True),
+        click.option("--devices", default=None, help="GPU ids for --backend cupy, e.g. 0,1,2,3"),
+        click.option("--force", is_flag=True, help="overwrite an existing OUT/<name>.h5"),
+        click.option("--allow-inaccurate", is_flag=True,
+                     help="run although the exponential misses its tolerance (precheck)"),
+        click.option("--threads", type=int, default=None,
+                     help="BLAS threads on the CPU (default: by matrix size and free CPUs)"),
+        click.option("--yes", is_flag=True,
+                     help=f"run even if the CPU estimate exceeds {CPU_LIMIT_HOURS:g} h"),
+        click.option("--quiet", "-q", is_flag=True, help="no progress bar, notes or plots list"),
+        click.option("--no-plots", is_flag=True, help="skip the pictures"),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
 @main.command()
 @click.argument("input_file", metavar="INPUT", type=click.Path(dir_okay=False))
 @click.option("--out", "out_dir", default="outputs", show_default=True, help="results folder")
-@click.option("--backend", type=click.Choice(["auto", "numpy", "cupy"]), default="auto",
-              show_default=True)
-@click.option("--devices", default=None, help="GPU ids for --backend cupy, e.g. 0,1,2,3")
-@click.option("--force", is_flag=True, help="overwrite OUT/<name>.h5; run even if the dt check fails")
 @click.option("--resume", "resume_file", default=None, metavar="FILE.h5",
               help="continue an interrupted run (same as `tdse resume FILE.h5`)")
-@click.option("--no-plots", is_flag=True, help="skip the pictures")
-def run(input_file, out_dir, backend, devices, force, resume_file, no_plots):
+@_run_options
+def run(input_file, out_dir, resume_file, **opts):
     """Propagate INPUT and write OUT/<name>.h5 and its plots."""
     if resume_file:
-        return _resume(resume_file, backend, devices, force, no_plots, input_file)
+        return _resume(resume_file, input_file, **opts)
     cfg = _load(input_file)
     try:
         os.makedirs(out_dir, exist_ok=True)
@@ -87,23 +108,19 @@ def run(input_file, out_dir, backend, devices, force, resume_file, no_plots):
         raise InputError(f"--out = {out_dir!r}: cannot create the folder ({e.strerror})") from None
     if not os.access(out_dir, os.W_OK):
         raise InputError(f"--out = {out_dir!r}: folder is not writable")
-    _go(cfg, input_file, out_dir, backend, devices, force, no_plots, None)
+    _go(cfg, input_file, out_dir, None, **opts)
 
 
 @main.command()
 @click.argument("h5file", metavar="FILE.h5", type=click.Path(dir_okay=False))
-@click.option("--backend", type=click.Choice(["auto", "numpy", "cupy"]), default="auto",
-              show_default=True)
-@click.option("--devices", default=None, help="GPU ids for --backend cupy, e.g. 0,1,2,3")
-@click.option("--force", is_flag=True, help="overwrite a finished OUT/<name>.h5 of the same name")
-@click.option("--no-plots", is_flag=True, help="skip the pictures")
-def resume(h5file, backend, devices, force, no_plots):
+@_run_options
+def resume(h5file, **opts):
     """Continue an interrupted run from its last whole snapshot (input read from the file)."""
-    _resume(h5file, backend, devices, force, no_plots, None)
+    _resume(h5file, None, **opts)
 
 
-def _resume(h5file, backend, devices, force, no_plots, input_file):
-    from .config import loads
+def _resume(h5file, input_file, **opts):
+    from .config import loads, to_toml
     from .snapshots import NotOurFile, resume_state
     try:
         state = resume_state(h5file)
@@ -115,41 +132,54 @@ def _resume(h5file, backend, devices, force, no_plots, input_file):
         raise InputError(f"{h5file}: its stored input is not valid any more: {e}") from None
     if input_file is not None:
         given = _load(input_file)
-        if given.source != cfg.source:
+        if to_toml(given) != to_toml(cfg):
             raise InputError(f"--resume = {h5file!r}: the file was written for a different "
                              f"input than {input_file}; `tdse resume {h5file}` reads its own")
     out_dir = os.path.dirname(os.path.abspath(h5file))
-    _go(cfg, h5file, out_dir, backend, devices, force, no_plots, (state, h5file))
+    _go(cfg, h5file, out_dir, (state, h5file), **opts)
 
 
-def _go(cfg, label, out_dir, backend, devices, force, no_plots, resume_arg):
+def _go(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_inaccurate, threads,
+        yes, quiet, no_plots):
     from .interrupts import Interrupted
     from .precheck import precheck
     from .propagate import run as run_
+    from .resources import blas_threads, cpu_seconds_estimate, resolve_backend
     from .snapshots import OutputExists
+    say = (lambda m: None) if quiet else (lambda m: click.echo(m, err=True))
     try:
         pc = precheck(cfg)
+        name, _, _ = resolve_backend(backend, _devices(devices))
+        nthreads = blas_threads(cfg, threads)
     except ConfigError as e:
         raise InputError(f"{label}: {e}") from None
-    if not pc.ok and not force:  # a refusal is one line, nothing before it
-        raise InputError(f"{label}: time.dt = {cfg.time.dt}: {pc.message}")
+    if not pc.ok and not allow_inaccurate:  # a refusal is one line, nothing before it
+        raise InputError(f"{label}: time.dt = {cfg.time.dt}: {pc.message}; "
+                         f"--allow-inaccurate runs anyway")
+    if name == "numpy" and not yes:
+        est = cpu_seconds_estimate(cfg, pc, nthreads)
+        if est > 3600 * CPU_LIMIT_HOURS:
+            raise InputError(f"{label}: estimated {est / 3600:.1f} h on this CPU (N = {cfg.grid.n}, "
+                             f"{cfg.time.steps} steps, {nthreads} BLAS thread(s)); pass --yes to run "
+                             f"anyway, or --backend cupy to use GPUs")
     for w in pc.warnings:
         click.echo(f"warning: {w}", err=True)
     for note in pc.notes:
-        click.echo(f"note: {note}", err=True)
+        say(f"note: {note}")
     if not pc.ok:
-        click.echo(f"warning: --force: {pc.message}", err=True)
+        click.echo(f"warning: --allow-inaccurate: {pc.message}", err=True)
     what = f"resuming at step {resume_arg[0]['step']} of" if resume_arg else ""
     pr = cfg.propagator
-    click.echo(f"{cfg.name}: N = {cfg.grid.n} ({cfg.grid.stencil}{'-point' if cfg.grid.stencil != 'dvr' else ''}"
-               f" kinetic energy), {what} {cfg.time.steps} steps of dt = {cfg.time.dt:g}, "
-               f"scheme {pr.scheme}; exponentials: {pc.message}".replace("  ", " "), err=True)
+    say(f"{cfg.name}: N = {cfg.grid.n} ({cfg.grid.stencil}{'-point' if cfg.grid.stencil != 'dvr' else ''}"
+        f" kinetic energy), {what} {cfg.time.steps} steps of dt = {cfg.time.dt:g}, "
+        f"scheme {pr.scheme}; exponentials: {pc.message}".replace("  ", " "))
     import warnings
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ResourceWarning)
             res = run_(cfg, out_dir, backend=backend, devices=_devices(devices), force=force,
-                       progress=True, precheck_result=pc, resume=resume_arg)
+                       progress=not quiet, precheck_result=pc, resume=resume_arg,
+                       allow_inaccurate=allow_inaccurate, threads=nthreads)
     except ConfigError as e:
         raise InputError(str(e)) from None
     except OutputExists as e:
@@ -168,7 +198,8 @@ def _go(cfg, label, out_dir, backend, devices, force, no_plots, resume_arg):
     if not no_plots:
         from .plots import plot_run
         for p in plot_run(res.path, out_dir):
-            click.echo(f"wrote {p}")
+            if not quiet:
+                click.echo(f"wrote {p}")
 
 
 def error_summary(cfg, pc, time_error):
@@ -178,12 +209,14 @@ def error_summary(cfg, pc, time_error):
     if time_error:
         e = time_error
         out.append(f"time-discretisation error of psi ({e['scheme']}, order {e['order']}, "
-                   f"dt = {e['dt']:g}), estimated by step doubling over the first "
-                   f"{e['window_steps']} steps: {e['error_at_window']:.2g} at t = "
-                   f"{e['t_window']:.4g}; about {e['error_at_t_end_linear']:.2g} at t_end = "
-                   f"{e['t_end']:.4g} if it grows linearly")
+                   f"dt = {e['dt']:g}), estimated by step doubling over t = "
+                   f"{e.get('t_window_start', 0.0):.4g}..{e['t_window']:.4g} ({e['window_steps']} "
+                   f"steps): {e['error_at_window']:.2g}; about {e['error_at_t_end_linear']:.2g} "
+                   f"over the whole run to t_end = {e['t_end']:.4g} if it grows linearly")
     elif not cfg.time_dependent:
         out.append("time-discretisation error: none (H does not depend on time; the scheme is exact)")
+    elif pr.error_window:
+        out.append("time-discretisation error: not estimated (the run resumed past its window)")
     else:
         out.append("time-discretisation error: not estimated (propagator.error_window = 0)")
     if pr.method == "chebyshev":
@@ -210,8 +243,12 @@ def states(input_file, count, as_json):
     if as_json:
         click.echo(json.dumps({"energies": [float(e) for e in E], "units": "hartree"}))
     else:
+        click.echo(f"# {cfg.name}: lowest eigenvalues of the molecular H(0) ({cfg.grid.stencil}"
+                   f"{'-point' if cfg.grid.stencil != 'dvr' else ''}, N = {cfg.grid.n}, "
+                   f"dx = {cfg.grid.dx:g} bohr); atomic units")
+        click.echo(f"{'n':>4}  {'E_n (hartree)':>18}  {'E_n - E_0 (hartree)':>20}")
         for n, e in enumerate(E):
-            click.echo(f"{n:4d}  {e: .12f}")
+            click.echo(f"{n:4d}  {e:18.12f}  {e - E[0]:20.12f}")
 
 
 @main.command()
@@ -263,6 +300,58 @@ def converge(input_file, levels, target, stencils, samples, box, out_dir, force,
 
 
 @main.command()
+@click.argument("h5file", metavar="FILE.h5", type=click.Path(dir_okay=False))
+@click.option("--kind", type=click.Choice(["hhg", "autocorrelation"]), default="hhg", show_default=True,
+              help="hhg: |FFT of the dipole acceleration|^2 vs harmonic order; autocorrelation: "
+                   "spectrum of <psi(0)|psi(t)> (peaks at the eigenenergies)")
+@click.option("--window", "win", type=click.Choice(["hann", "blackman", "none"]), default="hann",
+              show_default=True)
+@click.option("--out", "out_dir", default=None, help="folder for PNG + JSON (default: beside FILE)")
+@click.option("--force", is_flag=True, help="overwrite the outputs")
+def spectrum(h5file, kind, win, out_dir, force):
+    """Harmonic or autocorrelation spectrum of a run (PNG + JSON)."""
+    from .plots import plot_spectrum
+    from .snapshots import NotOurFile, read
+    from .spectra import from_file, peaks
+    try:
+        d = read(h5file)
+        res = from_file(d, kind, win)
+    except (NotOurFile, ValueError, KeyError) as e:
+        raise InputError(str(e)) from None
+    out_dir = out_dir or os.path.dirname(os.path.abspath(h5file))
+    base = os.path.join(out_dir, f"{res['name']}_spectrum_{kind}")
+    _fresh_outputs(out_dir, base, force)
+    _write_json(base + ".json", res)
+    plot_spectrum(res, base + ".png")
+    if kind == "autocorrelation":
+        found = peaks(res["energy"], res["power"])
+        click.echo(f"peaks (hartree, resolution {res['resolution']:.3g}): "
+                   + ", ".join(f"{e:.4f}" for e in found[:12]))
+    click.echo(f"wrote {base}.json, {base}.png")
+
+
+@main.command()
+@click.argument("h5file", metavar="FILE.h5", type=click.Path(dir_okay=False))
+@click.option("--out", "out_file", default=None, help="FILE.gif (pillow) or FILE.mp4 (ffmpeg); "
+              "default <name>.gif beside FILE")
+@click.option("--fps", type=click.IntRange(1, 120), default=15, show_default=True)
+@click.option("--force", is_flag=True, help="overwrite the output")
+def animate(h5file, out_file, fps, force):
+    """Animation of |psi|^2 and V(x, t) over the snapshots."""
+    from .plots import animate as animate_
+    from .snapshots import NotOurFile
+    if out_file is None:
+        base = os.path.splitext(os.path.basename(h5file))[0]
+        out_file = os.path.join(os.path.dirname(os.path.abspath(h5file)), base + ".gif")
+    if os.path.exists(out_file) and not force:
+        raise InputError(f"output {out_file!r} exists; pass --force to overwrite it")
+    try:
+        click.echo(f"wrote {animate_(h5file, out_file, fps)}")
+    except (NotOurFile, ValueError, KeyError) as e:
+        raise InputError(str(e)) from None
+
+
+@main.command()
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--quick", is_flag=True, help="a smaller grid of expm cases")
 def validate(as_json, quick):
@@ -308,9 +397,11 @@ def plot(h5file, out_dir):
 @click.option("--out", "out_dir", default="outputs", show_default=True)
 @click.option("--backend", type=click.Choice(["auto", "numpy", "cupy"]), default="auto", show_default=True)
 @click.option("--devices", default=None, help="GPU ids for --backend cupy, e.g. 0,1,2,3")
-@click.option("--force", is_flag=True, help="overwrite the outputs; run even if the dt check fails")
+@click.option("--force", is_flag=True, help="overwrite the outputs")
+@click.option("--allow-inaccurate", is_flag=True, help="run although the exponential misses its tolerance")
 @click.option("--json", "as_json", is_flag=True)
-def floquet(input_file, period, steps, count, out_dir, backend, devices, force, as_json):
+def floquet(input_file, period, steps, count, out_dir, backend, devices, force, allow_inaccurate,
+            as_json):
     """One-period propagator U(T): quasi-energies and overlaps with H(0)'s eigenstates."""
     from .floquet import analyse, plot_floquet
     cfg = _load(input_file)
@@ -318,7 +409,8 @@ def floquet(input_file, period, steps, count, out_dir, backend, devices, force, 
     _fresh_outputs(out_dir, base, force)
     try:
         res = analyse(cfg, period=period, steps=steps, count=count, backend=backend,
-                      devices=_devices(devices), force=force, progress=not as_json)
+                      devices=_devices(devices), allow_inaccurate=allow_inaccurate,
+                      progress=not as_json)
     except ConfigError as e:
         raise InputError(f"{input_file}: {e}") from None
     _write_json(base + ".json", res)
@@ -336,6 +428,19 @@ def floquet(input_file, period, steps, count, out_dir, backend, devices, force, 
         click.echo(f"{s['n']:3d} {s['E_n']:16.10f} {s['E_n_T_mod_2pi']:14.10f} {s['phase']:14.10f} "
                    f"{s['quasi_energy']:14.10f} {s['overlap']:8.5f}")
     click.echo(f"wrote {base}.json, {base}.png")
+
+
+@main.command()
+@click.option("--markdown", is_flag=True, help="the input reference as markdown (docs/INPUT.md)")
+def keys(markdown):
+    """Every input key with its type, unit, default and meaning."""
+    from .config import KEYS, input_reference
+    if markdown:
+        click.echo(input_reference(), nl=False)
+        return
+    for k in KEYS:
+        unit = f" [{k.unit}]" if k.unit else ""
+        click.echo(f"{k.name}{unit} ({k.type}, default {k.default}): {k.meaning}")
 
 
 @main.command()

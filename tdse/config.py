@@ -1,9 +1,12 @@
-"""The one validation module: TOML text -> frozen dataclasses, or a one-line ConfigError.
+"""The one validation module: TOML (or a dict) -> frozen dataclasses, or a one-line ConfigError.
 
 Every error names the key and its actual value (STYLE.md item 5).  Unknown keys are
 rejected before any work; nothing is re-rounded (a dt that does not divide t_end, or a dx
-that does not divide the box, is an error, not a silent adjustment).
-All quantities are in atomic units (hbar = m_e = e = 1).
+that does not divide the box, is an error, not a silent adjustment).  :data:`KEYS` lists
+every key with its type, unit, default and meaning: it decides which keys are allowed,
+generates docs/INPUT.md (:func:`input_reference`), and :func:`to_toml` writes a Config
+back with every default resolved (the *effective* input a run file records and a resumed
+run continues).  All quantities are in atomic units (hbar = m_e = e = 1).
 """
 from __future__ import annotations
 
@@ -14,14 +17,26 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ConfigError", "Config", "Grid", "Centre", "Potential", "Initial", "Time",
-           "Propagator", "Output", "load", "loads", "memory_estimate", "available_memory",
-           "STENCILS", "SCHEMES", "METHODS", "WHOLE_RTOL"]
+__all__ = ["ConfigError", "Config", "Grid", "Centre", "Potential", "Field", "Absorber",
+           "Initial", "Time", "Propagator", "Output", "load", "loads", "load_config", "parse",
+           "to_toml", "input_reference", "KEYS", "memory_estimate", "available_memory",
+           "STENCILS", "SCHEMES", "METHODS", "ENVELOPES", "WHOLE_RTOL"]
 
 #: how close to a whole number (relative) a count such as (x_max - x_min)/dx must be
 WHOLE_RTOL = 1e-9
 #: dense N x N complex128 matrices alive at once during a step (H, A, powers, result)
 _DENSE_MATRICES = 10
+
+#: kinetic-energy discretisations: 3- and 5-point finite differences, Colbert-Miller sinc-DVR
+STENCILS = (3, 5, "dvr")
+SCHEMES = ("midpoint", "cfm4")
+METHODS = ("auto", "taylor", "chebyshev")
+ENVELOPES = ("sin2", "gaussian", "trapezoid")
+#: the absorber's default strength x width (hartree bohr): with the quadratic CAP this
+#: absorbs packets up to 8 Ha (k = 4) to ~1e-6 on the round trip (measured, tests/test_toolkit.py)
+ABSORBER_ETA_WIDTH = 40.0
+#: below this width (bohr) a 0.5 Ha packet reflects more than 1e-4 (measured: 15 -> 7e-5)
+ABSORBER_MIN_WIDTH = 15.0
 
 
 class ConfigError(ValueError):
@@ -35,12 +50,89 @@ class ConfigError(ValueError):
         super().__init__(f"{key} = {shown}: {problem}" if key else problem)
 
 
-#: kinetic-energy discretisations: 3- and 5-point finite differences, Colbert-Miller sinc-DVR
-STENCILS = (3, 5, "dvr")
-SCHEMES = ("midpoint", "cfm4")
-METHODS = ("auto", "taylor", "chebyshev")
+# ---------------------------------------------------------------- the keys
+@dataclass(frozen=True)
+class Key:
+    name: str          # dotted: "grid.dx", "potential.centres.x0" (an array of tables)
+    type: str
+    unit: str
+    default: str       # "required", or the default as written in TOML, or how it is derived
+    meaning: str
 
 
+KEYS = (
+    Key("name", "string", "", "required", "run name: the output is OUT/<name>.h5 (letters, digits, _ . -)"),
+    Key("grid.x_min", "number", "bohr", "required", "left end of the box"),
+    Key("grid.x_max", "number", "bohr", "required", "right end of the box (exclusive): x_j = x_min + j dx"),
+    Key("grid.dx", "number", "bohr", "required", "grid spacing; (x_max - x_min)/dx must be whole"),
+    Key("grid.stencil", "3 | 5 | \"dvr\"", "", "3", "kinetic energy: 3- or 5-point finite differences (psi = 0 "
+        "outside the box) or the Colbert-Miller sinc-DVR (dense, spectrally accurate)"),
+    Key("potential.a", "number", "bohr^2", "required", "soft-core parameter: V = -Z / sqrt((x - X)^2 + a) "
+        "(thesis eq. 10; most papers' a^2)"),
+    Key("potential.centres", "array of tables", "", "required", "the nuclei, [[potential.centres]] (one or more)"),
+    Key("potential.centres.x0", "number", "bohr", "required", "rest position"),
+    Key("potential.centres.Z", "number", "e", "required", "charge"),
+    Key("potential.centres.amplitude", "number", "bohr", "0", "alpha: X(t) = x0 + alpha s(t) sin(beta t + phase)"),
+    Key("potential.centres.frequency", "number", "1/(hbar/E_h)", "0", "beta (>= 0)"),
+    Key("potential.centres.phase", "number", "rad", "0", "phase of the motion (pi/2: start at a turning point)"),
+    Key("potential.centres.ramp", "number", "hbar/E_h", "0", "T_r: s(t) = sin^2(pi t / (2 T_r)) for t < T_r, "
+        "else 1 (0: the abrupt start of the thesis)"),
+    Key("field.E0", "number", "E_h/(e bohr)", "required in [field]", "peak electric field; V gains + x E(t) "
+        "(length gauge)"),
+    Key("field.omega", "number", "E_h/hbar", "required in [field]", "carrier frequency"),
+    Key("field.phase", "number", "rad", "0", "carrier-envelope phase: E = E0 f(t) sin(omega t + phase)"),
+    Key("field.duration", "number", "hbar/E_h", "required in [field]", "the pulse lasts 0 <= t <= duration; E = 0 after"),
+    Key("field.envelope", "\"sin2\" | \"gaussian\" | \"trapezoid\"", "", "\"sin2\"",
+        "f(t): sin^2(pi t/duration); exp(-4 ln2 (t - duration/2)^2 / fwhm^2); linear ramps of length "
+        "`ramp` at both ends"),
+    Key("field.fwhm", "number", "hbar/E_h", "duration/4", "gaussian envelope: full width at half maximum of f"),
+    Key("field.ramp", "number", "hbar/E_h", "duration/4", "trapezoid envelope: rise and fall time"),
+    Key("absorber.width", "number", "bohr", "required in [absorber]", "a complex absorbing potential -i W(x) "
+        "in the last `width` bohr at each edge"),
+    Key("absorber.strength", "number", "hartree", "40 / width", "eta: W = eta (depth/width)^power inside the "
+        "layer; measured with the default and width >= 15 bohr: < 1e-4 of a packet with 0.5-8 Ha "
+        "reflects (width 20: < 4e-6)"),
+    Key("absorber.power", "integer", "", "2", "the polynomial's power (2: quadratic; Riss & Meyer 1993)"),
+    Key("initial.state", "integer | \"gaussian\"", "", "0", "eigenstate index of H(0), or a Gaussian packet"),
+    Key("initial.x0", "number", "bohr", "0", "packet centre (state = \"gaussian\" only)"),
+    Key("initial.sigma", "number", "bohr", "1", "packet width: |psi|^2 ~ exp(-(x - x0)^2 / (2 sigma^2))"),
+    Key("initial.k0", "number", "1/bohr", "0", "packet momentum"),
+    Key("time.dt", "number", "hbar/E_h", "required", "time step; t_end/dt must be whole"),
+    Key("time.t_end", "number", "hbar/E_h", "required", "end time (the run starts at t = 0)"),
+    Key("propagator.scheme", "\"midpoint\" | \"cfm4\"", "", "cfm4 if H depends on t, else midpoint",
+        "time scheme: exponential midpoint (order 2) or commutator-free Magnus (order 4, two exponentials)"),
+    Key("propagator.method", "\"auto\" | \"taylor\" | \"chebyshev\"", "", "\"auto\"",
+        "each exponential: mgemm's dense exponent (fewest GEMMs; exact with an absorber too), the "
+        "thesis' Taylor series, or the matrix-free Chebyshev expansion (with an absorber: of the "
+        "Hermitian part, the absorber as a mask e^(-s W dt/2) on both sides)"),
+    Key("propagator.terms", "integer", "", "10", "Taylor terms k (method = \"taylor\")"),
+    Key("propagator.tolerance", "number", "", "1e-10", "error bound per exponential"),
+    Key("propagator.operator", "bool", "", "false", "also accumulate U(t) and store P_mn(t) between the lowest "
+        "states of H(0)"),
+    Key("propagator.error_window", "number", "hbar/E_h", "t_end/10 if H depends on t, else 0",
+        "the first error_window also run at dt/2: the time-discretisation error, estimated (0: none)"),
+    Key("output.every", "integer", "steps", "50", "snapshot (psi, centres, node count) every this many steps"),
+    Key("output.observables_every", "integer", "steps", "1", "observables (norm, <H>, <x>, <p>, acceleration, "
+        "populations, <n>, autocorrelation) every this many steps"),
+    Key("output.populations", "integer", "", "4", "K: populations of the lowest K eigenstates of H(0) and H(t)"),
+    Key("output.node_eps", "number", "", "0.01", "node count: only points with |psi| > node_eps max|psi|"),
+)
+SECTIONS = ("name", "grid", "potential", "field", "absorber", "initial", "time", "propagator", "output")
+_REQUIRED_SECTIONS = ("name", "grid", "potential", "time")
+
+
+def _allowed(prefix):
+    """Keys allowed directly under ``prefix`` ("grid.", "potential.centres.", ...)."""
+    out = []
+    for k in KEYS:
+        if k.name.startswith(prefix):
+            rest = k.name[len(prefix):]
+            if "." not in rest:
+                out.append((rest, k.default == "required" or k.default.startswith("required")))
+    return out
+
+
+# ---------------------------------------------------------------- the dataclasses
 @dataclass(frozen=True)
 class Grid:
     x_min: float
@@ -68,13 +160,34 @@ class Centre:
 
 
 @dataclass(frozen=True)
+class Field:
+    """A laser pulse in the length gauge: V gains + x E(t), E = E0 f(t) sin(omega t + phase)."""
+    E0: float
+    omega: float
+    duration: float
+    phase: float = 0.0
+    envelope: str = "sin2"
+    fwhm: float = 0.0        # gaussian envelope
+    ramp: float = 0.0        # trapezoid envelope
+
+
+@dataclass(frozen=True)
 class Potential:
     a: float
     centres: tuple[Centre, ...]
+    field: Field | None = None
 
     @property
     def static(self) -> bool:
-        return not any(c.moving for c in self.centres)
+        return not any(c.moving for c in self.centres) and self.field is None
+
+
+@dataclass(frozen=True)
+class Absorber:
+    """-i W(x) with W = strength ((|x - x_in|)/width)^power inside the last ``width`` bohr."""
+    width: float
+    strength: float
+    power: int = 2
 
 
 @dataclass(frozen=True)
@@ -122,12 +235,18 @@ class Config:
     time: Time
     propagator: Propagator
     output: Output
+    absorber: Absorber | None = None
     source: str = field(default="", repr=False, compare=False)
 
     @property
     def time_dependent(self) -> bool:
-        """H depends on t (moving centres)."""
+        """H depends on t (moving centres or a field)."""
         return not self.potential.static
+
+    @property
+    def hermitian(self) -> bool:
+        """H is Hermitian (no absorber): the split/unitary path and Chebyshev apply."""
+        return self.absorber is None
 
 
 # ---------------------------------------------------------------- field checks
@@ -160,13 +279,17 @@ def _table(key, v):
     return v
 
 
-def _keys(prefix, table, allowed, required=()):
+def _keys(prefix, table, schema_prefix=None):
+    """Reject keys that :data:`KEYS` does not list under the prefix; require the required."""
+    spec = ([(s, s in _REQUIRED_SECTIONS) for s in SECTIONS] if prefix == "" else
+            _allowed(schema_prefix or prefix))
+    allowed = [k for k, _ in spec]
     for k in table:
         if k not in allowed:
             raise ConfigError(f"{prefix}{k}", table[k],
                               f"unknown key; allowed here: {', '.join(allowed)}")
-    for k in required:
-        if k not in table:
+    for k, required in spec:
+        if required and k not in table:
             raise ConfigError("", None, f"missing key `{prefix}{k}`")
 
 
@@ -180,7 +303,7 @@ def _whole(key, value, ratio, what):
 
 # ---------------------------------------------------------------- sections
 def _grid(t):
-    _keys("grid.", t, ("x_min", "x_max", "dx", "stencil"), ("x_min", "x_max", "dx"))
+    _keys("grid.", t)
     x_min = _number("grid.x_min", t["x_min"])
     x_max = _number("grid.x_max", t["x_max"])
     if x_min >= x_max:
@@ -196,8 +319,26 @@ def _grid(t):
     return Grid(x_min, x_max, dx, stencil)
 
 
-def _potential(t):
-    _keys("potential.", t, ("a", "centres"), ("a", "centres"))
+def _field(t):
+    _keys("field.", t)
+    E0 = _number("field.E0", t["E0"])
+    omega = _number("field.omega", t["omega"], positive=True)
+    duration = _number("field.duration", t["duration"], positive=True)
+    env = t.get("envelope", "sin2")
+    if env not in ENVELOPES:
+        raise ConfigError("field.envelope", env, "must be \"sin2\", \"gaussian\" or \"trapezoid\"")
+    for k, used in (("fwhm", "gaussian"), ("ramp", "trapezoid")):
+        if k in t and env != used:
+            raise ConfigError(f"field.{k}", t[k], f"only used with envelope = \"{used}\"")
+    fwhm = _number("field.fwhm", t.get("fwhm", duration / 4), positive=True) if env == "gaussian" else 0.0
+    ramp = _number("field.ramp", t.get("ramp", duration / 4), positive=True) if env == "trapezoid" else 0.0
+    if env == "trapezoid" and 2 * ramp > duration:
+        raise ConfigError("field.ramp", ramp, f"must be <= duration/2 = {duration / 2}")
+    return Field(E0, omega, duration, _number("field.phase", t.get("phase", 0.0)), env, fwhm, ramp)
+
+
+def _potential(t, fld):
+    _keys("potential.", t)
     a = _number("potential.a", t["a"], positive=True)
     cs = t["centres"]
     if not isinstance(cs, list) or not cs:
@@ -207,18 +348,31 @@ def _potential(t):
     for i, c in enumerate(cs):
         p = f"potential.centres[{i}]."
         _table(p[:-1], c)
-        _keys(p, c, ("x0", "Z", "amplitude", "frequency", "phase", "ramp"), ("x0", "Z"))
+        _keys(p, c, "potential.centres.")
         centres.append(Centre(
             _number(p + "x0", c["x0"]), _number(p + "Z", c["Z"]),
             _number(p + "amplitude", c.get("amplitude", 0.0)),
             _number(p + "frequency", c.get("frequency", 0.0), nonneg=True),
             _number(p + "phase", c.get("phase", 0.0)),
             _number(p + "ramp", c.get("ramp", 0.0), nonneg=True)))
-    return Potential(a, tuple(centres))
+    return Potential(a, tuple(centres), fld)
+
+
+def _absorber(t, grid: Grid):
+    _keys("absorber.", t)
+    width = _number("absorber.width", t["width"], positive=True)
+    if 2 * width >= grid.x_max - grid.x_min:
+        raise ConfigError("absorber.width", width,
+                          f"two layers must fit in the box of {grid.x_max - grid.x_min:g} bohr")
+    if width < 4 * grid.dx:
+        raise ConfigError("absorber.width", width, f"must span at least 4 grid points (4 dx = {4 * grid.dx:g})")
+    power = _integer("absorber.power", t.get("power", 2), 1, 8)
+    strength = _number("absorber.strength", t.get("strength", ABSORBER_ETA_WIDTH / width), positive=True)
+    return Absorber(width, strength, power)
 
 
 def _initial(t, n):
-    _keys("initial.", t, ("state", "x0", "sigma", "k0"))
+    _keys("initial.", t)
     state = t.get("state", 0)
     if isinstance(state, str):
         if state != "gaussian":
@@ -236,7 +390,7 @@ def _initial(t, n):
 
 
 def _time(t):
-    _keys("time.", t, ("dt", "t_end"), ("dt", "t_end"))
+    _keys("time.", t)
     dt = _number("time.dt", t["dt"], positive=True)
     t_end = _number("time.t_end", t["t_end"], positive=True)
     steps = _whole("time.t_end", t_end, t_end / dt, "t_end/dt")
@@ -245,8 +399,8 @@ def _time(t):
     return Time(dt, t_end)
 
 
-def _propagator(t, time: Time, time_dependent: bool):
-    _keys("propagator.", t, ("method", "terms", "tolerance", "operator", "scheme", "error_window"))
+def _propagator(t, time: Time, time_dependent: bool, hermitian: bool):
+    _keys("propagator.", t)
     method = t.get("method", "auto")
     if method not in METHODS:
         raise ConfigError("propagator.method", method,
@@ -273,7 +427,7 @@ def _propagator(t, time: Time, time_dependent: bool):
 
 
 def _output(t, n):
-    _keys("output.", t, ("every", "populations", "node_eps", "observables_every"))
+    _keys("output.", t)
     every = _integer("output.every", t.get("every", 50), 1)
     obs = _integer("output.observables_every", t.get("observables_every", 1), 1)
     pops = _integer("output.populations", t.get("populations", 4), 1, n)
@@ -298,17 +452,24 @@ def available_memory() -> int:
         return 1 << 34
 
 
-def memory_estimate(n: int, operator: bool = False) -> int:
+def _dense_count(operator: bool, method: str) -> int:
+    if method == "chebyshev":  # no dense matrix but U(t) and the recurrence's blocks
+        return 6 if operator else 0
+    return _DENSE_MATRICES + 2 * bool(operator)
+
+
+def memory_estimate(n: int, operator: bool = False, method: str = "auto") -> int:
     """Host bytes a run with N grid points needs (dense complex128 matrices dominate;
-    operator mode keeps U(t) and its update: two more)."""
-    return (_DENSE_MATRICES + 2 * bool(operator)) * 16 * n * n + 64 * n * 1024
+    operator mode keeps U(t) and its update: two more; Chebyshev keeps only vectors, or
+    U(t) and the recurrence's blocks in operator mode)."""
+    return _dense_count(operator, method) * 16 * n * n + 64 * n * 1024
 
 
-def _memory_check(grid: Grid, limit: int | None, operator: bool = False):
+def _memory_check(grid: Grid, limit: int | None, operator: bool = False, method: str = "auto"):
     limit = available_memory() if limit is None else limit
-    need = memory_estimate(grid.n, operator)
+    need = memory_estimate(grid.n, operator, method)
     if need > limit:
-        mats = _DENSE_MATRICES + 2 * bool(operator)
+        mats = max(1, _dense_count(operator, method))
         n_fit = int(math.sqrt(max(limit - 64 * 1024 * 1024, 0) / (mats * 16)))
         raise ConfigError("grid.dx", grid.dx, (
             f"gives N = {grid.n} points, whose dense matrices need {need / 2**30:.1f} GiB, "
@@ -319,27 +480,40 @@ def _memory_check(grid: Grid, limit: int | None, operator: bool = False):
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
+def parse(data: dict, source: str | None = None, *, memory_limit: int | None = None) -> Config:
+    """Validate a dict of sections (as TOML gives); raise ConfigError (one line)."""
+    if not isinstance(data, dict):
+        raise ConfigError("input", type(data).__name__, "must be a table of sections")
+    _keys("", data)
+    name = data["name"]
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ConfigError("name", name, "must be 1-128 characters of letters, digits, '_', '.', '-'")
+    sec = {k: _table(k, data.get(k, {})) for k in SECTIONS[1:]}
+    grid = _grid(sec["grid"])
+    fld = _field(sec["field"]) if "field" in data else None
+    potential = _potential(sec["potential"], fld)
+    absorber = _absorber(sec["absorber"], grid) if "absorber" in data else None
+    time = _time(sec["time"])
+    prop = _propagator(sec["propagator"], time, not potential.static, absorber is None)
+    _memory_check(grid, memory_limit, prop.operator, prop.method)
+    n = grid.n
+    cfg = Config(name, grid, potential, _initial(sec["initial"], n), time, prop,
+                 _output(sec["output"], n), absorber)
+    return _with_source(cfg, source if source is not None else to_toml(cfg))
+
+
+def _with_source(cfg: Config, source: str) -> Config:
+    object.__setattr__(cfg, "source", source)
+    return cfg
+
+
 def loads(text: str, *, memory_limit: int | None = None) -> Config:
     """Parse and validate TOML text; raise ConfigError (one line) on any problem."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError("", None, f"not valid TOML: {e}") from None
-    _keys("", data, ("name", "grid", "potential", "initial", "time", "propagator", "output"),
-          ("name", "grid", "potential", "time"))
-    name = data["name"]
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ConfigError("name", name, "must be 1-128 characters of letters, digits, '_', '.', '-'")
-    sec = {k: _table(k, data.get(k, {})) for k in
-           ("grid", "potential", "initial", "time", "propagator", "output")}
-    grid = _grid(sec["grid"])
-    potential = _potential(sec["potential"])
-    time = _time(sec["time"])
-    prop = _propagator(sec["propagator"], time, not potential.static)
-    _memory_check(grid, memory_limit, prop.operator)
-    n = grid.n
-    return Config(name, grid, potential, _initial(sec["initial"], n), time, prop,
-                  _output(sec["output"], n), source=text)
+    return parse(data, text, memory_limit=memory_limit)
 
 
 def load(path, **kw) -> Config:
@@ -355,3 +529,82 @@ def load(path, **kw) -> Config:
     except UnicodeDecodeError as e:
         raise ConfigError("input", str(path), f"is not UTF-8 text (byte {e.start})") from None
     return loads(text, **kw)
+
+
+def load_config(spec, **kw) -> Config:
+    """A Config from a TOML file path, TOML text, or a dict of sections (notebooks)."""
+    if isinstance(spec, Config):
+        return spec
+    if isinstance(spec, dict):
+        return parse(spec, **kw)
+    if isinstance(spec, str) and "\n" in spec and not os.path.exists(spec):
+        return loads(spec, **kw)
+    return load(spec, **kw)
+
+
+# ---------------------------------------------------------------- writing back
+def _toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def to_toml(cfg: Config) -> str:
+    """The effective input: every key with its value (defaults resolved), as TOML that
+    :func:`loads` reads back to an equal Config."""
+    g, p, i, t, pr, o = cfg.grid, cfg.potential, cfg.initial, cfg.time, cfg.propagator, cfg.output
+    lines = [f"name = {_toml_value(cfg.name)}", "", "[grid]",
+             f"x_min = {g.x_min!r}", f"x_max = {g.x_max!r}", f"dx = {g.dx!r}",
+             f"stencil = {_toml_value(g.stencil)}", "", "[potential]", f"a = {p.a!r}"]
+    for c in p.centres:
+        lines += ["", "[[potential.centres]]", f"x0 = {c.x0!r}", f"Z = {c.Z!r}",
+                  f"amplitude = {c.amplitude!r}", f"frequency = {c.frequency!r}",
+                  f"phase = {c.phase!r}", f"ramp = {c.ramp!r}"]
+    if p.field is not None:
+        f = p.field
+        lines += ["", "[field]", f"E0 = {f.E0!r}", f"omega = {f.omega!r}", f"phase = {f.phase!r}",
+                  f"duration = {f.duration!r}", f"envelope = {_toml_value(f.envelope)}"]
+        if f.envelope == "gaussian":
+            lines.append(f"fwhm = {f.fwhm!r}")
+        if f.envelope == "trapezoid":
+            lines.append(f"ramp = {f.ramp!r}")
+    if cfg.absorber is not None:
+        a = cfg.absorber
+        lines += ["", "[absorber]", f"width = {a.width!r}", f"strength = {a.strength!r}",
+                  f"power = {a.power}"]
+    lines += ["", "[initial]", f"state = {_toml_value(i.state)}"]
+    if i.state == "gaussian":
+        lines += [f"x0 = {i.x0!r}", f"sigma = {i.sigma!r}", f"k0 = {i.k0!r}"]
+    lines += ["", "[time]", f"dt = {t.dt!r}", f"t_end = {t.t_end!r}", "", "[propagator]",
+              f"scheme = {_toml_value(pr.scheme)}", f"method = {_toml_value(pr.method)}",
+              f"terms = {pr.terms}", f"tolerance = {pr.tolerance!r}",
+              f"operator = {_toml_value(pr.operator)}",
+              f"error_window = {pr.error_window * t.dt!r}", "", "[output]",
+              f"every = {o.every}", f"observables_every = {o.observables_every}",
+              f"populations = {o.populations}", f"node_eps = {o.node_eps!r}", ""]
+    return "\n".join(lines)
+
+
+def input_reference() -> str:
+    """docs/INPUT.md: every key of :data:`KEYS` (a test checks the file is this text)."""
+    out = ["# Input reference", "",
+           "Generated from `tdse.config.KEYS` (`tdse keys --markdown > docs/INPUT.md`); a test fails "
+           "when this file and the code differ.  TOML; atomic units throughout (hbar = m_e = e = 1: "
+           "lengths in bohr, times in hbar/E_h, energies in hartree).  Unknown keys are refused, "
+           "every bad value is one line naming the key and value (exit code 2), and nothing is "
+           "re-rounded.", ""]
+    section = None
+    for k in KEYS:
+        sec = k.name.split(".")[0] if "." in k.name else ""
+        if sec != section:
+            section = sec
+            out += ["", f"## [{sec}]" if sec else "## top level", "",
+                    "| key | type | unit | default | meaning |", "| --- | --- | --- | --- | --- |"]
+        cells = [f"`{k.name}`", k.type, k.unit, k.default, k.meaning]
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    out.append("")
+    return "\n".join(out)

@@ -32,7 +32,7 @@ import numpy as np
 from . import hamiltonian, observables, schemes
 from .config import Config, ConfigError, WHOLE_RTOL
 from .grid import points
-from .potential import soft_core
+from .potential import total
 from .propagate import initial_state
 from .stepper import Propagator
 
@@ -78,19 +78,20 @@ def observe(config: Config, times, count: int, progress=None) -> dict:
     want = {round(t / dt): t for t in times}
     prop = Propagator(config)
     out = {"energies": E0[:K].tolist(), "t": [], "P_h0": [], "P_ht": [], "n_mean": [],
-           "energy": []}
+           "energy": [], "yield": []}
     t0 = time.perf_counter()
 
     def record(step):
         t = step * dt
         Et, phit = hamiltonian.eigenstates(config, t, K)
         Pt = observables.populations(phit, psi, g.dx)
-        v = soft_core(config.potential, x, t)
+        v = total(config.potential, x, t)
         out["t"].append(t)
         out["P_h0"].append(observables.populations(phi0, psi, g.dx).tolist())
         out["P_ht"].append(Pt.tolist())
         out["n_mean"].append(observables.n_mean(Pt))
         out["energy"].append(observables.energy(config, psi, v))
+        out["yield"].append(1.0 - observables.norm(psi, g.dx))
     if 0 in want:
         record(0)
     for j in range(config.time.steps):
@@ -137,6 +138,8 @@ GROUPS = {  # name: (what, function of an observe() result, counts toward the ta
     "n_mean": ("<n>(t) = sum n P_n(t)", lambda r: r["n_mean"], False),
     "energy": ("<H(t)> (hartree)", lambda r: r["energy"], False),
     "energies": ("lowest eigenvalues of H(0) (hartree)", lambda r: r["energies"], False),
+    "yield": ("1 - norm (what an absorber took; the norm drift without one)",
+              lambda r: r["yield"], False),
 }
 
 
@@ -268,16 +271,17 @@ def table(doc) -> list[str]:
            f"at {len(doc['times'])} times up to t = {doc['times'][-1]:.4g}; exponentials: "
            f"{doc['exponential']}", ""]
     hdr = f"{'series':>10} {'level':>12} {'N':>6} {'steps':>6} {'P err':>9} {'<n> err':>9} " \
-          f"{'<H> err':>9} {'E_n err':>9} {'psi 1-F':>9} {'s':>6}"
+          f"{'<H> err':>9} {'E_n err':>9} {'yield err':>9} {'psi 1-F':>9} {'s':>6}"
     out.append(hdr)
 
     def rows(label, hs, s, unit):
         for i, h in enumerate(hs):
-            e = {g: s[g]["errors"][i] for g in GROUPS}
+            e = {g: (s[g]["errors"][i] if g in s else float("nan")) for g in GROUPS}
             c = s["runs"][i]
             out.append(f"{label:>10} {unit}={h:<9.4g} {c['n']:6d} {c['steps']:6d} "
                        f"{e['populations']:9.2e} {e['n_mean']:9.2e} {e['energy']:9.2e} "
-                       f"{e['energies']:9.2e} {s['final_psi'][i]['infidelity']:9.2e} {c['seconds']:6.1f}")
+                       f"{e['energies']:9.2e} {e['yield']:9.2e} "
+                       f"{s['final_psi'][i]['infidelity']:9.2e} {c['seconds']:6.1f}")
         o = s["populations"]["order"]
         out.append(f"{'':>10} observed order (populations): {'%.2f' % o if o is not None else 'n/a'}"
                    f"{'' if o is None else ''}; <H>: "

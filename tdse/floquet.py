@@ -42,6 +42,9 @@ def floquet_config(config: Config, period=None, steps=None) -> tuple[Config, flo
     """(config with t_end = T and dt = T/M, T, M, note).  With ``steps`` given, M is it;
     otherwise M is the whole number of steps nearest to T / time.dt, and when that
     changes dt the note says so (from what to what) -- it is never changed silently."""
+    if config.potential.field is not None:
+        raise ConfigError("field", "[field]", "a pulse is not periodic: Floquet analysis needs "
+                          "a periodic H (moving centres, no [field])")
     T = period if period is not None else common_period(config)
     if T is None:
         raise ConfigError("--period", None, "the potential is static: give the period T to use")
@@ -70,11 +73,11 @@ def floquet_config(config: Config, period=None, steps=None) -> tuple[Config, flo
     return cfg, T, M, note
 
 
-def one_period_propagator(cfg: Config, M: int, *, backend="numpy", devices=None, force=False,
-                          progress=False):
+def one_period_propagator(cfg: Config, M: int, *, backend="numpy", devices=None,
+                          allow_inaccurate=False, progress=False):
     from tqdm.auto import tqdm
     pc = precheck(cfg)
-    if not pc.ok and not force:
+    if not pc.ok and not allow_inaccurate:
         raise ConfigError("time.dt", cfg.time.dt, pc.message)
     name, xp, devices = resolve_backend(backend, devices)
     prop = Propagator(cfg, pc.plan, xp, step_gemm_opts(name, devices))
@@ -87,9 +90,10 @@ def one_period_propagator(cfg: Config, M: int, *, backend="numpy", devices=None,
 
 
 def analyse(config: Config, *, period=None, steps=None, count=8, backend="numpy", devices=None,
-            force=False, progress=False) -> dict:
+            allow_inaccurate=False, progress=False) -> dict:
     cfg, T, M, note = floquet_config(config, period, steps)
-    U, pc = one_period_propagator(cfg, M, backend=backend, devices=devices, force=force,
+    U, pc = one_period_propagator(cfg, M, backend=backend, devices=devices,
+                                  allow_inaccurate=allow_inaccurate,
                                   progress=progress)
     lam, F = np.linalg.eig(U)
     phases = np.mod(-np.angle(lam), 2 * math.pi)
@@ -120,13 +124,17 @@ def plot_floquet(res: dict, path: str):
     ph = np.asarray(res["phases"])
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(ph, np.zeros_like(ph), "|", color="0.6", ms=12, label="all Floquet phases")
+    placed = []
     for s in res["states"]:
         ax.plot(s["phase"], s["overlap"], "o", ms=6)
+        # stagger labels of nearby points so they do not overlap
+        near = sum(1 for p, o in placed if abs(p - s["phase"]) < 0.25 and abs(o - s["overlap"]) < 0.08)
         ax.annotate(f"n={s['n']}", (s["phase"], s["overlap"]), textcoords="offset points",
-                    xytext=(4, 4), fontsize=7)
+                    xytext=(4, 4 + 9 * near), fontsize=7)
+        placed.append((s["phase"], s["overlap"]))
     ax.set_xlim(0, 2 * math.pi)
     ax.set_ylim(-0.05, 1.08)
-    ax.set_xlabel("phase eps T mod 2 pi of the Floquet state")
+    ax.set_xlabel("phase eps T mod 2 pi of the Floquet state (rad)")
     ax.set_ylabel("|<F|n>|^2 with eigenstate n of H(0)")
     ax.set_title(f"{res['name']}: Floquet states, T = {res['period']:.5g} a.u., {res['steps']} steps")
     ax.legend(fontsize=7)

@@ -28,7 +28,7 @@ import numpy as np
 import scipy.linalg
 
 from .grid import points
-from .potential import soft_core
+from .potential import soft_core, total
 
 
 def kinetic_bands(stencil, dx: float) -> tuple[float, ...]:
@@ -56,6 +56,41 @@ def kinetic_max(stencil, dx: float) -> float:
 def order(stencil):
     """Convergence order in dx of the kinetic operator (None: exponential, the DVR)."""
     return {3: 2, 5: 4}.get(stencil)
+
+
+def kinetic_diagonal(stencil, dx: float) -> float:
+    """T_jj (the same on every row)."""
+    return math.pi ** 2 / 6.0 / (dx * dx) if stencil == "dvr" else kinetic_bands(stencil, dx)[0]
+
+
+def kinetic_offsum(stencil, dx: float) -> float:
+    """A bound on sum over i != j of |T_ij| in any column (1-norm radius): 2|d1| + 2|d2| for
+    the stencils, pi^2/(3 dx^2) for the DVR (2 sum_k 1/k^2)."""
+    if stencil == "dvr":
+        return math.pi ** 2 / 3.0 / (dx * dx)
+    d0, d1, d2 = kinetic_bands(stencil, dx)
+    return 2 * abs(d1) + 2 * abs(d2)
+
+
+def onenorm_bounds(stencil, dx, vmin, vmax, scale=1.0):
+    """(c, r): ||scale T + diag(v) - c I||_1 <= r for vmin <= v <= vmax (Gershgorin by
+    columns, centred on the diagonal's range), for the non-Hermitian (absorber) path."""
+    c = scale * kinetic_diagonal(stencil, dx) + 0.5 * (vmin + vmax)
+    return c, scale * kinetic_offsum(stencil, dx) + 0.5 * (vmax - vmin)
+
+
+def absorber_profile(config, x=None) -> np.ndarray:
+    """W(x) >= 0 of the complex absorbing potential -i W: strength ((d)/width)^power at
+    depth d into the layer of ``width`` bohr at each edge, 0 inside (a polynomial CAP,
+    Riss & Meyer, J. Phys. B 26, 4503 (1993)); zeros without an [absorber]."""
+    g = config.grid
+    x = points(g) if x is None else x
+    a = config.absorber
+    if a is None:
+        return np.zeros_like(x)
+    left, right = g.x_min + a.width, g.x_max - g.dx - a.width
+    d = np.maximum(np.maximum(left - x, x - right), 0.0) / a.width
+    return a.strength * d ** a.power
 
 
 def spectrum_bounds(stencil, dx, vmin, vmax, scale=1.0):
@@ -118,17 +153,23 @@ def _dvr_symbol(n, dx, xp):
 
 
 def generator_dense(config, scale, v, xp=np, dtype=np.float64):
-    """scale * T + diag(v) as a dense matrix on the device of ``xp``."""
+    """scale * (T - i W) + diag(v) as a dense matrix on the device of ``xp`` (complex when
+    the config has an absorber W)."""
+    if config.absorber is not None:
+        dtype = np.complex128
     G = kinetic_dense(config.grid, xp, dtype) * scale
     i = xp.arange(config.grid.n)
-    G[i, i] += xp.asarray(v)
+    d = xp.asarray(v)
+    if config.absorber is not None:
+        d = d - 1j * scale * xp.asarray(absorber_profile(config))
+    G[i, i] += d
     return G
 
 
 def dense(config, t, xp=np, dtype=np.float64, x=None):
-    """Dense H(t) (N x N), built on the device of ``xp``."""
+    """Dense H(t) = T + V(x, t) [+ x E(t)] [- i W] (N x N), built on the device of ``xp``."""
     x = points(config.grid, xp) if x is None else x
-    return generator_dense(config, 1.0, soft_core(config.potential, x, t, xp), xp, dtype)
+    return generator_dense(config, 1.0, total(config.potential, x, t, xp), xp, dtype)
 
 
 def apply(config, psi, v, xp=None, scale=1.0):
@@ -205,7 +246,8 @@ class Operator:
 
 
 def eigenstates(config, t, count):
-    """Lowest ``count`` eigenpairs of H(t).
+    """Lowest ``count`` eigenpairs of the molecular H(t) = T + V_softcore(x, t): the centres
+    where they are at t, without the field and the absorber (the states populations refer to).
 
     Returns (E, phi) with phi of shape (count, N), real, normalised so that
     sum |phi|^2 dx = 1, sign fixed so the first sizeable component is positive.

@@ -22,6 +22,31 @@ def x_mean(x, psi, dx):
     return float(np.sum(x * w) / np.sum(w))
 
 
+def p_mean(psi, dx):
+    """<p> = <psi| -i d/dx |psi> / <psi|psi>, the derivative spectral (FFT; psi ~ 0 at the
+    walls)."""
+    k = 2 * np.pi * np.fft.fftfreq(psi.size, d=dx)
+    dpsi = np.fft.ifft(1j * k * np.fft.fft(psi))
+    return float(np.real(np.vdot(psi, -1j * dpsi)) / np.real(np.vdot(psi, psi)))
+
+
+def acceleration(psi, dVdx):
+    """Dipole acceleration <-dV/dx> (Ehrenfest's d^2<x>/dt^2 for a Hermitian H)."""
+    w = np.abs(psi) ** 2
+    return float(-np.sum(w * dVdx) / np.sum(w))
+
+
+def autocorrelation(psi0, psi, dx):
+    """<psi(0)|psi(t)>."""
+    return complex(np.vdot(psi0, psi) * dx)
+
+
+def edge_norm(psi, dx, points=10):
+    """The norm within ``points`` grid points of either wall."""
+    w = np.abs(psi) ** 2
+    return float((w[:points].sum() + w[-points:].sum()) * dx)
+
+
 def populations(phi, psi, dx):
     """|<phi_n|psi>|^2 for each row phi_n of phi (real eigenvectors)."""
     return np.abs(phi @ psi * dx) ** 2

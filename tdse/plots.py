@@ -89,10 +89,17 @@ def plot_run(h5path, out_dir=None, node_eps=None) -> list[str]:
     save(fig, "populations")
 
     fig, axs = plt.subplots(1, 2, figsize=(11, 3.5))
-    axs[0].plot(to, d["observables/norm"] - 1.0)
-    axs[0].set(xlabel="t (a.u. of time)", ylabel="norm - 1", title="norm drift")
+    absorber = "[absorber]" in (d["attrs"].get("effective_toml") or "")
+    if absorber:
+        axs[0].plot(to, d["observables/yield"])
+        axs[0].set(xlabel="t (a.u. of time)", ylabel="1 - norm",
+                   title="ionisation yield (norm taken by the absorber)")
+    else:
+        axs[0].plot(to, d["observables/norm"] - 1.0)
+        axs[0].set(xlabel="t (a.u. of time)", ylabel="norm - 1", title="norm drift")
     axs[1].plot(to, d["observables/energy"])
-    axs[1].set(xlabel="t (a.u. of time)", ylabel="<H(t)> (hartree)", title="energy")
+    axs[1].set(xlabel="t (a.u. of time)", ylabel="<H(t)> (hartree)",
+               title="energy <T + V(t)> (with a field: + x E(t))")
     save(fig, "drift")
 
     fig, ax = plt.subplots(figsize=(8, 4))
@@ -180,3 +187,87 @@ def plot_converge(doc, path):
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
+
+
+def plot_spectrum(res, path):
+    """The harmonic spectrum (log power against harmonic order) or the autocorrelation
+    spectrum (against energy, with H(0)'s eigenvalues marked)."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    p = np.asarray(res["power"])
+    floor = max(p.max() * 1e-16, 1e-300)
+    if res["kind"] == "hhg":
+        x = np.asarray(res.get("order") or res["omega"])
+        keep = x > 0
+        ax.semilogy(x[keep], np.clip(p[keep], floor, None), lw=0.8)
+        if "order" in res:
+            ax.set_xlim(0, min(x.max(), 60))
+            for k in range(1, 60, 2):
+                ax.axvline(k, color="0.9", lw=0.5, zorder=0)
+            ax.set_xlabel("harmonic order omega / omega_0")
+        else:
+            ax.set_xlabel("omega (E_h/hbar)")
+        ax.set_ylabel("|a(omega)|^2 (a.u.)")
+        ax.set_title(f"{res.get('name')}: harmonic spectrum of the dipole acceleration "
+                     f"({res['window']} window)")
+    else:
+        E = np.asarray(res["energy"])
+        ax.semilogy(E, np.clip(p, floor, None), lw=0.8, label="|S(E)|^2")
+        for k, e in enumerate(res.get("eigenenergies_h0", [])):
+            ax.axvline(e, color="C3", lw=0.6, ls="--", label="eigenvalues of H(0)" if k == 0 else None)
+        lo = min(res.get("eigenenergies_h0", [E.min()]))
+        ax.set_xlim(lo - 0.5, max(res.get("eigenenergies_h0", [0.0])) + 1.0)
+        ax.set_xlabel("E (hartree)")
+        ax.set_ylabel("|S(E)|^2 (a.u.)")
+        ax.set_title(f"{res.get('name')}: spectrum of <psi(0)|psi(t)> ({res['window']} window, "
+                     f"resolution {res['resolution']:.3g} Ha)")
+        ax.legend(fontsize=8)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def animate(h5path, out, fps=15):
+    """|psi(x, t)|^2 and V(x, t) over the snapshots, one frame each: GIF (pillow) or MP4
+    (ffmpeg, where installed)."""
+    from matplotlib import animation
+
+    from .config import loads
+    from .potential import total
+    d = read(h5path)
+    attrs = d["attrs"]
+    cfg = loads(attrs.get("effective_toml") or attrs["input_toml"])
+    x, t, psi = d["grid/x"], d["snapshots/t"], d["snapshots/psi"]
+    if t.size == 0:
+        raise ValueError(f"{h5path}: holds no snapshots to animate")
+    dens = np.abs(psi) ** 2
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax2 = ax.twinx()
+    line, = ax.plot(x, dens[0], "k", lw=1.2, label="|psi|^2")
+    vline, = ax2.plot(x, total(cfg.potential, x, t[0]), color="C0", lw=0.8, alpha=0.7)
+    vmin = min(float(total(cfg.potential, x, ti).min()) for ti in t[:: max(1, t.size // 20)])
+    ax.set_ylim(0, 1.1 * dens.max())
+    ax2.set_ylim(1.1 * vmin, 0.2 * abs(vmin))
+    ax.set_xlabel("x (bohr)")
+    ax.set_ylabel("|psi|^2 (bohr^-1)")
+    ax2.set_ylabel("V(x, t) (hartree)", color="C0")
+    title = ax.set_title("")
+
+    def frame(i):
+        line.set_ydata(dens[i])
+        vline.set_ydata(total(cfg.potential, x, t[i]))
+        title.set_text(f"{attrs.get('name')}: t = {t[i]:.3f} a.u. of time")
+        return line, vline, title
+    anim = animation.FuncAnimation(fig, frame, frames=t.size, blit=False)
+    if out.endswith(".gif"):
+        writer = animation.PillowWriter(fps=fps)
+    elif out.endswith(".mp4"):
+        if not animation.writers.is_available("ffmpeg"):
+            plt.close(fig)
+            raise ValueError(f"--out = {out!r}: MP4 needs ffmpeg, which is not installed; use a .gif")
+        writer = animation.FFMpegWriter(fps=fps)
+    else:
+        plt.close(fig)
+        raise ValueError(f"--out = {out!r}: must end in .gif or .mp4")
+    anim.save(out, writer=writer)
+    plt.close(fig)
+    return out

@@ -1,6 +1,8 @@
-"""Soft-core Coulomb potential of the thesis summary, eqs. (10)-(11), atomic units.
+"""Soft-core Coulomb potential of the thesis summary, eqs. (10)-(11), and a laser field in
+the length gauge; atomic units.
 
-    V(x, t) = - sum_c Z_c / sqrt((x - X_c(t))^2 + a),
+    V(x, t) = - sum_c Z_c / sqrt((x - X_c(t))^2 + a)  [+ x E(t) with a [field]],
+    E(t)    = E0 f(t) sin(omega t + phase) for 0 <= t <= duration, 0 otherwise,
     X_c(t)  = x0_c + amplitude_c * s_c(t) * sin(frequency_c * t + phase_c),
     s_c(t)  = sin^2(pi t / (2 ramp_c)) for t < ramp_c, else 1   (s = 1 when ramp_c = 0).
 
@@ -10,7 +12,9 @@ displaces both centres by the same alpha sin(beta t) (eq. 11) from t = 0 on, so 
 the centres already move with velocity alpha*beta: an abrupt start, which excites the
 molecule by itself (README).  ``ramp`` switches the motion on smoothly instead (the
 envelope s rises from 0 with zero slope).  Per-centre amplitudes and phases also allow,
-e.g., a symmetric stretch.
+e.g., a symmetric stretch.  Envelopes f: "sin2" sin^2(pi t / duration); "gaussian"
+exp(-4 ln 2 (t - duration/2)^2 / fwhm^2); "trapezoid" linear ramps of length ``ramp`` at
+both ends.  :func:`soft_core` is the molecule alone, :func:`total` adds the field.
 """
 from __future__ import annotations
 
@@ -32,6 +36,42 @@ def centre_positions(potential, t):
                      for c in potential.centres])
 
 
+def field_value(field, t):
+    """E(t) (a float for a scalar t, an array for an array of times); 0 without a field."""
+    t = np.asarray(t, dtype=np.float64)
+    if field is None:
+        return np.zeros_like(t) if t.ndim else 0.0
+    d = field.duration
+    inside = (t >= 0) & (t <= d)
+    if field.envelope == "sin2":
+        f = np.sin(np.pi * t / d) ** 2
+    elif field.envelope == "gaussian":
+        f = np.exp(-4.0 * np.log(2.0) * (t - 0.5 * d) ** 2 / field.fwhm ** 2)
+    else:  # trapezoid
+        f = np.clip(np.minimum(t, d - t) / field.ramp, 0.0, 1.0)
+    e = np.where(inside, field.E0 * f * np.sin(field.omega * t + field.phase), 0.0)
+    return float(e) if e.ndim == 0 else e
+
+
+def total(potential, x, t, xp=np):
+    """V(x, t) including the field's x E(t) (the molecule alone: :func:`soft_core`)."""
+    v = soft_core(potential, x, t, xp)
+    if potential.field is not None:
+        e = field_value(potential.field, t)
+        if e:
+            v = v + e * x
+    return v
+
+
+def gradient(potential, x, t):
+    """dV/dx of :func:`total` (for the dipole acceleration <-dV/dx>)."""
+    g = np.full_like(np.asarray(x, dtype=np.float64), field_value(potential.field, t))
+    for c, X in zip(potential.centres, centre_positions(potential, t)):
+        r = x - float(X)
+        g += c.Z * r / (r * r + potential.a) ** 1.5
+    return g
+
+
 def soft_core(potential, x, t, xp=np):
     """V(x, t), eq. (11) summed over centres; ``x`` may be a CuPy array."""
     v = xp.zeros_like(x)
@@ -40,18 +80,9 @@ def soft_core(potential, x, t, xp=np):
     return v
 
 
-def combined(potential, x, times, weights, xp=np):
-    """sum_j w_j V(x, t_j): the potential part of a Magnus generator."""
-    v = xp.zeros_like(x)
-    for t, w in zip(times, weights):
-        if w:
-            v += w * soft_core(potential, x, t, xp)
-    return v
-
-
 def bounds_over(potential, x, times, weights=(1.0,), offsets=(0.0,), chunk=256):
     """(min, max) over the grid and every given time t of sum_j w_j V(x, t + offsets_j)
-    (vectorised in chunks); the default is V itself."""
+    (vectorised in chunks; the field included); the default is V itself."""
     lo, hi = np.inf, -np.inf
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
     for i in range(0, times.size, chunk):
@@ -61,5 +92,7 @@ def bounds_over(potential, x, times, weights=(1.0,), offsets=(0.0,), chunk=256):
             X = centre_positions(potential, ts + off)          # (centres, times)
             for c, Xc in zip(potential.centres, X):
                 v -= w * c.Z / np.sqrt((x[None, :] - Xc[:, None]) ** 2 + potential.a)
+            if potential.field is not None:
+                v += w * field_value(potential.field, ts + off)[:, None] * x[None, :]
         lo, hi = min(lo, float(v.min())), max(hi, float(v.max()))
     return lo, hi

@@ -2,6 +2,8 @@
 memory (naming the largest N that fits), disk space for the output file."""
 from __future__ import annotations
 
+import math
+import os
 import shutil
 import warnings
 
@@ -73,6 +75,8 @@ def check_resources(config: Config, backend: str, devices, out_dir, free_gpu=Non
                               f"gives N = {n}, which needs about {need / 2**30:.1f} GiB per GPU on "
                               f"{g} GPU(s), more than the {free_gpu / 2**30:.1f} GiB free; the "
                               f"largest N that fits is about {lo}")
+    if out_dir is None:  # in memory: no file
+        return
     if free_disk is None:
         free_disk = shutil.disk_usage(out_dir).free
     size = output_bytes(config)
@@ -86,3 +90,86 @@ def free_on(cp, d):
     """Free bytes on GPU ``d``: the driver's free memory plus CuPy's pooled free blocks."""
     with cp.cuda.Device(d):
         return cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
+
+
+# ---------------------------------------------------------------- CPU threads and time
+def usable_cpus() -> int:
+    """CPUs this process may run on, less those other processes keep busy (1-minute load
+    average), at least 1."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover
+        n = os.cpu_count() or 1
+    try:
+        busy = int(os.getloadavg()[0] + 0.5)
+    except OSError:  # pragma: no cover
+        busy = 0
+    return max(1, min(n, n - busy + 1))
+
+
+def blas_threads(config: Config, requested: int | None = None) -> int:
+    """BLAS threads for a CPU run: ``requested``, else by matrix size -- one thread below
+    N = 512 (the products are too small to share; measured on 2 cores: a 256^2 exponent
+    runs as fast on 1 thread as on 2, and 10x slower when a second thread competes with
+    another process), then one per 512 rows, up to the usable CPUs."""
+    if requested is not None:
+        if requested < 1:
+            raise ConfigError("--threads", requested, "must be >= 1")
+        return requested
+    n = config.grid.n
+    return 1 if n < 512 else max(1, min(usable_cpus(), n // 512))
+
+
+def thread_limit(n):
+    """A context limiting BLAS to n threads (threadpoolctl; nothing for n None or where it
+    is absent)."""
+    if n is None:
+        import contextlib
+        return contextlib.nullcontext()
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover
+        import contextlib
+        return contextlib.nullcontext()
+    return threadpool_limits(n)
+
+
+def measured_gemm_rate(n=384, threads=1) -> float:
+    """FLOP/s of a real n^3 GEMM on this CPU now (a few milliseconds)."""
+    import time as _time
+
+    import numpy as np
+    a = np.random.default_rng(0).standard_normal((n, n))
+    with thread_limit(threads):
+        a @ a
+        t0 = _time.perf_counter()
+        for _ in range(3):
+            a @ a
+        dt = (_time.perf_counter() - t0) / 3
+    return 2.0 * n ** 3 / max(dt, 1e-9)
+
+
+def cpu_seconds_estimate(config: Config, pc, threads=1, rate=None) -> float:
+    """Seconds a CPU run needs, from its flops and a measured GEMM rate: each exponential's
+    products (real GEMMs of N^2 on the split path, complex = 4 real otherwise) or
+    Chebyshev terms (each ~40 N flops, x log2 N for the DVR's FFT; N columns in operator
+    mode), operator mode's extra products, the step-doubling window, and the eigenstates
+    of H(t) when the centres move (a dense eigensolver for the DVR)."""
+    from . import schemes
+    n, pr = config.grid.n, config.propagator
+    k = schemes.get(pr.scheme).exponentials
+    steps = config.time.steps + 2 * pr.error_window
+    exps = k * steps if config.time_dependent else k
+    rate = rate or measured_gemm_rate(min(max(n, 64), 768), threads)
+    per = 2.0 * n ** 3
+    if pr.method == "chebyshev":
+        cols = n if pr.operator else 1
+        fft = max(1.0, math.log2(n)) if config.grid.stencil == "dvr" else 1.0
+        work = k * steps * pc.chebyshev_terms * cols * 40.0 * n * fft
+    else:
+        work = exps * pc.plan.products * per * (1 if config.hermitian else 4)
+        work += k * steps * (4 * per if pr.operator else 8.0 * n * n)
+    if any(c.moving for c in config.potential.centres) and config.grid.stencil == "dvr":
+        work += config.time.steps / config.output.observables_every * 4.0 * n ** 3
+    # + about 2 ms of Python and observables per observation
+    return work / rate + 2e-3 * config.time.steps / config.output.observables_every

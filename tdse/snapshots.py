@@ -4,20 +4,22 @@ All quantities in atomic units (hbar = m_e = e = 1); every dataset carries ``uni
 ``description`` attributes, and the coordinates are HDF5 dimension scales attached to
 the datasets they index (so h5netcdf/xarray show named coordinates):
 
-  attrs: format, version, created, input_toml, the effective numerics (scheme, method,
+  attrs: format, version, created, input_toml (as given), effective_toml (every key with
+         its value: what a resumed run continues), the effective numerics (scheme, method,
          stencil, ...), backend, devices, precheck values (theta, truncation_bound, ...),
          the time-error estimate (time_error_*), units, complete, lib_* versions
-  /grid/x                          (N,)        scale "x"
-  /potential/centre                (C,)        scale "centre" (index)
+  /x, /state, /centre              (N,), (K,), (C,)  the shared coordinates (dimension scales)
   /potential/V0                    (N,)        V(x, 0)
   /states/n                        (K,)        scale "state" (index)
   /states/energies, /states/phi    (K,), (K, N)  lowest eigenpairs of H(0)
-  /snapshots/t                     (T,)        scale "t_snapshot"
+  /snapshots/t                     (T,)        scale "t" of the snapshots
   /snapshots/step, nodes           (T,)        nodes: sign changes of Re psi (output.node_eps)
   /snapshots/psi                   (T, N)      complex128
   /snapshots/centres               (T, C)      X_c(t)
-  /observables/t                   (S,)        scale "t": every output.observables_every steps
-  /observables/step, norm, energy, x_mean, n_mean              (S,)
+  /observables/t                   (S,)        scale "t" of the observables: every
+                                               output.observables_every steps
+  /observables/step, norm, energy, x_mean, p_mean, acceleration, field, yield, n_mean  (S,)
+  /observables/autocorrelation     (S,)        complex <psi(0)|psi(t)>
   /observables/populations_h0, populations_ht, energies_ht    (S, K)
   /operator/P                      (T, K, K)   with [propagator] operator = true:
                                    P_mn(t) = |<m|U(t)|n>|^2, m, n the lowest K states of H(0)
@@ -55,16 +57,26 @@ _OBSERVABLE = {
     "t": ("observables", np.float64, None, "hbar/E_h", "time of the observation", ()),
     "step": ("observables", np.int64, None, "1", "step index", ()),
     "norm": ("observables", np.float64, None, "1", "sum |psi|^2 dx", ()),
-    "energy": ("observables", np.float64, None, "hartree", "<psi|H(t)|psi> / <psi|psi>", ()),
+    "energy": ("observables", np.float64, None, "hartree",
+               "<psi|H(t)|psi> / <psi|psi>, H(t) = T + V(t) + x E(t) (without the absorber)", ()),
     "x_mean": ("observables", np.float64, None, "bohr", "<x>", ()),
+    "p_mean": ("observables", np.float64, None, "hbar/bohr", "<p> = <-i d/dx> (spectral derivative)", ()),
+    "acceleration": ("observables", np.float64, None, "bohr/(hbar/E_h)^2",
+                     "dipole acceleration <-dV/dx> (Ehrenfest: d^2<x>/dt^2 without an absorber)", ()),
+    "field": ("observables", np.float64, None, "E_h/(e bohr)", "the laser field E(t) (0 without one)", ()),
+    "yield": ("observables", np.float64, None, "1",
+              "1 - norm: the norm the absorber took (ionisation yield), or the norm drift", ()),
+    "autocorrelation": ("observables", np.complex128, None, "1", "<psi(0)|psi(t)>", ()),
     "n_mean": ("observables", np.float64, None, "1",
                "population-weighted node number sum_n n P_n(t), P_n in the eigenstates of H(t) "
                "(n < output.populations)", ()),
     "populations_h0": ("observables", np.float64, "k", "1",
                        "|<phi_n(0)|psi(t)>|^2, eigenstates of H(0)", ("state",)),
     "populations_ht": ("observables", np.float64, "k", "1",
-                       "|<phi_n(t)|psi(t)>|^2, instantaneous eigenstates of H(t)", ("state",)),
-    "energies_ht": ("observables", np.float64, "k", "hartree", "eigenvalues of H(t)", ("state",)),
+                       "|<phi_n(t)|psi(t)>|^2, instantaneous eigenstates of the molecular H(t) "
+                       "(no field, no absorber)", ("state",)),
+    "energies_ht": ("observables", np.float64, "k", "hartree", "eigenvalues of the molecular H(t)",
+                    ("state",)),
 }
 
 
@@ -97,6 +109,7 @@ class SnapshotWriter:
 
     def __init__(self, path, *, config, x, v0, energies, phi, attrs, force=False, extra=None,
                  reopen=False):
+        from .config import to_toml
         from .version import __version__
         path = os.fspath(path)
         self.path = path
@@ -110,16 +123,19 @@ class SnapshotWriter:
         f = self.f
         base = {"format": FORMAT, "version": __version__, "units": UNITS,
                 "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                "input_toml": config.source, "name": config.name, "complete": False,
+                "input_toml": config.source, "effective_toml": to_toml(config),
+                "name": config.name, "complete": False,
                 "snapshots_complete": 0, "observables_complete": 0, **library_versions()}
         for k, v in {**base, **attrs}.items():
             f.attrs[k] = _jsonable(v)
         n, c, k = len(x), len(config.potential.centres), len(energies)
-        xs = f.create_dataset("grid/x", data=np.asarray(x))
+        # the shared coordinates live in the root group: a netCDF reader (h5netcdf, xarray)
+        # sees a dimension scale from its own group and the groups above it
+        xs = f.create_dataset("x", data=np.asarray(x))
         _label(xs, "bohr", "grid points x_j = x_min + j dx")
-        cs = f.create_dataset("potential/centre", data=np.arange(c))
+        cs = f.create_dataset("centre", data=np.arange(c))
         _label(cs, "1", "centre index")
-        ns = f.create_dataset("states/n", data=np.arange(k))
+        ns = f.create_dataset("state", data=np.arange(k))
         _label(ns, "1", "eigenstate index (n nodes)")
         scales = {"x": xs, "centre": cs, "state": ns}
         for name, ds in scales.items():
@@ -136,7 +152,7 @@ class SnapshotWriter:
         p.dims[1].attach_scale(xs)
         dims = {"n": n, "c": c, "k": k}
         self.snap, self.obs = {}, {}
-        for table, target, tname in ((_SNAPSHOT, self.snap, "t_snapshot"), (_OBSERVABLE, self.obs, "t")):
+        for table, target in ((_SNAPSHOT, self.snap), (_OBSERVABLE, self.obs)):
             for name, (group, dtype, key, units, desc, _) in table.items():
                 shape = () if key is None else (dims[key],)
                 rows = 64 if key is None else max(1, min(256, 2**20 // (16 * dims[key])))
@@ -144,7 +160,7 @@ class SnapshotWriter:
                                                 maxshape=(None, *shape), dtype=dtype,
                                                 chunks=(rows, *shape))
                 _label(target[name], units, desc)
-            target["t"].make_scale(tname)
+            target["t"].make_scale("t")
             for name, (_, _, _, _, _, rowdims) in table.items():
                 if name != "t":
                     target[name].dims[0].attach_scale(target["t"])
@@ -221,6 +237,56 @@ class SnapshotWriter:
             self.f = None
 
 
+class MemoryWriter:
+    """The writer's interface kept in memory (:func:`tdse.simulate` without ``out``):
+    :meth:`data` returns what :func:`read` would return for the same run."""
+
+    path = None
+
+    def __init__(self, *, config, x, v0, energies, phi, attrs, extra=None, **_):
+        from .config import to_toml
+        from .version import __version__
+        self.f = True
+        self.attrs = {"format": FORMAT, "version": __version__, "units": UNITS,
+                      "input_toml": config.source, "effective_toml": to_toml(config),
+                      "name": config.name, "complete": False, **library_versions(), **attrs}
+        self.fixed = {"grid/x": np.asarray(x), "potential/V0": np.asarray(v0),
+                      "potential/centre": np.arange(len(config.potential.centres)),
+                      "states/n": np.arange(len(energies)), "states/energies": np.asarray(energies),
+                      "states/phi": np.asarray(phi)}
+        self.snap = {name: [] for name in {**_SNAPSHOT, **(extra or {})}}
+        self.groups = {name: g for name, (g, *_) in {**_SNAPSHOT, **(extra or {})}.items()}
+        self.obs = {name: [] for name in _OBSERVABLE}
+        self.count = self.obs_count = 0
+
+    def append(self, state=None, **row):
+        for name in self.snap:
+            self.snap[name].append(np.asarray(row[name]))
+        self.count += 1
+
+    def observe(self, **row):
+        for name in self.obs:
+            self.obs[name].append(np.asarray(row[name]))
+        self.obs_count += 1
+
+    def set_attrs(self, **attrs):
+        self.attrs.update(attrs)
+
+    def close(self, complete: bool):
+        self.attrs["complete"] = bool(complete)
+        self.f = None
+
+    def data(self) -> dict:
+        out = {"attrs": dict(self.attrs), **self.fixed}
+        for name, rows in self.snap.items():
+            out[f"{self.groups[name]}/{name}"] = np.array(rows)
+        for name, rows in self.obs.items():
+            out[f"observables/{name}"] = np.array(rows)
+        out["attrs"]["snapshots_complete"] = self.count
+        out["attrs"]["observables_complete"] = self.obs_count
+        return out
+
+
 def part_path(final: str) -> str:
     return final + ".part"
 
@@ -274,7 +340,8 @@ def open_checked(path, mode="r"):
 
 
 def resume_state(path) -> dict:
-    """What resuming needs from a run file: the effective input, the number of whole
+    """What resuming needs from a run file: the effective input (``input_toml`` here: the
+    file's effective_toml, so a run started with a changed config continues it), the number of whole
     snapshots, the last step, psi and (operator mode) U(t); NotOurFile if unusable."""
     with open_checked(path) as f:
         if bool(f.attrs.get("complete", False)):
@@ -285,7 +352,7 @@ def resume_state(path) -> dict:
                                                           "snapshots/t")])
             if count < 1:
                 raise NotOurFile(f"{path}: holds no whole snapshot to resume from")
-            text = f.attrs["input_toml"]
+            text = f.attrs["effective_toml"] if "effective_toml" in f.attrs else f.attrs["input_toml"]
             state = {"input_toml": text.decode() if isinstance(text, bytes) else str(text),
                      "count": count, "step": int(f["snapshots/step"][count - 1]),
                      "psi": f["snapshots/psi"][count - 1],
@@ -302,7 +369,11 @@ def read(path) -> dict:
     f = open_checked(path)
     with f:
         out = {"attrs": {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}}
-        for group in ("grid", "potential", "states", "snapshots", "observables"):
+        for key, name in (("grid/x", "x"), ("states/n", "state"), ("potential/centre", "centre")):
+            if name not in f:
+                raise NotOurFile(f"{path}: missing /{name}")
+            out[key] = f[name][()]
+        for group in ("potential", "states", "snapshots", "observables"):
             if group not in f:
                 raise NotOurFile(f"{path}: missing group /{group}")
             for k, ds in f[group].items():

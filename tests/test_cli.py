@@ -119,17 +119,22 @@ def test_missing_and_non_toml_files(runner, tmp_path):
     assert r.exit_code == 2 and "not valid TOML" in r.output
 
 
-def test_taylor_refusal_and_force(runner, inputs_dir, tmp_path):
+def test_taylor_refusal_allow_inaccurate_and_force(runner, inputs_dir, tmp_path):
+    """--allow-inaccurate runs a refused Taylor step; --force only overwrites (split)."""
     text = open(os.path.join(inputs_dir, "thesis_fig6.toml")).read()
     text = text.replace("dt = 0.002", "dt = 0.01").replace("t_end = 10.0", "t_end = 0.02")
     p = tmp_path / "fast.toml"
     p.write_text(text)
     r = runner.invoke(main, ["run", str(p), "--out", str(tmp_path)])
-    assert r.exit_code == 2 and "largest dt that passes" in r.output and "theta" in r.output
+    assert r.exit_code == 2 and "largest dt that passes" in r.output and "--allow-inaccurate" in r.output
     r = runner.invoke(main, ["run", str(p), "--out", str(tmp_path), "--force", "--no-plots"])
+    assert r.exit_code == 2 and "largest dt that passes" in r.output  # --force does not override
+    r = runner.invoke(main, ["run", str(p), "--out", str(tmp_path), "--allow-inaccurate", "--no-plots"])
     assert r.exit_code == 0, r.output
     with h5py.File(tmp_path / "thesis_fig6.h5") as f:
-        assert f.attrs["forced"]
+        assert f.attrs["allow_inaccurate"]
+    r = runner.invoke(main, ["run", str(p), "--out", str(tmp_path), "--allow-inaccurate", "--no-plots"])
+    assert r.exit_code == 2 and "exists" in r.output  # --allow-inaccurate does not overwrite
 
 
 def test_plot_rejects_foreign_h5(runner, tmp_path):

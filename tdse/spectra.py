@@ -1,0 +1,91 @@
+"""Spectra of a run, from its observables (atomic units).
+
+* ``hhg``: the harmonic spectrum |a(omega)|^2 of the dipole acceleration
+  a(t) = <-dV/dx> (recorded every ``observables_every`` steps), windowed, against the
+  harmonic order omega / omega_0 of the field's carrier (against omega without a field).
+* ``autocorrelation``: |S(E)|^2 with S(E) = sum_j C(t_j) w(t_j) e^(i E t_j) dt of
+  C(t) = <psi(0)|psi(t)> = sum_n |c_n|^2 e^(-i E_n t) (a time-independent H): peaks at the
+  eigenenergies E_n of the states psi(0) holds, each as wide as the resolution 2 pi / T.
+
+Windows: ``hann`` (default), ``blackman``, ``none`` (rectangular).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+WINDOWS = ("hann", "blackman", "none")
+KINDS = ("hhg", "autocorrelation")
+
+
+def window(name: str, m: int) -> np.ndarray:
+    if name == "hann":
+        return np.hanning(m)
+    if name == "blackman":
+        return np.blackman(m)
+    if name == "none":
+        return np.ones(m)
+    raise ValueError(f"window must be one of {WINDOWS}, got window={name!r}")
+
+
+def _uniform_dt(t):
+    d = np.diff(t)
+    if t.size < 8 or not np.allclose(d, d[0], rtol=1e-9, atol=1e-12):
+        raise ValueError("the observables are not sampled uniformly (or fewer than 8 samples)")
+    return float(d[0])
+
+
+def hhg(t, acceleration, omega0=None, win="hann") -> dict:
+    """Harmonic spectrum of the dipole acceleration (one-sided, omega >= 0)."""
+    dt = _uniform_dt(t)
+    a = np.asarray(acceleration) * window(win, len(t))
+    A = np.fft.rfft(a) * dt
+    omega = 2 * math.pi * np.fft.rfftfreq(len(t), d=dt)
+    power = np.abs(A) ** 2
+    out = {"kind": "hhg", "window": win, "omega": omega.tolist(), "power": power.tolist(),
+           "resolution": 2 * math.pi / (dt * len(t)), "units": "omega in E_h/hbar; power in a.u."}
+    if omega0:
+        out["omega0"] = omega0
+        out["order"] = (omega / omega0).tolist()
+    return out
+
+
+def autocorrelation(t, C, win="hann") -> dict:
+    """|S(E)|^2 of C(t) = <psi(0)|psi(t)>; peaks at the eigenenergies held by psi(0)."""
+    dt = _uniform_dt(t)
+    c = np.asarray(C) * window(win, len(t))
+    m = len(t)
+    # S(E_k) = sum_j c_j e^(+i E_k t_j) dt: numpy's ifft carries e^(+i...)/m
+    S = np.fft.ifft(c) * m * dt
+    E = 2 * math.pi * np.fft.fftfreq(m, d=dt)
+    order = np.argsort(E)
+    E, power = E[order], np.abs(S[order]) ** 2
+    return {"kind": "autocorrelation", "window": win, "energy": E.tolist(), "power": power.tolist(),
+            "resolution": 2 * math.pi / (dt * m), "units": "energy in hartree"}
+
+
+def peaks(x, y, rel=1e-3):
+    """x of the local maxima of y above rel * max(y)."""
+    x, y = np.asarray(x), np.asarray(y)
+    i = np.flatnonzero((y[1:-1] > y[:-2]) & (y[1:-1] >= y[2:]) & (y[1:-1] > rel * y.max())) + 1
+    return x[i]
+
+
+def from_file(d: dict, kind: str, win: str) -> dict:
+    """The spectrum of a run file read by :func:`tdse.snapshots.read`."""
+    import tomllib
+    t = d["observables/t"]
+    if kind == "hhg":
+        omega0 = None
+        field = tomllib.loads(d["attrs"].get("effective_toml") or d["attrs"]["input_toml"]).get("field")
+        if field:
+            omega0 = float(field["omega"])
+        res = hhg(t, d["observables/acceleration"], omega0, win)
+    elif kind == "autocorrelation":
+        res = autocorrelation(t, d["observables/autocorrelation"], win)
+        res["eigenenergies_h0"] = d["states/energies"].tolist()
+    else:
+        raise ValueError(f"kind must be one of {KINDS}, got kind={kind!r}")
+    res["name"] = d["attrs"].get("name")
+    return res

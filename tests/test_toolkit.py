@@ -1,0 +1,431 @@
+"""The physicist's toolkit: laser field, absorbing boundary, new observables, spectra,
+animation, HDF5 that other tools read, the Python API, the input reference, and the rough
+edges -- each against an independent reference (first-order perturbation theory, SciPy's
+expm of the non-Hermitian H, analytic free-packet motion, Ehrenfest's theorem, the
+eigenvalues, a reflection measurement)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+
+import h5py
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import tdse
+from tdse import config as cfgmod
+from tdse import hamiltonian
+from tdse.cli import main
+from tdse.grid import points
+from tdse.potential import field_value
+from tdse.precheck import precheck
+from tdse.propagate import Propagator, initial_state, run
+from tdse.snapshots import read
+from tdse.validate import reference_step
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def atom(**over):
+    """The a = 2 soft-core atom (E_0 = -1/2), DVR; sections overridden by ``over``."""
+    d = {"name": "atom", "grid": {"x_min": -30.0, "x_max": 30.0, "dx": 0.25, "stencil": "dvr"},
+         "potential": {"a": 2.0, "centres": [{"x0": 0.0, "Z": 1.0}]},
+         "time": {"dt": 0.05, "t_end": 20.0},
+         "propagator": {"method": "chebyshev", "tolerance": 1e-13, "error_window": 0.0},
+         "output": {"every": 100}}
+    for k, v in over.items():
+        d[k] = v
+    return d
+
+
+# ------------------------------------------------------------------ the field
+def test_field_envelopes():
+    f = cfgmod.Field(E0=2.0, omega=1.0, duration=10.0)
+    t = np.array([-1.0, 0.0, 2.5, 5.0, 10.0, 11.0])
+    assert np.allclose(field_value(f, t), [0, 0, 2 * 0.5 * math.sin(2.5), 2 * math.sin(5.0),
+                                           2 * 0 * math.sin(10), 0], atol=1e-12)
+    g = dataclasses.replace(f, envelope="gaussian", fwhm=2.0)
+    assert field_value(g, 5.0) == pytest.approx(2 * math.sin(5.0))
+    assert field_value(g, 6.0) / math.sin(6.0) == pytest.approx(1.0, abs=1e-12)  # 1 bohr off: half max
+    tr = dataclasses.replace(f, envelope="trapezoid", ramp=2.0)
+    assert field_value(tr, 1.0) == pytest.approx(2 * 0.5 * math.sin(1.0))
+    assert field_value(tr, 5.0) == pytest.approx(2 * math.sin(5.0))
+    assert field_value(None, 3.0) == 0.0
+
+
+def test_weak_field_dipole_response_is_first_order_perturbation_theory():
+    """<x>(t) = -2 sum_n |x_n0|^2 int_0^t E(t') sin(w_n0 (t - t')) dt' for a weak pulse."""
+    cfg = cfgmod.parse(atom(field={"E0": 1e-4, "omega": 0.15, "duration": 20.0}))
+    d = run(cfg, None, backend="numpy").data
+    t, xm = d["observables/t"], d["observables/x_mean"]
+    w, V = np.linalg.eigh(hamiltonian.dense(cfgmod.parse(atom()), 0.0))
+    x = points(cfg.grid)
+    x_n0, om = V.T @ (x * V[:, 0]), w - w[0]
+    tt = np.linspace(0, 20, 200001)
+    E = field_value(cfg.potential.field, tt)
+    for ti in (5.0, 10.0, 15.0, 20.0):
+        m = tt <= ti + 1e-12
+        ref = -2 * sum(x_n0[n] ** 2 * np.trapezoid(E[m] * np.sin(om[n] * (ti - tt[m])), tt[m])
+                       for n in range(1, len(w)))
+        got = xm[int(round(ti / 0.05))]
+        assert abs(got - ref) < 1e-4 * abs(ref), (ti, got, ref)
+
+
+@pytest.mark.parametrize("scheme", ["midpoint", "cfm4"])
+@pytest.mark.parametrize("method", ["auto", "chebyshev"])
+def test_field_with_moving_centres_matches_scipy_per_factor(scheme, method):
+    from tdse.validate import make_config
+    cfg = make_config(n=64, dx=0.2, a=0.5, Z=2.0, amp=0.3, dt=0.01, steps=30, method=method,
+                      tol=1e-14, scheme=scheme)
+    pot = dataclasses.replace(cfg.potential, field=cfgmod.Field(E0=0.05, omega=1.3, duration=0.3))
+    cfg = dataclasses.replace(cfg, potential=pot)
+    prop = Propagator(cfg, precheck(cfg, check_resolution=False).plan)
+    _, phi = hamiltonian.eigenstates(cfg, 0.0, 1)
+    psi = ref = initial_state(cfg, points(cfg.grid), phi)
+    for j in range(30):
+        psi, ref = prop.step(psi, j), reference_step(cfg, ref, j)
+    assert np.linalg.norm(psi - ref) < 1e-10 * np.linalg.norm(ref)
+
+
+# ------------------------------------------------------------------ the absorber
+def packet_reflection(k0, method, width=20.0):
+    L, dx, dt = 60.0, 0.2, 0.05
+    d = {"name": "cap", "grid": {"x_min": -L, "x_max": L, "dx": dx, "stencil": "dvr"},
+         "potential": {"a": 1.0, "centres": [{"x0": 0.0, "Z": 0.0}]},
+         "absorber": {"width": width},
+         "initial": {"state": "gaussian", "x0": 0.0, "sigma": 4.0, "k0": k0},
+         "time": {"dt": dt, "t_end": dt * round((L + width) * 1.6 / k0 / dt)},
+         "propagator": {"method": method, "tolerance": 1e-12}}
+    cfg = cfgmod.parse(d)
+    prop = Propagator(cfg, precheck(cfg, check_resolution=False).plan)
+    x = points(cfg.grid)
+    psi = initial_state(cfg, x, None)
+    for j in range(cfg.time.steps):
+        psi = prop.step(psi, j)
+    return float(np.sum(np.abs(psi[np.abs(x) < L - width]) ** 2) * dx)
+
+
+@pytest.mark.parametrize("method", ["auto", "chebyshev"])
+@pytest.mark.parametrize("k0", [1.0, 4.0])
+def test_absorber_reflects_less_than_1e4_from_half_to_8_hartree(method, k0):
+    """A packet of 0.5 Ha (k0 = 1) or 8 Ha (k0 = 4) leaving the interior: what comes back."""
+    assert packet_reflection(k0, method) < 1e-4
+
+
+def test_absorber_exponent_is_the_non_hermitian_one():
+    """The dense path with an absorber against SciPy's expm of the complex H per factor."""
+    from tdse.validate import make_config
+    cfg = make_config(n=80, dx=0.5, a=0.5, Z=2.0, amp=0.3, dt=0.02, steps=20, method="auto",
+                      tol=1e-14, scheme="cfm4", stencil="dvr")
+    cfg = dataclasses.replace(cfg, absorber=cfgmod.Absorber(width=6.0, strength=2.0, power=2))
+    pc = precheck(cfg, check_resolution=False)
+    assert pc.plan.path == "complex" and not pc.plan.unitary
+    rng = np.random.default_rng(5)
+    psi = ref = rng.standard_normal(80) + 1j * rng.standard_normal(80)
+    prop = Propagator(cfg, pc.plan)
+    for j in range(20):
+        psi, ref = prop.step(psi, j), reference_step(cfg, ref, j)
+    assert np.linalg.norm(psi - ref) < 1e-10 * np.linalg.norm(ref)
+    assert np.linalg.norm(psi) < np.linalg.norm(rng.standard_normal(80)) * 10  # norm decays
+    # the precheck's theta bounds ||A - mu||_1 of every generator (rigorous)
+    dt = cfg.time.dt
+    for j in (0, 7, 19):
+        for s, v in prop.generators(j):
+            G = hamiltonian.generator_dense(cfg, s, v)
+            c, _ = hamiltonian.onenorm_bounds(cfg.grid.stencil, cfg.grid.dx, v.min(), v.max(), s)
+            A = -1j * dt * G - (-1j * dt * c - dt * s * cfg.absorber.strength / 2) * np.eye(80)
+            assert np.abs(A).sum(axis=0).max() <= pc.theta * (1 + 1e-12)
+
+
+def test_masked_chebyshev_agrees_with_the_exact_absorber_inside(tmp_path):
+    """A packet half absorbed: Chebyshev with the mask against the exact non-Hermitian
+    exponent: the yields agree to 1e-4 and psi in the interior to 1e-3."""
+    base = atom(initial={"state": "gaussian", "x0": -5.0, "sigma": 1.5, "k0": 1.5},
+                absorber={"width": 10.0}, time={"dt": 0.05, "t_end": 16.0})
+    out = {}
+    for method in ("auto", "chebyshev"):
+        base["propagator"] = {"method": method, "tolerance": 1e-12, "error_window": 0.0}
+        out[method] = run(cfgmod.parse(base), None, backend="numpy").data
+    ya, yc = out["auto"]["observables/yield"], out["chebyshev"]["observables/yield"]
+    assert 0.2 < ya[-1] < 0.9 and np.all(np.diff(ya) >= -1e-12)  # absorbed, never returned
+    assert abs(ya[-1] - yc[-1]) < 1e-4
+    x = out["auto"]["grid/x"]
+    inner = np.abs(x) < 20.0
+    a, c = out["auto"]["snapshots/psi"][-1][inner], out["chebyshev"]["snapshots/psi"][-1][inner]
+    assert np.linalg.norm(a - c) * math.sqrt(0.25) < 1e-3
+
+
+def test_boundary_warning_once_without_absorber_and_never_with_one():
+    moving = atom(initial={"state": "gaussian", "x0": 10.0, "sigma": 1.0, "k0": 3.0},
+                  time={"dt": 0.05, "t_end": 8.0})
+    with pytest.warns(tdse.propagate.BoundaryWarning, match="within 10 grid points of a wall"):
+        run(cfgmod.parse(moving), None, backend="numpy")
+    import warnings
+    moving["absorber"] = {"width": 8.0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tdse.propagate.BoundaryWarning)
+        run(cfgmod.parse(moving), None, backend="numpy")
+
+
+# ------------------------------------------------------------------ observables
+def test_free_packet_moves_as_the_analytic_one():
+    """V = 0: <x>(t) = x0 + k0 t, <p> = k0, acceleration 0 (the DVR is exact for it)."""
+    d = atom(potential={"a": 1.0, "centres": [{"x0": 0.0, "Z": 0.0}]},
+             initial={"state": "gaussian", "x0": -5.0, "sigma": 1.5, "k0": 1.2},
+             time={"dt": 0.05, "t_end": 6.0})
+    r = run(cfgmod.parse(d), None, backend="numpy").data
+    t = r["observables/t"]
+    assert np.allclose(r["observables/x_mean"], -5.0 + 1.2 * t, atol=1e-8)
+    assert np.allclose(r["observables/p_mean"], 1.2, atol=1e-8)
+    assert np.allclose(r["observables/acceleration"], 0.0, atol=1e-14)
+    assert np.allclose(np.abs(r["observables/autocorrelation"][0]), 1.0)
+
+
+def test_ehrenfest_acceleration_is_the_second_derivative_of_x():
+    d = atom(field={"E0": 0.02, "omega": 0.3, "duration": 20.0}, time={"dt": 0.01, "t_end": 20.0})
+    r = run(cfgmod.parse(d), None, backend="numpy").data
+    xm, a = r["observables/x_mean"], r["observables/acceleration"]
+    d2 = (xm[2:] - 2 * xm[1:-1] + xm[:-2]) / 0.01 ** 2
+    assert np.abs(d2 - a[1:-1]).max() < 1e-3 * np.abs(a).max()
+
+
+# ------------------------------------------------------------------ spectra
+def test_autocorrelation_spectrum_peaks_at_the_eigenvalues(tmp_path):
+    d = atom(initial={"state": "gaussian", "x0": 1.0, "sigma": 1.0, "k0": 0.0},
+             time={"dt": 0.1, "t_end": 400.0}, output={"every": 4000})
+    cfg = cfgmod.parse(d)
+    path = run(cfg, tmp_path, backend="numpy").path
+    r = CliRunner().invoke(main, ["spectrum", str(path), "--kind", "autocorrelation"])
+    assert r.exit_code == 0, r.output
+    res = json.load(open(tmp_path / "atom_spectrum_autocorrelation.json"))
+    from tdse.spectra import peaks
+    found = peaks(res["energy"], res["power"], rel=1e-2)
+    E, phi = hamiltonian.eigenstates(cfg, 0.0, 6)
+    psi0 = initial_state(cfg, points(cfg.grid), None)
+    c2 = np.abs(phi @ psi0 * cfg.grid.dx) ** 2
+    for e, w in zip(E, c2):
+        if w > 0.02:  # every state psi(0) holds gives a peak within the resolution
+            assert np.abs(found - e).min() < res["resolution"], (e, found[:8])
+    assert (tmp_path / "atom_spectrum_autocorrelation.png").stat().st_size > 10_000
+
+
+def test_hhg_spectrum_of_a_known_signal():
+    from tdse.spectra import hhg, peaks
+    w0 = 0.1
+    t = np.linspace(0, 20 * 2 * np.pi / w0, 6000, endpoint=False)  # 20 periods: on the bins
+    a = np.sin(3 * w0 * t) + 1e-2 * np.sin(5 * w0 * t)
+    res = hhg(t, a, omega0=w0, win="hann")
+    found = peaks(res["order"], res["power"], rel=1e-6)
+    assert np.min(np.abs(found - 3)) < 0.05 and np.min(np.abs(found - 5)) < 0.05
+    p, order = np.asarray(res["power"]), np.asarray(res["order"])
+    p3, p5 = (p[np.abs(order - k) < 0.1].max() for k in (3, 5))
+    assert p5 / p3 == pytest.approx(1e-4, rel=0.02)  # the amplitudes' ratio squared
+
+
+def test_spectrum_refuses_bad_files(tmp_path):
+    bad = tmp_path / "x.h5"
+    bad.write_bytes(b"nope")
+    r = CliRunner().invoke(main, ["spectrum", str(bad)])
+    assert r.exit_code == 2 and "HDF5" in r.output and len(r.output.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------------ animation
+def test_animate_writes_a_gif_with_one_frame_per_snapshot(tmp_path, inputs_dir):
+    path = run(cfgmod.load(os.path.join(inputs_dir, "tiny.toml")), tmp_path, backend="numpy").path
+    r = CliRunner().invoke(main, ["animate", str(path), "--out", str(tmp_path / "a.gif")])
+    assert r.exit_code == 0, r.output
+    from PIL import Image
+    im = Image.open(tmp_path / "a.gif")
+    assert im.n_frames == 11
+    r = CliRunner().invoke(main, ["animate", str(path), "--out", str(tmp_path / "a.avi")])
+    assert r.exit_code == 2 and ".gif or .mp4" in r.output
+    r = CliRunner().invoke(main, ["animate", str(path), "--out", str(tmp_path / "a.gif")])
+    assert r.exit_code == 2 and "exists" in r.output
+
+
+# ------------------------------------------------------------------ HDF5 for other tools
+def test_every_dataset_has_units_description_and_dimension_scales(tmp_path, inputs_dir):
+    path = run(cfgmod.load(os.path.join(inputs_dir, "tiny.toml")), tmp_path, backend="numpy").path
+    with h5py.File(path) as f:
+        seen = []
+
+        def visit(name, obj):
+            if isinstance(obj, h5py.Dataset):
+                seen.append(name)
+                assert "units" in obj.attrs and "description" in obj.attrs, name
+        f.visititems(visit)
+        assert len(seen) > 20
+        assert f["snapshots/psi"].dims[0][0].name == "/snapshots/t"
+        assert f["snapshots/psi"].dims[1][0].name == "/x"
+        assert f["observables/populations_ht"].dims[0][0].name == "/observables/t"
+        assert f["observables/populations_ht"].dims[1][0].name == "/state"
+        assert f["states/phi"].dims[1][0].name == "/x"
+        # netCDF readers see a dimension's scale only in the group or above it
+        for ds in (f["snapshots/psi"], f["observables/populations_ht"], f["states/phi"]):
+            for dim in ds.dims:
+                scale = dim[0].name
+                parent = scale.rsplit("/", 1)[0] or "/"
+                assert ds.name.startswith(parent.rstrip("/") + "/"), (ds.name, scale)
+
+
+# ------------------------------------------------------------------ the Python API
+def test_api_load_config_accepts_path_text_and_dict(inputs_dir):
+    p = os.path.join(inputs_dir, "tiny.toml")
+    a = tdse.load_config(p)
+    assert tdse.load_config(open(p).read()) == a
+    assert tdse.load_config(tomllib_dict(p)) == a
+    with pytest.raises(cfgmod.ConfigError, match="grid.dx"):
+        tdse.load_config({**tomllib_dict(p), "grid": {"x_min": 0.0, "x_max": 1.0, "dx": 0.3}})
+
+
+def tomllib_dict(p):
+    import tomllib
+    return tomllib.loads(open(p).read())
+
+
+def test_simulate_writes_nothing_unless_asked_and_matches_a_file_run(tmp_path, inputs_dir, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = tdse.load_config(os.path.join(inputs_dir, "tiny.toml"))
+    res = tdse.simulate(cfg, backend="numpy")
+    assert os.listdir(tmp_path) == [] and res.path is None
+    filed = tdse.simulate(cfg, backend="numpy", out=str(tmp_path / "o"))
+    assert os.path.exists(filed.path)
+    assert np.array_equal(res.psi, filed.psi) and np.array_equal(res.t, filed.t)
+    for k in ("norm", "energy", "populations_ht", "n_mean", "p_mean", "autocorrelation"):
+        assert np.array_equal(res.observables[k], filed.observables[k]), k
+    assert res.time_error["window_steps"] == 20
+    again = tdse.Result.from_file(filed.path)
+    assert again.config == cfg and np.array_equal(again.psi, res.psi)
+
+
+def test_resume_continues_the_physics_started_from_python(tmp_path, inputs_dir, monkeypatch):
+    """Z changed in Python: the file records it and `tdse resume` continues with it."""
+    from tdse.interrupts import Interrupted
+    from tdse.snapshots import SnapshotWriter
+    cfg = tdse.load_config(os.path.join(inputs_dir, "tiny.toml"))
+    cs = tuple(dataclasses.replace(c, Z=3.0) for c in cfg.potential.centres)
+    cfg = dataclasses.replace(cfg, potential=dataclasses.replace(cfg.potential, centres=cs))
+    ref = tdse.simulate(cfg, backend="numpy")
+    calls = {"n": 0}
+    orig = SnapshotWriter.append
+
+    def flaky(self, *a, **k):
+        orig(self, *a, **k)
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise KeyboardInterrupt("SIGINT")
+    monkeypatch.setattr(SnapshotWriter, "append", flaky)
+    with pytest.raises(Interrupted):
+        tdse.simulate(cfg, backend="numpy", out=str(tmp_path))
+    monkeypatch.setattr(SnapshotWriter, "append", orig)
+    r = CliRunner().invoke(main, ["resume", str(tmp_path / "tiny.h5.part"), "--backend", "numpy",
+                                  "--no-plots"])
+    assert r.exit_code == 0, r.output
+    got = read(tmp_path / "tiny.h5")
+    assert "Z = 3.0" in got["attrs"]["effective_toml"]
+    assert np.array_equal(got["snapshots/psi"], ref.psi)
+
+
+# ------------------------------------------------------------------ the input reference
+def test_input_reference_is_generated_and_complete():
+    text = open(os.path.join(ROOT, "docs", "INPUT.md")).read()
+    assert text == cfgmod.input_reference(), "run: tdse keys --markdown > docs/INPUT.md"
+    for key in ("initial.state", "initial.x0", "initial.sigma", "initial.k0", "output.node_eps",
+                "field.E0", "absorber.width", "propagator.scheme", "grid.stencil"):
+        assert f"`{key}`" in text
+    r = CliRunner().invoke(main, ["keys"])
+    assert r.exit_code == 0 and "grid.dx [bohr]" in r.output
+
+
+def test_every_documented_key_is_accepted_and_others_are_refused(inputs_dir):
+    """Writing a config back (to_toml, every key) and reading it gives the same Config."""
+    for p in os.listdir(inputs_dir):
+        cfg = cfgmod.load(os.path.join(inputs_dir, p))
+        assert cfgmod.loads(cfgmod.to_toml(cfg)) == cfg, p
+    with pytest.raises(cfgmod.ConfigError, match="field.bogus"):
+        cfgmod.parse(atom(field={"E0": 0.1, "omega": 1.0, "duration": 2.0, "bogus": 1}))
+    with pytest.raises(cfgmod.ConfigError, match="field.fwhm"):
+        cfgmod.parse(atom(field={"E0": 0.1, "omega": 1.0, "duration": 2.0, "fwhm": 1.0}))
+    with pytest.raises(cfgmod.ConfigError, match="absorber.width"):
+        cfgmod.parse(atom(absorber={"width": 40.0}))
+
+
+# ------------------------------------------------------------------ rough edges
+def test_blas_threads_by_size_and_option(inputs_dir, tmp_path):
+    from tdse.resources import blas_threads, usable_cpus
+    small = cfgmod.load(os.path.join(inputs_dir, "tiny.toml"))
+    assert blas_threads(small) == 1 and blas_threads(small, 3) == 3
+    big = dataclasses.replace(small, grid=dataclasses.replace(small.grid, dx=12.8 / 2048))
+    assert blas_threads(big) == min(usable_cpus(), 4) >= 1
+    r = CliRunner().invoke(main, ["run", os.path.join(inputs_dir, "tiny.toml"), "--out", str(tmp_path),
+                                  "--threads", "0"])
+    assert r.exit_code == 2 and "--threads" in r.output
+    r = CliRunner().invoke(main, ["run", os.path.join(inputs_dir, "tiny.toml"), "--out", str(tmp_path),
+                                  "--threads", "1", "--no-plots", "--quiet"])
+    assert r.exit_code == 0 and "step/s" not in r.output and "note:" not in r.output
+    with h5py.File(tmp_path / "tiny.h5") as f:
+        assert f.attrs["blas_threads"] == 1
+
+
+def test_long_cpu_runs_are_refused_without_yes(inputs_dir, tmp_path):
+    large = os.path.join(inputs_dir, "h2plus_moving_large.toml")
+    r = CliRunner().invoke(main, ["run", large, "--out", str(tmp_path), "--backend", "numpy"])
+    assert r.exit_code == 2 and "--yes" in r.output and "--backend cupy" in r.output
+    assert " h on this CPU" in r.output and len(r.output.strip().splitlines()) == 1
+    assert not os.listdir(tmp_path)
+
+
+def test_states_prints_a_header_with_units(inputs_dir):
+    r = CliRunner().invoke(main, ["states", os.path.join(inputs_dir, "tiny.toml"), "-k", "3"])
+    lines = r.output.strip().splitlines()
+    assert r.exit_code == 0 and "hartree" in lines[1] and "atomic units" in lines[0] and len(lines) == 5
+
+
+def test_mgemm_version_and_unitless_rates():
+    from mgemm.cli import main as mmain
+    r = CliRunner().invoke(mmain, ["--version"])
+    assert r.exit_code == 0 and "mgemm" in r.output
+    r = CliRunner().invoke(mmain, ["model", "--n", "4096", "--gpus", "2", "--bw-math", "50",
+                                   "--bw-mem", "4.8T", "--bw-transfer", "391G"])
+    assert r.exit_code == 2 and "--bw-math" in r.output and "suffix" in r.output
+    r = CliRunner().invoke(mmain, ["model", "--n", "4096", "--gpus", "2", "--bw-math", "50T",
+                                   "--bw-mem", "4.8T", "--bw-transfer", "391G"])
+    assert r.exit_code == 0
+
+
+def _figures(monkeypatch):
+    import tdse.plots as pl
+    figs = []
+    monkeypatch.setattr(pl.plt, "close", lambda fig=None: figs.append(fig))
+    return figs
+
+
+def test_plots_labels_inside_the_axes_integer_ticks_and_units(tmp_path, inputs_dir, monkeypatch):
+    from tdse.plots import plot_run
+    text = open(os.path.join(inputs_dir, "tiny.toml")).read().replace(
+        'method = "auto"', 'method = "auto"\noperator = true')
+    path = run(cfgmod.loads(text), tmp_path, backend="numpy").path
+    figs = _figures(monkeypatch)
+    files = plot_run(path, tmp_path)
+    byname = dict(zip([os.path.basename(f).split("_", 1)[1][:-4] for f in files], figs))
+    ax = byname["snapshots"].axes[0]
+    lo, hi = ax.get_xlim()
+    assert all(lo <= txt.get_position()[0] <= hi for txt in ax.texts)  # time labels visible
+    hm = byname["transitions"].axes[0]
+    assert all(float(t).is_integer() for t in hm.get_xticks()) and len(hm.get_xticks()) == 4
+    cbar_labels = [a.get_ylabel() for a in byname["transitions"].axes[2:]]
+    assert "log10 P_mn" in cbar_labels
+    assert "(bohr^-1)" in byname["spacetime"].axes[1].get_ylabel()
+
+
+def test_floquet_labels_of_nearby_states_do_not_overlap(tmp_path, monkeypatch):
+    from tdse.floquet import plot_floquet
+    figs = _figures(monkeypatch)
+    res = {"name": "x", "period": 1.0, "steps": 10, "phases": [1.0, 1.01, 1.02],
+           "states": [{"n": k, "phase": 1.0 + 0.01 * k, "overlap": 0.99} for k in range(3)]}
+    plot_floquet(res, str(tmp_path / "f.png"))
+    offsets = [a.xyann for a in figs[0].axes[0].texts]
+    assert len(set(offsets)) == 3
