@@ -156,6 +156,15 @@ def _step_cost(d):
     return out
 
 
+def _expm_profile(d):
+    out = ["| N | GPUs | seconds | real products | TFLOP/s | one-GPU DGEMM TFLOP/s | fraction of G x DGEMM |",
+           "|---|---|---|---|---|---|---|"]
+    for r in d["rows"]:
+        out.append(f"| {r['n']} | {r['gpus']} | {r['seconds']:.3f} | {r['products']} | "
+                   f"{r['tflops']:.1f} | {r['dgemm_1gpu_tflops']:.1f} | {r['fraction_of_G_dgemm']:.2f} |")
+    return out
+
+
 def _kernels(d):
     from .kernels_3m import table
     return table(d)
@@ -163,7 +172,7 @@ def _kernels(d):
 
 RENDER = {"engine": _engine, "sweep-3m": _sweep, "expm": _expm, "expm-cpu": _expm_cpu,
           "tune": _tune, "tdse": _tdse, "gpu-tests": _gpu_tests, "kernels-3m": _kernels,
-          "accuracy": _accuracy, "step-cost": _step_cost}
+          "accuracy": _accuracy, "step-cost": _step_cost, "expm-profile": _expm_profile}
 
 
 def render(doc) -> list[str]:
@@ -191,6 +200,8 @@ def headline(doc) -> dict:
                 f"{r.get('placement', 'three')} tile={r['tile']} TFLOP/s"] = r["tflops"]
         elif s == "sweep-3m":
             out[f"N={r['n']} G={r['gpus']} {r['placement']} {r['variant']} TFLOP/s"] = r["tflops"]
+        elif s == "expm-profile":
+            out[f"N={r['n']} G={r['gpus']} expm fraction of G x DGEMM"] = r["fraction_of_G_dgemm"]
         elif s == "step-cost":
             out[f"{r['backend']} G={r['gpus']} N={r['n']} {r['stencil']} {r['mode']} {r['method']} s/step"] = r["step_seconds"]
         elif s == "accuracy" and "seconds" in r:
@@ -269,4 +280,44 @@ def write_readme(path=None) -> str:
     a, b = text.index(BEGIN) + len(BEGIN), text.index(END)
     with open(path, "w") as f:
         f.write(text[:a] + "\n" + tables() + "\n" + text[b:])
+    return path
+
+
+def write_tiles(files, path=None) -> str:
+    """Merge the measured best tiles of tune result files into mgemm/data/tiles.json, one
+    table per GPU model (the newest measurement of a case wins); each entry names its file."""
+    from mgemm.profile import tuned_entries
+    path = path or os.path.join(os.path.dirname(HERE), "mgemm", "data", "tiles.json")
+    try:
+        doc = json.load(open(path))
+    except FileNotFoundError:
+        doc = {"kind": "mgemm-tiles", "tables": []}
+    doc["about"] = ("best tiles measured by `mgemm tune` / `python -m benchmarks tune` per GPU "
+                    "model; regenerate with `python -m benchmarks tiles FILES`")
+    tables = {t["gpu"]: t for t in doc["tables"]}
+    for f in files:
+        d = json.load(open(f))
+        gpus = (d.get("machine") or {}).get("gpus") or (d.get("profile") or {}).get("gpus") or []
+        if d.get("kind") != "tune" or not gpus:
+            raise ValueError(f"{f}: not a tune result with its GPUs named")
+        model = gpus[0].replace("NVIDIA ", "").split()[0]
+        t = tables.setdefault(model, {"gpu": model, "sources": [], "tuned": []})
+        rows = d.get("rows") or [{}]
+        old = {"dtype": rows[0].get("dtype", "complex128"), "complex_method": "native",
+               "placement": "three"}   # the first tune files named neither
+        summary = [dict(old, **s, source=os.path.basename(f)) for s in d["summary"]]
+        merged = tuned_entries({"tuned": t["tuned"]}, summary)
+        src = {(s["dtype"], s["complex_method"], s["gpus"], s["n"], s["placement"]): s["source"]
+               for s in summary}
+        for e in merged:
+            key = (e["dtype"], e["complex_method"], e["gpus"], e["n"], e["placement"])
+            if key in src:
+                e["source"] = src[key]
+        t["tuned"] = merged
+        if os.path.basename(f) not in t["sources"]:
+            t["sources"].append(os.path.basename(f))
+    doc["tables"] = sorted(tables.values(), key=lambda t: t["gpu"])
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as fh:
+        json.dump(doc, fh, indent=1)
     return path

@@ -4,6 +4,7 @@
     python -m benchmarks SUITE [options] [--out DIR]  # run one, write its JSON
     python -m benchmarks compare NEW.json OLD.json    # headline numbers side by side
     python -m benchmarks index                        # regenerate benchmarks/README.md's tables
+    python -m benchmarks tiles TUNE.json ...          # the shipped tile table (mgemm/data)
 
 Each run writes ``results/<suite>_<machine>_<date>.json`` (or into ``--out``) holding the
 suite, the date, the exact command, the machine (host, CPUs, GPUs) and the library
@@ -67,6 +68,9 @@ def main(argv=None):
     c.add_argument("new")
     c.add_argument("old")
     sub.add_parser("index", help="regenerate the tables of benchmarks/README.md")
+    tl = sub.add_parser("tiles", help="merge tune results into mgemm/data/tiles.json "
+                                      "(the measured best tiles shipped per GPU model)")
+    tl.add_argument("files", nargs="+", help="tune result files (kind tune), newest last")
     for name, s in suites.SUITES.items():
         p = sub.add_parser(name, help=s.help, description=s.help)
         p.add_argument("--out", default=None, help="folder for the JSON (default benchmarks/results)")
@@ -78,6 +82,9 @@ def main(argv=None):
         return 0
     if a.suite == "index":
         print(f"wrote {index.write_readme()}")
+        return 0
+    if a.suite == "tiles":
+        print(f"wrote {index.write_tiles(a.files)}")
         return 0
     if a.suite == "compare":
         for line in index.compare(a.new, a.old):

@@ -391,6 +391,66 @@ def _step_cost(a):
     return rows, {"input": a.input, "scheme": "cfm4"}
 
 
+# ---------------------------------------------------------------- expm-profile: rate and timeline
+def _expm_profile_args(p):
+    p.add_argument("--n", type=int, nargs="+", default=[8192, 16384])
+    p.add_argument("--gpus", type=int, default=4)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--timeline", default=None, help="PNG stem: one traced expm per N")
+
+
+def _expm_profile(a):
+    """The split-path exponent of A = -i dt H (||A||_1 = 20) on G GPUs: seconds, real
+    products, and the fraction of G x the one-GPU DGEMM rate measured in the same run
+    (N x N x N cupy.matmul); one traced call per N for the timeline (local GEMMs and
+    gathers per GPU: where the GPUs wait)."""
+    import cupy as cp
+
+    from mgemm.dist import trace_rows
+    from mgemm.expm import expm, expm_plan_for
+    from mgemm.tools.bench_expm import h2plus_matrix
+    from mgemm.tools.common import free_gpu_memory, rand_matrix, time_call
+    from mgemm.tools.timeline import plot_timeline
+    devs = list(range(a.gpus))
+    rows = []
+    for n in a.n:
+        with cp.cuda.Device(0):
+            R = rand_matrix(cp, 0, n, np.float64, 3)
+            t_d = time_call(cp, lambda: cp.matmul(R, R), a.repeat, [0])
+            del R
+            dgemm = 2.0 * n ** 3 / t_d
+            H, dt = h2plus_matrix(n)
+            A = (-1j * dt) * cp.asarray(H).astype(cp.complex128)
+        plan = expm_plan_for(A)[0]
+        t = time_call(cp, lambda: expm(A, devices=devs), a.repeat, devs)
+        rate = plan.products * 2.0 * n ** 3 / t
+        row = {"n": n, "gpus": a.gpus, "seconds": t, "products": plan.products, "path": plan.path,
+               "dgemm_1gpu_tflops": dgemm / 1e12, "tflops": rate / 1e12,
+               "fraction_of_G_dgemm": rate / (a.gpus * dgemm)}
+        if a.timeline:
+            ev = []
+            with cp.cuda.Device(0):
+                expm(A, devices=devs, trace=ev)
+            for d in devs:
+                cp.cuda.Device(d).synchronize()
+            tr = trace_rows(ev, cp)
+            busy = {d: sum(r["end_ms"] - r["start_ms"] for r in tr if r["dev"] == d and r["kind"] == "gemm")
+                    for d in devs}
+            span = {d: max(r["end_ms"] for r in tr if r["dev"] == d) for d in devs}
+            row["gemm_busy_ms"] = busy
+            row["span_ms"] = span
+            path = f"{a.timeline}_{n}.png"
+            plot_timeline(tr, path, title=f"mgemm.expm N={n} on {a.gpus} GPUs: {plan.products} "
+                                          f"real products, gemm (blue) and gathers (orange)")
+            row["timeline"] = path
+        rows.append(row)
+        _say(f"N={n} G={a.gpus}: {t:.3f} s, {plan.products} products, {rate / 1e12:.1f} TFLOP/s = "
+             f"{row['fraction_of_G_dgemm']:.2f} of {a.gpus} x {dgemm / 1e12:.1f}")
+        del A
+        free_gpu_memory(cp)
+    return rows, {}
+
+
 # ---------------------------------------------------------------- kernels-3m, sweep-3m
 def _kernels_args(p):
     p.add_argument("--n", type=int, default=32768)
@@ -435,6 +495,8 @@ SUITES = {
                       "--target in the final psi", False, _accuracy_args, _accuracy),
     "step-cost": Suite("seconds per cfm4 step for psi or U(t) per stencil, N and method "
                        "(which method when)", False, _step_cost_args, _step_cost),
+    "expm-profile": Suite("the multi-GPU exponent's rate against G x the one-GPU DGEMM rate, "
+                          "and its timeline", True, _expm_profile_args, _expm_profile),
     "kernels-3m": Suite("one GPU, no transfers: ZGEMM vs 3m's three DGEMMs per tile", True,
                         _kernels_args, _kernels),
     "sweep-3m": Suite("schedule variants of the band engine at one N", True, _sweep_args, _sweep),

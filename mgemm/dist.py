@@ -58,6 +58,20 @@ class Layout:
             enable_peer_access(self.devices)
         self.gathered_bytes = 0   # bytes moved between devices by gathers (for reports)
         self.gathers = 0
+        self.trace = None         # a list to record (device, kind, start, end) events into
+
+    def _mark(self, i):
+        """An event on device i's current stream (tracing only), or None."""
+        if self.trace is None or not self.gpu:
+            return None
+        with self.ctx(i):
+            e = self.cp.cuda.Event()
+            e.record()
+        return e
+
+    def _record(self, i, kind, e0):
+        if e0 is not None:
+            self.trace.append((self.devices[i], kind, e0, self._mark(i)))
 
     # -- device context / array module per band
     def ctx(self, i):
@@ -137,6 +151,7 @@ class Layout:
                     ready.append(e)
             out, done = [], []
             for t in targets:
+                e0 = self._mark(t)
                 with self.ctx(t):
                     st = cp.cuda.get_current_stream()
                     full = cp.empty((n, n), dtype=X.dtype)
@@ -148,6 +163,7 @@ class Layout:
                     e = cp.cuda.Event(disable_timing=True)
                     e.record()
                     done.append(e)
+                self._record(t, "gather", e0)
                 out.append(full)
             for i in range(g):  # a band is not overwritten before its copies finished
                 with self.ctx(i):
@@ -164,9 +180,11 @@ class Layout:
         full = L.replicas()
         bands = []
         for i in range(len(self.devices)):
+            e0 = self._mark(i)
             with self.ctx(i):
                 bands.append(_gemm_local(self.xp, full[i], R.bands[i],
                                          None if C is None else C.bands[i], alpha, beta))
+            self._record(i, "gemm", e0)
         return BandedMatrix(self, bands)
 
 
@@ -314,3 +332,16 @@ def to_device(cp, x):
     st.wait_event(e)
     cp.cuda.runtime.memcpyAsync(out.data.ptr, x.data.ptr, x.nbytes, 4, st.ptr)
     return out
+
+
+def trace_rows(trace, cp):
+    """Recorded (device, kind, start, end) events as timeline rows {dev, stream, kind,
+    start_ms, end_ms}, each device's times from its first event (call after a sync)."""
+    first, rows = {}, []
+    for dev, kind, e0, e1 in trace:
+        t0 = first.setdefault(dev, e0)
+        rows.append({"dev": dev, "stream": "gather" if kind == "gather" else "compute",
+                     "kind": "copy" if kind == "gather" else kind,
+                     "start_ms": cp.cuda.get_elapsed_time(t0, e0),
+                     "end_ms": cp.cuda.get_elapsed_time(t0, e1)})
+    return rows

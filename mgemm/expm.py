@@ -76,7 +76,7 @@ def expm_plan_for(A, *, method="auto", tolerance=None, terms=10, shift=None,
 
 
 def expm(A, *, method="auto", tolerance=None, terms=10, shift=None, unitary=None,
-         split=None, plan=None, return_plan=False, layout=None, output="array",
+         split=None, plan=None, return_plan=False, layout=None, output="array", trace=None,
          **gemm_opts):
     """exp(A) for a square matrix A (NumPy or CuPy), from :func:`mgemm.gemm` products.
 
@@ -93,7 +93,9 @@ def expm(A, *, method="auto", tolerance=None, terms=10, shift=None, unitary=None
     ``devices`` lists several GPUs and A is a CuPy array.  ``"gemm"``: each product is a
     separate :func:`mgemm.gemm` call (band engine with its transfers).  With ``bands``,
     ``output="banded"`` returns the :class:`mgemm.dist.BandedMatrix` itself (no final
-    gather).  Returns exp(A), or ``(exp(A), plan)`` with ``return_plan``.
+    gather); ``trace``: a list that receives (device, kind, start, end) CUDA events of
+    the band layout's GEMMs and gathers (:func:`mgemm.dist.trace_rows`).  Returns exp(A),
+    or ``(exp(A), plan)`` with ``return_plan``.
     """
     xp = get_xp(A)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
@@ -118,6 +120,7 @@ def expm(A, *, method="auto", tolerance=None, terms=10, shift=None, unitary=None
     if layout == "bands":
         from .dist import Layout
         lay = Layout(A.shape[0], devices if devices is not None else 1, gpu=xp is not np)
+        lay.trace = trace
         mm, ns, M = lay.mm, lay, lay.scatter(M)
     else:
         mm = lambda X, Y, C=None, alpha=1.0, beta=0.0: gemm(  # noqa: E731

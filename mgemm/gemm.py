@@ -6,7 +6,10 @@ Complex products can be done three ways (``complex_method``):
 * ``"4m"`` -- the thesis' split into four real GEMMs (summary eq. 4):
   Re C = alpha(ReA ReB - ImA ImB) + beta Re C, Im C = alpha(ReA ImB + ImA ReB) + beta Im C;
 * ``"3m"`` -- Gauss' trick, three real GEMMs: T1 = ReA ReB, T2 = ImA ImB,
-  T3 = (ReA + ImA)(ReB + ImB); Re P = T1 - T2, Im P = T3 - T1 - T2.
+  T3 = (ReA + ImA)(ReB + ImB); Re P = T1 - T2, Im P = T3 - T1 - T2;
+* ``"auto"`` -- 3m where it was measured faster on this GPU model for this case
+  (:func:`mgemm.profile.choose_method`: a user's ``mgemm tune --save`` or the shipped
+  tables), else native; native on the CPU.
 
 The 4M split is written once here against the array module; every real product goes
 through the chosen executor, so it runs on one CPU, emulated devices or several GPUs.
@@ -25,7 +28,7 @@ from . import executors
 from .arrays import get_xp, is_device_array
 
 SUPPORTED_DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
-COMPLEX_METHODS = ("native", "4m", "3m")
+COMPLEX_METHODS = ("native", "4m", "3m", "auto")
 
 
 def _check(A, B, C, complex_method):
@@ -74,6 +77,11 @@ def gemm(A, B, C=None, alpha=1.0, beta=0.0, *, devices=None, tile=None, executor
         raise ValueError(f"beta={beta!r} needs a C to scale; pass C or beta=0")
     _check(A, B, C, complex_method)
     ex = executors.get(executor or _default_executor(A, devices))
+    if complex_method == "auto":  # 3m only where measured faster on this GPU model
+        chooser = getattr(ex, "choose_method", None)
+        complex_method = ("native" if chooser is None or not np.iscomplexobj(A) else
+                          chooser(A, B, C, devices if isinstance(devices, (list, tuple)) else None,
+                                  placement))
     opts = dict(devices=devices, tile=tile, placement=placement, trace=trace)
     if shares is not None:
         opts["shares"] = shares

@@ -3,7 +3,7 @@ choice, alpha/beta placeholders."""
 from __future__ import annotations
 
 from ..model import best_tile
-from ..profile import hardware_from_profile, load_profile, tuned_tile
+from ..profile import hardware_from_profile, load_profile, shipped_tile, tuned_tile
 from ..schedule import PLACEMENTS, auto_tile, plan_gemm
 
 
@@ -45,9 +45,11 @@ def roles(placement, devices):
     return d[0], d[1 % len(d)], d[2 % len(d)]
 
 
-def resolve_tile(tile, m, n, g, dtype=None, method="native", placement="three"):
+def resolve_tile(tile, m, n, g, dtype=None, method="native", placement="three", gpu_name=None):
     """An explicit tile, or for ``None``/"auto": the tile ``mgemm tune --save`` measured
     best for this dtype, method, G, N and ``placement`` ("one" or "three"), else the
+    tile measured on this GPU model (``gpu_name``; :func:`mgemm.profile.shipped_tile`),
+    else the
     model's best tile for the saved machine profile (``mgemm probe``, :mod:`mgemm.profile`; :mod:`mgemm.model`,
     refined variant) where one exists and ``dtype`` is given, else the :func:`auto_tile`
     heuristic.  ``method``
@@ -59,11 +61,15 @@ def resolve_tile(tile, m, n, g, dtype=None, method="native", placement="three"):
                 prof = load_profile()
             except (OSError, ValueError):
                 prof = None
+            dt = str(dtype)
             if prof is not None:
-                dt = str(dtype)
                 tuned = tuned_tile(prof, dt, method, g, max(m, n), placement)
                 if tuned is not None:
                     return tuned
+            shipped = shipped_tile(gpu_name, dt, method, g, max(m, n), placement)
+            if shipped is not None:
+                return min(shipped, max(m, n))
+            if prof is not None:
                 return best_tile(max(m, n), g, hardware_from_profile(prof, dt, method), dt,
                                  method)
         return auto_tile(m, n, g)

@@ -68,6 +68,16 @@ def enable_peer_access(devices):
             _peer_done.add((i, j))
 
 
+_NAMES = {}
+
+
+def gpu_name(dev):
+    """The model name of GPU ``dev`` (cached), e.g. "NVIDIA H200"."""
+    if dev not in _NAMES:
+        _NAMES[dev] = cupy.cuda.runtime.getDeviceProperties(dev)["name"].decode()
+    return _NAMES[dev]
+
+
 def _ptr(arr, r0, c0):
     return arr.data.ptr + (r0 * arr.shape[1] + c0) * arr.itemsize
 
@@ -146,6 +156,20 @@ class CupyExecutor(ScheduleExecutor):
         """Free the cached band buffers."""
         self._buffers.clear()
 
+    def choose_method(self, A, B, C, devices, placement=None):
+        """complex_method="auto": "3m" where measured faster on this GPU model for this
+        case (mgemm.profile.choose_method), else "native"."""
+        from ..profile import choose_method, load_profile
+        devices = [A.device.id] if devices is None else list(devices)
+        c_dev = C.device.id if C is not None else A.device.id
+        one = A.device.id == B.device.id == c_dev
+        try:
+            prof = load_profile()
+        except (OSError, ValueError):
+            prof = None
+        return choose_method(gpu_name(A.device.id), A.dtype, len(devices),
+                             max(A.shape[0], B.shape[1]), "one" if one else "three", prof)
+
     # ------------------------------------------------------------------ main
     def gemm(self, A, B, C, alpha, beta, *, devices=None, tile=None, placement=None,
              trace=False, method="native", shares=None, **_):
@@ -176,7 +200,7 @@ class CupyExecutor(ScheduleExecutor):
             T = max(m, n) if method == "native" else min(max(m, n), self.single_3m_tile)
         else:
             T = resolve_tile(tile, m, n, g, A.dtype, method,
-                             "one" if a_dev == b_dev == c_dev else "three")
+                             "one" if a_dev == b_dev == c_dev else "three", gpu_name(a_dev))
         sched = self.plan(m, k, n, workers=devices, a_dev=a_dev, b_dev=b_dev, c_dev=c_dev,
                           tile=T, beta_zero=beta_zero, method=method, shares=shares)
         involved = sorted(set(devices) | {a_dev, b_dev, c_dev})
