@@ -56,7 +56,7 @@ def _engine_args(p):
     p.add_argument("--gpus", type=int, nargs="+", default=None, help="GPU counts (default 1 2 4 where present)")
     p.add_argument("--placement", nargs="+", default=["three", "one"], choices=["one", "three"])
     p.add_argument("--tile", nargs="+", default=["auto"], help="tiles, or auto")
-    p.add_argument("--complex-method", nargs="+", default=["native", "3m"], choices=["native", "4m", "3m"])
+    p.add_argument("--complex-method", nargs="+", default=["native", "3m"], choices=["native", "4m", "3m", "auto"])
     p.add_argument("--dtype", default="complex128")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--no-xt", action="store_true", help="skip cuBLAS-XT")

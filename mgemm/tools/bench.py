@@ -161,7 +161,9 @@ def _mgemm_row(cp, A, B, C, devs, t_arg, cm, balance, repeat, ctx, progress):
                tile=sched.tile, complex_method=cm, seconds=t, tflops=rate,
                fraction=rate / (g * single), rel_error=err, copy_side=ex.copy_side,
                interleave=ex.interleave, balanced=bool(balance))
-    if cm == "3m":
+    if cm == "auto":
+        row["method_used"] = sched.method
+    if sched.method == "3m":
         row["plane_copies"] = ex.plane_copies
     if ex.row_tile is not None:
         row["row_tile"] = ex.row_tile
