@@ -165,6 +165,16 @@ def _expm_profile(d):
     return out
 
 
+def _propagator(d):
+    out = ["| N | engine | GPUs | s/step | s/period (steps) | unitarity max | vs mgemm | speed-up vs torch |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in d["rows"]:
+        out.append(f"| {r['n']} | {r['engine']} | {r['gpus']} | {r['seconds_per_step']:.3f} | "
+                   f"{r['seconds_per_period']:.1f} ({r['steps_per_period']}) | {r['unitarity_max']:.1e} | "
+                   f"{r.get('max_diff_vs_mgemm', float('nan')):.1e} | {r.get('speedup_vs_torch', float('nan')):.2f} |")
+    return out
+
+
 def _kernels(d):
     from .kernels_3m import table
     return table(d)
@@ -172,7 +182,8 @@ def _kernels(d):
 
 RENDER = {"engine": _engine, "sweep-3m": _sweep, "expm": _expm, "expm-cpu": _expm_cpu,
           "tune": _tune, "tdse": _tdse, "gpu-tests": _gpu_tests, "kernels-3m": _kernels,
-          "accuracy": _accuracy, "step-cost": _step_cost, "expm-profile": _expm_profile}
+          "accuracy": _accuracy, "step-cost": _step_cost, "expm-profile": _expm_profile,
+          "propagator": _propagator}
 
 
 def render(doc) -> list[str]:
@@ -200,6 +211,8 @@ def headline(doc) -> dict:
                 f"{r.get('placement', 'three')} tile={r['tile']} TFLOP/s"] = r["tflops"]
         elif s == "sweep-3m":
             out[f"N={r['n']} G={r['gpus']} {r['placement']} {r['variant']} TFLOP/s"] = r["tflops"]
+        elif s == "propagator":
+            out[f"N={r['n']} {r['engine']} G={r['gpus']} s/step"] = r["seconds_per_step"]
         elif s == "expm-profile":
             out[f"N={r['n']} G={r['gpus']} expm fraction of G x DGEMM"] = r["fraction_of_G_dgemm"]
         elif s == "step-cost":

@@ -451,6 +451,105 @@ def _expm_profile(a):
     return rows, {}
 
 
+# ---------------------------------------------------------------- propagator: U(T) at scale
+def _propagator_args(p):
+    p.add_argument("--input", default="inputs/h2plus_moving.toml")
+    p.add_argument("--n", type=int, nargs="+", default=[8192])
+    p.add_argument("--gpus", type=int, default=4)
+    p.add_argument("--steps", type=int, default=20, help="timed cfm4 steps (of one period)")
+    p.add_argument("--engines", nargs="+", default=["mgemm", "chebyshev", "torch"],
+                   choices=["mgemm", "chebyshev", "torch"])
+
+
+def _propagator(a):
+    """The whole propagator U after --steps cfm4 steps of one drive period (the input's dx
+    and physics in a box of N points): mgemm's dense exponent in column bands on G GPUs,
+    the Chebyshev block on G GPUs (each GPU its columns), and the same loop with
+    torch.linalg.matrix_exp (complex128) on one GPU.  Seconds per step and per period (M
+    steps, extrapolated), ||U^H U - I||_max, and each U against mgemm's."""
+    import dataclasses
+
+    import cupy as cp
+
+    from tdse import config as cfgmod, hamiltonian
+    from tdse.floquet import floquet_config
+    from tdse.precheck import precheck
+    from tdse.stepper import Propagator, step_gemm_opts
+    base = cfgmod.load(os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input)
+    rows = []
+    for n in a.n:
+        dx = base.grid.dx
+        grid = dataclasses.replace(base.grid, x_min=-0.5 * n * dx, x_max=0.5 * n * dx)
+        cfg, T, M, _ = floquet_config(dataclasses.replace(base, grid=grid))
+        cfg = dataclasses.replace(cfg, propagator=dataclasses.replace(cfg.propagator, scheme="cfm4"))
+        steps = min(a.steps, M)
+        devs = list(range(a.gpus))
+        results = {}
+        for eng in a.engines:
+            c = dataclasses.replace(cfg, propagator=dataclasses.replace(
+                cfg.propagator, method="chebyshev" if eng == "chebyshev" else "auto"))
+            pc = precheck(c, check_resolution=False)
+
+            def sync():
+                for d in devs:
+                    cp.cuda.Device(d).synchronize()
+            with cp.cuda.Device(0):
+                if eng == "torch":
+                    import torch
+                    prop = Propagator(c, pc.plan)          # for its generators only
+                    Tk = torch.as_tensor(hamiltonian.kinetic_dense(c.grid), device="cuda:0")
+                    U = torch.eye(n, dtype=torch.complex128, device="cuda:0")
+
+                    def one(j, U):
+                        for s_, v in prop.generators(j):
+                            G = Tk * s_ + torch.diag(torch.as_tensor(v, device="cuda:0"))
+                            U = torch.linalg.matrix_exp(G.to(torch.complex128) * (-1j * c.time.dt)) @ U
+                        return U
+                    one(0, U.clone())
+                    torch.cuda.synchronize()
+                    t0 = time.perf_counter()
+                    for j in range(steps):
+                        U = one(j, U)
+                    torch.cuda.synchronize()
+                    sec = time.perf_counter() - t0
+                    Ud = cp.asarray(U)
+                    unit = float(cp.abs(Ud.conj().T @ Ud - cp.eye(n)).max())
+                    Uh = Ud.get()
+                    del U, Ud, Tk
+                    torch.cuda.empty_cache()
+                else:
+                    prop = Propagator(c, pc.plan, cp, step_gemm_opts("cupy", devs))
+                    U = cp.eye(n, dtype=np.complex128)
+                    prop.step_operator(cp.eye(n, dtype=np.complex128), 0)   # warm-up
+                    sync()
+                    t0 = time.perf_counter()
+                    for j in range(steps):
+                        U = prop.step_operator(U, j)
+                    sync()
+                    sec = time.perf_counter() - t0
+                    Ud = U.to_array(0) if hasattr(U, "to_array") else U
+                    unit = float(cp.abs(Ud.conj().T @ Ud - cp.eye(n)).max())
+                    Uh = Ud.get()
+                    del U, Ud, prop
+            results[eng] = Uh
+            row = {"n": n, "engine": eng, "gpus": 1 if eng == "torch" else a.gpus, "steps": steps,
+                   "steps_per_period": M, "period": T, "dt": c.time.dt,
+                   "seconds": sec, "seconds_per_step": sec / steps,
+                   "seconds_per_period": sec / steps * M, "unitarity_max": unit,
+                   "products_or_terms": pc.plan.products if eng != "chebyshev" else pc.chebyshev_terms}
+            if "mgemm" in results and eng != "mgemm":
+                row["max_diff_vs_mgemm"] = float(np.abs(Uh - results["mgemm"]).max())
+            rows.append(row)
+            _say(f"N={n} {eng}: {row['seconds_per_step']:.3f} s/step, {row['seconds_per_period']:.1f} "
+                 f"s/period ({M} steps), unitarity {row['unitarity_max']:.1e}")
+            cp.get_default_memory_pool().free_all_blocks()
+        t_ref = {r["engine"]: r["seconds_per_step"] for r in rows if r["n"] == n}
+        for r in rows:
+            if r["n"] == n and "torch" in t_ref:
+                r["speedup_vs_torch"] = t_ref["torch"] / r["seconds_per_step"]
+    return rows, {"input": a.input, "scheme": "cfm4"}
+
+
 # ---------------------------------------------------------------- kernels-3m, sweep-3m
 def _kernels_args(p):
     p.add_argument("--n", type=int, default=32768)
@@ -497,6 +596,9 @@ SUITES = {
                        "(which method when)", False, _step_cost_args, _step_cost),
     "expm-profile": Suite("the multi-GPU exponent's rate against G x the one-GPU DGEMM rate, "
                           "and its timeline", True, _expm_profile_args, _expm_profile),
+    "propagator": Suite("the whole propagator U over cfm4 steps at scale: mgemm on G GPUs, "
+                        "Chebyshev block on G GPUs, torch.linalg.matrix_exp loop on one", True,
+                        _propagator_args, _propagator),
     "kernels-3m": Suite("one GPU, no transfers: ZGEMM vs 3m's three DGEMMs per tile", True,
                         _kernels_args, _kernels),
     "sweep-3m": Suite("schedule variants of the band engine at one N", True, _sweep_args, _sweep),

@@ -297,7 +297,7 @@ def run(config: Config, out_dir, *, backend="auto", devices=None, force=False,
     work, path = (None, None) if in_memory else _output_paths(config, out_dir, resume, force)
     check_resources(config, name, devices,
                     None if work is None else os.path.dirname(os.path.abspath(work)))
-    gemm_opts = step_gemm_opts(name, devices) if config.propagator.method != "chebyshev" else {}
+    gemm_opts = step_gemm_opts(name, devices)
     nthreads = blas_threads(config, threads)
     attrs = {"backend": name, "devices": devices or [], "dtype": np.dtype(DTYPE).name,
              "propagator": f"{config.propagator.scheme} scheme ({schemes.__name__}), "

@@ -60,6 +60,14 @@ class Propagator:
         self._factors = None          # dense exponentials of a time-independent H
         self.cheb_terms = 0           # Chebyshev terms applied so far (work counter)
         self._masks = {}
+        # Chebyshev on several devices: U(t)'s column bands, each propagated where it lives
+        devs = self.gemm_opts.get("devices")
+        self.layout = None
+        many = (isinstance(devs, (list, tuple)) and len(devs) > 1) or \
+            (isinstance(devs, int) and not isinstance(devs, bool) and devs > 1)
+        if self.method == "chebyshev" and many:
+            from mgemm.dist import Layout
+            self.layout = Layout(config.grid.n, devs, gpu=xp is not np)
         self.exponentials = 0         # exponentials evaluated so far
 
     # ------------------------------------------------------------------ generators
@@ -111,7 +119,7 @@ class Propagator:
         cfg = self.config
         if cfg.hermitian:
             return None
-        key = ("mask", scale)
+        key = ("mask", scale, None if self.xp is np else self.xp.cuda.Device().id)
         if key not in self._masks:
             m = np.exp(-0.5 * cfg.time.dt * scale * hamiltonian.absorber_profile(cfg, self.x_host))
             self._masks[key] = self.xp.asarray(m)
@@ -152,6 +160,19 @@ class Propagator:
         """U(t_j + dt) = F_K ... F_1 U(t_j): one more product per factor (banded on
         several GPUs), or the Chebyshev expansion applied to the N columns."""
         if self.method == "chebyshev":
+            if self.layout is not None:  # column bands: no communication at all
+                lay = self.layout
+                if not hasattr(Ut, "bands"):
+                    Ut = lay.scatter(Ut)
+                gens = self.generators(j)
+                bands = []
+                for i, b in enumerate(Ut.bands):
+                    with lay.ctx(i):
+                        for s, v in gens:
+                            b = self._cheb(s, v, b)
+                    bands.append(b)
+                from mgemm.dist import BandedMatrix
+                return BandedMatrix(lay, bands)
             if hasattr(Ut, "to_array"):
                 Ut = Ut.to_array(0)
             for s, v in self.generators(j):

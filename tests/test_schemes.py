@@ -261,3 +261,16 @@ def test_resolution_warning_names_a_dx_that_passes(inputs_dir):
     e_fine = abs(hamiltonian.eigenstates(fine, 0.0, 1)[0][0] - r["E0_reference"])
     assert e_fine < 1e-3 < abs(hamiltonian.eigenstates(coarse, 0.0, 1)[0][0] - r["E0_reference"])
     assert not precheck(cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml"))).warnings
+
+
+def test_chebyshev_operator_mode_in_column_bands_equals_one_device(rng):
+    """U(t) by the Chebyshev block split over 3 virtual devices (each its columns) equals
+    the one-device result."""
+    cfg = make_config(n=48, dx=0.25, a=0.5, Z=2.0, amp=0.3, dt=0.02, steps=6,
+                      method="chebyshev", tol=1e-14, scheme="cfm4", stencil="dvr")
+    one, three = Propagator(cfg), Propagator(cfg, gemm_opts={"devices": 3})
+    U1, U3 = np.eye(48, dtype=complex), np.eye(48, dtype=complex)
+    for j in range(6):
+        U1, U3 = one.step_operator(U1, j), three.step_operator(U3, j)
+    assert hasattr(U3, "bands") and len(U3.bands) == 3
+    assert np.abs(U3.to_array() - U1).max() < 1e-14
