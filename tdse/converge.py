@@ -32,7 +32,6 @@ import numpy as np
 from . import hamiltonian, observables, schemes
 from .config import Config, ConfigError, WHOLE_RTOL
 from .grid import points
-from .potential import total
 from .propagate import initial_state
 from .stepper import Propagator
 
@@ -73,25 +72,22 @@ def observe(config: Config, times, count: int, progress=None) -> dict:
     K = count
     n_need = max(K, config.initial.state + 1 if isinstance(config.initial.state, int) else 1)
     E0, phi0 = hamiltonian.eigenstates(config, 0.0, n_need)
-    psi = initial_state(config, x, phi0)
+    psi0 = psi = initial_state(config, x, phi0)
     phi0 = phi0[:K]
     want = {round(t / dt): t for t in times}
     prop = Propagator(config)
-    out = {"energies": E0[:K].tolist(), "t": [], "P_h0": [], "P_ht": [], "n_mean": [],
-           "energy": [], "yield": []}
+    names = {"P_h0": "populations_h0", "P_ht": "populations_ht", "n_mean": "n_mean",
+             "energy": "energy", "yield": "yield", "t": "t"}
+    out = {"energies": E0[:K].tolist(), **{k: [] for k in names}}
     t0 = time.perf_counter()
 
     def record(step):
         t = step * dt
-        Et, phit = hamiltonian.eigenstates(config, t, K)
-        Pt = observables.populations(phit, psi, g.dx)
-        v = total(config.potential, x, t)
-        out["t"].append(t)
-        out["P_h0"].append(observables.populations(phi0, psi, g.dx).tolist())
-        out["P_ht"].append(Pt.tolist())
-        out["n_mean"].append(observables.n_mean(Pt))
-        out["energy"].append(observables.energy(config, psi, v))
-        out["yield"].append(1.0 - observables.norm(psi, g.dx))
+        row = observables.measure(config, x, t, psi, phi0, psi0,
+                                  hamiltonian.eigenstates(config, t, K))
+        for k, name in names.items():
+            v = row[name]
+            out[k].append(v.tolist() if hasattr(v, "tolist") else v)
     if 0 in want:
         record(0)
     for j in range(config.time.steps):
@@ -173,7 +169,7 @@ def study(config: Config, *, levels=3, target=1e-3, stencils=None, samples=10, c
         raise ConfigError("--target", target, "must be > 0")
     K = count or config.output.populations
     stencils = list(stencils or [config.grid.stencil])
-    dt, t_end = config.time.dt, config.time.t_end
+    dt = config.time.dt
     steps = config.time.steps
     idx = sorted({max(1, round(steps * (i + 1) / samples)) for i in range(samples)})
     times = [i * dt for i in idx]

@@ -173,31 +173,12 @@ def dense(config, t, xp=np, dtype=np.float64, x=None):
 
 
 def apply(config, psi, v, xp=None, scale=1.0):
-    """(scale T + diag(v)) psi without forming the matrix; ``psi`` a vector or an N x k
-    block (columns).  Stencils: O(N) per column; DVR: O(N log N) by FFT."""
+    """(scale T + diag(v)) psi without forming the matrix (:class:`Operator`); ``psi`` a
+    vector or an N x k block (columns).  Stencils: O(N) per column; DVR: O(N log N) by FFT."""
     if xp is None:
         from mgemm.arrays import get_xp
         xp = get_xp(psi)
-    g = config.grid
-    vcol = v if psi.ndim == 1 else v[:, None]
-    if g.stencil == "dvr":
-        n = g.n
-        lam = _dvr_symbol(n, g.dx, xp)
-        lam = lam if psi.ndim == 1 else lam[:, None]
-        pad = xp.zeros((2 * n,) + psi.shape[1:], dtype=np.result_type(psi.dtype, np.complex64))
-        pad[:n] = psi
-        kin = xp.fft.ifft(lam * xp.fft.fft(pad, axis=0), axis=0)[:n]
-        if not xp.iscomplexobj(psi):
-            kin = kin.real
-        return scale * kin + vcol * psi
-    d0, d1, d2 = kinetic_bands(g.stencil, g.dx)
-    out = (scale * d0 + vcol) * psi
-    out[1:] += (scale * d1) * psi[:-1]
-    out[:-1] += (scale * d1) * psi[1:]
-    if d2:
-        out[2:] += (scale * d2) * psi[:-2]
-        out[:-2] += (scale * d2) * psi[2:]
-    return out
+    return Operator(config, scale, v, xp)(psi)
 
 
 class Operator:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .hamiltonian import apply
+from .potential import field_value, gradient, total
 
 
 def norm(psi, dx):
@@ -84,3 +85,21 @@ def node_positions(x, psi, eps=1e-2):
 
 def node_count(x, psi, eps=1e-2):
     return int(node_positions(x, psi, eps).size)
+
+
+def measure(config, x, t, psi, phi0, psi0, states) -> dict:
+    """Every observable of a state at time t (one row of /observables): ``phi0`` the
+    lowest eigenstates of H(0), ``psi0`` psi(0), ``states`` = (E, phi) of the molecular
+    H(t)."""
+    dx = config.grid.dx
+    Et, phit = states
+    Pt = populations(phit, psi, dx)
+    nrm = norm(psi, dx)
+    return {"t": t, "norm": nrm, "yield": 1.0 - nrm,
+            "energy": energy(config, psi, total(config.potential, x, t)),
+            "x_mean": x_mean(x, psi, dx), "p_mean": p_mean(psi, dx),
+            "acceleration": acceleration(psi, gradient(config.potential, x, t)),
+            "field": field_value(config.potential.field, t),
+            "autocorrelation": autocorrelation(psi0, psi, dx), "n_mean": n_mean(Pt),
+            "populations_h0": populations(phi0, psi, dx), "populations_ht": Pt,
+            "energies_ht": Et}

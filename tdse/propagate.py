@@ -34,7 +34,7 @@ from . import hamiltonian, observables, schemes
 from .config import Config, ConfigError
 from .grid import points
 from .interrupts import interruptible
-from .potential import centre_positions, field_value, gradient, total
+from .potential import centre_positions, total
 from .precheck import DTYPE, Precheck, precheck
 from .resources import blas_threads, check_resources, resolve_backend, thread_limit
 from .snapshots import MemoryWriter, OutputExists, SnapshotWriter, final_path, part_path
@@ -212,27 +212,14 @@ class _Recorder:
         t = step * cfg.time.dt
         psi = to_host(psi_dev)
         if obs_due or force:
-            v = total(cfg.potential, self.x, t)
-            Et, phit = self.molecular_states(t)
-            Pt = observables.populations(phit, psi, dx)
-            nrm = observables.norm(psi, dx)
-            self.writer.observe(t=t, step=step, norm=nrm, **{"yield": 1.0 - nrm},
-                                energy=observables.energy(cfg, psi, v),
-                                x_mean=observables.x_mean(self.x, psi, dx),
-                                p_mean=observables.p_mean(psi, dx),
-                                acceleration=observables.acceleration(
-                                    psi, gradient(cfg.potential, self.x, t)),
-                                field=field_value(cfg.potential.field, t),
-                                autocorrelation=observables.autocorrelation(self.psi0, psi, dx),
-                                n_mean=observables.n_mean(Pt),
-                                populations_h0=observables.populations(self.phi0, psi, dx),
-                                populations_ht=Pt, energies_ht=Et)
-            if not self.warned_edge and observables.edge_norm(psi, dx) > EDGE_NORM:
+            self.writer.observe(step=step, **observables.measure(
+                cfg, self.x, t, psi, self.phi0, self.psi0, self.molecular_states(t)))
+            edge = observables.edge_norm(psi, dx)
+            if not self.warned_edge and edge > EDGE_NORM:
                 self.warned_edge = True
-                warnings.warn(f"at t = {t:.4g} more than {EDGE_NORM:g} of the norm "
-                              f"({observables.edge_norm(psi, dx):.2g}) is within 10 grid points of "
-                              f"a wall: it reflects there; widen the box or add an [absorber]",
-                              BoundaryWarning, stacklevel=2)
+                warnings.warn(f"at t = {t:.4g} more than {EDGE_NORM:g} of the norm ({edge:.2g}) "
+                              f"is within 10 grid points of a wall: it reflects there; widen the "
+                              f"box or add an [absorber]", BoundaryWarning, stacklevel=2)
         if snap_due or force:
             row, keep = {}, None
             if cfg.propagator.operator:

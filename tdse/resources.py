@@ -94,8 +94,8 @@ def free_on(cp, d):
 
 # ---------------------------------------------------------------- CPU threads and time
 def usable_cpus() -> int:
-    """CPUs this process may run on, less those other processes keep busy (1-minute load
-    average), at least 1."""
+    """CPUs this process may run on, less those other processes keep busy (the 1-minute
+    load average, read before this run starts computing), at least 1."""
     try:
         n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover
@@ -104,7 +104,7 @@ def usable_cpus() -> int:
         busy = int(os.getloadavg()[0] + 0.5)
     except OSError:  # pragma: no cover
         busy = 0
-    return max(1, min(n, n - busy + 1))
+    return max(1, n - busy)
 
 
 def blas_threads(config: Config, requested: int | None = None) -> int:

@@ -35,3 +35,28 @@ def rng(request):
 @pytest.fixture
 def inputs_dir():
     return os.path.join(ROOT, "inputs")
+
+
+@pytest.fixture
+def interrupt_after(monkeypatch):
+    """``interrupt_after(n, signame)`` arms SnapshotWriter.append to raise the signal's
+    KeyboardInterrupt after its n-th snapshot (a run stopped mid-way, in process);
+    ``disarm()`` of the returned object restores it."""
+    from tdse.snapshots import SnapshotWriter
+    orig = SnapshotWriter.append
+
+    class Armed:
+        def disarm(self):
+            monkeypatch.setattr(SnapshotWriter, "append", orig)
+
+    def arm(n, signame="SIGTERM"):
+        calls = {"n": 0}
+
+        def flaky(self, *a, **k):
+            orig(self, *a, **k)
+            calls["n"] += 1
+            if calls["n"] == n:
+                raise KeyboardInterrupt(signame)
+        monkeypatch.setattr(SnapshotWriter, "append", flaky)
+        return Armed()
+    return arm

@@ -19,7 +19,7 @@ from tdse.cli import main
 from tdse.interrupts import Interrupted
 from tdse.propagate import run
 from tdse.resources import check_resources
-from tdse.snapshots import NotOurFile, SnapshotWriter, read, resume_state
+from tdse.snapshots import NotOurFile, read, resume_state
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -78,24 +78,16 @@ def deep(d):
 
 # ------------------------------------------------------------------ resume
 @pytest.mark.parametrize("operator", [False, True])
-def test_resume_after_interrupt_equals_uninterrupted(tmp_path, monkeypatch, operator):
+def test_resume_after_interrupt_equals_uninterrupted(tmp_path, interrupt_after, operator):
     d = deep(VALID)
     d["propagator"]["operator"] = operator
     cfg = cfgmod.loads(to_toml(d))
     ref = read(run(cfg, tmp_path / "ref", backend="numpy").path)
 
-    calls = {"n": 0}
-    orig = SnapshotWriter.append
-
-    def flaky(self, *a, **k):
-        orig(self, *a, **k)
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt("SIGTERM")
-    monkeypatch.setattr(SnapshotWriter, "append", flaky)
+    armed = interrupt_after(3, "SIGTERM")
     with pytest.raises(Interrupted) as ei:
         run(cfg, tmp_path / "cut", backend="numpy")
-    monkeypatch.setattr(SnapshotWriter, "append", orig)
+    armed.disarm()
     part = str(tmp_path / "cut" / "h.h5.part")
     assert ei.value.path == part and ei.value.signame == "SIGTERM" and "tdse resume" in str(ei.value)
     assert not os.path.exists(tmp_path / "cut" / "h.h5")  # the final name only when complete

@@ -60,7 +60,7 @@ def test_weak_field_dipole_response_is_first_order_perturbation_theory():
     """<x>(t) = -2 sum_n |x_n0|^2 int_0^t E(t') sin(w_n0 (t - t')) dt' for a weak pulse."""
     cfg = cfgmod.parse(atom(field={"E0": 1e-4, "omega": 0.15, "duration": 20.0}))
     d = run(cfg, None, backend="numpy").data
-    t, xm = d["observables/t"], d["observables/x_mean"]
+    xm = d["observables/x_mean"]
     w, V = np.linalg.eigh(hamiltonian.dense(cfgmod.parse(atom()), 0.0))
     x = points(cfg.grid)
     x_n0, om = V.T @ (x * V[:, 0]), w - w[0]
@@ -301,26 +301,17 @@ def test_simulate_writes_nothing_unless_asked_and_matches_a_file_run(tmp_path, i
     assert again.config == cfg and np.array_equal(again.psi, res.psi)
 
 
-def test_resume_continues_the_physics_started_from_python(tmp_path, inputs_dir, monkeypatch):
+def test_resume_continues_the_physics_started_from_python(tmp_path, inputs_dir, interrupt_after):
     """Z changed in Python: the file records it and `tdse resume` continues with it."""
     from tdse.interrupts import Interrupted
-    from tdse.snapshots import SnapshotWriter
     cfg = tdse.load_config(os.path.join(inputs_dir, "tiny.toml"))
     cs = tuple(dataclasses.replace(c, Z=3.0) for c in cfg.potential.centres)
     cfg = dataclasses.replace(cfg, potential=dataclasses.replace(cfg.potential, centres=cs))
     ref = tdse.simulate(cfg, backend="numpy")
-    calls = {"n": 0}
-    orig = SnapshotWriter.append
-
-    def flaky(self, *a, **k):
-        orig(self, *a, **k)
-        calls["n"] += 1
-        if calls["n"] == 4:
-            raise KeyboardInterrupt("SIGINT")
-    monkeypatch.setattr(SnapshotWriter, "append", flaky)
+    armed = interrupt_after(4, "SIGINT")
     with pytest.raises(Interrupted):
         tdse.simulate(cfg, backend="numpy", out=str(tmp_path))
-    monkeypatch.setattr(SnapshotWriter, "append", orig)
+    armed.disarm()
     r = CliRunner().invoke(main, ["resume", str(tmp_path / "tiny.h5.part"), "--backend", "numpy",
                                   "--no-plots"])
     assert r.exit_code == 0, r.output
