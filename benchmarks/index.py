@@ -175,6 +175,25 @@ def _propagator(d):
     return out
 
 
+def _inputs(d):
+    out = ["| input | N | steps | BLAS threads | seconds | time error at t_end (est.) | excitation mean t>=2 / "
+           "final | max <H> - <H>(0) | yield |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in d["rows"]:
+        te = r["time_error"]["error_at_t_end_linear"] if r.get("time_error") else float("nan")
+        out.append(f"| {r['input']} | {r['n']} | {r['steps']} | {r['threads']} | {r['seconds']:.1f} | "
+                   f"{te:.1e} | {r['excitation_mean_t_ge_2']:.3g} / {r['excitation_final']:.3g} | "
+                   f"{r['energy_rise_max']:.3g} | {r['yield_final']:.3g} |")
+    return out
+
+
+def _absorber(d):
+    out = ["| width (bohr) | strength (Ha) | k0 | energy (Ha) | reflected norm |", "|---|---|---|---|---|"]
+    for r in d["rows"]:
+        out.append(f"| {r['width']:g} | {r['strength']:.3g} | {r['k0']:g} | {r['energy']:g} | "
+                   f"{r['reflected']:.1e} |")
+    return out
+
+
 def _kernels(d):
     from .kernels_3m import table
     return table(d)
@@ -183,7 +202,7 @@ def _kernels(d):
 RENDER = {"engine": _engine, "sweep-3m": _sweep, "expm": _expm, "expm-cpu": _expm_cpu,
           "tune": _tune, "tdse": _tdse, "gpu-tests": _gpu_tests, "kernels-3m": _kernels,
           "accuracy": _accuracy, "step-cost": _step_cost, "expm-profile": _expm_profile,
-          "propagator": _propagator}
+          "propagator": _propagator, "inputs": _inputs, "absorber": _absorber}
 
 
 def render(doc) -> list[str]:
@@ -211,6 +230,10 @@ def headline(doc) -> dict:
                 f"{r.get('placement', 'three')} tile={r['tile']} TFLOP/s"] = r["tflops"]
         elif s == "sweep-3m":
             out[f"N={r['n']} G={r['gpus']} {r['placement']} {r['variant']} TFLOP/s"] = r["tflops"]
+        elif s == "inputs":
+            out[f"{r['input']} threads={r['threads']} s"] = r["seconds"]
+        elif s == "absorber":
+            out[f"width {r['width']:g} k0 {r['k0']:g} reflected"] = r["reflected"]
         elif s == "propagator":
             out[f"N={r['n']} {r['engine']} G={r['gpus']} s/step"] = r["seconds_per_step"]
         elif s == "expm-profile":

@@ -550,6 +550,87 @@ def _propagator(a):
     return rows, {"input": a.input, "scheme": "cfm4"}
 
 
+# ---------------------------------------------------------------- inputs: the CPU inputs as run
+def _inputs_args(p):
+    p.add_argument("--inputs", nargs="+", default=["h2plus_moving", "h2plus_moving_ramped",
+                   "thesis_fig6", "h2plus_static", "atom_hhg", "tiny"])
+    p.add_argument("--threads", type=int, nargs="+", default=[None],
+                   help="BLAS threads to time each with (default: the run's own choice)")
+
+
+def _inputs(a):
+    """Each input as `tdse run` runs it (no plots): wall seconds, BLAS threads, the in-run
+    time-error estimate, and what README quotes of the results: the excitation out of the
+    instantaneous ground state (mean over t >= 2 and final), max <H>(t) - <H>(0), the yield."""
+    import tempfile
+
+    from tdse import config as cfgmod
+    from tdse.propagate import run
+    from tdse.snapshots import read
+    rows = []
+    for name in a.inputs:
+        cfg = cfgmod.load(os.path.join(ROOT, "inputs", f"{name}.toml"))
+        for th in a.threads:
+            with tempfile.TemporaryDirectory() as tmp:
+                t0 = time.perf_counter()
+                res = run(cfg, tmp, backend="numpy", threads=th)
+                wall = time.perf_counter() - t0
+                d = read(res.path)
+            t, P = d["observables/t"], d["observables/populations_ht"]
+            exc = 1.0 - P[:, 0]
+            late = t >= min(2.0, t[-1])
+            E = d["observables/energy"]
+            rows.append({"input": name, "threads": int(d["attrs"]["blas_threads"]), "seconds": wall,
+                         "steps": cfg.time.steps, "n": cfg.grid.n,
+                         "time_error": res.time_error,
+                         "excitation_mean_t_ge_2": float(exc[late].mean()),
+                         "excitation_final": float(exc[-1]),
+                         "energy_rise_max": float((E - E[0]).max()),
+                         "yield_final": float(d["observables/yield"][-1])})
+            _say(f"{name} threads={rows[-1]['threads']}: {wall:.1f} s")
+    return rows, {}
+
+
+# ---------------------------------------------------------------- absorber: reflection
+def _absorber_args(p):
+    p.add_argument("--widths", type=float, nargs="+", default=[15.0, 20.0, 25.0])
+    p.add_argument("--k0", type=float, nargs="+", default=[1.0, 2.0, 3.0, 4.0])
+    p.add_argument("--method", default="auto", choices=["auto", "chebyshev"])
+
+
+def _absorber(a):
+    """Reflection of the default absorber: a free Gaussian packet (sigma = 4, momentum k0,
+    energy k0^2/2) leaves the interior of [-60, 60) (DVR, dx = 0.2, dt = 0.05) towards
+    the layer; after it has had time to reach the wall and come back, the norm inside the
+    interior is what reflected."""
+    from tdse import config as cfgmod
+    from tdse.grid import points
+    from tdse.precheck import precheck
+    from tdse.propagate import initial_state
+    from tdse.stepper import Propagator
+    L, dx, dt = 60.0, 0.2, 0.05
+    rows = []
+    for w in a.widths:
+        for k0 in a.k0:
+            cfg = cfgmod.parse({
+                "name": "cap", "grid": {"x_min": -L, "x_max": L, "dx": dx, "stencil": "dvr"},
+                "potential": {"a": 1.0, "centres": [{"x0": 0.0, "Z": 0.0}]},
+                "absorber": {"width": w},
+                "initial": {"state": "gaussian", "x0": 0.0, "sigma": 4.0, "k0": k0},
+                "time": {"dt": dt, "t_end": dt * round((L + w) * 1.6 / k0 / dt)},
+                "propagator": {"method": a.method, "tolerance": 1e-12}})
+            prop = Propagator(cfg, precheck(cfg, check_resolution=False).plan)
+            x = points(cfg.grid)
+            psi = initial_state(cfg, x, None)
+            for j in range(cfg.time.steps):
+                psi = prop.step(psi, j)
+            refl = float(np.sum(np.abs(psi[np.abs(x) < L - w]) ** 2) * dx)
+            rows.append({"width": w, "strength": cfg.absorber.strength, "power": cfg.absorber.power,
+                         "k0": k0, "energy": 0.5 * k0 ** 2, "reflected": refl, "method": a.method})
+            _say(f"width {w} k0 {k0}: reflected {refl:.2e}")
+    return rows, {}
+
+
 # ---------------------------------------------------------------- kernels-3m, sweep-3m
 def _kernels_args(p):
     p.add_argument("--n", type=int, default=32768)
@@ -599,6 +680,10 @@ SUITES = {
     "propagator": Suite("the whole propagator U over cfm4 steps at scale: mgemm on G GPUs, "
                         "Chebyshev block on G GPUs, torch.linalg.matrix_exp loop on one", True,
                         _propagator_args, _propagator),
+    "inputs": Suite("each CPU input as `tdse run` runs it: time, threads, and the quantities "
+                    "README quotes", False, _inputs_args, _inputs),
+    "absorber": Suite("reflection of the default absorber for packets of 0.5-8 Ha", False,
+                      _absorber_args, _absorber),
     "kernels-3m": Suite("one GPU, no transfers: ZGEMM vs 3m's three DGEMMs per tile", True,
                         _kernels_args, _kernels),
     "sweep-3m": Suite("schedule variants of the band engine at one N", True, _sweep_args, _sweep),

@@ -77,7 +77,7 @@ def observe(config: Config, times, count: int, progress=None) -> dict:
     want = {round(t / dt): t for t in times}
     prop = Propagator(config)
     names = {"P_h0": "populations_h0", "P_ht": "populations_ht", "n_mean": "n_mean",
-             "energy": "energy", "yield": "yield", "t": "t"}
+             "energy": "energy", "yield": "yield", "acceleration": "acceleration", "t": "t"}
     out = {"energies": E0[:K].tolist(), **{k: [] for k in names}}
     t0 = time.perf_counter()
 
@@ -136,6 +136,8 @@ GROUPS = {  # name: (what, function of an observe() result, counts toward the ta
     "energies": ("lowest eigenvalues of H(0) (hartree)", lambda r: r["energies"], False),
     "yield": ("1 - norm (what an absorber took; the norm drift without one)",
               lambda r: r["yield"], False),
+    "acceleration": ("the dipole acceleration <-dV/dx> (what a harmonic spectrum is made of)",
+                     lambda r: r.get("acceleration", []), False),
 }
 
 
@@ -267,7 +269,7 @@ def table(doc) -> list[str]:
            f"at {len(doc['times'])} times up to t = {doc['times'][-1]:.4g}; exponentials: "
            f"{doc['exponential']}", ""]
     hdr = f"{'series':>10} {'level':>12} {'N':>6} {'steps':>6} {'P err':>9} {'<n> err':>9} " \
-          f"{'<H> err':>9} {'E_n err':>9} {'yield err':>9} {'psi 1-F':>9} {'s':>6}"
+          f"{'<H> err':>9} {'E_n err':>9} {'yield err':>9} {'accel err':>9} {'psi 1-F':>9} {'s':>6}"
     out.append(hdr)
 
     def rows(label, hs, s, unit):
@@ -276,7 +278,7 @@ def table(doc) -> list[str]:
             c = s["runs"][i]
             out.append(f"{label:>10} {unit}={h:<9.4g} {c['n']:6d} {c['steps']:6d} "
                        f"{e['populations']:9.2e} {e['n_mean']:9.2e} {e['energy']:9.2e} "
-                       f"{e['energies']:9.2e} {e['yield']:9.2e} "
+                       f"{e['energies']:9.2e} {e['yield']:9.2e} {e['acceleration']:9.2e} "
                        f"{s['final_psi'][i]['infidelity']:9.2e} {c['seconds']:6.1f}")
         o = s["populations"]["order"]
         out.append(f"{'':>10} observed order (populations): {'%.2f' % o if o is not None else 'n/a'}"

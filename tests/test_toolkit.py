@@ -420,3 +420,44 @@ def test_floquet_labels_of_nearby_states_do_not_overlap(tmp_path, monkeypatch):
     plot_floquet(res, str(tmp_path / "f.png"))
     offsets = [a.xyann for a in figs[0].axes[0].texts]
     assert len(set(offsets)) == 3
+
+
+FIELD = {"E0": 0.05, "omega": 0.3, "duration": 10.0}
+
+
+@pytest.mark.parametrize("section, bad, key, words", [
+    ("field", {"E0": "strong"}, "field.E0", "number"),
+    ("field", {"omega": 0.0}, "field.omega", "> 0"),
+    ("field", {"duration": -1.0}, "field.duration", "> 0"),
+    ("field", {"phase": float("nan")}, "field.phase", "finite"),
+    ("field", {"envelope": "square"}, "field.envelope", "sin2"),
+    ("field", {"envelope": "gaussian", "fwhm": 0.0}, "field.fwhm", "> 0"),
+    ("field", {"envelope": "trapezoid", "ramp": 6.0}, "field.ramp", "duration/2"),
+    ("field", {"ramp": 1.0}, "field.ramp", "trapezoid"),
+    ("absorber", {"width": 0.5}, "absorber.width", "4 grid points"),
+    ("absorber", {"width": -2.0}, "absorber.width", "> 0"),
+    ("absorber", {"strength": 0.0}, "absorber.strength", "> 0"),
+    ("absorber", {"power": 0}, "absorber.power", ">= 1"),
+    ("absorber", {"power": 2.5}, "absorber.power", "integer"),
+])
+def test_field_and_absorber_keys_are_validated(section, bad, key, words):
+    base = {"field": dict(FIELD), "absorber": {"width": 8.0}}[section]
+    with pytest.raises(cfgmod.ConfigError) as e:
+        cfgmod.parse(atom(**{section: {**base, **bad}}))
+    assert e.value.key == key and words in str(e.value), str(e.value)
+    r = CliRunner().invoke(main, ["keys"])  # and the key is documented
+    assert key in r.output
+
+
+def test_missing_required_field_key_is_named():
+    with pytest.raises(cfgmod.ConfigError, match="missing key `field.duration`"):
+        cfgmod.parse(atom(field={"E0": 0.1, "omega": 1.0}))
+
+
+def test_new_cli_options_refuse_bad_values(tmp_path, inputs_dir):
+    path = run(cfgmod.load(os.path.join(inputs_dir, "tiny.toml")), tmp_path, backend="numpy").path
+    for args, key in ((["spectrum", str(path), "--kind", "fft"], "--kind"),
+                      (["spectrum", str(path), "--window", "kaiser"], "--window"),
+                      (["animate", str(path), "--fps", "0"], "--fps")):
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 2 and key in r.output and "Traceback" not in r.output, args
