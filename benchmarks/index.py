@@ -194,6 +194,15 @@ def _absorber(d):
     return out
 
 
+def _formulas(d):
+    out = ["| theta | path | products before (PS) | products after | scheme after | error before | error after |",
+           "|---|---|---|---|---|---|---|"]
+    for r in d["rows"]:
+        out.append(f"| {r['theta']:g} | {r['path']} | {r['products_before']} | {r['products_after']} | "
+                   f"{r['scheme_after']} | {r['error_before']:.1e} | {r['error_after']:.1e} |")
+    return out
+
+
 def _kernels(d):
     from .kernels_3m import table
     return table(d)
@@ -202,7 +211,8 @@ def _kernels(d):
 RENDER = {"engine": _engine, "sweep-3m": _sweep, "expm": _expm, "expm-cpu": _expm_cpu,
           "tune": _tune, "tdse": _tdse, "gpu-tests": _gpu_tests, "kernels-3m": _kernels,
           "accuracy": _accuracy, "step-cost": _step_cost, "expm-profile": _expm_profile,
-          "propagator": _propagator, "inputs": _inputs, "absorber": _absorber}
+          "propagator": _propagator, "inputs": _inputs, "absorber": _absorber,
+          "formulas": _formulas}
 
 
 def render(doc) -> list[str]:

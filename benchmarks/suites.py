@@ -451,6 +451,61 @@ def _expm_profile(a):
     return rows, {}
 
 
+# ---------------------------------------------------------------- formulas: fewer products
+def _formulas_args(p):
+    p.add_argument("--n", type=int, default=512)
+    p.add_argument("--theta", type=float, nargs="+", default=[5.0, 20.0, 50.0])
+    p.add_argument("--tolerance", type=float, default=1e-14)
+    p.add_argument("--threads", type=int, default=1)
+
+
+def _formulas(a):
+    """Products per exponent before (Paterson-Stockmeyer only) and after (the cheapest of
+    PS and the Bader-Blanes-Casas / Sastre formulas, mgemm.formulas) at ||A|| = theta, on
+    both paths, each result against an eigendecomposition: complex path A = Q diag(i l) Q^H
+    (complex entries), split path A = iB with B real symmetric; plus every scheme's cost
+    (formula_table).  CPU, --threads BLAS threads."""
+    import mgemm
+    from mgemm.plan import formula_table, plan_expm
+    u = 2.0 ** -53
+    rng = np.random.default_rng(20261122)
+    n = a.n
+    rows = []
+    with _blas_threads(a.threads):
+        Q, _ = np.linalg.qr(rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n)))
+        lam0 = rng.uniform(-1, 1, n)
+        S = rng.standard_normal((n, n))
+        S = S + S.T
+        mu, V = np.linalg.eigh(S)
+        for theta in a.theta:
+            cases = {}
+            sc = theta / np.abs((Q * lam0) @ Q.conj().T).sum(axis=0).max()
+            A = (Q * (1j * lam0 * sc)) @ Q.conj().T
+            cases["complex"] = (A, (Q * np.exp(1j * lam0 * sc)) @ Q.conj().T)
+            sc = theta / np.abs(S).sum(axis=0).max()
+            cases["split"] = (1j * S * sc, (V * np.exp(1j * mu * sc)) @ V.T)
+            for path, (A, ref) in cases.items():
+                split = path == "split"
+                th = float(np.abs(A.imag if split else A).sum(axis=0).max())
+                out = {"theta": theta, "path": path, "n": n, "tolerance": a.tolerance}
+                for tag, use in (("before", False), ("after", True)):
+                    plan = plan_expm(th, tolerance=a.tolerance, split=split, unitary=True,
+                                     unit_roundoff=u, use_formulas=use)
+                    t0 = time.perf_counter()
+                    E = mgemm.expm(A, plan=plan)
+                    out[f"seconds_{tag}"] = time.perf_counter() - t0
+                    out[f"products_{tag}"] = plan.products
+                    out[f"scheme_{tag}"] = f"{plan.formula} m={plan.degree} s={plan.squarings}"
+                    out[f"bound_{tag}"] = plan.truncation_bound
+                    out[f"error_{tag}"] = float(np.linalg.norm(E - ref, 2))
+                rows.append(out)
+                _say(f"theta={theta:g} {path}: {out['products_before']} -> {out['products_after']} "
+                     f"products ({out['scheme_after']}), error {out['error_before']:.1e} -> "
+                     f"{out['error_after']:.1e}")
+    table = {str(t): formula_table(t, tolerance=a.tolerance) for t in a.theta}
+    return rows, {"schemes": table}
+
+
 # ---------------------------------------------------------------- propagator: U(T) at scale
 def _propagator_args(p):
     p.add_argument("--input", default="inputs/h2plus_moving.toml")
@@ -680,6 +735,9 @@ SUITES = {
     "propagator": Suite("the whole propagator U over cfm4 steps at scale: mgemm on G GPUs, "
                         "Chebyshev block on G GPUs, torch.linalg.matrix_exp loop on one", True,
                         _propagator_args, _propagator),
+    "formulas": Suite("products per exponent before/after the Bader-Blanes-Casas / Sastre "
+                      "formulas, accuracy against an eigendecomposition", False,
+                      _formulas_args, _formulas),
     "inputs": Suite("each CPU input as `tdse run` runs it: time, threads, and the quantities "
                     "README quotes", False, _inputs_args, _inputs),
     "absorber": Suite("reflection of the default absorber for packets of 0.5-8 Ha", False,

@@ -7,9 +7,10 @@ Methods (the choice of degree and squarings is :func:`mgemm.plan.plan_expm`):
 
 * ``taylor`` -- the thesis' algorithm (summary eqs. 2-3): exp A ~ sum_{k<=K} a_k with
   a_0 = I, a_k = (1/k) A a_(k-1), each term one ``gemm(alpha=1/k, beta=0)``; no scaling.
-* ``auto`` -- scaling and squaring, exp A = (T_m(A/2^s))^(2^s), with the truncated
-  Taylor polynomial T_m evaluated by Paterson-Stockmeyer; degree and squarings are the
-  fewest products that meet ``tolerance`` for the bound theta = ||A - mu I||_1.
+* ``auto`` -- scaling and squaring, exp A = (p(A/2^s))^(2^s), p the truncated Taylor
+  polynomial T_m by Paterson-Stockmeyer or (complex path) one of the Bader-Blanes-Casas /
+  Sastre formulas of :mod:`mgemm.formulas`; scheme, degree and squarings are the fewest
+  products that meet ``tolerance`` for the bound theta = ||A - mu I||_1.
 
 Two structural facts are used (both exact algebra, documented in ARCHITECTURE.md):
 
@@ -29,6 +30,7 @@ import math
 import numpy as np
 
 from .arrays import get_xp, unit_roundoff
+from .formulas import FORMULAS, powers, ps
 from .gemm import gemm
 from .plan import ExpmPlan, plan_expm
 
@@ -154,8 +156,11 @@ def _evaluate(xp, mm, M, plan):
     if plan.method == "taylor":
         return _taylor(xp, mm, M, plan.degree)
     X = M / 2.0 ** plan.squarings
-    pows = _powers(mm, _eye_like(xp, X), X, max(1, min(plan.ps_block, plan.degree)))
-    U = _ps(mm, pows, _taylor_coeffs(plan.degree))
+    if plan.formula != "ps":  # Bader-Blanes-Casas / Sastre (mgemm.formulas)
+        U = FORMULAS[plan.formula][0](xp, mm, X)
+    else:
+        pows = powers(mm, _eye_like(xp, X), X, max(1, min(plan.ps_block, plan.degree)))
+        U = ps(mm, pows, _taylor_coeffs(plan.degree))
     for _ in range(plan.squarings):
         U = mm(U, U)
     return U
@@ -190,40 +195,6 @@ def _taylor_split(xp, mm, B, K):
     return c, s
 
 
-def _powers(mm, eye, X, q):
-    """[I, X, X^2, ..., X^q] (q - 1 products, X^k = X X^(k-1): the left operand is always
-    X, so the band layout gathers it once)."""
-    pows = [eye, X]
-    for _ in range(2, q + 1):
-        pows.append(mm(X, pows[-1]))
-    return pows
-
-
-def _ps(mm, pows, coeffs):
-    """Paterson-Stockmeyer: sum_k coeffs[k] X^k from pows = [I, X, ..., X^q], Horner in X^q."""
-    m, q = len(coeffs) - 1, len(pows) - 1
-    if m == 0 or q == 0:
-        return coeffs[0] * pows[0]
-
-    def block(j):
-        out = coeffs[j * q] * pows[0]
-        for i in range(1, q):
-            if j * q + i <= m:
-                out += coeffs[j * q + i] * pows[i]
-        return out
-
-    r = m // q
-    if m % q == 0:  # the top block is coeffs[m] I: fold it in without a product
-        Y = block(r - 1) + coeffs[m] * pows[q]
-        start = r - 2
-    else:
-        Y = block(r)
-        start = r - 1
-    for j in range(start, -1, -1):
-        Y = mm(pows[q], Y, block(j), 1.0, 1.0)
-    return Y
-
-
 def _ps_split(xp, mm, B, m, q):
     """cos B and sin B truncated at total degree m in B, by PS in C = B^2 with shared
     powers C^2..C^q (:func:`mgemm.plan.split_products` counts the products)."""
@@ -233,7 +204,7 @@ def _ps_split(xp, mm, B, m, q):
     dc, ds = m // 2, (m - 1) // 2
     cos_c = [(-1) ** j / math.factorial(2 * j) for j in range(dc + 1)]
     sin_c = [(-1) ** j / math.factorial(2 * j + 1) for j in range(ds + 1)]
-    pows = _powers(mm, eye, mm(B, B), max(1, min(q, dc)))
-    cosB = _ps(mm, pows, cos_c)
-    sinB = mm(B, _ps(mm, pows, sin_c)) if ds >= 1 else B.copy()
+    pows = powers(mm, eye, mm(B, B), max(1, min(q, dc)))
+    cosB = ps(mm, pows, cos_c)
+    sinB = mm(B, ps(mm, pows, sin_c)) if ds >= 1 else B.copy()
     return cosB, sinB

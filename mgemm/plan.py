@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+from .formulas import FORMULAS, real_gemms, realized
 
 __all__ = [
     "ExpmPlan",
@@ -21,6 +25,8 @@ __all__ = [
     "taylor_remainder",
     "ps_products",
     "split_products",
+    "formula_remainder",
+    "formula_table",
 ]
 
 #: Highest degree / squarings the ``auto`` search considers.
@@ -56,6 +62,23 @@ def taylor_remainder(theta: float, degree: int) -> float:
         if term < total * 1e-18:
             break
     return total
+
+
+@lru_cache(maxsize=None)
+def _formula_errors(name: str):
+    """(|1/k! - c_k| for k <= d, d) of the polynomial formula ``name`` really evaluates."""
+    c = realized(name)
+    return tuple(float(abs(Fraction(1, math.factorial(k)) - ck)) for k, ck in enumerate(c)), len(c) - 1
+
+
+def formula_remainder(theta: float, name: str) -> float:
+    """Bound on ||exp(X) - p(X)|| for ||X|| <= theta, p the polynomial formula ``name``
+    (:mod:`mgemm.formulas`) evaluates: sum_k |1/k! - c_k| theta^k over its realized
+    coefficients plus the Taylor tail beyond its degree (exact algebra; the 1 + 1e-12
+    covers rounding the exact rationals to floats)."""
+    errs, d = _formula_errors(name)
+    low = sum(e * theta ** k for k, e in enumerate(errs) if e)
+    return (low + taylor_remainder(theta, d)) * (1 + 1e-12)
 
 
 def ps_products(degree: int) -> tuple[int, int]:
@@ -121,6 +144,7 @@ class ExpmPlan:
     unitary: bool
     truncation_bound: float
     rounding_estimate: float
+    formula: str = "ps"
 
     @property
     def meets_tolerance(self) -> bool:
@@ -134,15 +158,21 @@ class ExpmPlan:
     def explain(self) -> str:
         scaling = f", {self.squarings} squarings" if self.squarings else ""
         kind = "recurrence a_k = (1/k) A a_(k-1)" if self.method == "taylor" else (
-            f"Paterson-Stockmeyer, block {self.ps_block}")
+            f"Paterson-Stockmeyer, block {self.ps_block}" if self.formula == "ps" else
+            f"{_FORMULA_NAMES[self.formula]} formula")
         return (f"{self.method}: Taylor degree {self.degree}{scaling} ({kind}); "
                 f"{self.products} {'real ' if self.path == 'split' else ''}GEMMs; "
                 f"theta={self.theta:.4g}, truncation bound {self.truncation_bound:.3g}, "
                 f"rounding ~{self.rounding_estimate:.3g}, tolerance {self.tolerance:.3g}")
 
 
-def _squared_bound(theta: float, degree: int, s: int, unitary: bool) -> float:
-    """Error bound of T_m(A/2^s)^(2^s) against exp(A) for ||A|| <= theta.
+_FORMULA_NAMES = {"bbc8": "Bader-Blanes-Casas T_8", "bbc12": "Bader-Blanes-Casas T_12",
+                  "bbc18": "Bader-Blanes-Casas T_18", "sastre16": "Sastre-Ibanez-Defez 15+"}
+
+
+def _squared_bound(theta: float, degree: int, s: int, unitary: bool, formula="ps") -> float:
+    """Error bound of p(A/2^s)^(2^s) against exp(A) for ||A|| <= theta, p = T_m (``ps``)
+    or the polynomial a formula evaluates (:func:`formula_remainder`).
 
     ||X^n - Y^n|| <= n ||X - Y|| max(||X||, ||Y||)^(n-1), n = 2^s.  In general
     ||X||, ||Y|| <= e^(theta/n); for skew-Hermitian A (``unitary``) X is unitary and
@@ -152,7 +182,7 @@ def _squared_bound(theta: float, degree: int, s: int, unitary: bool) -> float:
     x = theta / n
     if x > 0 and math.log(n) + (degree + 1) * math.log(x) - math.lgamma(degree + 2) > 50:
         return math.inf  # the first neglected term alone is huge: skip the sum
-    r = taylor_remainder(x, degree)
+    r = taylor_remainder(x, degree) if formula == "ps" else formula_remainder(x, formula)
     if r == 0.0:
         return 0.0
     log_growth = (n - 1) * (math.log1p(r) if unitary else theta / n)
@@ -168,7 +198,8 @@ def _rounding_estimate(theta: float, s: int, u: float, unitary: bool) -> float:
 
 
 def plan_expm(theta: float, *, method: str = "auto", tolerance: float, terms: int = 10,
-              split: bool = False, unitary: bool = False, unit_roundoff: float) -> ExpmPlan:
+              split: bool = False, unitary: bool = False, unit_roundoff: float,
+              use_formulas: bool = True) -> ExpmPlan:
     """Choose the degree and squarings of the matrix exponent for ||A|| <= theta.
 
     ``taylor``: the thesis' algorithm (summary eqs. 2-3): T_k(A) with k = ``terms``,
@@ -177,10 +208,13 @@ def plan_expm(theta: float, *, method: str = "auto", tolerance: float, terms: in
     ``auto``: scaling and squaring of a truncated Taylor polynomial evaluated by
     Paterson-Stockmeyer; among all (degree, squarings) whose bound
     (:func:`_squared_bound`) meets ``tolerance``, the one with the fewest products
-    (ties: the smaller bound).  This replaces the Bader-Blanes-Casas (2019) formulas of
-    torch.linalg.matrix_exp by plain Taylor/PS, whose error bound is exact algebra
-    rather than a table of precomputed thetas; the split path makes each product a real
-    GEMM, which outweighs the extra products (see docs/ARCHITECTURE.md).
+    (ties: the smaller bound).  On the complex path the candidates are Paterson-Stockmeyer
+    for every degree and (``use_formulas``) the Bader-Blanes-Casas T_8/T_12/T_18 and
+    Sastre 15+ formulas (:mod:`mgemm.formulas`), each bounded through the coefficients it
+    really evaluates (:func:`formula_remainder`), not a table of precomputed thetas.  On
+    the split path (A = iB, B real) the cos/sin Paterson-Stockmeyer in B^2 stays: the
+    formulas mix real and imaginary parts and cost more real GEMMs there
+    (:func:`formula_table` shows the comparison).
     """
     if not (theta >= 0 and math.isfinite(theta)):
         raise ValueError(f"theta must be finite and >= 0, got theta={theta!r}")
@@ -197,6 +231,7 @@ def plan_expm(theta: float, *, method: str = "auto", tolerance: float, terms: in
         raise ValueError(f"method must be 'taylor' or 'auto', got method={method!r}")
     cost_fn = split_products if split else ps_products
     per_squaring = 2 if split else 1
+    formulas = () if split or not use_formulas else tuple(FORMULAS)
     best = None
     for s in range(_MAX_SQUARINGS + 1):
         if best is not None and s * per_squaring > best[0]:
@@ -214,12 +249,45 @@ def plan_expm(theta: float, *, method: str = "auto", tolerance: float, terms: in
                     bound = _squared_bound(theta, m, s, unitary)
                 cost = p + s * per_squaring
                 if best is None or (cost, bound) < best[:2]:
-                    best = (cost, bound, m, s, q)
+                    best = (cost, bound, m, s, q, "ps")
                 break
+        for name in formulas:
+            _, m, p = FORMULAS[name]
+            bound = _squared_bound(theta, m, s, unitary, name)
+            cost = p + s
+            if bound <= tolerance and (best is None or (cost, bound) < best[:2]):
+                best = (cost, bound, m, s, 0, name)
     if best is None:  # tolerance below what the search reaches: take the most accurate
         m, s = _MAX_DEGREE, max(0, math.ceil(math.log2(max(theta, 1e-300))) + 1)
         p, q = cost_fn(m)
-        best = (p + s * per_squaring, _squared_bound(theta, m, s, unitary), m, s, q)
-    cost, bound, m, s, q = best
+        best = (p + s * per_squaring, _squared_bound(theta, m, s, unitary), m, s, q, "ps")
+    cost, bound, m, s, q, name = best
     return ExpmPlan("auto", path, m, s, q, cost, theta, tolerance, unitary, bound,
-                    _rounding_estimate(theta, s, unit_roundoff, unitary))
+                    _rounding_estimate(theta, s, unit_roundoff, unitary), name)
+
+
+def formula_table(theta: float, *, tolerance: float, unitary: bool = True) -> list[dict]:
+    """Every evaluation scheme's cheapest (squarings, products, bound) meeting
+    ``tolerance`` for ||A|| <= theta, on both paths: Paterson-Stockmeyer and the formulas
+    of :mod:`mgemm.formulas`.  Products are GEMM calls on the complex path and real GEMMs
+    on the split path (A = iB; a formula there needs its products on real/imaginary
+    parts, :func:`mgemm.formulas.real_gemms`: complex x complex by 3M).  The planner uses
+    the cheapest of each path; this table is the comparison behind that choice."""
+    rows = []
+    for path in ("complex", "split"):
+        per_sq = 2 if path == "split" else 1
+        plan = plan_expm(theta, tolerance=tolerance, split=path == "split", unitary=unitary,
+                         unit_roundoff=2.0 ** -53, use_formulas=False)
+        rows.append(dict(path=path, scheme="ps", degree=plan.degree, squarings=plan.squarings,
+                         products=plan.products, bound=plan.truncation_bound))
+        for name, (_, m, p) in FORMULAS.items():
+            cost_p = real_gemms(name) if path == "split" else p
+            for s in range(_MAX_SQUARINGS + 1):
+                if theta / 2.0 ** s > _MAX_SCALED_NORM:
+                    continue
+                bound = _squared_bound(theta, m, s, unitary, name)
+                if bound <= tolerance:
+                    rows.append(dict(path=path, scheme=name, degree=m, squarings=s,
+                                     products=cost_p + per_sq * s, bound=bound))
+                    break
+    return rows

@@ -51,13 +51,22 @@ def test_auto_plan_meets_tolerance_and_is_minimal(split, unitary, theta, tol):
     p = plan_expm(theta, method="auto", tolerance=tol, split=split, unitary=unitary, unit_roundoff=U)
     assert p.truncation_bound <= tol
     assert theta / 2 ** p.squarings <= 2.0
-    # one product fewer at the same squarings must not meet the tolerance
+    # brute force: no scheme (PS at any degree, or a formula on the complex path) at any
+    # squarings meets the tolerance with fewer products
+    from mgemm.formulas import FORMULAS
+    from mgemm.plan import _squared_bound
     cost = split_products if split else ps_products
-    if p.degree > 1:
-        cheaper = [m for m in range(1, p.degree) if cost(m)[0] < cost(p.degree)[0]]
-        for m in cheaper:
-            from mgemm.plan import _squared_bound
-            assert _squared_bound(theta, m, p.squarings, unitary) > tol
+    per_sq = 2 if split else 1
+    for s in range(0, 40):
+        if theta / 2 ** s > 2.0 or s * per_sq >= p.products:
+            continue
+        for m in range(1, 41):
+            if cost(m)[0] + s * per_sq < p.products:
+                assert _squared_bound(theta, m, s, unitary) > tol, (m, s)
+        if not split:
+            for name, (_, m, prods) in FORMULAS.items():
+                if prods + s < p.products:
+                    assert _squared_bound(theta, m, s, unitary, name) > tol, (name, s)
 
 
 def test_looser_tolerance_never_costs_more():

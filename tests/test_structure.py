@@ -27,7 +27,7 @@ MGEMM_LAYERS = {
     "mgemm": 3, "mgemm.gemm": 3, "mgemm.expm": 3, "mgemm.dist": 3,
     "mgemm.executors": 2,
     "mgemm.schedule": 1, "mgemm.plan": 1, "mgemm.model": 1, "mgemm.profile": 1,
-    "mgemm.balance": 1, "mgemm.arrays": 1,
+    "mgemm.balance": 1, "mgemm.arrays": 1, "mgemm.formulas": 1,
 }
 
 
