@@ -112,10 +112,12 @@ def _tune(d):
 
 
 def _tdse(d):
-    out = ["| input | N | GPUs | s/step | speed-up vs first row |", "|---|---|---|---|---|"]
+    out = ["| input | N | GPUs | s/step | speed-up vs first row | fraction of G x DGEMM |",
+           "|---|---|---|---|---|---|"]
     for r in d["rows"]:
+        frac = f"{r['fraction_of_G_dgemm']:.2f}" if "fraction_of_G_dgemm" in r else "-"
         out.append(f"| {r['input']} | {r['n']} | {r['gpus']} | {r['step_seconds']:.3f} | "
-                   f"{r['speedup_vs_first']:.2f} |")
+                   f"{r['speedup_vs_first']:.2f} | {frac} |")
     return out
 
 
@@ -156,12 +158,33 @@ def _step_cost(d):
     return out
 
 
+def _peak(r):
+    p = r.get("peak_gib")
+    return " / ".join(f"{v:.1f}" for v in p.values()) if p else "-"
+
+
 def _expm_profile(d):
-    out = ["| N | GPUs | seconds | real products | TFLOP/s | one-GPU DGEMM TFLOP/s | fraction of G x DGEMM |",
-           "|---|---|---|---|---|---|---|"]
+    out = ["| N | GPUs | way in/out | seconds | real products | TFLOP/s | one-GPU DGEMM TFLOP/s | "
+           "fraction of G x DGEMM | peak GiB per GPU |", "|---|---|---|---|---|---|---|---|---|"]
     for r in d["rows"]:
-        out.append(f"| {r['n']} | {r['gpus']} | {r['seconds']:.3f} | {r['products']} | "
-                   f"{r['tflops']:.1f} | {r['dgemm_1gpu_tflops']:.1f} | {r['fraction_of_G_dgemm']:.2f} |")
+        out.append(f"| {r['n']} | {r['gpus']} | {r.get('way', 'array/replica')} | {r['seconds']:.3f} | "
+                   f"{r['products']} | {r['tflops']:.1f} | {r['dgemm_1gpu_tflops']:.1f} | "
+                   f"{r['fraction_of_G_dgemm']:.2f} | {_peak(r)} |")
+    return out
+
+
+def _scale(d):
+    out = ["| N | GPUs | status | seconds | real products | TFLOP/s | fraction of G x DGEMM | "
+           "error vs expm_multiply | norm error | peak GiB per GPU |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in d["rows"]:
+        if r["status"] != "ok":
+            out.append(f"| {r['n']} | {r['gpus']} | {r['status']} | - | {r['products']} | - | - | - | - | "
+                       f"{_peak(r)} |")
+            continue
+        out.append(f"| {r['n']} | {r['gpus']} | ok | {r['seconds']:.1f} | {r['products']} | "
+                   f"{r['tflops']:.1f} | {r['fraction_of_G_dgemm']:.2f} | "
+                   f"{r['error_vs_expm_multiply']:.1e} | {r['norm_error']:.1e} | {_peak(r)} |")
     return out
 
 
@@ -212,7 +235,7 @@ RENDER = {"engine": _engine, "sweep-3m": _sweep, "expm": _expm, "expm-cpu": _exp
           "tune": _tune, "tdse": _tdse, "gpu-tests": _gpu_tests, "kernels-3m": _kernels,
           "accuracy": _accuracy, "step-cost": _step_cost, "expm-profile": _expm_profile,
           "propagator": _propagator, "inputs": _inputs, "absorber": _absorber,
-          "formulas": _formulas}
+          "formulas": _formulas, "scale": _scale}
 
 
 def render(doc) -> list[str]:

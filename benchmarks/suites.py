@@ -155,8 +155,14 @@ def _tdse(a):
     from tdse import config as cfgmod
     from tdse.precheck import precheck
     from tdse.propagate import Propagator, step_gemm_opts
+    from mgemm.tools.common import rand_matrix, time_call
     cfg = cfgmod.load(os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input)
     pc = precheck(cfg)
+    n = cfg.grid.n
+    with cp.cuda.Device(0):  # the bound: G x one GPU's DGEMM at this N, in the same run
+        R = rand_matrix(cp, 0, n, np.float64, 3)
+        dgemm = 2.0 * n ** 3 / time_call(cp, lambda: cp.matmul(R, R), 5, [0])
+        del R
     rows, first = [], None
     for g in _gpu_list(a.gpus):
         with cp.cuda.Device(0):
@@ -172,10 +178,15 @@ def _tdse(a):
                 ts.append(time.perf_counter() - t0)
             out = cp.asnumpy(psi)
         first = out if first is None else first
+        step = float(np.median(ts[2:]))
+        products = len(prop.scheme.factors) * pc.plan.products
         rows.append({"input": a.input, "n": cfg.grid.n, "gpus": g, "plan": pc.plan.as_dict(),
-                     "step_seconds": float(np.median(ts[2:])), "all_step_seconds": ts,
+                     "step_seconds": step, "all_step_seconds": ts,
+                     "real_products_per_step": products, "dgemm_1gpu_tflops": dgemm / 1e12,
+                     "fraction_of_G_dgemm": products * 2.0 * n ** 3 / step / (g * dgemm),
                      "rel_diff_vs_first": float(np.linalg.norm(out - first) / np.linalg.norm(first))})
-        _say(f"N={cfg.grid.n} G={g}: {rows[-1]['step_seconds']:.3f} s/step")
+        _say(f"N={cfg.grid.n} G={g}: {step:.3f} s/step = "
+             f"{rows[-1]['fraction_of_G_dgemm']:.2f} of G x DGEMM ({products} real products)")
         cp.get_default_memory_pool().free_all_blocks()
     for r in rows:
         r["speedup_vs_first"] = rows[0]["step_seconds"] / r["step_seconds"]
@@ -401,15 +412,18 @@ def _expm_profile_args(p):
 
 def _expm_profile(a):
     """The split-path exponent of A = -i dt H (||A||_1 = 20) on G GPUs: seconds, real
-    products, and the fraction of G x the one-GPU DGEMM rate measured in the same run
-    (N x N x N cupy.matmul); one traced call per N for the timeline (local GEMMs and
-    gathers per GPU: where the GPUs wait)."""
+    products, the fraction of G x the one-GPU DGEMM rate measured in the same run
+    (N x N x N cupy.matmul) and each GPU's peak memory, for three ways in: the matrix on
+    GPU 0 with the left operand replicated (``array/replica``, the old layout) or streamed
+    (``array/stream``), and A built in bands on the GPUs with U returned in bands
+    (``banded/stream``: nothing whole anywhere).  One traced call of the banded way per N
+    for the timeline (GEMMs and copies per GPU: where the GPUs wait)."""
     import cupy as cp
 
-    from mgemm.dist import trace_rows
+    from mgemm.dist import Layout, trace_rows
     from mgemm.expm import expm, expm_plan_for
-    from mgemm.tools.bench_expm import h2plus_matrix
-    from mgemm.tools.common import free_gpu_memory, rand_matrix, time_call
+    from mgemm.tools.bench_expm import h2plus_columns, h2plus_matrix
+    from mgemm.tools.common import PeakMemory, free_gpu_memory, rand_matrix, time_call
     from mgemm.tools.timeline import plot_timeline
     devs = list(range(a.gpus))
     rows = []
@@ -421,32 +435,132 @@ def _expm_profile(a):
             dgemm = 2.0 * n ** 3 / t_d
             H, dt = h2plus_matrix(n)
             A = (-1j * dt) * cp.asarray(H).astype(cp.complex128)
+            del H
         plan = expm_plan_for(A)[0]
-        t = time_call(cp, lambda: expm(A, devices=devs), a.repeat, devs)
-        rate = plan.products * 2.0 * n ** 3 / t
-        row = {"n": n, "gpus": a.gpus, "seconds": t, "products": plan.products, "path": plan.path,
-               "dgemm_1gpu_tflops": dgemm / 1e12, "tflops": rate / 1e12,
-               "fraction_of_G_dgemm": rate / (a.gpus * dgemm)}
+        make, dt_b, _, _ = h2plus_columns(n)
+        assert abs(dt_b - dt) <= 1e-12 * dt
+        lay_b = Layout(n, devs)
+        Ab = lay_b.from_columns(make)
+        ways = {"array/replica": lambda: expm(A, plan=plan, layout=Layout(n, devs, left="replica")),
+                "array/stream": lambda: expm(A, plan=plan, devices=devs),
+                "banded/stream": lambda: expm(Ab, plan=plan)}
+        ref = None
+        for way, f in ways.items():
+            free_gpu_memory(cp)
+            with PeakMemory(cp) as peak:
+                t = time_call(cp, f, a.repeat, devs)
+            U = f()
+            U = U.to_array(0) if hasattr(U, "to_array") else U
+            with cp.cuda.Device(0):
+                if ref is None:
+                    ref, diff = U, 0.0
+                else:
+                    diff = float(cp.abs(U - ref).max())
+            del U
+            rate = plan.products * 2.0 * n ** 3 / t
+            row = {"n": n, "gpus": a.gpus, "way": way, "seconds": t, "products": plan.products,
+                   "path": plan.path, "dgemm_1gpu_tflops": dgemm / 1e12, "tflops": rate / 1e12,
+                   "fraction_of_G_dgemm": rate / (a.gpus * dgemm), "max_diff_vs_first": diff,
+                   "peak_gib": {d: peak.bytes.get(d, 0) / 2 ** 30 for d in devs}}
+            rows.append(row)
+            _say(f"N={n} G={a.gpus} {way}: {t:.3f} s, {plan.products} products, "
+                 f"{rate / 1e12:.1f} TFLOP/s = {row['fraction_of_G_dgemm']:.2f} of {a.gpus} x "
+                 f"{dgemm / 1e12:.1f}; peak GiB {[round(v, 1) for v in row['peak_gib'].values()]}")
         if a.timeline:
             ev = []
             with cp.cuda.Device(0):
-                expm(A, devices=devs, trace=ev)
+                expm(Ab, plan=plan, trace=ev)
             for d in devs:
                 cp.cuda.Device(d).synchronize()
             tr = trace_rows(ev, cp)
-            busy = {d: sum(r["end_ms"] - r["start_ms"] for r in tr if r["dev"] == d and r["kind"] == "gemm")
-                    for d in devs}
-            span = {d: max(r["end_ms"] for r in tr if r["dev"] == d) for d in devs}
-            row["gemm_busy_ms"] = busy
-            row["span_ms"] = span
+            row = rows[-1]
+            row["gemm_busy_ms"] = {d: sum(r["end_ms"] - r["start_ms"] for r in tr
+                                          if r["dev"] == d and r["kind"] == "gemm") for d in devs}
+            row["span_ms"] = {d: max(r["end_ms"] for r in tr if r["dev"] == d) for d in devs}
             path = f"{a.timeline}_{n}.png"
-            plot_timeline(tr, path, title=f"mgemm.expm N={n} on {a.gpus} GPUs: {plan.products} "
-                                          f"real products, gemm (blue) and gathers (orange)")
+            plot_timeline(tr, path, title=f"mgemm.expm N={n} on {a.gpus} GPUs, banded in/out: "
+                                          f"{plan.products} real products, GEMMs and band copies")
             row["timeline"] = path
-        rows.append(row)
-        _say(f"N={n} G={a.gpus}: {t:.3f} s, {plan.products} products, {rate / 1e12:.1f} TFLOP/s = "
-             f"{row['fraction_of_G_dgemm']:.2f} of {a.gpus} x {dgemm / 1e12:.1f}")
+        del A, Ab, ref
+        free_gpu_memory(cp)
+    return rows, {}
+
+
+# ---------------------------------------------------------------- scale: sizes one GPU cannot hold
+def _scale_args(p):
+    p.add_argument("--cases", nargs="+", default=["65536:4", "32768:2"],
+                   help="N:G pairs, run in order (an out-of-memory is recorded, not fatal)")
+    p.add_argument("--vectors", type=int, default=4)
+
+
+def _scale(a):
+    """The split-path exponent of A = -i dt H (3-point H of the soft-core double well,
+    ||A||_1 = 20) at sizes beyond one GPU: A built in column bands on the GPUs (never
+    whole), U returned in bands.  Seconds, rate against G x one GPU's DGEMM (measured in
+    the same run at N = 16384), each GPU's peak memory, and accuracy: U v for random v
+    against scipy's expm_multiply of the sparse -i dt H (an independent reference), and
+    | ||U v|| - ||v|| |."""
+    import cupy as cp
+    import scipy.sparse
+    from scipy.sparse.linalg import expm_multiply
+
+    import mgemm
+    from mgemm.dist import Layout
+    from mgemm.plan import plan_expm
+    from mgemm.tools.bench_expm import h2plus_columns
+    from mgemm.tools.common import PeakMemory, free_gpu_memory, rand_matrix, time_call
+    with cp.cuda.Device(0):
+        R = rand_matrix(cp, 0, 16384, np.float64, 3)
+        dgemm = 2.0 * 16384 ** 3 / time_call(cp, lambda: cp.matmul(R, R), 3, [0])
+        del R
+    free_gpu_memory(cp)
+    rows = []
+    rng = np.random.default_rng(7)
+    for case in a.cases:
+        n, g = (int(v) for v in case.split(":"))
+        make, dt, d, off = h2plus_columns(n)
+        plan = plan_expm(20.0, tolerance=2.0 ** -53, split=True, unitary=True,
+                         unit_roundoff=2.0 ** -53)
+        row = {"n": n, "gpus": g, "products": plan.products, "path": plan.path,
+               "dgemm_1gpu_tflops": dgemm / 1e12}
+        try:
+            with PeakMemory(cp) as peak:
+                lay = Layout(n, list(range(g)))
+                A = lay.from_columns(make)
+                t0 = time.perf_counter()
+                U = mgemm.expm(A, plan=plan)
+                for dev in range(g):
+                    cp.cuda.Device(dev).synchronize()
+                t = time.perf_counter() - t0
+        except cp.cuda.memory.OutOfMemoryError as e:
+            row.update(status="out of memory", error=str(e)[:300],
+                       peak_gib={k: v / 2 ** 30 for k, v in peak.bytes.items() if k < g})
+            rows.append(row)
+            _say(f"N={n} G={g}: out of memory")
+            A = U = None
+            free_gpu_memory(cp)
+            continue
         del A
+        V = rng.standard_normal((n, a.vectors)) + 1j * rng.standard_normal((n, a.vectors))
+        with cp.cuda.Device(0):
+            UV = U.matvec(cp.asarray(V)).get()
+        Hs = scipy.sparse.diags([np.full(n - 1, off), d, np.full(n - 1, off)], [-1, 0, 1],
+                                format="csr")
+        ref = expm_multiply(-1j * dt * Hs, V)
+        err = float(np.linalg.norm(UV - ref, axis=0).max() / np.linalg.norm(V, axis=0).min())
+        norm = float(np.abs(np.linalg.norm(UV, axis=0) - np.linalg.norm(V, axis=0)).max()
+                     / np.linalg.norm(V, axis=0).min())
+        rate = plan.products * 2.0 * n ** 3 / t
+        row.update(status="ok", seconds=t, tflops=rate / 1e12,
+                   fraction_of_G_dgemm=rate / (g * dgemm), error_vs_expm_multiply=err,
+                   norm_error=norm, peak_gib={k: v / 2 ** 30 for k, v in peak.bytes.items()
+                                              if k < g},
+                   gpu_memory_gib=cp.cuda.runtime.memGetInfo()[1] / 2 ** 30)
+        rows.append(row)
+        _say(f"N={n} G={g}: {t:.1f} s, {rate / 1e12:.1f} TFLOP/s = {row['fraction_of_G_dgemm']:.2f} "
+             f"of G x DGEMM; error {err:.1e}, norm {norm:.1e}; peak GiB "
+             f"{[round(v, 1) for v in row['peak_gib'].values()]}")
+        del U
         free_gpu_memory(cp)
     return rows, {}
 
@@ -735,6 +849,8 @@ SUITES = {
     "propagator": Suite("the whole propagator U over cfm4 steps at scale: mgemm on G GPUs, "
                         "Chebyshev block on G GPUs, torch.linalg.matrix_exp loop on one", True,
                         _propagator_args, _propagator),
+    "scale": Suite("the split exponent at sizes beyond one GPU, banded in and out: time, "
+                   "peak memory per GPU, accuracy against expm_multiply", True, _scale_args, _scale),
     "formulas": Suite("products per exponent before/after the Bader-Blanes-Casas / Sastre "
                       "formulas, accuracy against an eigendecomposition", False,
                       _formulas_args, _formulas),

@@ -2,8 +2,16 @@
 algorithm: operands split in bands across the devices and kept there).
 
 An N x N matrix X lives as G column bands X_d = X[:, c_d:c_(d+1)], band d on device d.
-A product Y = L X is then local: Y_d = L X_d on device d, provided the *left* operand L
-is present in full on every device (a replica).  So:
+A product Y = L X needs on device d all of L against X_d.  Two ways (``left``):
+
+* ``"stream"`` (the default): Y_d = sum_h L_h X_d[c_h:c_(h+1), :], one GEMM per band of
+  L; device d starts with its own band and pulls the others from their devices, peer to
+  peer, into two staging buffers on a copy stream while the previous piece's GEMM runs --
+  the band algorithm's double buffering (Choi, Nikolskiy & Stegailov 2020, Alg. 1-2) with
+  the left operand's bands as the travelling panels.  No device ever holds L whole: the
+  memory per device is the bands plus 2 staging bands, which is what lets N grow with G.
+* ``"replica"``: the left operand is gathered whole on every device first (cached on the
+  matrix, so A and the PS power X^q are gathered once), then Y_d = L X_d.  So:
 
 * a product moves nothing when its left operand is already replicated (A itself, the
   Paterson-Stockmeyer power X^q: each is gathered once and cached);
@@ -33,7 +41,7 @@ class Layout:
     """How N columns are cut into bands over ``devices`` (an int: virtual CPU devices;
     a list: CuPy GPU ids)."""
 
-    def __init__(self, n: int, devices, gpu=None):
+    def __init__(self, n: int, devices, gpu=None, left: str = "stream"):
         if isinstance(devices, numbers.Integral) and not isinstance(devices, bool):
             if devices < 1:
                 raise ValueError(f"devices must be >= 1, got devices={devices}")
@@ -48,8 +56,11 @@ class Layout:
         g = len(self.devices)
         if n < g:
             raise ValueError(f"N={n} is smaller than the number of devices {g}")
-        self.n = n
+        if left not in ("stream", "replica"):
+            raise ValueError(f"left must be 'stream' or 'replica', got left={left!r}")
+        self.n, self.left = n, left
         self.cuts = [round(i * n / g) for i in range(g + 1)]
+        self._copy_streams, self._stage, self._stage_free, self._keep = {}, {}, {}, {}
         self.cp = cupy_or_none() if self.gpu else None
         if self.gpu:
             if self.cp is None:
@@ -86,6 +97,26 @@ class Layout:
 
     def cols(self, i):
         return self.cuts[i], self.cuts[i + 1]
+
+    def from_columns(self, make):
+        """A :class:`BandedMatrix` whose band i is ``make(c0, c1)`` (the N x (c1 - c0)
+        columns c0..c1-1), called on device i: an input that never exists whole anywhere
+        (e.g. A = -i dt H of a banded or Toeplitz H, built where its columns live)."""
+        bands = []
+        for i in range(len(self.devices)):
+            c0, c1 = self.cols(i)
+            with self.ctx(i):
+                b = self.xp.ascontiguousarray(self.xp.asarray(make(c0, c1)))
+            if b.shape != (self.n, c1 - c0):
+                raise ValueError(f"make({c0}, {c1}) returned shape {b.shape}, "
+                                 f"expected {(self.n, c1 - c0)}")
+            bands.append(b)
+        return BandedMatrix(self, bands)
+
+    def peak_bytes(self):
+        """Bytes of one band per device times the bands a product needs at least (left
+        stream: 2 staging bands + the output), for memory plans: see :func:`expm_memory`."""
+        return max(c1 - c0 for c0, c1 in zip(self.cuts, self.cuts[1:])) * self.n
 
     # -- the namespace mgemm.expm uses
     def eye(self, n, dtype=None):
@@ -176,7 +207,15 @@ class Layout:
 
     # -- the product
     def mm(self, L, R, C=None, alpha=1.0, beta=0.0):
-        """alpha L R + beta C with L, R (and C) banded: Y_d = alpha L_full R_d + beta C_d."""
+        """alpha L R + beta C with L, R (and C) banded (the left operand streamed or
+        replicated, see the module docs)."""
+        if self.left == "stream" and L._full is None and L.dtype == R.dtype and (
+                C is None or C.dtype == R.dtype):
+            return self._mm_stream(L, R, C, alpha, beta)
+        return self._mm_replica(L, R, C, alpha, beta)
+
+    def _mm_replica(self, L, R, C, alpha, beta):
+        """Y_d = alpha L_full R_d + beta C_d (L gathered whole on every device)."""
         full = L.replicas()
         bands = []
         for i in range(len(self.devices)):
@@ -186,6 +225,117 @@ class Layout:
                                          None if C is None else C.bands[i], alpha, beta))
             self._record(i, "gemm", e0)
         return BandedMatrix(self, bands)
+
+
+    def _mm_stream(self, L, R, C, alpha, beta):
+        """Y_d = alpha sum_h L_h R_d[c_h:c_(h+1)] + beta C_d: device d's own band first,
+        the other bands pulled into two staging buffers on a copy stream while the
+        previous piece's GEMM runs (events order copy -> GEMM -> reuse of the buffer)."""
+        g, n = len(self.devices), self.n
+        if not self.gpu:
+            bands = []
+            for t in range(g):
+                Y = None if C is None or beta == 0 else beta * C.bands[t]
+                for k in range(g):
+                    h = (t + k) % g
+                    r0, r1 = self.cols(h)
+                    P = alpha * (L.bands[h] @ R.bands[t][r0:r1])
+                    Y = P if Y is None else Y + P
+                bands.append(Y)
+            return BandedMatrix(self, bands)
+        cp = self.cp
+        from .executors.cupy_exec import cublas, gemm_rowmajor
+        dtype = R.dtype
+        ready = []
+        for i in range(g):  # every band of L (and R, C) has been produced
+            with self.ctx(i):
+                e = cp.cuda.Event(disable_timing=True)
+                e.record()
+                ready.append(e)
+        copied_all = []
+        bands = []
+        for t in range(g):
+            with self.ctx(t):
+                st = cp.cuda.get_current_stream()
+                cs = self._copy_stream(t)
+                stage = self._staging(t, dtype)
+                free = self._stage_free.setdefault((t, dtype.str), [None, None])
+                w_t = R.bands[t].shape[1]
+                if C is not None and beta != 0:
+                    Y = C.bands[t].copy()
+                    first_beta = beta
+                else:
+                    Y = cp.empty((n, w_t), dtype=dtype)
+                    first_beta = 0.0
+                h_blas = cp.cuda.device.get_cublas_handle()
+                cublas.setPointerMode(h_blas, 0)  # host scalars
+                a_ptr = self._scalar(alpha, dtype)
+                for k in range(g):
+                    h = (t + k) % g
+                    r0, r1 = self.cols(h)
+                    w_h = r1 - r0
+                    if h == t:
+                        src, ld = L.bands[t], L.bands[t].shape[1]
+                    else:
+                        slot = k % 2
+                        buf = stage[slot]
+                        cs.wait_event(ready[h])
+                        if free[slot] is not None:
+                            cs.wait_event(free[slot])
+                        c0 = None
+                        if self.trace is not None:
+                            c0 = cp.cuda.Event()
+                            c0.record(cs)
+                        with cs:
+                            _copy2d(cp, buf, 0, L.bands[h], 0, n, w_h)
+                        done = cp.cuda.Event(disable_timing=self.trace is None)
+                        done.record(cs)
+                        if c0 is not None:
+                            self.trace.append((self.devices[t], "copy", c0, done))
+                        copied_all.append((h, done))
+                        st.wait_event(done)
+                        src, ld = buf, buf.shape[1]
+                    b_ptr = self._scalar(first_beta if k == 0 else 1.0, dtype)
+                    Rt = R.bands[t]
+                    e0 = self._mark(t)  # after the wait: the GEMM itself
+                    gemm_rowmajor(h_blas, dtype, n, w_t, w_h, a_ptr.ctypes.data, src.data.ptr, ld,
+                                  b_ptr.ctypes.data, Rt.data.ptr + r0 * Rt.shape[1] * Rt.itemsize,
+                                  Rt.shape[1], Y.data.ptr, w_t)
+                    if h != t:
+                        f = cp.cuda.Event(disable_timing=True)
+                        f.record()
+                        free[k % 2] = f
+                    self._record(t, "gemm", e0)
+            bands.append(Y)
+        for i in range(g):  # a source band is not reused before its copies finished
+            with self.ctx(i):
+                st = cp.cuda.get_current_stream()
+                for h, e in copied_all:
+                    if h == i:
+                        st.wait_event(e)
+        self.gathered_bytes += sum(1 for _ in copied_all) * n * (n // g) * R.bands[0].itemsize
+        return BandedMatrix(self, bands)
+
+    def _copy_stream(self, t):
+        if t not in self._copy_streams:
+            with self.ctx(t):
+                self._copy_streams[t] = self.cp.cuda.Stream(non_blocking=True)
+        return self._copy_streams[t]
+
+    def _staging(self, t, dtype):
+        key = (t, np.dtype(dtype).str)
+        if key not in self._stage:
+            w = max(c1 - c0 for c0, c1 in zip(self.cuts, self.cuts[1:]))
+            with self.ctx(t):
+                self._stage[key] = [self.cp.empty((self.n, w), dtype=dtype) for _ in range(2)]
+        return self._stage[key]
+
+    def _scalar(self, value, dtype):
+        """A host scalar for cuBLAS (host pointer mode), kept alive with the layout."""
+        key = (complex(value), np.dtype(dtype).str)
+        if key not in self._keep:
+            self._keep[key] = np.array(value, dtype=dtype)
+        return self._keep[key]
 
 
 def _copy2d(cp, dst, dst_c0, src, src_c0, rows, width):
@@ -340,8 +490,8 @@ def trace_rows(trace, cp):
     first, rows = {}, []
     for dev, kind, e0, e1 in trace:
         t0 = first.setdefault(dev, e0)
-        rows.append({"dev": dev, "stream": "gather" if kind == "gather" else "compute",
-                     "kind": "copy" if kind == "gather" else kind,
+        rows.append({"dev": dev, "stream": {"gather": "gather", "copy": "copy"}.get(kind, "compute"),
+                     "kind": "copy" if kind in ("gather", "copy") else kind,
                      "start_ms": cp.cuda.get_elapsed_time(t0, e0),
                      "end_ms": cp.cuda.get_elapsed_time(t0, e1)})
     return rows

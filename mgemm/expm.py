@@ -78,9 +78,10 @@ def expm_plan_for(A, *, method="auto", tolerance=None, terms=10, shift=None,
 
 
 def expm(A, *, method="auto", tolerance=None, terms=10, shift=None, unitary=None,
-         split=None, plan=None, return_plan=False, layout=None, output="array", trace=None,
+         split=None, plan=None, return_plan=False, layout=None, output=None, trace=None,
          **gemm_opts):
-    """exp(A) for a square matrix A (NumPy or CuPy), from :func:`mgemm.gemm` products.
+    """exp(A) for a square matrix A (NumPy, CuPy or a :class:`mgemm.dist.BandedMatrix`),
+    from :func:`mgemm.gemm` products.
 
     ``tolerance``: per-call bound on the truncation error (default: the unit roundoff
     of A's dtype).  ``terms``: K for ``taylor``.  ``shift``: a scalar mu, exp(A) =
@@ -91,39 +92,64 @@ def expm(A, *, method="auto", tolerance=None, terms=10, shift=None, unitary=None
     ``gemm_opts`` go to every gemm (``devices``, ``executor``, ``tile``, ``complex_method``...).
 
     ``layout``: ``"bands"`` keeps every matrix in column bands over ``devices``
-    (:mod:`mgemm.dist`: products local, only squarings gather); the default when
-    ``devices`` lists several GPUs and A is a CuPy array.  ``"gemm"``: each product is a
-    separate :func:`mgemm.gemm` call (band engine with its transfers).  With ``bands``,
-    ``output="banded"`` returns the :class:`mgemm.dist.BandedMatrix` itself (no final
-    gather); ``trace``: a list that receives (device, kind, start, end) CUDA events of
-    the band layout's GEMMs and gathers (:func:`mgemm.dist.trace_rows`).  Returns exp(A),
-    or ``(exp(A), plan)`` with ``return_plan``.
+    (:mod:`mgemm.dist`: products stream the left operand's bands between devices); the
+    default when ``devices`` lists several GPUs and A is a CuPy array; a
+    :class:`mgemm.dist.Layout` to reuse one (its staging buffers).  ``"gemm"``: each
+    product is a separate :func:`mgemm.gemm` call (band engine with its transfers).
+    A :class:`~mgemm.dist.BandedMatrix` A (built in place with
+    :meth:`~mgemm.dist.Layout.from_columns`: never whole on one device) runs on its own
+    layout; without a ``plan`` its theta and split are read from the bands (local work;
+    ``unitary`` is then False unless given).  ``output``: ``"array"`` (the default for an
+    array A: gathered on A's device) or ``"banded"`` (the default for a banded A: the
+    :class:`~mgemm.dist.BandedMatrix` itself, no gather).  ``trace``: a list that receives
+    (device, kind, start, end) CUDA events of the band layout's GEMMs and copies
+    (:func:`mgemm.dist.trace_rows`).  Returns exp(A), or ``(exp(A), plan)`` with
+    ``return_plan``.
     """
-    xp = get_xp(A)
+    from .dist import BandedMatrix, Layout
+    banded = isinstance(A, BandedMatrix)
+    xp = A.layout.xp if banded else get_xp(A)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"`A` must be a square matrix, but has shape A.shape={A.shape}")
-    if not xp.issubdtype(A.dtype, xp.inexact):
+    if not np.issubdtype(A.dtype, np.inexact):
         raise TypeError(f"`A` must be float or complex, but has A.dtype={A.dtype}")
     devices = gemm_opts.get("devices")
-    if layout is None:
+    if banded:
+        layout = A.layout
+    elif layout is None:
         layout = ("bands" if xp is not np and isinstance(devices, (list, tuple))
                   and len(devices) > 1 else "gemm")
-    if layout not in ("bands", "gemm"):
-        raise ValueError(f"layout must be 'bands' or 'gemm', got layout={layout!r}")
-    if output not in ("array", "banded") or (output == "banded" and layout != "bands"):
+    if not (isinstance(layout, Layout) or layout in ("bands", "gemm")):
+        raise ValueError(f"layout must be 'bands', 'gemm' or a Layout, got layout={layout!r}")
+    bands = layout != "gemm"
+    output = ("banded" if banded else "array") if output is None else output
+    if output not in ("array", "banded") or (output == "banded" and not bands):
         raise ValueError(f"output must be 'array' (or 'banded' with layout='bands'), got output={output!r}")
-    if plan is None:
+    if banded:
+        M = _shifted_bands(A, shift)
+        if plan is None:
+            u = unit_roundoff(A.dtype)
+            if split is None:
+                split = bool(np.iscomplexobj(np.empty(0, A.dtype))) and not any(
+                    bool(A.layout.xp.any(b.real)) for b in M.bands)
+            theta = max(_onenorm(A.layout.xp, b.imag if split else b) for b in M.bands)
+            plan = plan_expm(theta, method=method, tolerance=u if tolerance is None else
+                             float(tolerance), terms=terms, split=split, unitary=bool(unitary),
+                             unit_roundoff=u)
+    elif plan is None:
         plan, M = expm_plan_for(A, method=method, tolerance=tolerance, terms=terms,
                                 shift=shift, unitary=unitary, split=split)
     else:  # a caller's fixed plan: no O(N^2) detection, only the shift
         M = _shifted(xp, A, shift)
     if plan.path == "split":
-        M = xp.ascontiguousarray(M.imag)
-    if layout == "bands":
-        from .dist import Layout
-        lay = Layout(A.shape[0], devices if devices is not None else 1, gpu=xp is not np)
+        M = M.imag if banded else xp.ascontiguousarray(M.imag)
+    if bands:
+        lay = layout if isinstance(layout, Layout) else Layout(
+            A.shape[0], devices if devices is not None else 1, gpu=xp is not np)
         lay.trace = trace
-        mm, ns, M = lay.mm, lay, lay.scatter(M)
+        mm, ns = lay.mm, lay
+        if not banded:
+            M = lay.scatter(M)
     else:
         mm = lambda X, Y, C=None, alpha=1.0, beta=0.0: gemm(  # noqa: E731
             X, Y, C, alpha, beta, **gemm_opts)
@@ -131,14 +157,29 @@ def expm(A, *, method="auto", tolerance=None, terms=10, shift=None, unitary=None
     U = _evaluate(ns, mm, M, plan).astype(A.dtype, copy=False)
     if shift:
         U *= np.exp(shift)
-    if layout == "bands" and output == "array":
+    if bands and output == "array":
         U = U.to_array(0)
-        if xp is not np and U.device.id != A.device.id:
+        if not banded and xp is not np and U.device.id != A.device.id:
             from .dist import to_device
             with A.device:
                 U = to_device(xp, U)
                 A.device.synchronize()
     return (U, plan) if return_plan else U
+
+
+def _shifted_bands(A, shift):
+    """A - shift I for a banded A (each band's piece of the diagonal), or A itself."""
+    if not shift:
+        return A
+    lay = A.layout
+    out = []
+    for i, b in enumerate(A.bands):
+        c0, c1 = lay.cols(i)
+        with lay.ctx(i):
+            b = b.copy()
+            b[lay.xp.arange(c0, c1), lay.xp.arange(c1 - c0)] -= shift
+        out.append(b)
+    return type(A)(lay, out)
 
 
 def _evaluate(xp, mm, M, plan):

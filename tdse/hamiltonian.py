@@ -166,6 +166,34 @@ def generator_dense(config, scale, v, xp=np, dtype=np.float64):
     return G
 
 
+def toeplitz_column(grid) -> np.ndarray:
+    """First column of the (symmetric Toeplitz) kinetic matrix T for any stencil."""
+    if grid.stencil == "dvr":
+        return dvr_column(grid.n, grid.dx)
+    c = np.zeros(grid.n)
+    bands = kinetic_bands(grid.stencil, grid.dx)
+    c[:min(3, grid.n)] = bands[:min(3, grid.n)]
+    return c
+
+
+def generator_columns(config, scale, v, c0, c1, xp=np):
+    """Columns c0..c1-1 of :func:`generator_dense` (N x (c1 - c0)), built on the current
+    device from T's Toeplitz column and the diagonal alone: a GPU builds its band of
+    the generator without the matrix ever existing whole (:meth:`mgemm.dist.Layout.from_columns`)."""
+    n = config.grid.n
+    col = _cached(("col", n, config.grid.dx, config.grid.stencil, _device_key(xp)),
+                  lambda: xp.asarray(toeplitz_column(config.grid)))
+    rows = xp.arange(n)[:, None]
+    cols = xp.arange(c0, c1)[None, :]
+    band = col[xp.abs(rows - cols)] * scale
+    d = xp.asarray(np.asarray(v)[c0:c1])
+    if config.absorber is not None:
+        band = band.astype(np.complex128)
+        d = d - 1j * scale * xp.asarray(absorber_profile(config)[c0:c1])
+    band[xp.arange(c0, c1), xp.arange(c1 - c0)] += d
+    return band
+
+
 def dense(config, t, xp=np, dtype=np.float64, x=None):
     """Dense H(t) = T + V(x, t) [+ x E(t)] [- i W] (N x N), built on the device of ``xp``."""
     x = points(config.grid, xp) if x is None else x

@@ -65,7 +65,7 @@ class Propagator:
         self.layout = None
         many = (isinstance(devs, (list, tuple)) and len(devs) > 1) or \
             (isinstance(devs, int) and not isinstance(devs, bool) and devs > 1)
-        if self.method == "chebyshev" and many:
+        if many and (self.method == "chebyshev" or self.gemm_opts.get("layout") == "bands"):
             from mgemm.dist import Layout
             self.layout = Layout(config.grid.n, devs, gpu=xp is not np)
         self.exponentials = 0         # exponentials evaluated so far
@@ -87,7 +87,12 @@ class Propagator:
     # ------------------------------------------------------------------ dense exponentials
     def _dense(self, scale, v):
         cfg, xp, dt = self.config, self.xp, self.config.time.dt
-        G = hamiltonian.generator_dense(cfg, scale, v, xp)
+        if self.layout is not None:  # each device builds its own column band of -i dt G_k
+            lay = self.layout
+            G = lay.from_columns(lambda c0, c1: hamiltonian.generator_columns(
+                cfg, scale, v, c0, c1, lay.xp) * (-1j * dt))
+        else:
+            G = hamiltonian.generator_dense(cfg, scale, v, xp) * (-1j * dt)
         if cfg.hermitian:
             lo, hi = self.bounds(scale, v)
             shift = -1j * dt * 0.5 * (lo + hi)
@@ -96,7 +101,9 @@ class Propagator:
                                               float(v.max()), scale)
             shift = -1j * dt * c - dt * scale * 0.5 * cfg.absorber.strength
         self.exponentials += 1
-        return mgemm.expm(G * (-1j * dt), plan=self.plan, shift=shift, **self.gemm_opts)
+        if self.layout is not None:  # banded in, banded out, on the propagator's layout
+            return mgemm.expm(G, plan=self.plan, shift=shift)
+        return mgemm.expm(G, plan=self.plan, shift=shift, **self.gemm_opts)
 
     def factors(self, j: int):
         """The dense exponentials [U_1, U_2, ...] of step j (computed once when H is static)."""

@@ -128,19 +128,23 @@ def test_band_layout_matches_scipy(rng, g, method, kind):
     assert rel(U, mgemm.expm(A, method=method, terms=18)) < 1e-13
 
 
-def test_band_layout_gathers_only_where_needed(rng):
+@pytest.mark.parametrize("left", ["replica", "stream"])
+def test_band_layout_gathers_only_where_needed(rng, left):
     from mgemm.dist import Layout
     n, g = 48, 3
     S = rng.standard_normal((n, n))
     A = -1j * 6.0 * (S + S.T) / np.abs(S + S.T).sum(axis=0).max()
     plan = mgemm.expm_plan_for(A)[0]
     assert plan.path == "split" and plan.squarings >= 1
-    lay = Layout(n, g)
+    lay = Layout(n, g, left=left)
     from mgemm.expm import _evaluate
     U = _evaluate(lay, lay.mm, lay.scatter(np.ascontiguousarray(A.imag)), plan)
-    # B (for C = B^2 and again, cached, for B sin), C (for its powers), the PS power
-    # C^q (Horner, shared by cos and sin): 3; then two per squaring (c+s and c)
-    assert lay.gathers == 3 + 2 * plan.squarings
+    if left == "replica":
+        # B (for C = B^2 and again, cached, for B sin), C (for its powers), the PS power
+        # C^q (Horner, shared by cos and sin): 3; then two per squaring (c+s and c)
+        assert lay.gathers == 3 + 2 * plan.squarings
+    else:  # every product streams its left operand's bands: nothing is ever whole
+        assert lay.gathers == 0
     assert rel(U.to_array(), scipy.linalg.expm(A)) < 1e-12
 
 
@@ -160,3 +164,37 @@ def test_banded_matvec_and_output(rng):
         mgemm.expm(A, output="banded")
     with pytest.raises(ValueError, match="layout"):
         mgemm.expm(A, layout="rows")
+
+
+@pytest.mark.parametrize("g", [1, 3, 4])
+@pytest.mark.parametrize("with_plan", [False, True])
+def test_banded_input_built_in_place(rng, g, with_plan):
+    """A = -i dt (H - c) of a tridiagonal H built band by band (from_columns: never whole),
+    exp of it banded in and banded out, against scipy on the assembled matrix."""
+    from mgemm.dist import Layout
+    n, dt = 41, 0.05
+    d = rng.uniform(-2, 30, n)
+    off = rng.uniform(-10, -5, n - 1)
+    H = np.diag(d) + np.diag(off, 1) + np.diag(off, -1)
+
+    def make(c0, c1):  # columns c0..c1-1 of -i dt H
+        band = np.zeros((n, c1 - c0), dtype=complex)
+        for j in range(c0, c1):
+            band[j, j - c0] = d[j]
+            if j > 0:
+                band[j - 1, j - c0] = off[j - 1]
+            if j < n - 1:
+                band[j + 1, j - c0] = off[j]
+        return -1j * dt * band
+
+    lay = Layout(n, g)
+    Ab = lay.from_columns(make)
+    A = -1j * dt * H
+    shift = -1j * dt * 0.5 * (d.min() + d.max())
+    plan = mgemm.expm_plan_for(A, shift=shift)[0] if with_plan else None
+    Ub, used = mgemm.expm(Ab, shift=shift, plan=plan, return_plan=True)
+    assert type(Ub).__name__ == "BandedMatrix" and used.path == "split"
+    assert rel(Ub.to_array(), scipy.linalg.expm(A)) < 1e-12
+    assert rel(mgemm.expm(Ab, shift=shift, output="array"), scipy.linalg.expm(A)) < 1e-12
+    with pytest.raises(ValueError, match="shape"):
+        lay.from_columns(lambda c0, c1: np.ones((n, c1 - c0 + 1)))

@@ -354,6 +354,14 @@ class CupyExecutor(ScheduleExecutor):
         self.last_trace = rows
 
 
+def gemm_rowmajor(h, dtype, rows, cols, k, alpha_ptr, a, lda, beta_ptr, b, ldb, c, ldc):
+    """Row-major C = alpha A B + beta C (rows x cols, inner k) in one cuBLAS ``?gemm`` on
+    CuPy's current stream (column-major C^T = B^T A^T): device pointers, leading dimensions
+    in elements (row strides), host scalar pointers (the handle in host pointer mode)."""
+    fn = getattr(cublas, _GEMM[np.dtype(dtype)])
+    fn(h, 0, 0, cols, rows, k, alpha_ptr, b, ldb, a, lda, beta_ptr, c, ldc)
+
+
 def strided_gemm(h, dtype, rows, cols, k, alpha_ptr, a, lda, sa, b, ldb, sb, beta_ptr, c, ldc,
                  sc, batch):
     """Row-major C_p = alpha A_p B_p + beta C_p for p < ``batch`` in one cuBLAS

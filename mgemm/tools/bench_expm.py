@@ -31,6 +31,31 @@ def h2plus_matrix(n, norm1=20.0):
     return H, dt
 
 
+def h2plus_columns(n, norm1=20.0):
+    """The same H as :func:`h2plus_matrix` without ever forming it: ``(make, dt, d, off)``
+    with ``make(c0, c1)`` the columns c0..c1-1 of -i dt H built on the current GPU (for
+    :meth:`mgemm.dist.Layout.from_columns`), d the diagonal, off the off-diagonal value."""
+    import cupy as cp
+    dx = 0.1
+    x = (np.arange(n) - n / 2) * dx
+    v = -1.0 / np.sqrt((x - 1) ** 2 + 0.1) - 1.0 / np.sqrt((x + 1) ** 2 + 0.1)
+    d, off = 1.0 / dx ** 2 + v, -0.5 / dx ** 2
+    neighbours = np.full(n, 2.0)
+    neighbours[[0, -1]] = 1.0
+    dt = norm1 / float(np.max(np.abs(d) + abs(off) * neighbours))
+
+    def make(c0, c1):
+        band = cp.zeros((n, c1 - c0), dtype=cp.complex128)
+        j = cp.arange(c0, c1)
+        band[j, j - c0] = cp.asarray(d[c0:c1])
+        lo, hi = max(c0, 1), min(c1, n - 1)
+        band[cp.arange(lo, c1) - 1, cp.arange(lo, c1) - c0] = off
+        band[cp.arange(c0, hi) + 1, cp.arange(c0, hi) - c0] = off
+        band *= -1j * dt
+        return band
+    return make, dt, d, off
+
+
 def _timed(fn, sync, repeat):
     out = fn()
     sync()

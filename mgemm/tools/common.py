@@ -45,6 +45,34 @@ def time_call(cp, f, repeat, devices):
     return float(np.median(ts))
 
 
+class PeakMemory:
+    """Peak bytes in use per GPU while active (CuPy's pool, through an allocator hook):
+    ``with PeakMemory(cp) as peak: ...`` then ``peak.bytes`` = {device: bytes}."""
+
+    def __init__(self, cp):
+        self.cp, self.bytes = cp, {}
+
+    def __enter__(self):
+        cp, pool = self.cp, self.cp.get_default_memory_pool()
+
+        def malloc(size):
+            mem = pool.malloc(size)
+            d = mem.device_id
+            used = pool.used_bytes()  # the current (= allocating) device's pool
+            if used > self.bytes.get(d, 0):
+                self.bytes[d] = used
+            return mem
+        for d in range(cp.cuda.runtime.getDeviceCount()):
+            with cp.cuda.Device(d):
+                self.bytes[d] = pool.used_bytes()
+        cp.cuda.set_allocator(malloc)
+        return self
+
+    def __exit__(self, *exc):
+        self.cp.cuda.set_allocator(self.cp.get_default_memory_pool().malloc)
+        return False
+
+
 def free_gpu_memory(cp):
     """Drop mgemm's cached band buffers and give every GPU's unused pool blocks back
     (``MemoryPool.free_all_blocks`` frees the *current* device's pool only), so the
