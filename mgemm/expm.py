@@ -143,9 +143,13 @@ def expm(A, *, method="auto", tolerance=None, terms=10, shift=None, unitary=None
         M = _shifted(xp, A, shift)
     if plan.path == "split":
         M = M.imag if banded else xp.ascontiguousarray(M.imag)
+    dtype, n = A.dtype, A.shape[0]
+    home = None if banded or xp is np else A.device
+    if banded:
+        del A  # the caller may pass a temporary: its bands are freed before the work
     if bands:
         lay = layout if isinstance(layout, Layout) else Layout(
-            A.shape[0], devices if devices is not None else 1, gpu=xp is not np)
+            n, devices if devices is not None else 1, gpu=xp is not np)
         lay.trace = trace
         mm, ns = lay.mm, lay
         if not banded:
@@ -154,16 +158,16 @@ def expm(A, *, method="auto", tolerance=None, terms=10, shift=None, unitary=None
         mm = lambda X, Y, C=None, alpha=1.0, beta=0.0: gemm(  # noqa: E731
             X, Y, C, alpha, beta, **gemm_opts)
         ns = xp
-    U = _evaluate(ns, mm, M, plan).astype(A.dtype, copy=False)
+    U = _evaluate(ns, mm, M, plan).astype(dtype, copy=False)
     if shift:
         U *= np.exp(shift)
     if bands and output == "array":
         U = U.to_array(0)
-        if not banded and xp is not np and U.device.id != A.device.id:
+        if home is not None and U.device.id != home.id:
             from .dist import to_device
-            with A.device:
+            with home:
                 U = to_device(xp, U)
-                A.device.synchronize()
+                home.synchronize()
     return (U, plan) if return_plan else U
 
 
@@ -193,7 +197,7 @@ def _evaluate(xp, mm, M, plan):
             c, s = _ps_split(xp, mm, B / 2.0 ** plan.squarings, plan.degree, plan.ps_block)
             for _ in range(plan.squarings):
                 c, s = mm(c + s, c - s), mm(c, s, alpha=2.0)
-        return c + 1j * s
+        return _complex(c, s)
     if plan.method == "taylor":
         return _taylor(xp, mm, M, plan.degree)
     X = M / 2.0 ** plan.squarings
@@ -205,6 +209,18 @@ def _evaluate(xp, mm, M, plan):
     for _ in range(plan.squarings):
         U = mm(U, U)
     return U
+
+
+def _complex(c, s):
+    """c + i s written into one complex array (per band for a banded matrix): no complex
+    temporary i s next to c, s and the result."""
+    if hasattr(c, "bands"):
+        return c._zip(s, _complex)
+    xp = get_xp(c)
+    out = xp.empty(c.shape, dtype=np.result_type(c.dtype, np.complex64))
+    out.real[...] = c
+    out.imag[...] = s
+    return out
 
 
 def _eye_like(xp, M):
