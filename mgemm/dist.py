@@ -113,11 +113,6 @@ class Layout:
             bands.append(b)
         return BandedMatrix(self, bands)
 
-    def peak_bytes(self):
-        """Bytes of one band per device times the bands a product needs at least (left
-        stream: 2 staging bands + the output), for memory plans: see :func:`expm_memory`."""
-        return max(c1 - c0 for c0, c1 in zip(self.cuts, self.cuts[1:])) * self.n
-
     # -- the namespace mgemm.expm uses
     def eye(self, n, dtype=None):
         assert n == self.n
