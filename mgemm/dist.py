@@ -225,91 +225,91 @@ class Layout:
     def _mm_stream(self, L, R, C, alpha, beta):
         """Y_d = alpha sum_h L_h R_d[c_h:c_(h+1)] + beta C_d: device d's own band first,
         the other bands pulled into two staging buffers on a copy stream while the
-        previous piece's GEMM runs (events order copy -> GEMM -> reuse of the buffer)."""
-        g, n = len(self.devices), self.n
-        if not self.gpu:
-            bands = []
-            for t in range(g):
-                Y = None if C is None or beta == 0 else beta * C.bands[t]
-                for k in range(g):
-                    h = (t + k) % g
-                    r0, r1 = self.cols(h)
-                    P = alpha * (L.bands[h] @ R.bands[t][r0:r1])
-                    Y = P if Y is None else Y + P
-                bands.append(Y)
-            return BandedMatrix(self, bands)
-        cp = self.cp
-        from .executors.cupy_exec import cublas, gemm_rowmajor
-        dtype = R.dtype
-        ready = []
-        for i in range(g):  # every band of L (and R, C) has been produced
-            with self.ctx(i):
-                e = cp.cuda.Event(disable_timing=True)
-                e.record()
-                ready.append(e)
-        copied_all = []
-        bands = []
+        previous piece's GEMM runs (events order copy -> GEMM -> reuse of the buffer).
+        One loop for virtual CPU devices and GPUs; only moving a band and the GEMM differ."""
+        g = len(self.devices)
+        ready = [self._event(i) for i in range(g)]  # every band of L, R, C has been produced
+        copies, bands = [], []
         for t in range(g):
             with self.ctx(t):
-                st = cp.cuda.get_current_stream()
-                cs = self._copy_stream(t)
-                stage = self._staging(t, dtype)
-                free = self._stage_free.setdefault((t, dtype.str), [None, None])
-                w_t = R.bands[t].shape[1]
                 if C is not None and beta != 0:
-                    Y = C.bands[t].copy()
-                    first_beta = beta
+                    Y, first_beta = C.bands[t].copy(), beta
                 else:
-                    Y = cp.empty((n, w_t), dtype=dtype)
-                    first_beta = 0.0
-                h_blas = cp.cuda.device.get_cublas_handle()
-                cublas.setPointerMode(h_blas, 0)  # host scalars
-                a_ptr = self._scalar(alpha, dtype)
+                    Y, first_beta = None, 0.0
                 for k in range(g):
                     h = (t + k) % g
                     r0, r1 = self.cols(h)
-                    w_h = r1 - r0
-                    if h == t:
-                        src, ld = L.bands[t], L.bands[t].shape[1]
+                    if h == t or not self.gpu:
+                        src, slot = L.bands[h], None
                     else:
                         slot = k % 2
-                        buf = stage[slot]
-                        cs.wait_event(ready[h])
-                        if free[slot] is not None:
-                            cs.wait_event(free[slot])
-                        c0 = None
-                        if self.trace is not None:
-                            c0 = cp.cuda.Event()
-                            c0.record(cs)
-                        with cs:
-                            _copy2d(cp, buf, 0, L.bands[h], 0, n, w_h)
-                        done = cp.cuda.Event(disable_timing=self.trace is None)
-                        done.record(cs)
-                        if c0 is not None:
-                            self.trace.append((self.devices[t], "copy", c0, done))
-                        copied_all.append((h, done))
-                        st.wait_event(done)
-                        src, ld = buf, buf.shape[1]
-                    b_ptr = self._scalar(first_beta if k == 0 else 1.0, dtype)
-                    Rt = R.bands[t]
-                    e0 = self._mark(t)  # after the wait: the GEMM itself
-                    gemm_rowmajor(h_blas, dtype, n, w_t, w_h, a_ptr.ctypes.data, src.data.ptr, ld,
-                                  b_ptr.ctypes.data, Rt.data.ptr + r0 * Rt.shape[1] * Rt.itemsize,
-                                  Rt.shape[1], Y.data.ptr, w_t)
-                    if h != t:
-                        f = cp.cuda.Event(disable_timing=True)
-                        f.record()
-                        free[k % 2] = f
-                    self._record(t, "gemm", e0)
+                        src = self._fetch(L.bands[h], t, slot, ready[h], copies, h)
+                    Y = self._gemm_acc(t, src, R.bands[t][r0:r1], Y, alpha,
+                                       first_beta if k == 0 else 1.0, slot)
             bands.append(Y)
         for i in range(g):  # a source band is not reused before its copies finished
             with self.ctx(i):
-                st = cp.cuda.get_current_stream()
-                for h, e in copied_all:
+                for h, e in copies:
                     if h == i:
-                        st.wait_event(e)
-        self.gathered_bytes += sum(1 for _ in copied_all) * n * (n // g) * R.bands[0].itemsize
+                        self.cp.cuda.get_current_stream().wait_event(e)
+        self.gathered_bytes += len(copies) * self.n * (self.n // g) * R.bands[0].itemsize
         return BandedMatrix(self, bands)
+
+    def _event(self, i):
+        """An event on device i's current stream (GPU), or None."""
+        if not self.gpu:
+            return None
+        with self.ctx(i):
+            e = self.cp.cuda.Event(disable_timing=True)
+            e.record()
+        return e
+
+    def _fetch(self, band, t, slot, ready, copies, h):
+        """``band`` (of device h) copied into device t's staging buffer ``slot`` on t's copy
+        stream, after ``ready`` and after the buffer's previous GEMM; t's compute stream
+        waits for the copy.  Returns the buffer (its first band.shape[1] columns hold it)."""
+        cp = self.cp
+        cs, buf = self._copy_stream(t), self._staging(t, band.dtype)[slot]
+        free = self._stage_free.setdefault((t, band.dtype.str), [None, None])
+        cs.wait_event(ready)
+        if free[slot] is not None:
+            cs.wait_event(free[slot])
+        c0 = None
+        if self.trace is not None:
+            c0 = cp.cuda.Event()
+            c0.record(cs)
+        with cs:
+            _copy2d(cp, buf, 0, band, 0, self.n, band.shape[1])
+        done = cp.cuda.Event(disable_timing=c0 is None)
+        done.record(cs)
+        if c0 is not None:
+            self.trace.append((self.devices[t], "copy", c0, done))
+        copies.append((h, done))
+        cp.cuda.get_current_stream().wait_event(done)
+        return buf
+
+    def _gemm_acc(self, t, src, Rrows, Y, alpha, beta, slot):
+        """beta Y + alpha src[:, :k] Rrows (k = Rrows.shape[0]); Y None means 0.  On a GPU
+        one cuBLAS call into Y on the current stream (src's leading dimension is its
+        width: a staging buffer may be wider than the band it holds)."""
+        if not self.gpu:
+            P = alpha * (src @ Rrows)
+            return P if Y is None else (Y if beta == 1 else beta * Y) + P
+        cp = self.cp
+        from .executors.cupy_exec import cublas, gemm_rowmajor
+        n, k, w = src.shape[0], Rrows.shape[0], Rrows.shape[1]
+        if Y is None:
+            Y = cp.empty((n, w), dtype=Rrows.dtype)  # beta = 0: not read
+        h_blas = cp.cuda.device.get_cublas_handle()
+        cublas.setPointerMode(h_blas, 0)  # host scalars
+        e0 = self._mark(t)  # after the copy's wait: the GEMM itself
+        gemm_rowmajor(h_blas, Y.dtype, n, w, k, self._scalar(alpha, Y.dtype).ctypes.data,
+                      src.data.ptr, src.shape[1], self._scalar(beta, Y.dtype).ctypes.data,
+                      Rrows.data.ptr, Rrows.strides[0] // Rrows.itemsize, Y.data.ptr, w)
+        if slot is not None:  # the staging buffer is free again after this GEMM
+            self._stage_free[(t, Y.dtype.str)][slot] = self._event(t)
+        self._record(t, "gemm", e0)
+        return Y
 
     def _copy_stream(self, t):
         if t not in self._copy_streams:
@@ -378,6 +378,19 @@ class BandedMatrix:
             with self.layout.ctx(i):
                 out.append(f(b))
         return BandedMatrix(self.layout, out)
+
+    def map_columns(self, f):
+        """A new matrix whose band i is f(band_i, c0, c1, xp) (on device i)."""
+        out = []
+        for i, b in enumerate(self.bands):
+            c0, c1 = self.layout.cols(i)
+            with self.layout.ctx(i):
+                out.append(f(b, c0, c1, self.layout.xp))
+        return BandedMatrix(self.layout, out)
+
+    def zip_with(self, other, f):
+        """A new matrix whose band i is f(self band i, other band i) (on device i)."""
+        return self._zip(other, f)
 
     def _zip(self, other, f):
         if isinstance(other, BandedMatrix):

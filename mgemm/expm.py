@@ -37,34 +37,54 @@ from .plan import ExpmPlan, plan_expm
 __all__ = ["expm", "expm_plan_for"]
 
 
+def _banded(A) -> bool:
+    return hasattr(A, "bands")
+
+
 def _onenorm(xp, M) -> float:
+    """||M||_1 (the largest column sum: per band, then the largest band, for a banded M)."""
+    if _banded(M):
+        return max(_onenorm(M.layout.xp, b) for b in M.bands)
     return float(xp.abs(M).sum(axis=0).max()) if M.size else 0.0
 
 
 def _is_split(xp, A) -> bool:
+    if _banded(A):
+        return all(_is_split(A.layout.xp, b) for b in A.bands)
     return bool(xp.iscomplexobj(A)) and not bool(xp.any(A.real))
 
 
 def _is_skew_hermitian(xp, A, u) -> bool:
+    """A^H = -A to rounding; False for a banded A (the check needs a transpose across the
+    devices: pass ``unitary`` instead)."""
+    if _banded(A):
+        return False
     scale = float(xp.abs(A).max()) if A.size else 0.0
     return float(xp.abs(A + A.conj().T).max()) <= 64 * u * max(scale, 1e-300)
 
 
 def _shifted(xp, A, shift):
-    """A - shift*I (a copy), or A itself when there is no shift."""
+    """A - shift*I (a copy; per band for a banded A), or A itself when there is no shift."""
     if not shift:
         return A
-    M = A.copy()
-    idx = xp.arange(A.shape[0])
-    M[idx, idx] -= shift
+    if _banded(A):
+        return A.map_columns(lambda b, c0, c1, bxp: _shifted_piece(bxp, b, c0, c1, shift))
+    return _shifted_piece(xp, A, 0, A.shape[1], shift)
+
+
+def _shifted_piece(xp, b, c0, c1, shift):
+    """Columns c0..c1-1 of A - shift*I from those of A (a copy)."""
+    M = b.copy()
+    M[xp.arange(c0, c1), xp.arange(c1 - c0)] -= shift
     return M
 
 
 def expm_plan_for(A, *, method="auto", tolerance=None, terms=10, shift=None,
                   unitary=None, split=None) -> tuple[ExpmPlan, object]:
     """Plan for exp(A); returns ``(plan, shifted)`` where shifted = A - mu I (a copy
-    when mu != 0).  ``split``/``unitary`` None: detected from A (O(N^2) checks)."""
-    xp = get_xp(A)
+    when mu != 0).  ``split``/``unitary`` None: detected from A (O(N^2) checks; a banded A
+    is never taken as unitary unless told)."""
+    xp = A.layout.xp if _banded(A) else get_xp(A)
     u = unit_roundoff(A.dtype)
     tolerance = u if tolerance is None else float(tolerance)
     M = _shifted(xp, A, shift)
@@ -106,8 +126,8 @@ def expm(A, *, method="auto", tolerance=None, terms=10, shift=None, unitary=None
     (:func:`mgemm.dist.trace_rows`).  Returns exp(A), or ``(exp(A), plan)`` with
     ``return_plan``.
     """
-    from .dist import BandedMatrix, Layout
-    banded = isinstance(A, BandedMatrix)
+    from .dist import Layout
+    banded = _banded(A)
     xp = A.layout.xp if banded else get_xp(A)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"`A` must be a square matrix, but has shape A.shape={A.shape}")
@@ -125,18 +145,7 @@ def expm(A, *, method="auto", tolerance=None, terms=10, shift=None, unitary=None
     output = ("banded" if banded else "array") if output is None else output
     if output not in ("array", "banded") or (output == "banded" and not bands):
         raise ValueError(f"output must be 'array' (or 'banded' with layout='bands'), got output={output!r}")
-    if banded:
-        M = _shifted_bands(A, shift)
-        if plan is None:
-            u = unit_roundoff(A.dtype)
-            if split is None:
-                split = bool(np.iscomplexobj(np.empty(0, A.dtype))) and not any(
-                    bool(A.layout.xp.any(b.real)) for b in M.bands)
-            theta = max(_onenorm(A.layout.xp, b.imag if split else b) for b in M.bands)
-            plan = plan_expm(theta, method=method, tolerance=u if tolerance is None else
-                             float(tolerance), terms=terms, split=split, unitary=bool(unitary),
-                             unit_roundoff=u)
-    elif plan is None:
+    if plan is None:
         plan, M = expm_plan_for(A, method=method, tolerance=tolerance, terms=terms,
                                 shift=shift, unitary=unitary, split=split)
     else:  # a caller's fixed plan: no O(N^2) detection, only the shift
@@ -171,21 +180,6 @@ def expm(A, *, method="auto", tolerance=None, terms=10, shift=None, unitary=None
     return (U, plan) if return_plan else U
 
 
-def _shifted_bands(A, shift):
-    """A - shift I for a banded A (each band's piece of the diagonal), or A itself."""
-    if not shift:
-        return A
-    lay = A.layout
-    out = []
-    for i, b in enumerate(A.bands):
-        c0, c1 = lay.cols(i)
-        with lay.ctx(i):
-            b = b.copy()
-            b[lay.xp.arange(c0, c1), lay.xp.arange(c1 - c0)] -= shift
-        out.append(b)
-    return type(A)(lay, out)
-
-
 def _evaluate(xp, mm, M, plan):
     """The plan's polynomial and squarings (``M``: A - mu I, or B for the split path),
     written once against ``xp`` (numpy, cupy or a :class:`mgemm.dist.Layout`)."""
@@ -215,7 +209,7 @@ def _complex(c, s):
     """c + i s written into one complex array (per band for a banded matrix): no complex
     temporary i s next to c, s and the result."""
     if hasattr(c, "bands"):
-        return c._zip(s, _complex)
+        return c.zip_with(s, _complex)
     xp = get_xp(c)
     out = xp.empty(c.shape, dtype=np.result_type(c.dtype, np.complex64))
     out.real[...] = c

@@ -159,11 +159,16 @@ def generator_dense(config, scale, v, xp=np, dtype=np.float64):
         dtype = np.complex128
     G = kinetic_dense(config.grid, xp, dtype) * scale
     i = xp.arange(config.grid.n)
-    d = xp.asarray(v)
-    if config.absorber is not None:
-        d = d - 1j * scale * xp.asarray(absorber_profile(config))
-    G[i, i] += d
+    G[i, i] += _diagonal(config, scale, v, 0, config.grid.n, xp)
     return G
+
+
+def _diagonal(config, scale, v, c0, c1, xp):
+    """Entries c0..c1-1 of the generator's diagonal beyond scale*T: v [- i scale W]."""
+    d = xp.asarray(v)[c0:c1]
+    if config.absorber is not None:
+        d = d - 1j * scale * xp.asarray(absorber_profile(config)[c0:c1])
+    return d
 
 
 def toeplitz_column(grid) -> np.ndarray:
@@ -186,11 +191,9 @@ def generator_columns(config, scale, v, c0, c1, xp=np):
     rows = xp.arange(n)[:, None]
     cols = xp.arange(c0, c1)[None, :]
     band = col[xp.abs(rows - cols)] * scale
-    d = xp.asarray(np.asarray(v)[c0:c1])
     if config.absorber is not None:
         band = band.astype(np.complex128)
-        d = d - 1j * scale * xp.asarray(absorber_profile(config)[c0:c1])
-    band[xp.arange(c0, c1), xp.arange(c1 - c0)] += d
+    band[xp.arange(c0, c1), xp.arange(c1 - c0)] += _diagonal(config, scale, v, c0, c1, xp)
     return band
 
 

@@ -198,3 +198,9 @@ def test_banded_input_built_in_place(rng, g, with_plan):
     assert rel(mgemm.expm(Ab, shift=shift, output="array"), scipy.linalg.expm(A)) < 1e-12
     with pytest.raises(ValueError, match="shape"):
         lay.from_columns(lambda c0, c1: np.ones((n, c1 - c0 + 1)))
+
+
+def test_layout_refuses_an_unknown_left_mode():
+    from mgemm.dist import Layout
+    with pytest.raises(ValueError, match="left must be 'stream' or 'replica', got left='rows'"):
+        Layout(8, 2, left="rows")
