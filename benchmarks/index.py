@@ -149,12 +149,15 @@ def _accuracy(d):
 
 def _step_cost(d):
     out = [f"{d.get('input')}: cfm4 steps, seconds per step (median)", "",
-           "| backend | GPUs | N | stencil | mode | method | ms/step | products or terms |",
-           "|---|---|---|---|---|---|---|---|"]
+           "| backend | GPUs | N | stencil | mode | method | ms/step | products or terms | "
+           "auto's estimate ms/step | auto chooses |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in d["rows"]:
         work = r["products"] if r["products"] is not None else r["chebyshev_terms"]
+        pred = r.get("predicted_seconds")
         out.append(f"| {r['backend']} | {r['gpus']} | {r['n']} | {r['stencil']} | {r['mode']} | "
-                   f"{r['method']} | {1e3 * r['step_seconds']:.2f} | {work} |")
+                   f"{r['method']} | {1e3 * r['step_seconds']:.2f} | {work} | "
+                   f"{'-' if pred is None else f'{1e3 * pred:.2f}'} | {r.get('auto_chooses', '-')} |")
     return out
 
 
@@ -189,12 +192,15 @@ def _scale(d):
 
 
 def _propagator(d):
-    out = ["| N | engine | GPUs | s/step | s/period (steps) | unitarity max | vs mgemm | speed-up vs torch |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = ["| N | engine | GPUs | steps timed | s/step | s/period (steps) | unitarity max | vs mgemm | "
+           "speed-up vs torch | auto's estimate s/step | auto chooses |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in d["rows"]:
-        out.append(f"| {r['n']} | {r['engine']} | {r['gpus']} | {r['seconds_per_step']:.3f} | "
+        pred = r.get("predicted_seconds_per_step")
+        out.append(f"| {r['n']} | {r['engine']} | {r['gpus']} | {r['steps']} | {r['seconds_per_step']:.3f} | "
                    f"{r['seconds_per_period']:.1f} ({r['steps_per_period']}) | {r['unitarity_max']:.1e} | "
-                   f"{r.get('max_diff_vs_mgemm', float('nan')):.1e} | {r.get('speedup_vs_torch', float('nan')):.2f} |")
+                   f"{r.get('max_diff_vs_mgemm', float('nan')):.1e} | {r.get('speedup_vs_torch', float('nan')):.2f} | "
+                   f"{'-' if pred is None else f'{pred:.3f}'} | {r.get('auto_chooses', '-')} |")
     return out
 
 

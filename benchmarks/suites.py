@@ -337,7 +337,7 @@ def _step_cost_args(p):
     p.add_argument("--input", default="inputs/h2plus_moving.toml")
     p.add_argument("--n", type=int, nargs="+", default=[256, 512], help="grid points (same box)")
     p.add_argument("--stencils", nargs="+", default=["3", "dvr"])
-    p.add_argument("--methods", nargs="+", default=["auto", "chebyshev"])
+    p.add_argument("--methods", nargs="+", default=["dense", "chebyshev"])
     p.add_argument("--modes", nargs="+", default=["psi", "U"], choices=["psi", "U"])
     p.add_argument("--backend", default="numpy", choices=["numpy", "cupy"])
     p.add_argument("--gpus", type=int, default=1, help="GPUs for the dense exponent (cupy)")
@@ -347,10 +347,12 @@ def _step_cost_args(p):
 
 def _step_cost(a):
     """Seconds per cfm4 step (the input's dt) for psi alone or the whole U(t), per stencil,
-    N and exponential method, on this machine: where each method wins."""
+    N and exponential method, on this machine: where each method wins -- and what
+    ``method = "auto"`` predicted for each (tdse.cost, its kernels timed in the same run)
+    and chose."""
     import dataclasses
 
-    from tdse import config as cfgmod
+    from tdse import config as cfgmod, cost
     from tdse.precheck import precheck
     from tdse.stepper import Propagator, step_gemm_opts
     base = cfgmod.load(os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input)
@@ -370,6 +372,12 @@ def _step_cost(a):
             for st in a.stencils:
                 stencil = int(st) if st in ("3", "5") else st
                 grid = dataclasses.replace(base.grid, dx=width / n, stencil=stencil)
+                auto = dataclasses.replace(base, grid=grid, propagator=dataclasses.replace(
+                    base.propagator, method="auto", scheme="cfm4", error_window=0))
+                pc_auto = precheck(auto, check_resolution=False)
+                devs = list(range(a.gpus)) if a.backend == "cupy" else None
+                predicted = {mode: cost.choose(auto, pc_auto, a.backend, devs, xp=xp,
+                                               operator=mode == "U")[1] for mode in a.modes}
                 for method in a.methods:
                     cfg = dataclasses.replace(base, grid=grid, propagator=dataclasses.replace(
                         base.propagator, method=method, scheme="cfm4", error_window=0))
@@ -395,7 +403,9 @@ def _step_cost(a):
                                "threads": threads if a.backend == "numpy" else None,
                                "step_seconds": float(np.median(ts[1:])), "dt": cfg.time.dt,
                                "theta": pc.theta, "products": pc.plan.products if method != "chebyshev" else None,
-                               "chebyshev_terms": pc.chebyshev_terms if method == "chebyshev" else None}
+                               "chebyshev_terms": pc.chebyshev_terms if method == "chebyshev" else None,
+                               "predicted_seconds": predicted[mode]["seconds_per_step"].get(method),
+                               "auto_chooses": predicted[mode]["chosen"]}
                         rows.append(row)
                         _say(f"N={n} {st} {method} {mode}: {row['step_seconds'] * 1e3:.2f} ms/step")
                         del X
@@ -626,6 +636,8 @@ def _propagator_args(p):
     p.add_argument("--steps", type=int, default=20, help="timed cfm4 steps (of one period)")
     p.add_argument("--engines", nargs="+", default=["mgemm", "chebyshev", "torch"],
                    choices=["mgemm", "chebyshev", "torch"])
+    p.add_argument("--tolerance", type=float, default=None,
+                   help="per-exponential tolerance (default: the input's)")
 
 
 def _propagator(a):
@@ -633,12 +645,13 @@ def _propagator(a):
     and physics in a box of N points): mgemm's dense exponent in column bands on G GPUs,
     the Chebyshev block on G GPUs (each GPU its columns), and the same loop with
     torch.linalg.matrix_exp (complex128) on one GPU.  Seconds per step and per period (M
-    steps, extrapolated), ||U^H U - I||_max, and each U against mgemm's."""
+    steps, extrapolated), ||U^H U - I||_max, each U against mgemm's, and what ``method =
+    "auto"`` predicted per step for each and would choose (tdse.cost, timed in this run)."""
     import dataclasses
 
     import cupy as cp
 
-    from tdse import config as cfgmod, hamiltonian
+    from tdse import config as cfgmod, cost, hamiltonian
     from tdse.floquet import floquet_config
     from tdse.precheck import precheck
     from tdse.stepper import Propagator, step_gemm_opts
@@ -648,13 +661,19 @@ def _propagator(a):
         dx = base.grid.dx
         grid = dataclasses.replace(base.grid, x_min=-0.5 * n * dx, x_max=0.5 * n * dx)
         cfg, T, M, _ = floquet_config(dataclasses.replace(base, grid=grid))
-        cfg = dataclasses.replace(cfg, propagator=dataclasses.replace(cfg.propagator, scheme="cfm4"))
+        cfg = dataclasses.replace(cfg, propagator=dataclasses.replace(
+            cfg.propagator, scheme="cfm4", tolerance=a.tolerance or cfg.propagator.tolerance))
         steps = min(a.steps, M)
         devs = list(range(a.gpus))
         results = {}
+        auto = dataclasses.replace(cfg, propagator=dataclasses.replace(cfg.propagator, method="auto"))
+        with cp.cuda.Device(0):
+            _, choice = cost.choose(auto, precheck(auto, check_resolution=False), "cupy", devs,
+                                    xp=cp, operator=True, steps=M)
+        _say(f"N={n}: {choice['why']}")
         for eng in a.engines:
             c = dataclasses.replace(cfg, propagator=dataclasses.replace(
-                cfg.propagator, method="chebyshev" if eng == "chebyshev" else "auto"))
+                cfg.propagator, method="chebyshev" if eng == "chebyshev" else "dense"))
             pc = precheck(c, check_resolution=False)
 
             def sync():
@@ -703,7 +722,10 @@ def _propagator(a):
                    "steps_per_period": M, "period": T, "dt": c.time.dt,
                    "seconds": sec, "seconds_per_step": sec / steps,
                    "seconds_per_period": sec / steps * M, "unitarity_max": unit,
-                   "products_or_terms": pc.plan.products if eng != "chebyshev" else pc.chebyshev_terms}
+                   "products_or_terms": pc.plan.products if eng != "chebyshev" else pc.chebyshev_terms,
+                   "tolerance": c.propagator.tolerance, "auto_chooses": choice["chosen"],
+                   "predicted_seconds_per_step": choice["seconds_per_step"].get(
+                       {"mgemm": "dense"}.get(eng, eng))}
             if "mgemm" in results and eng != "mgemm":
                 row["max_diff_vs_mgemm"] = float(np.abs(Uh - results["mgemm"]).max())
             rows.append(row)

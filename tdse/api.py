@@ -7,8 +7,9 @@
     res.t, res.observables["populations_ht"], res.psi           # NumPy arrays
     res = tdse.simulate(cfg, out="runs")                        # also runs/<name>.h5
 
-A run file records the *effective* configuration (every key with its value), so a run
-started here with a changed config is what ``tdse resume`` continues.
+A run file records the *effective* configuration (every key with its value, ``method =
+"auto"`` replaced by the method it chose), so a run started here with a changed config is
+what ``tdse resume`` continues; ``Result.config`` is that configuration.
 """
 from __future__ import annotations
 
@@ -73,4 +74,4 @@ def simulate(config, *, backend="auto", devices=None, out=None, force=False,
     res = run(cfg, out, backend=backend, devices=devices, force=force,
               allow_inaccurate=allow_inaccurate, progress=progress)
     d = res.data if res.data is not None else read(res.path)
-    return Result.from_data(cfg, d, res.path, res.time_error)
+    return Result.from_data(res.config, d, res.path, res.time_error)

@@ -4,6 +4,7 @@ Every input problem is one line on stderr naming the key and value, exit code 2.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -132,6 +133,9 @@ def _resume(h5file, input_file, **opts):
         raise InputError(f"{h5file}: its stored input is not valid any more: {e}") from None
     if input_file is not None:
         given = _load(input_file)
+        if given.propagator.method == "auto":  # the file holds the method auto chose
+            given = dataclasses.replace(given, propagator=dataclasses.replace(
+                given.propagator, method=cfg.propagator.method))
         if to_toml(given) != to_toml(cfg):
             raise InputError(f"--resume = {h5file!r}: the file was written for a different "
                              f"input than {input_file}; `tdse resume {h5file}` reads its own")
@@ -149,10 +153,15 @@ def _go(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_inacc
     say = (lambda m: None) if quiet else (lambda m: click.echo(m, err=True))
     try:
         pc = precheck(cfg)
-        name, _, _ = resolve_backend(backend, _devices(devices))
+        name, xp, devs = resolve_backend(backend, _devices(devices))
         nthreads = blas_threads(cfg, threads)
     except ConfigError as e:
         raise InputError(f"{label}: {e}") from None
+    if pc.ok and cfg.propagator.method == "auto":  # dense or chebyshev: timed here, said below
+        from .cost import resolve
+        from .resources import thread_limit
+        with thread_limit(nthreads if name == "numpy" else None):
+            cfg, pc, _ = resolve(cfg, pc, name, devs, xp=xp)
     if not pc.ok and not allow_inaccurate:  # a refusal is one line, nothing before it
         raise InputError(f"{label}: time.dt = {cfg.time.dt}: {pc.message}; "
                          f"--allow-inaccurate runs anyway")
@@ -399,12 +408,20 @@ def plot(h5file, out_dir):
 @click.option("--devices", default=None, help="GPU ids for --backend cupy, e.g. 0,1,2,3")
 @click.option("--force", is_flag=True, help="overwrite the outputs")
 @click.option("--allow-inaccurate", is_flag=True, help="run although the exponential misses its tolerance")
+@click.option("--scan", default=None, metavar="KEY=a:b:n",
+              help="quasi-energies at n values of an input key from a to b, e.g. "
+                   "potential.centres.frequency=2:4:21 (a map PNG + JSON)")
 @click.option("--json", "as_json", is_flag=True)
 def floquet(input_file, period, steps, count, out_dir, backend, devices, force, allow_inaccurate,
-            as_json):
-    """One-period propagator U(T): quasi-energies and overlaps with H(0)'s eigenstates."""
+            scan, as_json):
+    """One-period propagator U(T): quasi-energies and overlaps with H(0)'s eigenstates
+    (with --scan: over a grid of one input key's values)."""
     from .floquet import analyse, plot_floquet
     cfg = _load(input_file)
+    if scan is not None:
+        return _floquet_scan(cfg, input_file, scan, period=period, steps=steps, count=count,
+                             out_dir=out_dir, backend=backend, devices=devices, force=force,
+                             allow_inaccurate=allow_inaccurate, as_json=as_json)
     base = os.path.join(out_dir, f"{cfg.name}_floquet")
     _fresh_outputs(out_dir, base, force)
     try:
@@ -427,6 +444,57 @@ def floquet(input_file, period, steps, count, out_dir, backend, devices, force, 
     for s in res["states"]:
         click.echo(f"{s['n']:3d} {s['E_n']:16.10f} {s['E_n_T_mod_2pi']:14.10f} {s['phase']:14.10f} "
                    f"{s['quasi_energy']:14.10f} {s['overlap']:8.5f}")
+    click.echo(f"wrote {base}.json, {base}.png")
+
+
+def parse_scan(text: str):
+    """'KEY=a:b:n' -> (KEY, n values from a to b); InputError (one line) otherwise."""
+    import numpy as np
+    usage = "must be KEY=a:b:n, e.g. potential.centres.frequency=2:4:21 (n >= 2 values from a to b)"
+    key, eq, rng = text.partition("=")
+    parts = rng.split(":")
+    try:
+        if not eq or not key.strip() or len(parts) != 3:
+            raise ValueError
+        a, b, n = float(parts[0]), float(parts[1]), int(parts[2])
+        if not (np.isfinite(a) and np.isfinite(b)) or n < 2 or n > 10_000:
+            raise ValueError
+    except ValueError:
+        raise InputError(f"--scan = {text!r}: {usage}") from None
+    return key.strip(), np.linspace(a, b, n)
+
+
+def _floquet_scan(cfg, input_file, text, *, period, steps, count, out_dir, backend, devices,
+                  force, allow_inaccurate, as_json):
+    from .floquet import plot_scan, scan
+    key, values = parse_scan(text)
+    base = os.path.join(out_dir, f"{cfg.name}_floquet_scan")
+    _fresh_outputs(out_dir, base, force)
+    try:
+        res = scan(cfg, key, values, period=period, steps=steps, count=min(count, 4),
+                   backend=backend, devices=_devices(devices), allow_inaccurate=allow_inaccurate,
+                   progress=not as_json)
+    except ConfigError as e:
+        raise InputError(f"{input_file}: --scan: {e}") from None
+    _write_json(base + ".json", res)
+    plot_scan(res, base + ".png")
+    if as_json:
+        click.echo(json.dumps(res, indent=1))
+        return
+    notes = {p["dt_note"] for p in res["points"] if p["dt_note"]}
+    if notes:
+        click.echo(f"note: {len(notes)} point(s) changed dt to fit a whole number of steps into "
+                   f"T (pass --steps to fix M); see the JSON's dt_note", err=True)
+    K = len(res["points"][0]["states"])
+    unit = f" ({res['key_unit']})" if res["key_unit"] else ""
+    click.echo(f"{key}{unit}: {len(values)} values; quasi-energies (hartree) of the Floquet "
+               f"states of the lowest {K} eigenstates of H(0) (overlap); atomic units")
+    head = "".join(f" {'eps_' + str(k):>12} {'ov':>5}" for k in range(K))
+    click.echo(f"{'value':>10} {'T':>9} {'M':>5} {'|U^H U-I|':>9}{head}  method")
+    for p in res["points"]:
+        cols = "".join(f" {st['quasi_energy']:12.7f} {st['overlap']:5.3f}" for st in p["states"])
+        click.echo(f"{p['value']:10.5g} {p['period']:9.5g} {p['steps']:5d} {p['unitarity']:9.1e}"
+                   f"{cols}  {p['method']}")
     click.echo(f"wrote {base}.json, {base}.png")
 
 

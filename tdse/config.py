@@ -20,7 +20,7 @@ from typing import Any
 __all__ = ["ConfigError", "Config", "Grid", "Centre", "Potential", "Field", "Absorber",
            "Initial", "Time", "Propagator", "Output", "load", "loads", "load_config", "parse",
            "to_toml", "input_reference", "KEYS", "memory_estimate", "available_memory",
-           "STENCILS", "SCHEMES", "METHODS", "ENVELOPES", "WHOLE_RTOL"]
+           "STENCILS", "SCHEMES", "METHODS", "ENVELOPES", "WHOLE_RTOL", "with_value"]
 
 #: how close to a whole number (relative) a count such as (x_max - x_min)/dx must be
 WHOLE_RTOL = 1e-9
@@ -30,7 +30,7 @@ _DENSE_MATRICES = 10
 #: kinetic-energy discretisations: 3- and 5-point finite differences, Colbert-Miller sinc-DVR
 STENCILS = (3, 5, "dvr")
 SCHEMES = ("midpoint", "cfm4")
-METHODS = ("auto", "taylor", "chebyshev")
+METHODS = ("auto", "dense", "taylor", "chebyshev")
 ENVELOPES = ("sin2", "gaussian", "trapezoid")
 #: the absorber's default strength x width (hartree bohr): with the quadratic CAP this
 #: absorbs packets up to 8 Ha (k = 4) to ~1e-6 on the round trip (measured, tests/test_toolkit.py)
@@ -101,10 +101,12 @@ KEYS = (
     Key("time.t_end", "number", "hbar/E_h", "required", "end time (the run starts at t = 0)"),
     Key("propagator.scheme", "\"midpoint\" | \"cfm4\"", "", "cfm4 if H depends on t, else midpoint",
         "time scheme: exponential midpoint (order 2) or commutator-free Magnus (order 4, two exponentials)"),
-    Key("propagator.method", "\"auto\" | \"taylor\" | \"chebyshev\"", "", "\"auto\"",
-        "each exponential: mgemm's dense exponent (fewest GEMMs; exact with an absorber too), the "
-        "thesis' Taylor series, or the matrix-free Chebyshev expansion (with an absorber: of the "
-        "Hermitian part, the absorber as a mask e^(-s W dt/2) on both sides)"),
+    Key("propagator.method", "\"auto\" | \"dense\" | \"taylor\" | \"chebyshev\"", "", "\"auto\"",
+        "each exponential: auto takes dense or chebyshev, whichever is estimated faster per step "
+        "on this machine (kernels timed at the start; dense with an absorber); dense: mgemm's "
+        "matrix exponent (fewest GEMMs; exact with an absorber too); the thesis' Taylor series; "
+        "or the matrix-free Chebyshev expansion (with an absorber: of the Hermitian part, the "
+        "absorber as a mask e^(-s W dt/2) on both sides)"),
     Key("propagator.terms", "integer", "", "10", "Taylor terms k (method = \"taylor\")"),
     Key("propagator.tolerance", "number", "", "1e-10", "error bound per exponential"),
     Key("propagator.operator", "bool", "", "false", "also accumulate U(t) and store P_mn(t) between the lowest "
@@ -210,7 +212,8 @@ class Time:
 
 @dataclass(frozen=True)
 class Propagator:
-    method: str = "auto"     # the exponential: "auto", "taylor" (dense, mgemm) or "chebyshev"
+    method: str = "auto"     # the exponential: "auto" (dense or chebyshev by cost: tdse.cost),
+                             # "dense" (mgemm), "taylor" (dense, the source's) or "chebyshev"
     terms: int = 10
     tolerance: float = 1e-10
     operator: bool = False   # also accumulate U(t) and store P_mn(t) (one more GEMM a step)
@@ -404,7 +407,7 @@ def _propagator(t, time: Time, time_dependent: bool, hermitian: bool):
     method = t.get("method", "auto")
     if method not in METHODS:
         raise ConfigError("propagator.method", method,
-                          "must be \"auto\", \"taylor\" or \"chebyshev\"")
+                          "must be \"auto\", \"dense\", \"taylor\" or \"chebyshev\"")
     terms = _integer("propagator.terms", t.get("terms", 10), 1, 100)
     tol = _number("propagator.tolerance", t.get("tolerance", 1e-10), positive=True)
     if tol >= 1:
@@ -551,6 +554,23 @@ def _toml_value(v):
     if isinstance(v, float):
         return repr(v)
     return str(v)
+
+
+def with_value(cfg: Config, key: str, value) -> Config:
+    """``cfg`` with the input key ``key`` (dotted, as :data:`KEYS` names it) set to
+    ``value`` and validated again; a key under ``potential.centres.`` is set on every
+    centre.  ConfigError (one line) for a key that is not an input key, or a bad value."""
+    names = {k.name for k in KEYS}
+    if key not in names or key in ("name", "potential.centres") or key.count(".") < 1:
+        raise ConfigError(key, value, "is not an input key that takes a value (`tdse keys` lists them)")
+    data = tomllib.loads(to_toml(cfg))
+    parts = key.split(".")
+    if key.startswith("potential.centres."):
+        for c in data["potential"]["centres"]:
+            c[parts[2]] = value
+    else:
+        data.setdefault(parts[0], {})[parts[1]] = value
+    return parse(data)          # its source: the effective TOML with the new value
 
 
 def to_toml(cfg: Config) -> str:

@@ -19,8 +19,8 @@ import numpy as np
 
 from mgemm.arrays import to_host
 
-from . import hamiltonian
-from .config import Config, ConfigError, WHOLE_RTOL
+from . import cost, hamiltonian
+from .config import KEYS, Config, ConfigError, WHOLE_RTOL, with_value
 from .precheck import DTYPE, precheck
 from .resources import resolve_backend
 from .stepper import Propagator, step_gemm_opts
@@ -80,21 +80,22 @@ def one_period_propagator(cfg: Config, M: int, *, backend="numpy", devices=None,
     if not pc.ok and not allow_inaccurate:
         raise ConfigError("time.dt", cfg.time.dt, pc.message)
     name, xp, devices = resolve_backend(backend, devices)
+    cfg, pc, choice = cost.resolve(cfg, pc, name, devices, xp=xp, operator=True, steps=M)
     prop = Propagator(cfg, pc.plan, xp, step_gemm_opts(name, devices))
     U = xp.eye(cfg.grid.n, dtype=DTYPE)
     for j in tqdm(range(M), unit="step", desc="U(T)", disable=not progress, mininterval=0.5):
         U = prop.step_operator(U, j)
     if hasattr(U, "to_array"):
         U = U.to_array(0)
-    return to_host(U), pc
+    return to_host(U), pc, cfg, choice
 
 
 def analyse(config: Config, *, period=None, steps=None, count=8, backend="numpy", devices=None,
             allow_inaccurate=False, progress=False) -> dict:
     cfg, T, M, note = floquet_config(config, period, steps)
-    U, pc = one_period_propagator(cfg, M, backend=backend, devices=devices,
-                                  allow_inaccurate=allow_inaccurate,
-                                  progress=progress)
+    U, pc, cfg, choice = one_period_propagator(cfg, M, backend=backend, devices=devices,
+                                               allow_inaccurate=allow_inaccurate,
+                                               progress=progress)
     lam, F = np.linalg.eig(U)
     phases = np.mod(-np.angle(lam), 2 * math.pi)
     K = min(count, cfg.grid.n)
@@ -107,7 +108,7 @@ def analyse(config: Config, *, period=None, steps=None, count=8, backend="numpy"
         "name": cfg.name, "units": "atomic units (hbar = m_e = e = 1)",
         "period": T, "steps": M, "dt": cfg.time.dt, "dt_note": note, "n": cfg.grid.n,
         "scheme": cfg.propagator.scheme, "method": cfg.propagator.method,
-        "plan": pc.plan.as_dict(), "unitarity": unitarity,
+        "plan": pc.plan.as_dict(), "method_choice": choice, "unitarity": unitarity,
         "phases": phases.tolist(), "quasi_energies": (phases / T).tolist(),
         "states": [{"n": int(n), "E_n": float(E0[n]), "E_n_T_mod_2pi": float(np.mod(E0[n] * T, 2 * math.pi)),
                     "floquet_index": int(best[n]), "overlap": float(ov[n, best[n]]),
@@ -138,6 +139,86 @@ def plot_floquet(res: dict, path: str):
     ax.set_ylabel("|<F|n>|^2 with eigenstate n of H(0)")
     ax.set_title(f"{res['name']}: Floquet states, T = {res['period']:.5g} a.u., {res['steps']} steps")
     ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------- quasi-energies over a parameter
+def fold(eps, T):
+    """Quasi-energies folded into the first zone [-omega/2, omega/2), omega = 2 pi / T."""
+    w = 2 * math.pi / T
+    return np.mod(np.asarray(eps) + 0.5 * w, w) - 0.5 * w
+
+
+def scan(config: Config, key: str, values, *, period=None, steps=None, count=4,
+         backend="numpy", devices=None, allow_inaccurate=False, progress=False) -> dict:
+    """:func:`analyse` for each value of the input key ``key`` (set with
+    :func:`tdse.config.with_value`; ``potential.centres.*`` on every centre): the
+    quasi-energy spectrum over a parameter grid, folded into [-omega/2, omega/2) (omega =
+    2 pi / T, T of that point), and for each of the ``count`` lowest eigenstates n of H(0)
+    the Floquet state that overlaps it most (its quasi-energy and |<F|n>|^2: a dip marks a
+    resonance that mixes n with other states).  With ``--steps`` M is fixed; otherwise each
+    point takes the M nearest T / time.dt (its note says so)."""
+    from tqdm.auto import tqdm
+    values = [float(v) for v in values]
+    cfgs = [with_value(config, key, v) for v in values]   # every value checked before any work
+    for cfg in cfgs:
+        floquet_config(cfg, period, steps)
+    points_ = []
+    for val, cfg in tqdm(list(zip(values, cfgs)), unit="point", desc=f"scan {key}",
+                         disable=not progress):
+        res = analyse(cfg, period=period, steps=steps, count=count, backend=backend,
+                      devices=devices, allow_inaccurate=allow_inaccurate)
+        T = res["period"]
+        points_.append({
+            "value": float(val), "period": T, "omega": 2 * math.pi / T, "steps": res["steps"],
+            "dt": res["dt"], "dt_note": res["dt_note"], "method": res["method"],
+            "unitarity": res["unitarity"],
+            "quasi_energies": fold(res["quasi_energies"], T).tolist(),
+            "states": [{"n": s["n"], "E_n": s["E_n"], "overlap": s["overlap"],
+                        "quasi_energy": float(fold(s["quasi_energy"], T))} for s in res["states"]]})
+    unit = next((k.unit for k in KEYS if k.name == key), "")
+    return {"name": config.name, "key": key, "key_unit": unit,
+            "units": "atomic units (hbar = m_e = e = 1): quasi-energies in hartree",
+            "n": config.grid.n, "scheme": config.propagator.scheme, "backend": backend,
+            "meaning": "quasi_energies: every eigenphase of the one-period U(T) as eps = phase/T "
+                       "folded into [-omega/2, omega/2); states: for the lowest eigenstates n of "
+                       "H(0), the Floquet state with the largest |<F|n>|^2",
+            "points": points_}
+
+
+def plot_scan(res: dict, path: str):
+    """The quasi-energy map over the scanned key (all states grey, the Floquet states
+    of the lowest eigenstates of H(0) in colour, dot area ~ overlap) and the overlaps."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    pts = res["points"]
+    x = np.array([p["value"] for p in pts])
+    fig, (ax, bx) = plt.subplots(2, 1, figsize=(8.5, 7), sharex=True,
+                                 gridspec_kw={"height_ratios": [2.2, 1]})
+    for p in pts:
+        q = np.asarray(p["quasi_energies"])
+        ax.plot(np.full(q.size, p["value"]), q, ".", color="0.75", ms=2, zorder=1)
+    w = np.array([p["omega"] for p in pts])
+    ax.plot(x, 0.5 * w, "--", color="0.4", lw=0.8)
+    ax.plot(x, -0.5 * w, "--", color="0.4", lw=0.8, label="zone edges +-omega/2")
+    K = len(pts[0]["states"]) if pts else 0
+    colors = plt.cm.viridis(np.linspace(0, 0.9, max(K, 1)))
+    for k in range(K):
+        e = np.array([p["states"][k]["quasi_energy"] for p in pts])
+        o = np.array([p["states"][k]["overlap"] for p in pts])
+        ax.scatter(x, e, s=40 * o + 4, color=colors[k], zorder=3, label=f"n = {k}")
+        bx.plot(x, o, "o-", ms=3, color=colors[k], label=f"n = {k}")
+    unit = f" ({res['key_unit']})" if res.get("key_unit") else ""
+    ax.set_ylabel("quasi-energy eps (hartree), folded into [-omega/2, omega/2)")
+    ax.set_title(f"{res['name']}: Floquet quasi-energies over {res['key']} (N = {res['n']})")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    bx.set_ylabel("max_F |<F|n>|^2")
+    bx.set_ylim(-0.05, 1.05)
+    bx.set_xlabel(f"{res['key']}{unit}, atomic units")
+    bx.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -147,11 +147,18 @@ def precheck(config: Config, dtype=DTYPE, check_resolution=True) -> Precheck:
         lo_all, hi_all = min(lo_all, lo), max(hi_all, hi)
     theta = dt * radius
     herm = config.hermitian
-    plan = plan_expm(theta, method="auto" if pr.method == "chebyshev" else pr.method,
+    plan = plan_expm(theta, method="taylor" if pr.method == "taylor" else "auto",
                      tolerance=pr.tolerance, terms=pr.terms, split=herm, unitary=herm,
                      unit_roundoff=u)
     dt_max = largest_theta(pr.terms, pr.tolerance) / radius if radius else math.inf
-    cheb = chebyshev.terms(theta, pr.tolerance) if pr.method == "chebyshev" else 0
+    cheb = 0
+    if pr.method == "chebyshev":
+        cheb = chebyshev.terms(theta, pr.tolerance)
+    elif pr.method == "auto":  # for tdse.cost's choice; beyond the expansion's reach: none
+        try:
+            cheb = chebyshev.terms(theta, pr.tolerance)
+        except ValueError:
+            cheb = 0
     warn, notes = [], []
     res = resolution(config) if check_resolution else {}
     if res and res["E0_error"] > RESOLUTION_TOL:
@@ -191,6 +198,6 @@ def precheck(config: Config, dtype=DTYPE, check_resolution=True) -> Precheck:
                f"dt = {dt}, dx = {g.dx}, theta = dt*||G - c|| = {theta:.4g}, truncation bound "
                f"{plan.truncation_bound:.3g}, rounding ~{plan.rounding_estimate:.3g} ({worst} "
                f"fails); the largest dt that passes is {dt_max:.4g} (or raise "
-               f"propagator.terms, or use method = \"auto\"); --force runs anyway")
+               f"propagator.terms, or use method = \"dense\"); --force runs anyway")
     return Precheck(theta, radius, (lo_all, hi_all), plan, dt_max, ok, msg, tuple(warn),
                     tuple(notes), cheb, res)

@@ -30,7 +30,7 @@ import numpy as np
 
 from mgemm.arrays import to_host
 
-from . import hamiltonian, observables, schemes
+from . import cost, hamiltonian, observables, schemes
 from .config import Config, ConfigError
 from .grid import points
 from .interrupts import interruptible
@@ -130,6 +130,7 @@ class RunResult:
     time_error: dict | None = None
     exponentials: int = 0
     data: dict | None = None   # the run's arrays when it wrote no file (out_dir=None)
+    config: Config | None = None  # the configuration it ran (method "auto" resolved)
 
 
 # ---------------------------------------------------------------- the parts of a run
@@ -267,7 +268,9 @@ def run(config: Config, out_dir, *, backend="auto", devices=None, force=False,
     result is bit-identical on the CPU).  SIGINT/SIGTERM close the file valid and raise
     :class:`tdse.interrupts.Interrupted`.  ``force``: overwrite an existing output;
     ``allow_inaccurate``: run although the exponential misses its tolerance (precheck);
-    ``threads``: BLAS threads on the CPU (default :func:`tdse.resources.blas_threads`)."""
+    ``threads``: BLAS threads on the CPU (default :func:`tdse.resources.blas_threads`).
+    ``method = "auto"`` is resolved first (:func:`tdse.cost.resolve`: dense or chebyshev by
+    the estimated cost here; the choice is stored as ``method_choice``)."""
     from tqdm.auto import tqdm
 
     # prepare and check
@@ -275,6 +278,11 @@ def run(config: Config, out_dir, *, backend="auto", devices=None, force=False,
     if not pc.ok and not allow_inaccurate:
         raise ConfigError("time.dt", config.time.dt, pc.message)
     name, xp, devices = resolve_backend(backend, devices)
+    nthreads = blas_threads(config, threads)
+    choice = None
+    if config.propagator.method == "auto":  # dense or chebyshev, by the estimated cost here
+        with thread_limit(nthreads if name == "numpy" else None):
+            config, pc, choice = cost.resolve(config, pc, name, devices, xp=xp)
     g, K = config.grid, config.output.populations
     x = points(g)
     n_need = max(K, config.initial.state + 1 if isinstance(config.initial.state, int) else 1)
@@ -285,13 +293,13 @@ def run(config: Config, out_dir, *, backend="auto", devices=None, force=False,
     check_resources(config, name, devices,
                     None if work is None else os.path.dirname(os.path.abspath(work)))
     gemm_opts = step_gemm_opts(name, devices)
-    nthreads = blas_threads(config, threads)
     attrs = {"backend": name, "devices": devices or [], "dtype": np.dtype(DTYPE).name,
              "propagator": f"{config.propagator.scheme} scheme ({schemes.__name__}), "
                            f"exponentials by {config.propagator.method}",
              "allow_inaccurate": bool(allow_inaccurate and not pc.ok),
              "blas_threads": nthreads if name == "numpy" else None,
-             **effective_attrs(config), **pc.attrs()}
+             **effective_attrs(config), **pc.attrs(),
+             **({"method_choice": json.dumps(choice)} if choice else {})}
     writer = _open_writer(config, work, x, E0, phi0, attrs, resume)
     prop = Propagator(config, pc.plan, xp, gemm_opts)
     rec = _Recorder(config, x, phi0, psi0, writer)
@@ -337,7 +345,7 @@ def run(config: Config, out_dir, *, backend="auto", devices=None, force=False,
     if work != path:
         os.replace(work, path)
     res = RunResult(path, pc, steps, writer.count, time.perf_counter() - t0, name,
-                    estimate.result if estimate else None, prop.exponentials)
+                    estimate.result if estimate else None, prop.exponentials, config=config)
     if work is None:
         res.data = writer.data()
     return res

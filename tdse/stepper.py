@@ -2,7 +2,7 @@
 chosen method, for psi or for the whole propagator U(t); written once for NumPy/CuPy.
 
 Methods (``[propagator] method``):
-* ``auto`` / ``taylor``: the dense exponent U_k = exp(-i dt G_k) by :func:`mgemm.expm`
+* ``dense`` / ``taylor``: the dense exponent U_k = exp(-i dt G_k) by :func:`mgemm.expm`
   (with an absorber G_k = s_k (T - i W) + diag(v_k) is not Hermitian: the general complex
   path, shifted by -i dt c - dt s W_max/2)
   with the precheck's fixed plan (every product a GEMM: one device, or column bands
@@ -16,6 +16,8 @@ Methods (``[propagator] method``):
   generator, so with an absorber -i s_k W it applies M exp(-i dt G_k^h) M with the mask
   M = exp(-dt s_k W / 2) (Strang splitting: exact where W = 0, an O(dt^3) error confined
   to the absorbing layers; the dense methods take the exact non-Hermitian exponent).
+* ``auto`` is resolved before a run (:func:`tdse.cost.resolve`: ``tdse.run``, ``tdse
+  floquet``); a Propagator built directly with ``auto`` uses the dense exponent.
 """
 from __future__ import annotations
 

@@ -418,3 +418,47 @@ def test_banded_input_exponent_on_gpus_vs_eigendecomposition(ngpu):
     assert plan.path == "split" and hasattr(U, "bands") and lay.gathers == 0
     got = U.to_array(0).get()
     assert np.abs(got - ref).max() < 1e-12 * n ** 0.5, np.abs(got - ref).max()
+
+
+@pytest.mark.multi_gpu(2)
+@pytest.mark.parametrize("devices", [[0], [0, 1]])
+def test_auto_method_on_gpus_times_kernels_and_agrees(tmp_path, devices):
+    """method = "auto" on 1 and 2 GPUs: the cost model's kernels are timed on the GPU
+    (finite, positive), the run records its choice, and psi equals the CPU's dense run to
+    a few tolerances (both methods meet the per-exponential tolerance)."""
+    import json
+    import os
+    from tdse import config as cfgmod, cost
+    from tdse.precheck import precheck
+    from tdse.propagate import run
+    from tdse.snapshots import read
+    text = open(os.path.join(os.path.dirname(__file__), "..", "inputs", "h2plus_moving.toml")).read()
+    text = text.replace('method = "dense"', 'method = "auto"').replace("t_end = 10.0", "t_end = 0.2")
+    text = text.replace("error_window = 1.0", "error_window = 0.0").replace("tolerance = 1e-12", "tolerance = 1e-13")
+    c = cfgmod.loads(text)
+    with cp.cuda.Device(0):
+        t = cost.calibrate(c, precheck(c, check_resolution=False), cp, len(devices), operator=True)
+    for v in (t.expm, t.zgemm, t.matvec, t.term_vector, t.term_block):
+        assert 0 < v < 10
+    res = run(c, tmp_path / "gpu", backend="cupy", devices=devices)
+    d = read(res.path)
+    choice = json.loads(d["attrs"]["method_choice"])
+    assert choice["gpus"] == len(devices) and d["attrs"]["method"] == choice["chosen"]
+    dense = cfgmod.loads(text.replace('method = "auto"', 'method = "dense"'))
+    ref = read(run(dense, tmp_path / "cpu", backend="numpy").path)
+    assert np.abs(d["snapshots/psi"][-1] - ref["snapshots/psi"][-1]).max() < 40 * 1e-13 * c.time.steps
+
+
+@pytest.mark.multi_gpu(2)
+def test_floquet_scan_on_gpus_equals_cpu():
+    import os
+    from tdse import config as cfgmod
+    from tdse.floquet import scan
+    text = open(os.path.join(os.path.dirname(__file__), "..", "inputs", "tiny.toml")).read()
+    c = cfgmod.loads(text)
+    kw = dict(period=0.9, steps=90, count=2)
+    a = scan(c, "potential.a", [0.4, 0.8], backend="numpy", **kw)
+    b = scan(c, "potential.a", [0.4, 0.8], backend="cupy", devices=[0, 1], **kw)
+    for p, q in zip(a["points"], b["points"]):
+        for s, t in zip(p["states"], q["states"]):
+            assert abs(s["quasi_energy"] - t["quasi_energy"]) < 1e-9 and abs(s["overlap"] - t["overlap"]) < 1e-9

@@ -145,3 +145,50 @@ def test_floquet_bad_options(tmp_path, args, key):
     p.write_text(BASE.format(amp=0.3, dt=0.005, t_end=0.2, k=4))
     r = CliRunner().invoke(main, ["floquet", str(p), "--out", str(tmp_path), "--backend", "numpy", *args])
     assert r.exit_code == 2 and key in r.output and "Traceback" not in r.output, r.output
+
+
+def test_floquet_scan_of_static_potential_follows_the_energies():
+    """Scanning potential.a with the centres at rest: every point's Floquet states are the
+    eigenstates of that H, quasi-energies E_n folded into [-omega/2, omega/2)."""
+    from tdse.floquet import fold, scan
+    c = cfg(amp=0.0, t_end=1.0)
+    T, M = 1.3, 260
+    res = scan(c, "potential.a", [0.3, 0.5, 0.9], period=T, steps=M, count=3, backend="numpy")
+    assert [p["value"] for p in res["points"]] == [0.3, 0.5, 0.9]
+    w = 2 * math.pi / T
+    for p in res["points"]:
+        assert p["omega"] == pytest.approx(w) and p["steps"] == M
+        assert all(-w / 2 - 1e-12 <= e < w / 2 + 1e-12 for e in p["quasi_energies"])
+        E, _ = eigenstates(cfgmod.with_value(c, "potential.a", p["value"]), 0.0, 3)
+        for s in p["states"]:
+            assert s["overlap"] > 1 - 1e-9 and s["E_n"] == pytest.approx(E[s["n"]], abs=1e-12)
+            d = (s["quasi_energy"] - fold(E[s["n"]], T) + w / 2) % w - w / 2
+            assert abs(d) < 1e-9 / T
+    # the energies move with a: the scan is not one point repeated
+    e0 = [p["states"][0]["E_n"] for p in res["points"]]
+    assert e0[0] < e0[1] < e0[2]
+
+
+def test_floquet_scan_cli(tmp_path):
+    p = tmp_path / "in.toml"
+    p.write_text(BASE.format(amp=0.3, dt=0.005, t_end=0.2, k=4))
+    args = ["floquet", str(p), "--out", str(tmp_path), "--steps", "60", "--backend", "numpy",
+            "--count", "2"]
+    r = CliRunner().invoke(main, args + ["--scan", "potential.centres.frequency=2:4:3"])
+    assert r.exit_code == 0, r.output
+    doc = __import__("json").loads((tmp_path / "op_floquet_scan.json").read_text())
+    assert [q["value"] for q in doc["points"]] == [2.0, 3.0, 4.0]
+    assert [q["period"] for q in doc["points"]] == pytest.approx([math.pi, 2 * math.pi / 3, math.pi / 2])
+    assert all(q["unitarity"] < 1e-11 and len(q["states"]) == 2 for q in doc["points"])
+    assert (tmp_path / "op_floquet_scan.png").stat().st_size > 1000
+    assert "atomic units" in r.output and "potential.centres.frequency" in r.output
+    before = (tmp_path / "op_floquet_scan.json").read_bytes()
+    again = CliRunner().invoke(main, args + ["--scan", "potential.centres.frequency=2:4:3"])
+    assert again.exit_code == 2 and "--force" in again.output
+    assert (tmp_path / "op_floquet_scan.json").read_bytes() == before
+    for bad, said in [("frequency=2:4", "KEY=a:b:n"), ("potential.a=1:2:1", "KEY=a:b:n"),
+                      ("potential.a=x:2:3", "KEY=a:b:n"), ("nosuch.key=1:2:3", "nosuch.key"),
+                      ("potential.centres.frequency=-1:1:3", "frequency")]:
+        r = CliRunner().invoke(main, args + ["--scan", bad, "--force"])
+        assert r.exit_code == 2, (bad, r.output)
+        assert said in r.output and "Traceback" not in r.output and len(r.output.strip().splitlines()) <= 2

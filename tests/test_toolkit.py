@@ -298,7 +298,11 @@ def test_simulate_writes_nothing_unless_asked_and_matches_a_file_run(tmp_path, i
         assert np.array_equal(res.observables[k], filed.observables[k]), k
     assert res.time_error["window_steps"] == 20
     again = tdse.Result.from_file(filed.path)
-    assert again.config == cfg and np.array_equal(again.psi, res.psi)
+    assert again.config == res.config == filed.config and np.array_equal(again.psi, res.psi)
+    # the configuration it ran: the input's, with method auto resolved (and said in the file)
+    assert res.config.propagator.method in ("dense", "chebyshev")
+    assert dataclasses.replace(res.config, propagator=cfg.propagator) == cfg
+    assert '"chosen"' in res.attrs["method_choice"]
 
 
 def test_resume_continues_the_physics_started_from_python(tmp_path, inputs_dir, interrupt_after):

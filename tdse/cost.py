@@ -1,0 +1,221 @@
+"""Which exponential ``propagator.method = "auto"`` uses: the dense exponent
+(:func:`mgemm.expm`: GEMMs, ``"dense"``) or the matrix-free Chebyshev expansion
+(:mod:`tdse.chebyshev`), whichever is estimated to take less time per step of this run on
+this machine (atomic units throughout; times in seconds).
+
+Per step of a scheme with F exponentials (midpoint 1, cfm4 2), on G devices:
+
+* dense: E exponentials (E = F when H depends on time; a static H's are computed once
+  and spread over the steps), each the precheck's plan (its P products), plus applying
+  them: F matrix-vector products for psi and, in operator mode, F products U_k U(t)::
+
+      t_dense = E t_expm(n0) (N/n0)^3 / G + F t_mv(n0) (N/n0)^2
+                [+ F t_zgemm(n0) (N/n0)^3 / G]
+
+* chebyshev: F K terms (K: the rigorous tail bound at the precheck's theta,
+  :func:`tdse.chebyshev.terms`), each one application of the generator and the
+  recurrence's updates, on psi and, in operator mode, on the N/G columns of U(t) each
+  device holds::
+
+      t_cheb = F K (t_term(1) [+ t_term(m0) (N/G)/m0])
+
+The t's are timed here, on device 0, once per process and shape (:func:`calibrate`): the
+plan's own products on a random skew-Hermitian n0 x n0 matrix (n0 = min(N, 4096) on a
+GPU, min(N, 512) on the CPU), a complex n0^3 GEMM and matrix-vector product, and
+Chebyshev terms of the run's own generator at the run's N on one column and on m0 =
+min(N/G, 256 on a GPU, 32 on the CPU) columns (a short expansion, tau r <= 4: a dozen
+or two terms; the cost of a term does not depend on tau).  Known simplifications:
+the dense work on G GPUs is taken as divided perfectly (measured 0.79-1.06 of G x one
+GPU's DGEMM rate at N = 8192-16384, benchmarks/README.md); the step-doubling window costs
+both methods alike and is left out.
+
+With an absorber ``auto`` takes the dense exponent: the Chebyshev expansion then splits
+the absorber off as a mask (an O(dt^3) error in the absorbing layers,
+:mod:`tdse.stepper`), a change of the numerics that ``auto`` does not make silently.
+The choice, both estimates and the timings go to the run file (``method_choice``) and
+to the precheck's notes.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import chebyshev, hamiltonian, schemes
+from .config import Config
+
+__all__ = ["Timings", "calibrate", "estimate", "choose", "resolve"]
+
+#: calibration sizes: the dense products at n0 = min(N, N_CAL), Chebyshev on m0 columns
+N_CAL = {"cupy": 4096, "numpy": 512}
+M_CAL = {"cupy": 256, "numpy": 32}
+#: the calibration's short Chebyshev expansion: tau r at most this (a dozen or two terms)
+CAL_R = 4.0
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Seconds of the building blocks on device 0 (module docstring)."""
+    n0: int            # the dense blocks' size
+    expm: float        # one exponent with the run's plan at n0
+    zgemm: float       # one complex n0^3 GEMM
+    matvec: float      # one complex n0 x n0 matrix-vector product
+    m0: int            # columns of the timed Chebyshev block
+    term_vector: float  # one Chebyshev term on one column at the run's N
+    term_block: float  # one Chebyshev term on m0 columns at the run's N
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+_CACHE: dict = {}
+
+
+def _sync(xp):
+    if xp is not np:
+        xp.cuda.Device().synchronize()
+
+
+def _best(f, xp, repeat=2) -> float:
+    """The fastest of ``repeat`` timed calls after one warm-up."""
+    f()
+    _sync(xp)
+    best = math.inf
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        f()
+        _sync(xp)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def calibrate(config: Config, pc, xp=np, gpus: int = 1, operator: bool | None = None) -> Timings:
+    """Time the building blocks of both methods for ``config`` on device 0 of ``xp``
+    (NumPy: this CPU under the caller's BLAS thread limit).  Cached per process."""
+    import mgemm
+    backend = "numpy" if xp is np else "cupy"
+    n = config.grid.n
+    op = config.propagator.operator if operator is None else operator
+    n0 = min(n, N_CAL[backend])
+    m0 = min(max(1, n // max(1, gpus)), M_CAL[backend]) if op else 1
+    key = (backend, n, config.grid.stencil, config.grid.dx, n0, m0, pc.plan, gpus)
+    if key in _CACHE:
+        return _CACHE[key]
+    rng = np.random.default_rng(12345)
+    # the plan's products on a random skew-Hermitian matrix of norm theta
+    B = rng.standard_normal((n0, n0))
+    B = (B + B.T) * (pc.plan.theta / (2.0 * math.sqrt(n0)) if pc.plan.theta else 1.0)
+    A = xp.asarray(1j * B)
+    t_expm = _best(lambda: mgemm.expm(A, plan=pc.plan), xp)
+    Z = xp.asarray(rng.standard_normal((n0, n0)) + 1j * rng.standard_normal((n0, n0)))
+    t_zgemm = _best(lambda: Z @ Z, xp)
+    z = Z[:, 0].copy()
+    t_mv = _best(lambda: Z @ z, xp, repeat=5)
+    del A, Z, B
+    # Chebyshev terms of the run's first generator, at the run's N
+    from .stepper import Propagator
+    cheb = dataclasses.replace(config, propagator=dataclasses.replace(
+        config.propagator, method="chebyshev"))
+    prop = Propagator(cheb, None, xp)
+    s, v = prop.generators(0)[0]
+    lo, hi = prop.bounds(s, v)
+    r = 0.5 * (hi - lo)
+    tau = min(config.time.dt, CAL_R / r) if r > 0 else config.time.dt
+    tol = config.propagator.tolerance
+
+    def term_seconds(m):
+        X = xp.asarray(rng.standard_normal((n, m)) + 1j * rng.standard_normal((n, m)))
+        X = X[:, 0].copy() if m == 1 else X
+        info = {}
+
+        def once():
+            info.update(chebyshev.expm_apply(
+                None, X, tau, lo, hi, tol, xp,
+                scaled=lambda alpha, shift: hamiltonian.Operator(cheb, s, v, xp, alpha, shift))[1])
+        sec = _best(once, xp)
+        return sec / max(1, info["terms"])
+    t_vec = term_seconds(1)
+    t_blk = term_seconds(m0) if op else 0.0
+    out = Timings(n0, t_expm, t_zgemm, t_mv, m0, t_vec, t_blk)
+    _CACHE[key] = out
+    return out
+
+
+def estimate(config: Config, pc, timings: Timings, gpus: int = 1,
+             operator: bool | None = None, steps: int | None = None) -> dict:
+    """Estimated seconds per step of each method (module docstring's formulas)."""
+    n, t = config.grid.n, timings
+    op = config.propagator.operator if operator is None else operator
+    steps = config.time.steps if steps is None else steps
+    G = max(1, gpus)
+    F = schemes.get(config.propagator.scheme).exponentials
+    exps = F if config.time_dependent else F / max(1, steps)
+    cube, square = (n / t.n0) ** 3, (n / t.n0) ** 2
+    dense = exps * t.expm * cube / G + F * t.matvec * square
+    if op:
+        dense += F * t.zgemm * cube / G
+    K = pc.chebyshev_terms or _terms(pc.theta, config.propagator.tolerance)
+    cheb = F * K * t.term_vector
+    if op:
+        cheb += F * K * t.term_block * (n / G) / t.m0
+    return {"dense": dense, "chebyshev": cheb, "exponentials_per_step": exps,
+            "chebyshev_terms": K, "products": pc.plan.products}
+
+
+def _terms(theta, tol):
+    try:
+        return chebyshev.terms(theta, tol)
+    except ValueError:  # more terms than the expansion allows: never chosen
+        return math.inf
+
+
+def choose(config: Config, pc, backend: str = "numpy", devices=None, *, xp=None,
+           operator: bool | None = None, steps: int | None = None, timings: Timings | None = None):
+    """(method, info): ``"dense"`` or ``"chebyshev"`` for ``method = "auto"`` (module
+    docstring); ``info`` holds both estimates, the timings and why."""
+    if not config.hermitian:
+        return "dense", {"chosen": "dense", "why": "an absorber: the dense exponent is exact, the "
+                         "Chebyshev expansion would split the absorber off (an O(dt^3) error)"}
+    gpus = len(devices) if backend == "cupy" and devices else 1
+    if timings is None:
+        if xp is None:
+            import importlib
+            xp = np if backend == "numpy" else importlib.import_module("cupy")
+        timings = calibrate(config, pc, xp, gpus, operator)
+    est = estimate(config, pc, timings, gpus, operator, steps)
+    method = "chebyshev" if est["chebyshev"] < est["dense"] else "dense"
+    where = f"{backend}, {gpus} GPU(s)" if backend == "cupy" else "numpy, this CPU"
+    why = (f"method auto -> {method}: estimated {_fmt(est['dense'])}/step by the dense exponent "
+           f"({est['products']} products an exponential) vs {_fmt(est['chebyshev'])}/step by "
+           f"Chebyshev ({est['chebyshev_terms']} terms an exponential), from kernels timed "
+           f"here ({where}); method = \"dense\" or \"chebyshev\" fixes it")
+    def finite(x):
+        return x if math.isfinite(x) else None
+    return method, {"chosen": method, "why": why, "seconds_per_step": {
+        "dense": est["dense"], "chebyshev": finite(est["chebyshev"])}, "gpus": gpus,
+        "backend": backend, "timings": timings.as_dict(),
+        "chebyshev_terms": finite(est["chebyshev_terms"]), "products": est["products"]}
+
+
+def _fmt(sec: float) -> str:
+    return f"{sec * 1e3:.3g} ms" if sec < 1 else f"{sec:.3g} s"
+
+
+def resolve(config: Config, pc, backend: str = "numpy", devices=None, **kw):
+    """(config, precheck, info) with ``method = "auto"`` replaced by the method
+    :func:`choose` picks (others come back unchanged, info None); the precheck's message
+    is the chosen method's and its notes say why (nothing is changed silently)."""
+    if config.propagator.method != "auto":
+        return config, pc, None
+    method, info = choose(config, pc, backend, devices, **kw)
+    cfg = dataclasses.replace(config, propagator=dataclasses.replace(
+        config.propagator, method=method))
+    K = info.get("chebyshev_terms") or 0
+    msg = pc.message if method == "dense" else (
+        f"chebyshev: {K} terms per exponential at theta={pc.theta:.4g} "
+        f"(truncation bound <= {config.propagator.tolerance:.3g})")
+    pc = dataclasses.replace(pc, message=msg, chebyshev_terms=K, notes=pc.notes + (info["why"],))
+    return cfg, pc, info

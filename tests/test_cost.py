@@ -1,0 +1,156 @@
+"""method = "auto": dense or Chebyshev by the estimated cost (tdse.cost).
+
+The estimate is checked against its formulas with made-up timings (so the choice cannot
+depend on this machine's speed), the choice follows the smaller estimate in both
+directions, an absorber keeps the dense exponent, and a run with ``auto`` records what it
+chose and agrees with the same run by the explicit method (both meet the tolerance, so
+psi agrees to a few times it).  Whether the choice is right on real machines is a
+benchmark: ``python -m benchmarks step-cost`` (measured and predicted side by side).
+"""
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pytest
+
+from tdse import config as cfgmod, cost
+from tdse.precheck import precheck
+from tdse.propagate import run
+from tdse.snapshots import read
+
+BASE = """
+name = "c"
+[grid]
+x_min = -8.0
+x_max = 8.0
+dx = 0.25
+stencil = {stencil}
+[potential]
+a = 0.5
+[[potential.centres]]
+x0 = -1.0
+Z = 2.0
+amplitude = 0.3
+frequency = 3.0
+[[potential.centres]]
+x0 = 1.0
+Z = 2.0
+amplitude = 0.3
+frequency = 3.0
+[time]
+dt = 0.01
+t_end = 0.2
+[propagator]
+method = "auto"
+tolerance = 1e-12
+operator = {op}
+error_window = 0
+[output]
+every = 5
+"""
+
+
+def cfg(stencil='"dvr"', op="false"):
+    return cfgmod.loads(BASE.format(stencil=stencil, op=op))
+
+
+def timings(expm=1e-3, zgemm=1e-4, matvec=1e-6, term_vector=1e-5, term_block=1e-4, n0=64, m0=8):
+    return cost.Timings(n0=n0, expm=expm, zgemm=zgemm, matvec=matvec, m0=m0,
+                        term_vector=term_vector, term_block=term_block)
+
+
+def test_estimate_is_its_formula():
+    c = cfg(op="true")
+    pc = precheck(c, check_resolution=False)
+    t = timings(n0=32)
+    n, F, K = c.grid.n, 2, pc.chebyshev_terms
+    assert n == 64 and K > 0
+    for G in (1, 4):
+        e = cost.estimate(c, pc, t, gpus=G)
+        dense = F * t.expm * 8 / G + F * t.matvec * 4 + F * t.zgemm * 8 / G
+        cheb = F * K * (t.term_vector + t.term_block * (n / G) / t.m0)
+        assert e["dense"] == pytest.approx(dense, rel=1e-12)
+        assert e["chebyshev"] == pytest.approx(cheb, rel=1e-12)
+    psi = cost.estimate(c, pc, t, operator=False)
+    assert psi["dense"] == pytest.approx(F * t.expm * 8 + F * t.matvec * 4, rel=1e-12)
+    assert psi["chebyshev"] == pytest.approx(F * K * t.term_vector, rel=1e-12)
+
+
+def test_static_h_spreads_its_exponentials_over_the_steps():
+    c = cfgmod.loads(BASE.format(stencil="3", op="false").replace("amplitude = 0.3", "amplitude = 0.0"))
+    assert not c.time_dependent
+    pc = precheck(c, check_resolution=False)
+    t = timings(n0=64)
+    e = cost.estimate(c, pc, t)
+    F = 2 if c.propagator.scheme == "cfm4" else 1
+    assert e["dense"] == pytest.approx(F * t.expm / c.time.steps + F * t.matvec, rel=1e-12)
+
+
+@pytest.mark.parametrize("fast,expected", [("dense", "dense"), ("chebyshev", "chebyshev")])
+def test_choice_follows_the_smaller_estimate(fast, expected):
+    c = cfg()
+    pc = precheck(c, check_resolution=False)
+    t = timings(expm=1e-6, matvec=1e-9) if fast == "dense" else timings(expm=1.0, term_vector=1e-9)
+    method, info = cost.choose(c, pc, "numpy", timings=t)
+    assert method == expected and info["chosen"] == expected
+    s = info["seconds_per_step"]
+    assert (s["dense"] < s["chebyshev"]) == (expected == "dense")
+    assert f"method auto -> {expected}" in info["why"]
+
+
+def test_absorber_keeps_the_exact_dense_exponent():
+    text = BASE.format(stencil='"dvr"', op="false") + "[absorber]\nwidth = 2.0\nstrength = 0.5\n"
+    c = cfgmod.loads(text)
+    assert not c.hermitian
+    pc = precheck(c, check_resolution=False)
+    # timings that would favour Chebyshev are never consulted
+    method, info = cost.choose(c, pc, "numpy", timings=timings(expm=1.0, term_vector=1e-9))
+    assert method == "dense" and "absorber" in info["why"]
+
+
+def test_resolve_leaves_explicit_methods_alone():
+    for m in ("dense", "taylor", "chebyshev"):
+        c = cfgmod.loads(BASE.format(stencil='"dvr"', op="false").replace('"auto"', f'"{m}"'))
+        pc = precheck(c, check_resolution=False)
+        c2, pc2, info = cost.resolve(c, pc, "numpy")
+        assert c2 is c and pc2 is pc and info is None
+
+
+def test_calibrate_times_real_kernels_and_caches():
+    c = cfg(op="true")
+    pc = precheck(c, check_resolution=False)
+    t = cost.calibrate(c, pc, np, gpus=1)
+    assert t.n0 == 64 and t.m0 == min(64, cost.M_CAL["numpy"])
+    for v in (t.expm, t.zgemm, t.matvec, t.term_vector, t.term_block):
+        assert 0 < v < 10 and math.isfinite(v)
+    assert cost.calibrate(c, pc, np, gpus=1) is t
+
+
+@pytest.mark.parametrize("stencil", ["3", '"dvr"'])
+def test_run_with_auto_records_its_choice_and_agrees_with_that_method(tmp_path, stencil):
+    c = cfg(stencil)
+    res = run(c, tmp_path / "auto", backend="numpy")
+    a = read(res.path)["attrs"]
+    choice = json.loads(a["method_choice"])
+    assert a["method"] == choice["chosen"] in ("dense", "chebyshev")
+    assert set(choice["seconds_per_step"]) == {"dense", "chebyshev"}
+    # the explicit method it chose, and the other one: psi agrees within a few tolerances
+    psi = read(res.path)["snapshots/psi"][-1]
+    for m in ("dense", "chebyshev"):
+        other = dataclasses.replace(c, propagator=dataclasses.replace(c.propagator, method=m))
+        r = run(other, tmp_path / m, backend="numpy")
+        d = read(r.path)
+        assert d["attrs"]["method"] == m and "method_choice" not in d["attrs"]
+        assert np.abs(d["snapshots/psi"][-1] - psi).max() < 40 * c.propagator.tolerance * c.time.steps
+
+
+def test_cli_says_what_auto_chose(tmp_path):
+    from click.testing import CliRunner
+    from tdse.cli import main
+    p = tmp_path / "in.toml"
+    p.write_text(BASE.format(stencil='"dvr"', op="false"))
+    r = CliRunner().invoke(main, ["run", str(p), "--out", str(tmp_path), "--backend", "numpy",
+                                  "--no-plots"])
+    assert r.exit_code == 0, r.output
+    assert "method auto -> " in r.output and "ms/step" in r.output
