@@ -206,11 +206,14 @@ def plot_scan(res: dict, path: str):
     ax.plot(x, -0.5 * w, "--", color="0.4", lw=0.8, label="zone edges +-omega/2")
     K = len(pts[0]["states"]) if pts else 0
     colors = plt.cm.viridis(np.linspace(0, 0.9, max(K, 1)))
-    for k in range(K):
+    marks = "os^vDP*X"
+    for k in range(K):  # hollow odd n: a near-degenerate pair (n, n+1) stays visible
         e = np.array([p["states"][k]["quasi_energy"] for p in pts])
         o = np.array([p["states"][k]["overlap"] for p in pts])
-        ax.scatter(x, e, s=40 * o + 4, color=colors[k], zorder=3, label=f"n = {k}")
-        bx.plot(x, o, "o-", ms=3, color=colors[k], label=f"n = {k}")
+        m, face = marks[k % len(marks)], (colors[k] if k % 2 == 0 else "none")
+        ax.scatter(x, e, s=50 * o + 6, marker=m, facecolors=face, edgecolors=colors[k],
+                   linewidths=1.2, zorder=3 + (k % 2), label=f"n = {k}")
+        bx.plot(x, o, "-", marker=m, ms=4, mfc=face, color=colors[k], label=f"n = {k}")
     unit = f" ({res['key_unit']})" if res.get("key_unit") else ""
     ax.set_ylabel("quasi-energy eps (hartree), folded into [-omega/2, omega/2)")
     ax.set_title(f"{res['name']}: Floquet quasi-energies over {res['key']} (N = {res['n']})")
