@@ -401,8 +401,8 @@ def plot(h5file, out_dir):
               help="period T (default 2 pi / beta of the moving centres; needed when static)")
 @click.option("--steps", type=int, default=None,
               help="steps per period M (dt = T/M); default: the whole number nearest T/time.dt")
-@click.option("--count", "-k", default=8, show_default=True, type=click.IntRange(1, None),
-              help="lowest eigenstates of H(0) to match")
+@click.option("--count", "-k", default=None, type=click.IntRange(1, None),
+              help="lowest eigenstates of H(0) to match (default 8; with --scan 4)")
 @click.option("--out", "out_dir", default="outputs", show_default=True)
 @click.option("--backend", type=click.Choice(["auto", "numpy", "cupy"]), default="auto", show_default=True)
 @click.option("--devices", default=None, help="GPU ids for --backend cupy, e.g. 0,1,2,3")
@@ -419,13 +419,13 @@ def floquet(input_file, period, steps, count, out_dir, backend, devices, force, 
     from .floquet import analyse, plot_floquet
     cfg = _load(input_file)
     if scan is not None:
-        return _floquet_scan(cfg, input_file, scan, period=period, steps=steps, count=count,
+        return _floquet_scan(cfg, input_file, scan, period=period, steps=steps, count=count or 4,
                              out_dir=out_dir, backend=backend, devices=devices, force=force,
                              allow_inaccurate=allow_inaccurate, as_json=as_json)
     base = os.path.join(out_dir, f"{cfg.name}_floquet")
     _fresh_outputs(out_dir, base, force)
     try:
-        res = analyse(cfg, period=period, steps=steps, count=count, backend=backend,
+        res = analyse(cfg, period=period, steps=steps, count=count or 8, backend=backend,
                       devices=_devices(devices), allow_inaccurate=allow_inaccurate,
                       progress=not as_json)
     except ConfigError as e:
@@ -471,7 +471,7 @@ def _floquet_scan(cfg, input_file, text, *, period, steps, count, out_dir, backe
     base = os.path.join(out_dir, f"{cfg.name}_floquet_scan")
     _fresh_outputs(out_dir, base, force)
     try:
-        res = scan(cfg, key, values, period=period, steps=steps, count=min(count, 4),
+        res = scan(cfg, key, values, period=period, steps=steps, count=count,
                    backend=backend, devices=_devices(devices), allow_inaccurate=allow_inaccurate,
                    progress=not as_json)
     except ConfigError as e:

@@ -211,7 +211,9 @@ def test_tdse_gpu_paths_agree_with_cpu(tmp_path):
     from tdse.propagate import run
     text = open(__import__("os").path.join(__import__("os").path.dirname(__file__), "..",
                                            "inputs", "tiny.toml")).read()
-    cfg = cfgmod.loads(text)
+    # the same method on every backend (auto may choose differently per machine)
+    cfg = cfgmod.loads(text.replace('method = "auto"', 'method = "dense"'))
+    assert cfg.propagator.method == "dense"
     paths = {}
     for label, kw in (("cpu", dict(backend="numpy")), ("gpu1", dict(backend="cupy", devices=[0])),
                       ("gpu2", dict(backend="cupy", devices=[0, 1]))):
@@ -233,7 +235,8 @@ def test_operator_mode_and_floquet_on_gpus(tmp_path):
     text = open(os.path.join(os.path.dirname(__file__), "..", "inputs", "tiny.toml")).read()
     text = text.replace("[time]", "[propagator]\nmethod = \"auto\"\ntolerance = 1e-14\noperator = true\n\n[time]", 1) \
         if "[propagator]" not in text else text.replace("[propagator]", "[propagator]\noperator = true", 1)
-    cfg = cfgmod.loads(text)
+    cfg = cfgmod.loads(text.replace('method = "auto"', 'method = "dense"'))  # one method everywhere
+    assert cfg.propagator.method == "dense" and cfg.propagator.operator
     P = {}
     for label, kw in (("cpu", dict(backend="numpy")), ("gpu2", dict(backend="cupy", devices=[0, 1]))):
         with h5py.File(run(cfg, tmp_path / label, **kw).path) as f:
