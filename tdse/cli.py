@@ -51,6 +51,16 @@ def _fresh_outputs(out_dir, base, force, exts=(".json", ".png")):
         raise InputError(f"--out = {out_dir!r}: cannot create the folder ({e.strerror})") from None
 
 
+def _save(base, doc, plot, as_json, shown=None) -> bool:
+    """BASE.json and BASE.png (``plot(doc, path)``); with --json also print ``shown`` (the
+    doc by default) and return True: the caller's table is then not printed."""
+    _write_json(base + ".json", doc)
+    plot(doc, base + ".png")
+    if as_json:
+        click.echo(json.dumps(doc if shown is None else shown, indent=1))
+    return as_json
+
+
 def _write_json(path, doc):
     """Write JSON atomically (a temporary file, then a rename): nothing half-written."""
     tmp = path + ".tmp"
@@ -298,10 +308,7 @@ def converge(input_file, levels, target, stencils, samples, box, out_dir, force,
                     progress=None if as_json else (lambda m: click.echo(m, err=True)))
     except ConfigError as e:
         raise InputError(f"{input_file}: {e}") from None
-    _write_json(base + ".json", doc)
-    plot_converge(doc, base + ".png")
-    if as_json:
-        click.echo(json.dumps(doc, indent=1))
+    if _save(base, doc, plot_converge, as_json):
         return
     for line in table(doc):
         click.echo(line)
@@ -430,10 +437,7 @@ def floquet(input_file, period, steps, count, out_dir, backend, devices, force, 
                       progress=not as_json)
     except ConfigError as e:
         raise InputError(f"{input_file}: {e}") from None
-    _write_json(base + ".json", res)
-    plot_floquet(res, base + ".png")
-    if as_json:
-        click.echo(json.dumps({k: v for k, v in res.items() if k != "overlaps"}, indent=1))
+    if _save(base, res, plot_floquet, as_json, shown={k: v for k, v in res.items() if k != "overlaps"}):
         return
     if res.get("dt_note"):
         click.echo(f"note: {res['dt_note']}", err=True)
@@ -476,10 +480,7 @@ def _floquet_scan(cfg, input_file, text, *, period, steps, count, out_dir, backe
                    progress=not as_json)
     except ConfigError as e:
         raise InputError(f"{input_file}: --scan: {e}") from None
-    _write_json(base + ".json", res)
-    plot_scan(res, base + ".png")
-    if as_json:
-        click.echo(json.dumps(res, indent=1))
+    if _save(base, res, plot_scan, as_json):
         return
     notes = {p["dt_note"] for p in res["points"] if p["dt_note"]}
     if notes:
