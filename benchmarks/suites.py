@@ -117,8 +117,9 @@ def _expm_cpu(a):
     import scipy.linalg
 
     import mgemm
-    from tdse import hamiltonian
-    from tdse.validate import make_config
+    from tdse.model import hamiltonian
+    from tdse.model import states as model_states
+    from tdse.studies.validate import make_config
     cfg = make_config(n=a.n, dx=0.1, a=0.1, Z=30.0, dt=0.002)
     H = hamiltonian.dense(cfg, 0.0)
     A = -1j * 0.002 * H
@@ -153,8 +154,9 @@ def _tdse(a):
     import cupy as cp
 
     from tdse import config as cfgmod
-    from tdse.precheck import precheck
-    from tdse.propagate import Propagator, step_gemm_opts
+    from tdse.numerics.precheck import precheck
+    from tdse.numerics.stepper import Stepper as Propagator
+    from tdse.run.backend import Backend
     from mgemm.tools.common import rand_matrix, time_call
     cfg = cfgmod.load(os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input)
     pc = precheck(cfg)
@@ -166,7 +168,7 @@ def _tdse(a):
     rows, first = [], None
     for g in _gpu_list(a.gpus):
         with cp.cuda.Device(0):
-            prop = Propagator(cfg, pc.plan, cp, step_gemm_opts("cupy", list(range(g))))
+            prop = Propagator(cfg, pc.plan, cp, Backend("cupy", None, tuple(list(range(g)))).gemm_opts)
             rng = np.random.default_rng(0)
             psi = cp.asarray(rng.standard_normal(cfg.grid.n) + 1j * rng.standard_normal(cfg.grid.n))
             ts = []
@@ -278,14 +280,18 @@ def _accuracy(a):
     global phase.  Same grid for all (the input's), psi only, one process, in turn."""
     import dataclasses
 
-    from tdse import config as cfgmod, hamiltonian
-    from tdse.grid import points
-    from tdse.precheck import precheck
-    from tdse.propagate import Propagator, initial_state, phase_blind_distance
+    from tdse import config as cfgmod
+    from tdse.model import hamiltonian
+    from tdse.model import states as model_states
+    from tdse.model.grid import points
+    from tdse.numerics.precheck import precheck
+    from tdse.numerics.stepper import Stepper as Propagator
+    from tdse.model.states import initial_state
+    from tdse.run.timeerror import phase_blind_distance
     threads = a.threads or len(os.sched_getaffinity(0))
     base = cfgmod.load(os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input)
     x = points(base.grid)
-    _, phi = hamiltonian.eigenstates(base, 0.0, 1)
+    _, phi = model_states.eigenstates(base, 0.0, 1)
 
     def config(scheme, method, dt, tol):
         return dataclasses.replace(
@@ -348,13 +354,15 @@ def _step_cost_args(p):
 def _step_cost(a):
     """Seconds per cfm4 step (the input's dt) for psi alone or the whole U(t), per stencil,
     N and exponential method, on this machine: where each method wins -- and what
-    ``method = "auto"`` predicted for each (tdse.cost, its kernels timed in the same run)
+    ``method = "auto"`` predicted for each (tdse.numerics.cost, its kernels timed in the same run)
     and chose."""
     import dataclasses
 
-    from tdse import config as cfgmod, cost
-    from tdse.precheck import precheck
-    from tdse.stepper import Propagator, step_gemm_opts
+    from tdse import config as cfgmod
+    from tdse.numerics import cost, exponentials
+    from tdse.numerics.precheck import precheck
+    from tdse.numerics.stepper import Stepper as Propagator
+    from tdse.run.backend import Backend
     base = cfgmod.load(os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input)
     xp = np
     if a.backend == "cupy":
@@ -382,7 +390,8 @@ def _step_cost(a):
                     cfg = dataclasses.replace(base, grid=grid, propagator=dataclasses.replace(
                         base.propagator, method=method, scheme="cfm4", error_window=0))
                     pc = precheck(cfg, check_resolution=False)
-                    opts = step_gemm_opts(a.backend, list(range(a.gpus))) if method != "chebyshev" else {}
+                    free = exponentials.get(method).matrix_free
+                    opts = {} if free else Backend(a.backend, None, tuple(range(a.gpus))).gemm_opts
                     prop = Propagator(cfg, pc.plan, xp, opts)
                     rng = np.random.default_rng(1)
                     for mode in a.modes:
@@ -402,8 +411,8 @@ def _step_cost(a):
                                "backend": a.backend, "gpus": a.gpus if a.backend == "cupy" else 0,
                                "threads": threads if a.backend == "numpy" else None,
                                "step_seconds": float(np.median(ts[1:])), "dt": cfg.time.dt,
-                               "theta": pc.theta, "products": pc.plan.products if method != "chebyshev" else None,
-                               "chebyshev_terms": pc.chebyshev_terms if method == "chebyshev" else None,
+                               "theta": pc.theta, "products": None if free else pc.plan.products,
+                               "chebyshev_terms": pc.chebyshev_terms if free else None,
                                "predicted_seconds": predicted[mode]["seconds_per_step"].get(method),
                                "auto_chooses": predicted[mode]["chosen"]}
                         rows.append(row)
@@ -646,15 +655,19 @@ def _propagator(a):
     the Chebyshev block on G GPUs (each GPU its columns), and the same loop with
     torch.linalg.matrix_exp (complex128) on one GPU.  Seconds per step and per period (M
     steps, extrapolated), ||U^H U - I||_max, each U against mgemm's, and what ``method =
-    "auto"`` predicted per step for each and would choose (tdse.cost, timed in this run)."""
+    "auto"`` predicted per step for each and would choose (tdse.numerics.cost, timed in this run)."""
     import dataclasses
 
     import cupy as cp
 
-    from tdse import config as cfgmod, cost, hamiltonian
-    from tdse.floquet import floquet_config
-    from tdse.precheck import precheck
-    from tdse.stepper import Propagator, step_gemm_opts
+    from tdse import config as cfgmod
+    from tdse.numerics import cost
+    from tdse.model import hamiltonian
+    from tdse.model import states as model_states
+    from tdse.studies.floquet import floquet_config
+    from tdse.numerics.precheck import precheck
+    from tdse.numerics.stepper import Stepper as Propagator
+    from tdse.run.backend import Backend
     base = cfgmod.load(os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input)
     rows = []
     for n in a.n:
@@ -704,7 +717,7 @@ def _propagator(a):
                     del U, Ud, Tk
                     torch.cuda.empty_cache()
                 else:
-                    prop = Propagator(c, pc.plan, cp, step_gemm_opts("cupy", devs))
+                    prop = Propagator(c, pc.plan, cp, Backend("cupy", cp, tuple(devs)).gemm_opts)
                     U = cp.eye(n, dtype=np.complex128)
                     prop.step_operator(cp.eye(n, dtype=np.complex128), 0)   # warm-up
                     sync()
@@ -754,8 +767,8 @@ def _inputs(a):
     import tempfile
 
     from tdse import config as cfgmod
-    from tdse.propagate import run
-    from tdse.snapshots import read
+    from tdse.run.driver import run
+    from tdse.run.snapshots import read
     rows = []
     for name in a.inputs:
         cfg = cfgmod.load(os.path.join(ROOT, "inputs", f"{name}.toml"))
@@ -793,10 +806,10 @@ def _absorber(a):
     the layer; after it has had time to reach the wall and come back, the norm inside the
     interior is what reflected."""
     from tdse import config as cfgmod
-    from tdse.grid import points
-    from tdse.precheck import precheck
-    from tdse.propagate import initial_state
-    from tdse.stepper import Propagator
+    from tdse.model.grid import points
+    from tdse.numerics.precheck import precheck
+    from tdse.model.states import initial_state
+    from tdse.numerics.stepper import Stepper as Propagator
     L, dx, dt = 60.0, 0.2, 0.05
     rows = []
     for w in a.widths:

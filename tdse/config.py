@@ -19,13 +19,11 @@ from typing import Any
 
 __all__ = ["ConfigError", "Config", "Grid", "Centre", "Potential", "Field", "Absorber",
            "Initial", "Time", "Propagator", "Output", "load", "loads", "load_config", "parse",
-           "to_toml", "input_reference", "KEYS", "memory_estimate", "available_memory",
+           "to_toml", "input_reference", "KEYS", "available_memory",
            "STENCILS", "SCHEMES", "METHODS", "ENVELOPES", "WHOLE_RTOL", "with_value"]
 
 #: how close to a whole number (relative) a count such as (x_max - x_min)/dx must be
 WHOLE_RTOL = 1e-9
-#: dense N x N complex128 matrices alive at once during a step (H, A, powers, result)
-_DENSE_MATRICES = 10
 
 #: kinetic-energy discretisations: 3- and 5-point finite differences, Colbert-Miller sinc-DVR
 STENCILS = (3, 5, "dvr")
@@ -455,35 +453,10 @@ def available_memory() -> int:
         return 1 << 34
 
 
-def _dense_count(operator: bool, method: str) -> int:
-    if method == "chebyshev":  # no dense matrix but U(t) and the recurrence's blocks
-        return 6 if operator else 0
-    return _DENSE_MATRICES + 2 * bool(operator)
-
-
-def memory_estimate(n: int, operator: bool = False, method: str = "auto") -> int:
-    """Host bytes a run with N grid points needs (dense complex128 matrices dominate;
-    operator mode keeps U(t) and its update: two more; Chebyshev keeps only vectors, or
-    U(t) and the recurrence's blocks in operator mode)."""
-    return _dense_count(operator, method) * 16 * n * n + 64 * n * 1024
-
-
-def _memory_check(grid: Grid, limit: int | None, operator: bool = False, method: str = "auto"):
-    limit = available_memory() if limit is None else limit
-    need = memory_estimate(grid.n, operator, method)
-    if need > limit:
-        mats = max(1, _dense_count(operator, method))
-        n_fit = int(math.sqrt(max(limit - 64 * 1024 * 1024, 0) / (mats * 16)))
-        raise ConfigError("grid.dx", grid.dx, (
-            f"gives N = {grid.n} points, whose dense matrices need {need / 2**30:.1f} GiB, "
-            f"more than the {limit / 2**30:.1f} GiB available; the largest N that fits is "
-            f"about {n_fit} (dx >= {(grid.x_max - grid.x_min) / max(n_fit, 1):.4g})"))
-
-
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
-def parse(data: dict, source: str | None = None, *, memory_limit: int | None = None) -> Config:
+def parse(data: dict, source: str | None = None) -> Config:
     """Validate a dict of sections (as TOML gives); raise ConfigError (one line)."""
     if not isinstance(data, dict):
         raise ConfigError("input", type(data).__name__, "must be a table of sections")
@@ -498,7 +471,6 @@ def parse(data: dict, source: str | None = None, *, memory_limit: int | None = N
     absorber = _absorber(sec["absorber"], grid) if "absorber" in data else None
     time = _time(sec["time"])
     prop = _propagator(sec["propagator"], time, not potential.static, absorber is None)
-    _memory_check(grid, memory_limit, prop.operator, prop.method)
     n = grid.n
     cfg = Config(name, grid, potential, _initial(sec["initial"], n), time, prop,
                  _output(sec["output"], n), absorber)
@@ -510,13 +482,13 @@ def _with_source(cfg: Config, source: str) -> Config:
     return cfg
 
 
-def loads(text: str, *, memory_limit: int | None = None) -> Config:
+def loads(text: str) -> Config:
     """Parse and validate TOML text; raise ConfigError (one line) on any problem."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError("", None, f"not valid TOML: {e}") from None
-    return parse(data, text, memory_limit=memory_limit)
+    return parse(data, text)
 
 
 def load(path, **kw) -> Config:

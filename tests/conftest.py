@@ -42,7 +42,7 @@ def interrupt_after(monkeypatch):
     """``interrupt_after(n, signame)`` arms SnapshotWriter.append to raise the signal's
     KeyboardInterrupt after its n-th snapshot (a run stopped mid-way, in process);
     ``disarm()`` of the returned object restores it."""
-    from tdse.snapshots import SnapshotWriter
+    from tdse.run.snapshots import SnapshotWriter
     orig = SnapshotWriter.append
 
     class Armed:

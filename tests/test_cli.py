@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tdse.cli import main
-from tdse.snapshots import read
+from tdse.ui.cli import main
+from tdse.run.snapshots import read
 
 
 @pytest.fixture
@@ -49,16 +49,18 @@ def test_run_writes_h5_and_plots_and_refuses_overwrite(runner, inputs_dir, tmp_p
 
 
 def test_h5_roundtrip_matches_direct_propagation(runner, inputs_dir, tmp_path):
-    from tdse import hamiltonian
+    from tdse.model import hamiltonian
+    from tdse.model import states as model_states
     from tdse.config import load
-    from tdse.grid import points
-    from tdse.precheck import precheck
-    from tdse.propagate import Propagator, initial_state
+    from tdse.model.grid import points
+    from tdse.numerics.precheck import precheck
+    from tdse.numerics.stepper import Stepper as Propagator
+    from tdse.model.states import initial_state
     r = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(tmp_path), "--no-plots"])
     assert r.exit_code == 0, r.output
     d = read(tmp_path / "tiny.h5")
     cfg = load(tiny(inputs_dir))
-    _, phi = hamiltonian.eigenstates(cfg, 0.0, 1)
+    _, phi = model_states.eigenstates(cfg, 0.0, 1)
     psi = initial_state(cfg, points(cfg.grid), phi)
     prop = Propagator(cfg, precheck(cfg).plan)
     for j in range(cfg.time.steps):
@@ -67,7 +69,8 @@ def test_h5_roundtrip_matches_direct_propagation(runner, inputs_dir, tmp_path):
 
 
 def test_states_json_matches_eigvalsh(runner, inputs_dir):
-    from tdse import hamiltonian
+    from tdse.model import hamiltonian
+    from tdse.model import states as model_states
     from tdse.config import load
     r = runner.invoke(main, ["states", tiny(inputs_dir), "--count", "3", "--json"])
     assert r.exit_code == 0

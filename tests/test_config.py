@@ -75,8 +75,11 @@ def test_bad_input_names_key(text, key, msg):
 
 
 def test_grid_too_large_for_memory():
+    """The precheck (before any work) refuses a grid whose method's matrices do not fit."""
+    from tdse.numerics.precheck import memory_check
+    cfg = loads(GOOD.replace("dx = 0.2", "dx = 0.0001"))
     with pytest.raises(ConfigError, match=r"grid.dx .*largest N that fits"):
-        loads(GOOD.replace("dx = 0.2", "dx = 0.0001"), memory_limit=2**30)
+        memory_check(cfg, 2**30)
 
 
 def test_missing_file_and_non_utf8(tmp_path):

@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from tdse import config as cfgmod
-from tdse.cli import main
-from tdse.converge import richardson, study
+from tdse.ui.cli import main
+from tdse.studies.converge import richardson, study
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORDED = os.path.join(ROOT, "docs", "convergence")

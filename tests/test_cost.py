@@ -1,4 +1,4 @@
-"""method = "auto": dense or Chebyshev by the estimated cost (tdse.cost).
+"""method = "auto": dense or Chebyshev by the estimated cost (tdse.numerics.cost).
 
 The estimate is checked against its formulas with made-up timings (so the choice cannot
 depend on this machine's speed), the choice follows the smaller estimate in both
@@ -14,10 +14,11 @@ import math
 import numpy as np
 import pytest
 
-from tdse import config as cfgmod, cost
-from tdse.precheck import precheck
-from tdse.propagate import run
-from tdse.snapshots import read
+from tdse import config as cfgmod
+from tdse.numerics import cost
+from tdse.numerics.precheck import precheck
+from tdse.run.driver import run
+from tdse.run.snapshots import read
 
 BASE = """
 name = "c"
@@ -147,7 +148,7 @@ def test_run_with_auto_records_its_choice_and_agrees_with_that_method(tmp_path, 
 
 def test_cli_says_what_auto_chose(tmp_path):
     from click.testing import CliRunner
-    from tdse.cli import main
+    from tdse.ui.cli import main
     p = tmp_path / "in.toml"
     p.write_text(BASE.format(stencil='"dvr"', op="false"))
     r = CliRunner().invoke(main, ["run", str(p), "--out", str(tmp_path), "--backend", "numpy",

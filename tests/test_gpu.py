@@ -208,7 +208,7 @@ def test_expm_multi_gpu_vs_eigendecomposition(ngpu, method, dtype, split):
 def test_tdse_gpu_paths_agree_with_cpu(tmp_path):
     import h5py
     from tdse import config as cfgmod
-    from tdse.propagate import run
+    from tdse.run.driver import run
     text = open(__import__("os").path.join(__import__("os").path.dirname(__file__), "..",
                                            "inputs", "tiny.toml")).read()
     # the same method on every backend (auto may choose differently per machine)
@@ -229,8 +229,8 @@ def test_tdse_gpu_paths_agree_with_cpu(tmp_path):
 def test_operator_mode_and_floquet_on_gpus(tmp_path):
     import h5py
     from tdse import config as cfgmod
-    from tdse.floquet import analyse
-    from tdse.propagate import run
+    from tdse.studies.floquet import analyse
+    from tdse.run.driver import run
     import os
     text = open(os.path.join(os.path.dirname(__file__), "..", "inputs", "tiny.toml")).read()
     text = text.replace("[time]", "[propagator]\nmethod = \"auto\"\ntolerance = 1e-14\noperator = true\n\n[time]", 1) \
@@ -253,8 +253,8 @@ def test_operator_mode_and_floquet_on_gpus(tmp_path):
 def test_chebyshev_on_gpu_equals_cpu(stencil, mode):
     """The matrix-free Chebyshev exponential on CuPy (cupyx sparse for the stencil, cuFFT
     for the DVR), cfm4 steps, psi and the whole U(t): the CPU's result to 1e-12."""
-    from tdse.stepper import Propagator
-    from tdse.validate import make_config
+    from tdse.numerics.stepper import Stepper as Propagator
+    from tdse.studies.validate import make_config
     cfg = make_config(n=96, dx=0.2, a=0.5, Z=2.0, amp=0.3, dt=0.02, steps=10, method="chebyshev",
                       tol=1e-14, scheme="cfm4", stencil=stencil)
     rng = np.random.default_rng(3)
@@ -272,9 +272,10 @@ def test_chebyshev_on_gpu_equals_cpu(stencil, mode):
 def test_cfm4_dense_exponent_on_gpu_bands_equals_cpu(stencil):
     """cfm4's two exponentials per step through mgemm.expm in column bands on 2 GPUs (and on
     one) against the CPU, for psi and U(t)."""
-    from tdse.precheck import precheck
-    from tdse.stepper import Propagator, step_gemm_opts
-    from tdse.validate import make_config
+    from tdse.numerics.precheck import precheck
+    from tdse.numerics.stepper import Stepper as Propagator
+    from tdse.run.backend import Backend
+    from tdse.studies.validate import make_config
     cfg = make_config(n=128, dx=0.1, dt=0.005, steps=8, method="auto", tol=1e-13, scheme="cfm4",
                       stencil=stencil)
     pc = precheck(cfg, check_resolution=False)
@@ -286,7 +287,7 @@ def test_cfm4_dense_exponent_on_gpu_bands_equals_cpu(stencil):
         a, Ua = cpu.step(a, j), cpu.step_operator(Ua, j)
     for devs in ([0], [0, 1]):
         with cp.cuda.Device(0):
-            gpu = Propagator(cfg, pc.plan, cp, step_gemm_opts("cupy", devs))
+            gpu = Propagator(cfg, pc.plan, cp, Backend("cupy", cp, tuple(devs)).gemm_opts)
             b, Ub = cp.asarray(psi0), cp.eye(128, dtype=complex)
             for j in range(8):
                 b, Ub = gpu.step(b, j), gpu.step_operator(Ub, j)
@@ -301,7 +302,7 @@ def test_field_and_absorber_on_gpus_equal_cpu(method):
     """A laser pulse and the absorbing boundary on CuPy (dense exponent: the general
     complex path in column bands on 2 GPUs; Chebyshev: the masked Hermitian part)."""
     from tdse.config import parse
-    from tdse.propagate import run
+    from tdse.run.driver import run
     d = {"name": "atomgpu", "grid": {"x_min": -40.0, "x_max": 40.0, "dx": 0.25, "stencil": "dvr"},
          "potential": {"a": 2.0, "centres": [{"x0": 0.0, "Z": 1.0}]},
          "field": {"E0": 0.05, "omega": 0.3, "duration": 10.0},
@@ -338,14 +339,15 @@ def test_expm_trace_records_gemms_and_gathers_per_gpu():
 
 @pytest.mark.multi_gpu(2)
 def test_chebyshev_block_over_two_gpus_equals_cpu():
-    from tdse.stepper import Propagator, step_gemm_opts
-    from tdse.validate import make_config
+    from tdse.numerics.stepper import Stepper as Propagator
+    from tdse.run.backend import Backend
+    from tdse.studies.validate import make_config
     cfg = make_config(n=96, dx=0.2, a=0.5, Z=2.0, amp=0.3, dt=0.02, steps=5, method="chebyshev",
                       tol=1e-14, scheme="cfm4", stencil="dvr")
     cpu = Propagator(cfg)
     a = np.eye(96, dtype=complex)
     with cp.cuda.Device(0):
-        gpu = Propagator(cfg, xp=cp, gemm_opts=step_gemm_opts("cupy", [0, 1]))
+        gpu = Propagator(cfg, xp=cp, gemm_opts=Backend("cupy", cp, (0, 1)).gemm_opts)
         b = cp.eye(96, dtype=complex)
         for j in range(5):
             a, b = cpu.step_operator(a, j), gpu.step_operator(b, j)
@@ -431,10 +433,11 @@ def test_auto_method_on_gpus_times_kernels_and_agrees(tmp_path, devices):
     a few tolerances (both methods meet the per-exponential tolerance)."""
     import json
     import os
-    from tdse import config as cfgmod, cost
-    from tdse.precheck import precheck
-    from tdse.propagate import run
-    from tdse.snapshots import read
+    from tdse import config as cfgmod
+    from tdse.numerics import cost
+    from tdse.numerics.precheck import precheck
+    from tdse.run.driver import run
+    from tdse.run.snapshots import read
     text = open(os.path.join(os.path.dirname(__file__), "..", "inputs", "h2plus_moving.toml")).read()
     text = text.replace('method = "dense"', 'method = "auto"').replace("t_end = 10.0", "t_end = 0.2")
     text = text.replace("error_window = 1.0", "error_window = 0.0").replace("tolerance = 1e-12", "tolerance = 1e-13")
@@ -456,7 +459,7 @@ def test_auto_method_on_gpus_times_kernels_and_agrees(tmp_path, devices):
 def test_floquet_scan_on_gpus_equals_cpu():
     import os
     from tdse import config as cfgmod
-    from tdse.floquet import scan
+    from tdse.studies.floquet import scan
     text = open(os.path.join(os.path.dirname(__file__), "..", "inputs", "tiny.toml")).read()
     c = cfgmod.loads(text)
     kw = dict(period=0.9, steps=90, count=2)

@@ -13,12 +13,13 @@ import pytest
 from click.testing import CliRunner
 
 from tdse import config as cfgmod
-from tdse.cli import main
-from tdse.floquet import analyse, floquet_config
-from tdse.hamiltonian import eigenstates
-from tdse.precheck import precheck
-from tdse.propagate import Propagator, run
-from tdse.snapshots import read
+from tdse.ui.cli import main
+from tdse.studies.floquet import analyse, floquet_config
+from tdse.model.states import eigenstates
+from tdse.numerics.precheck import precheck
+from tdse.numerics.stepper import Stepper as Propagator
+from tdse.run.driver import run
+from tdse.run.snapshots import read
 
 BASE = """
 name = "op"
@@ -129,13 +130,14 @@ def test_operator_key_is_validated():
         cfgmod.loads(BASE.format(amp=0.3, dt=0.005, t_end=0.2, k=4).replace(
             "operator = true", 'operator = "yes"'))
     # operator mode needs two more dense matrices: the memory check counts them
+    from tdse.numerics.precheck import memory_check, precheck
     text = BASE.format(amp=0.3, dt=0.005, t_end=0.2, k=4)
-    need_op = cfgmod.memory_estimate(64, operator=True)
-    need = cfgmod.memory_estimate(64)
-    assert need_op > need
+    op, psi = cfgmod.loads(text), cfgmod.loads(text.replace("operator = true", "operator = false"))
+    need_op, need = memory_check(op, 2**40), memory_check(psi, 2**40)
+    assert need_op - need == 2 * 16 * 64 ** 2
     with pytest.raises(cfgmod.ConfigError, match="largest N"):
-        cfgmod.loads(text, memory_limit=(need + need_op) // 2)
-    cfgmod.loads(text.replace("operator = true", "operator = false"), memory_limit=(need + need_op) // 2)
+        precheck(op, memory_limit=(need + need_op) // 2)
+    precheck(psi, memory_limit=(need + need_op) // 2)
 
 
 @pytest.mark.parametrize("args, key", [(["--period", "-1"], "--period"), (["--period", "nan"], "--period"),
@@ -150,7 +152,7 @@ def test_floquet_bad_options(tmp_path, args, key):
 def test_floquet_scan_of_static_potential_follows_the_energies():
     """Scanning potential.a with the centres at rest: every point's Floquet states are the
     eigenstates of that H, quasi-energies E_n folded into [-omega/2, omega/2)."""
-    from tdse.floquet import fold, scan
+    from tdse.studies.floquet import fold, scan
     c = cfg(amp=0.0, t_end=1.0)
     T, M = 1.3, 260
     res = scan(c, "potential.a", [0.3, 0.5, 0.9], period=T, steps=M, count=3, backend="numpy")

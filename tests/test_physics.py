@@ -2,18 +2,20 @@
 import numpy as np
 import pytest
 
-from tdse import hamiltonian
-from tdse.grid import points
-from tdse.observables import node_count, node_positions, norm, populations
-from tdse.precheck import precheck
-from tdse.propagate import Propagator, initial_state
-from tdse.validate import make_config
+from tdse.model import hamiltonian
+from tdse.model import states as model_states
+from tdse.model.grid import points
+from tdse.model.observables import node_count, node_positions, norm, populations
+from tdse.numerics.precheck import precheck
+from tdse.numerics.stepper import Stepper as Propagator
+from tdse.model.states import initial_state
+from tdse.studies.validate import make_config
 
 
 def test_free_particle_3point_is_exact():
     # V = 0 (Z = 0): the 3-point matrix has eigenvalues (1 - cos(k pi/(N+1)))/dx^2 exactly
     cfg = make_config(n=100, dx=0.1, Z=0.0, amp=0.0)
-    E, _ = hamiltonian.eigenstates(cfg, 0.0, 5)
+    E, _ = model_states.eigenstates(cfg, 0.0, 5)
     k = np.arange(1, 6)
     exact = (1 - np.cos(k * np.pi / 101)) / 0.01
     np.testing.assert_allclose(E, exact, rtol=1e-12)
@@ -26,7 +28,7 @@ def test_fd_convergence_order(stencil, order):
     for dx in (0.2, 0.1, 0.05):
         n = int(round(25.6 / dx))
         cfg = make_config(n=n, dx=dx, stencil=stencil, a=1.0, Z=1.0, amp=0.0)
-        Es.append(hamiltonian.eigenstates(cfg, 0.0, 2)[0])
+        Es.append(model_states.eigenstates(cfg, 0.0, 2)[0])
     Es = np.array(Es)
     ratio = (Es[0] - Es[1]) / (Es[1] - Es[2])
     measured = np.log2(np.abs(ratio))
@@ -35,7 +37,7 @@ def test_fd_convergence_order(stencil, order):
 
 def test_eigenstates_match_dense_eigh():
     cfg = make_config(n=128, dx=0.1, stencil=5)
-    E, phi = hamiltonian.eigenstates(cfg, 0.3, 4)
+    E, phi = model_states.eigenstates(cfg, 0.3, 4)
     w = np.linalg.eigvalsh(hamiltonian.dense(cfg, 0.3))
     np.testing.assert_allclose(E, w[:4], rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(phi @ phi.T * cfg.grid.dx, np.eye(4), atol=1e-12)
@@ -45,7 +47,7 @@ def test_apply_matches_dense(rng):
     for stencil in (3, 5):
         cfg = make_config(n=50, stencil=stencil)
         psi = rng.standard_normal(50) + 1j * rng.standard_normal(50)
-        from tdse.potential import soft_core
+        from tdse.model.potential import soft_core
         v = soft_core(cfg.potential, points(cfg.grid), 0.2)
         np.testing.assert_allclose(hamiltonian.apply(cfg, psi, v),
                                    hamiltonian.dense(cfg, 0.2) @ psi, rtol=1e-13, atol=1e-9)
@@ -55,7 +57,7 @@ def test_gershgorin_bounds_contain_spectrum():
     for stencil in (3, 5):
         cfg = make_config(n=200, stencil=stencil)
         H = hamiltonian.dense(cfg, 0.0)
-        from tdse.potential import soft_core
+        from tdse.model.potential import soft_core
         v = soft_core(cfg.potential, points(cfg.grid), 0.0)
         lo, hi = hamiltonian.spectrum_bounds(stencil, cfg.grid.dx, v.min(), v.max())
         w = np.linalg.eigvalsh(H)
@@ -67,7 +69,7 @@ def test_gershgorin_bounds_contain_spectrum():
 def test_eigenstate_n_has_n_nodes(Z, a):
     cfg = make_config(n=256, dx=0.1, a=a, Z=Z, amp=0.0)
     x = points(cfg.grid)
-    _, phi = hamiltonian.eigenstates(cfg, 0.0, 6)
+    _, phi = model_states.eigenstates(cfg, 0.0, 6)
     for k in range(6):
         assert node_count(x, phi[k]) == k
         # any global phase
@@ -86,7 +88,7 @@ def test_unitary_norm_conserved_and_populations():
     cfg = make_config(n=128, dt=0.002, steps=200, tol=1e-12)
     pc = precheck(cfg)
     x = points(cfg.grid)
-    E, phi = hamiltonian.eigenstates(cfg, 0.0, 4)
+    E, phi = model_states.eigenstates(cfg, 0.0, 4)
     psi = initial_state(cfg, x, phi)
     prop = Propagator(cfg, pc.plan)
     U = prop.operator(0.001)
@@ -113,13 +115,13 @@ def test_gaussian_initial_state_normalised():
 
 
 def test_moving_propagation_matches_scipy_reference():
-    from tdse.validate import check_propagation
+    from tdse.studies.validate import check_propagation
     for c in check_propagation(steps=30):
         assert c["passed"], c
 
 
 def test_static_phase():
-    from tdse.validate import check_static_phase
+    from tdse.studies.validate import check_static_phase
     (c,) = check_static_phase(steps=50)
     assert c["passed"], c
 
@@ -144,8 +146,8 @@ def test_propagator_band_layout_equals_plain(inputs_dir):
     devices gives the one-device result."""
     import os
     from tdse import config as cfgmod
-    from tdse.precheck import precheck
-    from tdse.propagate import Propagator
+    from tdse.numerics.precheck import precheck
+    from tdse.numerics.stepper import Stepper as Propagator
     cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml"))
     pc = precheck(cfg)
     plain = Propagator(cfg, pc.plan)

@@ -14,12 +14,12 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tdse import config as cfgmod
-from tdse import resources
-from tdse.cli import main
-from tdse.interrupts import Interrupted
-from tdse.propagate import run
-from tdse.resources import check_resources
-from tdse.snapshots import NotOurFile, read, resume_state
+from tdse.run import resources
+from tdse.ui.cli import main
+from tdse.run.interrupts import Interrupted
+from tdse.run.driver import run
+from tdse.run.resources import check_resources
+from tdse.run.snapshots import NotOurFile, read, resume_state
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -148,7 +148,7 @@ def _start(args, tmp_path):
 
     def ignore_sigint():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-    return subprocess.Popen([sys.executable, "-m", "tdse.cli", *args], cwd=tmp_path, env=env,
+    return subprocess.Popen([sys.executable, "-m", "tdse.ui.cli", *args], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=ignore_sigint)
 

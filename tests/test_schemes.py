@@ -13,14 +13,19 @@ import pytest
 import scipy.linalg
 import scipy.special
 
-from tdse import chebyshev, hamiltonian, schemes
+from tdse.numerics import chebyshev, schemes
+from tdse.model import hamiltonian
+from tdse.model import states as model_states
 from tdse import config as cfgmod
-from tdse.grid import points
-from tdse.potential import centre_positions, envelope, soft_core
-from tdse.precheck import precheck
-from tdse.propagate import Propagator, initial_state, phase_blind_distance, run
-from tdse.snapshots import read
-from tdse.validate import check_dvr, check_order, check_propagation, make_config, reference_step
+from tdse.model.grid import points
+from tdse.model.potential import centre_positions, envelope, soft_core
+from tdse.numerics.precheck import precheck
+from tdse.numerics.stepper import Stepper as Propagator
+from tdse.model.states import initial_state
+from tdse.run.timeerror import phase_blind_distance
+from tdse.run.driver import run
+from tdse.run.snapshots import read
+from tdse.studies.validate import check_dvr, check_order, check_propagation, make_config, reference_step
 
 
 # ------------------------------------------------------------------ schemes
@@ -61,7 +66,7 @@ def test_observed_orders_are_2_and_4():
 
 def test_cfm4_beats_midpoint_at_ten_times_the_step():
     """The audit's claim: cfm4 at dt is more accurate than midpoint at dt/10 (N = 64)."""
-    from tdse.validate import observed_order
+    from tdse.studies.validate import observed_order
     e_mid, _ = observed_order("midpoint", dts=(0.005,), ref_div=16)
     e_cf, _ = observed_order("cfm4", dts=(0.05,), ref_div=160)
     assert e_cf[0] < e_mid[0]
@@ -121,7 +126,7 @@ def test_dvr_converges_exponentially_where_fd_does_not():
     any power of dx)."""
     def E0(stencil, dx):
         cfg = make_config(n=int(round(40 / dx)), dx=dx, stencil=stencil, a=1.0, Z=1.0, amp=0.0)
-        return hamiltonian.eigenstates(cfg, 0.0, 1)[0][0]
+        return model_states.eigenstates(cfg, 0.0, 1)[0][0]
     ref = E0("dvr", 0.1)
     e = [abs(E0("dvr", dx) - ref) for dx in (0.8, 0.4, 0.2)]
     assert e[2] < 1e-6 * abs(E0(5, 0.1) - ref)
@@ -216,7 +221,7 @@ def test_time_error_estimate_tracks_the_true_error(tmp_path, inputs_dir):
                                   propagator=dataclasses.replace(cfg.propagator, error_window=0,
                                                                  method="chebyshev", tolerance=1e-14))
     d = read(res.path)
-    _, phi = hamiltonian.eigenstates(cfg, 0.0, 1)
+    _, phi = model_states.eigenstates(cfg, 0.0, 1)
     psi = initial_state(ref_cfg, points(cfg.grid), phi)
     prop = Propagator(ref_cfg)
     for j in range(16 * 20):
@@ -243,7 +248,7 @@ def test_run_records_observables_every_step_and_the_numerics(tmp_path, inputs_di
 
 
 def test_n_mean_of_eigenstate_n_is_n():
-    from tdse.observables import n_mean
+    from tdse.model.observables import n_mean
     for k in range(4):
         P = np.zeros(4)
         P[k] = 1.0
@@ -259,8 +264,8 @@ def test_resolution_warning_names_a_dx_that_passes(inputs_dir):
     # the named dx passes: the 3-point error there is within the tolerance
     fine = make_config(n=int(round(25.6 / 0.00625)), dx=0.00625, stencil=3, amp=0.0)
     coarse = make_config(n=256, dx=0.1, stencil=3, amp=0.0)
-    e_fine = abs(hamiltonian.eigenstates(fine, 0.0, 1)[0][0] - r["E0_reference"])
-    assert e_fine < 1e-3 < abs(hamiltonian.eigenstates(coarse, 0.0, 1)[0][0] - r["E0_reference"])
+    e_fine = abs(model_states.eigenstates(fine, 0.0, 1)[0][0] - r["E0_reference"])
+    assert e_fine < 1e-3 < abs(model_states.eigenstates(coarse, 0.0, 1)[0][0] - r["E0_reference"])
     assert not precheck(cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml"))).warnings
 
 

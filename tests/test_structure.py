@@ -7,7 +7,11 @@ Walks every import statement (module level and inside functions) of ``tdse`` and
   an underscored module imported across files,
 * an arrow against mgemm's layers: cli -> tools -> core (gemm, expm, dist) ->
   executors -> schedule/plan/model/profile (+ the pure helpers balance, arrays),
-* mgemm importing tdse.
+* mgemm importing tdse,
+* an arrow against tdse's layers: interfaces (ui, api) -> studies -> run -> numerics ->
+  model -> config,
+* a function over ``RUN_PATH_MAX_LINES`` lines in the run path (tdse.run, the stepper and
+  the exponentials).
 The walker is checked on a synthetic package first, so these tests can fail.
 """
 from __future__ import annotations
@@ -29,6 +33,20 @@ MGEMM_LAYERS = {
     "mgemm.schedule": 1, "mgemm.plan": 1, "mgemm.model": 1, "mgemm.profile": 1,
     "mgemm.balance": 1, "mgemm.arrays": 1, "mgemm.formulas": 1,
 }
+
+
+#: tdse's layers, highest first (the package's __init__ re-exports the API: interfaces)
+TDSE_LAYERS = {
+    "tdse": 5, "tdse.ui": 5, "tdse.api": 5,
+    "tdse.studies": 4,
+    "tdse.run": 3,
+    "tdse.numerics": 2,
+    "tdse.model": 1,
+    "tdse.config": 0, "tdse.version": 0,
+}
+#: the longest function allowed in the run path (issue #22: no function over ~60 lines)
+RUN_PATH_MAX_LINES = 60
+RUN_PATH = ("tdse/run", "tdse/numerics/stepper.py", "tdse/numerics/exponentials.py")
 
 
 def _modules(root, packages):
@@ -130,28 +148,59 @@ def cycles(edges):
     return out
 
 
-def layer_of(mod):
+def layer_of(mod, layers=None):
+    layers = layers or (TDSE_LAYERS if mod.split(".")[0] == "tdse" else MGEMM_LAYERS)
     parts = mod.split(".")
     for k in range(len(parts), 0, -1):
         key = ".".join(parts[:k])
-        if key in MGEMM_LAYERS:
-            return MGEMM_LAYERS[key]
+        if key in layers:
+            return layers[key]
     return None
 
 
-def layer_violations(edges):
+def tdse_layer_violations(edges):
+    """(a, b, why) for each import of a tdse module against TDSE_LAYERS."""
+    return layer_violations(edges, package="tdse")
+
+
+def long_functions(root, paths, limit):
+    """(file, function, lines) for every function longer than ``limit`` lines."""
+    out = []
+    files = []
+    for p in paths:
+        full = os.path.join(root, p)
+        if os.path.isdir(full):
+            files += [os.path.join(full, f) for f in sorted(os.listdir(full)) if f.endswith(".py")]
+        else:
+            files.append(full)
+    for f in files:
+        tree = ast.parse(open(f, encoding="utf-8").read(), f)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > limit:
+                    out.append((os.path.relpath(f, root), node.name, n))
+    return out
+
+
+def layer_violations(edges, package="mgemm"):
+    """(a, b, why) for each import of a ``package`` module against its layer table (mgemm
+    must never import tdse; tdse's imports of mgemm are not its layers' business)."""
+    table = "MGEMM_LAYERS" if package == "mgemm" else "TDSE_LAYERS"
     bad = []
     for a, targets in edges.items():
-        if not a.startswith("mgemm"):
+        if not a.startswith(package):
             continue
         la = layer_of(a)
         for b in targets:
-            if b.startswith("tdse"):
+            if package == "mgemm" and b.startswith("tdse"):
                 bad.append((a, b, "mgemm imports tdse"))
+                continue
+            if not b.startswith(package):
                 continue
             lb = layer_of(b)
             if la is None or lb is None:
-                bad.append((a, b, "module without a layer (add it to MGEMM_LAYERS)"))
+                bad.append((a, b, f"module without a layer (add it to {table})"))
             elif lb > la:
                 bad.append((a, b, f"layer {la} imports layer {lb}"))
     return bad
@@ -183,6 +232,27 @@ def test_walker_finds_cycles_private_names_and_layer_breaks(tmp_path):
     assert ("mgemm.tools.bench", "mgemm.model._hidden") in private
     assert ("mgemm.executors.cupy_exec", "mgemm._array") in private
     assert ("mgemm.gemm", "mgemm.tools.bench", "layer 3 imports layer 4") in layer_violations(edges)
+
+
+def test_walker_finds_tdse_layer_breaks_and_long_functions(tmp_path):
+    _write(tmp_path, {
+        "tdse/__init__.py": "",
+        "tdse/config.py": "",
+        "tdse/model/__init__.py": "",
+        "tdse/model/grid.py": "from ..run import loop\n",            # model -> run
+        "tdse/run/__init__.py": "",
+        "tdse/run/loop.py": "from ..model import grid\ndef f():\n" + "    x = 1\n" * 70,
+        "tdse/studies/__init__.py": "",
+        "tdse/studies/scan.py": "from ..ui import cli\n",            # studies -> ui
+        "tdse/ui/__init__.py": "",
+        "tdse/ui/cli.py": "from ..studies import scan\n",
+    })
+    edges, _ = import_graph(str(tmp_path), ("tdse",))
+    bad = tdse_layer_violations(edges)
+    assert ("tdse.model.grid", "tdse.run.loop", "layer 1 imports layer 3") in bad
+    assert ("tdse.studies.scan", "tdse.ui.cli", "layer 4 imports layer 5") in bad
+    assert not any(a == "tdse.ui.cli" for a, _, _ in bad)
+    assert long_functions(str(tmp_path), ("tdse/run",), 60) == [("tdse/run/loop.py", "f", 71)]
 
 
 def test_walker_passes_a_clean_package(tmp_path):
@@ -218,6 +288,29 @@ def test_no_private_names_across_files(project):
 def test_mgemm_layers_point_one_way(project):
     edges, _ = project
     assert layer_violations(edges) == []
+
+
+def test_tdse_layers_point_one_way(project):
+    edges, _ = project
+    assert any(m.startswith("tdse.model.") for m in edges)  # the layers exist
+    assert tdse_layer_violations(edges) == []
+
+
+def test_run_path_functions_are_short():
+    assert long_functions(ROOT, RUN_PATH, RUN_PATH_MAX_LINES) == []
+
+
+def test_method_names_compared_only_in_the_registry():
+    """No `method == "..."` (or !=) of tdse's methods outside numerics/exponentials.py."""
+    import re
+    pat = re.compile(r"""method\s*[!=]=\s*["'](auto|dense|taylor|chebyshev)["']""")
+    hits = []
+    for dirpath, _, files in os.walk(os.path.join(ROOT, "tdse")):
+        for f in files:
+            path = os.path.join(dirpath, f)
+            if f.endswith(".py") and not path.endswith(os.path.join("numerics", "exponentials.py")):
+                hits += [(f, i) for i, line in enumerate(open(path), 1) if pat.search(line)]
+    assert hits == []
 
 
 def test_core_never_imports_the_tools(project):

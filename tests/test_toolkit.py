@@ -17,14 +17,17 @@ from click.testing import CliRunner
 
 import tdse
 from tdse import config as cfgmod
-from tdse import hamiltonian
-from tdse.cli import main
-from tdse.grid import points
-from tdse.potential import field_value
-from tdse.precheck import precheck
-from tdse.propagate import Propagator, initial_state, run
-from tdse.snapshots import read
-from tdse.validate import reference_step
+from tdse.model import hamiltonian
+from tdse.model import states as model_states
+from tdse.ui.cli import main
+from tdse.model.grid import points
+from tdse.model.field import field_value
+from tdse.numerics.precheck import precheck
+from tdse.numerics.stepper import Stepper as Propagator
+from tdse.model.states import initial_state
+from tdse.run.driver import run
+from tdse.run.snapshots import read
+from tdse.studies.validate import reference_step
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -77,13 +80,13 @@ def test_weak_field_dipole_response_is_first_order_perturbation_theory():
 @pytest.mark.parametrize("scheme", ["midpoint", "cfm4"])
 @pytest.mark.parametrize("method", ["auto", "chebyshev"])
 def test_field_with_moving_centres_matches_scipy_per_factor(scheme, method):
-    from tdse.validate import make_config
+    from tdse.studies.validate import make_config
     cfg = make_config(n=64, dx=0.2, a=0.5, Z=2.0, amp=0.3, dt=0.01, steps=30, method=method,
                       tol=1e-14, scheme=scheme)
     pot = dataclasses.replace(cfg.potential, field=cfgmod.Field(E0=0.05, omega=1.3, duration=0.3))
     cfg = dataclasses.replace(cfg, potential=pot)
     prop = Propagator(cfg, precheck(cfg, check_resolution=False).plan)
-    _, phi = hamiltonian.eigenstates(cfg, 0.0, 1)
+    _, phi = model_states.eigenstates(cfg, 0.0, 1)
     psi = ref = initial_state(cfg, points(cfg.grid), phi)
     for j in range(30):
         psi, ref = prop.step(psi, j), reference_step(cfg, ref, j)
@@ -117,7 +120,7 @@ def test_absorber_reflects_less_than_1e4_from_half_to_8_hartree(method, k0):
 
 def test_absorber_exponent_is_the_non_hermitian_one():
     """The dense path with an absorber against SciPy's expm of the complex H per factor."""
-    from tdse.validate import make_config
+    from tdse.studies.validate import make_config
     cfg = make_config(n=80, dx=0.5, a=0.5, Z=2.0, amp=0.3, dt=0.02, steps=20, method="auto",
                       tol=1e-14, scheme="cfm4", stencil="dvr")
     cfg = dataclasses.replace(cfg, absorber=cfgmod.Absorber(width=6.0, strength=2.0, power=2))
@@ -161,12 +164,12 @@ def test_masked_chebyshev_agrees_with_the_exact_absorber_inside(tmp_path):
 def test_boundary_warning_once_without_absorber_and_never_with_one():
     moving = atom(initial={"state": "gaussian", "x0": 10.0, "sigma": 1.0, "k0": 3.0},
                   time={"dt": 0.05, "t_end": 8.0})
-    with pytest.warns(tdse.propagate.BoundaryWarning, match="within 10 grid points of a wall"):
+    with pytest.warns(tdse.run.observers.BoundaryWarning, match="within 10 grid points of a wall"):
         run(cfgmod.parse(moving), None, backend="numpy")
     import warnings
     moving["absorber"] = {"width": 8.0}
     with warnings.catch_warnings():
-        warnings.simplefilter("error", tdse.propagate.BoundaryWarning)
+        warnings.simplefilter("error", tdse.run.observers.BoundaryWarning)
         run(cfgmod.parse(moving), None, backend="numpy")
 
 
@@ -201,9 +204,9 @@ def test_autocorrelation_spectrum_peaks_at_the_eigenvalues(tmp_path):
     r = CliRunner().invoke(main, ["spectrum", str(path), "--kind", "autocorrelation"])
     assert r.exit_code == 0, r.output
     res = json.load(open(tmp_path / "atom_spectrum_autocorrelation.json"))
-    from tdse.spectra import peaks
+    from tdse.studies.spectra import peaks
     found = peaks(res["energy"], res["power"], rel=1e-2)
-    E, phi = hamiltonian.eigenstates(cfg, 0.0, 6)
+    E, phi = model_states.eigenstates(cfg, 0.0, 6)
     psi0 = initial_state(cfg, points(cfg.grid), None)
     c2 = np.abs(phi @ psi0 * cfg.grid.dx) ** 2
     for e, w in zip(E, c2):
@@ -213,7 +216,7 @@ def test_autocorrelation_spectrum_peaks_at_the_eigenvalues(tmp_path):
 
 
 def test_hhg_spectrum_of_a_known_signal():
-    from tdse.spectra import hhg, peaks
+    from tdse.studies.spectra import hhg, peaks
     w0 = 0.1
     t = np.linspace(0, 20 * 2 * np.pi / w0, 6000, endpoint=False)  # 20 periods: on the bins
     a = np.sin(3 * w0 * t) + 1e-2 * np.sin(5 * w0 * t)
@@ -307,7 +310,7 @@ def test_simulate_writes_nothing_unless_asked_and_matches_a_file_run(tmp_path, i
 
 def test_resume_continues_the_physics_started_from_python(tmp_path, inputs_dir, interrupt_after):
     """Z changed in Python: the file records it and `tdse resume` continues with it."""
-    from tdse.interrupts import Interrupted
+    from tdse.run.interrupts import Interrupted
     cfg = tdse.load_config(os.path.join(inputs_dir, "tiny.toml"))
     cs = tuple(dataclasses.replace(c, Z=3.0) for c in cfg.potential.centres)
     cfg = dataclasses.replace(cfg, potential=dataclasses.replace(cfg.potential, centres=cs))
@@ -350,7 +353,7 @@ def test_every_documented_key_is_accepted_and_others_are_refused(inputs_dir):
 
 # ------------------------------------------------------------------ rough edges
 def test_blas_threads_by_size_and_option(inputs_dir, tmp_path):
-    from tdse.resources import blas_threads, usable_cpus
+    from tdse.run.backend import blas_threads, usable_cpus
     small = cfgmod.load(os.path.join(inputs_dir, "tiny.toml"))
     assert blas_threads(small) == 1 and blas_threads(small, 3) == 3
     big = dataclasses.replace(small, grid=dataclasses.replace(small.grid, dx=12.8 / 2048))
@@ -392,14 +395,14 @@ def test_mgemm_version_and_unitless_rates():
 
 
 def _figures(monkeypatch):
-    import tdse.plots as pl
+    import tdse.ui.plots as pl
     figs = []
     monkeypatch.setattr(pl.plt, "close", lambda fig=None: figs.append(fig))
     return figs
 
 
 def test_plots_labels_inside_the_axes_integer_ticks_and_units(tmp_path, inputs_dir, monkeypatch):
-    from tdse.plots import plot_run
+    from tdse.ui.plots import plot_run
     text = open(os.path.join(inputs_dir, "tiny.toml")).read().replace(
         'method = "auto"', 'method = "auto"\noperator = true')
     path = run(cfgmod.loads(text), tmp_path, backend="numpy").path
@@ -417,7 +420,7 @@ def test_plots_labels_inside_the_axes_integer_ticks_and_units(tmp_path, inputs_d
 
 
 def test_floquet_labels_of_nearby_states_do_not_overlap(tmp_path, monkeypatch):
-    from tdse.floquet import plot_floquet
+    from tdse.ui.plots import plot_floquet
     figs = _figures(monkeypatch)
     res = {"name": "x", "period": 1.0, "steps": 10, "phases": [1.0, 1.01, 1.02],
            "states": [{"n": k, "phase": 1.0 + 0.01 * k, "overlap": 0.99} for k in range(3)]}
@@ -473,7 +476,7 @@ def test_generator_columns_are_the_dense_generators_columns(stencil, absorber, r
     """Each device's band of -i dt G_k, built from T's Toeplitz column and the diagonal alone
     (hamiltonian.generator_columns), equals the columns of the dense generator; and the
     banded propagator built that way (3 virtual devices) steps like SciPy per factor."""
-    from tdse.validate import make_config
+    from tdse.studies.validate import make_config
     cfg = make_config(n=60, dx=0.4, a=0.5, Z=2.0, amp=0.3, dt=0.02, steps=6, method="auto",
                       tol=1e-14, scheme="cfm4", stencil=stencil)
     if absorber:

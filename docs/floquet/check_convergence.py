@@ -9,7 +9,7 @@ import sys
 import time
 
 from tdse import config as cfgmod
-from tdse.floquet import analyse, fold, floquet_config
+from tdse.studies.floquet import analyse, fold, floquet_config
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 base = cfgmod.load(os.path.join(HERE, "..", "..", "inputs", "h2plus_moving.toml"))

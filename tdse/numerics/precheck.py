@@ -27,14 +27,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mgemm.arrays import unit_roundoff
-from mgemm.plan import ExpmPlan, plan_expm, taylor_remainder
+from mgemm.plan import ExpmPlan, plan_expm
 
-from . import chebyshev, hamiltonian, schemes
-from .config import ABSORBER_MIN_WIDTH, Config, ConfigError
-from .grid import points
-from .potential import bounds_over, centre_positions
-
-DTYPE = np.complex128
+from ..config import ABSORBER_MIN_WIDTH, Config, ConfigError, available_memory
+from ..model import hamiltonian, states
+from ..model.grid import points
+from ..model.potential import bounds_over, centre_positions
+from ..model.states import DTYPE
+from . import exponentials, schemes
+from .exponentials import largest_theta
 #: warn when the ground-state energy's discretisation error exceeds this (hartree)
 RESOLUTION_TOL = 1e-3
 #: the resolution check diagonalises dense matrices up to this N
@@ -91,34 +92,24 @@ def generator_bounds(config: Config):
     return out
 
 
-def largest_theta(k, tol):
-    """The largest theta whose Taylor remainder R_k(theta) stays within ``tol``."""
-    lo, hi = 0.0, 1.0
-    while taylor_remainder(hi, k) <= tol and hi < 1e6:
-        lo, hi = hi, 2 * hi
-    for _ in range(80):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if taylor_remainder(mid, k) <= tol else (lo, mid)
-    return lo
-
-
-def resolution(config: Config) -> dict:
+def resolution(config: Config, E0=None) -> dict:
     """Estimated discretisation error of E_0 of H(0) and the dx that would pass (module
-    docstring); {} when N > RESOLUTION_MAX_N (not checked)."""
+    docstring); {} when N > RESOLUTION_MAX_N (not checked).  ``E0``: the ground-state
+    energy on this grid when the caller has it (no second eigensolve)."""
     g = config.grid
     if g.n > (RESOLUTION_MAX_N // 2 if g.stencil == "dvr" else RESOLUTION_MAX_N):
         return {}
-    E0 = float(hamiltonian.eigenstates(config, 0.0, 1)[0][0])
+    E0 = float(states.eigenstates(config, 0.0, 1)[0][0] if E0 is None else E0)
     if g.stencil == "dvr":
         # the DVR converges exponentially: the same box at dx/2 (2N points) is the reference
         fine = dataclasses.replace(config, grid=dataclasses.replace(g, dx=g.dx / 2))
-        ref = float(hamiltonian.eigenstates(fine, 0.0, 1)[0][0])
+        ref = float(states.eigenstates(fine, 0.0, 1)[0][0])
         err = abs(E0 - ref)
         how = f"dvr at dx = {g.dx:g} vs dx = {g.dx / 2:g}"
         dx_ok = g.dx if err <= RESOLUTION_TOL else g.dx / 2
     else:
         spectral = dataclasses.replace(config, grid=dataclasses.replace(g, stencil="dvr"))
-        ref = float(hamiltonian.eigenstates(spectral, 0.0, 1)[0][0])
+        ref = float(states.eigenstates(spectral, 0.0, 1)[0][0])
         err = abs(E0 - ref)
         p = hamiltonian.order(g.stencil)
         how = f"{g.stencil}-point vs dvr at dx = {g.dx:g}"
@@ -127,9 +118,30 @@ def resolution(config: Config) -> dict:
             "tolerance": RESOLUTION_TOL, "dx_that_passes": dx_ok}
 
 
-def precheck(config: Config, dtype=DTYPE, check_resolution=True) -> Precheck:
-    """The checks of the module docstring, before any propagation."""
+def memory_check(config: Config, limit: int | None = None) -> int:
+    """Host bytes the run's method keeps in dense N x N complex matrices (plus vectors);
+    ConfigError naming grid.dx when more than ``limit`` (default: the memory available
+    now) -- before any work."""
+    n, op = config.grid.n, config.propagator.operator
+    need = exponentials.get(config.propagator.method).host_matrices(op) * 16 * n * n + 64 * n * 1024
+    limit = available_memory() if limit is None else limit
+    if need > limit:
+        g = config.grid
+        mats = max(1, exponentials.get(config.propagator.method).host_matrices(op))
+        n_fit = int(math.sqrt(max(limit - 64 * 1024 * 1024, 0) / (mats * 16)))
+        raise ConfigError("grid.dx", g.dx, (
+            f"gives N = {n} points, whose dense matrices need {need / 2**30:.1f} GiB, "
+            f"more than the {limit / 2**30:.1f} GiB available; the largest N that fits is "
+            f"about {n_fit} (dx >= {(g.x_max - g.x_min) / max(n_fit, 1):.4g})"))
+    return need
+
+
+def precheck(config: Config, dtype=DTYPE, check_resolution=True, *, E0=None,
+             memory_limit=None) -> Precheck:
+    """The checks of the module docstring, before any propagation (``E0``: the ground-state
+    energy of H(0) on this grid, when known; ``memory_limit``: host bytes allowed)."""
     g, p, pr = config.grid, config.potential, config.propagator
+    memory_check(config, memory_limit)
     u = unit_roundoff(dtype)
     dt = config.time.dt
     if pr.tolerance < 4 * u:
@@ -147,20 +159,16 @@ def precheck(config: Config, dtype=DTYPE, check_resolution=True) -> Precheck:
         lo_all, hi_all = min(lo_all, lo), max(hi_all, hi)
     theta = dt * radius
     herm = config.hermitian
-    plan = plan_expm(theta, method="taylor" if pr.method == "taylor" else "auto",
-                     tolerance=pr.tolerance, terms=pr.terms, split=herm, unitary=herm,
-                     unit_roundoff=u)
+    method = exponentials.get(pr.method)
+    plan = plan_expm(theta, method=method.plan_method, tolerance=pr.tolerance, terms=pr.terms,
+                     split=herm, unitary=herm, unit_roundoff=u)
     dt_max = largest_theta(pr.terms, pr.tolerance) / radius if radius else math.inf
-    cheb = 0
-    if pr.method == "chebyshev":
-        cheb = chebyshev.terms(theta, pr.tolerance)
-    elif pr.method == "auto":  # for tdse.cost's choice; beyond the expansion's reach: none
-        try:
-            cheb = chebyshev.terms(theta, pr.tolerance)
-        except ValueError:
-            cheb = 0
+    ok, msg, cheb = method.check(config, plan, theta)
+    if exponentials.is_auto(pr.method):  # for tdse.numerics.cost's choice; 0 beyond its reach
+        K = exponentials.chebyshev_terms(theta, pr.tolerance)
+        cheb = K if math.isfinite(K) else 0
     warn, notes = [], []
-    res = resolution(config) if check_resolution else {}
+    res = resolution(config, E0) if check_resolution else {}
     if res and res["E0_error"] > RESOLUTION_TOL:
         if g.stencil == "dvr":
             fix = f"dx <= {res['dx_that_passes']:.4g} is advised"
@@ -188,16 +196,5 @@ def precheck(config: Config, dtype=DTYPE, check_resolution=True) -> Precheck:
         notes.append(f"the centres start moving abruptly at t = 0 (velocity "
                      f"{abs(c.amplitude * c.frequency * math.cos(c.phase)):.3g} a.u.): part of the "
                      f"excitation is this kick; potential.centres.ramp = T_r starts them smoothly")
-    ok, msg = True, (plan.explain() if pr.method != "chebyshev" else
-                     f"chebyshev: {cheb} terms per exponential at theta={theta:.4g} "
-                     f"(truncation bound <= {pr.tolerance:.3g})")
-    if pr.method == "taylor" and not plan.meets_tolerance:
-        ok = False
-        worst = "truncation" if plan.truncation_bound >= plan.rounding_estimate else "rounding"
-        msg = (f"Taylor with k = {pr.terms} terms misses the tolerance {pr.tolerance:.3g}: "
-               f"dt = {dt}, dx = {g.dx}, theta = dt*||G - c|| = {theta:.4g}, truncation bound "
-               f"{plan.truncation_bound:.3g}, rounding ~{plan.rounding_estimate:.3g} ({worst} "
-               f"fails); the largest dt that passes is {dt_max:.4g} (or raise "
-               f"propagator.terms, or use method = \"dense\"); --force runs anyway")
     return Precheck(theta, radius, (lo_all, hi_all), plan, dt_max, ok, msg, tuple(warn),
                     tuple(notes), cheb, res)

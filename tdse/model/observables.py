@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .hamiltonian import apply
-from .potential import field_value, gradient, total
+from .field import field_value
+from .hamiltonian import Operator, apply
+from .potential import gradient, total
 
 
 def norm(psi, dx):
@@ -87,19 +88,34 @@ def node_count(x, psi, eps=1e-2):
     return int(node_positions(x, psi, eps).size)
 
 
-def measure(config, x, t, psi, phi0, psi0, states) -> dict:
-    """Every observable of a state at time t (one row of /observables): ``phi0`` the
-    lowest eigenstates of H(0), ``psi0`` psi(0), ``states`` = (E, phi) of the molecular
-    H(t)."""
-    dx = config.grid.dx
-    Et, phit = states
-    Pt = populations(phit, psi, dx)
-    nrm = norm(psi, dx)
-    return {"t": t, "norm": nrm, "yield": 1.0 - nrm,
-            "energy": energy(config, psi, total(config.potential, x, t)),
-            "x_mean": x_mean(x, psi, dx), "p_mean": p_mean(psi, dx),
-            "acceleration": acceleration(psi, gradient(config.potential, x, t)),
-            "field": field_value(config.potential.field, t),
-            "autocorrelation": autocorrelation(psi0, psi, dx), "n_mean": n_mean(Pt),
-            "populations_h0": populations(phi0, psi, dx), "populations_ht": Pt,
-            "energies_ht": Et}
+class Measure:
+    """Every observable of a state at time t (one row of /observables), with what does not
+    change during a run built once: the grid, the lowest eigenstates ``phi0`` of H(0),
+    psi(0) and the kinetic operator T (energies are <psi|T psi> + sum v |psi|^2 dx, never a
+    rebuilt H)."""
+
+    def __init__(self, config, x, phi0, psi0):
+        self.config, self.x, self.phi0, self.psi0 = config, x, phi0, psi0
+        self.kinetic = Operator(config, 1.0, np.zeros(config.grid.n), np)
+
+    def energy(self, psi, v):
+        """<psi|T + diag(v)|psi> / <psi|psi>."""
+        hpsi = self.kinetic(psi)
+        hpsi += v * psi
+        return float(np.real(np.vdot(psi, hpsi)) / np.real(np.vdot(psi, psi)))
+
+    def __call__(self, t, psi, states) -> dict:
+        """``states`` = (E, phi) of the molecular H(t)."""
+        cfg, x = self.config, self.x
+        dx = cfg.grid.dx
+        Et, phit = states
+        Pt = populations(phit, psi, dx)
+        nrm = norm(psi, dx)
+        return {"t": t, "norm": nrm, "yield": 1.0 - nrm,
+                "energy": self.energy(psi, total(cfg.potential, x, t)),
+                "x_mean": x_mean(x, psi, dx), "p_mean": p_mean(psi, dx),
+                "acceleration": acceleration(psi, gradient(cfg.potential, x, t)),
+                "field": field_value(cfg.potential.field, t),
+                "autocorrelation": autocorrelation(self.psi0, psi, dx), "n_mean": n_mean(Pt),
+                "populations_h0": populations(self.phi0, psi, dx), "populations_ht": Pt,
+                "energies_ht": Et}

@@ -27,8 +27,9 @@ import math
 import numpy as np
 import scipy.linalg
 
+from .absorber import absorber_profile
 from .grid import points
-from .potential import soft_core, total
+from .potential import total
 
 
 def kinetic_bands(stencil, dx: float) -> tuple[float, ...]:
@@ -77,20 +78,6 @@ def onenorm_bounds(stencil, dx, vmin, vmax, scale=1.0):
     columns, centred on the diagonal's range), for the non-Hermitian (absorber) path."""
     c = scale * kinetic_diagonal(stencil, dx) + 0.5 * (vmin + vmax)
     return c, scale * kinetic_offsum(stencil, dx) + 0.5 * (vmax - vmin)
-
-
-def absorber_profile(config, x=None) -> np.ndarray:
-    """W(x) >= 0 of the complex absorbing potential -i W: strength ((d)/width)^power at
-    depth d into the layer of ``width`` bohr at each edge, 0 inside (a polynomial CAP,
-    Riss & Meyer, J. Phys. B 26, 4503 (1993)); zeros without an [absorber]."""
-    g = config.grid
-    x = points(g) if x is None else x
-    a = config.absorber
-    if a is None:
-        return np.zeros_like(x)
-    left, right = g.x_min + a.width, g.x_max - g.dx - a.width
-    d = np.maximum(np.maximum(left - x, x - right), 0.0) / a.width
-    return a.strength * d ** a.power
 
 
 def spectrum_bounds(stencil, dx, vmin, vmax, scale=1.0):
@@ -255,36 +242,3 @@ class Operator:
             kin = xp.fft.ifft(lam * xp.fft.fft(pad, axis=0), axis=0)[:n]
         kin += diag * X
         return kin
-
-
-def eigenstates(config, t, count):
-    """Lowest ``count`` eigenpairs of the molecular H(t) = T + V_softcore(x, t): the centres
-    where they are at t, without the field and the absorber (the states populations refer to).
-
-    Returns (E, phi) with phi of shape (count, N), real, normalised so that
-    sum |phi|^2 dx = 1, sign fixed so the first sizeable component is positive.
-    Stencils: LAPACK's banded solver (scipy.linalg.eig_banded, select='i'); DVR: the
-    dense symmetric solver for a subset (scipy.linalg.eigh, subset_by_index).
-    """
-    g = config.grid
-    v = soft_core(config.potential, points(g), t)
-    count = min(count, g.n)
-    if g.stencil == "dvr":
-        E, vecs = scipy.linalg.eigh(generator_dense(config, 1.0, v), subset_by_index=(0, count - 1),
-                                    driver="evx", check_finite=False)
-    else:
-        d0, d1, d2 = kinetic_bands(g.stencil, g.dx)
-        bw = 2 if d2 else 1
-        band = np.zeros((bw + 1, g.n))
-        band[0] = d0 + v
-        band[1, :-1] = d1
-        if d2:
-            band[2, :-2] = d2
-        E, vecs = scipy.linalg.eig_banded(band, lower=True, select="i",
-                                          select_range=(0, count - 1), check_finite=False)
-    phi = vecs.T / np.sqrt(g.dx)
-    for k in range(count):
-        big = np.flatnonzero(np.abs(phi[k]) > 1e-3 * np.abs(phi[k]).max())[0]
-        if phi[k, big] < 0:
-            phi[k] = -phi[k]
-    return E, np.ascontiguousarray(phi)

@@ -1,36 +1,14 @@
-"""Resources a run needs, checked before it starts: the backend and its GPUs, GPU
-memory (naming the largest N that fits), disk space for the output file."""
+"""Resources a run needs, checked before it starts: GPU memory (naming the largest N that
+fits), disk space for the output file, and the CPU time a run will take."""
 from __future__ import annotations
 
 import math
-import os
 import shutil
 import warnings
 
-from mgemm.arrays import cupy_or_none, gpu_count
-
-from .config import Config, ConfigError
-
-
-def resolve_backend(backend: str, devices=None):
-    """'auto' -> 'cupy' when CuPy sees a GPU, else 'numpy'.  Returns (name, xp, devices)."""
-    import numpy as np
-    n = gpu_count()
-    if backend == "auto":
-        backend = "cupy" if n else "numpy"
-    if backend == "numpy":
-        return "numpy", np, None
-    if backend != "cupy":
-        raise ConfigError("--backend", backend, "must be auto, numpy or cupy")
-    if cupy_or_none() is None:
-        raise ConfigError("--backend", backend, "CuPy is not installed (pip install '.[gpu]')")
-    if n == 0:
-        raise ConfigError("--backend", backend, "no CUDA GPU found")
-    devices = list(range(n)) if devices is None else list(devices)
-    bad = [d for d in devices if not 0 <= d < n]
-    if bad:
-        raise ConfigError("--devices", devices, f"only GPUs 0..{n - 1} exist")
-    return "cupy", cupy_or_none(), devices
+from ..config import Config, ConfigError
+from ..numerics import exponentials, schemes
+from .backend import thread_limit
 
 
 def output_bytes(config: Config) -> int:
@@ -92,48 +70,7 @@ def free_on(cp, d):
         return cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
 
 
-# ---------------------------------------------------------------- CPU threads and time
-def usable_cpus() -> int:
-    """CPUs this process may run on, less those other processes keep busy (the 1-minute
-    load average, read before this run starts computing), at least 1."""
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover
-        n = os.cpu_count() or 1
-    try:
-        busy = int(os.getloadavg()[0] + 0.5)
-    except OSError:  # pragma: no cover
-        busy = 0
-    return max(1, n - busy)
-
-
-def blas_threads(config: Config, requested: int | None = None) -> int:
-    """BLAS threads for a CPU run: ``requested``, else by matrix size -- one thread below
-    N = 512 (the products are too small to share; measured on 2 cores: a 256^2 exponent
-    runs as fast on 1 thread as on 2, and 10x slower when a second thread competes with
-    another process), then one per 512 rows, up to the usable CPUs."""
-    if requested is not None:
-        if requested < 1:
-            raise ConfigError("--threads", requested, "must be >= 1")
-        return requested
-    n = config.grid.n
-    return 1 if n < 512 else max(1, min(usable_cpus(), n // 512))
-
-
-def thread_limit(n):
-    """A context limiting BLAS to n threads (threadpoolctl; nothing for n None or where it
-    is absent)."""
-    if n is None:
-        import contextlib
-        return contextlib.nullcontext()
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover
-        import contextlib
-        return contextlib.nullcontext()
-    return threadpool_limits(n)
-
-
+# ---------------------------------------------------------------- CPU time
 def measured_gemm_rate(n=384, threads=1) -> float:
     """FLOP/s of a real n^3 GEMM on this CPU now (a few milliseconds)."""
     import time as _time
@@ -155,14 +92,13 @@ def cpu_seconds_estimate(config: Config, pc, threads=1, rate=None) -> float:
     Chebyshev terms (each ~40 N flops, x log2 N for the DVR's FFT; N columns in operator
     mode), operator mode's extra products, the step-doubling window, and the eigenstates
     of H(t) when the centres move (a dense eigensolver for the DVR)."""
-    from . import schemes
     n, pr = config.grid.n, config.propagator
     k = schemes.get(pr.scheme).exponentials
     steps = config.time.steps + 2 * pr.error_window
     exps = k * steps if config.time_dependent else k
     rate = rate or measured_gemm_rate(min(max(n, 64), 768), threads)
     per = 2.0 * n ** 3
-    if pr.method == "chebyshev":
+    if exponentials.get(pr.method).matrix_free:
         cols = n if pr.operator else 1
         fft = max(1.0, math.log2(n)) if config.grid.stencil == "dvr" else 1.0
         work = k * steps * pc.chebyshev_terms * cols * 40.0 * n * fft

@@ -19,11 +19,12 @@ import numpy as np
 
 from mgemm.arrays import to_host
 
-from . import cost, hamiltonian
-from .config import KEYS, Config, ConfigError, WHOLE_RTOL, with_value
-from .precheck import DTYPE, precheck
-from .resources import resolve_backend
-from .stepper import Propagator, step_gemm_opts
+from ..config import KEYS, Config, ConfigError, WHOLE_RTOL, with_value
+from ..model import states
+from ..model.states import DTYPE
+from ..run.loop import evolve
+from ..run.observers import Progress
+from ..run.plan import prepare
 
 
 def common_period(config: Config) -> float | None:
@@ -75,19 +76,17 @@ def floquet_config(config: Config, period=None, steps=None) -> tuple[Config, flo
 
 def one_period_propagator(cfg: Config, M: int, *, backend="numpy", devices=None,
                           allow_inaccurate=False, progress=False):
-    from tqdm.auto import tqdm
-    pc = precheck(cfg)
-    if not pc.ok and not allow_inaccurate:
-        raise ConfigError("time.dt", cfg.time.dt, pc.message)
-    name, xp, devices = resolve_backend(backend, devices)
-    cfg, pc, choice = cost.resolve(cfg, pc, name, devices, xp=xp, operator=True, steps=M)
-    prop = Propagator(cfg, pc.plan, xp, step_gemm_opts(name, devices))
-    U = xp.eye(cfg.grid.n, dtype=DTYPE)
-    for j in tqdm(range(M), unit="step", desc="U(T)", disable=not progress, mininterval=0.5):
-        U = prop.step_operator(U, j)
+    """(U(T) on the host, precheck, config run, auto's choice): M steps of the scheme on
+    the identity through the one evolve loop."""
+    plan = prepare(cfg, backend=backend, devices=devices, allow_inaccurate=allow_inaccurate,
+                   operator=True, steps=M)
+    xp = plan.backend.xp
+    bar = Progress(M, desc="U(T)", disable=not progress)
+    with plan.backend.limit():
+        U = evolve(plan, None, [bar], U0=xp.eye(cfg.grid.n, dtype=DTYPE), stop=M).U
     if hasattr(U, "to_array"):
         U = U.to_array(0)
-    return to_host(U), pc, cfg, choice
+    return to_host(U), plan.precheck, plan.config, plan.method_choice
 
 
 def analyse(config: Config, *, period=None, steps=None, count=8, backend="numpy", devices=None,
@@ -99,7 +98,7 @@ def analyse(config: Config, *, period=None, steps=None, count=8, backend="numpy"
     lam, F = np.linalg.eig(U)
     phases = np.mod(-np.angle(lam), 2 * math.pi)
     K = min(count, cfg.grid.n)
-    E0, phi0 = hamiltonian.eigenstates(cfg, 0.0, K)
+    E0, phi0 = states.eigenstates(cfg, 0.0, K)
     # phi0 rows are normalised with dx; F columns have unit 2-norm
     ov = np.abs((phi0 * math.sqrt(cfg.grid.dx)) @ F) ** 2          # (K, N)
     best = np.argmax(ov, axis=1)
@@ -116,32 +115,6 @@ def analyse(config: Config, *, period=None, steps=None, count=8, backend="numpy"
                     "quasi_energy": float(phases[best[n]] / T)} for n in range(K)],
         "overlaps": ov.tolist() if cfg.grid.n <= 512 else None,
     }
-
-
-def plot_floquet(res: dict, path: str):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    ph = np.asarray(res["phases"])
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(ph, np.zeros_like(ph), "|", color="0.6", ms=12, label="all Floquet phases")
-    placed = []
-    for s in res["states"]:
-        ax.plot(s["phase"], s["overlap"], "o", ms=6)
-        # stagger labels of nearby points so they do not overlap
-        near = sum(1 for p, o in placed if abs(p - s["phase"]) < 0.25 and abs(o - s["overlap"]) < 0.08)
-        ax.annotate(f"n={s['n']}", (s["phase"], s["overlap"]), textcoords="offset points",
-                    xytext=(4, 4 + 9 * near), fontsize=7)
-        placed.append((s["phase"], s["overlap"]))
-    ax.set_xlim(0, 2 * math.pi)
-    ax.set_ylim(-0.05, 1.08)
-    ax.set_xlabel("phase eps T mod 2 pi of the Floquet state (rad)")
-    ax.set_ylabel("|<F|n>|^2 with eigenstate n of H(0)")
-    ax.set_title(f"{res['name']}: Floquet states, T = {res['period']:.5g} a.u., {res['steps']} steps")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 # ---------------------------------------------------------------- quasi-energies over a parameter
@@ -186,42 +159,3 @@ def scan(config: Config, key: str, values, *, period=None, steps=None, count=4,
                        "folded into [-omega/2, omega/2); states: for the lowest eigenstates n of "
                        "H(0), the Floquet state with the largest |<F|n>|^2",
             "points": points_}
-
-
-def plot_scan(res: dict, path: str):
-    """The quasi-energy map over the scanned key (all states grey, the Floquet states
-    of the lowest eigenstates of H(0) in colour, dot area ~ overlap) and the overlaps."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    pts = res["points"]
-    x = np.array([p["value"] for p in pts])
-    fig, (ax, bx) = plt.subplots(2, 1, figsize=(8.5, 7), sharex=True,
-                                 gridspec_kw={"height_ratios": [2.2, 1]})
-    for p in pts:
-        q = np.asarray(p["quasi_energies"])
-        ax.plot(np.full(q.size, p["value"]), q, ".", color="0.75", ms=2, zorder=1)
-    w = np.array([p["omega"] for p in pts])
-    ax.plot(x, 0.5 * w, "--", color="0.4", lw=0.8)
-    ax.plot(x, -0.5 * w, "--", color="0.4", lw=0.8, label="zone edges +-omega/2")
-    K = len(pts[0]["states"]) if pts else 0
-    colors = plt.cm.viridis(np.linspace(0, 0.9, max(K, 1)))
-    marks = "os^vDP*X"
-    for k in range(K):  # hollow odd n: a near-degenerate pair (n, n+1) stays visible
-        e = np.array([p["states"][k]["quasi_energy"] for p in pts])
-        o = np.array([p["states"][k]["overlap"] for p in pts])
-        m, face = marks[k % len(marks)], (colors[k] if k % 2 == 0 else "none")
-        ax.scatter(x, e, s=50 * o + 6, marker=m, facecolors=face, edgecolors=colors[k],
-                   linewidths=1.2, zorder=3 + (k % 2), label=f"n = {k}")
-        bx.plot(x, o, "-", marker=m, ms=4, mfc=face, color=colors[k], label=f"n = {k}")
-    unit = f" ({res['key_unit']})" if res.get("key_unit") else ""
-    ax.set_ylabel("quasi-energy eps (hartree), folded into [-omega/2, omega/2)")
-    ax.set_title(f"{res['name']}: Floquet quasi-energies over {res['key']} (N = {res['n']})")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    bx.set_ylabel("max_F |<F|n>|^2")
-    bx.set_ylim(-0.05, 1.05)
-    bx.set_xlabel(f"{res['key']}{unit}, atomic units")
-    bx.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)

@@ -109,8 +109,8 @@ class SnapshotWriter:
 
     def __init__(self, path, *, config, x, v0, energies, phi, attrs, force=False, extra=None,
                  reopen=False):
-        from .config import to_toml
-        from .version import __version__
+        from ..config import to_toml
+        from ..version import __version__
         path = os.fspath(path)
         self.path = path
         self.extra = dict(extra or {})
@@ -150,7 +150,14 @@ class SnapshotWriter:
         _label(p, "bohr^-1/2", "lowest eigenstates of H(0), sum phi^2 dx = 1")
         p.dims[0].attach_scale(ns)
         p.dims[1].attach_scale(xs)
-        dims = {"n": n, "c": c, "k": k}
+        self._tables({"n": n, "c": c, "k": k}, {"x": xs, "centre": cs, "state": ns})
+        f.flush()
+        self.count, self.obs_count = 0, 0
+
+    def _tables(self, dims, scales):
+        """The growing datasets of snapshots, observables and extras (e.g. operator/P),
+        each labelled and attached to its dimension scales."""
+        f, ns = self.f, scales["state"]
         self.snap, self.obs = {}, {}
         for table, target in ((_SNAPSHOT, self.snap), (_OBSERVABLE, self.obs)):
             for name, (group, dtype, key, units, desc, _) in table.items():
@@ -174,8 +181,6 @@ class SnapshotWriter:
             for i in range(len(shape)):
                 ds.dims[i + 1].attach_scale(ns)
             self.snap[name] = ds
-        f.flush()
-        self.count, self.obs_count = 0, 0
 
     def _reopen(self, attrs):
         self.f = h5py.File(self.path, "r+")
@@ -244,8 +249,8 @@ class MemoryWriter:
     path = None
 
     def __init__(self, *, config, x, v0, energies, phi, attrs, extra=None, **_):
-        from .config import to_toml
-        from .version import __version__
+        from ..config import to_toml
+        from ..version import __version__
         self.f = True
         self.attrs = {"format": FORMAT, "version": __version__, "units": UNITS,
                       "input_toml": config.source, "effective_toml": to_toml(config),

@@ -44,8 +44,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import chebyshev, hamiltonian, schemes
-from .config import Config
+from ..config import Config
+from ..model import hamiltonian
+from . import chebyshev, exponentials
 
 __all__ = ["Timings", "calibrate", "estimate", "choose", "resolve"]
 
@@ -116,10 +117,10 @@ def calibrate(config: Config, pc, xp=np, gpus: int = 1, operator: bool | None = 
     t_mv = _best(lambda: Z @ z, xp, repeat=5)
     del A, Z, B
     # Chebyshev terms of the run's first generator, at the run's N
-    from .stepper import Propagator
+    from .stepper import Stepper
     cheb = dataclasses.replace(config, propagator=dataclasses.replace(
-        config.propagator, method="chebyshev"))
-    prop = Propagator(cheb, None, xp)
+        config.propagator, method=exponentials.Chebyshev.name))
+    prop = Stepper(cheb, None, xp)
     s, v = prop.generators(0)[0]
     lo, hi = prop.bounds(s, v)
     r = 0.5 * (hi - lo)
@@ -146,39 +147,22 @@ def calibrate(config: Config, pc, xp=np, gpus: int = 1, operator: bool | None = 
 
 def estimate(config: Config, pc, timings: Timings, gpus: int = 1,
              operator: bool | None = None, steps: int | None = None) -> dict:
-    """Estimated seconds per step of each method (module docstring's formulas)."""
-    n, t = config.grid.n, timings
+    """Estimated seconds per step of each method ``auto`` chooses among (module
+    docstring's formulas, each the method's own :meth:`Exponential.estimate`)."""
     op = config.propagator.operator if operator is None else operator
-    steps = config.time.steps if steps is None else steps
-    G = max(1, gpus)
-    F = schemes.get(config.propagator.scheme).exponentials
-    exps = F if config.time_dependent else F / max(1, steps)
-    cube, square = (n / t.n0) ** 3, (n / t.n0) ** 2
-    dense = exps * t.expm * cube / G + F * t.matvec * square
-    if op:
-        dense += F * t.zgemm * cube / G
-    K = pc.chebyshev_terms or _terms(pc.theta, config.propagator.tolerance)
-    cheb = F * K * t.term_vector
-    if op:
-        cheb += F * K * t.term_block * (n / G) / t.m0
-    return {"dense": dense, "chebyshev": cheb, "exponentials_per_step": exps,
-            "chebyshev_terms": K, "products": pc.plan.products}
-
-
-def _terms(theta, tol):
-    try:
-        return chebyshev.terms(theta, tol)
-    except ValueError:  # more terms than the expansion allows: never chosen
-        return math.inf
+    return {cls.name: cls.estimate(config, pc, timings, max(1, gpus), op, steps)
+            for cls in exponentials.candidates()}
 
 
 def choose(config: Config, pc, backend: str = "numpy", devices=None, *, xp=None,
            operator: bool | None = None, steps: int | None = None, timings: Timings | None = None):
-    """(method, info): ``"dense"`` or ``"chebyshev"`` for ``method = "auto"`` (module
-    docstring); ``info`` holds both estimates, the timings and why."""
+    """(method, info): the registered candidate with the smallest estimated seconds per
+    step for ``method = "auto"`` (module docstring); ``info`` holds every estimate, the
+    timings and why."""
     if not config.hermitian:
-        return "dense", {"chosen": "dense", "why": "an absorber: the dense exponent is exact, the "
-                         "Chebyshev expansion would split the absorber off (an O(dt^3) error)"}
+        return exponentials.Dense.name, {
+            "chosen": exponentials.Dense.name, "why": "an absorber: the dense exponent is exact, "
+            "the Chebyshev expansion would split the absorber off (an O(dt^3) error)"}
     gpus = len(devices) if backend == "cupy" and devices else 1
     if timings is None:
         if xp is None:
@@ -186,18 +170,21 @@ def choose(config: Config, pc, backend: str = "numpy", devices=None, *, xp=None,
             xp = np if backend == "numpy" else importlib.import_module("cupy")
         timings = calibrate(config, pc, xp, gpus, operator)
     est = estimate(config, pc, timings, gpus, operator, steps)
-    method = "chebyshev" if est["chebyshev"] < est["dense"] else "dense"
+    method = min(est, key=lambda name: est[name])
+    terms = exponentials.Chebyshev.estimate_terms(config, pc)
+    products = pc.plan.products
     where = f"{backend}, {gpus} GPU(s)" if backend == "cupy" else "numpy, this CPU"
-    why = (f"method auto -> {method}: estimated {_fmt(est['dense'])}/step by the dense exponent "
-           f"({est['products']} products an exponential) vs {_fmt(est['chebyshev'])}/step by "
-           f"Chebyshev ({est['chebyshev_terms']} terms an exponential), from kernels timed "
-           f"here ({where}); method = \"dense\" or \"chebyshev\" fixes it")
+    said = " vs ".join(f"{_fmt(sec)}/step by {name}" for name, sec in est.items())
+    why = (f"method auto -> {method}: estimated {said} ({products} products a dense "
+           f"exponential, {terms} Chebyshev terms), from kernels timed here ({where}); "
+           f"method = \"dense\" or \"chebyshev\" fixes it")
+
     def finite(x):
         return x if math.isfinite(x) else None
-    return method, {"chosen": method, "why": why, "seconds_per_step": {
-        "dense": est["dense"], "chebyshev": finite(est["chebyshev"])}, "gpus": gpus,
-        "backend": backend, "timings": timings.as_dict(),
-        "chebyshev_terms": finite(est["chebyshev_terms"]), "products": est["products"]}
+    return method, {"chosen": method, "why": why,
+                    "seconds_per_step": {k: finite(v) for k, v in est.items()}, "gpus": gpus,
+                    "backend": backend, "timings": timings.as_dict(),
+                    "chebyshev_terms": finite(terms), "products": products}
 
 
 def _fmt(sec: float) -> str:
@@ -208,14 +195,13 @@ def resolve(config: Config, pc, backend: str = "numpy", devices=None, **kw):
     """(config, precheck, info) with ``method = "auto"`` replaced by the method
     :func:`choose` picks (others come back unchanged, info None); the precheck's message
     is the chosen method's and its notes say why (nothing is changed silently)."""
-    if config.propagator.method != "auto":
+    if not exponentials.is_auto(config.propagator.method):
         return config, pc, None
     method, info = choose(config, pc, backend, devices, **kw)
     cfg = dataclasses.replace(config, propagator=dataclasses.replace(
         config.propagator, method=method))
     K = info.get("chebyshev_terms") or 0
-    msg = pc.message if method == "dense" else (
-        f"chebyshev: {K} terms per exponential at theta={pc.theta:.4g} "
-        f"(truncation bound <= {config.propagator.tolerance:.3g})")
+    cls = exponentials.get(method)
+    msg = pc.message if not cls.matrix_free else cls.message(pc.theta, K, config.propagator.tolerance)
     pc = dataclasses.replace(pc, message=msg, chebyshev_terms=K, notes=pc.notes + (info["why"],))
     return cfg, pc, info

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .field import field_value
+
 
 def envelope(ramp, t):
     """s(t) = sin^2(pi t / (2 ramp)) for 0 <= t < ramp, 1 afterwards (1 for ramp = 0)."""
@@ -34,23 +36,6 @@ def centre_positions(potential, t):
     t = np.asarray(t, dtype=np.float64)
     return np.array([c.x0 + c.amplitude * envelope(c.ramp, t) * np.sin(c.frequency * t + c.phase)
                      for c in potential.centres])
-
-
-def field_value(field, t):
-    """E(t) (a float for a scalar t, an array for an array of times); 0 without a field."""
-    t = np.asarray(t, dtype=np.float64)
-    if field is None:
-        return np.zeros_like(t) if t.ndim else 0.0
-    d = field.duration
-    inside = (t >= 0) & (t <= d)
-    if field.envelope == "sin2":
-        f = np.sin(np.pi * t / d) ** 2
-    elif field.envelope == "gaussian":
-        f = np.exp(-4.0 * np.log(2.0) * (t - 0.5 * d) ** 2 / field.fwhm ** 2)
-    else:  # trapezoid
-        f = np.clip(np.minimum(t, d - t) / field.ramp, 0.0, 1.0)
-    e = np.where(inside, field.E0 * f * np.sin(field.omega * t + field.phase), 0.0)
-    return float(e) if e.ndim == 0 else e
 
 
 def total(potential, x, t, xp=np):

@@ -12,9 +12,10 @@ Checks (each returns error, tolerance, passed):
 2. ``propagation``: a short moving-centre run against a reference that calls
    scipy.linalg.expm on every factor of every step (no shift, no split, the scheme's
    generators built from dense H): midpoint and cfm4, the dense exponent (auto, taylor)
-   and the matrix-free Chebyshev exponential, 3-point and DVR kinetic energy.  The
+   and the matrix-free Chebyshev exponential, 3-point and DVR kinetic energy (every run
+   through :func:`tdse.run.loop.evolve`).  The
    per-exponential tolerance is 1e-13 so that <= 100 steps stay under 1e-10.
-3. ``chebyshev_reference``: the dense exponent (auto, cfm4) against the matrix-free
+3. ``chebyshev_reference``: the dense exponent (cfm4) against the matrix-free
    Chebyshev exponential (an independent algorithm: no matrix function, no squaring) on the
    main job's grid (DVR, N = 256, Z = 30, a = 0.1) over 50 steps: 1e-10.
 4. ``order``: the observed order of midpoint and cfm4 on a moving case, from the errors
@@ -36,13 +37,12 @@ import scipy.linalg
 import mgemm
 from mgemm.arrays import unit_roundoff
 
-from . import hamiltonian
-from .config import loads
-from .grid import points
-from .observables import node_count
-from . import schemes
-from .precheck import precheck
-from .propagate import Propagator, initial_state
+from ..config import loads
+from ..model import hamiltonian, states
+from ..model.observables import node_count
+from ..numerics import schemes
+from ..run.loop import evolve
+from ..run.plan import prepare
 
 _BASE = """
 name = "validate"
@@ -75,7 +75,7 @@ error_window = 0
 
 
 def make_config(n=64, dx=0.1, stencil=3, a=0.1, Z=30.0, amp=0.5, dt=0.002, steps=50,
-                method="auto", tol=1e-12, scheme="midpoint"):
+                method="dense", tol=1e-12, scheme="midpoint"):
     half = n * dx / 2
     st = '"dvr"' if stencil == "dvr" else stencil
     return loads(_BASE.format(x_min=-half, x_max=half, dx=dx, stencil=st, a=a, Z=Z,
@@ -85,6 +85,13 @@ def make_config(n=64, dx=0.1, stencil=3, a=0.1, Z=30.0, amp=0.5, dt=0.002, steps
 
 def _rel(a, b):
     return float(np.linalg.norm(a - b) / np.linalg.norm(b))
+
+
+#: mgemm.expm's methods and the tolerance each is held to (module docstring, check 1)
+_EXPM_TOLERANCES = (
+    ("auto", lambda plan, dtype, n, u: 1e-12 if dtype == np.complex128 else 100 * u * math.sqrt(n)),
+    ("taylor", lambda plan, dtype, n, u: plan.truncation_bound + 11 * n * u * math.exp(plan.theta)),
+)
 
 
 def check_expm(sizes=(16, 32, 64, 128, 256), dts=(0.0005, 0.002, 0.005)):
@@ -97,16 +104,11 @@ def check_expm(sizes=(16, 32, 64, 128, 256), dts=(0.0005, 0.002, 0.005)):
                 ref = scipy.linalg.expm(A)
                 for dtype in (np.complex128, np.complex64):
                     u = unit_roundoff(dtype)
-                    for method in ("auto", "taylor"):
+                    for method, tol_of in _EXPM_TOLERANCES:
                         U, plan = mgemm.expm(A.astype(dtype), method=method, terms=10,
                                              return_plan=True)
                         err = _rel(U.astype(np.complex128), ref)
-                        if method == "taylor":
-                            tol = plan.truncation_bound + 11 * n * u * math.exp(plan.theta)
-                        elif dtype == np.complex128:
-                            tol = 1e-12
-                        else:
-                            tol = 100 * u * math.sqrt(n)
+                        tol = tol_of(plan, dtype, n, u)
                         out.append(dict(check="expm", n=n, stencil=stencil, dt=dt,
                                         dtype=np.dtype(dtype).name, method=method,
                                         theta=plan.theta, error=err, tolerance=tol,
@@ -126,23 +128,30 @@ def reference_step(cfg, psi, j):
     return psi
 
 
+def final_state(cfg, psi=None):
+    """psi(t_end) of ``cfg`` on the CPU through the one evolve loop (from its psi(0), or
+    from ``psi``)."""
+    plan = prepare(cfg, backend="numpy", check_resolution=False)
+    return evolve(plan, plan.psi0 if psi is None else psi).psi, plan
+
+
+def reference_run(cfg, psi):
+    """psi(t_end) by :func:`reference_step` (SciPy's expm of every factor of every step)."""
+    for j in range(cfg.time.steps):
+        psi = reference_step(cfg, psi, j)
+    return psi
+
+
 def check_propagation(steps=100):
     out = []
-    cases = [("midpoint", "auto", 3), ("midpoint", "taylor", 3), ("cfm4", "auto", 3),
-             ("cfm4", "chebyshev", 3), ("midpoint", "chebyshev", "dvr"), ("cfm4", "auto", "dvr")]
+    cases = [("midpoint", "dense", 3), ("midpoint", "taylor", 3), ("cfm4", "dense", 3),
+             ("cfm4", "chebyshev", 3), ("midpoint", "chebyshev", "dvr"), ("cfm4", "dense", "dvr")]
     for scheme, method, stencil in cases:
         n = 128 if stencil == 3 else 96
         cfg = make_config(n=n, dt=0.002, steps=steps, method=method, tol=1e-13, scheme=scheme,
                           stencil=stencil)
-        pc = precheck(cfg, check_resolution=False)
-        _, phi = hamiltonian.eigenstates(cfg, 0.0, 1)
-        psi = initial_state(cfg, points(cfg.grid), phi)
-        ref = psi.copy()
-        prop = Propagator(cfg, pc.plan)
-        for j in range(steps):
-            psi = prop.step(psi, j)
-            ref = reference_step(cfg, ref, j)
-        err = _rel(psi, ref)
+        psi, plan = final_state(cfg)
+        err = _rel(psi, reference_run(cfg, plan.psi0.copy()))
         out.append(dict(check="propagation", method=f"{scheme} {method} {stencil}", steps=steps,
                         n=cfg.grid.n, error=err, tolerance=1e-10, passed=bool(err <= 1e-10)))
     return out
@@ -151,18 +160,14 @@ def check_propagation(steps=100):
 def check_chebyshev_reference(steps=50):
     out = []
     for scheme in ("cfm4", "midpoint"):
-        cfg = make_config(n=256, dx=0.1, stencil="dvr", dt=0.01, steps=steps, method="auto",
+        cfg = make_config(n=256, dx=0.1, stencil="dvr", dt=0.01, steps=steps, method="dense",
                           tol=1e-13, scheme=scheme)
         ref_cfg = make_config(n=256, dx=0.1, stencil="dvr", dt=0.01, steps=steps,
                               method="chebyshev", tol=1e-14, scheme=scheme)
-        _, phi = hamiltonian.eigenstates(cfg, 0.0, 1)
-        psi = initial_state(cfg, points(cfg.grid), phi)
-        ref = psi.copy()
-        dense, cheb = Propagator(cfg, precheck(cfg, check_resolution=False).plan), Propagator(ref_cfg)
-        for j in range(steps):
-            psi, ref = dense.step(psi, j), cheb.step(ref, j)
+        psi, _ = final_state(cfg)
+        ref, _ = final_state(ref_cfg)
         err = _rel(psi, ref)
-        out.append(dict(check="chebyshev_reference", method=f"{scheme} auto vs chebyshev",
+        out.append(dict(check="chebyshev_reference", method=f"{scheme} dense vs chebyshev",
                         n=cfg.grid.n, steps=steps, error=err, tolerance=1e-10,
                         passed=bool(err <= 1e-10)))
     return out
@@ -172,14 +177,9 @@ def observed_order(scheme, dts=(0.05, 0.025, 0.0125), t_end=0.5, ref_div=64):
     """Errors of psi(t_end) at each dt against dt/ref_div (Chebyshev at 1e-14) and the
     orders log2(e(dt)/e(dt/2)) on a smooth moving case (N = 64, Z = 2, a = 0.5)."""
     def final(dt):
-        cfg = make_config(n=64, dx=0.2, a=0.5, Z=2.0, amp=0.3, dt=dt, steps=round(t_end / dt),
-                          method="chebyshev", tol=1e-14, scheme=scheme)
-        _, phi = hamiltonian.eigenstates(cfg, 0.0, 1)
-        psi = initial_state(cfg, points(cfg.grid), phi)
-        prop = Propagator(cfg)
-        for j in range(cfg.time.steps):
-            psi = prop.step(psi, j)
-        return psi
+        return final_state(make_config(n=64, dx=0.2, a=0.5, Z=2.0, amp=0.3, dt=dt,
+                                       steps=round(t_end / dt), method="chebyshev", tol=1e-14,
+                                       scheme=scheme))[0]
     ref = final(dts[-1] / ref_div)
     errs = [float(np.linalg.norm(final(dt) - ref) * math.sqrt(0.2)) for dt in dts]
     return errs, [math.log2(errs[i] / errs[i + 1]) for i in range(len(errs) - 1)]
@@ -199,32 +199,26 @@ def check_dvr():
     cfg = make_config(n=300, dx=0.2, stencil="dvr", a=2.0, Z=1.0, amp=0.0)
     one = dataclasses.replace(cfg.potential.centres[0], x0=0.0)
     cfg = dataclasses.replace(cfg, potential=dataclasses.replace(cfg.potential, centres=(one,)))
-    E0 = float(hamiltonian.eigenstates(cfg, 0.0, 1)[0][0])
+    E0 = float(states.eigenstates(cfg, 0.0, 1)[0][0])
     err = abs(E0 + 0.5)
     return [dict(check="dvr", E0=E0, exact=-0.5, error=err, tolerance=1e-10, passed=bool(err <= 1e-10))]
 
 
 def check_static_phase(steps=200):
     cfg = make_config(n=128, dx=0.2, a=1.0, Z=1.0, amp=0.0, dt=0.01, steps=steps, tol=1e-14)
-    x = points(cfg.grid)
-    E, phi = hamiltonian.eigenstates(cfg, 0.0, 1)
-    psi0 = initial_state(cfg, x, phi)
-    pc = precheck(cfg)
-    prop = Propagator(cfg, pc.plan)
-    psi = psi0.copy()
-    for j in range(steps):
-        psi = prop.step(psi, j)
+    psi, plan = final_state(cfg)
     t = steps * cfg.time.dt
-    overlap = np.vdot(psi0, psi) * cfg.grid.dx
-    err = float(abs(overlap - np.exp(-1j * E[0] * t)))
-    return [dict(check="static_phase", t=t, E0=float(E[0]), error=err, tolerance=1e-10,
-                 passed=bool(err <= 1e-10))]
+    overlap = np.vdot(plan.psi0, psi) * cfg.grid.dx
+    err = float(abs(overlap - np.exp(-1j * plan.energies[0] * t)))
+    return [dict(check="static_phase", t=t, E0=float(plan.energies[0]), error=err,
+                 tolerance=1e-10, passed=bool(err <= 1e-10))]
 
 
 def check_nodes(count=6):
     cfg = make_config(n=256, dx=0.1, a=1.0, Z=1.0, amp=0.0)
+    from ..model.grid import points
     x = points(cfg.grid)
-    _, phi = hamiltonian.eigenstates(cfg, 0.0, count)
+    _, phi = states.eigenstates(cfg, 0.0, count)
     found = [node_count(x, phi[k]) for k in range(count)]
     return [dict(check="nodes", expected=list(range(count)), found=found,
                  error=float(sum(abs(f - k) for k, f in enumerate(found))), tolerance=0.0,
@@ -259,5 +253,5 @@ def summary_rows(result: dict):
 
 
 __all__ = ["run_all", "summary_rows", "make_config", "check_expm", "check_propagation",
-           "check_order", "check_chebyshev_reference", "check_static_phase", "check_dvr", "check_nodes", "reference_step",
-           "observed_order"]
+           "check_order", "check_chebyshev_reference", "check_static_phase", "check_dvr",
+           "check_nodes", "reference_step", "reference_run", "final_state", "observed_order"]

@@ -12,8 +12,8 @@ import sys
 
 import click
 
-from .version import __version__
-from .config import ConfigError, load
+from ..config import ConfigError, load
+from ..version import __version__
 
 
 class InputError(click.ClickException):
@@ -131,8 +131,9 @@ def resume(h5file, **opts):
 
 
 def _resume(h5file, input_file, **opts):
-    from .config import loads, to_toml
-    from .snapshots import NotOurFile, resume_state
+    from ..config import loads, to_toml
+    from ..numerics.exponentials import is_auto
+    from ..run.snapshots import NotOurFile, resume_state
     try:
         state = resume_state(h5file)
     except NotOurFile as e:
@@ -143,7 +144,7 @@ def _resume(h5file, input_file, **opts):
         raise InputError(f"{h5file}: its stored input is not valid any more: {e}") from None
     if input_file is not None:
         given = _load(input_file)
-        if given.propagator.method == "auto":  # the file holds the method auto chose
+        if is_auto(given.propagator.method):  # the file holds the method auto chose
             given = dataclasses.replace(given, propagator=dataclasses.replace(
                 given.propagator, method=cfg.propagator.method))
         if to_toml(given) != to_toml(cfg):
@@ -155,32 +156,24 @@ def _resume(h5file, input_file, **opts):
 
 def _go(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_inaccurate, threads,
         yes, quiet, no_plots):
-    from .interrupts import Interrupted
-    from .precheck import precheck
-    from .propagate import run as run_
-    from .resources import blas_threads, cpu_seconds_estimate, resolve_backend
-    from .snapshots import OutputExists
+    from ..run.driver import run as run_
+    from ..run.interrupts import Interrupted
+    from ..run.plan import prepare
+    from ..run.resources import cpu_seconds_estimate
+    from ..run.snapshots import OutputExists
     say = (lambda m: None) if quiet else (lambda m: click.echo(m, err=True))
-    try:
-        pc = precheck(cfg)
-        name, xp, devs = resolve_backend(backend, _devices(devices))
-        nthreads = blas_threads(cfg, threads)
-    except ConfigError as e:
+    try:  # the whole set-up, once: precheck, backend, threads, auto's choice, H(0)
+        plan = prepare(cfg, backend=backend, devices=_devices(devices), threads=threads,
+                       allow_inaccurate=allow_inaccurate)
+    except ConfigError as e:  # a refusal is one line, nothing before it
         raise InputError(f"{label}: {e}") from None
-    if pc.ok and cfg.propagator.method == "auto":  # dense or chebyshev: timed here, said below
-        from .cost import resolve
-        from .resources import thread_limit
-        with thread_limit(nthreads if name == "numpy" else None):
-            cfg, pc, _ = resolve(cfg, pc, name, devs, xp=xp)
-    if not pc.ok and not allow_inaccurate:  # a refusal is one line, nothing before it
-        raise InputError(f"{label}: time.dt = {cfg.time.dt}: {pc.message}; "
-                         f"--allow-inaccurate runs anyway")
-    if name == "numpy" and not yes:
-        est = cpu_seconds_estimate(cfg, pc, nthreads)
+    cfg, pc = plan.config, plan.precheck
+    if plan.backend.name == "numpy" and not yes:
+        est = cpu_seconds_estimate(cfg, pc, plan.backend.threads)
         if est > 3600 * CPU_LIMIT_HOURS:
             raise InputError(f"{label}: estimated {est / 3600:.1f} h on this CPU (N = {cfg.grid.n}, "
-                             f"{cfg.time.steps} steps, {nthreads} BLAS thread(s)); pass --yes to run "
-                             f"anyway, or --backend cupy to use GPUs")
+                             f"{cfg.time.steps} steps, {plan.backend.threads} BLAS thread(s)); pass "
+                             f"--yes to run anyway, or --backend cupy to use GPUs")
     for w in pc.warnings:
         click.echo(f"warning: {w}", err=True)
     for note in pc.notes:
@@ -196,9 +189,8 @@ def _go(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_inacc
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ResourceWarning)
-            res = run_(cfg, out_dir, backend=backend, devices=_devices(devices), force=force,
-                       progress=not quiet, precheck_result=pc, resume=resume_arg,
-                       allow_inaccurate=allow_inaccurate, threads=nthreads)
+            res = run_(plan, out_dir, force=force, progress=not quiet, resume=resume_arg,
+                       allow_inaccurate=allow_inaccurate)
     except ConfigError as e:
         raise InputError(str(e)) from None
     except OutputExists as e:
@@ -238,12 +230,8 @@ def error_summary(cfg, pc, time_error):
         out.append("time-discretisation error: not estimated (the run resumed past its window)")
     else:
         out.append("time-discretisation error: not estimated (propagator.error_window = 0)")
-    if pr.method == "chebyshev":
-        out.append(f"each exponential's own error (not the solution's): Chebyshev truncation "
-                   f"<= {pr.tolerance:.2g} ({pc.chebyshev_terms} terms at theta = {pc.theta:.3g})")
-    else:
-        out.append(f"each exponential's own error (not the solution's): truncation bound "
-                   f"{pc.plan.truncation_bound:.2g}, rounding ~{pc.plan.rounding_estimate:.2g}")
+    from ..numerics.exponentials import get
+    out.append(get(pr.method).describe(pc))
     out.append("the grid's error (dx, stencil, box) is not estimated by a run: `tdse converge INPUT`")
     return out
 
@@ -254,7 +242,7 @@ def error_summary(cfg, pc, time_error):
 @click.option("--json", "as_json", is_flag=True)
 def states(input_file, count, as_json):
     """Print the lowest eigenvalues of H(0) (hartree)."""
-    from .hamiltonian import eigenstates
+    from ..model.states import eigenstates
     cfg = _load(input_file)
     if count > cfg.grid.n:
         raise InputError(f"--count = {count}: the grid has only {cfg.grid.n} points")
@@ -286,7 +274,7 @@ def states(input_file, count, as_json):
 def converge(input_file, levels, target, stencils, samples, box, out_dir, force, as_json):
     """Convergence in dx, dt and box: observed orders, estimated errors, the coarsest
     numerics meeting --target (table, OUT/<name>_converge.json and .png)."""
-    from .converge import study, table
+    from ..studies.converge import study, table
     from .plots import plot_converge
     cfg = _load(input_file)
     if not (target > 0):
@@ -327,8 +315,8 @@ def converge(input_file, levels, target, stencils, samples, box, out_dir, force,
 def spectrum(h5file, kind, win, out_dir, force):
     """Harmonic or autocorrelation spectrum of a run (PNG + JSON)."""
     from .plots import plot_spectrum
-    from .snapshots import NotOurFile, read
-    from .spectra import from_file, peaks
+    from ..run.snapshots import NotOurFile, read
+    from ..studies.spectra import from_file, peaks
     try:
         d = read(h5file)
         res = from_file(d, kind, win)
@@ -355,7 +343,7 @@ def spectrum(h5file, kind, win, out_dir, force):
 def animate(h5file, out_file, fps, force):
     """Animation of |psi|^2 and V(x, t) over the snapshots."""
     from .plots import animate as animate_
-    from .snapshots import NotOurFile
+    from ..run.snapshots import NotOurFile
     if out_file is None:
         base = os.path.splitext(os.path.basename(h5file))[0]
         out_file = os.path.join(os.path.dirname(os.path.abspath(h5file)), base + ".gif")
@@ -372,7 +360,7 @@ def animate(h5file, out_file, fps, force):
 @click.option("--quick", is_flag=True, help="a smaller grid of expm cases")
 def validate(as_json, quick):
     """Check mgemm.expm and the propagator against SciPy and analytic cases."""
-    from .validate import run_all, summary_rows
+    from ..studies.validate import run_all, summary_rows
     res = run_all(quick=quick)
     if as_json:
         click.echo(json.dumps(res, indent=1))
@@ -393,7 +381,7 @@ def validate(as_json, quick):
 def plot(h5file, out_dir):
     """Draw the pictures of a run file."""
     from .plots import plot_run
-    from .snapshots import NotOurFile
+    from ..run.snapshots import NotOurFile
     try:
         files = plot_run(h5file, out_dir)
     except (NotOurFile, ValueError, KeyError) as e:
@@ -423,7 +411,8 @@ def floquet(input_file, period, steps, count, out_dir, backend, devices, force, 
             scan, as_json):
     """One-period propagator U(T): quasi-energies and overlaps with H(0)'s eigenstates
     (with --scan: over a grid of one input key's values)."""
-    from .floquet import analyse, plot_floquet
+    from ..studies.floquet import analyse
+    from .plots import plot_floquet
     cfg = _load(input_file)
     if scan is not None:
         return _floquet_scan(cfg, input_file, scan, period=period, steps=steps, count=count or 4,
@@ -470,7 +459,8 @@ def parse_scan(text: str):
 
 def _floquet_scan(cfg, input_file, text, *, period, steps, count, out_dir, backend, devices,
                   force, allow_inaccurate, as_json):
-    from .floquet import plot_scan, scan
+    from ..studies.floquet import scan
+    from .plots import plot_scan
     key, values = parse_scan(text)
     base = os.path.join(out_dir, f"{cfg.name}_floquet_scan")
     _fresh_outputs(out_dir, base, force)
@@ -503,7 +493,7 @@ def _floquet_scan(cfg, input_file, text, *, period, steps, count, out_dir, backe
 @click.option("--markdown", is_flag=True, help="the input reference as markdown (docs/INPUT.md)")
 def keys(markdown):
     """Every input key with its type, unit, default and meaning."""
-    from .config import KEYS, input_reference
+    from ..config import KEYS, input_reference
     if markdown:
         click.echo(input_reference(), nl=False)
         return

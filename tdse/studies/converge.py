@@ -29,11 +29,11 @@ import time
 
 import numpy as np
 
-from . import hamiltonian, observables, schemes
-from .config import Config, ConfigError, WHOLE_RTOL
-from .grid import points
-from .propagate import initial_state
-from .stepper import Propagator
+from ..config import Config, ConfigError, WHOLE_RTOL
+from ..model import observables, states
+from ..numerics import exponentials, schemes
+from ..run.loop import Observer, evolve
+from ..run.plan import prepare
 
 #: every run of a convergence study: the Chebyshev exponential at this tolerance
 EXPONENTIAL_TOL = 1e-12
@@ -58,47 +58,56 @@ def with_numerics(config: Config, *, dx=None, dt=None, stencil=None, box=None) -
     steps = time_.t_end / time_.dt
     if abs(steps - round(steps)) > WHOLE_RTOL * steps:
         raise ConfigError("time.dt", time_.dt, "does not divide t_end")
-    prop = dataclasses.replace(config.propagator, method="chebyshev", tolerance=EXPONENTIAL_TOL,
+    prop = dataclasses.replace(config.propagator, method=exponentials.Chebyshev.name,
+                               tolerance=EXPONENTIAL_TOL,
                                error_window=0, operator=False)
     return dataclasses.replace(config, grid=grid, time=time_, propagator=prop)
 
 
-def observe(config: Config, times, count: int, progress=None) -> dict:
-    """Run ``config`` (psi only) and return the quantities at ``times`` (each a whole
-    number of steps): energies of H(0), P_n in H(0)/H(t) eigenstates, <n>, <H>, the
-    final psi, and the cost."""
-    g, dt = config.grid, config.time.dt
-    x = points(g)
-    K = count
-    n_need = max(K, config.initial.state + 1 if isinstance(config.initial.state, int) else 1)
-    E0, phi0 = hamiltonian.eigenstates(config, 0.0, n_need)
-    psi0 = psi = initial_state(config, x, phi0)
-    phi0 = phi0[:K]
-    want = {round(t / dt): t for t in times}
-    prop = Propagator(config)
-    names = {"P_h0": "populations_h0", "P_ht": "populations_ht", "n_mean": "n_mean",
+class _AtTimes(Observer):
+    """Records the study's quantities at the chosen steps (and step 0)."""
+    NAMES = {"P_h0": "populations_h0", "P_ht": "populations_ht", "n_mean": "n_mean",
              "energy": "energy", "yield": "yield", "acceleration": "acceleration", "t": "t"}
-    out = {"energies": E0[:K].tolist(), **{k: [] for k in names}}
-    t0 = time.perf_counter()
 
-    def record(step):
-        t = step * dt
-        row = observables.measure(config, x, t, psi, phi0, psi0,
-                                  hamiltonian.eigenstates(config, t, K))
-        for k, name in names.items():
+    def __init__(self, plan, want, count, progress=None):
+        self.plan, self.want, self.K, self.progress = plan, want, count, progress
+        self.measure = observables.Measure(plan.config, plan.x, plan.states[:count], plan.psi0)
+        self.out = {k: [] for k in self.NAMES}
+
+    def begin(self, state):
+        if 0 in self.want:
+            self.record(state)
+
+    def after(self, state):
+        if state.step in self.want:
+            self.record(state)
+        if self.progress:
+            self.progress()
+
+    def record(self, state):
+        cfg = self.plan.config
+        row = self.measure(state.t, state.psi, states.eigenstates(cfg, state.t, self.K))
+        for k, name in self.NAMES.items():
             v = row[name]
-            out[k].append(v.tolist() if hasattr(v, "tolist") else v)
-    if 0 in want:
-        record(0)
-    for j in range(config.time.steps):
-        psi = prop.step(psi, j)
-        if j + 1 in want:
-            record(j + 1)
-        if progress:
-            progress()
-    out.update(psi=psi, x=x, dx=g.dx, n=g.n, steps=config.time.steps, seconds=time.perf_counter() - t0,
-               chebyshev_terms=prop.cheb_terms, exponentials=prop.exponentials)
-    return out
+            self.out[k].append(v.tolist() if hasattr(v, "tolist") else v)
+
+
+def observe(config: Config, times, count: int, progress=None) -> dict:
+    """Run ``config`` (psi only, on the CPU) and return the quantities at ``times`` (each a
+    whole number of steps): energies of H(0), P_n in H(0)/H(t) eigenstates, <n>, <H>, the
+    final psi, and the cost."""
+    config = dataclasses.replace(config, output=dataclasses.replace(config.output,
+                                                                    populations=count))
+    plan = prepare(config, backend="numpy", check_resolution=False)
+    rec = _AtTimes(plan, {round(t / config.time.dt): t for t in times}, count, progress)
+    stepper = plan.stepper()
+    t0 = time.perf_counter()
+    final = evolve(plan, plan.psi0, [rec], stepper=stepper)
+    g = config.grid
+    return {"energies": plan.energies[:count].tolist(), **rec.out, "psi": final.psi,
+            "x": plan.x, "dx": g.dx, "n": g.n, "steps": config.time.steps,
+            "seconds": time.perf_counter() - t0, "chebyshev_terms": stepper.cheb_terms,
+            "exponentials": stepper.exponentials}
 
 
 # ---------------------------------------------------------------- the study

@@ -11,6 +11,7 @@ Files written next to each other, ``<name>_<what>.png``:
 """
 from __future__ import annotations
 
+import math
 import os
 
 import matplotlib
@@ -19,8 +20,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .observables import node_positions  # noqa: E402
-from .snapshots import read  # noqa: E402
+from ..model.observables import node_positions  # noqa: E402
+from ..run.snapshots import read  # noqa: E402
 
 
 def plot_run(h5path, out_dir=None, node_eps=None) -> list[str]:
@@ -231,8 +232,8 @@ def animate(h5path, out, fps=15):
     (ffmpeg, where installed)."""
     from matplotlib import animation
 
-    from .config import loads
-    from .potential import total
+    from ..config import loads
+    from ..model.potential import total
     d = read(h5path)
     attrs = d["attrs"]
     cfg = loads(attrs.get("effective_toml") or attrs["input_toml"])
@@ -271,3 +272,63 @@ def animate(h5path, out, fps=15):
     anim.save(out, writer=writer)
     plt.close(fig)
     return out
+
+
+# ---------------------------------------------------------------- Floquet (tdse floquet)
+def plot_floquet(res: dict, path: str):
+    ph = np.asarray(res["phases"])
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(ph, np.zeros_like(ph), "|", color="0.6", ms=12, label="all Floquet phases")
+    placed = []
+    for s in res["states"]:
+        ax.plot(s["phase"], s["overlap"], "o", ms=6)
+        # stagger labels of nearby points so they do not overlap
+        near = sum(1 for p, o in placed if abs(p - s["phase"]) < 0.25 and abs(o - s["overlap"]) < 0.08)
+        ax.annotate(f"n={s['n']}", (s["phase"], s["overlap"]), textcoords="offset points",
+                    xytext=(4, 4 + 9 * near), fontsize=7)
+        placed.append((s["phase"], s["overlap"]))
+    ax.set_xlim(0, 2 * math.pi)
+    ax.set_ylim(-0.05, 1.08)
+    ax.set_xlabel("phase eps T mod 2 pi of the Floquet state (rad)")
+    ax.set_ylabel("|<F|n>|^2 with eigenstate n of H(0)")
+    ax.set_title(f"{res['name']}: Floquet states, T = {res['period']:.5g} a.u., {res['steps']} steps")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_scan(res: dict, path: str):
+    """The quasi-energy map over the scanned key (all states grey, the Floquet states
+    of the lowest eigenstates of H(0) in colour, dot area ~ overlap) and the overlaps."""
+    pts = res["points"]
+    x = np.array([p["value"] for p in pts])
+    fig, (ax, bx) = plt.subplots(2, 1, figsize=(8.5, 7), sharex=True,
+                                 gridspec_kw={"height_ratios": [2.2, 1]})
+    for p in pts:
+        q = np.asarray(p["quasi_energies"])
+        ax.plot(np.full(q.size, p["value"]), q, ".", color="0.75", ms=2, zorder=1)
+    w = np.array([p["omega"] for p in pts])
+    ax.plot(x, 0.5 * w, "--", color="0.4", lw=0.8)
+    ax.plot(x, -0.5 * w, "--", color="0.4", lw=0.8, label="zone edges +-omega/2")
+    K = len(pts[0]["states"]) if pts else 0
+    colors = plt.cm.viridis(np.linspace(0, 0.9, max(K, 1)))
+    marks = "os^vDP*X"
+    for k in range(K):  # hollow odd n: a near-degenerate pair (n, n+1) stays visible
+        e = np.array([p["states"][k]["quasi_energy"] for p in pts])
+        o = np.array([p["states"][k]["overlap"] for p in pts])
+        m, face = marks[k % len(marks)], (colors[k] if k % 2 == 0 else "none")
+        ax.scatter(x, e, s=50 * o + 6, marker=m, facecolors=face, edgecolors=colors[k],
+                   linewidths=1.2, zorder=3 + (k % 2), label=f"n = {k}")
+        bx.plot(x, o, "-", marker=m, ms=4, mfc=face, color=colors[k], label=f"n = {k}")
+    unit = f" ({res['key_unit']})" if res.get("key_unit") else ""
+    ax.set_ylabel("quasi-energy eps (hartree), folded into [-omega/2, omega/2)")
+    ax.set_title(f"{res['name']}: Floquet quasi-energies over {res['key']} (N = {res['n']})")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    bx.set_ylabel("max_F |<F|n>|^2")
+    bx.set_ylim(-0.05, 1.05)
+    bx.set_xlabel(f"{res['key']}{unit}, atomic units")
+    bx.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,30 @@
+"""The laser field in the length gauge (atomic units): V gains + x E(t) with
+
+    E(t) = E0 f(t) sin(omega t + phase) for 0 <= t <= duration, 0 otherwise,
+
+envelopes f: "sin2" sin^2(pi t / duration); "gaussian" exp(-4 ln 2 (t - duration/2)^2 /
+fwhm^2); "trapezoid" linear ramps of length ``ramp`` at both ends (``[field]`` keys,
+docs/INPUT.md).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["field_value"]
+
+
+def field_value(field, t):
+    """E(t) (a float for a scalar t, an array for an array of times); 0 without a field."""
+    t = np.asarray(t, dtype=np.float64)
+    if field is None:
+        return np.zeros_like(t) if t.ndim else 0.0
+    d = field.duration
+    inside = (t >= 0) & (t <= d)
+    if field.envelope == "sin2":
+        f = np.sin(np.pi * t / d) ** 2
+    elif field.envelope == "gaussian":
+        f = np.exp(-4.0 * np.log(2.0) * (t - 0.5 * d) ** 2 / field.fwhm ** 2)
+    else:  # trapezoid
+        f = np.clip(np.minimum(t, d - t) / field.ramp, 0.0, 1.0)
+    e = np.where(inside, field.E0 * f * np.sin(field.omega * t + field.phase), 0.0)
+    return float(e) if e.ndim == 0 else e

@@ -1,0 +1,105 @@
+"""One time step of the chosen scheme (:mod:`tdse.numerics.schemes`), each exponential by
+the chosen method (:mod:`tdse.numerics.exponentials`), for psi, an N x B block of states,
+or the whole propagator U(t); written once for NumPy/CuPy.
+
+A step psi(t_j) -> psi(t_j + dt) is F_K ... F_1 psi with F_k = exp(-i dt G_k),
+G_k = s_k T + diag(v_k) (:meth:`Stepper.generators`).  A time-independent H's factors
+are made once.  On several GPUs (``gemm_opts["devices"]``) the dense factors and U(t)
+live in column bands (:class:`mgemm.dist.Layout`); a Chebyshev U(t) is propagated band
+by band where each band lives, with no communication.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..config import Config
+from ..model.grid import points
+from ..model.potential import total
+from ..model.states import DTYPE
+from . import exponentials, schemes
+
+__all__ = ["Stepper"]
+
+
+def _layout(config, method, xp, gemm_opts):
+    """The column-band layout over several devices, or None on one."""
+    devs = gemm_opts.get("devices")
+    many = (isinstance(devs, (list, tuple)) and len(devs) > 1) or \
+        (isinstance(devs, int) and not isinstance(devs, bool) and devs > 1)
+    if many and (method.matrix_free or gemm_opts.get("layout") == "bands"):
+        from mgemm.dist import Layout
+        return Layout(config.grid.n, devs, gpu=xp is not np)
+    return None
+
+
+class Stepper:
+    """Steps psi(t_j) -> psi(t_j + dt) (and U(t_j) -> U(t_j + dt)) for ``config``.
+
+    ``plan``: the :class:`mgemm.plan.ExpmPlan` of the dense methods (from
+    :func:`tdse.numerics.precheck.precheck`; unused by ``chebyshev``)."""
+
+    def __init__(self, config: Config, plan=None, xp=np, gemm_opts=None):
+        cls = exponentials.get(config.propagator.method)
+        if not cls.matrix_free and plan is None:
+            raise ValueError(f"method {cls.name!r} needs an ExpmPlan (tdse.numerics.precheck)")
+        self.config, self.xp = config, xp
+        self.scheme = schemes.get(config.propagator.scheme)
+        self.x_host = points(config.grid)
+        gemm_opts = dict(gemm_opts or {})
+        self.layout = _layout(config, cls, xp, gemm_opts)
+        self.method = cls(config, plan, xp, gemm_opts, self.layout)
+        self.static = not config.time_dependent
+        self._factors = None          # the factors of a time-independent H
+
+    @property
+    def exponentials(self) -> int:
+        """Exponentials evaluated so far."""
+        return self.method.exponentials
+
+    @property
+    def cheb_terms(self) -> int:
+        """Chebyshev terms applied so far (a work counter)."""
+        return self.method.cheb_terms
+
+    def generators(self, j: int):
+        """[(s_k, v_k)] of step j: G_k = s_k T + diag(v_k), in the order they act."""
+        dt = self.config.time.dt
+        t = 0.0 if self.static else j * dt
+        pot = self.config.potential
+        V = [total(pot, self.x_host, tj) for tj in self.scheme.times(t, dt)]
+        return [(s, sum(w * v for w, v in zip(row, V) if w))
+                for s, row in zip(self.scheme.scales(), self.scheme.factors)]
+
+    def bounds(self, scale, v):
+        return self.method.bounds(scale, v)
+
+    def factors(self, j: int):
+        """The factors [F_1, F_2, ...] of step j (made once when H is static)."""
+        if self._factors is not None:
+            return self._factors
+        gens = self.generators(j)
+        if self.static and len(gens) > 1 and all(
+                s == gens[0][0] and np.array_equal(v, gens[0][1]) for s, v in gens):
+            fs = [self.method.factor(*gens[0])] * len(gens)  # cfm4, static H: one factor twice
+        else:
+            fs = [self.method.factor(s, v) for s, v in gens]
+        if self.static:
+            self._factors = fs
+        return fs
+
+    def step(self, psi, j: int):
+        """psi(t_j + dt) for psi a vector or an N x B block of states."""
+        for F in self.factors(j):
+            psi = F.apply(psi)
+        return psi
+
+    def step_operator(self, Ut, j: int):
+        """U(t_j + dt) = F_K ... F_1 U(t_j) (column bands on several GPUs)."""
+        for F in self.factors(j):
+            Ut = F.apply_operator(Ut)
+        return Ut
+
+    def operator(self, j: int):
+        """The one-step propagator of step j as a dense matrix on the device."""
+        U = self.step_operator(self.xp.eye(self.config.grid.n, dtype=DTYPE), j)
+        return U.to_array(0) if hasattr(U, "to_array") else U

@@ -1,0 +1,5 @@
+"""Running: backend (array module, GPUs, threads), plan (:func:`prepare`: set-up once),
+loop (:func:`evolve`: the one loop, with observers), observers (observables, snapshots,
+progress), timeerror (the in-run estimate), snapshots (the HDF5 file), interrupts,
+resources (memory, disk, CPU time), driver (:func:`run`: a whole run to a file).
+Imports tdse.numerics, tdse.model and tdse.config below it."""

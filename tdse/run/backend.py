@@ -1,0 +1,115 @@
+"""The backend a run computes on, decided once: :class:`Backend` (the array module, its
+GPUs, the GEMM options of a step, BLAS threads on the CPU)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from mgemm.arrays import cupy_or_none, gpu_count
+
+from ..config import Config, ConfigError
+
+__all__ = ["Backend", "backend_for", "resolve_backend", "blas_threads", "usable_cpus",
+           "thread_limit"]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where a run computes: ``name`` ("numpy" or "cupy"), ``xp`` the array module,
+    ``devices`` the GPU ids (None on the CPU), ``threads`` BLAS threads on the CPU (None
+    on a GPU)."""
+    name: str
+    xp: object
+    devices: tuple | None = None
+    threads: int | None = None
+
+    @property
+    def gpus(self) -> int:
+        return len(self.devices) if self.devices else 0
+
+    @property
+    def gemm_opts(self) -> dict:
+        """mgemm.expm options for a step: on several GPUs U stays in column bands
+        (mgemm.dist) and is applied as per-GPU partial sums; otherwise plain expm."""
+        if self.name == "cupy" and self.devices and len(self.devices) > 1:
+            return {"devices": list(self.devices), "layout": "bands", "output": "banded"}
+        return {}
+
+    def limit(self):
+        """A context holding BLAS to ``threads`` on the CPU (nothing on a GPU)."""
+        return thread_limit(self.threads if self.name == "numpy" else None)
+
+    def describe(self) -> str:
+        if self.name == "numpy":
+            return f"numpy, {self.threads} BLAS thread(s)"
+        return f"cupy, GPU(s) {', '.join(map(str, self.devices))}"
+
+
+def backend_for(config: Config, backend="auto", devices=None, threads=None) -> Backend:
+    """The :class:`Backend` of a run of ``config`` (ConfigError naming the option)."""
+    name, xp, devs = resolve_backend(backend, devices)
+    n = blas_threads(config, threads) if name == "numpy" else None
+    return Backend(name, xp, tuple(devs) if devs else None, n)
+
+
+def resolve_backend(backend: str, devices=None):
+    """'auto' -> 'cupy' when CuPy sees a GPU, else 'numpy'.  Returns (name, xp, devices)."""
+    n = gpu_count()
+    if backend == "auto":
+        backend = "cupy" if n else "numpy"
+    if backend == "numpy":
+        return "numpy", np, None
+    if backend != "cupy":
+        raise ConfigError("--backend", backend, "must be auto, numpy or cupy")
+    if cupy_or_none() is None:
+        raise ConfigError("--backend", backend, "CuPy is not installed (pip install '.[gpu]')")
+    if n == 0:
+        raise ConfigError("--backend", backend, "no CUDA GPU found")
+    devices = list(range(n)) if devices is None else list(devices)
+    bad = [d for d in devices if not 0 <= d < n]
+    if bad:
+        raise ConfigError("--devices", devices, f"only GPUs 0..{n - 1} exist")
+    return "cupy", cupy_or_none(), devices
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on, less those other processes keep busy (the 1-minute
+    load average, read before this run starts computing), at least 1."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover
+        n = os.cpu_count() or 1
+    try:
+        busy = int(os.getloadavg()[0] + 0.5)
+    except OSError:  # pragma: no cover
+        busy = 0
+    return max(1, n - busy)
+
+
+def blas_threads(config: Config, requested: int | None = None) -> int:
+    """BLAS threads for a CPU run: ``requested``, else by matrix size -- one thread below
+    N = 512 (the products are too small to share; measured on 2 cores: a 256^2 exponent
+    runs as fast on 1 thread as on 2, and 10x slower when a second thread competes with
+    another process), then one per 512 rows, up to the usable CPUs."""
+    if requested is not None:
+        if requested < 1:
+            raise ConfigError("--threads", requested, "must be >= 1")
+        return requested
+    n = config.grid.n
+    return 1 if n < 512 else max(1, min(usable_cpus(), n // 512))
+
+
+def thread_limit(n):
+    """A context limiting BLAS to n threads (threadpoolctl; nothing for n None or where it
+    is absent)."""
+    if n is None:
+        import contextlib
+        return contextlib.nullcontext()
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover
+        import contextlib
+        return contextlib.nullcontext()
+    return threadpool_limits(n)

@@ -1,0 +1,211 @@
+"""A run: :func:`run` = set-up (:func:`tdse.run.plan.prepare`, once), the output file,
+the observers, :func:`tdse.run.loop.evolve` under :mod:`tdse.run.interrupts`, finish
+(close, rename).  The result is one :class:`Result` (the run's numbers and its arrays).
+
+With ``out_dir`` the run writes OUT/<name>.h5.part and renames it OUT/<name>.h5 when it
+completes; without, nothing is written and the arrays stay in memory.  Atomic units.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..config import Config, ConfigError
+from ..model.potential import total
+from ..model.states import DTYPE
+from ..numerics.precheck import Precheck
+from .interrupts import interruptible
+from .loop import evolve
+from .observers import Observables, Progress, Snapshots
+from .plan import RunPlan, prepare
+from .resources import check_resources
+from .snapshots import MemoryWriter, OutputExists, SnapshotWriter, final_path, part_path
+from .timeerror import TimeErrorEstimate, window_start
+
+__all__ = ["Result", "run"]
+
+
+@dataclass
+class Result:
+    """One run: ``config`` (the configuration run, auto resolved), ``path`` (the HDF5 file,
+    or None), ``precheck``, ``steps``, ``snapshots``, ``seconds`` (wall of the loop),
+    ``backend``, ``time_error`` (the estimate, or None), ``exponentials``; and its arrays:
+    ``t`` / ``psi`` (snapshot times and psi(t), (T, N)), ``x``, ``observables`` (name ->
+    array over ``observables["t"]``; ``P`` in operator mode), ``energies`` / ``states``
+    (the lowest eigenpairs of H(0)), ``attrs`` (the file's attributes) -- read from the
+    file on first use when the run wrote one."""
+    config: Config
+    path: str | None = None
+    precheck: Precheck | None = None
+    steps: int = 0
+    snapshots: int = 0
+    seconds: float = 0.0
+    backend: str = ""
+    time_error: dict | None = None
+    exponentials: int = 0
+    data: dict | None = field(default=None, repr=False)
+
+    def arrays(self) -> dict:
+        """The run's datasets and ``attrs`` as :func:`tdse.run.snapshots.read` returns them."""
+        if self.data is None:
+            from .snapshots import read
+            self.data = read(self.path)
+        return self.data
+
+    @property
+    def t(self):
+        return self.arrays()["snapshots/t"]
+
+    @property
+    def x(self):
+        return self.arrays()["grid/x"]
+
+    @property
+    def psi(self):
+        return self.arrays()["snapshots/psi"]
+
+    @property
+    def energies(self):
+        return self.arrays()["states/energies"]
+
+    @property
+    def states(self):
+        return self.arrays()["states/phi"]
+
+    @property
+    def attrs(self):
+        return self.arrays()["attrs"]
+
+    @property
+    def observables(self) -> dict:
+        d = self.arrays()
+        obs = {k.split("/", 1)[1]: v for k, v in d.items() if k.startswith("observables/")}
+        if "operator/P" in d:
+            obs["P"] = d["operator/P"]
+        return obs
+
+    @classmethod
+    def from_file(cls, path):
+        """A finished (or interrupted) run file."""
+        from ..config import loads
+        from .snapshots import read
+        d = read(path)
+        a = d["attrs"]
+        te = a.get("time_error")
+        import json
+        return cls(loads(a.get("effective_toml") or a["input_toml"]), path,
+                   snapshots=len(d["snapshots/t"]), steps=int(a.get("steps", 0)),
+                   backend=a.get("backend", ""), data=d,
+                   time_error=json.loads(te) if te not in (None, "none") else None)
+
+
+# ---------------------------------------------------------------- the parts of a run
+def _output_paths(config, out_dir, resume, force):
+    """(work file, final file): OUT/<name>.h5.part and OUT/<name>.h5, or the resumed file."""
+    if resume is None:
+        os.makedirs(out_dir, exist_ok=True)
+        path = os.path.join(out_dir, f"{config.name}.h5")
+        work = part_path(path)
+        for p in (path, work):
+            if os.path.exists(p) and not force:
+                raise OutputExists(p)
+        return work, path
+    work = resume[1]
+    path = final_path(work)
+    if path != work and os.path.exists(path) and not force:
+        raise OutputExists(path)
+    return work, path
+
+
+def _open_writer(plan, work, attrs, resume):
+    config, x = plan.config, plan.x
+    K = config.output.populations
+    E0, phi0 = plan.energies, plan.states
+    extra = ({"P": ("operator", np.float64, (K, K), "1",
+                    "P_mn(t) = |<m|U(t)|n>|^2 between the lowest eigenstates of H(0)")}
+             if config.propagator.operator else None)
+    if work is None:  # in memory (tdse.simulate without out)
+        return MemoryWriter(config=config, x=x, v0=total(config.potential, x, 0.0),
+                            energies=E0[:K], phi=phi0[:K], attrs=attrs, extra=extra)
+    if resume is None:
+        return SnapshotWriter(work, config=config, x=x, v0=total(config.potential, x, 0.0),
+                              energies=E0[:K], phi=phi0[:K], attrs=attrs, force=True,
+                              extra=extra)
+    return SnapshotWriter(work, config=config, x=x, v0=None, energies=E0[:K], phi=None,
+                          attrs={"resumed_at_step": resume[0]["step"], **attrs}, extra=extra,
+                          reopen=True)
+
+
+def _start_state(plan, resume, work):
+    config, xp, psi0 = plan.config, plan.backend.xp, plan.psi0
+    """(psi, U(t) or None, first step) on the device: psi(0) and I, or the resumed state."""
+    op_mode = config.propagator.operator
+    if resume is None:
+        return xp.asarray(psi0), (xp.eye(config.grid.n, dtype=DTYPE) if op_mode else None), 0
+    state = resume[0]
+    Ut = None
+    if op_mode:
+        if state["U"] is None:
+            raise ConfigError("--resume", work, "operator mode, but the file holds no U(t)")
+        Ut = xp.asarray(state["U"])
+    return xp.asarray(state["psi"]), Ut, state["step"]
+
+
+def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=False,
+        precheck_result: Precheck | None = None, resume=None, allow_inaccurate=False,
+        threads=None) -> Result:
+    """Propagate ``config`` (a Config, or a :class:`RunPlan` already prepared) and write
+    OUT/<name>.h5 (:mod:`tdse.run.snapshots`); with ``out_dir=None`` nothing is written
+    and the arrays stay in the :class:`Result`.
+
+    ``resume``: a :func:`tdse.run.snapshots.resume_state` dict and its file path, to
+    continue an interrupted run from its last whole snapshot (the same steps follow, so
+    the result is bit-identical on the CPU).  SIGINT/SIGTERM close the file valid and raise
+    :class:`tdse.run.interrupts.Interrupted`.  ``force``: overwrite an existing output;
+    ``allow_inaccurate``: run although the exponential misses its tolerance;
+    ``threads``: BLAS threads on the CPU (default: :func:`tdse.run.backend.blas_threads`)."""
+    plan = config if isinstance(config, RunPlan) else prepare(
+        config, backend=backend, devices=devices, threads=threads,
+        allow_inaccurate=allow_inaccurate, pc=precheck_result)
+    config = plan.config
+    in_memory = out_dir is None and resume is None
+    work, path = (None, None) if in_memory else _output_paths(config, out_dir, resume, force)
+    check_resources(config, plan.backend.name, list(plan.backend.devices or []),
+                    None if work is None else os.path.dirname(os.path.abspath(work)))
+    writer = _open_writer(plan, work, plan.attrs(allow_inaccurate), resume)
+    stepper = plan.stepper()
+    psi, Ut, start = _start_state(plan, resume, work)
+    snaps = Snapshots(plan, writer, start)
+    observers = [Observables(plan, writer), snaps]
+    estimate = None
+    if config.propagator.error_window:
+        estimate = TimeErrorEstimate(plan, config.propagator.error_window, window_start(config),
+                                     writer, resume[0]["attrs"].get("time_error") if resume else None,
+                                     start)
+        observers.insert(0, estimate)
+    bar = Progress(config.time.steps, start, config.name, disable=not progress)
+    observers.append(bar)
+    t0 = time.perf_counter()
+    complete = False
+    try:
+        with interruptible(writer, lambda: snaps.last_step * config.time.dt, t0), \
+                plan.backend.limit():
+            evolve(plan, psi, observers, start=start, U0=Ut, resumed=resume is not None,
+                   stepper=stepper)
+        complete = True
+    finally:  # finish: a crash leaves the .part file valid, not complete
+        bar.close()
+        if writer.f:
+            writer.set_attrs(wall_seconds=time.perf_counter() - t0,
+                             exponentials=stepper.exponentials,
+                             chebyshev_terms_applied=stepper.cheb_terms)
+            writer.close(complete)
+    if work != path:
+        os.replace(work, path)
+    return Result(config, path, plan.precheck, config.time.steps, writer.count,
+                  time.perf_counter() - t0, plan.backend.name,
+                  estimate.result if estimate else None, stepper.exponentials,
+                  data=writer.data() if work is None else None)

@@ -1,0 +1,68 @@
+"""The one evolve loop: every kind of run steps here (QuTiP's ``Solver.run``, SciPy's
+``solve_ivp`` driver apart from its solvers).
+
+:func:`evolve` steps psi (a vector, or an N x B block of B states: a batch is an axis, not
+a loop) and, when given, the propagator U(t), and calls its observers around each step;
+what happens each step besides stepping -- observables, snapshots, the time-error
+estimate, the progress bar -- is an :class:`Observer`.  Interrupts and checkpoints are
+the driver's (:mod:`tdse.run.driver`): the loop holds no file.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["State", "Observer", "evolve"]
+
+
+@dataclass
+class State:
+    """Where the run is: after ``step`` steps (t = step dt), psi(t) and U(t) (or None) on
+    the run's device; ``resumed``: the run continues an earlier one from this step."""
+    step: int
+    t: float
+    psi: object
+    U: object = None
+    resumed: bool = False
+
+
+class Observer:
+    """Called by :func:`evolve`: :meth:`begin` with the first state, :meth:`before` each
+    step j with psi(t_j), :meth:`after` with the state after it, :meth:`end` when the loop
+    has finished (not on an exception)."""
+
+    def begin(self, state: State):
+        pass
+
+    def before(self, j: int, state: State):
+        pass
+
+    def after(self, state: State):
+        pass
+
+    def end(self, state: State):
+        pass
+
+
+def evolve(plan, psi0, observers=(), *, start=0, stop=None, U0=None, resumed=False,
+           stepper=None) -> State:
+    """Step ``psi0`` (and ``U0``: the propagator, or None) from step ``start`` to ``stop``
+    (default the plan's last step) with the plan's scheme and exponentials, calling the
+    observers; returns the final :class:`State`.  ``psi0`` may be None (U only).
+    ``stepper``: one already built for this plan (default: a new one)."""
+    stepper = stepper or plan.stepper()
+    dt = plan.config.time.dt
+    stop = plan.steps if stop is None else stop
+    state = State(start, start * dt, psi0, U0, resumed)
+    for o in observers:
+        o.begin(state)
+    for j in range(start, stop):
+        for o in observers:
+            o.before(j, state)
+        psi = None if state.psi is None else stepper.step(state.psi, j)
+        U = None if state.U is None else stepper.step_operator(state.U, j)
+        state = State(j + 1, (j + 1) * dt, psi, U)
+        for o in observers:
+            o.after(state)
+    for o in observers:
+        o.end(state)
+    return state

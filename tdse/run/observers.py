@@ -1,0 +1,144 @@
+"""What a run does each step besides stepping, as observers of :func:`tdse.run.loop.evolve`:
+the observables (:class:`Observables`, every ``output.observables_every`` steps), the
+snapshots (:class:`Snapshots`, every ``output.every`` steps and at the last), the
+progress bar (:class:`Progress`).  Each writes to a writer (:mod:`tdse.run.snapshots`:
+the HDF5 file, or memory); computing and writing are apart.  Atomic units.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from mgemm.arrays import to_host
+
+from ..model import observables, states
+from ..model.potential import centre_positions
+from ..model.states import DTYPE
+from .loop import Observer
+
+__all__ = ["Observables", "Snapshots", "Progress", "BoundaryWarning", "EDGE_NORM", "host_psi"]
+
+#: warn when more of the norm than this sits within 10 points of a wall (no absorber)
+EDGE_NORM = 1e-6
+
+
+class BoundaryWarning(UserWarning):
+    """psi reaches the box's walls, where it reflects (a run without an absorber)."""
+
+
+def host_psi(state):
+    """psi of ``state`` on the host (copied once per state, shared by the observers)."""
+    h = getattr(state, "_host", None)
+    if h is None:
+        h = to_host(state.psi)
+        state._host = h
+    return h
+
+
+def _due(step, every, config):
+    return step % every == 0 or step == config.time.steps
+
+
+class Observables(Observer):
+    """One row of /observables every ``observables_every`` steps (and at the last step,
+    and at step 0 of a new run): norm, <H>, <x>, <p>, acceleration, E(t), yield,
+    autocorrelation, populations in the eigenstates of H(0) and of the molecular H(t),
+    <n> (:class:`tdse.model.observables.Measure`)."""
+
+    def __init__(self, plan, writer):
+        cfg = plan.config
+        K = cfg.output.populations
+        self.config, self.writer = cfg, writer
+        self.measure = observables.Measure(cfg, plan.x, plan.states[:K], np.asarray(plan.psi0))
+        self.moving = any(c.moving for c in cfg.potential.centres)
+        self._static = None
+        self.warned_edge = cfg.absorber is not None  # an absorber takes what reaches a wall
+
+    def molecular_states(self, t):
+        """Eigenpairs of the molecular H(t) (no field, no absorber); once when no centre
+        moves."""
+        cfg = self.config
+        if self.moving:
+            return states.eigenstates(cfg, t, cfg.output.populations)
+        if self._static is None:
+            self._static = states.eigenstates(cfg, 0.0, cfg.output.populations)
+        return self._static
+
+    def begin(self, state):
+        if not state.resumed:
+            self.record(state)
+
+    def after(self, state):
+        if _due(state.step, self.config.output.observables_every, self.config):
+            self.record(state)
+
+    def record(self, state):
+        cfg, t = self.config, state.t
+        psi = host_psi(state)
+        self.writer.observe(step=state.step, **self.measure(t, psi, self.molecular_states(t)))
+        edge = observables.edge_norm(psi, cfg.grid.dx)
+        if not self.warned_edge and edge > EDGE_NORM:
+            self.warned_edge = True
+            warnings.warn(f"at t = {t:.4g} more than {EDGE_NORM:g} of the norm ({edge:.2g}) "
+                          f"is within 10 grid points of a wall: it reflects there; widen the "
+                          f"box or add an [absorber]", BoundaryWarning, stacklevel=2)
+
+
+class Snapshots(Observer):
+    """psi, the centres and the node count every ``output.every`` steps (and at the last
+    step, and at step 0 of a new run), each flushed; in operator mode also
+    P_mn = |<m|U(t)|n>|^2 and U(t) for resuming.  ``last_step``: the last whole snapshot."""
+
+    def __init__(self, plan, writer, start=0):
+        cfg = plan.config
+        self.config, self.writer, self.x = cfg, writer, plan.x
+        self.phi0 = plan.states[:cfg.output.populations]
+        self.last_step = start
+
+    def begin(self, state):
+        if not state.resumed:
+            self.write(state)
+
+    def after(self, state):
+        if _due(state.step, self.config.output.every, self.config):
+            self.write(state)
+
+    def transitions(self, U_host):  # P_mn = |<m|U|n>|^2 = |dx sum_x phi_m (U phi_n)|^2
+        return np.abs(self.phi0 @ (U_host @ self.phi0.T.astype(DTYPE)) * self.config.grid.dx) ** 2
+
+    def write(self, state):
+        cfg, psi = self.config, host_psi(state)
+        row, keep = {}, None
+        if state.U is not None:
+            U = state.U
+            U_host = to_host(U.to_array() if hasattr(U, "to_array") else U)
+            row, keep = {"P": self.transitions(U_host)}, {"U": U_host}
+        self.writer.append(state=keep, t=state.t, step=state.step, psi=psi,
+                           centres=centre_positions(cfg.potential, state.t),
+                           nodes=observables.node_count(self.x, psi, cfg.output.node_eps), **row)
+        self.last_step = state.step
+
+
+class Progress(Observer):
+    """A tqdm progress bar over the steps (nothing when ``disable``)."""
+
+    def __init__(self, total, initial=0, desc=None, disable=False, unit="step"):
+        self.args = dict(total=total, initial=initial, desc=desc, disable=disable, unit=unit,
+                         mininterval=0.5)
+        self.bar = None
+
+    def begin(self, state):
+        from tqdm.auto import tqdm
+        self.bar = tqdm(**self.args)
+
+    def after(self, state):
+        self.bar.update(1)
+
+    def end(self, state):
+        self.close()
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None

@@ -1,0 +1,111 @@
+"""A run's set-up, done once: :func:`prepare` -> :class:`RunPlan` (frozen), which every
+way of running reads (``tdse run`` and ``resume``, :func:`tdse.simulate`, ``tdse
+converge``, ``tdse floquet``, ``tdse validate``).
+
+prepare = the precheck (theta of every exponential, the dense plan or the Chebyshev
+terms, the resolution of H(0)'s ground state; :mod:`tdse.numerics.precheck`) ->
+the backend (:class:`~tdse.run.backend.Backend`: array module, GPUs, GEMM options, BLAS
+threads) -> ``method = "auto"`` resolved by timed kernels (:mod:`tdse.numerics.cost`) ->
+the eigenstates of H(0) the run needs and psi(0).  Atomic units throughout.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import Config, ConfigError
+from ..model import states as model_states
+from ..model.grid import points
+from ..numerics import cost, schemes
+from ..numerics.precheck import Precheck, memory_check, precheck as run_precheck
+from ..numerics.stepper import Stepper
+from .backend import Backend, backend_for
+
+__all__ = ["RunPlan", "prepare", "effective_attrs"]
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything a run reads and nothing it changes: ``config`` (``method = "auto"``
+    resolved), ``precheck``, ``backend``, the grid ``x``, the lowest eigenpairs of H(0)
+    (``energies``, ``states``: as many as the populations and psi(0) need), ``psi0``, and
+    ``method_choice`` (auto's estimates, or None)."""
+    config: Config
+    precheck: Precheck
+    backend: Backend
+    x: np.ndarray
+    energies: np.ndarray
+    states: np.ndarray
+    psi0: np.ndarray
+    method_choice: dict | None = None
+
+    @property
+    def steps(self) -> int:
+        return self.config.time.steps
+
+    def stepper(self, config: Config | None = None) -> Stepper:
+        """A :class:`~tdse.numerics.stepper.Stepper` on this plan's backend (for ``config``,
+        e.g. the same run at dt/2; default the plan's own)."""
+        cfg = self.config if config is None else config
+        plan = self.precheck.plan
+        if cfg is not self.config and cfg.time.dt != self.config.time.dt:
+            plan = run_precheck(cfg, check_resolution=False).plan
+        return Stepper(cfg, plan, self.backend.xp, self.backend.gemm_opts)
+
+    def with_config(self, config: Config) -> "RunPlan":
+        """The same plan for a config that differs only in what set-up does not read
+        (t_end, output keys)."""
+        return dataclasses.replace(self, config=config)
+
+    def attrs(self, allow_inaccurate=False) -> dict:
+        """The run file's attributes: backend, numerics, precheck, auto's choice."""
+        cfg, pc, b = self.config, self.precheck, self.backend
+        return {"backend": b.name, "devices": list(b.devices or []),
+                "dtype": np.dtype(model_states.DTYPE).name,
+                "propagator": f"{cfg.propagator.scheme} scheme ({schemes.__name__}), "
+                              f"exponentials by {cfg.propagator.method}",
+                "allow_inaccurate": bool(allow_inaccurate and not pc.ok),
+                "blas_threads": b.threads, **effective_attrs(cfg), **pc.attrs(),
+                **({"method_choice": json.dumps(self.method_choice)} if self.method_choice else {})}
+
+
+def effective_attrs(config: Config) -> dict:
+    """The numerics a run used, with every default resolved (stored in the file)."""
+    pr, g = config.propagator, config.grid
+    return {"scheme": pr.scheme, "method": pr.method, "stencil": str(g.stencil), "dx": g.dx,
+            "n_points": g.n, "dt": config.time.dt, "t_end": config.time.t_end,
+            "steps": config.time.steps, "tolerance": pr.tolerance, "error_window": pr.error_window,
+            "observables_every": config.output.observables_every, "every": config.output.every}
+
+
+def states_needed(config: Config) -> int:
+    """Eigenstates of H(0) a run needs: the populations' K and psi(0)'s index."""
+    K = config.output.populations
+    return max(K, config.initial.state + 1 if isinstance(config.initial.state, int) else 1)
+
+
+def prepare(config: Config, *, backend="auto", devices=None, threads=None,
+            allow_inaccurate=False, check_resolution=True, pc: Precheck | None = None,
+            operator: bool | None = None, steps: int | None = None) -> RunPlan:
+    """The :class:`RunPlan` of ``config`` (module docstring), or a ConfigError naming the
+    key: a Taylor exponential that misses its tolerance is refused unless
+    ``allow_inaccurate``.  ``pc``: a precheck already made for this config;
+    ``operator``/``steps``: what auto's cost estimate assumes (default: the config's)."""
+    memory_check(config)          # before any work: the method's matrices must fit
+    x = points(config.grid)
+    E, phi = model_states.eigenstates(config, 0.0, min(states_needed(config), config.grid.n))
+    pc = pc or run_precheck(config, check_resolution=check_resolution, E0=E[0])
+    if not pc.ok and not allow_inaccurate:
+        raise ConfigError("time.dt", config.time.dt, f"{pc.message}; allow_inaccurate "
+                          f"(--allow-inaccurate) runs anyway")
+    be = backend_for(config, backend, devices, threads)
+    choice = None
+    if pc.ok:
+        with be.limit():
+            config, pc, choice = cost.resolve(config, pc, be.name, list(be.devices or []),
+                                              xp=be.xp, operator=operator, steps=steps)
+    psi0 = model_states.initial_state(config, x, phi)
+    return RunPlan(config, pc, be, x, E, phi, psi0, choice)

@@ -1,0 +1,1 @@
+"""Interfaces: the click CLI (``tdse ...``) and the pictures (matplotlib, from files)."""

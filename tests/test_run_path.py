@@ -1,0 +1,110 @@
+"""The run path (#22): the prepared plan, exponentials by name, the one evolve loop with
+observers, psi as an N x B block."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import scipy.sparse.linalg
+
+import tdse
+from tdse import config as cfgmod
+from tdse.model import hamiltonian
+from tdse.numerics import exponentials
+from tdse.studies.validate import make_config
+
+
+def _plan(method, stencil=3, n=64, steps=20, dt=0.005, **kw):
+    cfg = make_config(n=n, stencil=stencil, dt=dt, steps=steps, method=method, tol=1e-13,
+                      scheme="cfm4", **kw)
+    return tdse.prepare(cfg, backend="numpy", check_resolution=False)
+
+
+def test_registry_holds_every_config_method():
+    names = set(cfgmod.METHODS)
+    assert set(exponentials.METHODS) | {exponentials.AUTO} == names
+    for name, cls in exponentials.METHODS.items():
+        assert cls.name == name and exponentials.get(name) is cls
+    assert exponentials.get("auto") is exponentials.Dense  # until resolved
+    assert {c.name for c in exponentials.candidates()} == {"dense", "chebyshev"}
+    with pytest.raises(ValueError, match="method must be one of"):
+        exponentials.get("krylov")
+
+
+def test_plan_is_frozen_and_resolves_auto():
+    plan = _plan("auto")
+    assert not exponentials.is_auto(plan.config.propagator.method)
+    assert plan.method_choice["chosen"] == plan.config.propagator.method
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.config = None
+    assert plan.states.shape == (4, 64) and plan.psi0.shape == (64,)
+    assert plan.backend.name == "numpy" and plan.backend.threads >= 1
+
+
+@pytest.mark.parametrize("method,stencil", [("dense", 3), ("chebyshev", 3), ("chebyshev", "dvr"),
+                                            ("dense", "dvr"), ("taylor", 5)])
+def test_a_block_of_states_is_the_same_loop(method, stencil, rng):
+    """psi as N x B: every column equals its own run (the batch is an axis, not a loop)."""
+    plan = _plan(method, stencil, dt=0.002)
+    B = 3
+    X = rng.standard_normal((64, B)) + 1j * rng.standard_normal((64, B))
+    X[:, 0] = plan.psi0
+    block = tdse.evolve(plan, X).psi
+    for b in range(B):
+        one = tdse.evolve(plan, X[:, b].copy()).psi
+        assert np.abs(block[:, b] - one).max() <= 1e-13 * np.abs(one).max()
+
+
+def test_observers_see_every_step_in_order():
+    plan = _plan("chebyshev", steps=7)
+    seen = []
+
+    class Spy(tdse.Observer):
+        def begin(self, state):
+            seen.append(("begin", state.step))
+
+        def before(self, j, state):
+            seen.append(("before", j, state.step))
+
+        def after(self, state):
+            seen.append(("after", state.step, round(state.t / plan.config.time.dt)))
+
+        def end(self, state):
+            seen.append(("end", state.step))
+    final = tdse.evolve(plan, plan.psi0, [Spy()], start=2, stop=5)
+    assert final.step == 5
+    assert seen == [("begin", 2), ("before", 2, 2), ("after", 3, 3), ("before", 3, 3),
+                    ("after", 4, 4), ("before", 4, 4), ("after", 5, 5), ("end", 5)]
+
+
+def test_a_new_method_needs_no_loop(monkeypatch):
+    """Register a method (SciPy's expm_multiply of the dense generator) and step with it:
+    the loop, the stepper and the plan are untouched; it agrees with the dense exponent."""
+    class Reference(exponentials.Exponential):
+        name = "scipy_reference"
+        matrix_free = True
+        matrices = (1, 3)
+
+        def factor(self, scale, v):
+            G = hamiltonian.generator_dense(self.config, scale, v)
+            dt = self.config.time.dt
+
+            class F:
+                def apply(self, X):
+                    return scipy.sparse.linalg.expm_multiply(-1j * dt * G, X)
+            return F()
+    monkeypatch.setitem(exponentials.METHODS, Reference.name, Reference)
+    dense = _plan("dense")
+    cfg = dataclasses.replace(dense.config, propagator=dataclasses.replace(
+        dense.config.propagator, method=Reference.name))
+    ref = tdse.prepare(cfg, backend="numpy", check_resolution=False)
+    a, b = tdse.evolve(dense, dense.psi0).psi, tdse.evolve(ref, ref.psi0).psi
+    assert np.abs(a - b).max() < 1e-10
+
+
+def test_operator_and_psi_together_match(rng):
+    """U(t) stepped beside psi: U(t) psi(0) = psi(t)."""
+    plan = _plan("dense", steps=10)
+    final = tdse.evolve(plan, plan.psi0, U0=np.eye(64, dtype=complex))
+    assert np.abs(final.U @ plan.psi0 - final.psi).max() < 1e-12
