@@ -20,7 +20,7 @@ from typing import Any
 __all__ = ["ConfigError", "Config", "Grid", "Centre", "Potential", "Field", "Absorber",
            "Initial", "Time", "Propagator", "Output", "load", "loads", "load_config", "parse",
            "to_toml", "input_reference", "KEYS", "available_memory",
-           "STENCILS", "SCHEMES", "METHODS", "ENVELOPES", "WHOLE_RTOL", "with_value"]
+           "STENCILS", "SCHEMES", "METHODS", "TIME_ERRORS", "ENVELOPES", "WHOLE_RTOL", "with_value"]
 
 #: how close to a whole number (relative) a count such as (x_max - x_min)/dx must be
 WHOLE_RTOL = 1e-9
@@ -29,6 +29,8 @@ WHOLE_RTOL = 1e-9
 STENCILS = (3, 5, "dvr")
 SCHEMES = ("midpoint", "cfm4")
 METHODS = ("auto", "dense", "taylor", "chebyshev")
+#: how a run estimates its time-discretisation error (tdse.run.timeerror)
+TIME_ERRORS = ("companion", "window", "none")
 ENVELOPES = ("sin2", "gaussian", "trapezoid")
 #: the absorber's default strength x width (hartree bohr): with the quadratic CAP this
 #: absorbs packets up to 8 Ha (k = 4) to ~1e-6 on the round trip (measured, tests/test_toolkit.py)
@@ -109,8 +111,15 @@ KEYS = (
     Key("propagator.tolerance", "number", "", "1e-10", "error bound per exponential"),
     Key("propagator.operator", "bool", "", "false", "also accumulate U(t) and store P_mn(t) between the lowest "
         "states of H(0)"),
-    Key("propagator.error_window", "number", "hbar/E_h", "t_end/10 if H depends on t, else 0",
-        "the first error_window also run at dt/2: the time-discretisation error, estimated (0: none)"),
+    Key("propagator.time_error", "\"companion\" | \"window\" | \"none\"", "",
+        "companion if H depends on t (window if error_window is given), else none",
+        "the run's time-discretisation error: companion = the whole run also at dt/2, compared "
+        "at every snapshot, 2 x the distance stated (a bound within 1-10x where checked; costs "
+        "about 1.4-1.8x the stepping time, measured and printed); window = error_window also "
+        "at dt/2 (cheap; says nothing past the window); none"),
+    Key("propagator.error_window", "number", "hbar/E_h", "t_end/10 with time_error = \"window\", else 0",
+        "time_error = \"window\": this much of the run (from the start, or around a pulse's "
+        "peak) also at dt/2"),
     Key("output.every", "integer", "steps", "50", "snapshot (psi, centres, node count) every this many steps"),
     Key("output.observables_every", "integer", "steps", "1", "observables (norm, <H>, <x>, <p>, acceleration, "
         "populations, <n>, autocorrelation) every this many steps"),
@@ -217,6 +226,7 @@ class Propagator:
     operator: bool = False   # also accumulate U(t) and store P_mn(t) (one more GEMM a step)
     scheme: str = "midpoint"  # time scheme: "midpoint" (2nd order) or "cfm4" (4th order)
     error_window: int = 0    # steps at the start re-run at dt/2 to estimate the time error (0: none)
+    time_error: str = "none"  # "companion" (the whole run at 2 dt), "window" or "none"
 
 
 @dataclass(frozen=True)
@@ -416,15 +426,23 @@ def _propagator(t, time: Time, time_dependent: bool, hermitian: bool):
     scheme = t.get("scheme", "cfm4" if time_dependent else "midpoint")
     if scheme not in SCHEMES:
         raise ConfigError("propagator.scheme", scheme, "must be \"midpoint\" or \"cfm4\"")
+    given = "error_window" in t and t["error_window"] != 0
+    default = ("window" if given else "companion") if time_dependent else "none"
+    kind = t.get("time_error", default)
+    if kind not in TIME_ERRORS:
+        raise ConfigError("propagator.time_error", kind, "must be \"companion\", \"window\" or \"none\"")
     if "error_window" in t:
         w = _number("propagator.error_window", t["error_window"], nonneg=True)
         if w > time.t_end * (1 + WHOLE_RTOL):
             raise ConfigError("propagator.error_window", w, f"must be <= time.t_end = {time.t_end}")
         window = 0 if w == 0 else _whole("propagator.error_window", w, w / time.dt,
                                          "error_window/dt")
+        if window and kind != "window":
+            raise ConfigError("propagator.error_window", w, f"is for time_error = \"window\" "
+                              f"(time_error = {kind!r} here): drop it or set time_error = \"window\"")
     else:  # default: the first tenth of the run (at least one step)
-        window = max(1, time.steps // 10) if time_dependent else 0
-    return Propagator(method, terms, tol, op, scheme, window)
+        window = max(1, time.steps // 10) if kind == "window" else 0
+    return Propagator(method, terms, tol, op, scheme, window, kind)
 
 
 def _output(t, n):
@@ -575,6 +593,7 @@ def to_toml(cfg: Config) -> str:
               f"scheme = {_toml_value(pr.scheme)}", f"method = {_toml_value(pr.method)}",
               f"terms = {pr.terms}", f"tolerance = {pr.tolerance!r}",
               f"operator = {_toml_value(pr.operator)}",
+              f"time_error = {_toml_value(pr.time_error)}",
               f"error_window = {pr.error_window * t.dt!r}", "", "[output]",
               f"every = {o.every}", f"observables_every = {o.observables_every}",
               f"populations = {o.populations}", f"node_eps = {o.node_eps!r}", ""]

@@ -49,6 +49,7 @@ def test_run_writes_h5_and_plots_and_refuses_overwrite(runner, inputs_dir, tmp_p
 
 
 def test_h5_roundtrip_matches_direct_propagation(runner, inputs_dir, tmp_path):
+    from tdse.config import loads as cfgmod_loads
     from tdse.model import hamiltonian
     from tdse.model import states as model_states
     from tdse.config import load
@@ -59,10 +60,11 @@ def test_h5_roundtrip_matches_direct_propagation(runner, inputs_dir, tmp_path):
     r = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(tmp_path), "--no-plots"])
     assert r.exit_code == 0, r.output
     d = read(tmp_path / "tiny.h5")
-    cfg = load(tiny(inputs_dir))
-    _, phi = model_states.eigenstates(cfg, 0.0, 1)
+    cfg = cfgmod_loads(d["attrs"]["effective_toml"])  # the method auto chose
+    _, phi = model_states.eigenstates(cfg, 0.0, cfg.output.populations)  # as the run solves it
     psi = initial_state(cfg, points(cfg.grid), phi)
     prop = Propagator(cfg, precheck(cfg).plan)
+    assert d["attrs"]["method"] == cfg.propagator.method
     for j in range(cfg.time.steps):
         psi = prop.step(psi, j)
     np.testing.assert_array_equal(d["snapshots/psi"][-1], psi)  # bit-identical

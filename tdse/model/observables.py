@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .absorber import absorber_profile
 from .field import field_value
 from .hamiltonian import Operator, apply
 from .potential import gradient, total
@@ -32,9 +33,14 @@ def p_mean(psi, dx):
     return float(np.real(np.vdot(psi, -1j * dpsi)) / np.real(np.vdot(psi, psi)))
 
 
-def acceleration(psi, dVdx):
-    """Dipole acceleration <-dV/dx> (Ehrenfest's d^2<x>/dt^2 for a Hermitian H)."""
+def acceleration(psi, dVdx, dx=None):
+    """Dipole acceleration <-dV/dx>: with ``dx`` the un-normalised expectation value
+    -sum |psi|^2 dV/dx dx (what HHG codes with absorbers use: the part of psi the absorber
+    took radiates no more), without it divided by the remaining norm (Ehrenfest's
+    d^2<x>/dt^2 for a Hermitian H, where the two agree)."""
     w = np.abs(psi) ** 2
+    if dx is not None:
+        return float(-np.sum(w * dVdx) * dx)
     return float(-np.sum(w * dVdx) / np.sum(w))
 
 
@@ -97,6 +103,7 @@ class Measure:
     def __init__(self, config, x, phi0, psi0):
         self.config, self.x, self.phi0, self.psi0 = config, x, phi0, psi0
         self.kinetic = Operator(config, 1.0, np.zeros(config.grid.n), np)
+        self.layers = absorber_profile(config, x) > 0     # the absorbing layers (or none)
 
     def energy(self, psi, v):
         """<psi|T + diag(v)|psi> / <psi|psi>."""
@@ -111,10 +118,14 @@ class Measure:
         Et, phit = states
         Pt = populations(phit, psi, dx)
         nrm = norm(psi, dx)
-        return {"t": t, "norm": nrm, "yield": 1.0 - nrm,
+        inside = float(np.sum(np.abs(psi[self.layers]) ** 2) * dx)
+        dV = gradient(cfg.potential, x, t)
+        return {"t": t, "norm": nrm, "yield": 1.0 - nrm, "layer_norm": inside,
+                "yield_flux": 1.0 - nrm + inside,
                 "energy": self.energy(psi, total(cfg.potential, x, t)),
                 "x_mean": x_mean(x, psi, dx), "p_mean": p_mean(psi, dx),
-                "acceleration": acceleration(psi, gradient(cfg.potential, x, t)),
+                "acceleration": acceleration(psi, dV, dx),
+                "acceleration_normalised": acceleration(psi, dV),
                 "field": field_value(cfg.potential.field, t),
                 "autocorrelation": autocorrelation(self.psi0, psi, dx), "n_mean": n_mean(Pt),
                 "populations_h0": populations(self.phi0, psi, dx), "populations_ht": Pt,

@@ -23,7 +23,7 @@ from .observers import Observables, Progress, Snapshots
 from .plan import RunPlan, prepare
 from .resources import check_resources
 from .snapshots import MemoryWriter, OutputExists, SnapshotWriter, final_path, part_path
-from .timeerror import TimeErrorEstimate, window_start
+from .timeerror import CompanionEstimate, TimeErrorEstimate, window_start
 
 __all__ = ["Result", "run"]
 
@@ -154,6 +154,17 @@ def _start_state(plan, resume, work):
     return xp.asarray(state["psi"]), Ut, state["step"]
 
 
+def _time_error(plan, writer, snaps, resume, start):
+    """The observer that estimates the time-discretisation error (propagator.time_error)."""
+    pr = plan.config.propagator
+    if pr.time_error == "companion":
+        return CompanionEstimate(plan, writer, snaps, resume[0] if resume else None)
+    if pr.time_error == "window" and pr.error_window:
+        return TimeErrorEstimate(plan, pr.error_window, window_start(plan.config), writer,
+                                 resume[0]["attrs"].get("time_error") if resume else None, start)
+    return None
+
+
 def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=False,
         precheck_result: Precheck | None = None, resume=None, allow_inaccurate=False,
         threads=None) -> Result:
@@ -180,11 +191,8 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
     psi, Ut, start = _start_state(plan, resume, work)
     snaps = Snapshots(plan, writer, start)
     observers = [Observables(plan, writer), snaps]
-    estimate = None
-    if config.propagator.error_window:
-        estimate = TimeErrorEstimate(plan, config.propagator.error_window, window_start(config),
-                                     writer, resume[0]["attrs"].get("time_error") if resume else None,
-                                     start)
+    estimate = _time_error(plan, writer, snaps, resume, start)
+    if estimate is not None:
         observers.insert(0, estimate)
     bar = Progress(config.time.steps, start, config.name, disable=not progress)
     observers.append(bar)

@@ -95,6 +95,9 @@ class Snapshots(Observer):
         self.config, self.writer, self.x = cfg, writer, plan.x
         self.phi0 = plan.states[:cfg.output.populations]
         self.last_step = start
+        # what other observers add to the next snapshot: row values (e.g. time_error), arrays
+        # kept for resuming (e.g. the time-error companion's psi), file attributes
+        self.row_extras, self.resume_extras, self.attr_extras = {}, {}, {}
 
     def begin(self, state):
         if not state.resumed:
@@ -114,9 +117,14 @@ class Snapshots(Observer):
             U = state.U
             U_host = to_host(U.to_array() if hasattr(U, "to_array") else U)
             row, keep = {"P": self.transitions(U_host)}, {"U": U_host}
+        keep = {**(keep or {}), **self.resume_extras} or None
+        row = {"time_error": np.nan, **row, **self.row_extras}
+        if self.attr_extras:
+            self.writer.set_attrs(**self.attr_extras)
         self.writer.append(state=keep, t=state.t, step=state.step, psi=psi,
                            centres=centre_positions(cfg.potential, state.t),
                            nodes=observables.node_count(self.x, psi, cfg.output.node_eps), **row)
+        self.row_extras = {}
         self.last_step = state.step
 
 

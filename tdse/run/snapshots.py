@@ -49,6 +49,10 @@ _SNAPSHOT = {
     "step": ("snapshots", np.int64, None, "1", "step index of the snapshot", ()),
     "psi": ("snapshots", np.complex128, "n", "bohr^-1/2", "wavefunction psi(x, t)", ("x",)),
     "centres": ("snapshots", np.float64, "c", "bohr", "positions X_c(t) of the centres", ("centre",)),
+    "time_error": ("snapshots", np.float64, None, "1",
+                   "estimated bound on the time-discretisation error of psi here (L2 distance up "
+                   "to a global phase): 2 x the distance to a companion run at dt/2; NaN without "
+                   "propagator.time_error = \"companion\"", ()),
     "nodes": ("snapshots", np.int64, None, "1",
               "sign changes of Re(psi e^(-i arg psi(x_max))) where |psi| > node_eps max|psi| "
               "(not converged for a driven complex psi; see n_mean)", ()),
@@ -58,14 +62,28 @@ _OBSERVABLE = {
     "step": ("observables", np.int64, None, "1", "step index", ()),
     "norm": ("observables", np.float64, None, "1", "sum |psi|^2 dx", ()),
     "energy": ("observables", np.float64, None, "hartree",
-               "<psi|H(t)|psi> / <psi|psi>, H(t) = T + V(t) + x E(t) (without the absorber)", ()),
-    "x_mean": ("observables", np.float64, None, "bohr", "<x>", ()),
-    "p_mean": ("observables", np.float64, None, "hbar/bohr", "<p> = <-i d/dx> (spectral derivative)", ()),
+               "<psi|H(t)|psi> / <psi|psi>, H(t) = T + V(t) + x E(t) (without the absorber): "
+               "divided by the remaining norm", ()),
+    "x_mean": ("observables", np.float64, None, "bohr",
+               "<x> = <psi|x|psi> / <psi|psi>: divided by the remaining norm", ()),
+    "p_mean": ("observables", np.float64, None, "hbar/bohr",
+               "<p> = <psi|-i d/dx|psi> / <psi|psi> (spectral derivative): divided by the "
+               "remaining norm", ()),
     "acceleration": ("observables", np.float64, None, "bohr/(hbar/E_h)^2",
-                     "dipole acceleration <-dV/dx> (Ehrenfest: d^2<x>/dt^2 without an absorber)", ()),
+                     "dipole acceleration <psi|-dV/dx|psi>, NOT divided by the norm (what HHG "
+                     "spectra with an absorber use: the absorbed part radiates no more; "
+                     "Ehrenfest's d^2<x>/dt^2 without an absorber)", ()),
+    "acceleration_normalised": ("observables", np.float64, None, "bohr/(hbar/E_h)^2",
+                                "<psi|-dV/dx|psi> / <psi|psi>: divided by the remaining norm", ()),
     "field": ("observables", np.float64, None, "E_h/(e bohr)", "the laser field E(t) (0 without one)", ()),
     "yield": ("observables", np.float64, None, "1",
               "1 - norm: the norm the absorber took (ionisation yield), or the norm drift", ()),
+    "layer_norm": ("observables", np.float64, None, "1",
+                   "norm still inside the absorbing layers, sum over W > 0 of |psi|^2 dx (0 "
+                   "without an absorber)", ()),
+    "yield_flux": ("observables", np.float64, None, "1",
+                   "the norm that entered the absorbing layers: 1 - norm + layer_norm (the "
+                   "yield counted as flux; 1 - norm misses what is still in the layers)", ()),
     "autocorrelation": ("observables", np.complex128, None, "1", "<psi(0)|psi(t)>", ()),
     "n_mean": ("observables", np.float64, None, "1",
                "population-weighted node number sum_n n P_n(t), P_n in the eigenstates of H(t) "
@@ -186,7 +204,8 @@ class SnapshotWriter:
         self.f = h5py.File(self.path, "r+")
         f = self.f
         self.count = int(f.attrs.get("snapshots_complete", 0))
-        self.snap = {name: f[f"{g}/{name}"] for name, (g, *_) in {**_SNAPSHOT, **self.extra}.items()}
+        self.snap = {name: f[f"{g}/{name}"] for name, (g, *_) in {**_SNAPSHOT, **self.extra}.items()
+                     if f"{g}/{name}" in f}  # a file of an earlier version may lack a column
         self.obs = {name: f[f"observables/{name}"] for name in _OBSERVABLE}
         for ds in self.snap.values():
             ds.resize(self.count, axis=0)  # drop rows past the last whole snapshot
@@ -362,6 +381,7 @@ def resume_state(path) -> dict:
                      "count": count, "step": int(f["snapshots/step"][count - 1]),
                      "psi": f["snapshots/psi"][count - 1],
                      "U": f["resume/U"][...] if "resume/U" in f else None,
+                     "companion": f["resume/companion"][...] if "resume/companion" in f else None,
                      "attrs": {k: (v.decode() if isinstance(v, bytes) else v)
                                for k, v in f.attrs.items()}}
         except KeyError as e:

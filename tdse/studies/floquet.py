@@ -89,6 +89,16 @@ def one_period_propagator(cfg: Config, M: int, *, backend="numpy", devices=None,
     return to_host(U), plan.precheck, plan.config, plan.method_choice
 
 
+def _ties(best) -> list:
+    """Groups of H(0) states whose largest overlap is with the same Floquet state (an
+    avoided crossing or strong mixing: the assignment n -> Floquet state is not one to one
+    there, and each group's quasi-energy is one number, not one per state)."""
+    groups = {}
+    for n, k in enumerate(best):
+        groups.setdefault(int(k), []).append(n)
+    return [g for g in groups.values() if len(g) > 1]
+
+
 def analyse(config: Config, *, period=None, steps=None, count=8, backend="numpy", devices=None,
             allow_inaccurate=False, progress=False) -> dict:
     cfg, T, M, note = floquet_config(config, period, steps)
@@ -112,7 +122,10 @@ def analyse(config: Config, *, period=None, steps=None, count=8, backend="numpy"
         "states": [{"n": int(n), "E_n": float(E0[n]), "E_n_T_mod_2pi": float(np.mod(E0[n] * T, 2 * math.pi)),
                     "floquet_index": int(best[n]), "overlap": float(ov[n, best[n]]),
                     "phase": float(phases[best[n]]),
-                    "quasi_energy": float(phases[best[n]] / T)} for n in range(K)],
+                    "quasi_energy": float(phases[best[n]] / T),
+                    "shared_with": [int(m) for m in range(K) if m != n and best[m] == best[n]]}
+                   for n in range(K)],
+        "ties": _ties(best),
         "overlaps": ov.tolist() if cfg.grid.n <= 512 else None,
     }
 
@@ -150,7 +163,9 @@ def scan(config: Config, key: str, values, *, period=None, steps=None, count=4,
             "unitarity": res["unitarity"],
             "quasi_energies": fold(res["quasi_energies"], T).tolist(),
             "states": [{"n": s["n"], "E_n": s["E_n"], "overlap": s["overlap"],
-                        "quasi_energy": float(fold(s["quasi_energy"], T))} for s in res["states"]]})
+                        "quasi_energy": float(fold(s["quasi_energy"], T)),
+                        "shared_with": s["shared_with"]} for s in res["states"]],
+            "ties": res["ties"]})
     unit = next((k.unit for k in KEYS if k.name == key), "")
     return {"name": config.name, "key": key, "key_unit": unit,
             "units": "atomic units (hbar = m_e = e = 1): quasi-energies in hartree",

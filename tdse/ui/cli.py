@@ -206,6 +206,12 @@ def _go(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_inacc
                f"{res.seconds:.1f} s, backend {res.backend})")
     for line in error_summary(cfg, pc, res.time_error):
         click.echo(line)
+    if cfg.absorber is not None:
+        obs = res.observables
+        click.echo(f"yield at t = {obs['t'][-1]:.4g}: {obs['yield'][-1]:.5g} as 1 - norm; "
+                   f"{obs['yield_flux'][-1]:.5g} as the flux into the absorbing layers "
+                   f"({obs['layer_norm'][-1]:.3g} of the norm is still inside them); <H>, <x>, "
+                   f"<p> are divided by the remaining norm, the acceleration is not")
     if not no_plots:
         from .plots import plot_run
         for p in plot_run(res.path, out_dir):
@@ -217,19 +223,26 @@ def error_summary(cfg, pc, time_error):
     """Lines saying which error estimate is which (atomic units)."""
     pr = cfg.propagator
     out = []
-    if time_error:
-        e = time_error
+    e = time_error
+    if e and e.get("kind") == "companion":
+        out.append(f"time-discretisation error of psi ({e['scheme']}, order {e['order']}, dt = "
+                   f"{e['dt']:g}): {e['error_at_t_end']:.2g} at t = {e['t_compared']:.4g}, largest "
+                   f"{e['max_error']:.2g} at t = {e['t_max_error']:.4g}; {e['safety']:g} x the distance "
+                   f"to a companion run at dt/2 over the whole run (per snapshot in "
+                   f"/snapshots/time_error), which cost +{100 * e['companion_fraction']:.0f} % of "
+                   f"the stepping time")
+    elif e:
         out.append(f"time-discretisation error of psi ({e['scheme']}, order {e['order']}, "
                    f"dt = {e['dt']:g}), estimated by step doubling over t = "
                    f"{e.get('t_window_start', 0.0):.4g}..{e['t_window']:.4g} ({e['window_steps']} "
-                   f"steps): {e['error_at_window']:.2g}; about {e['error_at_t_end_linear']:.2g} "
-                   f"over the whole run to t_end = {e['t_end']:.4g} if it grows linearly")
+                   f"steps): {e['error_at_window']:.2g} there (a window only: it says nothing "
+                   f"about later times; time_error = \"companion\" covers the whole run)")
     elif not cfg.time_dependent:
         out.append("time-discretisation error: none (H does not depend on time; the scheme is exact)")
-    elif pr.error_window:
+    elif pr.time_error != "none":
         out.append("time-discretisation error: not estimated (the run resumed past its window)")
     else:
-        out.append("time-discretisation error: not estimated (propagator.error_window = 0)")
+        out.append("time-discretisation error: not estimated (propagator.time_error = \"none\")")
     from ..numerics.exponentials import get
     out.append(get(pr.method).describe(pc))
     out.append("the grid's error (dx, stencil, box) is not estimated by a run: `tdse converge INPUT`")
@@ -435,8 +448,14 @@ def floquet(input_file, period, steps, count, out_dir, backend, devices, force, 
                f"||U^H U - I|| / sqrt(N) = {res['unitarity']:.2e}; atomic units")
     click.echo(f"{'n':>3} {'E_n':>16} {'E_n T mod 2pi':>14} {'Floquet phase':>14} {'eps (Ha)':>14} {'overlap':>8}")
     for s in res["states"]:
+        tie = f"  * shares its Floquet state with n = {', '.join(map(str, s['shared_with']))}" \
+            if s["shared_with"] else ""
         click.echo(f"{s['n']:3d} {s['E_n']:16.10f} {s['E_n_T_mod_2pi']:14.10f} {s['phase']:14.10f} "
-                   f"{s['quasi_energy']:14.10f} {s['overlap']:8.5f}")
+                   f"{s['quasi_energy']:14.10f} {s['overlap']:8.5f}{tie}")
+    if res["ties"]:
+        click.echo("* two or more states of H(0) have their largest overlap with the same Floquet "
+                   "state (an avoided crossing or strong mixing): their quasi-energy is one number, "
+                   "not one per state", err=True)
     click.echo(f"wrote {base}.json, {base}.png")
 
 
@@ -483,9 +502,13 @@ def _floquet_scan(cfg, input_file, text, *, period, steps, count, out_dir, backe
     head = "".join(f" {'eps_' + str(k):>12} {'ov':>5}" for k in range(K))
     click.echo(f"{'value':>10} {'T':>9} {'M':>5} {'|U^H U-I|':>9}{head}  method")
     for p in res["points"]:
-        cols = "".join(f" {st['quasi_energy']:12.7f} {st['overlap']:5.3f}" for st in p["states"])
+        cols = "".join(f" {st['quasi_energy']:12.7f} {st['overlap']:5.3f}{'*' if st['shared_with'] else ' '}"
+                       for st in p["states"])
         click.echo(f"{p['value']:10.5g} {p['period']:9.5g} {p['steps']:5d} {p['unitarity']:9.1e}"
                    f"{cols}  {p['method']}")
+    if any(p["ties"] for p in res["points"]):
+        click.echo("* shares its Floquet state with another state of H(0) at that value (an "
+                   "avoided crossing or strong mixing; JSON: shared_with)", err=True)
     click.echo(f"wrote {base}.json, {base}.png")
 
 

@@ -321,6 +321,13 @@ def plot_scan(res: dict, path: str):
         ax.scatter(x, e, s=50 * o + 6, marker=m, facecolors=face, edgecolors=colors[k],
                    linewidths=1.2, zorder=3 + (k % 2), label=f"n = {k}")
         bx.plot(x, o, "-", marker=m, ms=4, mfc=face, color=colors[k], label=f"n = {k}")
+        tied = np.array([bool(p["states"][k].get("shared_with")) for p in pts])
+        if tied.any():  # an avoided crossing: two states of H(0) on one Floquet state
+            ax.scatter(x[tied], e[tied], s=160, marker="o", facecolors="none", edgecolors="red",
+                       linewidths=1.0, zorder=6,
+                       label="shared Floquet state (avoided crossing)" if k == 0 or not
+                       any(bool(p["states"][j].get("shared_with")) for j in range(k) for p in pts)
+                       else None)
     unit = f" ({res['key_unit']})" if res.get("key_unit") else ""
     ax.set_ylabel("quasi-energy eps (hartree), folded into [-omega/2, omega/2)")
     ax.set_title(f"{res['name']}: Floquet quasi-energies over {res['key']} (N = {res['n']})")
