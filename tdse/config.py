@@ -77,11 +77,19 @@ KEYS = (
     Key("potential.centres.phase", "number", "rad", "0", "phase of the motion (pi/2: start at a turning point)"),
     Key("potential.centres.ramp", "number", "hbar/E_h", "0", "T_r: s(t) = sin^2(pi t / (2 T_r)) for t < T_r, "
         "else 1 (0: the abrupt start of the thesis)"),
-    Key("field.E0", "number", "E_h/(e bohr)", "required in [field]", "peak electric field; V gains + x E(t) "
+    Key("field.intensity", "number", "W/cm^2", "instead of E0",
+        "peak intensity I (linear polarisation, cycle-averaged): E0 = sqrt(I / 3.50944506e16 W/cm^2) "
+        "(the atomic unit of intensity, 1/2 eps0 c (5.14220675e11 V/m)^2; CODATA 2018)"),
+    Key("field.wavelength", "number", "nm", "instead of omega",
+        "carrier wavelength lambda: omega = 2 pi c / lambda = 45.5633525 / lambda[nm] E_h/hbar "
+        "(c = 137.035999 a.u., bohr = 5.29177211e-2 nm; CODATA 2018)"),
+    Key("field.cycles", "number", "", "instead of duration", "the pulse's length in optical cycles: "
+        "duration = cycles 2 pi / omega"),
+    Key("field.E0", "number", "E_h/(e bohr)", "this or intensity: one is required in [field]", "peak electric field; V gains + x E(t) "
         "(length gauge)"),
-    Key("field.omega", "number", "E_h/hbar", "required in [field]", "carrier frequency"),
+    Key("field.omega", "number", "E_h/hbar", "this or wavelength: one is required in [field]", "carrier frequency"),
     Key("field.phase", "number", "rad", "0", "carrier-envelope phase: E = E0 f(t) sin(omega t + phase)"),
-    Key("field.duration", "number", "hbar/E_h", "required in [field]", "the pulse lasts 0 <= t <= duration; E = 0 after"),
+    Key("field.duration", "number", "hbar/E_h", "this or cycles: one is required in [field]", "the pulse lasts 0 <= t <= duration; E = 0 after"),
     Key("field.envelope", "\"sin2\" | \"gaussian\" | \"trapezoid\"", "", "\"sin2\"",
         "f(t): sin^2(pi t/duration); exp(-4 ln2 (t - duration/2)^2 / fwhm^2); linear ramps of length "
         "`ramp` at both ends"),
@@ -178,6 +186,9 @@ class Field:
     envelope: str = "sin2"
     fwhm: float = 0.0        # gaussian envelope
     ramp: float = 0.0        # trapezoid envelope
+    lab: tuple = ()          # the lab-unit keys as given, ((key, value), ...): intensity
+                             # (W/cm^2), wavelength (nm), cycles -- E0, omega, duration hold
+                             # their atomic-unit values
 
 
 @dataclass(frozen=True)
@@ -259,6 +270,18 @@ class Config:
         """H is Hermitian (no absorber): the split/unitary path and Chebyshev apply."""
         return self.absorber is None
 
+    @property
+    def field(self):
+        """The ``[field]`` table (a :class:`Field`, or None), as the TOML has it (it lives
+        in ``potential.field``: V gains + x E(t))."""
+        return self.potential.field
+
+    def with_value(self, key: str, value) -> "Config":
+        """This config with the input key ``key`` (dotted, as in the TOML: "field.E0",
+        "time.dt", "potential.centres.frequency" on every centre) set to ``value``,
+        validated again (:func:`with_value`): ``cfg.with_value("field.intensity", 2e14)``."""
+        return with_value(self, key, value)
+
 
 # ---------------------------------------------------------------- field checks
 def _number(key, v, *, positive=False, nonneg=False):
@@ -330,11 +353,38 @@ def _grid(t):
     return Grid(x_min, x_max, dx, stencil)
 
 
+#: the atomic unit of intensity (W/cm^2) and omega * lambda (E_h/hbar nm), CODATA 2018
+INTENSITY_AU = 3.50944506e16
+OMEGA_NM = 45.5633525
+
+
+_LAB_PAIRS = {"E0": "intensity", "omega": "wavelength", "duration": "cycles"}
+
+
+def _one_of(t, au, lab):
+    """The key of a pair (a.u., lab units) the table gives: exactly one (one-line error)."""
+    given = [k for k in (au, lab) if k in t]
+    if len(given) != 1:
+        raise ConfigError(f"field.{au}", t.get(au, t.get(lab)),
+                          f"give exactly one of field.{au} and field.{lab}"
+                          + (" (both given)" if len(given) == 2 else " (neither given)"))
+    return given[0]
+
+
 def _field(t):
     _keys("field.", t)
-    E0 = _number("field.E0", t["E0"])
-    omega = _number("field.omega", t["omega"], positive=True)
-    duration = _number("field.duration", t["duration"], positive=True)
+    if _one_of(t, "E0", "intensity") == "E0":
+        E0 = _number("field.E0", t["E0"])
+    else:
+        E0 = math.sqrt(_number("field.intensity", t["intensity"], positive=True) / INTENSITY_AU)
+    if _one_of(t, "omega", "wavelength") == "omega":
+        omega = _number("field.omega", t["omega"], positive=True)
+    else:
+        omega = OMEGA_NM / _number("field.wavelength", t["wavelength"], positive=True)
+    if _one_of(t, "duration", "cycles") == "duration":
+        duration = _number("field.duration", t["duration"], positive=True)
+    else:
+        duration = _number("field.cycles", t["cycles"], positive=True) * 2 * math.pi / omega
     env = t.get("envelope", "sin2")
     if env not in ENVELOPES:
         raise ConfigError("field.envelope", env, "must be \"sin2\", \"gaussian\" or \"trapezoid\"")
@@ -345,7 +395,9 @@ def _field(t):
     ramp = _number("field.ramp", t.get("ramp", duration / 4), positive=True) if env == "trapezoid" else 0.0
     if env == "trapezoid" and 2 * ramp > duration:
         raise ConfigError("field.ramp", ramp, f"must be <= duration/2 = {duration / 2}")
-    return Field(E0, omega, duration, _number("field.phase", t.get("phase", 0.0)), env, fwhm, ramp)
+    lab = tuple((k, t[k]) for k in ("intensity", "wavelength", "cycles") if k in t)
+    return Field(E0, omega, duration, _number("field.phase", t.get("phase", 0.0)), env, fwhm, ramp,
+                 lab)
 
 
 def _potential(t, fld):
@@ -555,6 +607,9 @@ def with_value(cfg: Config, key: str, value) -> Config:
         raise ConfigError(key, value, "is not an input key that takes a value (`tdse keys` lists them)")
     data = tomllib.loads(to_toml(cfg))
     parts = key.split(".")
+    partner = {**_LAB_PAIRS, **{v: k for k, v in _LAB_PAIRS.items()}}.get(parts[-1])
+    if parts[0] == "field" and partner:   # field.intensity replaces field.E0, and back
+        data.get("field", {}).pop(partner, None)
     if key.startswith("potential.centres."):
         for c in data["potential"]["centres"]:
             c[parts[2]] = value
@@ -576,8 +631,14 @@ def to_toml(cfg: Config) -> str:
                   f"phase = {c.phase!r}", f"ramp = {c.ramp!r}"]
     if p.field is not None:
         f = p.field
-        lines += ["", "[field]", f"E0 = {f.E0!r}", f"omega = {f.omega!r}", f"phase = {f.phase!r}",
-                  f"duration = {f.duration!r}", f"envelope = {_toml_value(f.envelope)}"]
+        lab = dict(f.lab)
+        au = {"E0": ("intensity", f.E0), "omega": ("wavelength", f.omega),
+              "duration": ("cycles", f.duration)}
+        lines += ["", "[field]"]
+        for key, (other, value) in au.items():   # as given: the lab unit, or atomic units
+            lines += ([f"{other} = {lab[other]!r}  # {key} = {value!r} (atomic units)"]
+                      if other in lab else [f"{key} = {value!r}"])
+        lines += [f"phase = {f.phase!r}", f"envelope = {_toml_value(f.envelope)}"]
         if f.envelope == "gaussian":
             lines.append(f"fwhm = {f.fwhm!r}")
         if f.envelope == "trapezoid":

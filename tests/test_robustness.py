@@ -236,10 +236,26 @@ def test_gpu_memory_refusal_names_the_largest_n(tmp_path):
     check_resources(cfg, "cupy", [0], tmp_path, free_gpu=1 << 40, free_disk=1 << 40)
 
 
-def test_disk_warning(tmp_path):
+def test_disk_refusal_and_warning(tmp_path):
+    """A file that cannot fit is refused before any work (naming --out, what it needs and
+    what is free); one that would nearly fill the disk is warned about."""
+    from tdse.run.resources import output_bytes
     cfg = cfgmod.loads(to_toml(VALID))
-    with pytest.warns(ResourceWarning, match="MiB are free"):
-        check_resources(cfg, "numpy", None, tmp_path, free_disk=1000)
+    need = output_bytes(cfg)
+    with pytest.raises(cfgmod.ConfigError, match=r"--out .*needs about .* free"):
+        check_resources(cfg, "numpy", None, tmp_path, free_disk=need // 2)
+    with pytest.warns(ResourceWarning, match="are free"):
+        check_resources(cfg, "numpy", None, tmp_path, free_disk=int(need * 1.05))
+
+
+def test_output_size_estimate_bounds_the_file(tmp_path):
+    """The estimate the refusal rests on is at least the size of the file a run writes."""
+    import tdse
+    from tdse.run.resources import output_bytes
+    cfg = cfgmod.loads(to_toml(VALID))
+    res = tdse.simulate(cfg, backend="numpy", out=str(tmp_path))
+    size = os.path.getsize(res.path)
+    assert size <= output_bytes(cfg) <= 4 * size + 2**20
 
 
 # ------------------------------------------------------------------ hostile input

@@ -185,7 +185,8 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
     in_memory = out_dir is None and resume is None
     work, path = (None, None) if in_memory else _output_paths(config, out_dir, resume, force)
     check_resources(config, plan.backend.name, list(plan.backend.devices or []),
-                    None if work is None else os.path.dirname(os.path.abspath(work)))
+                    None if work is None else os.path.dirname(os.path.abspath(work)),
+                    existing=os.path.getsize(work) if resume else 0)
     writer = _open_writer(plan, work, plan.attrs(allow_inaccurate), resume)
     stepper = plan.stepper()
     psi, Ut, start = _start_state(plan, resume, work)

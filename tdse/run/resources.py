@@ -3,6 +3,7 @@ fits), disk space for the output file, and the CPU time a run will take."""
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import warnings
 
@@ -12,13 +13,17 @@ from .backend import thread_limit
 
 
 def output_bytes(config: Config) -> int:
-    """Expected size of the run file (snapshots dominate; operator mode adds P and U)."""
-    n, K = config.grid.n, config.output.populations
-    count = config.time.steps // config.output.every + 2
-    row = 16 * n + 8 * (4 + 3 * K) + 8 * len(config.potential.centres)
-    if config.propagator.operator:
-        row += 8 * K * K
-    return count * row + 16 * n * (K + 2) + (16 * n * n if config.propagator.operator else 0)
+    """Expected size of the run file: every dataset in whole chunks
+    (:func:`tdse.run.snapshots.file_bytes`), P_mn and U(t) in operator mode, the
+    time-error companion's psi."""
+    from .snapshots import file_bytes
+    n, K, steps, out = config.grid.n, config.output.populations, config.time.steps, config.output
+    snaps = steps // out.every + 2
+    obs = steps // out.observables_every + 2
+    op = config.propagator.operator
+    extra = {"P": ("operator", "float64", (K, K), "", "")} if op else None
+    resume = (16 * n * n if op else 0) + (16 * n if config.propagator.time_error == "companion" else 0)
+    return file_bytes(n, len(config.potential.centres), K, snaps, obs, extra, resume)
 
 
 def gpu_memory_estimate(n: int, devices: int, operator: bool = False) -> int:
@@ -34,7 +39,8 @@ def gpu_memory_estimate(n: int, devices: int, operator: bool = False) -> int:
     return 56 * nn + 40 * nn + 112 * nn // g + bool(operator) * (16 * nn + 32 * nn // g)
 
 
-def check_resources(config: Config, backend: str, devices, out_dir, free_gpu=None, free_disk=None):
+def check_resources(config: Config, backend: str, devices, out_dir, free_gpu=None, free_disk=None,
+                    existing=0):
     """Refuse a run that cannot fit on the GPUs (naming the largest N that fits); warn
     when the disk looks too small for the output."""
     n, op = config.grid.n, config.propagator.operator
@@ -55,13 +61,29 @@ def check_resources(config: Config, backend: str, devices, out_dir, free_gpu=Non
                               f"largest N that fits is about {lo}")
     if out_dir is None:  # in memory: no file
         return
+    check_disk(config, out_dir, free_disk, existing)
+
+
+def check_disk(config: Config, out_dir, free_disk=None, existing=0):
+    """Refuse a run whose file cannot fit in the free space of ``out_dir`` (ConfigError
+    naming --out, what it needs and what is free), before any work; warn when it would
+    leave less than a tenth free.  ``existing``: bytes a resumed file already holds."""
+    probe = out_dir
+    while probe and not os.path.isdir(probe):   # the folder may not exist yet
+        probe = os.path.dirname(probe)
     if free_disk is None:
-        free_disk = shutil.disk_usage(out_dir).free
-    size = output_bytes(config)
+        free_disk = shutil.disk_usage(probe or ".").free
+    size = max(0, output_bytes(config) - existing)
+    if size > free_disk:
+        raise ConfigError("--out", out_dir, f"the run file needs about {_size(size)}, but only "
+                          f"{_size(free_disk)} are free there")
     if size > 0.9 * free_disk:
-        warnings.warn(f"the output needs about {size / 2**20:.0f} MiB but only "
-                      f"{free_disk / 2**20:.0f} MiB are free in {out_dir}", ResourceWarning,
-                      stacklevel=2)
+        warnings.warn(f"the output needs about {_size(size)} but only {_size(free_disk)} are "
+                      f"free in {out_dir}", ResourceWarning, stacklevel=2)
+
+
+def _size(b) -> str:
+    return f"{b / 2**20:.1f} MiB" if b >= 2**20 else f"{b / 2**10:.0f} KiB"
 
 
 def free_on(cp, d):

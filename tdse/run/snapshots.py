@@ -23,7 +23,9 @@ the datasets they index (so h5netcdf/xarray show named coordinates):
   /observables/populations_h0, populations_ht, energies_ht    (S, K)
   /operator/P                      (T, K, K)   with [propagator] operator = true:
                                    P_mn(t) = |<m|U(t)|n>|^2, m, n the lowest K states of H(0)
-  /resume/U                        (N, N)      operator mode: U(t) at the last snapshot
+  /resume/U_0, U_1                 (N, N)      operator mode: U(t) at the last snapshot (the
+                                               slot of its count's parity; resume_name)
+  /resume/companion_0, _1          (N,)        the time-error companion's psi, likewise
 
 Rows are appended as the run goes and flushed at every snapshot: a crash loses at most
 the last interval.  ``snapshots_complete`` / ``observables_complete`` count the whole
@@ -34,8 +36,10 @@ library versions (``lib_*``) + same input => the same bits on the CPU.
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import json
 import os
+import shutil
 
 import h5py
 import numpy as np
@@ -100,6 +104,40 @@ _OBSERVABLE = {
 
 class OutputExists(FileExistsError):
     pass
+
+
+class StorageError(OSError):
+    """A write of the run file failed or would fail (no space, quota, I/O error): the file
+    holds ``count`` whole snapshots, closed valid and resumable once space is free."""
+
+    def __init__(self, path, count, needed, free, cause):
+        self.path, self.count, self.needed, self.free = path, count, needed, free
+        super().__init__(errno.ENOSPC if free is not None and needed > free else errno.EIO,
+                         f"cannot write {path}: {cause} (the next snapshot needs about "
+                         f"{needed / 2**10:.0f} KiB, {'?' if free is None else f'{free / 2**10:.0f}'}"
+                         f" KiB free); it holds {count} whole snapshots and is resumable: free "
+                         f"some space, then `tdse resume {path}`")
+
+
+def _rows(key, dims):
+    """Rows per chunk of a table's dataset (the writer's chunking)."""
+    return 64 if key is None else max(1, min(256, 2**20 // (16 * dims[key])))
+
+
+def file_bytes(n, c, k, snapshots, observations, extra=None, resume_bytes=0) -> int:
+    """Bytes the run file takes with ``snapshots`` and ``observations`` rows: every dataset
+    rounded up to whole chunks (HDF5 allocates chunk by chunk), the fixed datasets, what
+    resuming keeps, and ~128 KiB of metadata and attributes."""
+    dims = {"n": n, "c": c, "k": k}
+    total = 131072 + 8 * n + 8 * k * (n + 1) + 8 * n + resume_bytes
+    for table, rows in ((_SNAPSHOT, snapshots), (_OBSERVABLE, observations)):
+        for group, dtype, key, *_ in table.values():
+            width = np.dtype(dtype).itemsize * (1 if key is None else dims[key])
+            per = _rows(key, dims)
+            total += -(-rows // per) * per * width
+    for group, dtype, shape, *_ in (extra or {}).values():
+        total += snapshots * np.dtype(dtype).itemsize * int(np.prod(shape))
+    return int(total)
 
 
 def _jsonable(v):
@@ -180,7 +218,7 @@ class SnapshotWriter:
         for table, target in ((_SNAPSHOT, self.snap), (_OBSERVABLE, self.obs)):
             for name, (group, dtype, key, units, desc, _) in table.items():
                 shape = () if key is None else (dims[key],)
-                rows = 64 if key is None else max(1, min(256, 2**20 // (16 * dims[key])))
+                rows = _rows(key, dims)
                 target[name] = f.create_dataset(f"{group}/{name}", shape=(0, *shape),
                                                 maxshape=(None, *shape), dtype=dtype,
                                                 chunks=(rows, *shape))
@@ -222,29 +260,87 @@ class SnapshotWriter:
 
     def append(self, state=None, **row):
         """One snapshot, then a flush; ``state``: arrays that resuming needs beyond the row
-        (operator mode: U(t)), overwritten in place (``/resume/<key>``)."""
+        (operator mode: U(t); the time-error companion's psi), overwritten in place
+        (``/resume/<key>``).  Checks the free space first and raises :class:`StorageError`
+        (the file closed valid at its last whole snapshot) when the write cannot be made."""
+        need = self.row_bytes(row, state)
+        free = self._free()
+        if free is not None and need > free:
+            self._fail(need, free, "no space left on the device")
         i = self.count
-        for name, ds in self.snap.items():
-            ds.resize(i + 1, axis=0)
-            ds[i] = row[name]
+        try:
+            for name, ds in self.snap.items():
+                ds.resize(i + 1, axis=0)
+                ds[i] = row[name]
+            for key, arr in (state or {}).items():  # two slots: the last whole one is kept
+                name = resume_name(key, i + 1)
+                if name not in self.f:
+                    self.f.create_dataset(name, data=arr)
+                else:
+                    self.f[name][...] = arr
+            self.f.attrs["snapshots_complete"] = i + 1
+            self.f.attrs["observables_complete"] = self.obs_count
+            self._flush()
+        except (OSError, RuntimeError) as e:   # h5py reports a failed flush as either
+            self._fail(need, free, str(e).splitlines()[0][:160])
+        self.count = i + 1
+
+    def row_bytes(self, row, state=None) -> int:
+        """Bytes the next flush may allocate: a chunk of each dataset whose next row starts
+        a new chunk (snapshots, and the observations written since the last flush), the
+        resume arrays the first time each slot is made, and 64 KiB of metadata."""
+        def chunks(ds, first, last):  # chunks newly touched by rows first..last
+            rows = ds.chunks[0]
+            n = last // rows - (first - 1) // rows if last >= first else 0
+            return n * rows * int(np.prod(ds.shape[1:], dtype=np.int64)) * ds.dtype.itemsize
+        need = 65536
         for key, arr in (state or {}).items():
-            name = f"resume/{key}"
-            if name not in self.f:
-                self.f.create_dataset(name, data=arr)
-            else:
-                self.f[name][...] = arr
-        self.count += 1
-        self.f.attrs["snapshots_complete"] = self.count
-        self.f.attrs["observables_complete"] = self.obs_count
+            if resume_name(key, self.count + 1) not in self.f:
+                need += np.asarray(arr).nbytes
+        for ds in self.snap.values():
+            need += chunks(ds, self.count, self.count)
+        done = int(self.f.attrs.get("observables_complete", 0))
+        for ds in self.obs.values():
+            need += chunks(ds, done, self.obs_count - 1)
+        return int(need)
+
+    def _free(self):
+        try:
+            return shutil.disk_usage(os.path.dirname(os.path.abspath(self.path))).free
+        except OSError:  # pragma: no cover
+            return None
+
+    def _flush(self):
         self.f.flush()
+
+    def _fail(self, need, free, cause):
+        """Close the file at its last whole snapshot (as far as the device lets us) and
+        raise :class:`StorageError`."""
+        count = self.count
+        try:
+            for ds in self.snap.values():
+                ds.resize(count, axis=0)
+            self.f.attrs["snapshots_complete"] = count
+            self.f.attrs["storage_error"] = cause
+            self.f.close()
+        except Exception:  # noqa: BLE001 -- the device refuses: what is on disk stays
+            try:
+                self.f.close()
+            except Exception:  # noqa: BLE001
+                pass
+        self.f = None
+        raise StorageError(self.path, count, need, free, cause)
 
     def observe(self, **row):
         """One row of observables (flushed with the next snapshot)."""
         i = self.obs_count
-        for name, ds in self.obs.items():
-            if ds.shape[0] <= i:
-                ds.resize(max(i + 1, 2 * ds.shape[0]), axis=0)
-            ds[i] = row[name]
+        try:
+            for name, ds in self.obs.items():
+                if ds.shape[0] <= i:
+                    ds.resize(max(i + 1, 2 * ds.shape[0]), axis=0)
+                ds[i] = row[name]
+        except (OSError, RuntimeError) as e:
+            self._fail(0, self._free(), str(e).splitlines()[0][:160])
         self.obs_count += 1
 
     def set_attrs(self, **attrs):
@@ -380,13 +476,26 @@ def resume_state(path) -> dict:
             state = {"input_toml": text.decode() if isinstance(text, bytes) else str(text),
                      "count": count, "step": int(f["snapshots/step"][count - 1]),
                      "psi": f["snapshots/psi"][count - 1],
-                     "U": f["resume/U"][...] if "resume/U" in f else None,
-                     "companion": f["resume/companion"][...] if "resume/companion" in f else None,
+                     "U": _resume_array(f, "U", count),
+                     "companion": _resume_array(f, "companion", count),
                      "attrs": {k: (v.decode() if isinstance(v, bytes) else v)
                                for k, v in f.attrs.items()}}
         except KeyError as e:
             raise NotOurFile(f"{path}: damaged run file (missing {e})") from None
     return state
+
+
+def resume_name(key, count) -> str:
+    """Where the arrays that resuming needs after ``count`` whole snapshots live: two slots
+    by parity, so a snapshot that fails half-written never touches the last whole one's."""
+    return f"resume/{key}_{count % 2}"
+
+
+def _resume_array(f, key, count):
+    for name in (resume_name(key, count), f"resume/{key}"):  # (a file of an earlier version)
+        if name in f:
+            return f[name][...]
+    return None
 
 
 def read(path) -> dict:

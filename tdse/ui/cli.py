@@ -113,13 +113,19 @@ def run(input_file, out_dir, resume_file, **opts):
     if resume_file:
         return _resume(resume_file, input_file, **opts)
     cfg = _load(input_file)
-    try:
-        os.makedirs(out_dir, exist_ok=True)
-    except OSError as e:
-        raise InputError(f"--out = {out_dir!r}: cannot create the folder ({e.strerror})") from None
-    if not os.access(out_dir, os.W_OK):
-        raise InputError(f"--out = {out_dir!r}: folder is not writable")
+    _check_out(out_dir)   # made only when the run starts: a refusal leaves no empty folder
     _go(cfg, input_file, out_dir, None, **opts)
+
+
+def _check_out(out_dir):
+    """--out must be a folder we can write, or one we can create (one-line errors)."""
+    probe = os.path.abspath(out_dir)
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise InputError(f"--out = {out_dir!r}: {probe} is not a folder")
+    if not os.access(probe, os.W_OK):
+        raise InputError(f"--out = {out_dir!r}: folder {probe} is not writable")
 
 
 @main.command()
@@ -154,15 +160,67 @@ def _resume(h5file, input_file, **opts):
     _go(cfg, h5file, out_dir, (state, h5file), **opts)
 
 
-def _go(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_inaccurate, threads,
-        yes, quiet, no_plots):
+def _go(cfg, label, out_dir, resume_arg, **opts):
+    """A run from the command line: SIGINT/SIGTERM at any moment (start-up, calibration,
+    the precheck, the loop) end it with 130/143; before the loop nothing is written."""
+    from ..run.interrupts import signal_guard
+    restore = signal_guard()
+    try:
+        _start(cfg, label, out_dir, resume_arg, **opts)
+    except KeyboardInterrupt as e:
+        sig = "SIGTERM" if str(e) == "SIGTERM" else "SIGINT"
+        click.echo(f"error: interrupted by {sig} during start-up: nothing was written", err=True)
+        sys.exit(143 if sig == "SIGTERM" else 130)
+    finally:
+        restore()
+
+
+def _start(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_inaccurate,
+           threads, yes, quiet, no_plots):
+    import warnings
+
     from ..run.driver import run as run_
     from ..run.interrupts import Interrupted
+    from ..run.snapshots import OutputExists, StorageError
+    out = (lambda m, err=False: None) if quiet else (lambda m, err=False: click.echo(m, err=err))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        existing = os.path.getsize(resume_arg[1]) if resume_arg else 0
+        plan = _plan(cfg, label, out_dir, backend, devices, threads, allow_inaccurate, yes, existing)
+        _header(plan, resume_arg, out)
+        try:
+            res = run_(plan, out_dir, force=force, progress=not quiet, resume=resume_arg,
+                       allow_inaccurate=allow_inaccurate)
+        except ConfigError as e:
+            raise InputError(str(e)) from None
+        except OutputExists as e:
+            p = e.args[0]
+            hint = f" (an interrupted run: continue it with `tdse resume {p}`)" if p.endswith(".part") else ""
+            raise InputError(f"output {p!r} exists{hint}; pass --force to overwrite it") from None
+        except Interrupted as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(143 if e.signame == "SIGTERM" else 130)
+        except StorageError as e:
+            raise InputError(str(e.strerror)) from None
+    for w in caught:
+        out(f"warning: {w.message}", err=True)
+    out(f"wrote {res.path} ({res.snapshots} snapshots, {res.steps} steps, "
+        f"{res.seconds:.1f} s, backend {res.backend})")
+    for line in error_summary(plan.config, plan.precheck, res.time_error) + _yield_lines(plan.config, res):
+        out(line)
+    if not no_plots:
+        from .plots import plot_run
+        for p in plot_run(res.path, out_dir):
+            out(f"wrote {p}")
+
+
+def _plan(cfg, label, out_dir, backend, devices, threads, allow_inaccurate, yes, existing=0):
+    """The set-up, once (disk, precheck, backend, threads, auto's choice, H(0)), and the
+    CPU-time refusal: one-line errors, nothing written."""
     from ..run.plan import prepare
-    from ..run.resources import cpu_seconds_estimate
-    from ..run.snapshots import OutputExists
-    say = (lambda m: None) if quiet else (lambda m: click.echo(m, err=True))
-    try:  # the whole set-up, once: precheck, backend, threads, auto's choice, H(0)
+    from ..run.resources import check_disk, cpu_seconds_estimate
+    try:
+        check_disk(cfg, out_dir, existing=existing)
         plan = prepare(cfg, backend=backend, devices=_devices(devices), threads=threads,
                        allow_inaccurate=allow_inaccurate)
     except ConfigError as e:  # a refusal is one line, nothing before it
@@ -174,49 +232,37 @@ def _go(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_inacc
             raise InputError(f"{label}: estimated {est / 3600:.1f} h on this CPU (N = {cfg.grid.n}, "
                              f"{cfg.time.steps} steps, {plan.backend.threads} BLAS thread(s)); pass "
                              f"--yes to run anyway, or --backend cupy to use GPUs")
+    return plan
+
+
+def _header(plan, resume_arg, out):
+    """What the run will do: warnings, notes, numerics, the time-error estimate's cost."""
+    cfg, pc = plan.config, plan.precheck
     for w in pc.warnings:
-        click.echo(f"warning: {w}", err=True)
+        out(f"warning: {w}", err=True)
     for note in pc.notes:
-        say(f"note: {note}")
+        out(f"note: {note}", err=True)
     if not pc.ok:
-        click.echo(f"warning: --allow-inaccurate: {pc.message}", err=True)
+        out(f"warning: --allow-inaccurate: {pc.message}", err=True)
     what = f"resuming at step {resume_arg[0]['step']} of" if resume_arg else ""
     pr = cfg.propagator
-    say(f"{cfg.name}: N = {cfg.grid.n} ({cfg.grid.stencil}{'-point' if cfg.grid.stencil != 'dvr' else ''}"
+    out(f"{cfg.name}: N = {cfg.grid.n} ({cfg.grid.stencil}{'-point' if cfg.grid.stencil != 'dvr' else ''}"
         f" kinetic energy), {what} {cfg.time.steps} steps of dt = {cfg.time.dt:g}, "
-        f"scheme {pr.scheme}; exponentials: {pc.message}".replace("  ", " "))
-    import warnings
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ResourceWarning)
-            res = run_(plan, out_dir, force=force, progress=not quiet, resume=resume_arg,
-                       allow_inaccurate=allow_inaccurate)
-    except ConfigError as e:
-        raise InputError(str(e)) from None
-    except OutputExists as e:
-        p = e.args[0]
-        hint = f" (an interrupted run: continue it with `tdse resume {p}`)" if p.endswith(".part") else ""
-        raise InputError(f"output {p!r} exists{hint}; pass --force to overwrite it") from None
-    except Interrupted as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(143 if e.signame == "SIGTERM" else 130)
-    for w in caught:
-        click.echo(f"warning: {w.message}", err=True)
-    click.echo(f"wrote {res.path} ({res.snapshots} snapshots, {res.steps} steps, "
-               f"{res.seconds:.1f} s, backend {res.backend})")
-    for line in error_summary(cfg, pc, res.time_error):
-        click.echo(line)
-    if cfg.absorber is not None:
-        obs = res.observables
-        click.echo(f"yield at t = {obs['t'][-1]:.4g}: {obs['yield'][-1]:.5g} as 1 - norm; "
-                   f"{obs['yield_flux'][-1]:.5g} as the flux into the absorbing layers "
-                   f"({obs['layer_norm'][-1]:.3g} of the norm is still inside them); <H>, <x>, "
-                   f"<p> are divided by the remaining norm, the acceleration is not")
-    if not no_plots:
-        from .plots import plot_run
-        for p in plot_run(res.path, out_dir):
-            if not quiet:
-                click.echo(f"wrote {p}")
+        f"scheme {pr.scheme}; exponentials: {pc.message}".replace("  ", " "), err=True)
+    if pr.time_error == "companion":
+        out("note: time error: a companion run at dt/2 beside this one (propagator.time_error = "
+            "\"companion\"): about 2-3x the stepping time; \"window\" or \"none\" cost less",
+            err=True)
+
+
+def _yield_lines(cfg, res):
+    if cfg.absorber is None:
+        return []
+    obs = res.observables
+    return [f"yield at t = {obs['t'][-1]:.4g}: {obs['yield'][-1]:.5g} as 1 - norm; "
+            f"{obs['yield_flux'][-1]:.5g} as the flux into the absorbing layers "
+            f"({obs['layer_norm'][-1]:.3g} of the norm is still inside them); <H>, <x>, "
+            f"<p> are divided by the remaining norm, the acceleration is not"]
 
 
 def error_summary(cfg, pc, time_error):

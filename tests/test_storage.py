@@ -1,0 +1,147 @@
+"""Storage faults lose nothing (#25 item 1): a write that fails -- injected at the k-th
+flush, or a real full file system -- ends the run with one line and exit code 2, leaves the
+``.part`` file valid at its last whole snapshot, and ``tdse resume`` then finishes a file
+bit-identical to an uninterrupted run's (CPU)."""
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tdse import config as cfgmod
+from tdse.run.driver import run
+from tdse.run.snapshots import SnapshotWriter, StorageError, read, resume_state
+from tdse.ui.cli import main
+
+TEXT = """
+name = "h"
+[grid]
+x_min = -6.4
+x_max = 6.4
+dx = 0.2
+[potential]
+a = 0.5
+[[potential.centres]]
+x0 = -1.0
+Z = 2.0
+amplitude = 0.3
+frequency = 3.0
+[[potential.centres]]
+x0 = 1.0
+Z = 2.0
+amplitude = 0.3
+frequency = 3.0
+[time]
+dt = 0.005
+t_end = 0.5
+[propagator]
+method = "dense"
+tolerance = 1e-12
+[output]
+every = 10
+"""
+KEYS = ("snapshots/psi", "snapshots/t", "snapshots/time_error", "observables/norm",
+        "observables/populations_ht", "observables/energy", "observables/t")
+
+
+def _fail_at(monkeypatch, k):
+    """The k-th flush of a run file raises OSError(ENOSPC), as a full disk does."""
+    calls = {"n": 0}
+    orig = SnapshotWriter._flush
+
+    def flaky(self):
+        calls["n"] += 1
+        if calls["n"] == k:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        orig(self)
+    monkeypatch.setattr(SnapshotWriter, "_flush", flaky)
+    return lambda: monkeypatch.setattr(SnapshotWriter, "_flush", orig)
+
+
+def _same(a, b):
+    for k in KEYS:
+        assert a[k].shape == b[k].shape, k
+        assert np.array_equal(a[k], b[k], equal_nan=True), k  # bit-identical on the CPU
+
+
+def test_injected_full_disk_then_resume_is_bit_identical(tmp_path, monkeypatch):
+    cfg = cfgmod.loads(TEXT)
+    ref = read(run(cfg, tmp_path / "ref", backend="numpy").path)
+    restore = _fail_at(monkeypatch, 4)
+    with pytest.raises(StorageError) as ei:
+        run(cfg, tmp_path / "cut", backend="numpy")
+    restore()
+    part = str(tmp_path / "cut" / "h.h5.part")
+    assert ei.value.path == part and "tdse resume" in str(ei.value.strerror)
+    st = resume_state(part)                       # valid, at its last whole snapshot
+    assert st["count"] == 3 and st["step"] == 20
+    res = run(cfg, None, backend="numpy", resume=(st, part))
+    _same(read(res.path), ref)
+
+
+def test_cli_reports_a_storage_fault_in_one_line(tmp_path, monkeypatch):
+    p = tmp_path / "h.toml"
+    p.write_text(TEXT)
+    _fail_at(monkeypatch, 2)
+    r = CliRunner().invoke(main, ["run", str(p), "--out", str(tmp_path / "o"), "--no-plots", "-q"])
+    assert r.exit_code == 2, r.output
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: cannot write") and "Traceback" not in r.output
+    assert "tdse resume" in lines[0] and "KiB" in lines[0]
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A real 512 KiB tmpfs (skipped where mounting is not allowed)."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)],
+                       capture_output=True)
+    if r.returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    yield mnt
+    subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+def test_a_real_full_file_system(small_fs, tmp_path, monkeypatch):
+    """The run starts with room for its file; another program then fills the disk: the run
+    stops cleanly at the next snapshot (no traceback, no segfault), the file is valid, and
+    once space is free again resuming finishes it bit-identically."""
+    cfg = cfgmod.loads(TEXT)
+    ref = read(run(cfg, tmp_path / "ref", backend="numpy").path)
+    orig = SnapshotWriter.append
+    calls = {"n": 0}
+    filler = small_fs / "filler"
+
+    def append_then_fill(self, *a, **k):
+        orig(self, *a, **k)
+        calls["n"] += 1
+        if calls["n"] == 3:  # leave ~8 KiB: less than the next snapshot needs
+            free = os.statvfs(small_fs).f_bavail * os.statvfs(small_fs).f_frsize
+            with open(filler, "wb") as f:
+                f.write(b"\0" * max(0, free - 8192))
+    monkeypatch.setattr(SnapshotWriter, "append", append_then_fill)
+    with pytest.raises(StorageError) as ei:
+        run(cfg, small_fs, backend="numpy")
+    monkeypatch.setattr(SnapshotWriter, "append", orig)
+    part = str(small_fs / "h.h5.part")
+    assert "no space" in str(ei.value.strerror)
+    st = resume_state(part)
+    assert st["count"] == 3
+    filler.unlink()
+    res = run(cfg, None, backend="numpy", resume=(st, part))
+    _same(read(res.path), ref)
+
+
+def test_refusals_leave_no_folder(tmp_path):
+    """A run refused before it starts (here: a Taylor step that misses its tolerance)
+    creates no output folder."""
+    p = tmp_path / "h.toml"
+    p.write_text(TEXT.replace('method = "dense"', 'method = "taylor"\nterms = 2'))
+    out = tmp_path / "never"
+    r = CliRunner().invoke(main, ["run", str(p), "--out", str(out), "--no-plots"])
+    assert r.exit_code == 2 and not out.exists()
