@@ -788,7 +788,8 @@ def _inputs(a):
                          "excitation_mean_t_ge_2": float(exc[late].mean()),
                          "excitation_final": float(exc[-1]),
                          "energy_rise_max": float((E - E[0]).max()),
-                         "yield_final": float(d["observables/yield"][-1])})
+                         "yield_final": float(d["observables/yield"][-1]),
+                         "yield_flux_final": float(d["observables/yield_flux"][-1])})
             _say(f"{name} threads={rows[-1]['threads']}: {wall:.1f} s")
     return rows, {}
 

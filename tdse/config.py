@@ -492,8 +492,10 @@ def _propagator(t, time: Time, time_dependent: bool, hermitian: bool):
         if window and kind != "window":
             raise ConfigError("propagator.error_window", w, f"is for time_error = \"window\" "
                               f"(time_error = {kind!r} here): drop it or set time_error = \"window\"")
-    else:  # default: the first tenth of the run (at least one step)
-        window = max(1, time.steps // 10) if kind == "window" else 0
+    else:
+        window = 0
+    if kind == "window" and not window:  # default: the first tenth of the run (at least one step)
+        window = max(1, time.steps // 10)
     return Propagator(method, terms, tol, op, scheme, window, kind)
 
 

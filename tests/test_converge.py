@@ -109,11 +109,17 @@ def test_a_study_runs_on_every_input(name):
     cfg = cfgmod.load(os.path.join(ROOT, "inputs", f"{name}.toml"))
     doc = study(cfg, levels=2, samples=2)
     for s in list(doc["space"].values()) + [doc["time"]]:
-        assert all(np.isfinite(e) for e in s["populations"]["errors"])
-    assert np.isfinite(doc["input_numerics"]["estimated_error"])
+        e = s["populations"]["errors"]
+        assert all(np.isfinite(e)) and e[0] >= e[1] >= 0   # refining never states more
+        assert s["populations"]["differences"][0] >= 0
+    num = doc["input_numerics"]
+    sp = doc["space"][str(cfg.grid.stencil)]["populations"]["errors"][0]
+    assert num["estimated_error"] == pytest.approx(
+        sp + doc["time"]["populations"]["errors"][0] + doc["box"]["errors"]["populations"])
     assert min(doc["box"]["n"]) > cfg.grid.n
 
 
+@pytest.mark.docs
 @pytest.mark.parametrize("name", INPUTS)
 def test_recorded_study_is_current_for_every_input(name):
     """README's accuracy claims come from these files: each is the study of the input as it
@@ -131,6 +137,7 @@ def test_recorded_study_is_current_for_every_input(name):
     assert f"{doc['input_numerics']['estimated_error']:.1e}" in readme, "README's accuracy table"
 
 
+@pytest.mark.docs
 def test_default_input_meets_its_claim_and_the_thesis_numerics_do_not():
     doc = json.load(open(os.path.join(RECORDED, "h2plus_moving_converge.json")))
     num = doc["input_numerics"]

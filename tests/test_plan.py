@@ -95,3 +95,24 @@ def test_bad_parameters_rejected(kw, msg):
     theta = args.pop("theta")
     with pytest.raises(ValueError, match=msg):
         plan_expm(theta, **args)
+
+
+@pytest.mark.parametrize("tol", [1e-14, 1e-10, 1e-6])
+@pytest.mark.parametrize("theta", [0.05, 0.5, 2.0, 5.0, 10.0, 20.0, 50.0])
+def test_claimed_bound_holds_against_the_exact_exponential(theta, tol):
+    """The plan's claim against the error measured: exp(i diag(lambda)) computed by mgemm's
+    products (the split path's real GEMMs, the squarings) against the exact e^(i lambda),
+    lambda spread over [-theta, theta].  A diagonal matrix is where the truncation bound is
+    (nearly) attained, so a bound evaluated at the wrong argument -- e.g. at theta/2, one
+    squaring too few, which made expm(2i I) claim 1e-16 and err by 6.5e-13 -- fails here.
+    Tolerance: 1.5 x (truncation bound + rounding estimate) + 2 u (measured: 0.3-1.0 x)."""
+    import numpy as np
+
+    import mgemm
+    lam = np.linspace(-theta, theta, 7)
+    A = np.diag(1j * lam)
+    Uc, plan = mgemm.expm(A, return_plan=True, tolerance=tol)
+    err = float(np.abs(np.diag(Uc) - np.exp(1j * lam)).max())
+    assert err <= 1.5 * (plan.truncation_bound + plan.rounding_estimate) + 2 * U, \
+        (err, plan.truncation_bound, plan.rounding_estimate)
+    assert err <= tol + 50 * U * max(1.0, theta)   # and so within what was asked

@@ -145,3 +145,39 @@ def test_refusals_leave_no_folder(tmp_path):
     out = tmp_path / "never"
     r = CliRunner().invoke(main, ["run", str(p), "--out", str(out), "--no-plots"])
     assert r.exit_code == 2 and not out.exists()
+
+
+@pytest.mark.parametrize("signame, code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_interrupt_during_start_up_exits_130_143_and_writes_nothing(tmp_path, monkeypatch,
+                                                                    signame, code):
+    """Ctrl-C (or SIGTERM) while the run is being set up (precheck, calibration, H(0)):
+    the documented exit code, one line, no folder, no file."""
+    import tdse.run.plan as plan_mod
+
+    def slow_prepare(*a, **k):
+        raise KeyboardInterrupt("SIGTERM" if signame == "SIGTERM" else "")
+    monkeypatch.setattr(plan_mod, "prepare", slow_prepare)
+    p = tmp_path / "h.toml"
+    p.write_text(TEXT)
+    out = tmp_path / "o"
+    r = CliRunner().invoke(main, ["run", str(p), "--out", str(out)])
+    assert r.exit_code == code, r.output
+    assert f"interrupted by {signame} during start-up: nothing was written" in r.output
+    assert not out.exists()
+
+
+def test_cpu_time_refusal_leaves_no_folder(tmp_path, monkeypatch):
+    import tdse.run.resources as res_mod
+    monkeypatch.setattr(res_mod, "cpu_seconds_estimate", lambda *a, **k: 1e9)
+    p = tmp_path / "h.toml"
+    p.write_text(TEXT)
+    out = tmp_path / "o"
+    r = CliRunner().invoke(main, ["run", str(p), "--out", str(out)])
+    assert r.exit_code == 2 and "--yes" in r.output and not out.exists()
+
+
+def test_quiet_prints_nothing_but_errors(tmp_path):
+    p = tmp_path / "h.toml"
+    p.write_text(TEXT)
+    r = CliRunner().invoke(main, ["run", str(p), "--out", str(tmp_path / "o"), "-q"])
+    assert r.exit_code == 0 and r.output == ""   # stdout and stderr together

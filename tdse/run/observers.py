@@ -118,7 +118,7 @@ class Snapshots(Observer):
             U_host = to_host(U.to_array() if hasattr(U, "to_array") else U)
             row, keep = {"P": self.transitions(U_host)}, {"U": U_host}
         keep = {**(keep or {}), **self.resume_extras} or None
-        row = {"time_error": np.nan, **row, **self.row_extras}
+        row = {"time_error": np.nan, "time_error_populations": np.nan, **row, **self.row_extras}
         if self.attr_extras:
             self.writer.set_attrs(**self.attr_extras)
         self.writer.append(state=keep, t=state.t, step=state.step, psi=psi,

@@ -57,6 +57,10 @@ _SNAPSHOT = {
                    "estimated bound on the time-discretisation error of psi here (L2 distance up "
                    "to a global phase): 2 x the distance to a companion run at dt/2; NaN without "
                    "propagator.time_error = \"companion\"", ()),
+    "time_error_populations": ("snapshots", np.float64, None, "1",
+                               "estimated time-discretisation error of the populations P_n in "
+                               "the eigenstates of H(0) here: 2 x max_n |P_n(psi) - P_n(psi at "
+                               "dt/2)|; NaN without propagator.time_error = \"companion\"", ()),
     "nodes": ("snapshots", np.int64, None, "1",
               "sign changes of Re(psi e^(-i arg psi(x_max))) where |psi| > node_eps max|psi| "
               "(not converged for a driven complex psi; see n_mean)", ()),

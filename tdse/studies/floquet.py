@@ -4,9 +4,14 @@ For centres moving as X_c(t) = x0_c + alpha sin(beta t + phase), H(t) has period
 T = 2 pi / beta.  The one-period propagator U(T), the product of M steps of the run's
 scheme (dt = T / M; midpoint or cfm4, each exponential by the run's method; a centre's
 ``ramp`` is set to 0: Floquet states belong to the periodic drive), has eigenvalues
-lambda_k = exp(-i eps_k T): eps_k are the quasi-energies, defined modulo 2 pi / T.
-Reported: the phases phi_k = eps_k T mod 2 pi in [0, 2 pi), eps_k = phi_k / T, and the
-overlaps |<F_k|n>|^2 of the Floquet states F_k with the lowest eigenstates n of H(0).
+lambda_k = exp(-i eps_k T): eps_k are the quasi-energies, defined modulo omega = 2 pi / T.
+**One convention** (``tdse floquet`` and ``--scan`` alike): eps_k = -arg(lambda_k) / T folded
+into the first zone [-omega/2, omega/2); the phases phi_k = eps_k T mod 2 pi in [0, 2 pi)
+are reported beside them, and for each eigenstate n of H(0) its quasi-energy's shift from
+E_n(0), (eps - E_n) folded into [-omega/2, omega/2) (the AC Stark shift for a weak drive: a
+smooth curve over a scan, where eps itself jumps by omega whenever E_n + shift crosses a
+zone edge).  Reported too: the overlaps |<F_k|n>|^2 of the Floquet states F_k with the
+lowest eigenstates n of H(0), and where two n share their Floquet state (``ties``).
 For a static potential (any T) the Floquet states are the eigenstates and
 phi_n = E_n T mod 2 pi -- the check in the tests.
 """
@@ -107,6 +112,7 @@ def analyse(config: Config, *, period=None, steps=None, count=8, backend="numpy"
                                                progress=progress)
     lam, F = np.linalg.eig(U)
     phases = np.mod(-np.angle(lam), 2 * math.pi)
+    eps = fold(phases / T, T)
     K = min(count, cfg.grid.n)
     E0, phi0 = states.eigenstates(cfg, 0.0, K)
     # phi0 rows are normalised with dx; F columns have unit 2-norm
@@ -118,11 +124,15 @@ def analyse(config: Config, *, period=None, steps=None, count=8, backend="numpy"
         "period": T, "steps": M, "dt": cfg.time.dt, "dt_note": note, "n": cfg.grid.n,
         "scheme": cfg.propagator.scheme, "method": cfg.propagator.method,
         "plan": pc.plan.as_dict(), "method_choice": choice, "unitarity": unitarity,
-        "phases": phases.tolist(), "quasi_energies": (phases / T).tolist(),
+        "convention": "quasi-energy eps = -arg(lambda)/T folded into [-omega/2, omega/2), "
+                      "omega = 2 pi/T; shift = (eps - E_n(0)) folded likewise",
+        "omega": 2 * math.pi / T,
+        "phases": phases.tolist(), "quasi_energies": eps.tolist(),
         "states": [{"n": int(n), "E_n": float(E0[n]), "E_n_T_mod_2pi": float(np.mod(E0[n] * T, 2 * math.pi)),
                     "floquet_index": int(best[n]), "overlap": float(ov[n, best[n]]),
                     "phase": float(phases[best[n]]),
-                    "quasi_energy": float(phases[best[n]] / T),
+                    "quasi_energy": float(eps[best[n]]),
+                    "shift": float(fold(eps[best[n]] - E0[n], T)),
                     "shared_with": [int(m) for m in range(K) if m != n and best[m] == best[n]]}
                    for n in range(K)],
         "ties": _ties(best),
@@ -161,9 +171,9 @@ def scan(config: Config, key: str, values, *, period=None, steps=None, count=4,
             "value": float(val), "period": T, "omega": 2 * math.pi / T, "steps": res["steps"],
             "dt": res["dt"], "dt_note": res["dt_note"], "method": res["method"],
             "unitarity": res["unitarity"],
-            "quasi_energies": fold(res["quasi_energies"], T).tolist(),
+            "quasi_energies": res["quasi_energies"],
             "states": [{"n": s["n"], "E_n": s["E_n"], "overlap": s["overlap"],
-                        "quasi_energy": float(fold(s["quasi_energy"], T)),
+                        "quasi_energy": s["quasi_energy"], "shift": s["shift"],
                         "shared_with": s["shared_with"]} for s in res["states"]],
             "ties": res["ties"]})
     unit = next((k.unit for k in KEYS if k.name == key), "")

@@ -6,6 +6,9 @@
 * ``autocorrelation``: |S(E)|^2 with S(E) = sum_j C(t_j) w(t_j) e^(i E t_j) dt of
   C(t) = <psi(0)|psi(t)> = sum_n |c_n|^2 e^(-i E_n t) (a time-independent H): peaks at the
   eigenenergies E_n of the states psi(0) holds, each as wide as the resolution 2 pi / T.
+  Under a periodic drive of frequency omega the peaks are the Floquet quasi-energies and
+  their sidebands eps + k omega, not the eigenvalues of H(0) (which the picture marks as a
+  reference only).
 
 Windows: ``hann`` (default), ``blackman``, ``none`` (rectangular).
 """
@@ -65,11 +68,23 @@ def autocorrelation(t, C, win="hann") -> dict:
             "resolution": 2 * math.pi / (dt * m), "units": "energy in hartree"}
 
 
-def peaks(x, y, rel=1e-3):
-    """x of the local maxima of y above rel * max(y)."""
+def peaks(x, y, rel=1e-3, most=None):
+    """x of the local maxima of y above rel * max(y), in increasing x; ``most``: only the
+    strongest that many."""
     x, y = np.asarray(x), np.asarray(y)
     i = np.flatnonzero((y[1:-1] > y[:-2]) & (y[1:-1] >= y[2:]) & (y[1:-1] > rel * y.max())) + 1
+    if most is not None and i.size > most:
+        i = np.sort(i[np.argsort(y[i])[::-1][:most]])
     return x[i]
+
+
+def drive_frequency(config) -> float | None:
+    """The drive's angular frequency: the laser's omega, else the centres' common frequency
+    (None for a static H, or centres moving at different frequencies)."""
+    if config.potential.field is not None:
+        return float(config.potential.field.omega)
+    freqs = {c.frequency for c in config.potential.centres if c.moving}
+    return float(freqs.pop()) if len(freqs) == 1 else None
 
 
 def from_file(d: dict, kind: str, win: str) -> dict:
@@ -83,8 +98,12 @@ def from_file(d: dict, kind: str, win: str) -> dict:
             omega0 = float(field["omega"])
         res = hhg(t, d["observables/acceleration"], omega0, win)
     elif kind == "autocorrelation":
+        from ..config import loads
         res = autocorrelation(t, d["observables/autocorrelation"], win)
         res["eigenenergies_h0"] = d["states/energies"].tolist()
+        res["drive_omega"] = drive_frequency(loads(d["attrs"].get("effective_toml") or
+                                                   d["attrs"]["input_toml"]))
+        res["peaks"] = peaks(res["energy"], res["power"], most=12).tolist()
     else:
         raise ValueError(f"kind must be one of {KINDS}, got kind={kind!r}")
     res["name"] = d["attrs"].get("name")

@@ -225,17 +225,25 @@ def check_nodes(count=6):
                  passed=found == list(range(count)))]
 
 
-def run_all(quick: bool = False) -> dict:
-    """All checks; ``quick`` trims the expm grid (for the test suite)."""
+def run_all(quick: bool = False, progress: bool = False) -> dict:
+    """All checks; ``quick`` trims the expm grid (for the test suite); ``progress``: a
+    progress bar over the checks (tqdm, on stderr)."""
+    from tqdm.auto import tqdm
+    jobs = [
+        ("expm vs scipy", lambda: check_expm(sizes=(16, 64, 256) if quick else (16, 32, 64, 128, 256),
+                                             dts=(0.002,) if quick else (0.0005, 0.002, 0.005))),
+        ("propagation vs scipy", lambda: check_propagation(steps=40 if quick else 100)),
+        ("dense vs chebyshev", lambda: check_chebyshev_reference(steps=20 if quick else 50)),
+        ("orders", check_order),
+        ("static phase", lambda: check_static_phase(steps=100 if quick else 200)),
+        ("dvr -1/2", check_dvr),
+        ("nodes", check_nodes),
+    ]
     checks = []
-    checks += check_expm(sizes=(16, 64, 256) if quick else (16, 32, 64, 128, 256),
-                         dts=(0.002,) if quick else (0.0005, 0.002, 0.005))
-    checks += check_propagation(steps=40 if quick else 100)
-    checks += check_chebyshev_reference(steps=20 if quick else 50)
-    checks += check_order()
-    checks += check_static_phase(steps=100 if quick else 200)
-    checks += check_dvr()
-    checks += check_nodes()
+    with tqdm(jobs, desc="validate", unit="check", disable=not progress) as bar:
+        for label, job in bar:
+            bar.set_postfix_str(label)
+            checks += job()
     return {"passed": all(c["passed"] for c in checks), "checks": checks}
 
 

@@ -276,7 +276,9 @@ def error_summary(cfg, pc, time_error):
                    f"{e['max_error']:.2g} at t = {e['t_max_error']:.4g}; {e['safety']:g} x the distance "
                    f"to a companion run at dt/2 over the whole run (per snapshot in "
                    f"/snapshots/time_error), which cost +{100 * e['companion_fraction']:.0f} % of "
-                   f"the stepping time")
+                   f"the stepping time; of the populations in H(0)'s eigenstates: "
+                   f"{e['population_error_at_t_end']:.2g} at t_end, largest "
+                   f"{e['max_population_error']:.2g}")
     elif e:
         out.append(f"time-discretisation error of psi ({e['scheme']}, order {e['order']}, "
                    f"dt = {e['dt']:g}), estimated by step doubling over t = "
@@ -387,9 +389,9 @@ def spectrum(h5file, kind, win, out_dir, force):
     _write_json(base + ".json", res)
     plot_spectrum(res, base + ".png")
     if kind == "autocorrelation":
-        found = peaks(res["energy"], res["power"])
-        click.echo(f"peaks (hartree, resolution {res['resolution']:.3g}): "
-                   + ", ".join(f"{e:.4f}" for e in found[:12]))
+        click.echo(f"the {len(res['peaks'])} strongest peaks (hartree, resolution "
+                   f"{res['resolution']:.3g}; all inside the picture): "
+                   + ", ".join(f"{e:.4f}" for e in res["peaks"]))
     click.echo(f"wrote {base}.json, {base}.png")
 
 
@@ -420,7 +422,7 @@ def animate(h5file, out_file, fps, force):
 def validate(as_json, quick):
     """Check mgemm.expm and the propagator against SciPy and analytic cases."""
     from ..studies.validate import run_all, summary_rows
-    res = run_all(quick=quick)
+    res = run_all(quick=quick, progress=not as_json)
     if as_json:
         click.echo(json.dumps(res, indent=1))
     else:

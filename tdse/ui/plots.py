@@ -25,123 +25,207 @@ from ..run.snapshots import read  # noqa: E402
 
 
 def plot_run(h5path, out_dir=None, node_eps=None) -> list[str]:
+    """Every picture of a run file (OUT/<name>_<what>.png); returns their paths."""
     d = read(h5path)
     name = d["attrs"].get("name", os.path.splitext(os.path.basename(h5path))[0])
     out_dir = out_dir or os.path.dirname(os.path.abspath(h5path))
     os.makedirs(out_dir, exist_ok=True)
-    x, t, psi = d["grid/x"], d["snapshots/t"], d["snapshots/psi"]
-    if t.size == 0:
+    if d["snapshots/t"].size == 0:
         raise ValueError(f"{h5path}: holds no snapshots to plot")
-    to = d["observables/t"]
     eps = node_eps if node_eps is not None else _eps_from(d)
     files = []
-
-    def save(fig, what):
+    figs = [("spacetime", spacetime_figure(d, name)), ("nodes", nodes_figure(d, name, eps)),
+            ("populations", populations_figure(d, name, population_floor(d, out_dir))),
+            ("drift", drift_figure(d)), ("snapshots", snapshots_figure(d, name))]
+    if "operator/P" in d and len(d["operator/P"]):
+        figs.append(("transitions", transitions_figure(d)))
+    for what, fig in figs:
         p = os.path.join(out_dir, f"{name}_{what}.png")
         fig.savefig(p, dpi=110, bbox_inches="tight")
         plt.close(fig)
         files.append(p)
+    return files
 
-    dens = np.abs(psi) ** 2
+
+def _xlim(d):
+    x, dens = d["grid/x"], np.abs(d["snapshots/psi"]) ** 2
     xmask = dens.max(axis=0) > 1e-4 * dens.max()
-    xlim = (x[xmask].min(), x[xmask].max()) if xmask.any() else (x[0], x[-1])
+    return (x[xmask].min(), x[xmask].max()) if xmask.any() else (x[0], x[-1])
 
-    # |psi|^2 space-time map with nodes
+
+def _config(d):
+    from ..config import loads
+    return loads(d["attrs"].get("effective_toml") or d["attrs"]["input_toml"])
+
+
+def spacetime_figure(d, name):
+    """|psi(x, t)|^2 over the snapshots with the centres' paths (bright dashed lines with a
+    dark edge: visible on every colour of the map)."""
+    import matplotlib.patheffects as pe
+    x, t, psi = d["grid/x"], d["snapshots/t"], d["snapshots/psi"]
+    dens = np.abs(psi) ** 2
     fig, ax = plt.subplots(figsize=(8, 5))
     tt = t if t.size > 1 else np.array([t[0], t[0] + 1e-9])
     im = ax.pcolormesh(x, tt, dens if t.size > 1 else np.vstack([dens, dens]),
                        shading="auto", cmap="magma")
-    for ti, p in zip(t, psi):
-        xs = node_positions(x, p, eps)
-        ax.plot(xs, np.full(xs.size, ti), ".", color="cyan", ms=2)
     for c in range(d["snapshots/centres"].shape[1]):
-        ax.plot(d["snapshots/centres"][:, c], t, "w--", lw=0.6)
-    ax.set_xlim(*xlim)
+        ax.plot(d["snapshots/centres"][:, c], t, "--", color="deepskyblue", lw=1.4,
+                path_effects=[pe.Stroke(linewidth=3, foreground="black"), pe.Normal()],
+                label="nuclear centres X_c(t)" if c == 0 else None)
+    ax.set_xlim(*_xlim(d))
     ax.set(xlabel="x (bohr)", ylabel="t (a.u. of time)",
-           title=f"{name}: |psi(x,t)|^2, nodes of Re psi (dots, eps = {eps:g}), centres (dashed)")
+           title=f"{name}: |psi(x,t)|^2 and the centres (node counts: {name}_nodes.png)")
+    ax.legend(loc="upper right", fontsize=8)
     fig.colorbar(im, ax=ax, label="|psi|^2 (bohr^-1)")
-    save(fig, "spacetime")
+    return fig
 
-    # <n>(t) and the node count
+
+def nodes_figure(d, name, eps):
+    """<n>(t) -- the observable that converges -- and the node count, each drawn as what it
+    is: the count as small grey marks with its noise explained."""
+    t, to = d["snapshots/t"], d["observables/t"]
     fig, ax = plt.subplots(figsize=(8, 3.6))
     K = d["observables/populations_ht"].shape[1] if to.size else 0
     if to.size:
-        ax.plot(to, d["observables/n_mean"], "C0", lw=1.2,
-                label=f"<n> = sum n P_n, eigenstates of H(t), n < {K} (converges)")
-    ax.plot(t, d["snapshots/nodes"], "o", color="C3", ms=3,
-            label=f"node count of Re psi at snapshots (eps = {eps:g})")
+        ax.plot(to, d["observables/n_mean"], "C0", lw=1.6,
+                label=f"<n> = sum n P_n(t), eigenstates of H(t), n < {K}: the signal (converges)")
+    ax.plot(t, d["snapshots/nodes"], "x", color="0.55", ms=4,
+            label=f"sign changes of Re psi at the snapshots (eps = {eps:g}): not converged")
+    top = max([float(np.max(d["snapshots/nodes"]))] +
+              ([float(np.max(d["observables/n_mean"]))] if to.size else []))
+    ax.set_ylim(-0.3, 1.45 * top + 1.0)   # room for the caption above the marks
     ax.set(xlabel="t (a.u. of time)", ylabel="nodes",
-           title=f"{name}: population-weighted node number and node count")
-    ax.text(0.01, 0.97, "the count of a driven complex psi changes with eps and with the time "
-            "sampling;\n<n>(t) is the observable that converges with dx and dt",
-            transform=ax.transAxes, fontsize=7, va="top", color="0.3")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
-    save(fig, "nodes")
+           title=f"{name}: population-weighted node number <n>(t) and the node count")
+    ax.text(0.01, 0.97, "a driven complex psi has no true nodes: its sign-change count changes "
+            "with eps and the time sampling\n(it equals n only in an eigenstate n); <n>(t) is the "
+            "number to read", transform=ax.transAxes, fontsize=7, va="top", color="0.3")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1, frameon=False)
+    return fig
 
-    fig, axs = plt.subplots(1, 2, figsize=(11, 3.5), sharey=True)
+
+def population_floor(d, out_dir=None):
+    """(floor over the observation times, what it is): the populations' stated error --
+    the run's time error of the populations (/snapshots/time_error_populations), and the
+    grid's error from a
+    ``tdse converge`` study of this very input beside the file (its sha256 must match) or
+    recorded in docs/convergence -- or (None, None) without either."""
+    to = d["observables/t"]
+    parts, floor = [], np.zeros(to.size)
+    te = d.get("snapshots/time_error_populations")
+    if te is not None and np.isfinite(te).any():
+        ok = np.isfinite(te)
+        floor = np.maximum(floor, np.interp(to, d["snapshots/t"][ok], te[ok]))
+        parts.append("the run's time error")
+    conv = _converge_error(d, out_dir)
+    if conv is not None:
+        floor = np.maximum(floor, conv)
+        parts.append(f"the grid's error {conv:.1e} (tdse converge)")
+    return (floor, " and ".join(parts)) if parts else (None, None)
+
+
+def _converge_error(d, out_dir):
+    import hashlib
+    import json
+    name = d["attrs"].get("name")
+    sha = hashlib.sha256((d["attrs"].get("input_toml") or "").encode()).hexdigest()
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for folder in (out_dir, os.path.join(here, "docs", "convergence")):
+        p = os.path.join(folder or ".", f"{name}_converge.json")
+        if os.path.exists(p):
+            doc = json.load(open(p))
+            if doc.get("input_sha256") == sha:
+                return float(doc["input_numerics"]["estimated_error"])
+    return None
+
+
+def populations_figure(d, name, floor=(None, None)):
+    """P_n(t) in the eigenstates of H(0) and of H(t) on a log axis, with the stated error
+    drawn as a grey floor: a population below it is not resolved by this run."""
+    to = d["observables/t"]
+    band, what = floor
+    fig, axs = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
     for ax, key, title in ((axs[0], "populations_h0", "eigenstates of H(0)"),
                            (axs[1], "populations_ht", "eigenstates of H(t)")):
         P = d[f"observables/{key}"]
         for n in range(P.shape[1]):
             ax.plot(to, np.clip(P[:, n], 1e-16, None), label=f"n = {n}")
+        if band is not None:
+            ax.fill_between(to, 1e-12, np.clip(band, 1e-12, None), color="0.8", zorder=0,
+                            label="below: within the stated error")
         ax.set(xlabel="t (a.u. of time)", title=title, yscale="log", ylim=(1e-12, 2))
     axs[0].set_ylabel("population P_n(t)")
     axs[1].legend(fontsize=8)
-    save(fig, "populations")
+    if what:
+        fig.suptitle(f"{name}: populations; grey: the stated error ({what})", fontsize=9)
+    return fig
 
+
+def drift_figure(d):
+    to = d["observables/t"]
     fig, axs = plt.subplots(1, 2, figsize=(11, 3.5))
-    absorber = "[absorber]" in (d["attrs"].get("effective_toml") or "")
-    if absorber:
-        axs[0].plot(to, d["observables/yield"])
-        axs[0].set(xlabel="t (a.u. of time)", ylabel="1 - norm",
+    if "[absorber]" in (d["attrs"].get("effective_toml") or ""):
+        axs[0].plot(to, d["observables/yield"], label="1 - norm")
+        if "observables/yield_flux" in d:
+            axs[0].plot(to, d["observables/yield_flux"], "--", label="flux into the layers")
+        axs[0].set(xlabel="t (a.u. of time)", ylabel="yield",
                    title="ionisation yield (norm taken by the absorber)")
+        axs[0].legend(fontsize=8)
     else:
         axs[0].plot(to, d["observables/norm"] - 1.0)
         axs[0].set(xlabel="t (a.u. of time)", ylabel="norm - 1", title="norm drift")
     axs[1].plot(to, d["observables/energy"])
     axs[1].set(xlabel="t (a.u. of time)", ylabel="<H(t)> (hartree)",
-               title="energy <T + V(t)> (with a field: + x E(t))")
-    save(fig, "drift")
+               title="energy <T + V(t)> (with a field: + x E(t)), per remaining norm")
+    return fig
 
-    fig, ax = plt.subplots(figsize=(8, 4))
+
+def snapshots_figure(d, name):
+    """psi at up to four snapshots, one panel each, with V(x, t) at that snapshot's own
+    time (the wells where they are then)."""
+    from ..model.potential import total
+    x, t, psi = d["grid/x"], d["snapshots/t"], d["snapshots/psi"]
+    cfg = _config(d)
     picks = sorted(set(np.linspace(0, t.size - 1, min(4, t.size)).astype(int)))
-    amp = np.abs(psi).max()
-    V0 = d["potential/V0"]
-    ax2 = ax.twinx()
-    ax2.plot(x, V0, color="0.6", lw=1)
-    ax2.set_ylabel("V(x, 0) (hartree)", color="0.5")
-    for k, i in enumerate(picks):
-        off = 2.2 * amp * k
-        ax.plot(x, psi[i].real + off, "C0", lw=1, label="Re psi" if k == 0 else None)
-        ax.plot(x, psi[i].imag + off, "C1", lw=1, label="Im psi" if k == 0 else None)
-        ax.plot(x, np.abs(psi[i]) + off, "k", lw=1, label="|psi|" if k == 0 else None)
-        ax.text(xlim[0] + 0.02 * (xlim[1] - xlim[0]), off + 0.5 * amp, f"t = {t[i]:.3g}", fontsize=8)
-    ax.set_xlim(*xlim)
-    ax.set(xlabel="x (bohr)", ylabel="psi (bohr^-1/2), offset per time", title=f"{name}: snapshots")
-    ax.legend(loc="upper right", fontsize=8)
-    save(fig, "snapshots")
-    if "operator/P" in d and len(d["operator/P"]):
-        P = d["operator/P"]
-        K = P.shape[1]
-        fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
-        im = a1.imshow(np.log10(np.clip(P[-1], 1e-12, None)), origin="lower", cmap="viridis",
-                       vmin=-12, vmax=0)
-        a1.set_xticks(range(K))
-        a1.set_yticks(range(K))
-        a1.set_xlabel("initial state n")
-        a1.set_ylabel("final state m")
-        a1.set_title(f"P_mn = |<m|U(t)|n>|^2 at t = {t[-1]:.4g} a.u.", fontsize=9)
-        fig.colorbar(im, ax=a1, label="log10 P_mn")
-        for m in range(min(K, 8)):
-            a2.plot(t, np.clip(P[:, m, 0], 1e-16, None), label=f"m = {m}")
-        a2.set_yscale("log")
-        a2.set_ylim(max(1e-12, float(P[:, :, 0].min()) or 1e-12), 1.5)
-        a2.set_xlabel("t (a.u. of time)")
-        a2.set_ylabel("P_m0(t)")
-        a2.set_title("from the ground state of H(0)")
-        a2.legend(fontsize=7, ncol=2)
-        save(fig, "transitions")
-    return files
+    xlim = _xlim(d)
+    fig, axs = plt.subplots(len(picks), 1, figsize=(8, 1.9 * len(picks) + 0.6), sharex=True,
+                            squeeze=False)
+    for ax, i in zip(axs[:, 0], picks):
+        ax.plot(x, psi[i].real, "C0", lw=1, label="Re psi")
+        ax.plot(x, psi[i].imag, "C1", lw=1, label="Im psi")
+        ax.plot(x, np.abs(psi[i]), "k", lw=1, label="|psi|")
+        ax2 = ax.twinx()
+        ax2.plot(x, total(cfg.potential, x, float(t[i])), color="0.6", lw=1, label="V(x, t)")
+        ax2.set_ylabel("V (Ha)", color="0.5", fontsize=8)
+        ax.set_ylabel("psi (bohr^-1/2)", fontsize=8)
+        ax.text(0.01, 0.85, f"t = {t[i]:.4g}", transform=ax.transAxes, fontsize=8)
+    axs[0, 0].legend(loc="upper right", fontsize=7, ncol=3)
+    axs[-1, 0].set_xlim(*xlim)
+    axs[-1, 0].set_xlabel("x (bohr)")
+    axs[0, 0].set_title(f"{name}: snapshots, with V(x, t) at each snapshot's time (grey)")
+    return fig
+
+
+def transitions_figure(d):
+    t, P = d["snapshots/t"], d["operator/P"]
+    K = P.shape[1]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    im = a1.imshow(np.log10(np.clip(P[-1], 1e-12, None)), origin="lower", cmap="viridis",
+                   vmin=-12, vmax=0)
+    a1.set_xticks(range(K))
+    a1.set_yticks(range(K))
+    a1.set_xlabel("initial state n")
+    a1.set_ylabel("final state m")
+    a1.set_title(f"P_mn = |<m|U(t)|n>|^2 at t = {t[-1]:.4g} a.u.", fontsize=9)
+    fig.colorbar(im, ax=a1, label="log10 P_mn")
+    for m in range(min(K, 8)):
+        a2.plot(t, np.clip(P[:, m, 0], 1e-16, None), label=f"m = {m}")
+    a2.set_yscale("log")
+    a2.set_ylim(max(1e-12, float(P[:, :, 0].min()) or 1e-12), 1.5)
+    a2.set_xlabel("t (a.u. of time)")
+    a2.set_ylabel("P_m0(t)")
+    a2.set_title("from the ground state of H(0)")
+    a2.legend(fontsize=7, ncol=2)
+    return fig
 
 
 def _eps_from(d) -> float:
@@ -213,10 +297,26 @@ def plot_spectrum(res, path):
     else:
         E = np.asarray(res["energy"])
         ax.semilogy(E, np.clip(p, floor, None), lw=0.8, label="|S(E)|^2")
-        for k, e in enumerate(res.get("eigenenergies_h0", [])):
-            ax.axvline(e, color="C3", lw=0.6, ls="--", label="eigenvalues of H(0)" if k == 0 else None)
-        lo = min(res.get("eigenenergies_h0", [E.min()]))
-        ax.set_xlim(lo - 0.5, max(res.get("eigenenergies_h0", [0.0])) + 1.0)
+        found = list(res.get("peaks", []))
+        eig = list(res.get("eigenenergies_h0", []))
+        w = res.get("drive_omega")
+        span = found + (eig if not w else [])
+        lo, hi = (min(span), max(span)) if span else (E.min(), E.max())
+        pad = max(0.05 * (hi - lo), 3 * res["resolution"], 0.5)
+        ax.set_xlim(lo - pad, hi + pad)    # every printed peak inside the picture
+        for e in found:
+            ax.plot([e], [np.interp(e, E, p)], "v", color="C0", ms=5)
+        for k, e in enumerate(eig):
+            ax.axvline(e, color="C3", lw=0.6, ls="--",
+                       label=("eigenvalues of H(0) (a reference: a driven run's peaks are "
+                              "quasi-energies)" if w else "eigenvalues of H(0)") if k == 0 else None)
+        if w and found:   # the drive's sidebands around the strongest peak
+            top = found[int(np.argmax([np.interp(e, E, p) for e in found]))]
+            ks = [k for k in range(-40, 41) if lo - pad <= top + k * w <= hi + pad and k]
+            for j, k in enumerate(ks):
+                ax.axvline(top + k * w, color="C2", lw=0.6, ls=":",
+                           label=f"sidebands of the strongest peak, +- k omega (omega = {w:.4g})"
+                           if j == 0 else None)
         ax.set_xlabel("E (hartree)")
         ax.set_ylabel("|S(E)|^2 (a.u.)")
         ax.set_title(f"{res.get('name')}: spectrum of <psi(0)|psi(t)> ({res['window']} window, "
@@ -299,38 +399,42 @@ def plot_floquet(res: dict, path: str):
 
 
 def plot_scan(res: dict, path: str):
-    """The quasi-energy map over the scanned key (all states grey, the Floquet states
-    of the lowest eigenstates of H(0) in colour, dot area ~ overlap) and the overlaps."""
+    """The quasi-energy map over the scanned key, read as physics: for each of the lowest
+    eigenstates n of H(0), the shift of its Floquet state's quasi-energy from E_n(0),
+    (eps - E_n) folded into [-omega/2, omega/2) -- a curve (the AC Stark shift) that runs
+    smoothly where eps itself would jump by omega -- drawn as a line broken where it wraps;
+    a red ring where two n share one Floquet state (an avoided crossing); the overlaps
+    below.  Atomic units."""
     pts = res["points"]
     x = np.array([p["value"] for p in pts])
     fig, (ax, bx) = plt.subplots(2, 1, figsize=(8.5, 7), sharex=True,
                                  gridspec_kw={"height_ratios": [2.2, 1]})
-    for p in pts:
-        q = np.asarray(p["quasi_energies"])
-        ax.plot(np.full(q.size, p["value"]), q, ".", color="0.75", ms=2, zorder=1)
     w = np.array([p["omega"] for p in pts])
     ax.plot(x, 0.5 * w, "--", color="0.4", lw=0.8)
     ax.plot(x, -0.5 * w, "--", color="0.4", lw=0.8, label="zone edges +-omega/2")
     K = len(pts[0]["states"]) if pts else 0
     colors = plt.cm.viridis(np.linspace(0, 0.9, max(K, 1)))
     marks = "os^vDP*X"
+    ringed = False
     for k in range(K):  # hollow odd n: a near-degenerate pair (n, n+1) stays visible
-        e = np.array([p["states"][k]["quasi_energy"] for p in pts])
+        e = np.array([p["states"][k].get("shift", p["states"][k]["quasi_energy"]) for p in pts])
         o = np.array([p["states"][k]["overlap"] for p in pts])
         m, face = marks[k % len(marks)], (colors[k] if k % 2 == 0 else "none")
+        line = e.copy()
+        line[1:][np.abs(np.diff(e)) > 0.5 * w[1:]] = np.nan   # break the line where it wraps
+        ax.plot(x, line, "-", color=colors[k], lw=1.0, zorder=2)
         ax.scatter(x, e, s=50 * o + 6, marker=m, facecolors=face, edgecolors=colors[k],
-                   linewidths=1.2, zorder=3 + (k % 2), label=f"n = {k}")
+                   linewidths=1.2, zorder=3 + (k % 2), label=f"n = {k} (area ~ overlap)")
         bx.plot(x, o, "-", marker=m, ms=4, mfc=face, color=colors[k], label=f"n = {k}")
         tied = np.array([bool(p["states"][k].get("shared_with")) for p in pts])
         if tied.any():  # an avoided crossing: two states of H(0) on one Floquet state
-            ax.scatter(x[tied], e[tied], s=160, marker="o", facecolors="none", edgecolors="red",
+            ax.scatter(x[tied], e[tied], s=170, marker="o", facecolors="none", edgecolors="red",
                        linewidths=1.0, zorder=6,
-                       label="shared Floquet state (avoided crossing)" if k == 0 or not
-                       any(bool(p["states"][j].get("shared_with")) for j in range(k) for p in pts)
-                       else None)
+                       label=None if ringed else "shares its Floquet state (avoided crossing)")
+            ringed = True
     unit = f" ({res['key_unit']})" if res.get("key_unit") else ""
-    ax.set_ylabel("quasi-energy eps (hartree), folded into [-omega/2, omega/2)")
-    ax.set_title(f"{res['name']}: Floquet quasi-energies over {res['key']} (N = {res['n']})")
+    ax.set_ylabel("eps_n - E_n(0) (hartree),\nfolded into [-omega/2, omega/2)")
+    ax.set_title(f"{res['name']}: Floquet quasi-energy shifts over {res['key']} (N = {res['n']})")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     bx.set_ylabel("max_F |<F|n>|^2")
     bx.set_ylim(-0.05, 1.05)
