@@ -11,7 +11,15 @@ observables) -> ``tdse.config`` (the one validation module).
 Python API (docs/PYTHON.md): :func:`load_config`, :func:`simulate` (a :class:`Result`),
 :func:`prepare` (a frozen :class:`RunPlan`) and :func:`evolve` (the one loop)."""
 from .version import __version__
-from .api import Observer, Result, RunPlan, State, evolve, load_config, prepare, simulate
 
 __all__ = ["__version__", "load_config", "simulate", "Result", "prepare", "evolve", "RunPlan",
            "Observer", "State"]
+
+
+def __getattr__(name):
+    """The API is imported on first use (PEP 562): `tdse` on the command line starts without
+    NumPy, SciPy and h5py, so even an interrupt during start-up is the CLI's to handle."""
+    if name in __all__:
+        from . import api
+        return getattr(api, name)
+    raise AttributeError(f"module 'tdse' has no attribute {name!r}")

@@ -20,7 +20,7 @@ from typing import Any
 __all__ = ["ConfigError", "Config", "Grid", "Centre", "Potential", "Field", "Absorber",
            "Initial", "Time", "Propagator", "Output", "load", "loads", "load_config", "parse",
            "to_toml", "input_reference", "KEYS", "available_memory",
-           "STENCILS", "SCHEMES", "METHODS", "TIME_ERRORS", "ENVELOPES", "WHOLE_RTOL", "with_value"]
+           "STENCILS", "SCHEMES", "METHODS", "TIME_ERRORS", "ENVELOPES", "WHOLE_RTOL", "with_value", "key_unit"]
 
 #: how close to a whole number (relative) a count such as (x_max - x_min)/dx must be
 WHOLE_RTOL = 1e-9
@@ -661,6 +661,11 @@ def to_toml(cfg: Config) -> str:
               f"every = {o.every}", f"observables_every = {o.observables_every}",
               f"populations = {o.populations}", f"node_eps = {o.node_eps!r}", ""]
     return "\n".join(lines)
+
+
+def key_unit(key: str) -> str:
+    """The unit of an input key as KEYS states it ("" for none)."""
+    return next((k.unit for k in KEYS if k.name == key), "")
 
 
 def input_reference() -> str:

@@ -80,7 +80,8 @@ def test_one_run_does_each_setup_once(monkeypatch, inputs_dir):
     monkeypatch.setattr(plan_mod, "run_precheck", count_pre)
     monkeypatch.setattr(stepper.Stepper, "__init__", count_init)
     cfg = tdse.load_config(os.path.join(inputs_dir, "h2plus_moving.toml"))
-    cfg = with_value(with_value(cfg, "propagator.error_window", 0.1), "time.t_end", 0.2)
+    cfg = with_value(with_value(with_value(cfg, "propagator.time_error", "window"),
+                                "propagator.error_window", 0.1), "time.t_end", 0.2)
     res = tdse.simulate(cfg, backend="numpy")
     steps = cfg.time.steps
     assert len(res.observables["t"]) == steps + 1

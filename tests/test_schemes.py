@@ -199,9 +199,13 @@ def test_new_keys_are_validated(inputs_dir, edit, key, words):
 
 def test_scheme_and_window_defaults(inputs_dir):
     tiny = cfgmod.load(os.path.join(inputs_dir, "tiny.toml"))
-    assert tiny.propagator.scheme == "cfm4" and tiny.propagator.error_window == 20  # 200 steps / 10
+    assert tiny.propagator.scheme == "cfm4" and tiny.propagator.time_error == "companion"
+    assert tiny.propagator.error_window == 0
+    window = tiny.with_value("propagator.time_error", "window")
+    assert window.propagator.error_window == 20  # 200 steps / 10
     static = cfgmod.load(os.path.join(inputs_dir, "h2plus_static.toml"))
     assert static.propagator.scheme == "midpoint" and static.propagator.error_window == 0
+    assert static.propagator.time_error == "none"
     fig6 = cfgmod.load(os.path.join(inputs_dir, "thesis_fig6.toml"))
     assert (fig6.grid.stencil, fig6.grid.dx, fig6.propagator.scheme, fig6.propagator.method,
             fig6.propagator.terms, fig6.time.dt) == (3, 0.1, "midpoint", "taylor", 10, 0.002)
@@ -213,7 +217,8 @@ def test_time_error_estimate_tracks_the_true_error(tmp_path, inputs_dir):
     run at dt/16 (same grid): within a factor 2 either way."""
     cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml"))
     cfg = dataclasses.replace(cfg, time=dataclasses.replace(cfg.time, dt=0.05),
-                              propagator=dataclasses.replace(cfg.propagator, error_window=20))
+                              propagator=dataclasses.replace(cfg.propagator, error_window=20,
+                                                             time_error="window"))
     res = run(cfg, tmp_path, backend="numpy")
     est = res.time_error
     assert est["window_steps"] == 20 and est["order"] == 4

@@ -181,3 +181,23 @@ def test_quiet_prints_nothing_but_errors(tmp_path):
     p.write_text(TEXT)
     r = CliRunner().invoke(main, ["run", str(p), "--out", str(tmp_path / "o"), "-q"])
     assert r.exit_code == 0 and r.output == ""   # stdout and stderr together
+
+
+@pytest.mark.slow
+def test_sigint_half_a_second_into_a_real_run_exits_130_and_leaves_nothing(tmp_path):
+    """A real process (`tdse run` of the main job): SIGINT 0.5 s in -- during its imports,
+    the precheck or auto's calibration -- exits 130 with one line, no traceback, no folder."""
+    import signal
+    import sys
+    import time
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = tmp_path / "o"
+    p = subprocess.Popen([sys.executable, "-m", "tdse.ui.cli", "run",
+                          os.path.join(root, "inputs", "h2plus_moving.toml"), "--out", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=root)
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err
+    assert "Traceback" not in err and "interrupted by SIGINT" in err
+    assert not out.exists() or not any(out.iterdir())

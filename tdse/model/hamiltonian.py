@@ -242,3 +242,55 @@ class Operator:
             kin = xp.fft.ifft(lam * xp.fft.fft(pad, axis=0), axis=0)[:n]
         kin += diag * X
         return kin
+
+
+#: the DVR's kinetic energy is applied to a block by one GEMM up to this N (the dense T,
+#: N^2 reals, cached), by FFT beyond
+DVR_GEMM_MAX_N = 4096
+
+
+class BlockOperator:
+    """X -> alpha (scale T X + (V - shift) * X) for an N x B block X whose columns have
+    their own potentials V (N x B): the kinetic part is one sparse product (stencils) or one
+    GEMM (the DVR, N <= DVR_GEMM_MAX_N; by FFT beyond) for the whole block, the diagonal
+    elementwise.  What a batch of runs that share grid, stencil and time step applies in
+    each Chebyshev term (:class:`tdse.numerics.stepper.BatchStepper`)."""
+
+    def __init__(self, grid, scale, V, xp=np, alpha=1.0, shift=0.0):
+        self.xp, self.n = xp, grid.n
+        self.diag = alpha * (xp.asarray(V, dtype=np.float64) - shift)
+        self.k = alpha * scale
+        if grid.stencil == "dvr" and grid.n <= DVR_GEMM_MAX_N:
+            self.T = kinetic_dense(grid, xp)
+            self.mat = None
+        elif grid.stencil == "dvr":
+            self.T = None
+            self.lam = self.k * _dvr_symbol(grid.n, grid.dx, xp)[:, None]
+            self.mat = None
+        else:
+            import scipy.sparse
+            d0, d1, d2 = kinetic_bands(grid.stencil, grid.dx)
+            n = grid.n
+            diags, offs = [np.full(n, d0), np.full(n - 1, d1), np.full(n - 1, d1)], [0, 1, -1]
+            if d2:
+                diags += [np.full(n - 2, d2), np.full(n - 2, d2)]
+                offs += [2, -2]
+            m = scipy.sparse.diags(diags, offs, format="csr").astype(np.complex128)
+            if xp is not np:
+                import cupyx.scipy.sparse
+                m = cupyx.scipy.sparse.csr_matrix(m)
+            self.mat, self.T = m, None
+
+    def __call__(self, X):
+        xp = self.xp
+        if self.mat is not None:
+            kin = self.mat @ X
+            kin *= self.k
+        elif self.T is not None:
+            kin = (self.T @ X.real + 1j * (self.T @ X.imag)) * self.k   # two real GEMMs
+        else:
+            pad = xp.zeros((2 * self.n,) + X.shape[1:], dtype=np.complex128)
+            pad[:self.n] = X
+            kin = xp.fft.ifft(self.lam * xp.fft.fft(pad, axis=0), axis=0)[:self.n]
+        kin += self.diag * X
+        return kin

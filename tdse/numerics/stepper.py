@@ -103,3 +103,63 @@ class Stepper:
         """The one-step propagator of step j as a dense matrix on the device."""
         U = self.step_operator(self.xp.eye(self.config.grid.n, dtype=DTYPE), j)
         return U.to_array(0) if hasattr(U, "to_array") else U
+
+
+class BatchStepper:
+    """Steps B runs at once: psi as an N x B block whose columns are members with their own
+    potentials (field, centres, absorber: :func:`tdse.config.with_value` of one base config)
+    but one grid, stencil, scheme and dt.  Every exponential is a block Chebyshev series
+    (:mod:`tdse.numerics.chebyshev`) whose spectral bounds hold for every member (the union
+    of theirs); each term is one kinetic product for the whole block
+    (:class:`tdse.model.hamiltonian.BlockOperator`) plus each member's diagonal; with
+    absorbers the members' own masks exp(-dt s W / 2) on both sides (as
+    ``method = "chebyshev"`` does for one run)."""
+
+    def __init__(self, configs, xp=np):
+        from ..model.absorber import absorber_profile
+        base = configs[0]
+        self.configs, self.config, self.xp = list(configs), base, xp
+        self.scheme = schemes.get(base.propagator.scheme)
+        self.x_host = points(base.grid)
+        self.static = not any(c.time_dependent for c in configs)
+        self.tol = min(c.propagator.tolerance for c in configs)
+        W = np.stack([absorber_profile(c, self.x_host) for c in configs], axis=1)
+        self.W = W if W.any() else None
+        self.exponentials, self.cheb_terms = 0, 0
+        self._masks = {}
+
+    def generators(self, j: int):
+        """[(s_k, V_k)] of step j, V_k (N x B): each member's sum_j w_kj V(x, t_j)."""
+        dt = self.config.time.dt
+        t = 0.0 if self.static else j * dt
+        times = self.scheme.times(t, dt)
+        Vs = [np.stack([total(c.potential, self.x_host, tj) for c in self.configs], axis=1)
+              for tj in times]
+        return [(s, sum(w * v for w, v in zip(row, Vs) if w))
+                for s, row in zip(self.scheme.scales(), self.scheme.factors)]
+
+    def _mask(self, scale):
+        if self.W is None:
+            return None
+        if scale not in self._masks:
+            self._masks[scale] = self.xp.asarray(np.exp(-0.5 * self.config.time.dt * scale * self.W))
+        return self._masks[scale]
+
+    def step(self, X, j: int):
+        from ..model import hamiltonian
+        from . import chebyshev
+        g, dt = self.config.grid, self.config.time.dt
+        for s, V in self.generators(j):
+            lo, hi = hamiltonian.spectrum_bounds(g.stencil, g.dx, float(V.min()), float(V.max()), s)
+            mask = self._mask(s)
+            if mask is not None:
+                X = X * mask
+            Vd = self.xp.asarray(V)
+            X, info = chebyshev.expm_apply(
+                None, X, dt, lo, hi, self.tol, self.xp,
+                scaled=lambda alpha, shift: hamiltonian.BlockOperator(g, s, Vd, self.xp, alpha, shift))
+            if mask is not None:
+                X *= mask
+            self.cheb_terms += info["terms"]
+            self.exponentials += 1
+        return X

@@ -279,7 +279,10 @@ class SnapshotWriter:
             for key, arr in (state or {}).items():  # two slots: the last whole one is kept
                 name = resume_name(key, i + 1)
                 if name not in self.f:
-                    self.f.create_dataset(name, data=arr)
+                    ds = self.f.create_dataset(name, data=arr)
+                    _label(ds, "bohr^-1/2" if key == "companion" else "1",
+                           f"{key} at the last whole snapshot of this slot's parity: what "
+                           f"resuming needs (tdse.run.snapshots.resume_name)")
                 else:
                     self.f[name][...] = arr
             self.f.attrs["snapshots_complete"] = i + 1

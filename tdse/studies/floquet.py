@@ -24,7 +24,7 @@ import numpy as np
 
 from mgemm.arrays import to_host
 
-from ..config import KEYS, Config, ConfigError, WHOLE_RTOL, with_value
+from ..config import Config, ConfigError, WHOLE_RTOL, key_unit, with_value
 from ..model import states
 from ..model.states import DTYPE
 from ..run.loop import evolve
@@ -176,7 +176,7 @@ def scan(config: Config, key: str, values, *, period=None, steps=None, count=4,
                         "quasi_energy": s["quasi_energy"], "shift": s["shift"],
                         "shared_with": s["shared_with"]} for s in res["states"]],
             "ties": res["ties"]})
-    unit = next((k.unit for k in KEYS if k.name == key), "")
+    unit = key_unit(key)
     return {"name": config.name, "key": key, "key_unit": unit,
             "units": "atomic units (hbar = m_e = e = 1): quasi-energies in hartree",
             "n": config.grid.n, "scheme": config.propagator.scheme, "backend": backend,

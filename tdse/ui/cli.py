@@ -69,7 +69,25 @@ def _write_json(path, doc):
     os.replace(tmp, path)
 
 
-@click.group()
+class _Group(click.Group):
+    """The tdse command group: SIGINT / SIGTERM at any moment of a command (its imports, the
+    set-up, the loop) end it with one line and exit code 130 / 143, not click's "Aborted!"
+    and 1 (a run in its loop says more: tdse.run.interrupts)."""
+
+    def invoke(self, ctx):
+        from ..run.interrupts import signal_guard
+        restore = signal_guard()
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as e:
+            sig = "SIGTERM" if str(e) == "SIGTERM" else "SIGINT"
+            click.echo(f"error: interrupted by {sig}", err=True)
+            sys.exit(143 if sig == "SIGTERM" else 130)
+        finally:
+            restore()
+
+
+@click.group(cls=_Group)
 @click.version_option(__version__, prog_name="tdse")
 def main():
     """1D H2+ time-dependent Schrodinger equation with the mgemm matrix exponent.
@@ -558,6 +576,49 @@ def _floquet_scan(cfg, input_file, text, *, period, steps, count, out_dir, backe
         click.echo("* shares its Floquet state with another state of H(0) at that value (an "
                    "avoided crossing or strong mixing; JSON: shared_with)", err=True)
     click.echo(f"wrote {base}.json, {base}.png")
+
+
+@main.command()
+@click.argument("input_file", metavar="INPUT", type=click.Path(dir_okay=False))
+@click.option("--set", "sets", multiple=True, required=True, metavar="KEY=a:b:n",
+              help="an input key over n values from a to b (or KEY=v1,v2,...); repeat for a grid")
+@click.option("--zip", "zipped", is_flag=True, help="pair the --set lists member by member (no grid)")
+@click.option("--out", "out_dir", default="outputs", show_default=True)
+@click.option("--workers", type=click.IntRange(1, None), default=None,
+              help="a Dask LocalCluster of N worker processes (default: this process)")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="a running Dask scheduler, e.g. tcp://host:8786 (docs/SCANS.md)")
+@click.option("--backend", type=click.Choice(["auto", "numpy", "cupy"]), default="numpy", show_default=True)
+@click.option("--batch", type=click.IntRange(1, None), default=None,
+              help="members per batch at most (default: what the memory holds, <= 1024)")
+@click.option("--keep-psi", is_flag=True, help="also store each member's final psi")
+@click.option("--force", is_flag=True, help="overwrite the outputs")
+@click.option("--quiet", "-q", is_flag=True, help="no progress bar")
+def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, keep_psi, force, quiet):
+    """INPUT over a grid of parameter values, many runs at once: OUT/<name>_scan.h5 (xarray
+    reads it) and a map PNG."""
+    from ..run.scanfile import write
+    from ..studies.scan import members, parse_set, scan as scan_, spectra
+    from .plots import plot_scan_map
+    cfg = _load(input_file)
+    try:
+        parsed = [parse_set(s) for s in sets]
+        members(cfg, parsed, zipped)          # every value checked before any work
+    except ConfigError as e:
+        raise InputError(f"{input_file}: {e}") from None
+    base = os.path.join(out_dir, f"{cfg.name}_scan")
+    _fresh_outputs(out_dir, base, force, exts=(".h5", ".png"))
+    try:
+        res = scan_(cfg, parsed, zipped=zipped, out=out_dir, workers=workers, scheduler=scheduler,
+                    backend=backend, batch=batch, keep_psi=keep_psi, progress=not quiet)
+    except ConfigError as e:
+        raise InputError(f"{input_file}: {e}") from None
+    spec = spectra(res)
+    write(base + ".h5", res, spec)
+    plot_scan_map(base + ".h5", base + ".png")
+    sc = res["scan"]
+    click.echo(f"{len(sc.configs)} members in {res['batches']} batch(es), {res['seconds']:.1f} s "
+               f"({res['seconds'] / len(sc.configs):.3g} s a member); wrote {base}.h5, {base}.png")
 
 
 @main.command()

@@ -250,7 +250,7 @@ def plot_converge(doc, path):
             e0 = s["populations"]["errors"][0] or 1e-3
             a1.loglog(dx, e0 * (dx / dx[0]) ** p, ":", color=f"C{k}", lw=1, label=f"slope {p}")
     a1.axhline(doc["target"], color="k", lw=0.8, ls="--", label=f"target {doc['target']:g}")
-    a1.set(xlabel="dx (bohr)", ylabel="estimated error",
+    a1.set(xlabel="dx (bohr)", ylabel="stated error (a bound: x2 over Richardson)",
            title=f"{doc['input']}: error vs dx (dt = {doc['input_numerics']['dt']:g})")
     a1.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, frameon=False)
     t = doc["time"]
@@ -264,7 +264,7 @@ def plot_converge(doc, path):
     a2.axhline(doc["target"], color="k", lw=0.8, ls="--", label=f"target {doc['target']:g}")
     floor = doc.get("exponential_tolerance", 1e-12) * max(r["steps"] for r in t["runs"])
     a2.axhline(floor, color="0.6", lw=0.8, ls=":", label="exponentials' floor (tol x steps)")
-    a2.set(xlabel="dt (a.u. of time)", ylabel="estimated error",
+    a2.set(xlabel="dt (a.u. of time)", ylabel="stated error (a bound: x2 over Richardson)",
            title=f"error vs dt ({doc['scheme']}, {doc['input_numerics']['stencil']}, "
                  f"dx = {doc['input_numerics']['dx']:g})")
     a2.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, frameon=False)
@@ -443,3 +443,52 @@ def plot_scan(res: dict, path: str):
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+# ---------------------------------------------------------------- scans (tdse scan)
+def plot_scan_map(h5path, path):
+    """A scan's picture: one scanned key -- the harmonic spectrum against the key and the
+    harmonic order (with a [field]; else the yield over the key and time), and the final
+    yield (1 - norm and as flux) against the key; two keys -- the final yield over both."""
+    import json
+    from ..run.scanfile import read as read_scan
+    d = read_scan(h5path)
+    keys = json.loads(d["attrs"]["keys"])
+    zipped = bool(d["attrs"]["zipped"])
+    fig, axs = plt.subplots(1, 2, figsize=(12, 4.4))
+    if len(keys) == 1 or zipped:
+        key = keys[0]
+        v = d[key]
+        if "hhg_power" in d:
+            order, P = d["hhg_order"], d["hhg_power"]
+            keep = (order > 0) & (order <= 61)
+            logp = np.log10(np.clip(P[:, keep], P.max() * 1e-14, None))
+            im = axs[0].pcolormesh(order[keep], v, logp, shading="auto", cmap="viridis")
+            axs[0].set(xlabel="harmonic order omega / omega_0", ylabel=f"{key} (atomic units)",
+                       title="harmonic spectrum |a(omega)|^2 of each member")
+            fig.colorbar(im, ax=axs[0], label="log10 power (a.u.)")
+        else:
+            im = axs[0].pcolormesh(d["t"], v, d["yield"], shading="auto", cmap="magma")
+            axs[0].set(xlabel="t (a.u. of time)", ylabel=f"{key} (atomic units)",
+                       title="1 - norm over time")
+            fig.colorbar(im, ax=axs[0], label="1 - norm")
+        axs[1].plot(v, d["yield"][:, -1], "o-", ms=3, label="1 - norm at t_end")
+        axs[1].plot(v, d["yield_flux"][:, -1], "s--", ms=3, label="flux into the layers at t_end")
+        axs[1].set(xlabel=f"{key} (atomic units)", ylabel="yield", title="yield against the key")
+        axs[1].legend(fontsize=8)
+    else:
+        k1, k2 = keys[:2]
+        y = d["yield_flux"][..., -1]
+        while y.ndim > 2:
+            y = y[..., 0]
+        im = axs[0].pcolormesh(d[k2], d[k1], y, shading="auto", cmap="magma")
+        axs[0].set(xlabel=f"{k2} (atomic units)", ylabel=f"{k1} (atomic units)",
+                   title="yield (flux into the layers) at t_end")
+        fig.colorbar(im, ax=axs[0], label="yield")
+        axs[1].plot(d[k2], d["norm"][0, :, -1] if d["norm"].ndim >= 3 else d["norm"][:, -1], "o-")
+        axs[1].set(xlabel=f"{k2} (atomic units)", ylabel="norm at t_end", title=f"{k1} = {d[k1][0]:g}")
+    fig.suptitle(f"{os.path.basename(h5path)}: atomic units", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,133 @@
+"""The file of a scan: ``OUT/<name>_scan.h5`` (h5py; format ``tdse-scan/1``), readable by
+xarray with named dimensions (``xarray.open_dataset(path, engine="h5netcdf")``).
+
+All quantities in atomic units (hbar = m_e = e = 1); every dataset carries ``units`` and
+``description``; the coordinates are HDF5 dimension scales:
+
+  /<key> for each scanned key (e.g. /field.E0)  the key's values (a grid: one dimension per
+                                                key; zipped: coordinates along /member)
+  /member                                       (zipped scans) the member index
+  /t                                            observation times
+  /state                                        eigenstate index of the populations
+  /x                                            the grid (with the final psi)
+  /<observable>                                 (key dims..., t) or (member, t) [, state]
+  /psi_final                                    (key dims..., x), complex, when kept
+  /hhg_order, /hhg_power                        the harmonic spectrum of each member's
+                                                acceleration (with a [field])
+attrs: format, version, created, input_toml (the base input), keys, zipped, units.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+
+import h5py
+import numpy as np
+
+from ..config import key_unit, to_toml
+from ..version import __version__
+
+FORMAT = "tdse-scan/1"
+
+#: observable: (units, description) -- the run file's definitions (tdse.run.snapshots)
+OBSERVABLES = {
+    "norm": ("1", "sum |psi|^2 dx"),
+    "yield": ("1", "1 - norm: the norm the absorber took"),
+    "layer_norm": ("1", "norm still inside the absorbing layers"),
+    "yield_flux": ("1", "the norm that entered the absorbing layers: 1 - norm + layer_norm"),
+    "energy": ("hartree", "<psi|H(t)|psi>/<psi|psi> (without the absorber)"),
+    "x_mean": ("bohr", "<x>, divided by the remaining norm"),
+    "p_mean": ("hbar/bohr", "<p>, divided by the remaining norm"),
+    "acceleration": ("bohr/(hbar/E_h)^2", "dipole acceleration <psi|-dV/dx|psi>, not divided by the norm"),
+    "acceleration_normalised": ("bohr/(hbar/E_h)^2", "<psi|-dV/dx|psi>/<psi|psi>"),
+    "field": ("E_h/(e bohr)", "the laser field E(t)"),
+    "autocorrelation": ("1", "<psi(0)|psi(t)>"),
+    "populations_h0": ("1", "|<phi_n(0)|psi(t)>|^2, the member's own eigenstates of H(0)"),
+}
+
+
+def _label(ds, units, description):
+    ds.attrs["units"] = units
+    ds.attrs["description"] = description
+
+
+def write(path, res: dict, spectra: dict | None = None) -> str:
+    """Write the result of :func:`tdse.studies.scan.scan` (atomically: a temporary file,
+    then a rename)."""
+    sc = res["scan"]
+    tmp = path + ".tmp"
+    with h5py.File(tmp, "w") as f:
+        f.attrs.update(format=FORMAT, version=__version__, input_toml=to_toml(sc.base),
+                       keys=json.dumps([k for k, _ in sc.axes]), zipped=bool(sc.zipped),
+                       created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                       units="atomic units (hbar = m_e = e = 1)", batches=int(res["batches"]),
+                       seconds=float(res["seconds"]))
+        dims = _key_scales(f, sc, key_unit)
+        t = f.create_dataset("t", data=res["t"])
+        _label(t, "hbar/E_h", "observation time")
+        t.make_scale("t")
+        K = res["populations_h0"].shape[-1]
+        st = f.create_dataset("state", data=np.arange(K))
+        _label(st, "1", "eigenstate index (n nodes)")
+        st.make_scale("state")
+        for name, (units, desc) in OBSERVABLES.items():
+            extra = [st] if name == "populations_h0" else []
+            _put(f, name, res[name], dims + [t] + extra, units, desc)
+        if "psi" in res:
+            x = f.create_dataset("x", data=points_of(sc.base))
+            _label(x, "bohr", "grid points")
+            x.make_scale("x")
+            _put(f, "psi_final", res["psi"], dims + [x], "bohr^-1/2", "psi(x, t_end) of each member")
+        if spectra:
+            o = f.create_dataset("hhg_order", data=spectra["order"])
+            _label(o, "1", "harmonic order omega / omega_0")
+            o.make_scale("hhg_order")
+            _put(f, "hhg_power", spectra["power"], dims + [o], "a.u.",
+                 "|FFT of the acceleration|^2 (hann window) of each member")
+    os.replace(tmp, path)
+    return path
+
+
+def points_of(cfg):
+    from ..model.grid import points
+    return points(cfg.grid)
+
+
+def _key_scales(f, sc, key_unit):
+    """The dimension scales of the scanned keys: one per key, or /member with the keys as
+    coordinates along it (zipped)."""
+    if sc.zipped:
+        m = f.create_dataset("member", data=np.arange(len(sc.index)))
+        _label(m, "1", "member index")
+        m.make_scale("member")
+        for key, vals in sc.axes:
+            ds = f.create_dataset(key, data=np.asarray(vals, dtype=float))
+            _label(ds, key_unit(key) or "1", f"input key {key} of each member")
+            ds.dims[0].attach_scale(m)
+        return [m]
+    dims = []
+    for key, vals in sc.axes:
+        ds = f.create_dataset(key, data=np.asarray(vals, dtype=float))
+        _label(ds, key_unit(key) or "1", f"scanned input key {key}")
+        ds.make_scale(key)
+        dims.append(ds)
+    return dims
+
+
+def _put(f, name, data, scales, units, desc):
+    ds = f.create_dataset(name, data=data)
+    _label(ds, units, desc)
+    for i, s in enumerate(scales):
+        ds.dims[i].attach_scale(s)
+    return ds
+
+
+def read(path) -> dict:
+    """The scan file's datasets and attributes (NumPy arrays)."""
+    with h5py.File(path) as f:
+        if f.attrs.get("format") != FORMAT:
+            raise ValueError(f"{path}: not a tdse scan file (format {f.attrs.get('format')!r})")
+        out = {k: f[k][()] for k in f}
+        out["attrs"] = dict(f.attrs)
+    return out

@@ -1,0 +1,300 @@
+"""``tdse scan``: one input over a grid of parameter values, many runs at once (atomic units).
+
+What runs: every member is the input with the scanned keys set (:func:`tdse.config.with_value`,
+every value validated before any work); ``--set KEY=a:b:n`` (n values from a to b) or
+``KEY=v1,v2,...``; several keys make a grid (their product), or with ``zip`` paired lists.
+
+How: members that share grid, stencil, scheme, dt, t_end and output cadence form a batch;
+a batch is psi as an N x B block through the one evolve loop (:func:`tdse.run.loop.evolve`)
+with :class:`tdse.numerics.stepper.BatchStepper` -- every exponential a block Chebyshev
+series, the kinetic energy one sparse product or GEMM for the whole block, each member's
+own diagonal (field, centres, absorber) -- and :class:`tdse.model.observables.BlockMeasure`
+recording each member's observables.  The batch size comes from the memory (``batch``
+caps it).
+
+Where (STYLE.md item 15: how many workers is a choice, not code): in this process by
+default; ``workers = N`` starts a Dask LocalCluster of N single-threaded workers;
+``scheduler = ADDRESS`` uses a running Dask cluster (a Slurm/PBS cluster through
+dask-jobqueue: docs/SCANS.md).  A batch is a Dask task (retried when its worker dies);
+each finished batch is written to ``OUT/<name>_scan.parts/`` at once, so an interrupted
+scan run again with the same arguments computes only the batches it lacks.
+
+The result is one file ``OUT/<name>_scan.h5`` (:mod:`tdse.run.scanfile`), readable by
+xarray with named dimensions.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import math
+import os
+import time
+
+import numpy as np
+
+from ..config import Config, ConfigError, to_toml, with_value
+from ..model import states
+from ..model.grid import points
+from ..model.observables import BlockMeasure
+from ..numerics import exponentials
+from ..numerics.stepper import BatchStepper
+from ..run.loop import Observer, evolve
+from ..run.plan import prepare
+
+__all__ = ["parse_set", "members", "batches", "run_batch", "scan", "Scan", "spectra"]
+
+#: members in one batch at most (the block's width)
+MAX_BATCH = 1024
+
+
+def parse_set(text: str):
+    """'KEY=a:b:n' (n values from a to b) or 'KEY=v1,v2,...' -> (KEY, [values]);
+    ConfigError (one line) otherwise."""
+    usage = "must be KEY=a:b:n (n >= 2 values from a to b) or KEY=v1,v2,..."
+    key, eq, rng = text.partition("=")
+    key = key.strip()
+    if not eq or not key or not rng.strip():
+        raise ConfigError("--set", text, usage)
+    try:
+        if ":" in rng:
+            a, b, n = rng.split(":")
+            a, b, n = float(a), float(b), int(n)
+            if not (math.isfinite(a) and math.isfinite(b)) or not 2 <= n <= 100_000:
+                raise ValueError
+            return key, np.linspace(a, b, n).tolist()
+        vals = [float(v) for v in rng.split(",")]
+        if not vals or not all(math.isfinite(v) for v in vals):
+            raise ValueError
+        return key, vals
+    except ValueError:
+        raise ConfigError("--set", text, usage) from None
+
+
+@dataclasses.dataclass
+class Scan:
+    """The members of a scan: ``axes`` [(key, values)] (grid) or the zipped lists,
+    ``index`` each member's position (a tuple over the axes, or (i,) zipped), ``configs``."""
+    base: Config
+    axes: list
+    zipped: bool
+    index: list
+    configs: list
+
+    @property
+    def shape(self):
+        return (len(self.axes[0][1]),) if self.zipped else tuple(len(v) for _, v in self.axes)
+
+
+def members(config: Config, sets, zipped=False) -> Scan:
+    """Every member's config (validated before any work: ConfigError naming the key)."""
+    axes = [(k, list(v)) for k, v in (sets.items() if isinstance(sets, dict) else sets)]
+    if not axes:
+        raise ConfigError("--set", None, "give at least one KEY=a:b:n")
+    if zipped and len({len(v) for _, v in axes}) != 1:
+        raise ConfigError("--zip", [len(v) for _, v in axes], "zipped keys need lists of one length")
+    index = ([(i,) for i in range(len(axes[0][1]))] if zipped else
+             list(itertools.product(*[range(len(v)) for _, v in axes])))
+    configs = []
+    for idx in index:
+        cfg = config
+        for a, (key, vals) in enumerate(axes):
+            cfg = with_value(cfg, key, vals[idx[0] if zipped else idx[a]])
+        configs.append(cfg)
+    return Scan(config, axes, zipped, index, configs)
+
+
+def _signature(cfg: Config):
+    """Members with equal signatures share a batch: one grid, scheme, dt, length, output."""
+    g, t, o, p = cfg.grid, cfg.time, cfg.output, cfg.propagator
+    return (g.x_min, g.x_max, g.dx, str(g.stencil), t.dt, t.t_end, p.scheme,
+            o.observables_every, o.populations)
+
+
+def batch_limit(config: Config, memory=None) -> int:
+    """Members a batch may hold in ``memory`` bytes (default: half the memory available):
+    about 12 complex blocks of N x B (the Chebyshev recurrence, the FFT's padding, the
+    potentials) and each member's eigenstates."""
+    from ..config import available_memory
+    n, K = config.grid.n, config.output.populations
+    per = 16 * n * 12 + 8 * n * (K + 4)
+    return max(1, min(MAX_BATCH, int((memory or available_memory() // 2) // per)))
+
+
+def batches(scan: Scan, limit=None) -> list:
+    """Lists of member numbers, each one batch: equal signatures, at most ``limit``."""
+    groups = {}
+    for i, cfg in enumerate(scan.configs):
+        groups.setdefault(_signature(cfg), []).append(i)
+    out = []
+    for idx in groups.values():
+        cap = limit or batch_limit(scan.configs[idx[0]])
+        out += [idx[k:k + cap] for k in range(0, len(idx), cap)]
+    return out
+
+
+class _Recorder(Observer):
+    """Each member's observables every ``observables_every`` steps (and the last)."""
+
+    def __init__(self, measure, config):
+        self.measure, self.config = measure, config
+        self.rows, self.t = [], []
+
+    def begin(self, state):
+        self._record(state)
+
+    def after(self, state):
+        o = self.config.output.observables_every
+        if state.step % o == 0 or state.step == self.config.time.steps:
+            self._record(state)
+
+    def _record(self, state):
+        from mgemm.arrays import to_host
+        self.t.append(state.t)
+        self.rows.append(self.measure(state.t, to_host(state.psi)))
+
+
+def run_batch(configs, backend="numpy", devices=None, keep_psi=False) -> dict:
+    """One batch: the members' observables over time ({"t": (S,), name: (B, S[, K])}),
+    and with ``keep_psi`` their final psi (B, N); also the work done."""
+    configs = [dataclasses.replace(c, propagator=dataclasses.replace(
+        c.propagator, method=exponentials.Chebyshev.name, time_error="none", error_window=0,
+        operator=False)) for c in configs]
+    plan = prepare(configs[0], backend=backend, devices=devices, check_resolution=False)
+    xp = plan.backend.xp
+    x = points(configs[0].grid)
+    K = configs[0].output.populations
+    phi, psi0 = [], []
+    for c in configs:
+        need = max(K, c.initial.state + 1 if isinstance(c.initial.state, int) else 1)
+        _, ph = states.eigenstates(c, 0.0, need)
+        phi.append(ph[:K])
+        psi0.append(states.initial_state(c, x, ph))
+    X0 = np.stack(psi0, axis=1)
+    rec = _Recorder(BlockMeasure(configs, x, np.stack(phi), X0), configs[0])
+    stepper = BatchStepper(configs, xp)
+    t0 = time.perf_counter()
+    with plan.backend.limit():
+        final = evolve(plan, xp.asarray(X0), [rec], stepper=stepper)
+    out = {"t": np.asarray(rec.t), "seconds": time.perf_counter() - t0,
+           "exponentials": stepper.exponentials, "chebyshev_terms": stepper.cheb_terms}
+    for name in BlockMeasure.NAMES:
+        out[name] = np.stack([r[name] for r in rec.rows], axis=1)   # (B, S[, K])
+    if keep_psi:
+        from mgemm.arrays import to_host
+        out["psi"] = to_host(final.psi).T
+    return out
+
+
+def _fingerprint(scan: Scan, members_) -> str:
+    text = json.dumps([to_toml(scan.configs[i]) for i in members_])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _parts_dir(out, name):
+    return None if out is None else os.path.join(out, f"{name}_scan.parts")
+
+
+def _load_part(folder, k, fp):
+    p = os.path.join(folder, f"batch_{k:05d}.npz")
+    if not os.path.exists(p):
+        return None
+    d = dict(np.load(p, allow_pickle=False))
+    if str(d.pop("fingerprint")) != fp:
+        return None                     # written for other members: run it again
+    return d
+
+
+def _save_part(folder, k, fp, res):
+    os.makedirs(folder, exist_ok=True)
+    tmp = os.path.join(folder, f"batch_{k:05d}.tmp.npz")
+    np.savez(tmp, fingerprint=np.array(fp), **res)
+    os.replace(tmp, os.path.join(folder, f"batch_{k:05d}.npz"))
+
+
+def scan(config: Config, sets, *, zipped=False, out=None, workers=None, scheduler=None,
+         backend="numpy", devices=None, batch=None, keep_psi=False, progress=False,
+         on_submit=None) -> dict:
+    """Run the scan (module docstring); returns {"scan": Scan, "t", name: array
+    (shape..., S[, K]), "psi" (shape..., N) with ``keep_psi``, "batches", "seconds"}.
+    ``on_submit(client)``: called once the batches are submitted to a Dask cluster (a
+    hook for tests and monitoring)."""
+    from tqdm.auto import tqdm
+    sc = members(config, sets, zipped)
+    groups = batches(sc, batch)
+    folder = _parts_dir(out, config.name)
+    fps = [_fingerprint(sc, g) for g in groups]
+    done = {k: _load_part(folder, k, fp) for k, fp in enumerate(fps)} if folder else {}
+    todo = [k for k in range(len(groups)) if done.get(k) is None]
+    t0 = time.perf_counter()
+    bar = tqdm(total=len(groups), initial=len(groups) - len(todo), unit="batch",
+               desc=f"scan {config.name}", disable=not progress)
+    for k, res in _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi,
+                           on_submit):
+        if folder:
+            _save_part(folder, k, fps[k], res)
+        done[k] = res
+        bar.update(1)
+    bar.close()
+    return _assemble(sc, groups, done, keep_psi, time.perf_counter() - t0)
+
+
+def _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi, on_submit=None):
+    """(batch number, result) as batches finish: here, or on a Dask cluster (a LocalCluster
+    of ``workers``, or the one at ``scheduler``) where a batch whose worker dies is retried."""
+    if not todo:
+        return
+    if workers is None and scheduler is None:
+        for k in todo:
+            yield k, run_batch([sc.configs[i] for i in groups[k]], backend, devices, keep_psi)
+        return
+    from dask.distributed import Client, LocalCluster, as_completed
+    cluster = None
+    if scheduler is None:
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+    client = Client(cluster if cluster is not None else scheduler)
+    try:
+        futures = {client.submit(run_batch, [sc.configs[i] for i in groups[k]], backend, devices,
+                                 keep_psi, key=f"tdse-batch-{k}-{_fingerprint(sc, groups[k])}",
+                                 retries=3): k for k in todo}
+        if on_submit is not None:
+            on_submit(client)
+        for fut in as_completed(futures):
+            yield futures[fut], fut.result()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _assemble(sc, groups, done, keep_psi, seconds) -> dict:
+    """The batches' rows put back on the scan's grid: (shape..., S[, K])."""
+    first = done[0]
+    out = {"scan": sc, "t": first["t"], "batches": len(groups), "seconds": seconds,
+           "batch_seconds": [float(done[k]["seconds"]) for k in range(len(groups))]}
+    for name in BlockMeasure.NAMES + (("psi",) if keep_psi else ()):
+        sample = first[name]
+        arr = np.empty(sc.shape + sample.shape[1:], dtype=sample.dtype)
+        for k, g in enumerate(groups):
+            for row, i in enumerate(g):
+                arr[sc.index[i]] = done[k][name][row]
+        out[name] = arr
+    return out
+
+
+def spectra(res: dict, win="hann"):
+    """The harmonic spectrum of every member's acceleration ({"order", "power" (shape...,
+    F)}), when the base input has a [field] (against its omega; a scanned omega changes
+    the order axis per member: then None)."""
+    from .spectra import hhg
+    sc = res["scan"]
+    fld = sc.base.potential.field
+    if fld is None or any(k.startswith("field.omega") or k == "field.wavelength" for k, _ in sc.axes):
+        return None
+    acc = res["acceleration"]
+    flat = acc.reshape(-1, acc.shape[-1])
+    rows = [hhg(res["t"], a, fld.omega, win) for a in flat]
+    power = np.array([r["power"] for r in rows]).reshape(acc.shape[:-1] + (-1,))
+    return {"order": np.asarray(rows[0]["order"]), "power": power}

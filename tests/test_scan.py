@@ -1,0 +1,144 @@
+"""Parameter scans (#26): members equal their serial runs, batches on Dask workers equal the
+in-process scan and survive a killed worker, an interrupted scan resumes from its finished
+batches, the file is read by xarray with named dimensions."""
+from __future__ import annotations
+
+import os
+import signal
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import tdse
+from tdse.studies import scan as scan_mod
+from tdse.ui.cli import main
+
+ATOM = """
+name = "atom"
+[grid]
+x_min = -20.0
+x_max = 20.0
+dx = 0.4
+stencil = "dvr"
+[potential]
+a = 2.0
+[[potential.centres]]
+x0 = 0.0
+Z = 1.0
+[field]
+E0 = 0.05
+omega = 0.3
+duration = 20.0
+[absorber]
+width = 6.0
+[time]
+dt = 0.1
+t_end = 20.0
+[propagator]
+method = "chebyshev"
+tolerance = 1e-12
+time_error = "none"
+[output]
+every = 50
+"""
+NAMES = ("norm", "energy", "x_mean", "p_mean", "acceleration", "acceleration_normalised",
+         "autocorrelation", "populations_h0", "yield_flux", "layer_norm", "field")
+
+
+@pytest.fixture(scope="module")
+def base():
+    return tdse.config.loads(ATOM)
+
+
+@pytest.fixture(scope="module")
+def grid_scan(base):
+    return scan_mod.scan(base, {"field.E0": [0.02, 0.05, 0.08], "potential.a": [1.5, 2.0]})
+
+
+@pytest.mark.parametrize("i, j", [(0, 0), (1, 1), (2, 0)])
+def test_each_member_equals_its_serial_run(base, grid_scan, i, j):
+    sc = grid_scan["scan"]
+    cfg = base.with_value("field.E0", sc.axes[0][1][i]).with_value("potential.a", sc.axes[1][1][j])
+    serial = tdse.simulate(cfg, backend="numpy").observables
+    assert np.allclose(grid_scan["t"], serial["t"])
+    for name in NAMES:
+        got, ref = grid_scan[name][i, j], serial[name]
+        assert np.abs(got - ref).max() <= 1e-10 * max(1.0, np.abs(ref).max()), name
+
+
+def test_zip_and_lists_and_bad_sets(base):
+    res = scan_mod.scan(base, [scan_mod.parse_set("field.E0=0.02,0.05"),
+                               scan_mod.parse_set("field.omega=0.3:0.4:2")], zipped=True)
+    assert res["scan"].shape == (2,) and res["norm"].shape == (2, len(res["t"]))
+    for bad in ("field.E0", "field.E0=1:2", "field.E0=a,b", "=1,2", "field.E0=1:2:1"):
+        with pytest.raises(tdse.config.ConfigError, match="--set"):
+            scan_mod.parse_set(bad)
+    with pytest.raises(tdse.config.ConfigError, match="field.E0"):
+        scan_mod.members(base, [("field.E0", [0.1, float("nan")])])
+    with pytest.raises(tdse.config.ConfigError, match="nope"):
+        scan_mod.members(base, [("grid.nope", [1.0])])
+
+
+@pytest.mark.slow
+def test_two_dask_workers_equal_the_in_process_scan_and_survive_a_killed_worker(base, tmp_path):
+    import time
+    base = base.with_value("time.t_end", 120.0).with_value("field.duration", 120.0)
+    sets = {"field.E0": list(np.linspace(0.02, 0.08, 6))}
+    here = scan_mod.scan(base, sets, batch=2)
+    killed = []
+
+    def kill_one(client):   # a worker dies while it computes a batch
+        for _ in range(500):
+            busy = {w: ts for w, ts in client.processing().items() if ts}
+            if busy:
+                break
+            time.sleep(0.01)
+        addr, tasks = next(iter(busy.items()))
+        pid = client.run(os.getpid, workers=[addr])[addr]
+        os.kill(pid, signal.SIGKILL)
+        killed.append((pid, list(tasks)))
+    there = scan_mod.scan(base, sets, batch=2, workers=2, out=str(tmp_path), on_submit=kill_one)
+    assert killed and killed[0][1] and there["batches"] == 3   # it held a batch when it died
+    for name in NAMES:
+        assert np.array_equal(here[name], there[name]), name
+
+
+def test_an_interrupted_scan_resumes_from_its_finished_batches(base, tmp_path, monkeypatch):
+    sets = {"field.E0": [0.02, 0.04, 0.06, 0.08]}
+    calls = {"n": 0}
+    orig = scan_mod.run_batch
+
+    def dies_on_second(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return orig(*a, **k)
+    monkeypatch.setattr(scan_mod, "run_batch", dies_on_second)
+    with pytest.raises(KeyboardInterrupt):
+        scan_mod.scan(base, sets, batch=2, out=str(tmp_path))
+    parts = os.listdir(tmp_path / "atom_scan.parts")
+    assert parts == ["batch_00000.npz"]
+    calls["n"] = 10                                   # no more failures
+    res = scan_mod.scan(base, sets, batch=2, out=str(tmp_path))
+    assert calls["n"] == 11                           # only the missing batch ran
+    full = scan_mod.scan(base, sets, batch=2)
+    assert np.array_equal(res["acceleration"], full["acceleration"])
+
+
+def test_cli_writes_a_file_xarray_reads_with_named_dimensions(tmp_path):
+    import xarray as xr
+    p = tmp_path / "atom.toml"
+    p.write_text(ATOM)
+    r = CliRunner().invoke(main, ["scan", str(p), "--set", "field.E0=0.02:0.06:3", "--set",
+                                  "potential.a=1.5,2.0", "--out", str(tmp_path), "-q"])
+    assert r.exit_code == 0, r.output
+    ds = xr.open_dataset(tmp_path / "atom_scan.h5", engine="h5netcdf")
+    assert ds["yield_flux"].dims == ("field.E0", "potential.a", "t")
+    assert ds["populations_h0"].dims == ("field.E0", "potential.a", "t", "state")
+    assert ds["hhg_power"].dims[:2] == ("field.E0", "potential.a")
+    assert np.allclose(ds["field.E0"].values, [0.02, 0.04, 0.06])
+    assert ds["field.E0"].attrs["units"] == "E_h/(e bohr)" and ds["t"].attrs["units"] == "hbar/E_h"
+    assert (tmp_path / "atom_scan.png").stat().st_size > 10_000
+    r = CliRunner().invoke(main, ["scan", str(p), "--set", "field.E0=0.02:x:3", "--out", str(tmp_path)])
+    assert r.exit_code == 2 and "--set" in r.output and "Traceback" not in r.output
