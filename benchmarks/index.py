@@ -232,6 +232,18 @@ def _formulas(d):
     return out
 
 
+def _scan(d):
+    out = ["| input | backend | members | batches | steps | N | scan s | s / member | serial s each | serial timed | speedup | max rel diff |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in d["rows"]:
+        out.append(f"| {r['input']} | {r['backend']}{' x' + str(r['workers']) + ' workers' if r.get('workers') else ''} "
+                   f"| {r['members']} | {r['batches']} | {r['steps']} | {r['n']} | {r['scan_seconds']:.1f} | "
+                   f"{r['seconds_per_member']:.3g} | {r['serial_seconds_each']:.2f} | "
+                   f"{r['serial_runs_timed']}{' (extrapolated)' if r['serial_extrapolated'] else ''} | "
+                   f"{r['speedup']:.1f}x | {r['max_rel_diff_acceleration']:.1e} |")
+    return out
+
+
 def _kernels(d):
     from .kernels_3m import table
     return table(d)
@@ -241,7 +253,7 @@ RENDER = {"engine": _engine, "sweep-3m": _sweep, "expm": _expm, "expm-cpu": _exp
           "tune": _tune, "tdse": _tdse, "gpu-tests": _gpu_tests, "kernels-3m": _kernels,
           "accuracy": _accuracy, "step-cost": _step_cost, "expm-profile": _expm_profile,
           "propagator": _propagator, "inputs": _inputs, "absorber": _absorber,
-          "formulas": _formulas, "scale": _scale}
+          "formulas": _formulas, "scale": _scale, "scan": _scan}
 
 
 def render(doc) -> list[str]:
@@ -271,6 +283,8 @@ def headline(doc) -> dict:
             out[f"N={r['n']} G={r['gpus']} {r['placement']} {r['variant']} TFLOP/s"] = r["tflops"]
         elif s == "inputs":
             out[f"{r['input']} threads={r['threads']} s"] = r["seconds"]
+        elif s == "scan":
+            out[f"{r['input']} {r['backend']} {r['members']} members s"] = r["scan_seconds"]
         elif s == "absorber":
             out[f"width {r['width']:g} k0 {r['k0']:g} reflected"] = r["reflected"]
         elif s == "propagator":

@@ -865,6 +865,61 @@ def _sweep(a):
     return sweep_3m.run(a)
 
 
+# ---------------------------------------------------------------- scan: many runs at once
+def _scan_args(p):
+    p.add_argument("--input", default="inputs/atom_hhg.toml")
+    p.add_argument("--members", type=int, default=16, help="E0 values in the scan")
+    p.add_argument("--serial", type=int, default=None,
+                   help="serial runs timed for the comparison (default: all members on the "
+                        "CPU, 1 on a GPU; the rest extrapolated, said in the row)")
+    p.add_argument("--t-end", type=float, default=None, help="shorten the input (a.u.)")
+    p.add_argument("--backend", default="numpy", choices=["numpy", "cupy"])
+    p.add_argument("--workers", type=int, default=None, help="Dask LocalCluster workers")
+    p.add_argument("--batch", type=int, default=None)
+
+
+def _scan(a):
+    """An E0 scan of an input: the batched scan's wall time against the same members run one
+    by one (`tdse.simulate`, the same numerics: Chebyshev, no time-error companion), both in
+    this process; members per second, and the largest difference of any member's
+    acceleration from its serial run."""
+    from tdse import config as cfgmod
+    from tdse.studies.scan import scan
+    import tdse
+    cfg = cfgmod.load(os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input)
+    cfg = cfg.with_value("propagator.time_error", "none").with_value("propagator.method", "chebyshev")
+    if a.t_end:
+        cfg = cfg.with_value("time.t_end", a.t_end)
+    E0 = list(np.linspace(0.02, 0.08, a.members))
+    if a.backend == "cupy":   # warm the device and its kernels once
+        scan(cfg.with_value("time.t_end", 10 * cfg.time.dt), {"field.E0": E0[:2]}, backend="cupy")
+    t0 = time.perf_counter()
+    res = scan(cfg, {"field.E0": E0}, backend=a.backend, workers=a.workers, batch=a.batch)
+    wall = time.perf_counter() - t0
+    n_serial = a.serial if a.serial is not None else (a.members if a.backend == "numpy" else 1)
+    picks = sorted(set(np.linspace(0, a.members - 1, max(1, n_serial)).astype(int)))
+    serial, worst = [], 0.0
+    for i in picks:
+        s0 = time.perf_counter()
+        r = tdse.simulate(cfg.with_value("field.E0", E0[i]), backend=a.backend)
+        serial.append(time.perf_counter() - s0)
+        ref = r.observables["acceleration"]
+        worst = max(worst, float(np.abs(res["acceleration"][i] - ref).max() / np.abs(ref).max()))
+    per_serial = float(np.mean(serial))
+    row = {"input": os.path.basename(a.input), "members": a.members, "backend": a.backend,
+           "workers": a.workers, "batches": res["batches"], "steps": cfg.time.steps,
+           "n": cfg.grid.n, "scan_seconds": wall, "seconds_per_member": wall / a.members,
+           "serial_runs_timed": len(serial), "serial_seconds_each": per_serial,
+           "serial_seconds_all": per_serial * a.members,
+           "serial_extrapolated": len(serial) < a.members,
+           "speedup": per_serial * a.members / wall,
+           "max_rel_diff_acceleration": worst}
+    _say(f"{a.members} members: scan {wall:.1f} s vs serial {per_serial:.2f} s each "
+         f"({'extrapolated from ' + str(len(serial)) if len(serial) < a.members else 'all run'}): "
+         f"{row['speedup']:.1f}x; max rel diff {worst:.1e}")
+    return [row], {}
+
+
 SUITES = {
     "engine": Suite("mgemm's band GEMM vs cupy.matmul, cuBLAS-XT and JAX's sharded matmul",
                     True, _engine_args, _engine),
@@ -888,6 +943,8 @@ SUITES = {
     "formulas": Suite("products per exponent before/after the Bader-Blanes-Casas / Sastre "
                       "formulas, accuracy against an eigendecomposition", False,
                       _formulas_args, _formulas),
+    "scan": Suite("an E0 scan (tdse scan) against its members run one by one, in one process",
+                  False, _scan_args, _scan),
     "inputs": Suite("each CPU input as `tdse run` runs it: time, threads, and the quantities "
                     "README quotes", False, _inputs_args, _inputs),
     "absorber": Suite("reflection of the default absorber for packets of 0.5-8 Ha", False,

@@ -142,3 +142,20 @@ def test_cli_writes_a_file_xarray_reads_with_named_dimensions(tmp_path):
     assert (tmp_path / "atom_scan.png").stat().st_size > 10_000
     r = CliRunner().invoke(main, ["scan", str(p), "--set", "field.E0=0.02:x:3", "--out", str(tmp_path)])
     assert r.exit_code == 2 and "--set" in r.output and "Traceback" not in r.output
+
+
+def test_batch_potential_is_the_members_own(base):
+    """The vectorised potential, gradient, field and centres equal each member's own."""
+    from tdse.model.grid import points
+    from tdse.model.potential import BatchPotential, field_value, gradient, total
+    pots = [base.with_value("field.E0", e).with_value("potential.centres.amplitude", 0.3 * k)
+            .with_value("potential.centres.frequency", 1.0 + k).with_value("potential.centres.ramp", 2.0 * k)
+            .potential for k, e in enumerate([0.01, 0.05, 0.09])]
+    x = points(base.grid)
+    bp = BatchPotential(pots, x)
+    for t in (0.0, 0.7, 3.3, 19.9):
+        V, G = bp.total(t), bp.gradient(t)
+        for b, p in enumerate(pots):
+            assert np.allclose(V[:, b], total(p, x, t), rtol=0, atol=1e-14)
+            assert np.allclose(G[:, b], gradient(p, x, t), rtol=0, atol=1e-14)
+            assert bp.field(t)[b] == pytest.approx(field_value(p.field, t), abs=1e-16)

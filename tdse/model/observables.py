@@ -133,49 +133,54 @@ class Measure:
 
 
 class BlockMeasure:
-    """The observables of B members at once (psi an N x B block, each column a member with
-    its own configuration on one grid): per member norm, yield, layer_norm, yield_flux,
-    <H>, <x>, <p>, the acceleration (un-normalised and normalised), E(t), the
-    autocorrelation and the populations in the member's own eigenstates of H(0) -- the same
-    definitions as :class:`Measure`, vectorised over the columns.  (Populations in the
-    eigenstates of H(t) and <n> need an eigensolve per member and observation: a scan
+    """The observables of B members at once (psi an N x B block on the device of ``xp``,
+    each column a member with its own configuration on one grid): per member norm, yield,
+    layer_norm, yield_flux, <H>, <x>, <p>, the acceleration (un-normalised and
+    normalised), E(t), the autocorrelation and the populations in the member's own
+    eigenstates of H(0) -- the definitions of :class:`Measure`, vectorised over the columns
+    and computed where psi lives; only the B-vectors come back to the host.  (Populations in
+    the eigenstates of H(t) and <n> need an eigensolve per member and observation: a scan
     leaves them out.)"""
 
     NAMES = ("norm", "yield", "layer_norm", "yield_flux", "energy", "x_mean", "p_mean",
              "acceleration", "acceleration_normalised", "field", "autocorrelation",
              "populations_h0")
 
-    def __init__(self, configs, x, phi0, psi0):
+    def __init__(self, configs, x, phi0, psi0, xp=np):
         from .hamiltonian import BlockOperator
-        self.configs, self.x = list(configs), np.asarray(x)
+        from .potential import BatchPotential
+        self.configs, self.xp = list(configs), xp
         self.dx = configs[0].grid.dx
-        self.phi0 = np.asarray(phi0)              # (B, K, N)
-        self.psi0 = np.asarray(psi0)              # (N, B)
-        self.kinetic = BlockOperator(configs[0].grid, 1.0, np.zeros((len(x), len(configs))))
-        self.layers = np.stack([absorber_profile(c, self.x) > 0 for c in configs], axis=1)
-        n = len(x)
-        self.k = 2 * np.pi * np.fft.fftfreq(n, d=self.dx)
+        self.x = xp.asarray(x)
+        self.phi0 = xp.asarray(phi0)              # (B, K, N)
+        self.psi0 = xp.asarray(psi0)              # (N, B)
+        self.potential = BatchPotential([c.potential for c in configs], x, xp)
+        self.kinetic = BlockOperator(configs[0].grid, 1.0, xp.zeros((len(x), len(configs))), xp)
+        self.layers = xp.asarray(np.stack([absorber_profile(c, np.asarray(x)) > 0
+                                           for c in configs], axis=1))
+        self.k = xp.asarray(2 * np.pi * np.fft.fftfreq(len(x), d=self.dx))
 
     def __call__(self, t, X) -> dict:
-        X = np.asarray(X)
-        dx, x = self.dx, self.x
-        w = np.abs(X) ** 2
-        nrm = w.sum(axis=0) * dx
-        V = np.stack([total(c.potential, x, t) for c in self.configs], axis=1)
-        dV = np.stack([gradient(c.potential, x, t) for c in self.configs], axis=1)
-        HX = self.kinetic(X)
-        HX += V * X
+        from mgemm.arrays import to_host
+        xp, dx, x = self.xp, self.dx, self.x
+        w = xp.abs(X) ** 2
         wsum = w.sum(axis=0)
-        dX = np.fft.ifft(1j * self.k[:, None] * np.fft.fft(X, axis=0), axis=0)
+        nrm = wsum * dx
+        HX = self.kinetic(X)
+        HX += self.potential.total(t) * X
+        dV = self.potential.gradient(t)
+        dX = xp.fft.ifft(1j * self.k[:, None] * xp.fft.fft(X, axis=0), axis=0)
         inside = (w * self.layers).sum(axis=0) * dx
-        return {
+        force = -(w * dV).sum(axis=0)
+        out = {
             "norm": nrm, "yield": 1.0 - nrm, "layer_norm": inside, "yield_flux": 1.0 - nrm + inside,
-            "energy": np.real(np.sum(X.conj() * HX, axis=0)) / wsum,
+            "energy": xp.real(xp.sum(X.conj() * HX, axis=0)) / wsum,
             "x_mean": (x[:, None] * w).sum(axis=0) / wsum,
-            "p_mean": np.real(np.sum(X.conj() * (-1j * dX), axis=0)) / wsum,
-            "acceleration": -(w * dV).sum(axis=0) * dx,
-            "acceleration_normalised": -(w * dV).sum(axis=0) / wsum,
-            "field": np.array([field_value(c.potential.field, t) for c in self.configs]),
-            "autocorrelation": np.sum(self.psi0.conj() * X, axis=0) * dx,
-            "populations_h0": np.abs(np.einsum("bkn,nb->bk", self.phi0, X) * dx) ** 2,
+            "p_mean": xp.real(xp.sum(X.conj() * (-1j * dX), axis=0)) / wsum,
+            "acceleration": force * dx, "acceleration_normalised": force / wsum,
+            "autocorrelation": xp.sum(self.psi0.conj() * X, axis=0) * dx,
+            "populations_h0": xp.abs(xp.einsum("bkn,nb->bk", self.phi0, X) * dx) ** 2,
         }
+        out = {k: to_host(v) for k, v in out.items()}
+        out["field"] = self.potential.field(t)
+        return out

@@ -125,6 +125,8 @@ class BatchStepper:
         self.tol = min(c.propagator.tolerance for c in configs)
         W = np.stack([absorber_profile(c, self.x_host) for c in configs], axis=1)
         self.W = W if W.any() else None
+        from ..model.potential import BatchPotential
+        self.potential = BatchPotential([c.potential for c in configs], self.x_host, xp)
         self.exponentials, self.cheb_terms = 0, 0
         self._masks = {}
 
@@ -132,9 +134,7 @@ class BatchStepper:
         """[(s_k, V_k)] of step j, V_k (N x B): each member's sum_j w_kj V(x, t_j)."""
         dt = self.config.time.dt
         t = 0.0 if self.static else j * dt
-        times = self.scheme.times(t, dt)
-        Vs = [np.stack([total(c.potential, self.x_host, tj) for c in self.configs], axis=1)
-              for tj in times]
+        Vs = [self.potential.total(tj) for tj in self.scheme.times(t, dt)]
         return [(s, sum(w * v for w, v in zip(row, Vs) if w))
                 for s, row in zip(self.scheme.scales(), self.scheme.factors)]
 
@@ -154,10 +154,9 @@ class BatchStepper:
             mask = self._mask(s)
             if mask is not None:
                 X = X * mask
-            Vd = self.xp.asarray(V)
             X, info = chebyshev.expm_apply(
                 None, X, dt, lo, hi, self.tol, self.xp,
-                scaled=lambda alpha, shift: hamiltonian.BlockOperator(g, s, Vd, self.xp, alpha, shift))
+                scaled=lambda alpha, shift: hamiltonian.BlockOperator(g, s, V, self.xp, alpha, shift))
             if mask is not None:
                 X *= mask
             self.cheb_terms += info["terms"]

@@ -108,8 +108,10 @@ def members(config: Config, sets, zipped=False) -> Scan:
 def _signature(cfg: Config):
     """Members with equal signatures share a batch: one grid, scheme, dt, length, output."""
     g, t, o, p = cfg.grid, cfg.time, cfg.output, cfg.propagator
+    f = cfg.potential.field
     return (g.x_min, g.x_max, g.dx, str(g.stencil), t.dt, t.t_end, p.scheme,
-            o.observables_every, o.populations)
+            o.observables_every, o.populations, len(cfg.potential.centres),
+            None if f is None else f.envelope)
 
 
 def batch_limit(config: Config, memory=None) -> int:
@@ -150,9 +152,8 @@ class _Recorder(Observer):
             self._record(state)
 
     def _record(self, state):
-        from mgemm.arrays import to_host
         self.t.append(state.t)
-        self.rows.append(self.measure(state.t, to_host(state.psi)))
+        self.rows.append(self.measure(state.t, state.psi))
 
 
 def run_batch(configs, backend="numpy", devices=None, keep_psi=False) -> dict:
@@ -172,7 +173,7 @@ def run_batch(configs, backend="numpy", devices=None, keep_psi=False) -> dict:
         phi.append(ph[:K])
         psi0.append(states.initial_state(c, x, ph))
     X0 = np.stack(psi0, axis=1)
-    rec = _Recorder(BlockMeasure(configs, x, np.stack(phi), X0), configs[0])
+    rec = _Recorder(BlockMeasure(configs, x, np.stack(phi), X0, xp), configs[0])
     stepper = BatchStepper(configs, xp)
     t0 = time.perf_counter()
     with plan.backend.limit():
