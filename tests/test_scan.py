@@ -159,3 +159,26 @@ def test_batch_potential_is_the_members_own(base):
             assert np.allclose(V[:, b], total(p, x, t), rtol=0, atol=1e-14)
             assert np.allclose(G[:, b], gradient(p, x, t), rtol=0, atol=1e-14)
             assert bp.field(t)[b] == pytest.approx(field_value(p.field, t), abs=1e-16)
+
+
+def test_members_sharing_a_molecule_share_its_states_and_match_serial_runs(base):
+    """An E0 scan: one molecular H(0) for every member (solved once, populations by one
+    GEMM); each member still equals its serial run."""
+    from tdse.model import states
+    calls = {"n": 0}
+    orig = states.eigenstates
+
+    def counting(*a, **k):
+        calls["n"] += 1
+        return orig(*a, **k)
+    import pytest as _pt
+    mp = _pt.MonkeyPatch()
+    mp.setattr(states, "eigenstates", counting)
+    try:
+        res = scan_mod.scan(base, {"field.E0": [0.03, 0.07]})
+    finally:
+        mp.undo()
+    assert calls["n"] == 1
+    serial = tdse.simulate(base.with_value("field.E0", 0.07), backend="numpy").observables
+    for name in ("populations_h0", "acceleration", "yield_flux"):
+        assert np.abs(res[name][1] - serial[name]).max() <= 1e-10 * max(1.0, np.abs(serial[name]).max())
