@@ -13,7 +13,7 @@ Python API (docs/PYTHON.md): :func:`load_config`, :func:`simulate` (a :class:`Re
 from .version import __version__
 
 __all__ = ["__version__", "load_config", "simulate", "Result", "prepare", "evolve", "RunPlan",
-           "Observer", "State"]
+           "Observer", "State", "scan"]
 
 
 def __getattr__(name):

@@ -24,7 +24,16 @@ from .run.loop import Observer, State, evolve
 from .run.plan import RunPlan, prepare
 
 __all__ = ["load_config", "simulate", "Result", "prepare", "evolve", "RunPlan", "Observer",
-           "State"]
+           "State", "scan"]
+
+
+def scan(config, sets, **kw) -> dict:
+    """Many runs at once: ``config`` (a Config, path, TOML text or dict) over ``sets``
+    ({key: values} or [(key, values)]; see :func:`tdse.studies.scan.scan` for ``zipped``,
+    ``out``, ``workers``, ``scheduler``, ``backend``, ``batch``, ``keep_psi``): a dict of
+    arrays shaped (values..., t) per observable, with "scan" (the members) and "t"."""
+    from .studies.scan import scan as scan_
+    return scan_(load_config(config), sets, **kw)
 
 
 def simulate(config, *, backend="auto", devices=None, out=None, force=False,

@@ -186,7 +186,8 @@ def test_quiet_prints_nothing_but_errors(tmp_path):
 @pytest.mark.slow
 def test_sigint_half_a_second_into_a_real_run_exits_130_and_leaves_nothing(tmp_path):
     """A real process (`tdse run` of the main job): SIGINT 0.5 s in -- during its imports,
-    the precheck or auto's calibration -- exits 130 with one line, no traceback, no folder."""
+    the precheck or, on a fast machine, its first steps -- exits 130 with one line and no
+    traceback, and leaves either nothing or a valid, resumable .part file."""
     import signal
     import sys
     import time
@@ -200,4 +201,7 @@ def test_sigint_half_a_second_into_a_real_run_exits_130_and_leaves_nothing(tmp_p
     _, err = p.communicate(timeout=120)
     assert p.returncode == 130, err
     assert "Traceback" not in err and "interrupted by SIGINT" in err
-    assert not out.exists() or not any(out.iterdir())
+    left = sorted(out.iterdir()) if out.exists() else []
+    assert left == [] or [q.name for q in left] == ["h2plus_moving.h5.part"]
+    if left:
+        assert "tdse resume" in err and resume_state(str(left[0]))["count"] >= 1

@@ -17,7 +17,7 @@ from ..config import Config, ConfigError
 from ..model.potential import total
 from ..model.states import DTYPE
 from ..numerics.precheck import Precheck
-from .interrupts import interruptible
+from .interrupts import Interrupts
 from .loop import evolve
 from .observers import Observables, Progress, Snapshots
 from .plan import RunPlan, prepare
@@ -196,12 +196,11 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
     if estimate is not None:
         observers.insert(0, estimate)
     bar = Progress(config.time.steps, start, config.name, disable=not progress)
-    observers.append(bar)
     t0 = time.perf_counter()
+    observers += [bar, Interrupts(writer, lambda: snaps.last_step * config.time.dt, t0)]
     complete = False
     try:
-        with interruptible(writer, lambda: snaps.last_step * config.time.dt, t0), \
-                plan.backend.limit():
+        with plan.backend.limit():
             evolve(plan, psi, observers, start=start, U0=Ut, resumed=resume is not None,
                    stepper=stepper)
         complete = True

@@ -1,7 +1,7 @@
-"""Interrupts: SIGINT/SIGTERM stop a run with its file closed valid and resumable."""
+"""Interrupts: SIGINT/SIGTERM stop a run with its file closed valid and resumable -- an
+observer of the evolve loop (:class:`Interrupts`)."""
 from __future__ import annotations
 
-import contextlib
 import time
 
 
@@ -35,21 +35,41 @@ def signal_guard():
     return restore
 
 
-@contextlib.contextmanager
-def interruptible(writer, last_time, started=None):
-    """Run the block with SIGINT/SIGTERM turned into :class:`Interrupted`: on a signal
-    the writer is closed valid (not complete, ``wall_seconds`` since ``started``) and the
-    exception names the file, its snapshots and ``last_time()``, the time of the last
-    whole snapshot."""
-    restore = signal_guard()
-    try:
-        yield
-    except KeyboardInterrupt as e:
-        sig = "SIGTERM" if str(e) == "SIGTERM" else "SIGINT"
-        count = writer.count
-        writer.set_attrs(interrupted_by=sig, **({} if started is None else
-                                                {"wall_seconds": time.perf_counter() - started}))
-        writer.close(False)
-        raise Interrupted(sig, writer.path, count, last_time()) from None
-    finally:
-        restore()
+class Interrupts:
+    """The evolve loop's observer for signals: SIGINT/SIGTERM become KeyboardInterrupt while
+    the loop runs (:func:`signal_guard`), and when one stops it the writer is closed valid
+    (not complete, ``wall_seconds`` since ``started``) and :class:`Interrupted` is raised in
+    its place, naming the file, its snapshots and ``last_time()``."""
+
+    def __init__(self, writer, last_time, started=None):
+        self.writer, self.last_time, self.started = writer, last_time, started
+        self.restore = None
+
+    def begin(self, state):
+        self.restore = signal_guard()
+
+    def before(self, j, state):
+        pass
+
+    def after(self, state):
+        pass
+
+    def end(self, state):
+        self._restore()
+
+    def fail(self, state, error):
+        self._restore()
+        if not isinstance(error, KeyboardInterrupt):
+            return
+        sig = "SIGTERM" if str(error) == "SIGTERM" else "SIGINT"
+        w = self.writer
+        count = w.count
+        w.set_attrs(interrupted_by=sig, **({} if self.started is None else
+                                           {"wall_seconds": time.perf_counter() - self.started}))
+        w.close(False)
+        raise Interrupted(sig, w.path, count, self.last_time()) from None
+
+    def _restore(self):
+        if self.restore is not None:
+            self.restore()
+            self.restore = None

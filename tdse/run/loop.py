@@ -28,7 +28,9 @@ class State:
 class Observer:
     """Called by :func:`evolve`: :meth:`begin` with the first state, :meth:`before` each
     step j with psi(t_j), :meth:`after` with the state after it, :meth:`end` when the loop
-    has finished (not on an exception)."""
+    has finished, :meth:`fail` when it stops on an exception (the last whole state and the
+    exception; an observer may raise another in its place, as the interrupts observer
+    turns a signal into :class:`tdse.run.interrupts.Interrupted`)."""
 
     def begin(self, state: State):
         pass
@@ -42,6 +44,9 @@ class Observer:
     def end(self, state: State):
         pass
 
+    def fail(self, state: State, error: BaseException):
+        pass
+
 
 def evolve(plan, psi0, observers=(), *, start=0, stop=None, U0=None, resumed=False,
            stepper=None) -> State:
@@ -53,16 +58,21 @@ def evolve(plan, psi0, observers=(), *, start=0, stop=None, U0=None, resumed=Fal
     dt = plan.config.time.dt
     stop = plan.steps if stop is None else stop
     state = State(start, start * dt, psi0, U0, resumed)
-    for o in observers:
-        o.begin(state)
-    for j in range(start, stop):
+    try:
         for o in observers:
-            o.before(j, state)
-        psi = None if state.psi is None else stepper.step(state.psi, j)
-        U = None if state.U is None else stepper.step_operator(state.U, j)
-        state = State(j + 1, (j + 1) * dt, psi, U)
+            o.begin(state)
+        for j in range(start, stop):
+            for o in observers:
+                o.before(j, state)
+            psi = None if state.psi is None else stepper.step(state.psi, j)
+            U = None if state.U is None else stepper.step_operator(state.U, j)
+            state = State(j + 1, (j + 1) * dt, psi, U)
+            for o in observers:
+                o.after(state)
+    except BaseException as e:   # noqa: BLE001 -- the observers decide; re-raised below
         for o in observers:
-            o.after(state)
+            o.fail(state, e)
+        raise
     for o in observers:
         o.end(state)
     return state
