@@ -309,8 +309,22 @@ class BlockOperator:
         kin += self.diag * X
         return kin
 
+    def recur(self, X, P, Y, a):
+        """One Chebyshev term: Z = (this operator) X - P, and Y += a Z (in place); on a GPU
+        one pass after the kinetic product."""
+        kin, k = self._kinetic(X)
+        if self.xp is not np:
+            z = self.xp.empty_like(kin)
+            _recur_kernel(self.xp)(kin, self.diag, X, P, k, a, z, Y)
+            return z
+        kin *= k
+        kin += self.diag * X
+        kin -= P
+        Y += a * kin
+        return kin
 
-_FUSED = None
+
+_FUSED = _RECUR = None
 
 
 def _fused_kernel(cp):
@@ -320,3 +334,12 @@ def _fused_kernel(cp):
         _FUSED = cp.ElementwiseKernel("T g, float64 d, T x, float64 k", "T y", "y = g * k + x * d",
                                       "tdse_block_diag")
     return _FUSED
+
+
+def _recur_kernel(cp):
+    """z = k g + d x - p and acc += a z (complex g, x, p, a, acc; real d, k) in one pass."""
+    global _RECUR
+    if _RECUR is None:
+        _RECUR = cp.ElementwiseKernel("T g, float64 d, T x, T p, float64 k, T a", "T z, T acc",
+                                      "z = g * k + x * d - p; acc += a * z", "tdse_block_recur")
+    return _RECUR

@@ -130,7 +130,9 @@ def expm_apply(apply, X, tau, lo, hi, tol, xp=None, scaled=None):
     """exp(-i tau G) X with ``apply(Y) = G Y`` and spec(G) in [lo, hi].
 
     ``scaled(alpha, shift)``, optional: returns a callable Y -> alpha (G - shift) Y in one
-    application (faster than ``apply`` plus the recurrence's own scaling).  Returns
+    application (faster than ``apply`` plus the recurrence's own scaling); if it also has
+    ``recur(cur, prev, Y, a)`` (returning nxt = op(cur) - prev after adding a nxt to Y),
+    each term's update is that one call (one fused pass on a GPU).  Returns
     (result, info) with info = {"terms", "R", "truncation_bound"}.  ``X`` a vector or a
     block of columns (NumPy or CuPy); G must be Hermitian (the expansion's error bound
     needs a real spectrum)."""
@@ -160,10 +162,14 @@ def expm_apply(apply, X, tau, lo, hi, tol, xp=None, scaled=None):
     cur *= 0.5                                # G' X
     Y = complex(a[0]) * X
     axpy(complex(a[1]), cur, Y)
+    fused = getattr(two_gp, "recur", None)   # an operator that fuses the term's update
     for k in range(2, K + 1):
-        nxt = two_gp(cur)
-        nxt -= prev
-        axpy(complex(a[k]), nxt, Y)
+        if fused is not None:                 # nxt = 2 G' cur - prev and Y += a_k nxt at once
+            nxt = fused(cur, prev, Y, complex(a[k]))
+        else:
+            nxt = two_gp(cur)
+            nxt -= prev
+            axpy(complex(a[k]), nxt, Y)
         prev, cur = cur, nxt
     Y *= complex(np.exp(-1j * tau * c))
     return Y, {"terms": K, "R": R, "truncation_bound": tail_bound(R, K)}
