@@ -244,6 +244,19 @@ def _scan(d):
     return out
 
 
+def _mutation(d):
+    out = [f"{d.get('tool', '')}, commit {d.get('commit', '')}: "
+           + ("complete" if d.get("complete") else f"incomplete -- {d.get('why_incomplete', '')}"), "",
+           "| module | mutants | killed | survived | timed out | not checked |",
+           "| --- | --- | --- | --- | --- | --- |"]
+    for r in d["rows"]:
+        out.append(f"| {r['module']} | {r.get('mutants')} | {r.get('killed')} | {r.get('survived')} | "
+                   f"{r.get('timed_out', 0)} | {r.get('not_checked', 0)} |")
+    for s in d.get("survivors", []):
+        out.append(f"\nsurvivor `{s['mutant']}`: {s['change']} -- {s['verdict']}")
+    return out
+
+
 def _kernels(d):
     from .kernels_3m import table
     return table(d)
@@ -253,7 +266,8 @@ RENDER = {"engine": _engine, "sweep-3m": _sweep, "expm": _expm, "expm-cpu": _exp
           "tune": _tune, "tdse": _tdse, "gpu-tests": _gpu_tests, "kernels-3m": _kernels,
           "accuracy": _accuracy, "step-cost": _step_cost, "expm-profile": _expm_profile,
           "propagator": _propagator, "inputs": _inputs, "absorber": _absorber,
-          "formulas": _formulas, "scale": _scale, "scan": _scan}
+          "formulas": _formulas, "scale": _scale, "scan": _scan,
+          "mutation": _mutation}
 
 
 def render(doc) -> list[str]:
