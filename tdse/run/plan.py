@@ -51,8 +51,9 @@ class RunPlan:
         e.g. the same run at dt/2; default the plan's own)."""
         cfg = self.config if config is None else config
         plan = self.precheck.plan
-        if cfg is not self.config and cfg.time.dt != self.config.time.dt:
-            plan = run_precheck(cfg, check_resolution=False).plan
+        if cfg is not self.config and (cfg.time.dt != self.config.time.dt or
+                                       cfg.propagator != self.config.propagator):
+            plan = run_precheck(cfg, check_resolution=False).plan   # its own theta, tolerance
         return Stepper(cfg, plan, self.backend.xp, self.backend.gemm_opts)
 
     def with_config(self, config: Config) -> "RunPlan":
