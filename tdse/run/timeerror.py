@@ -40,7 +40,7 @@ import numpy as np
 from mgemm.arrays import to_host
 
 from ..config import Config
-from ..numerics import exponentials, schemes
+from ..numerics import schemes
 from .loop import Observer
 
 __all__ = ["TimeErrorEstimate", "CompanionEstimate", "phase_blind_distance", "window_start",

@@ -395,7 +395,7 @@ def spectrum(h5file, kind, win, out_dir, force):
     """Harmonic or autocorrelation spectrum of a run (PNG + JSON)."""
     from .plots import plot_spectrum
     from ..run.snapshots import NotOurFile, read
-    from ..studies.spectra import from_file, peaks
+    from ..studies.spectra import from_file
     try:
         d = read(h5file)
         res = from_file(d, kind, win)

@@ -20,7 +20,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ..model.observables import node_positions  # noqa: E402
 from ..run.snapshots import read  # noqa: E402
 
 
