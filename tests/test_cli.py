@@ -81,6 +81,17 @@ def test_states_json_matches_eigvalsh(runner, inputs_dir):
     np.testing.assert_allclose(E, w[:3], rtol=1e-10)
 
 
+def test_validate_shows_progress(monkeypatch):
+    """#25: `tdse validate` is not silent while it works: a progress bar over its checks
+    (on stderr; --json keeps stdout clean)."""
+    from tdse.studies import validate as v
+    for name in ("check_expm", "check_propagation", "check_chebyshev_reference", "check_order",
+                 "check_static_phase", "check_dvr", "check_nodes"):
+        monkeypatch.setattr(v, name, lambda *a, **k: [dict(check="x", error=0.0, tolerance=1.0, passed=True)])
+    r = CliRunner().invoke(main, ["validate", "--quick"])
+    assert r.exit_code == 0 and "validate" in r.output and "7/7" in r.output and "all passed" in r.output
+
+
 def test_validate_quick_json(runner):
     r = runner.invoke(main, ["validate", "--quick", "--json"])
     assert r.exit_code == 0, r.output[-2000:]

@@ -95,3 +95,32 @@ def test_shipped_inputs_load(inputs_dir):
     import os
     for f in os.listdir(inputs_dir):
         loads(open(os.path.join(inputs_dir, f)).read())
+
+
+def test_laser_in_lab_units():
+    """#25: intensity (W/cm^2), wavelength (nm), cycles in place of E0, omega, duration:
+    converted with the stated constants, exactly one of each pair, kept as given."""
+    import math
+    from tdse.config import INTENSITY_AU, OMEGA_NM, to_toml
+    base = GOOD.rstrip() + "\n[field]\nintensity = 1e14\nwavelength = 800.0\ncycles = 4.0\n"
+    cfg = loads(base)
+    f = cfg.field
+    assert f.E0 == pytest.approx(math.sqrt(1e14 / INTENSITY_AU)) and f.E0 == pytest.approx(0.05338, rel=1e-4)
+    assert f.omega == pytest.approx(OMEGA_NM / 800.0) and f.omega == pytest.approx(0.056954, rel=1e-5)
+    assert f.duration == pytest.approx(4 * 2 * math.pi / f.omega)
+    again = loads(to_toml(cfg))
+    assert again.field == f and "intensity = 1e+14" in to_toml(cfg).replace("100000000000000.0", "1e+14")
+    assert cfg.with_value("field.E0", 0.01).field.E0 == 0.01          # E0 replaces intensity
+    for bad, words in ((base.replace("wavelength = 800.0", "wavelength = 800.0\nomega = 0.05"), "both given"),
+                       (base.replace("cycles = 4.0\n", ""), "neither given"),
+                       (base.replace("intensity = 1e14", "intensity = -1.0"), "field.intensity")):
+        with pytest.raises(ConfigError, match=words):
+            loads(bad)
+
+
+def test_config_mirrors_the_toml_tables():
+    cfg = loads(GOOD.rstrip() + "\n[field]\nE0 = 0.02\nomega = 0.3\nduration = 5.0\n")
+    assert cfg.field is cfg.potential.field and cfg.field.E0 == 0.02
+    assert cfg.with_value("field.E0", 0.03).field.E0 == 0.03
+    with pytest.raises(ConfigError, match="field.E0"):
+        cfg.with_value("field.E0", "strong")

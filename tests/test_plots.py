@@ -124,3 +124,21 @@ def test_floquet_map_draws_shifts_and_rings_ties(tmp_path):
     assert rings and np.allclose(rings[0].get_offsets()[:, 0], [2.0])
     assert "folded" in ax.get_ylabel()
     plt.close(fig)
+
+
+def test_floquet_and_scan_state_one_quasi_energy_for_one_state():
+    """#25: the same ground state's quasi-energy is one number in `tdse floquet` and in
+    `--scan` (the first zone [-omega/2, omega/2) in both)."""
+    from tdse.studies.floquet import analyse, scan
+    cfg = tdse.config.loads(open(__import__("os").path.join(
+        __import__("os").path.dirname(__import__("os").path.dirname(__file__)), "inputs", "tiny.toml")).read())
+    cfg = cfg.with_value("propagator.method", "dense").with_value("time.dt", 0.02)
+    one = analyse(cfg, count=2)
+    many = scan(cfg, "potential.centres.frequency", [3.0], count=2)
+    w = 2 * math.pi / one["period"]
+    for a, b in zip(one["states"], many["points"][0]["states"]):
+        assert a["quasi_energy"] == pytest.approx(b["quasi_energy"], abs=1e-12)
+        assert -w / 2 <= a["quasi_energy"] < w / 2
+        shift = (a["quasi_energy"] - a["E_n"] + w / 2) % w - w / 2
+        assert a["shift"] == pytest.approx(shift, abs=1e-12)
+    assert all(-w / 2 <= e < w / 2 for e in one["quasi_energies"])

@@ -182,3 +182,23 @@ def test_members_sharing_a_molecule_share_its_states_and_match_serial_runs(base)
     serial = tdse.simulate(base.with_value("field.E0", 0.07), backend="numpy").observables
     for name in ("populations_h0", "acceleration", "yield_flux"):
         assert np.abs(res[name][1] - serial[name]).max() <= 1e-10 * max(1.0, np.abs(serial[name]).max())
+
+
+def test_gpu_workers_need_dask_cuda_and_say_so_before_any_work(base):
+    try:
+        import dask_cuda  # noqa: F401
+        pytest.skip("dask-cuda is installed here")
+    except ImportError:
+        pass
+    with pytest.raises(tdse.config.ConfigError, match="dask-cuda"):
+        scan_mod.scan(base, {"field.E0": [0.02, 0.03]}, workers=2, backend="cupy")
+
+
+def test_batch_size_follows_the_memory(base):
+    sc = scan_mod.members(base, {"field.E0": list(np.linspace(0.01, 0.1, 10))})
+    n, K = base.grid.n, base.output.populations
+    per_member = 16 * n * 12 + 8 * n * (K + 4)
+    assert scan_mod.batch_limit(base, 3 * per_member + 1) == 3
+    groups = scan_mod.batches(sc, memory=3 * per_member + 1)
+    assert [len(g) for g in groups] == [3, 3, 3, 1]
+    assert sorted(i for g in groups for i in g) == list(range(10))

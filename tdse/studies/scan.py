@@ -124,14 +124,27 @@ def batch_limit(config: Config, memory=None) -> int:
     return max(1, min(MAX_BATCH, int((memory or available_memory() // 2) // per)))
 
 
-def batches(scan: Scan, limit=None) -> list:
-    """Lists of member numbers, each one batch: equal signatures, at most ``limit``."""
+def device_memory(backend="numpy"):
+    """Bytes a batch may use: half the host's available memory, or of GPU 0's free memory."""
+    if backend != "cupy":
+        return None
+    from mgemm.arrays import cupy_or_none
+    cp = cupy_or_none()
+    if cp is None:
+        return None
+    from ..run.resources import free_on
+    return free_on(cp, 0) // 2
+
+
+def batches(scan: Scan, limit=None, memory=None) -> list:
+    """Lists of member numbers, each one batch: equal signatures, at most ``limit`` (and what
+    ``memory`` bytes hold: :func:`batch_limit`)."""
     groups = {}
     for i, cfg in enumerate(scan.configs):
         groups.setdefault(_signature(cfg), []).append(i)
     out = []
     for idx in groups.values():
-        cap = limit or batch_limit(scan.configs[idx[0]])
+        cap = limit or batch_limit(scan.configs[idx[0]], memory)
         out += [idx[k:k + cap] for k in range(0, len(idx), cap)]
     return out
 
@@ -261,7 +274,9 @@ def scan(config: Config, sets, *, zipped=False, out=None, workers=None, schedule
     hook for tests and monitoring)."""
     from tqdm.auto import tqdm
     sc = members(config, sets, zipped)
-    groups = batches(sc, batch)
+    if workers is not None and backend == "cupy":
+        _need_dask_cuda()
+    groups = batches(sc, batch, device_memory(backend) if workers is None and scheduler is None else None)
     folder = _parts_dir(out, config.name)
     fps = [_fingerprint(sc, g) for g in groups]
     done = {k: _load_part(folder, k, fp) for k, fp in enumerate(fps)} if folder else {}
@@ -279,6 +294,15 @@ def scan(config: Config, sets, *, zipped=False, out=None, workers=None, schedule
     return _assemble(sc, groups, done, keep_psi, time.perf_counter() - t0)
 
 
+def _need_dask_cuda():
+    try:
+        import dask_cuda  # noqa: F401
+    except ImportError:
+        raise ConfigError("--workers", "with --backend cupy", "one worker per GPU needs dask-cuda "
+                          "(pip install -e \".[cuda-cluster]\"); or run in this process on one GPU "
+                          "(no --workers)") from None
+
+
 def _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi, on_submit=None):
     """(batch number, result) as batches finish: here, or on a Dask cluster (a LocalCluster
     of ``workers``, or the one at ``scheduler``) where a batch whose worker dies is retried."""
@@ -290,7 +314,10 @@ def _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi, o
         return
     from dask.distributed import Client, LocalCluster, as_completed
     cluster = None
-    if scheduler is None:
+    if scheduler is None and backend == "cupy":   # one worker per GPU (checked before any work)
+        from dask_cuda import LocalCUDACluster
+        cluster = LocalCUDACluster(n_workers=workers, threads_per_worker=1, dashboard_address=None)
+    elif scheduler is None:
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                dashboard_address=None)
     client = Client(cluster if cluster is not None else scheduler)
