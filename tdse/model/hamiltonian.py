@@ -199,6 +199,24 @@ def apply(config, psi, v, xp=None, scale=1.0):
     return Operator(config, scale, v, xp)(psi)
 
 
+def stencil_matrix(grid, main, factor, xp=np):
+    """The sparse (CSR, complex) matrix of a finite-difference stencil: diagonal ``main``
+    (N values), off-diagonals ``factor`` x the stencil's bands; scipy.sparse, or
+    cupyx.scipy.sparse on a GPU."""
+    import scipy.sparse
+    _, d1, d2 = (factor * c for c in kinetic_bands(grid.stencil, grid.dx))
+    n = grid.n
+    diags, offs = [main, np.full(n - 1, d1), np.full(n - 1, d1)], [0, 1, -1]
+    if d2:
+        diags += [np.full(n - 2, d2), np.full(n - 2, d2)]
+        offs += [2, -2]
+    m = scipy.sparse.diags(diags, offs, format="csr").astype(np.complex128)
+    if xp is not np:
+        import cupyx.scipy.sparse
+        m = cupyx.scipy.sparse.csr_matrix(m)
+    return m
+
+
 class Operator:
     """X -> alpha (scale T + diag(v) - shift I) X as one fast application: a sparse matrix
     for the stencils (scipy.sparse / cupyx.scipy.sparse, one pass over X), the circulant
@@ -214,18 +232,8 @@ class Operator:
             self.diag = xp.asarray(d)
             self.mat = None
         else:
-            import scipy.sparse
-            d0, d1, d2 = (alpha * scale * c for c in kinetic_bands(g.stencil, g.dx))
-            n = g.n
-            diags, offs = [d + d0, np.full(n - 1, d1), np.full(n - 1, d1)], [0, 1, -1]
-            if d2:
-                diags += [np.full(n - 2, d2), np.full(n - 2, d2)]
-                offs += [2, -2]
-            m = scipy.sparse.diags(diags, offs, format="csr").astype(np.complex128)
-            if xp is not np:
-                import cupyx.scipy.sparse
-                m = cupyx.scipy.sparse.csr_matrix(m)
-            self.mat = m
+            d0 = alpha * scale * kinetic_bands(g.stencil, g.dx)[0]
+            self.mat = stencil_matrix(g, d + d0, alpha * scale, xp)
 
     def __call__(self, X):
         if self.mat is not None:
@@ -272,18 +280,8 @@ class BlockOperator:
         elif grid.stencil == "dvr":
             self.lam = self.k * _dvr_symbol(grid.n, grid.dx, xp)[:, None]
         else:
-            import scipy.sparse
-            d0, d1, d2 = kinetic_bands(grid.stencil, grid.dx)
-            n = grid.n
-            diags, offs = [np.full(n, d0), np.full(n - 1, d1), np.full(n - 1, d1)], [0, 1, -1]
-            if d2:
-                diags += [np.full(n - 2, d2), np.full(n - 2, d2)]
-                offs += [2, -2]
-            m = scipy.sparse.diags(diags, offs, format="csr").astype(np.complex128)
-            if xp is not np:
-                import cupyx.scipy.sparse
-                m = cupyx.scipy.sparse.csr_matrix(m)
-            self.mat = m
+            self.mat = stencil_matrix(grid, np.full(grid.n, kinetic_bands(grid.stencil, grid.dx)[0]),
+                                      1.0, xp)
 
     def _kinetic(self, X):
         xp = self.xp
