@@ -75,16 +75,22 @@ class _Group(click.Group):
     and 1 (a run in its loop says more: tdse.run.interrupts)."""
 
     def invoke(self, ctx):
-        from ..run.interrupts import signal_guard
-        restore = signal_guard()
-        try:
-            return super().invoke(ctx)
-        except KeyboardInterrupt as e:
-            sig = "SIGTERM" if str(e) == "SIGTERM" else "SIGINT"
-            click.echo(f"error: interrupted by {sig}", err=True)
-            sys.exit(143 if sig == "SIGTERM" else 130)
-        finally:
-            restore()
+        return _interruptible(lambda: super(_Group, self).invoke(ctx), "")
+
+
+def _interruptible(work, what):
+    """Run ``work()`` with SIGINT/SIGTERM as KeyboardInterrupt; on one, say so (``what``
+    after the signal's name) and exit 130 / 143."""
+    from ..run.interrupts import signal_guard
+    restore = signal_guard()
+    try:
+        return work()
+    except KeyboardInterrupt as e:
+        sig = "SIGTERM" if str(e) == "SIGTERM" else "SIGINT"
+        click.echo(f"error: interrupted by {sig}{what}", err=True)
+        sys.exit(143 if sig == "SIGTERM" else 130)
+    finally:
+        restore()
 
 
 @click.group(cls=_Group)
@@ -181,16 +187,8 @@ def _resume(h5file, input_file, **opts):
 def _go(cfg, label, out_dir, resume_arg, **opts):
     """A run from the command line: SIGINT/SIGTERM at any moment (start-up, calibration,
     the precheck, the loop) end it with 130/143; before the loop nothing is written."""
-    from ..run.interrupts import signal_guard
-    restore = signal_guard()
-    try:
-        _start(cfg, label, out_dir, resume_arg, **opts)
-    except KeyboardInterrupt as e:
-        sig = "SIGTERM" if str(e) == "SIGTERM" else "SIGINT"
-        click.echo(f"error: interrupted by {sig} during start-up: nothing was written", err=True)
-        sys.exit(143 if sig == "SIGTERM" else 130)
-    finally:
-        restore()
+    _interruptible(lambda: _start(cfg, label, out_dir, resume_arg, **opts),
+                   " during start-up: nothing was written")
 
 
 def _start(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_inaccurate,
