@@ -521,3 +521,19 @@ def test_scan_on_gpu_equals_cpu():
     a, b = scan(cfg, sets, backend="numpy"), scan(cfg, sets, backend="cupy")
     for k in ("norm", "energy", "acceleration", "populations_h0", "yield_flux", "autocorrelation"):
         assert np.abs(a[k] - b[k]).max() <= 1e-10 * max(1.0, np.abs(a[k]).max()), k
+
+
+@pytest.mark.gpu
+def test_backend_auto_on_a_gpu_machine():
+    """backend auto with a GPU: both backends timed on the run's own step for a small DVR
+    grid (where the CPU may win) and the faster one taken; the choice is in the file."""
+    import tdse
+    from tdse.studies.validate import make_config
+    cfg = make_config(n=128, dx=0.2, stencil="dvr", dt=0.01, steps=20, method="chebyshev", tol=1e-12,
+                      scheme="cfm4")
+    plan = tdse.prepare(cfg, backend="auto", check_resolution=False)
+    sec = plan.backend_choice["seconds_per_step"]
+    assert set(sec) == {"cupy", "numpy"} and all(v > 0 for v in sec.values())
+    assert plan.backend.name == min(sec, key=sec.get)
+    res = tdse.simulate(cfg, backend="auto")
+    assert "backend_choice" in res.attrs

@@ -108,3 +108,40 @@ def test_operator_and_psi_together_match(rng):
     plan = _plan("dense", steps=10)
     final = tdse.evolve(plan, plan.psi0, U0=np.eye(64, dtype=complex))
     assert np.abs(final.U @ plan.psi0 - final.psi).max() < 1e-12
+
+
+def test_backend_auto_takes_the_faster_timed_step(monkeypatch):
+    """#27 item 2: with GPUs, backend auto times this run's own step on each backend and
+    takes the faster (said in the notes, stored); the CPU is not timed when its cost model
+    expects a step over CPU_TIMING_MAX_S.  (A fake GPU here: the NumPy plan relabelled; the
+    real one is tests/test_gpu.py::test_backend_auto_on_a_gpu_machine.)"""
+    import tdse.run.plan as plan_mod
+    import tdse.run.resources as res_mod
+    from tdse.run.backend import Backend
+    base = _plan("dense")
+    build = lambda name: dataclasses.replace(base, backend=Backend(name, np, None, 1))  # noqa: E731
+    for fast in ("numpy", "cupy"):
+        monkeypatch.setattr(plan_mod, "step_seconds",
+                            lambda p, fast=fast: 1e-3 if p.backend.name == fast else 3e-3)
+        plan = plan_mod.fastest(build, base.config, base.precheck, None)
+        assert plan.backend.name == fast and plan.backend_choice["chosen"] == fast
+        assert plan.backend_choice["seconds_per_step"] == (
+            {"cupy": 1e-3, "numpy": 3e-3} if fast == "cupy" else {"cupy": 3e-3, "numpy": 1e-3})
+        assert any(n.startswith(f"backend auto -> {fast}") for n in plan.precheck.notes)
+        assert "backend_choice" in plan.attrs()
+    monkeypatch.setattr(res_mod, "cpu_seconds_estimate", lambda *a, **k: 1e9)
+    monkeypatch.setattr(plan_mod, "step_seconds", lambda p: 5.0)   # the GPU even if slow
+    plan = plan_mod.fastest(build, base.config, base.precheck, None)
+    assert plan.backend.name == "cupy" and plan.backend_choice["seconds_per_step"]["numpy"] is None
+    assert "not timed" in plan.backend_choice["why"]
+
+
+def test_backend_auto_without_a_gpu_is_numpy():
+    plan = tdse.prepare(make_config(n=32, steps=2), backend="auto", check_resolution=False)
+    assert plan.backend.name == "numpy" and plan.backend_choice is None
+
+
+def test_step_seconds_times_the_runs_own_step():
+    plan = _plan("chebyshev", steps=5)
+    sec = __import__("tdse.run.plan", fromlist=["step_seconds"]).step_seconds(plan, 2)
+    assert 0 < sec < 5

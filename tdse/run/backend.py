@@ -12,7 +12,7 @@ from mgemm.arrays import cupy_or_none, gpu_count
 from ..config import Config, ConfigError
 
 __all__ = ["Backend", "backend_for", "resolve_backend", "blas_threads", "usable_cpus",
-           "thread_limit"]
+           "thread_limit", "gpu_count"]
 
 
 @dataclass(frozen=True)

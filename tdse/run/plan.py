@@ -22,7 +22,7 @@ from ..model.grid import points
 from ..numerics import cost, schemes
 from ..numerics.precheck import Precheck, memory_check, precheck as run_precheck
 from ..numerics.stepper import Stepper
-from .backend import Backend, backend_for
+from .backend import Backend, backend_for, gpu_count
 
 __all__ = ["RunPlan", "prepare", "effective_attrs"]
 
@@ -41,6 +41,7 @@ class RunPlan:
     states: np.ndarray
     psi0: np.ndarray
     method_choice: dict | None = None
+    backend_choice: dict | None = None
 
     @property
     def steps(self) -> int:
@@ -70,7 +71,8 @@ class RunPlan:
                               f"exponentials by {cfg.propagator.method}",
                 "allow_inaccurate": bool(allow_inaccurate and not pc.ok),
                 "blas_threads": b.threads, **effective_attrs(cfg), **pc.attrs(),
-                **({"method_choice": json.dumps(self.method_choice)} if self.method_choice else {})}
+                **({"method_choice": json.dumps(self.method_choice)} if self.method_choice else {}),
+                **({"backend_choice": json.dumps(self.backend_choice)} if self.backend_choice else {})}
 
 
 def effective_attrs(config: Config) -> dict:
@@ -88,13 +90,21 @@ def states_needed(config: Config) -> int:
     return max(K, config.initial.state + 1 if isinstance(config.initial.state, int) else 1)
 
 
+#: ``backend = "auto"`` times the CPU's step only when the cost model expects it under this
+CPU_TIMING_MAX_S = 5.0
+#: steps timed per backend for the choice (after one warm-up step)
+TIMED_STEPS = 2
+
+
 def prepare(config: Config, *, backend="auto", devices=None, threads=None,
             allow_inaccurate=False, check_resolution=True, pc: Precheck | None = None,
             operator: bool | None = None, steps: int | None = None) -> RunPlan:
     """The :class:`RunPlan` of ``config`` (module docstring), or a ConfigError naming the
     key: a Taylor exponential that misses its tolerance is refused unless
     ``allow_inaccurate``.  ``pc``: a precheck already made for this config;
-    ``operator``/``steps``: what auto's cost estimate assumes (default: the config's)."""
+    ``operator``/``steps``: what auto's cost estimate assumes (default: the config's).
+    ``backend = "auto"`` on a machine with GPUs takes the backend whose step of this very
+    run is faster, timed here (:func:`fastest`); without GPUs it is NumPy."""
     memory_check(config)          # before any work: the method's matrices must fit
     x = points(config.grid)
     E, phi = model_states.eigenstates(config, 0.0, min(states_needed(config), config.grid.n))
@@ -102,6 +112,14 @@ def prepare(config: Config, *, backend="auto", devices=None, threads=None,
     if not pc.ok and not allow_inaccurate:
         raise ConfigError("time.dt", config.time.dt, f"{pc.message}; allow_inaccurate "
                           f"(--allow-inaccurate) runs anyway")
+    build = lambda name: _on(name, config, pc, x, E, phi, devices, threads, operator, steps)  # noqa: E731
+    if backend == "auto" and gpu_count() > 0:
+        return fastest(build, config, pc, threads)
+    return build(backend)
+
+
+def _on(backend, config, pc, x, E, phi, devices, threads, operator, steps) -> RunPlan:
+    """The plan on one backend (auto's method resolved for it)."""
     be = backend_for(config, backend, devices, threads)
     choice = None
     if pc.ok:
@@ -110,3 +128,54 @@ def prepare(config: Config, *, backend="auto", devices=None, threads=None,
                                               xp=be.xp, operator=operator, steps=steps)
     psi0 = model_states.initial_state(config, x, phi)
     return RunPlan(config, pc, be, x, E, phi, psi0, choice)
+
+
+def step_seconds(plan: RunPlan, count: int = TIMED_STEPS) -> float:
+    """Seconds per step of ``plan``'s own stepper on its backend (psi, or U(t) in operator
+    mode), after one warm-up step."""
+    import time
+    xp, stepper = plan.backend.xp, plan.stepper()
+    op = plan.config.propagator.operator
+    X = xp.eye(plan.config.grid.n, dtype=model_states.DTYPE) if op else xp.asarray(plan.psi0)
+    step = stepper.step_operator if op else stepper.step
+
+    def sync():
+        if xp is not np:
+            xp.cuda.Device().synchronize()
+    with plan.backend.limit():
+        X = step(X, 0)
+        sync()
+        t0 = time.perf_counter()
+        for j in range(1, count + 1):
+            X = step(X, j)
+        sync()
+    return (time.perf_counter() - t0) / count
+
+
+def choose_backend(seconds: dict) -> tuple[str, str]:
+    """(name, why) of the fastest timed backend (``seconds``: name -> s/step or None when
+    not timed)."""
+    timed = {k: v for k, v in seconds.items() if v is not None}
+    name = min(timed, key=timed.get)
+    said = ", ".join(f"{k} {v * 1e3:.3g} ms" if v is not None else f"{k} not timed (its cost "
+                     f"model expects over {CPU_TIMING_MAX_S:g} s)" for k, v in seconds.items())
+    return name, (f"backend auto -> {name}: this run's step timed here: {said} a step; "
+                  f"--backend numpy or cupy fixes it")
+
+
+def fastest(build, config, pc, threads) -> RunPlan:
+    """``backend = "auto"`` with GPUs: the plan on the GPU(s) and, when the cost model
+    expects a CPU step under CPU_TIMING_MAX_S, on the CPU; each runs a few of this run's
+    steps; the faster is taken, the choice and both timings said and stored."""
+    from .resources import cpu_seconds_estimate
+    plans = {"cupy": build("cupy")}
+    seconds = {"cupy": step_seconds(plans["cupy"])}
+    cpu = build("numpy")
+    per_step = cpu_seconds_estimate(cpu.config, cpu.precheck, cpu.backend.threads) / max(1, config.time.steps)
+    seconds["numpy"] = step_seconds(cpu) if per_step <= CPU_TIMING_MAX_S else None
+    plans["numpy"] = cpu
+    name, why = choose_backend(seconds)
+    plan = plans[name]
+    info = {"chosen": name, "why": why, "seconds_per_step": seconds}
+    pc = dataclasses.replace(plan.precheck, notes=plan.precheck.notes + (why,))
+    return dataclasses.replace(plan, precheck=pc, backend_choice=info)

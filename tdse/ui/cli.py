@@ -109,7 +109,8 @@ def _run_options(f):
     """Options shared by `tdse run` and `tdse resume`."""
     opts = [
         click.option("--backend", type=click.Choice(["auto", "numpy", "cupy"]), default="auto",
-                     show_default=True),
+                     show_default=True,
+                     help="auto: with GPUs, the faster of GPU and CPU on this run's own steps, timed"),
         click.option("--devices", default=None, help="GPU ids for --backend cupy, e.g. 0,1,2,3"),
         click.option("--force", is_flag=True, help="overwrite an existing OUT/<name>.h5"),
         click.option("--allow-inaccurate", is_flag=True,
