@@ -114,7 +114,7 @@ def prepare(config: Config, *, backend="auto", devices=None, threads=None,
                           f"(--allow-inaccurate) runs anyway")
     build = lambda name: _on(name, config, pc, x, E, phi, devices, threads, operator, steps)  # noqa: E731
     if backend == "auto" and gpu_count() > 0:
-        return fastest(build, config, pc, threads)
+        return fastest(build, config, pc, threads, operator)
     return build(backend)
 
 
@@ -130,12 +130,12 @@ def _on(backend, config, pc, x, E, phi, devices, threads, operator, steps) -> Ru
     return RunPlan(config, pc, be, x, E, phi, psi0, choice)
 
 
-def step_seconds(plan: RunPlan, count: int = TIMED_STEPS) -> float:
+def step_seconds(plan: RunPlan, count: int = TIMED_STEPS, operator: bool | None = None) -> float:
     """Seconds per step of ``plan``'s own stepper on its backend (psi, or U(t) in operator
-    mode), after one warm-up step."""
+    mode or with ``operator``: what the caller will step), after one warm-up step."""
     import time
     xp, stepper = plan.backend.xp, plan.stepper()
-    op = plan.config.propagator.operator
+    op = plan.config.propagator.operator if operator is None else operator
     X = xp.eye(plan.config.grid.n, dtype=model_states.DTYPE) if op else xp.asarray(plan.psi0)
     step = stepper.step_operator if op else stepper.step
 
@@ -163,16 +163,16 @@ def choose_backend(seconds: dict) -> tuple[str, str]:
                   f"--backend numpy or cupy fixes it")
 
 
-def fastest(build, config, pc, threads) -> RunPlan:
+def fastest(build, config, pc, threads, operator=None) -> RunPlan:
     """``backend = "auto"`` with GPUs: the plan on the GPU(s) and, when the cost model
     expects a CPU step under CPU_TIMING_MAX_S, on the CPU; each runs a few of this run's
     steps; the faster is taken, the choice and both timings said and stored."""
     from .resources import cpu_seconds_estimate
     plans = {"cupy": build("cupy")}
-    seconds = {"cupy": step_seconds(plans["cupy"])}
+    seconds = {"cupy": step_seconds(plans["cupy"], operator=operator)}
     cpu = build("numpy")
     per_step = cpu_seconds_estimate(cpu.config, cpu.precheck, cpu.backend.threads) / max(1, config.time.steps)
-    seconds["numpy"] = step_seconds(cpu) if per_step <= CPU_TIMING_MAX_S else None
+    seconds["numpy"] = step_seconds(cpu, operator=operator) if per_step <= CPU_TIMING_MAX_S else None
     plans["numpy"] = cpu
     name, why = choose_backend(seconds)
     plan = plans[name]
