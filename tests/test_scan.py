@@ -159,6 +159,16 @@ def test_batch_potential_is_the_members_own(base):
             assert np.allclose(V[:, b], total(p, x, t), rtol=0, atol=1e-14)
             assert np.allclose(G[:, b], gradient(p, x, t), rtol=0, atol=1e-14)
             assert bp.field(t)[b] == pytest.approx(field_value(p.field, t), abs=1e-16)
+    # the bounds of a cfm4 generator (one weight negative) contain every member's values
+    from tdse.numerics.schemes import get
+    sch = get("cfm4")
+    for t in (0.0, 2.5, 9.9):
+        times = sch.times(t, 0.3)
+        for row in sch.factors + ((-1.0, 0.1),):   # and a weight whose sign matters
+            V = sum(w * bp.total(tj) for w, tj in zip(row, times))
+            lo, hi = bp.bounds(times, row)
+            assert lo <= V.min() and V.max() <= hi
+            assert hi - lo <= (V.max() - V.min()) + 0.5 + 2 * 20.0 * 0.09   # walls + field ends
 
 
 def test_members_sharing_a_molecule_share_its_states_and_match_serial_runs(base):

@@ -10,7 +10,21 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["field_value"]
+__all__ = ["field_value", "pulse"]
+
+
+def pulse(E0, omega, phase, duration, fwhm, ramp, envelope, t):
+    """E(t) = E0 f(t) sin(omega t + phase) for 0 <= t <= duration, else 0 (module docstring);
+    the parameters may be arrays (one value per member of a batch), broadcast against t."""
+    d = duration
+    inside = (t >= 0) & (t <= d)
+    if envelope == "sin2":
+        f = np.sin(np.pi * t / d) ** 2
+    elif envelope == "gaussian":
+        f = np.exp(-4.0 * np.log(2.0) * (t - 0.5 * d) ** 2 / fwhm ** 2)
+    else:  # trapezoid
+        f = np.clip(np.minimum(t, d - t) / ramp, 0.0, 1.0)
+    return np.where(inside, E0 * f * np.sin(omega * t + phase), 0.0)
 
 
 def field_value(field, t):
@@ -18,13 +32,6 @@ def field_value(field, t):
     t = np.asarray(t, dtype=np.float64)
     if field is None:
         return np.zeros_like(t) if t.ndim else 0.0
-    d = field.duration
-    inside = (t >= 0) & (t <= d)
-    if field.envelope == "sin2":
-        f = np.sin(np.pi * t / d) ** 2
-    elif field.envelope == "gaussian":
-        f = np.exp(-4.0 * np.log(2.0) * (t - 0.5 * d) ** 2 / field.fwhm ** 2)
-    else:  # trapezoid
-        f = np.clip(np.minimum(t, d - t) / field.ramp, 0.0, 1.0)
-    e = np.where(inside, field.E0 * f * np.sin(field.omega * t + field.phase), 0.0)
+    e = pulse(field.E0, field.omega, field.phase, field.duration, field.fwhm, field.ramp,
+              field.envelope, t)
     return float(e) if e.ndim == 0 else e

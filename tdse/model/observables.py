@@ -5,18 +5,12 @@ import numpy as np
 
 from .absorber import absorber_profile
 from .field import field_value
-from .hamiltonian import Operator, apply
+from .hamiltonian import Operator
 from .potential import gradient, total
 
 
 def norm(psi, dx):
     return float(np.sum(np.abs(psi) ** 2) * dx)
-
-
-def energy(config, psi, v):
-    """<psi|H|psi> / <psi|psi> for H = T + diag(v) (any stencil, never forming H)."""
-    hpsi = apply(config, psi, v, np)
-    return float(np.real(np.vdot(psi, hpsi)) / np.real(np.vdot(psi, psi)))
 
 
 def x_mean(x, psi, dx):

@@ -20,22 +20,40 @@ from __future__ import annotations
 
 import numpy as np
 
-from .field import field_value
+from .field import field_value, pulse
 
 
 def envelope(ramp, t):
-    """s(t) = sin^2(pi t / (2 ramp)) for 0 <= t < ramp, 1 afterwards (1 for ramp = 0)."""
+    """s(t) = sin^2(pi t / (2 ramp)) for 0 <= t < ramp, 1 afterwards (1 for ramp = 0);
+    ``ramp`` may be an array (one per centre or member), broadcast against t."""
     t = np.asarray(t, dtype=np.float64)
-    if ramp <= 0:
-        return np.ones_like(t)
-    return np.where(t < ramp, np.sin(0.5 * np.pi * np.clip(t, 0.0, ramp) / ramp) ** 2, 1.0)
+    ramp = np.asarray(ramp, dtype=np.float64)
+    r = np.where(ramp > 0, ramp, 1.0)
+    return np.where((ramp > 0) & (t < ramp), np.sin(0.5 * np.pi * np.clip(t, 0.0, r) / r) ** 2, 1.0)
+
+
+def path(x0, amplitude, frequency, phase, ramp, t):
+    """X(t) = x0 + amplitude s(t) sin(frequency t + phase) (eq. 11 with the ramp); the
+    parameters may be arrays, broadcast against t."""
+    return x0 + amplitude * envelope(ramp, t) * np.sin(frequency * t + phase)
 
 
 def centre_positions(potential, t):
     """X_c(t) for every centre, shape (n_centres,) (or (n_centres, len(t)))."""
     t = np.asarray(t, dtype=np.float64)
-    return np.array([c.x0 + c.amplitude * envelope(c.ramp, t) * np.sin(c.frequency * t + c.phase)
+    return np.array([path(c.x0, c.amplitude, c.frequency, c.phase, c.ramp, t)
                      for c in potential.centres])
+
+
+def coulomb(Z, X, a, x, xp=np):
+    """One soft-core term Z / sqrt((x - X)^2 + a) (thesis eq. 10; V is minus the sum)."""
+    return Z / xp.sqrt((x - X) ** 2 + a)
+
+
+def coulomb_force(Z, X, a, x):
+    """d/dx of -Z / sqrt((x - X)^2 + a): Z r / (r^2 + a)^(3/2), r = x - X."""
+    r = x - X
+    return Z * r / (r * r + a) ** 1.5
 
 
 def total(potential, x, t, xp=np):
@@ -52,8 +70,7 @@ def gradient(potential, x, t):
     """dV/dx of :func:`total` (for the dipole acceleration <-dV/dx>)."""
     g = np.full_like(np.asarray(x, dtype=np.float64), field_value(potential.field, t))
     for c, X in zip(potential.centres, centre_positions(potential, t)):
-        r = x - float(X)
-        g += c.Z * r / (r * r + potential.a) ** 1.5
+        g += coulomb_force(c.Z, float(X), potential.a, x)
     return g
 
 
@@ -61,7 +78,7 @@ def soft_core(potential, x, t, xp=np):
     """V(x, t), eq. (11) summed over centres; ``x`` may be a CuPy array."""
     v = xp.zeros_like(x)
     for c, X in zip(potential.centres, centre_positions(potential, t)):
-        v -= c.Z / xp.sqrt((x - float(X)) ** 2 + potential.a)
+        v -= coulomb(c.Z, float(X), potential.a, x, xp)
     return v
 
 
@@ -76,7 +93,7 @@ def bounds_over(potential, x, times, weights=(1.0,), offsets=(0.0,), chunk=256):
         for w, off in zip(weights, offsets):
             X = centre_positions(potential, ts + off)          # (centres, times)
             for c, Xc in zip(potential.centres, X):
-                v -= w * c.Z / np.sqrt((x[None, :] - Xc[:, None]) ** 2 + potential.a)
+                v -= w * coulomb(c.Z, Xc[:, None], potential.a, x[None, :])
             if potential.field is not None:
                 v += w * field_value(potential.field, ts + off)[:, None] * x[None, :]
         lo, hi = min(lo, float(v.min())), max(hi, float(v.max()))
@@ -100,6 +117,9 @@ class BatchPotential:
         self.x0, self.amp, self.freq = col(lambda c: c.x0), col(lambda c: c.amplitude), col(lambda c: c.frequency)
         self.phase, self.ramp, Z = col(lambda c: c.phase), col(lambda c: c.ramp), col(lambda c: c.Z)
         self.Z = [xp.asarray(Z[:, c])[None, :] for c in range(C)]
+        self.Zh, self.ah = Z, np.array([p.a for p in potentials], dtype=float)   # host copies
+        xh = np.asarray(x, dtype=float)
+        self.ends = (float(xh.min()), float(xh.max()))
         fields = [p.field for p in potentials]
         self.has_field = any(f is not None for f in fields)
         if self.has_field and (None in fields or len({f.envelope for f in fields}) > 1):
@@ -110,32 +130,22 @@ class BatchPotential:
             self.envelope = fields[0].envelope
 
     def _centres(self, t):
-        """X_c(t) for every centre (centre_positions, vectorised): C arrays of shape (1, B)."""
-        r = self.ramp
-        s = np.where(r > 0, np.where(t < r, np.sin(0.5 * np.pi * np.clip(t, 0.0, np.where(r > 0, r, 1.0))
-                                                    / np.where(r > 0, r, 1.0)) ** 2, 1.0), 1.0)
-        X = self.x0 + self.amp * s * np.sin(self.freq * t + self.phase)        # (B, C)
+        """X_c(t) for every centre (:func:`path` over the members): C arrays (1, B)."""
+        X = path(self.x0, self.amp, self.freq, self.phase, self.ramp, t)        # (B, C)
         return [self.xp.asarray(X[:, c])[None, :] for c in range(X.shape[1])]
 
     def field(self, t):
-        """E(t) of every member (B,), on the host (field_value, vectorised)."""
+        """E(t) of every member (B,), on the host (:func:`tdse.model.field.pulse`)."""
         if not self.has_field:
             return np.zeros(self.B)
         f = self.f
-        d = f["duration"]
-        if self.envelope == "sin2":
-            env = np.sin(np.pi * t / d) ** 2
-        elif self.envelope == "gaussian":
-            env = np.exp(-4.0 * np.log(2.0) * (t - 0.5 * d) ** 2 / f["fwhm"] ** 2)
-        else:
-            env = np.clip(np.minimum(t, d - t) / f["ramp"], 0.0, 1.0)
-        inside = (t >= 0) & (t <= d)
-        return np.where(inside, f["E0"] * env * np.sin(f["omega"] * t + f["phase"]), 0.0)
+        return pulse(f["E0"], f["omega"], f["phase"], f["duration"], f["fwhm"], f["ramp"],
+                     self.envelope, t)
 
     def total(self, t):
         v = self.xp.zeros((self.x.shape[0], self.B))
         for Z, X in zip(self.Z, self._centres(t)):
-            v -= Z / self.xp.sqrt((self.x - X) ** 2 + self.a)
+            v -= coulomb(Z, X, self.a, self.x, self.xp)
         if self.has_field:
             v += self.xp.asarray(self.field(t))[None, :] * self.x
         return v
@@ -145,6 +155,24 @@ class BatchPotential:
         if self.has_field:
             g += self.xp.asarray(self.field(t))[None, :]
         for Z, X in zip(self.Z, self._centres(t)):
-            r = self.x - X
-            g += Z * r / (r * r + self.a) ** 1.5
+            g += coulomb_force(Z, X, self.a, self.x)
         return g
+
+    def bounds(self, times, weights):
+        """(lo, hi) containing sum_j w_j V(x, t_j) for every member and grid point, from the
+        parameters alone (on the host, no pass over the block): each soft-core term lies in
+        [min(0, -Z/sqrt(a)), max(0, -Z/sqrt(a))] and x E(t) between its values at the box's
+        ends.  Rigorous, and loose by at most the terms' values at the walls."""
+        lo = hi = 0.0
+        for w, t in zip(weights, times):
+            if not w:
+                continue
+            core = -self.Zh / np.sqrt(self.ah)[:, None]                      # (B, C)
+            vlo = np.minimum(core, 0.0).sum(axis=1)
+            vhi = np.maximum(core, 0.0).sum(axis=1)
+            e = self.field(t)
+            vlo = vlo + np.minimum(e * self.ends[0], e * self.ends[1])
+            vhi = vhi + np.maximum(e * self.ends[0], e * self.ends[1])
+            lo_b, hi_b = (w * vlo, w * vhi) if w > 0 else (w * vhi, w * vlo)
+            lo, hi = lo + float(lo_b.min()), hi + float(hi_b.max())
+        return lo, hi

@@ -131,11 +131,14 @@ class BatchStepper:
         self._masks = {}
 
     def generators(self, j: int):
-        """[(s_k, V_k)] of step j, V_k (N x B): each member's sum_j w_kj V(x, t_j)."""
+        """[(s_k, V_k, (lo_k, hi_k))] of step j: V_k (N x B, on the device) each member's
+        sum_i w_ki V(x, t_i), and bounds holding for every member's V_k, from the parameters
+        on the host (:meth:`tdse.model.potential.BatchPotential.bounds`: no device sync)."""
         dt = self.config.time.dt
         t = 0.0 if self.static else j * dt
-        Vs = [self.potential.total(tj) for tj in self.scheme.times(t, dt)]
-        return [(s, sum(w * v for w, v in zip(row, Vs) if w))
+        times = self.scheme.times(t, dt)
+        Vs = [self.potential.total(tj) for tj in times]
+        return [(s, sum(w * v for w, v in zip(row, Vs) if w), self.potential.bounds(times, row))
                 for s, row in zip(self.scheme.scales(), self.scheme.factors)]
 
     def _mask(self, scale):
@@ -149,8 +152,8 @@ class BatchStepper:
         from ..model import hamiltonian
         from . import chebyshev
         g, dt = self.config.grid, self.config.time.dt
-        for s, V in self.generators(j):
-            lo, hi = hamiltonian.spectrum_bounds(g.stencil, g.dx, float(V.min()), float(V.max()), s)
+        for s, V, (vmin, vmax) in self.generators(j):
+            lo, hi = hamiltonian.spectrum_bounds(g.stencil, g.dx, vmin, vmax, s)
             mask = self._mask(s)
             if mask is not None:
                 X = X * mask

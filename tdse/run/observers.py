@@ -17,7 +17,7 @@ from ..model.potential import centre_positions
 from ..model.states import DTYPE
 from .loop import Observer
 
-__all__ = ["Observables", "Snapshots", "Progress", "BoundaryWarning", "EDGE_NORM", "host_psi"]
+__all__ = ["Observables", "Snapshots", "Progress", "BoundaryWarning", "EDGE_NORM", "host_psi", "due"]
 
 #: warn when more of the norm than this sits within 10 points of a wall (no absorber)
 EDGE_NORM = 1e-6
@@ -36,7 +36,8 @@ def host_psi(state):
     return h
 
 
-def _due(step, every, config):
+def due(step, every, config):
+    """Whether ``step`` is one to record at: every ``every`` steps, and the last."""
     return step % every == 0 or step == config.time.steps
 
 
@@ -70,7 +71,7 @@ class Observables(Observer):
             self.record(state)
 
     def after(self, state):
-        if _due(state.step, self.config.output.observables_every, self.config):
+        if due(state.step, self.config.output.observables_every, self.config):
             self.record(state)
 
     def record(self, state):
@@ -104,7 +105,7 @@ class Snapshots(Observer):
             self.write(state)
 
     def after(self, state):
-        if _due(state.step, self.config.output.every, self.config):
+        if due(state.step, self.config.output.every, self.config):
             self.write(state)
 
     def transitions(self, U_host):  # P_mn = |<m|U|n>|^2 = |dx sum_x phi_m (U phi_n)|^2

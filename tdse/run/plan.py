@@ -57,11 +57,6 @@ class RunPlan:
             plan = run_precheck(cfg, check_resolution=False).plan   # its own theta, tolerance
         return Stepper(cfg, plan, self.backend.xp, self.backend.gemm_opts)
 
-    def with_config(self, config: Config) -> "RunPlan":
-        """The same plan for a config that differs only in what set-up does not read
-        (t_end, output keys)."""
-        return dataclasses.replace(self, config=config)
-
     def attrs(self, allow_inaccurate=False) -> dict:
         """The run file's attributes: backend, numerics, precheck, auto's choice."""
         cfg, pc, b = self.config, self.precheck, self.backend

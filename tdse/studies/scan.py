@@ -41,6 +41,7 @@ from ..model.observables import BlockMeasure
 from ..numerics import exponentials
 from ..numerics.stepper import BatchStepper
 from ..run.loop import Observer, evolve
+from ..run.observers import due
 from ..run.plan import prepare
 
 __all__ = ["parse_set", "members", "batches", "run_batch", "scan", "Scan", "spectra"]
@@ -163,8 +164,7 @@ class _Recorder(Observer):
         self._record(state)
 
     def after(self, state):
-        o = self.config.output.observables_every
-        if state.step % o == 0 or state.step == self.config.time.steps:
+        if due(state.step, self.config.output.observables_every, self.config):
             self._record(state)
 
     def _record(self, state):
