@@ -124,3 +124,10 @@ def test_config_mirrors_the_toml_tables():
     assert cfg.with_value("field.E0", 0.03).field.E0 == 0.03
     with pytest.raises(ConfigError, match="field.E0"):
         cfg.with_value("field.E0", "strong")
+
+
+def test_time_error_key_is_validated():
+    with pytest.raises(ConfigError, match=r'propagator.time_error = .*"companion", "window" or "none"'):
+        loads(GOOD.rstrip() + '\n[propagator]\ntime_error = "sometimes"\n')
+    with pytest.raises(ConfigError, match=r"propagator.error_window .*time_error = \"window\""):
+        loads(GOOD.rstrip() + '\n[propagator]\ntime_error = "companion"\nerror_window = 0.1\n')
