@@ -51,3 +51,37 @@ def to_host(x):
 def unit_roundoff(dtype) -> float:
     """u = eps/2 of the real type underlying ``dtype``."""
     return float(np.finfo(np.dtype(dtype)).eps) / 2.0
+
+
+class PinnedUpload:
+    """Host vectors to one device buffer through a ring of pinned host buffers: the copy is
+    asynchronous (no wait for the stream to drain, as a copy from pageable memory may), and
+    a slot is written again only after its last copy ran (an event per slot).  Calls on one
+    stream see their own values: copy k+1 is queued after the kernels that read copy k."""
+
+    RING = 4
+
+    def __init__(self, cp):
+        self.cp, self.size, self.slot = cp, 0, 0
+        self.host, self.events, self.dev = [], [], None
+
+    def __call__(self, values):
+        import cupyx
+        cp = self.cp
+        values = np.ascontiguousarray(values)
+        if values.size > self.size:
+            cp.cuda.get_current_stream().synchronize()     # no copy in flight reads the old ring
+            self.size = max(values.size, 2 * self.size)
+            self.host = [cupyx.empty_pinned(self.size, dtype=values.dtype) for _ in range(self.RING)]
+            self.events = [None] * self.RING
+            self.dev = cp.empty(self.size, dtype=values.dtype)
+        k = self.slot
+        if self.events[k] is not None:
+            self.events[k].synchronize()
+        self.host[k][:values.size] = values
+        self.dev.data.copy_from_host_async(self.host[k].ctypes.data, values.nbytes)
+        ev = cp.cuda.Event()
+        ev.record()
+        self.events[k] = ev
+        self.slot = (k + 1) % self.RING
+        return self.dev[:values.size]

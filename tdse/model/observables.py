@@ -150,7 +150,7 @@ class BlockMeasure:
         # members sharing one molecule share their eigenstates: one GEMM for all populations
         self.shared = bool(np.all(phi0 == phi0[:1]))
         self.phi0 = xp.asarray(phi0[0] if self.shared else phi0)
-        self.psi0 = xp.asarray(psi0)              # (N, B)
+        self.psi0 = xp.ascontiguousarray(xp.asarray(psi0, dtype=np.complex128))   # (N, B)
         self.potential = BatchPotential([c.potential for c in configs], x, xp)
         self.kinetic = BlockOperator(configs[0].grid, 1.0, xp.zeros((len(x), len(configs))), xp)
         self.layers = xp.asarray(np.stack([absorber_profile(c, np.asarray(x)) > 0
@@ -158,8 +158,55 @@ class BlockMeasure:
         self.k = xp.asarray(2 * np.pi * np.fft.fftfreq(len(x), d=self.dx))
 
     def __call__(self, t, X, host=True) -> dict:
-        """The row at time t; ``host=False`` keeps it on the device (the caller copies)."""
+        """The row at time t; ``host=False`` keeps it on the device (the caller copies).
+        On a GPU the sums over the grid are one kernel (:data:`MEASURE_KERNEL`), the
+        potential and its gradient evaluated inside it from the uploaded parameters."""
         from mgemm.arrays import to_host
+        if self.xp is not np:
+            out = self._device_row(t, X)
+        else:
+            out = self._host_row(t, X)
+        if host:
+            out = {k: to_host(v) for k, v in out.items()}
+        out["field"] = self.potential.field(t)
+        return out
+
+    def _device_row(self, t, X):
+        xp, pot = self.xp, self.potential
+        from mgemm.arrays import PinnedUpload
+        if getattr(self, "_up", None) is None:
+            self._up = PinnedUpload(xp)
+            self._kern = xp.RawKernel(MEASURE_KERNEL, "tdse_block_measure")
+            self._pk = xp.ReductionKernel("T f, float64 k", "float64 y",
+                                          "k * (f.real() * f.real() + f.imag() * f.imag())",
+                                          "a + b", "y = a", "0", "tdse_block_p")
+            self._xv = xp.ascontiguousarray(self.x.ravel())
+            self._lay = xp.ascontiguousarray(self.layers)
+        n, B = X.shape
+        X = xp.ascontiguousarray(X, dtype=np.complex128)
+        P = self._up(pot.pack([t], [1.0]))
+        kin, k = self.kinetic._kinetic(X)
+        if k != 1.0:
+            kin = kin * k
+        kin = xp.ascontiguousarray(kin)
+        res = xp.empty((9, B))
+        ac = xp.empty(B, dtype=np.complex128)
+        self._kern(((B + 31) // 32,), (32, 8),
+                   (X, kin, self.psi0, self._xv, self._lay, P, pot.constants(), np.int32(n),
+                    np.int32(B), np.int32(len(pot.Z)), np.int32(pot.has_field), np.float64(self.dx),
+                    res, ac))
+        F = xp.fft.fft(X, axis=0)
+        p = self._pk(F, self.k[:, None], axis=0) / (n * res[8])
+        pops = (xp.abs((self.phi0 @ X).T * self.dx) ** 2 if self.shared else
+                xp.abs(xp.einsum("bkn,nb->bk", self.phi0, X) * self.dx) ** 2)
+        names = ("norm", "yield", "layer_norm", "yield_flux", "energy", "x_mean", "acceleration",
+                 "acceleration_normalised")
+        out = {name: res[i] for i, name in enumerate(names)}
+        out.update({"p_mean": p, "autocorrelation": ac, "populations_h0": pops})
+        return out
+
+    def _host_row(self, t, X):
+        """The definitions, vectorised with NumPy (also the device kernel's reference)."""
         xp, dx, x = self.xp, self.dx, self.x
         w = xp.abs(X) ** 2
         wsum = w.sum(axis=0)
@@ -180,7 +227,71 @@ class BlockMeasure:
             "populations_h0": xp.abs((self.phi0 @ X).T * dx) ** 2 if self.shared else
             xp.abs(xp.einsum("bkn,nb->bk", self.phi0, X) * dx) ** 2,
         }
-        if host:
-            out = {k: to_host(v) for k, v in out.items()}
-        out["field"] = self.potential.field(t)
         return out
+
+
+#: per member b (a block of 32 members x 8 row-strides): the sums over the grid of |psi|^2,
+#: |psi|^2 in the absorbing layers, x |psi|^2, dV/dx |psi|^2, Re psi* (T psi + V psi) and
+#: psi0* psi, with V and dV/dx from the parameters of BatchPotential.pack (one time) in
+#: the order of potential.total / gradient; then the observables of BlockMeasure from them.
+MEASURE_KERNEL = r"""
+#include <cupy/complex.cuh>
+extern "C" __global__ void tdse_block_measure(
+        const complex<double>* X, const complex<double>* KX, const complex<double>* psi0,
+        const double* x, const bool* layers, const double* P, const double* Q,
+        int n, int nb, int nc, int field, double dx, double* out, complex<double>* ac) {
+    __shared__ double sh[7][8][33];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int b = blockIdx.x * 32 + tx;
+    double s[7] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    if (b < nb) {
+        double a = Q[b];
+        int q = 4 + b * (1 + nc);
+        double E = field ? P[q] : 0.0;
+        for (int i = ty; i < n; i += 8) {
+            int at = i * nb + b;
+            complex<double> z = X[at];
+            double w = z.real() * z.real() + z.imag() * z.imag();
+            double xi = x[i];
+            double v = 0.0, g = 0.0;
+            if (field) g += E;
+            for (int c = 0; c < nc; ++c) {
+                double r = xi - P[q + 1 + c];
+                double Z = Q[nb + b * nc + c];
+                v -= Z / sqrt(r * r + a);
+                g += Z * r / pow(r * r + a, 1.5);
+            }
+            if (field) v += E * xi;
+            complex<double> hz = KX[at] + v * z;
+            complex<double> c0 = conj(psi0[at]) * z;
+            s[0] += w;
+            if (layers[at]) s[1] += w;
+            s[2] += xi * w;
+            s[3] += w * g;
+            s[4] += (conj(z) * hz).real();
+            s[5] += c0.real();
+            s[6] += c0.imag();
+        }
+    }
+    for (int k = 0; k < 7; ++k) sh[k][ty][tx] = s[k];
+    __syncthreads();
+    if (ty == 0 && b < nb) {
+        double t[7];
+        for (int k = 0; k < 7; ++k) {
+            t[k] = 0.0;
+            for (int y = 0; y < 8; ++y) t[k] += sh[k][y][tx];
+        }
+        double wsum = t[0], nrm = wsum * dx, inside = t[1] * dx, force = -t[3];
+        out[0 * nb + b] = nrm;
+        out[1 * nb + b] = 1.0 - nrm;
+        out[2 * nb + b] = inside;
+        out[3 * nb + b] = 1.0 - nrm + inside;
+        out[4 * nb + b] = t[4] / wsum;
+        out[5 * nb + b] = t[2] / wsum;
+        out[6 * nb + b] = force * dx;
+        out[7 * nb + b] = force / wsum;
+        out[8 * nb + b] = wsum;
+        ac[b] = complex<double>(t[5] * dx, t[6] * dx);
+    }
+}
+"""

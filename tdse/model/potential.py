@@ -129,9 +129,13 @@ class BatchPotential:
             self.f = {k: fa(k) for k in ("E0", "omega", "phase", "duration", "fwhm", "ramp")}
             self.envelope = fields[0].envelope
 
+    def centre_array(self, t):
+        """X_c(t) of every member and centre (:func:`path`), (B, C) on the host."""
+        return path(self.x0, self.amp, self.freq, self.phase, self.ramp, t)
+
     def _centres(self, t):
         """X_c(t) for every centre (:func:`path` over the members): C arrays (1, B)."""
-        X = path(self.x0, self.amp, self.freq, self.phase, self.ramp, t)        # (B, C)
+        X = self.centre_array(t)                                                 # (B, C)
         return [self.xp.asarray(X[:, c])[None, :] for c in range(X.shape[1])]
 
     def field(self, t):
@@ -142,7 +146,41 @@ class BatchPotential:
         return pulse(f["E0"], f["omega"], f["phase"], f["duration"], f["fwhm"], f["ramp"],
                      self.envelope, t)
 
+    def pack(self, times, weights, alpha=1.0, shift=0.0, scale=0.0):
+        """The host parameters of the device kernels (:data:`DEVICE_V`): a header
+        [alpha, shift, alpha*scale, w_1..w_nt], then per time and member [E_b(t), X_bc(t)]."""
+        nt = len(times)
+        out = np.empty(3 + nt + nt * self.B * (1 + len(self.Z)))
+        out[:3] = (alpha, shift, alpha * scale)
+        out[3:3 + nt] = weights
+        o = 3 + nt
+        for t in times:
+            blk = out[o:o + self.B * (1 + len(self.Z))].reshape(self.B, -1)
+            blk[:, 0] = self.field(t) if self.has_field else 0.0
+            blk[:, 1:] = self.centre_array(t)
+            o += blk.size
+        return out
+
+    def constants(self):
+        """[a_b, then Z_bc row-major] on the device (what the kernels read per member)."""
+        if getattr(self, "_Q", None) is None:
+            self._Q = self.xp.asarray(np.concatenate([self.ah, self.Zh.ravel()]))
+        return self._Q
+
+    def _device(self, t, kind):
+        """V or dV/dx at t by one kernel from uploaded parameters (CuPy)."""
+        from mgemm.arrays import PinnedUpload
+        if getattr(self, "_up", None) is None:
+            self._up = PinnedUpload(self.xp)
+        P = self._up(self.pack([t], [1.0]))
+        out = self.xp.empty((self.x.shape[0], self.B))
+        device_kernels(self.xp)[kind](self.x, P, self.constants(), 0, 4, 1, len(self.Z), self.B,
+                                      int(self.has_field), out)
+        return out
+
     def total(self, t):
+        if self.xp is not np:
+            return self._device(t, "v")
         v = self.xp.zeros((self.x.shape[0], self.B))
         for Z, X in zip(self.Z, self._centres(t)):
             v -= coulomb(Z, X, self.a, self.x, self.xp)
@@ -151,6 +189,8 @@ class BatchPotential:
         return v
 
     def gradient(self, t):
+        if self.xp is not np:
+            return self._device(t, "dv")
         g = self.xp.zeros((self.x.shape[0], self.B))
         if self.has_field:
             g += self.xp.asarray(self.field(t))[None, :]
@@ -176,3 +216,52 @@ class BatchPotential:
             lo_b, hi_b = (w * vlo, w * vhi) if w > 0 else (w * vhi, w * vlo)
             lo, hi = lo + float(lo_b.min()), hi + float(hi_b.max())
         return lo, hi
+
+
+#: sum_t w_t V(x_i, t) of member b (the formulas of :func:`total`, in its order of
+#: operations), scaled alpha (V - shift): the parameters of :meth:`BatchPotential.pack`
+DEVICE_V = r"""
+int b = i % nb;
+double s = 0.0;
+for (int t = 0; t < nt; ++t) {
+    double w = P[hdr + 3 + t];
+    if (w == 0.0) continue;
+    int q = base + (t * nb + b) * (1 + nc);
+    double v = 0.0;
+    double a = Q[b];
+    for (int c = 0; c < nc; ++c) {
+        double r = x - P[q + 1 + c];
+        v -= Q[nb + b * nc + c] / sqrt(r * r + a);
+    }
+    if (field) v += P[q] * x;
+    s += w * v;
+}
+d = P[hdr] * (s - P[hdr + 1]);
+"""
+
+#: dV/dx at one time (:func:`gradient`'s order: the field, then each centre's force)
+DEVICE_DV = r"""
+int b = i % nb;
+int q = base + b * (1 + nc);
+double g = 0.0;
+if (field) g += P[q];
+double a = Q[b];
+for (int c = 0; c < nc; ++c) {
+    double r = x - P[q + 1 + c];
+    g += Q[nb + b * nc + c] * r / pow(r * r + a, 1.5);
+}
+d = g;
+"""
+
+_KERNELS = None
+
+
+def device_kernels(cp):
+    """The CuPy kernels of :data:`DEVICE_V` ("v") and :data:`DEVICE_DV` ("dv"), compiled once."""
+    global _KERNELS
+    if _KERNELS is None:
+        sig = ("float64 x, raw float64 P, raw float64 Q, int32 hdr, int32 base, int32 nt, "
+               "int32 nc, int32 nb, int32 field", "float64 d")
+        _KERNELS = {"v": cp.ElementwiseKernel(*sig, DEVICE_V, "tdse_batch_v"),
+                    "dv": cp.ElementwiseKernel(*sig, DEVICE_DV, "tdse_batch_dv")}
+    return _KERNELS

@@ -129,6 +129,8 @@ class BatchStepper:
         self.potential = BatchPotential([c.potential for c in configs], self.x_host, xp)
         self.exponentials, self.cheb_terms = 0, 0
         self._masks = {}
+        self._graph = None            # a GraphStep on a GPU (made at the first step)
+        self.graphs = xp is not np    # False: launch every kernel from Python
 
     def generators(self, j: int):
         """[(s_k, V_k, (lo_k, hi_k))] of step j: V_k (N x B, on the device) each member's
@@ -149,6 +151,19 @@ class BatchStepper:
         return self._masks[scale]
 
     def step(self, X, j: int):
+        """X (N x B) one step on: on a GPU one CUDA graph launch (:mod:`tdse.numerics.graphs`,
+        the same numbers), otherwise the block Chebyshev series launched from Python."""
+        if self.graphs:
+            from . import graphs
+            if self._graph is None:
+                self._graph = graphs.GraphStep(self) if graphs.available(self) else False
+            if self._graph:
+                out = self._graph.step(X, j)
+                if out is not None:
+                    return out
+        return self.step_eager(X, j)
+
+    def step_eager(self, X, j: int):
         from ..model import hamiltonian
         from . import chebyshev
         g, dt = self.config.grid, self.config.time.dt

@@ -1,0 +1,259 @@
+"""A batched time step as one CUDA graph (CuPy stream capture), for the block Chebyshev
+series of :class:`tdse.numerics.stepper.BatchStepper` on a GPU.
+
+Launched from Python, a step of atom_hhg is some 70 kernels (2 exponentials x 11 terms x
+(one GEMM + one fused pass), the potentials, masks), each costing ~30-50 us of host time
+in CuPy, far more than its device time; a 1000-member batch and a one-member run then take
+about the same wall (3.5 ms a step on an H200, benchmarks/probes/scan_profile.py).  Here
+the step's kernels are captured once into a graph (``cudaStreamBeginCapture``) and
+replayed by one launch a step.  What changes from step to step is read by the kernels from
+device buffers that the host fills before each launch (one pinned-memory copy):
+
+* per exponential e: alpha_e = 2 / r_e, the shift c_e, k_e = alpha_e s_e (the Chebyshev
+  scaling of :func:`tdse.numerics.chebyshev.expm_apply`), the scheme's time weights;
+* per time point and member: the field E_b(t) and the centres X_bc(t) (the member's
+  constants a_b and Z_bc are uploaded once);
+* per exponential: the coefficients eps_k (-i)^k J_k(R_e) and the phase e^(-i tau c_e).
+
+The number of terms K_e of each exponential (:func:`tdse.numerics.chebyshev.terms`) is
+part of the graph's shape: one graph is captured per pattern (K_1, K_2, ...) met (a run
+meets a few).  Every number is the one the launched-from-Python path computes, in the same
+order of operations (tested equal to 1e-13 on a GPU, tests/test_gpu.py).  The kinetic
+product is a cuBLAS DGEMM called through ctypes (CuPy's own wrappers refuse to run under
+capture) for the DVR, one stencil kernel for the 3- and 5-point T.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+
+import numpy as np
+
+__all__ = ["available", "GraphStep"]
+
+_BAND = r"""
+int row = i / nb;
+T acc = T(0);
+if (row >= 2) acc += d2 * X[i - 2 * nb];
+if (row >= 1) acc += d1 * X[i - nb];
+acc += d0 * X[i];
+if (row + 1 < n) acc += d1 * X[i + nb];
+if (row + 2 < n) acc += d2 * X[i + 2 * nb];
+g = acc;
+"""
+
+_KERNELS = None
+
+
+def _kernels(cp):
+    global _KERNELS
+    if _KERNELS is None:
+        E = cp.ElementwiseKernel
+        from ..model.potential import device_kernels
+        _KERNELS = {
+            "diag": device_kernels(cp)["v"],
+            "band": E("raw T X, float64 d0, float64 d1, float64 d2, int32 n, int32 nb", "T g",
+                      _BAND, "tdse_graph_band"),
+            "mask": E("T x, float64 m", "T y", "y = x * m", "tdse_graph_mask"),
+            "first": E("T g, float64 d, T x, raw float64 P, int32 ik, raw T A, int32 ia",
+                       "T cur, T y", "cur = (g * P[ik] + x * d) * 0.5; y = A[ia] * x; y += A[ia + 1] * cur",
+                       "tdse_graph_first"),
+            "recur": E("T g, float64 d, T x, T p, raw float64 P, int32 ik, raw T A, int32 ia",
+                       "T z, T acc", "z = g * P[ik] + x * d - p; acc += A[ia] * z", "tdse_graph_recur"),
+            "final": E("T y, raw T A, int32 ia", "T out", "out = y * A[ia]", "tdse_graph_final"),
+            "final_mask": E("T y, raw T A, int32 ia, float64 m", "T out", "out = y * A[ia]; out = out * m",
+                            "tdse_graph_final_mask"),
+        }
+    return _KERNELS
+
+
+_DGEMM = None
+
+
+def _dgemm_fn(cp):
+    """cublasDgemm_v2 from the libcublas CuPy has loaded (found in /proc/self/maps)."""
+    global _DGEMM
+    if _DGEMM is None:
+        cp.cuda.device.get_cublas_handle()          # loads libcublas
+        with open("/proc/self/maps") as f:
+            paths = sorted({ln.split()[-1] for ln in f
+                            if "libcublas.so" in ln and "libcublasLt" not in ln})
+        if not paths:
+            raise OSError("libcublas is not loaded")
+        fn = ctypes.CDLL(paths[0]).cublasDgemm_v2
+        p, i = ctypes.c_void_p, ctypes.c_int
+        fn.argtypes = [p, i, i, i, i, i, p, p, i, p, i, p, p, i]
+        fn.restype = i
+        _DGEMM = fn
+    return _DGEMM
+
+
+def available(stepper) -> bool:
+    """Whether ``stepper`` (a BatchStepper) can step by graphs: CuPy, the kinetic product a
+    GEMM (DVR up to DVR_GEMM_MAX_N) or a stencil, and TDSE_CUDA_GRAPHS not "0"."""
+    if os.environ.get("TDSE_CUDA_GRAPHS", "1") == "0" or stepper.xp is np:
+        return False
+    from ..model.hamiltonian import DVR_GEMM_MAX_N
+    g = stepper.config.grid
+    if g.stencil == "dvr" and g.n > DVR_GEMM_MAX_N:
+        return False
+    try:
+        _dgemm_fn(stepper.xp)
+    except (OSError, AttributeError):
+        return False
+    return True
+
+
+class GraphStep:
+    """Steps an N x B block as :meth:`BatchStepper.step` does, one graph launch a step."""
+
+    def __init__(self, stepper):
+        import cupy as cp
+        from ..model import hamiltonian
+        self.cp, self.st = cp, stepper
+        cfg, pot = stepper.config, stepper.potential
+        g = cfg.grid
+        self.n, self.B, self.C = g.n, pot.B, len(pot.Z)
+        self.scheme = stepper.scheme
+        self.rows = [(s, row) for s, row in zip(self.scheme.scales(), self.scheme.factors)]
+        self.nt = len(self.scheme.factors[0])
+        self.k = _kernels(cp)
+        n, B = self.n, self.B
+        if g.stencil == "dvr":
+            self.T = cp.ascontiguousarray(hamiltonian.kinetic_dense(g, cp))
+            self.bands = None
+        else:
+            self.T, self.bands = None, hamiltonian.kinetic_bands(g.stencil, g.dx)
+        self.x = pot.x                                           # (N, 1) on the device
+        self.Q = pot.constants()
+        # the parameters: one segment per exponential (BatchPotential.pack), uploaded a step
+        # at a time; the coefficients (and phases) of every exponential of the step
+        self.seg = 3 + self.nt + self.nt * B * (1 + self.C)
+        from mgemm.arrays import PinnedUpload
+        self.up_P, self.up_A = PinnedUpload(cp), PinnedUpload(cp)
+        self.up_A(np.zeros(512, dtype=np.complex128))        # room for K up to ~250 a factor
+        self.P = self.A = None
+        buf = lambda: cp.zeros((n, B), dtype=np.complex128)  # noqa: E731
+        self.Xin, self.Xw, self.kin, self.Y = buf(), buf(), buf(), buf()
+        self.work = [buf(), buf(), buf()]
+        self.d = cp.zeros((n, B))
+        self.masks = {s: stepper._mask(s) for s, _ in self.rows} if stepper.W is not None else {}
+        self.graphs = {}
+        self.one, self.zero = np.array(1.0), np.array(0.0)
+
+    # ---------------------------------------------------------------- host side
+    def _plan(self, j):
+        """The step's scalars, exactly as BatchStepper.step / expm_apply compute them: per
+        exponential (K, [coefficients..., phase]) and the parameter vector (host)."""
+        from ..model import hamiltonian
+        from . import chebyshev
+        st, cfg = self.st, self.st.config
+        g, dt = cfg.grid, cfg.time.dt
+        t = 0.0 if st.static else j * dt
+        times = self.scheme.times(t, dt)
+        pot = st.potential
+        P, exps = [], []
+        for s, row in self.rows:
+            vmin, vmax = pot.bounds(times, row)
+            lo, hi = hamiltonian.spectrum_bounds(g.stencil, g.dx, vmin, vmax, s)
+            c, r = 0.5 * (lo + hi), 0.5 * (hi - lo)
+            if r == 0.0:
+                return None, None
+            R = dt * r
+            K = chebyshev.terms(R, st.tol)
+            P.append(pot.pack(times, row, 2.0 / r, c, s))
+            exps.append((K, np.concatenate([chebyshev.coefficients(R, K), [np.exp(-1j * dt * c)]])))
+        return exps, np.concatenate(P)
+
+    # ---------------------------------------------------------------- device side
+    def _kinetic(self, X):
+        if self.T is not None:
+            h = self.cp.cuda.device.get_cublas_handle()
+            err = _dgemm_fn(self.cp)(h, 0, 0, 2 * self.B, self.n, self.n, self.one.ctypes.data,
+                                     X.data.ptr, 2 * self.B, self.T.data.ptr, self.n,
+                                     self.zero.ctypes.data, self.kin.data.ptr, 2 * self.B)
+            if err:
+                raise RuntimeError(f"cublasDgemm failed with status {err}")
+        else:
+            d0, d1, d2 = self.bands
+            self.k["band"](X, d0, d1, d2, self.n, self.B, self.kin)
+        return self.kin
+
+    def _body(self, pattern):
+        """The step's kernels for a pattern of term counts (run eagerly or under capture)."""
+        k = self.k
+        X = self.Xin
+        ia = 0
+        for e, (s, _row) in enumerate(self.rows):
+            K = pattern[e]
+            h = e * self.seg
+            k["diag"](self.x, self.P, self.Q, h, h + 3 + self.nt, self.nt, self.C, self.B,
+                      int(self.st.potential.has_field), self.d)
+            mask = self.masks.get(s)
+            if mask is not None:
+                k["mask"](X, mask, self.Xw)
+                X = self.Xw
+            W = self.work
+            cur = W[0]
+            k["first"](self._kinetic(X), self.d, X, self.P, h + 2, self.A, ia, cur, self.Y)
+            prev = X
+            for kk in range(2, K + 1):       # three buffers in rotation (X is not one)
+                nxt = next(b for b in W if b is not cur and b is not prev)
+                k["recur"](self._kinetic(cur), self.d, cur, prev, self.P, h + 2, self.A,
+                           ia + kk, nxt, self.Y)
+                prev, cur = cur, nxt
+            out = self.Xin if e == len(self.rows) - 1 else self.Xw
+            if mask is not None:
+                k["final_mask"](self.Y, self.A, ia + K + 1, mask, out)
+            else:
+                k["final"](self.Y, self.A, ia + K + 1, out)
+            X = out
+            ia += K + 2
+
+    def _graph(self, pattern):
+        if pattern not in self.graphs:
+            cp = self.cp
+            from cupy_backends.cuda.libs import cublas
+            cp.cuda.Device().synchronize()
+            s = cp.cuda.Stream(non_blocking=True)
+            h = cp.cuda.device.get_cublas_handle()
+            with s:
+                cublas.setStream(h, s.ptr)
+                s.begin_capture()
+                try:
+                    self._body(pattern)
+                finally:
+                    graph = s.end_capture()
+            cublas.setStream(h, cp.cuda.get_current_stream().ptr)
+            self.graphs[pattern] = graph
+        return self.graphs[pattern]
+
+    def step(self, X, j):
+        exps, P = self._plan(j)
+        if exps is None:
+            return None
+        pattern = tuple(K for K, _ in exps)
+        A = np.concatenate([a for _, a in exps])
+        self.cp.copyto(self.Xin, X)
+        P_dev, A_dev = self.up_P(P), self.up_A(A)
+        if self.P is not None and (P_dev.data.ptr != self.P.data.ptr or
+                                   A_dev.data.ptr != self.A.data.ptr):
+            self.graphs.clear()              # a buffer moved: the graphs read the old one
+        first = self.P is None
+        self.P, self.A = P_dev, self.up_A.dev
+        if first:                            # compile every kernel outside any capture
+            self._warm(pattern)
+        self._graph(pattern).launch()
+        self.st.exponentials += len(exps)
+        self.st.cheb_terms += sum(pattern)
+        return self.Xin.copy()
+
+    def _warm(self, pattern):
+        """Run the body once eagerly on a copy of the buffers (kernels compile here, not
+        under capture), then restore the input."""
+        from cupy_backends.cuda.libs import cublas
+        keep = self.Xin.copy()
+        cublas.setStream(self.cp.cuda.device.get_cublas_handle(),
+                         self.cp.cuda.get_current_stream().ptr)
+        self._body(pattern)
+        self.cp.copyto(self.Xin, keep)
