@@ -61,6 +61,7 @@ class Exponential:
     matrices = (10, 12)
     #: applies G as an operator (no matrix, no ExpmPlan needed to step)
     matrix_free = False
+    graph_steps = False    # True: on one GPU a step of psi is one CUDA graph (tdse.numerics.graphs)
 
     def __init__(self, config, plan, xp=np, gemm_opts=None, layout=None):
         self.config, self.plan, self.xp = config, plan, xp
@@ -216,6 +217,7 @@ class Chebyshev(Exponential):
     """The matrix-free Chebyshev expansion with a rigorous truncation bound."""
     name = "chebyshev"
     auto_candidate = True
+    graph_steps = True     # a GPU steps psi by graphs of the block series (tdse.numerics.graphs)
     matrices = (0, 6)      # no dense matrix, but U(t) and the recurrence's blocks
     matrix_free = True
 

@@ -107,10 +107,14 @@ def available(stepper) -> bool:
 class GraphStep:
     """Steps an N x B block as :meth:`BatchStepper.step` does, one graph launch a step."""
 
-    def __init__(self, stepper):
+    def __init__(self, stepper, bounds=None):
         import cupy as cp
         from ..model import hamiltonian
         self.cp, self.st = cp, stepper
+        # (lo, hi) of each exponential of step j: default the batch's bounds from the
+        # parameters (as BatchStepper.step); a single run passes its own (from its V)
+        self.bounds = bounds or self._batch_bounds
+        self.exponentials = self.cheb_terms = 0
         cfg, pot = stepper.config, stepper.potential
         g = cfg.grid
         self.n, self.B, self.C = g.n, pot.B, len(pot.Z)
@@ -145,17 +149,14 @@ class GraphStep:
     def _plan(self, j):
         """The step's scalars, exactly as BatchStepper.step / expm_apply compute them: per
         exponential (K, [coefficients..., phase]) and the parameter vector (host)."""
-        from ..model import hamiltonian
         from . import chebyshev
         st, cfg = self.st, self.st.config
-        g, dt = cfg.grid, cfg.time.dt
+        dt = cfg.time.dt
         t = 0.0 if st.static else j * dt
         times = self.scheme.times(t, dt)
         pot = st.potential
         P, exps = [], []
-        for s, row in self.rows:
-            vmin, vmax = pot.bounds(times, row)
-            lo, hi = hamiltonian.spectrum_bounds(g.stencil, g.dx, vmin, vmax, s)
+        for (s, row), (lo, hi) in zip(self.rows, self.bounds(j, times)):
             c, r = 0.5 * (lo + hi), 0.5 * (hi - lo)
             if r == 0.0:
                 return None, None
@@ -164,6 +165,12 @@ class GraphStep:
             P.append(pot.pack(times, row, 2.0 / r, c, s))
             exps.append((K, np.concatenate([chebyshev.coefficients(R, K), [np.exp(-1j * dt * c)]])))
         return exps, np.concatenate(P)
+
+    def _batch_bounds(self, j, times):
+        from ..model import hamiltonian
+        g, pot = self.st.config.grid, self.st.potential
+        return [hamiltonian.spectrum_bounds(g.stencil, g.dx, *pot.bounds(times, row), s)
+                for s, row in self.rows]
 
     # ---------------------------------------------------------------- device side
     def _kinetic(self, X):
@@ -244,8 +251,8 @@ class GraphStep:
         if first:                            # compile every kernel outside any capture
             self._warm(pattern)
         self._graph(pattern).launch()
-        self.st.exponentials += len(exps)
-        self.st.cheb_terms += sum(pattern)
+        self.exponentials += len(exps)
+        self.cheb_terms += sum(pattern)
         return self.Xin.copy()
 
     def _warm(self, pattern):

@@ -50,6 +50,10 @@ class Stepper:
         self.method = cls(config, plan, xp, gemm_opts, self.layout)
         self.static = not config.time_dependent
         self._factors = None          # the factors of a time-independent H
+        # on one GPU, psi a vector and a method that steps by the block Chebyshev series:
+        # each step one CUDA graph launch (tdse.numerics.graphs), made at the first step
+        self.graphs = xp is not np and self.layout is None and cls.graph_steps
+        self._graph = None
 
     @property
     def exponentials(self) -> int:
@@ -89,9 +93,29 @@ class Stepper:
 
     def step(self, psi, j: int):
         """psi(t_j + dt) for psi a vector or an N x B block of states."""
+        if self.graphs and psi.ndim == 1:
+            out = self._graph_step(psi, j)
+            if out is not None:
+                return out
         for F in self.factors(j):
             psi = F.apply(psi)
         return psi
+
+    def _graph_step(self, psi, j):
+        from . import graphs
+        if self._graph is None:
+            batch = BatchStepper([self.config], self.xp)
+            bounds = lambda j, times: [self.method.bounds(s, v) for s, v in self.generators(j)]  # noqa: E731
+            self._graph = graphs.GraphStep(batch, bounds) if graphs.available(batch) else False
+        if not self._graph:
+            return None
+        e0, k0 = self._graph.exponentials, self._graph.cheb_terms
+        out = self._graph.step(psi.reshape(-1, 1), j)
+        if out is None:
+            return None
+        self.method.exponentials += self._graph.exponentials - e0
+        self.method.cheb_terms += self._graph.cheb_terms - k0
+        return out.reshape(-1)
 
     def step_operator(self, Ut, j: int):
         """U(t_j + dt) = F_K ... F_1 U(t_j) (column bands on several GPUs)."""
@@ -158,8 +182,11 @@ class BatchStepper:
             if self._graph is None:
                 self._graph = graphs.GraphStep(self) if graphs.available(self) else False
             if self._graph:
+                e0, k0 = self._graph.exponentials, self._graph.cheb_terms
                 out = self._graph.step(X, j)
                 if out is not None:
+                    self.exponentials += self._graph.exponentials - e0
+                    self.cheb_terms += self._graph.cheb_terms - k0
                     return out
         return self.step_eager(X, j)
 

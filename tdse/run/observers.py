@@ -6,6 +6,7 @@ the HDF5 file, or memory); computing and writing are apart.  Atomic units.
 """
 from __future__ import annotations
 
+import os
 import warnings
 
 import numpy as np
@@ -55,6 +56,12 @@ class Observables(Observer):
         self.moving = any(c.moving for c in cfg.potential.centres)
         self._static = None
         self.warned_edge = cfg.absorber is not None  # an absorber takes what reaches a wall
+        # psi on a GPU: the rows computed there (BlockMeasure, one member), kept on the device
+        # and copied at each snapshot (no synchronisation per observation)
+        self.every = cfg.output.every
+        self.device = None
+        if plan.backend.xp is not np and os.environ.get("TDSE_DEVICE_OBSERVABLES", "1") != "0":
+            self.device = _DeviceRows(plan, self.measure)
 
     def molecular_states(self, t):
         """Eigenpairs of the molecular H(t) (no field, no absorber); once when no centre
@@ -73,17 +80,109 @@ class Observables(Observer):
     def after(self, state):
         if due(state.step, self.config.output.observables_every, self.config):
             self.record(state)
+        if due(state.step, self.every, self.config):     # before the snapshot is flushed
+            self.flush()
+
+    def end(self, state):
+        self.flush()
+
+    def fail(self, state, error):
+        try:        # rows already measured reach the file, as they did one by one
+            self.flush()
+        except Exception:  # noqa: BLE001 -- the run's own error is the one to report
+            pass
+
+    def flush(self):
+        if self.device is None or not self.device.pending:
+            return
+        for row in self.device.take():
+            edge = row.pop("_edge", 0.0)
+            self.writer.observe(**row)
+            self._check_edge(edge, row["t"])
 
     def record(self, state):
         cfg, t = self.config, state.t
+        if self.device is not None and self.device.holds(state.psi):
+            self.device.record(state.step, t, state.psi, self.molecular_states(t),
+                               edge=not self.warned_edge)
+            return
         psi = host_psi(state)
         self.writer.observe(step=state.step, **self.measure(t, psi, self.molecular_states(t)))
-        edge = observables.edge_norm(psi, cfg.grid.dx)
+        self._check_edge(observables.edge_norm(psi, cfg.grid.dx), t)
+
+    def _check_edge(self, edge, t):
         if not self.warned_edge and edge > EDGE_NORM:
             self.warned_edge = True
             warnings.warn(f"at t = {t:.4g} more than {EDGE_NORM:g} of the norm ({edge:.2g}) "
                           f"is within 10 grid points of a wall: it reflects there; widen the "
                           f"box or add an [absorber]", BoundaryWarning, stacklevel=2)
+
+
+def stack_to_host(rows, xp):
+    """Rows (dicts of arrays of one shape per key, on the device of ``xp`` or the host) to
+    the host as one array per key: one stack and one copy per key."""
+    cols = {}
+    for name in rows[0]:
+        if xp is np or isinstance(rows[0][name], (np.ndarray, float, int, complex)):
+            cols[name] = np.stack([np.asarray(r[name]) for r in rows])
+        else:
+            cols[name] = to_host(xp.stack([r[name] for r in rows]))
+    return cols
+
+
+class _DeviceRows:
+    """The observables of a single run's psi on its GPU: BlockMeasure with one member for
+    the sums, the populations in the molecular H(t)'s eigenstates by one product there
+    (the eigenpairs from the host, uploaded when the centres move), <n>, and the norm near
+    the walls; rows kept on the device until :meth:`take`."""
+
+    def __init__(self, plan, measure):
+        from mgemm.arrays import PinnedUpload
+        cfg = plan.config
+        xp = self.xp = plan.backend.xp
+        self.dx = cfg.grid.dx
+        self.block = observables.BlockMeasure([cfg], plan.x, np.asarray(measure.phi0)[None],
+                                              np.asarray(plan.psi0)[:, None], xp)
+        self.K = cfg.output.populations
+        self.nvec = xp.arange(self.K, dtype=np.float64)
+        self.up = PinnedUpload(xp)
+        self._phit = None            # (host array, device copy) of the last H(t) states
+        self.pending = []
+
+    def holds(self, psi):
+        """Whether ``psi`` is a vector on this device (else the host path measures it)."""
+        xp = self.xp
+        return isinstance(psi, xp.ndarray) and psi.ndim == 1 and \
+            psi.device.id == xp.cuda.Device().id
+
+    def record(self, step, t, psi, molecular, edge):
+        xp = self.xp
+        X = psi.reshape(-1, 1)
+        r = self.block(t, X, host=False)
+        Et, phi_all = molecular
+        if self._phit is None or self._phit[0] is not phi_all:  # new eigenpairs: one upload
+            phit = np.ascontiguousarray(phi_all[:self.K], dtype=np.float64)
+            self._phit = (phi_all, self.up(phit.ravel()).reshape(phit.shape))
+        Pt = xp.abs(self._phit[1] @ psi * self.dx) ** 2
+        row = {name: r[name][0] for name in r if name not in ("field", "populations_h0")}
+        row.update({"step": step, "t": t, "field": r["field"][0], "populations_h0": r["populations_h0"][0],
+                    "populations_ht": Pt, "energies_ht": np.asarray(Et[:self.K]), "n_mean": self.nvec @ Pt})
+        if edge:
+            w = xp.abs(psi[:10]) ** 2, xp.abs(psi[-10:]) ** 2
+            row["_edge"] = (w[0].sum() + w[1].sum()) * self.dx
+        self.pending.append(row)
+
+    def take(self):
+        """The pending rows on the host, in order (plain floats / arrays per key)."""
+        rows, self.pending = self.pending, []
+        out = [dict() for _ in rows]
+        keys = {k for r in rows for k in r}
+        for k in keys:
+            have = [i for i, r in enumerate(rows) if k in r]
+            col = stack_to_host([{k: rows[i][k]} for i in have], self.xp)[k]
+            for i, v in zip(have, col):
+                out[i][k] = v.item() if np.ndim(v) == 0 else v
+        return out
 
 
 class Snapshots(Observer):
