@@ -285,3 +285,15 @@ def test_chebyshev_operator_mode_in_column_bands_equals_one_device(rng):
         U1, U3 = one.step_operator(U1, j), three.step_operator(U3, j)
     assert hasattr(U3, "bands") and len(U3.bands) == 3
     assert np.abs(U3.to_array() - U1).max() < 1e-14
+
+
+def test_terms_near_equals_terms_from_any_guess():
+    """chebyshev.terms_near (the graph step's warm-started K) is terms() for any guess:
+    random R over the ranges runs meet and guesses far below, near and above the answer."""
+    from tdse.numerics import chebyshev
+    rng = np.random.default_rng(5)
+    for R in np.concatenate([rng.uniform(0, 3, 40), rng.uniform(3, 300, 40), [0.0, 1.0, 2.5]]):
+        for tol in (1e-6, 1e-12, 1e-14):
+            K = chebyshev.terms(R, tol)
+            for guess in (0, 1, K - 3, K - 1, K, K + 1, K + 5, 3 * K + 20):
+                assert chebyshev.terms_near(R, tol, guess) == K, (R, tol, guess)

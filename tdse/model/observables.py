@@ -159,27 +159,38 @@ class BlockMeasure:
 
     def __call__(self, t, X, host=True) -> dict:
         """The row at time t; ``host=False`` keeps it on the device (the caller copies).
-        On a GPU the sums over the grid are one kernel (:data:`MEASURE_KERNEL`), the
-        potential and its gradient evaluated inside it from the uploaded parameters."""
+        On a GPU the grid sums are one kernel (:meth:`raw`), finished on the host."""
         from mgemm.arrays import to_host
         if self.xp is not np:
-            out = self._device_row(t, X)
-        else:
-            out = self._host_row(t, X)
+            r = self.raw(t, X)
+            if not host:
+                return {**self._finish_device(r), "field": self.potential.field(t)}
+            return {k: v[0] for k, v in self.finish([t], stack_rows([r], self.xp)).items()}
+        out = self._host_row(t, X)
         if host:
             out = {k: to_host(v) for k, v in out.items()}
         out["field"] = self.potential.field(t)
         return out
 
-    def _device_row(self, t, X):
+    @property
+    def device(self) -> bool:
+        """Whether :meth:`raw` applies (psi on a GPU)."""
+        return self.xp is not np
+
+    def raw(self, t, X, also=None) -> dict:
+        """What the observables at t need, on the device, left unfinished so that a row is
+        a few launches and no synchronisation (:meth:`finish` makes them on the host from
+        the stacked rows): "sums" (9, B) = per member sum |psi|^2, the same in the
+        absorbing layers, x |psi|^2, dV/dx |psi|^2, Re psi* H psi, Re and Im psi0* psi,
+        sum k |F_k|^2 (F = FFT psi, Parseval's <p>), |psi|^2 within 10 points of a wall;
+        "amps" the amplitudes phi0 psi (K x B, or B x K when the members' eigenstates
+        differ); with ``also`` (M x N) "also" = also @ psi.  One kernel
+        (:data:`MEASURE_KERNEL`) evaluates V and dV/dx from the uploaded parameters."""
         xp, pot = self.xp, self.potential
         from mgemm.arrays import PinnedUpload
         if getattr(self, "_up", None) is None:
             self._up = PinnedUpload(xp)
             self._kern = xp.RawKernel(MEASURE_KERNEL, "tdse_block_measure")
-            self._pk = xp.ReductionKernel("T f, float64 k", "float64 y",
-                                          "k * (f.real() * f.real() + f.imag() * f.imag())",
-                                          "a + b", "y = a", "0", "tdse_block_p")
             self._xv = xp.ascontiguousarray(self.x.ravel())
             self._lay = xp.ascontiguousarray(self.layers)
         n, B = X.shape
@@ -189,21 +200,44 @@ class BlockMeasure:
         if k != 1.0:
             kin = kin * k
         kin = xp.ascontiguousarray(kin)
-        res = xp.empty((9, B))
-        ac = xp.empty(B, dtype=np.complex128)
+        F = xp.ascontiguousarray(xp.fft.fft(X, axis=0))
+        sums = xp.empty((9, B))
         self._kern(((B + 31) // 32,), (32, 8),
-                   (X, kin, self.psi0, self._xv, self._lay, P, pot.constants(), np.int32(n),
-                    np.int32(B), np.int32(len(pot.Z)), np.int32(pot.has_field), np.float64(self.dx),
-                    res, ac))
-        F = xp.fft.fft(X, axis=0)
-        p = self._pk(F, self.k[:, None], axis=0) / (n * res[8])
-        pops = (xp.abs((self.phi0 @ X).T * self.dx) ** 2 if self.shared else
-                xp.abs(xp.einsum("bkn,nb->bk", self.phi0, X) * self.dx) ** 2)
-        names = ("norm", "yield", "layer_norm", "yield_flux", "energy", "x_mean", "acceleration",
-                 "acceleration_normalised")
-        out = {name: res[i] for i, name in enumerate(names)}
-        out.update({"p_mean": p, "autocorrelation": ac, "populations_h0": pops})
+                   (X, kin, self.psi0, F, self.k, self._xv, self._lay, P, pot.constants(),
+                    np.int32(n), np.int32(B), np.int32(len(pot.Z)), np.int32(pot.has_field), sums))
+        out = {"sums": sums,
+               "amps": self.phi0 @ X if self.shared else xp.einsum("bkn,nb->bk", self.phi0, X)}
+        if also is not None:
+            out["also"] = also @ X
+        out["t"] = t
         return out
+
+    def finish(self, ts, cols) -> dict:
+        """The observables (S, B[, K]) of S rows of :meth:`raw`, stacked on the host
+        (``cols``: name -> (S, ...)), at times ``ts``: the definitions of :meth:`_host_row`."""
+        S, dx, n = cols["sums"], self.dx, len(self.k)
+        wsum = S[:, 0]
+        nrm, inside, force = wsum * dx, S[:, 1] * dx, -S[:, 3]
+        amps = cols["amps"]
+        amps = np.swapaxes(amps, 1, 2) if self.shared else amps          # (S, B, K)
+        return {"norm": nrm, "yield": 1.0 - nrm, "layer_norm": inside,
+                "yield_flux": 1.0 - nrm + inside, "energy": S[:, 4] / wsum,
+                "x_mean": S[:, 2] / wsum, "p_mean": S[:, 7] / (n * wsum),
+                "acceleration": force * dx, "acceleration_normalised": force / wsum,
+                "autocorrelation": (S[:, 5] + 1j * S[:, 6]) * dx,
+                "populations_h0": np.abs(amps * dx) ** 2,
+                "field": np.stack([self.potential.field(t) for t in ts])}
+
+    def _finish_device(self, r):
+        """One row of :meth:`raw` finished on the device (tests compare it)."""
+        xp, S, dx = self.xp, r["sums"], self.dx
+        wsum = S[0]
+        nrm, inside, force = wsum * dx, S[1] * dx, -S[3]
+        amps = r["amps"].T if self.shared else r["amps"]
+        return {"norm": nrm, "yield": 1.0 - nrm, "layer_norm": inside, "yield_flux": 1.0 - nrm + inside,
+                "energy": S[4] / wsum, "x_mean": S[2] / wsum, "p_mean": S[7] / (len(self.k) * wsum),
+                "acceleration": force * dx, "acceleration_normalised": force / wsum,
+                "autocorrelation": (S[5] + 1j * S[6]) * dx, "populations_h0": xp.abs(amps * dx) ** 2}
 
     def _host_row(self, t, X):
         """The definitions, vectorised with NumPy (also the device kernel's reference)."""
@@ -230,20 +264,33 @@ class BlockMeasure:
         return out
 
 
-#: per member b (a block of 32 members x 8 row-strides): the sums over the grid of |psi|^2,
-#: |psi|^2 in the absorbing layers, x |psi|^2, dV/dx |psi|^2, Re psi* (T psi + V psi) and
-#: psi0* psi, with V and dV/dx from the parameters of BatchPotential.pack (one time) in
-#: the order of potential.total / gradient; then the observables of BlockMeasure from them.
+def stack_rows(rows, xp):
+    """Rows (dicts of arrays of one shape per key, on the device of ``xp`` or the host) to
+    the host as one array per key: one stack and one copy per key."""
+    from mgemm.arrays import to_host
+    cols = {}
+    for name in rows[0]:
+        first = rows[0][name]
+        if xp is np or np.isscalar(first) or isinstance(first, np.ndarray):
+            cols[name] = np.stack([np.asarray(r[name]) for r in rows])
+        else:
+            cols[name] = to_host(xp.stack([r[name] for r in rows]))
+    return cols
+
+
+#: per member b (a block of 32 members x 8 row-strides): the grid sums of BlockMeasure.raw,
+#: with V and dV/dx from the parameters of BatchPotential.pack (one time) in the order of
+#: potential.total / gradient.
 MEASURE_KERNEL = r"""
 #include <cupy/complex.cuh>
 extern "C" __global__ void tdse_block_measure(
         const complex<double>* X, const complex<double>* KX, const complex<double>* psi0,
-        const double* x, const bool* layers, const double* P, const double* Q,
-        int n, int nb, int nc, int field, double dx, double* out, complex<double>* ac) {
-    __shared__ double sh[7][8][33];
+        const complex<double>* F, const double* k, const double* x, const bool* layers,
+        const double* P, const double* Q, int n, int nb, int nc, int field, double* out) {
+    __shared__ double sh[9][8][33];
     int tx = threadIdx.x, ty = threadIdx.y;
     int b = blockIdx.x * 32 + tx;
-    double s[7] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    double s[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     if (b < nb) {
         double a = Q[b];
         int q = 4 + b * (1 + nc);
@@ -264,6 +311,7 @@ extern "C" __global__ void tdse_block_measure(
             if (field) v += E * xi;
             complex<double> hz = KX[at] + v * z;
             complex<double> c0 = conj(psi0[at]) * z;
+            complex<double> f = F[at];
             s[0] += w;
             if (layers[at]) s[1] += w;
             s[2] += xi * w;
@@ -271,27 +319,18 @@ extern "C" __global__ void tdse_block_measure(
             s[4] += (conj(z) * hz).real();
             s[5] += c0.real();
             s[6] += c0.imag();
+            s[7] += k[i] * (f.real() * f.real() + f.imag() * f.imag());
+            if (i < 10 || i >= n - 10) s[8] += w;
         }
     }
-    for (int k = 0; k < 7; ++k) sh[k][ty][tx] = s[k];
+    for (int j = 0; j < 9; ++j) sh[j][ty][tx] = s[j];
     __syncthreads();
     if (ty == 0 && b < nb) {
-        double t[7];
-        for (int k = 0; k < 7; ++k) {
-            t[k] = 0.0;
-            for (int y = 0; y < 8; ++y) t[k] += sh[k][y][tx];
+        for (int j = 0; j < 9; ++j) {
+            double t = 0.0;
+            for (int y = 0; y < 8; ++y) t += sh[j][y][tx];
+            out[j * nb + b] = t;
         }
-        double wsum = t[0], nrm = wsum * dx, inside = t[1] * dx, force = -t[3];
-        out[0 * nb + b] = nrm;
-        out[1 * nb + b] = 1.0 - nrm;
-        out[2 * nb + b] = inside;
-        out[3 * nb + b] = 1.0 - nrm + inside;
-        out[4 * nb + b] = t[4] / wsum;
-        out[5 * nb + b] = t[2] / wsum;
-        out[6 * nb + b] = force * dx;
-        out[7 * nb + b] = force / wsum;
-        out[8 * nb + b] = wsum;
-        ac[b] = complex<double>(t[5] * dx, t[6] * dx);
     }
 }
 """

@@ -148,18 +148,20 @@ class BatchPotential:
 
     def pack(self, times, weights, alpha=1.0, shift=0.0, scale=0.0):
         """The host parameters of the device kernels (:data:`DEVICE_V`): a header
-        [alpha, shift, alpha*scale, w_1..w_nt], then per time and member [E_b(t), X_bc(t)]."""
-        nt = len(times)
-        out = np.empty(3 + nt + nt * self.B * (1 + len(self.Z)))
-        out[:3] = (alpha, shift, alpha * scale)
-        out[3:3 + nt] = weights
-        o = 3 + nt
-        for t in times:
-            blk = out[o:o + self.B * (1 + len(self.Z))].reshape(self.B, -1)
-            blk[:, 0] = self.field(t) if self.has_field else 0.0
-            blk[:, 1:] = self.centre_array(t)
-            o += blk.size
-        return out
+        [alpha, shift, alpha*scale, w_1..w_nt] (:meth:`header`), then per time and member
+        [E_b(t), X_bc(t)] (:meth:`blocks`)."""
+        return np.concatenate([self.header(weights, alpha, shift, scale), self.blocks(times)])
+
+    @staticmethod
+    def header(weights, alpha=1.0, shift=0.0, scale=0.0):
+        return np.concatenate([[alpha, shift, alpha * scale], np.asarray(weights, dtype=float)])
+
+    def blocks(self, times):
+        out = np.empty((len(times), self.B, 1 + len(self.Z)))
+        for i, t in enumerate(times):
+            out[i, :, 0] = self.field(t) if self.has_field else 0.0
+            out[i, :, 1:] = self.centre_array(t)
+        return out.ravel()
 
     def constants(self):
         """[a_b, then Z_bc row-major] on the device (what the kernels read per member)."""

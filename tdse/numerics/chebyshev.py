@@ -24,7 +24,7 @@ import math
 import numpy as np
 import scipy.special
 
-__all__ = ["tail_bound", "terms", "coefficients", "expm_apply"]
+__all__ = ["tail_bound", "terms", "terms_near", "coefficients", "expm_apply"]
 
 _MAX_TERMS = 100_000
 
@@ -83,6 +83,24 @@ def terms(R: float, tol: float) -> int:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if tail_bound(R, mid) <= tol else (mid, hi)
     return hi
+
+
+def terms_near(R: float, tol: float, guess: int) -> int:
+    """:func:`terms` (the same K: the bound falls monotonically in K), searched from
+    ``guess`` (e.g. the previous step's K): two bound evaluations when it is right."""
+    lo = max(1, math.ceil(R)) if R >= 0 and math.isfinite(R) else None
+    if lo is None or guess < lo:
+        return terms(R, tol)
+    K = guess
+    if tail_bound(R, K) > tol:
+        for _ in range(8):
+            K += 1
+            if tail_bound(R, K) <= tol:
+                return K
+        return terms(R, tol)
+    while K > lo and tail_bound(R, K - 1) <= tol:
+        K -= 1
+    return K
 
 
 def coefficients(R: float, K: int) -> np.ndarray:

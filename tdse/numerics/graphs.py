@@ -115,6 +115,7 @@ class GraphStep:
         # parameters (as BatchStepper.step); a single run passes its own (from its V)
         self.bounds = bounds or self._batch_bounds
         self.exponentials = self.cheb_terms = 0
+        self._K = {}            # the last K of each exponential of the step (terms_near's guess)
         cfg, pot = stepper.config, stepper.potential
         g = cfg.grid
         self.n, self.B, self.C = g.n, pot.B, len(pot.Z)
@@ -130,9 +131,11 @@ class GraphStep:
             self.T, self.bands = None, hamiltonian.kinetic_bands(g.stencil, g.dx)
         self.x = pot.x                                           # (N, 1) on the device
         self.Q = pot.constants()
-        # the parameters: one segment per exponential (BatchPotential.pack), uploaded a step
-        # at a time; the coefficients (and phases) of every exponential of the step
-        self.seg = 3 + self.nt + self.nt * B * (1 + self.C)
+        # the parameters (BatchPotential.pack): a header per exponential, then the step's
+        # times' field and centres shared by them, uploaded a step at a time; and the
+        # coefficients (and phases) of every exponential of the step
+        self.seg = 3 + self.nt
+        self.base = len(self.rows) * self.seg
         from mgemm.arrays import PinnedUpload
         self.up_P, self.up_A = PinnedUpload(cp), PinnedUpload(cp)
         self.up_A(np.zeros(512, dtype=np.complex128))        # room for K up to ~250 a factor
@@ -156,15 +159,17 @@ class GraphStep:
         times = self.scheme.times(t, dt)
         pot = st.potential
         P, exps = [], []
+        hdr = st.potential.header
         for (s, row), (lo, hi) in zip(self.rows, self.bounds(j, times)):
             c, r = 0.5 * (lo + hi), 0.5 * (hi - lo)
             if r == 0.0:
                 return None, None
             R = dt * r
-            K = chebyshev.terms(R, st.tol)
-            P.append(pot.pack(times, row, 2.0 / r, c, s))
+            K = chebyshev.terms_near(R, st.tol, self._K.get(len(exps), 0))
+            self._K[len(exps)] = K
+            P.append(hdr(row, 2.0 / r, c, s))
             exps.append((K, np.concatenate([chebyshev.coefficients(R, K), [np.exp(-1j * dt * c)]])))
-        return exps, np.concatenate(P)
+        return exps, np.concatenate(P + [pot.blocks(times)])
 
     def _batch_bounds(self, j, times):
         from ..model import hamiltonian
@@ -194,7 +199,7 @@ class GraphStep:
         for e, (s, _row) in enumerate(self.rows):
             K = pattern[e]
             h = e * self.seg
-            k["diag"](self.x, self.P, self.Q, h, h + 3 + self.nt, self.nt, self.C, self.B,
+            k["diag"](self.x, self.P, self.Q, h, self.base, self.nt, self.C, self.B,
                       int(self.st.potential.has_field), self.d)
             mask = self.masks.get(s)
             if mask is not None:

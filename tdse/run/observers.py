@@ -14,6 +14,7 @@ import numpy as np
 from mgemm.arrays import to_host
 
 from ..model import observables, states
+from ..model.observables import stack_rows
 from ..model.potential import centre_positions
 from ..model.states import DTYPE
 from .loop import Observer
@@ -118,18 +119,6 @@ class Observables(Observer):
                           f"box or add an [absorber]", BoundaryWarning, stacklevel=2)
 
 
-def stack_to_host(rows, xp):
-    """Rows (dicts of arrays of one shape per key, on the device of ``xp`` or the host) to
-    the host as one array per key: one stack and one copy per key."""
-    cols = {}
-    for name in rows[0]:
-        if xp is np or isinstance(rows[0][name], (np.ndarray, float, int, complex)):
-            cols[name] = np.stack([np.asarray(r[name]) for r in rows])
-        else:
-            cols[name] = to_host(xp.stack([r[name] for r in rows]))
-    return cols
-
-
 class _DeviceRows:
     """The observables of a single run's psi on its GPU: BlockMeasure with one member for
     the sums, the populations in the molecular H(t)'s eigenstates by one product there
@@ -156,33 +145,29 @@ class _DeviceRows:
             psi.device.id == xp.cuda.Device().id
 
     def record(self, step, t, psi, molecular, edge):
-        xp = self.xp
-        X = psi.reshape(-1, 1)
-        r = self.block(t, X, host=False)
         Et, phi_all = molecular
         if self._phit is None or self._phit[0] is not phi_all:  # new eigenpairs: one upload
-            phit = np.ascontiguousarray(phi_all[:self.K], dtype=np.float64)
+            phit = np.ascontiguousarray(phi_all[:self.K])
             self._phit = (phi_all, self.up(phit.ravel()).reshape(phit.shape))
-        Pt = xp.abs(self._phit[1] @ psi * self.dx) ** 2
-        row = {name: r[name][0] for name in r if name not in ("field", "populations_h0")}
-        row.update({"step": step, "t": t, "field": r["field"][0], "populations_h0": r["populations_h0"][0],
-                    "populations_ht": Pt, "energies_ht": np.asarray(Et[:self.K]), "n_mean": self.nvec @ Pt})
-        if edge:
-            w = xp.abs(psi[:10]) ** 2, xp.abs(psi[-10:]) ** 2
-            row["_edge"] = (w[0].sum() + w[1].sum()) * self.dx
-        self.pending.append(row)
+        r = self.block.raw(t, psi.reshape(-1, 1), also=self._phit[1])
+        self.pending.append((step, t, np.asarray(Et[:self.K]), r))
 
     def take(self):
-        """The pending rows on the host, in order (plain floats / arrays per key)."""
-        rows, self.pending = self.pending, []
-        out = [dict() for _ in rows]
-        keys = {k for r in rows for k in r}
-        for k in keys:
-            have = [i for i, r in enumerate(rows) if k in r]
-            col = stack_to_host([{k: rows[i][k]} for i in have], self.xp)[k]
-            for i, v in zip(have, col):
-                out[i][k] = v.item() if np.ndim(v) == 0 else v
-        return out
+        """The pending rows, finished on the host, in order (one copy per kind of sum)."""
+        pend, self.pending = self.pending, []
+        ts = [t for _, t, _, _ in pend]
+        cols = stack_rows([r for *_, r in pend], self.xp)
+        obs = self.block.finish(ts, cols)
+        Pt = np.abs(cols["also"][:, :, 0] * self.dx) ** 2                 # (S, K)
+        rows = []
+        for i, (step, t, Et, _) in enumerate(pend):
+            row = {name: v[i][0] for name, v in obs.items()}
+            row = {k: (v.item() if np.ndim(v) == 0 else v) for k, v in row.items()}
+            row.update({"step": step, "t": t, "populations_ht": Pt[i], "energies_ht": Et,
+                        "n_mean": float(np.arange(self.K) @ Pt[i]),
+                        "_edge": float(cols["sums"][i, 8, 0] * self.dx)})
+            rows.append(row)
+        return rows
 
 
 class Snapshots(Observer):

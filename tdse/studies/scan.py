@@ -37,7 +37,7 @@ import numpy as np
 from ..config import Config, ConfigError, to_toml, with_value
 from ..model import states
 from ..model.grid import points
-from ..model.observables import BlockMeasure
+from ..model.observables import BlockMeasure, stack_rows
 from ..numerics import exponentials
 from ..numerics.stepper import BatchStepper
 from ..run.loop import Observer, evolve
@@ -151,9 +151,9 @@ def batches(scan: Scan, limit=None, memory=None) -> list:
 
 
 class _Recorder(Observer):
-    """Each member's observables every ``observables_every`` steps (and the last), kept on
-    the device and copied to the host ``FLUSH`` rows at a time (no synchronisation per
-    observation)."""
+    """Each member's observables every ``observables_every`` steps (and the last): on a GPU
+    the raw grid sums kept on the device (:meth:`BlockMeasure.raw`, a few launches, no
+    synchronisation) and finished on the host ``FLUSH`` rows at a time."""
     FLUSH = 256
 
     def __init__(self, measure, config):
@@ -169,7 +169,9 @@ class _Recorder(Observer):
 
     def _record(self, state):
         self.t.append(state.t)
-        self._pending.append(self.measure(state.t, state.psi, host=False))
+        m = self.measure
+        self._pending.append((state.t, m.raw(state.t, state.psi) if m.device
+                              else m(state.t, state.psi)))
         if len(self._pending) >= self.FLUSH:
             self.flush()
 
@@ -177,18 +179,15 @@ class _Recorder(Observer):
         self.flush()
 
     def flush(self):
-        """The pending rows to the host, stacked per observable (one copy each)."""
+        """The pending rows to the host (one copy per kind), finished there."""
         if not self._pending:
             return
-        from mgemm.arrays import to_host
-        xp, pend = self.measure.xp, self._pending
-        cols = {}
-        for name in pend[0]:
-            if xp is np or isinstance(pend[0][name], np.ndarray):
-                cols[name] = np.stack([np.asarray(r[name]) for r in pend])
-            else:
-                cols[name] = to_host(xp.stack([r[name] for r in pend]))
-        self.rows += [{name: cols[name][i] for name in cols} for i in range(len(pend))]
+        ts = [t for t, _ in self._pending]
+        rows = [r for _, r in self._pending]
+        if self.measure.device:
+            cols = self.measure.finish(ts, stack_rows(rows, self.measure.xp))
+            rows = [{name: cols[name][i] for name in cols} for i in range(len(ts))]
+        self.rows += rows
         self._pending = []
 
 
