@@ -110,6 +110,11 @@ def analyse(config: Config, *, period=None, steps=None, count=8, backend="numpy"
     U, pc, cfg, choice = one_period_propagator(cfg, M, backend=backend, devices=devices,
                                                allow_inaccurate=allow_inaccurate,
                                                progress=progress)
+    return _analysis(cfg, T, M, note, U, pc.plan.as_dict(), choice, count)
+
+
+def _analysis(cfg, T, M, note, U, plan, choice, count) -> dict:
+    """Quasi-energies, Floquet states and their overlaps with H(0)'s eigenstates from U(T)."""
     lam, F = np.linalg.eig(U)
     phases = np.mod(-np.angle(lam), 2 * math.pi)
     eps = fold(phases / T, T)
@@ -123,7 +128,7 @@ def analyse(config: Config, *, period=None, steps=None, count=8, backend="numpy"
         "name": cfg.name, "units": "atomic units (hbar = m_e = e = 1)",
         "period": T, "steps": M, "dt": cfg.time.dt, "dt_note": note, "n": cfg.grid.n,
         "scheme": cfg.propagator.scheme, "method": cfg.propagator.method,
-        "plan": pc.plan.as_dict(), "method_choice": choice, "unitarity": unitarity,
+        "plan": plan, "method_choice": choice, "unitarity": unitarity,
         "convention": "quasi-energy eps = -arg(lambda)/T folded into [-omega/2, omega/2), "
                       "omega = 2 pi/T; shift = (eps - E_n(0)) folded likewise",
         "omega": 2 * math.pi / T,
@@ -140,6 +145,44 @@ def analyse(config: Config, *, period=None, steps=None, count=8, backend="numpy"
     }
 
 
+def batch_propagators(cfgs, M: int, *, backend="numpy", devices=None, progress=False):
+    """U(T) of several members that share grid, scheme, dt and M, at once: the columns of
+    every member's identity as one N x (N B) block through the batch stepper
+    (:class:`tdse.numerics.stepper.BatchStepper`: block Chebyshev, one kinetic product per
+    term for all columns, each column its member's potential; on a GPU each step one CUDA
+    graph), the scans' machinery (#26).  Returns ([host U(T) of each member], the plan)."""
+    from ..numerics import exponentials
+    from ..numerics.stepper import BatchStepper
+    n = cfgs[0].grid.n
+    cheb = [dataclasses.replace(c, propagator=dataclasses.replace(
+        c.propagator, method=exponentials.Chebyshev.name, time_error="none", error_window=0,
+        operator=False)) for c in cfgs]
+    plan = prepare(cheb[0], backend=backend, devices=devices, check_resolution=False,
+                   steps=M)
+    xp = plan.backend.xp
+    stepper = BatchStepper([c for c in cheb for _ in range(n)], xp)   # member m: columns m n..
+    X0 = xp.tile(xp.eye(n, dtype=DTYPE), (1, len(cfgs)))
+    bar = Progress(M, desc=f"U(T) x {len(cfgs)}", disable=not progress)
+    with plan.backend.limit():
+        X = evolve(plan, X0, [bar], stop=M, stepper=stepper).psi
+    X = to_host(X)
+    return [X[:, m * n:(m + 1) * n] for m in range(len(cfgs))], plan
+
+
+def _floquet_batches(cfgs, Ms, memory):
+    """Point numbers grouped by (grid, scheme, dt, M, centres), at most what ``memory``
+    bytes hold (about 12 complex N x N blocks a member)."""
+    groups = {}
+    for i, (c, M) in enumerate(zip(cfgs, Ms)):
+        g = c.grid
+        key = (g.x_min, g.x_max, g.dx, str(g.stencil), c.propagator.scheme, c.time.dt, M,
+               len(c.potential.centres))
+        groups.setdefault(key, []).append(i)
+    per = 12 * 16 * cfgs[0].grid.n ** 2
+    cap = max(1, int(memory // per))
+    return [idx[k:k + cap] for idx in groups.values() for k in range(0, len(idx), cap)]
+
+
 # ---------------------------------------------------------------- quasi-energies over a parameter
 def fold(eps, T):
     """Quasi-energies folded into the first zone [-omega/2, omega/2), omega = 2 pi / T."""
@@ -148,24 +191,42 @@ def fold(eps, T):
 
 
 def scan(config: Config, key: str, values, *, period=None, steps=None, count=4,
-         backend="numpy", devices=None, allow_inaccurate=False, progress=False) -> dict:
+         backend="numpy", devices=None, allow_inaccurate=False, progress=False,
+         batched=True) -> dict:
     """:func:`analyse` for each value of the input key ``key`` (set with
     :func:`tdse.config.with_value`; ``potential.centres.*`` on every centre): the
     quasi-energy spectrum over a parameter grid, folded into [-omega/2, omega/2) (omega =
     2 pi / T, T of that point), and for each of the ``count`` lowest eigenstates n of H(0)
     the Floquet state that overlaps it most (its quasi-energy and |<F|n>|^2: a dip marks a
     resonance that mixes n with other states).  With ``--steps`` M is fixed; otherwise each
-    point takes the M nearest T / time.dt (its note says so)."""
+    point takes the M nearest T / time.dt (its note says so).  ``batched`` (default): the
+    points that share grid, scheme, dt and M propagate their U(T) together
+    (:func:`batch_propagators`, the block Chebyshev series of the scans, as many per batch
+    as memory holds); otherwise one :func:`analyse` per point with the input's method."""
     from tqdm.auto import tqdm
     values = [float(v) for v in values]
     cfgs = [with_value(config, key, v) for v in values]   # every value checked before any work
-    for cfg in cfgs:
-        floquet_config(cfg, period, steps)
+    periodic = [floquet_config(cfg, period, steps) for cfg in cfgs]
+    results = [None] * len(values)
+    if batched:
+        from .scan import device_memory
+        from ..config import available_memory
+        memory = device_memory(backend) or available_memory() // 2
+        groups = _floquet_batches([p[0] for p in periodic], [p[2] for p in periodic], memory)
+        for idx in tqdm(groups, unit="batch", desc=f"scan {key}", disable=not progress):
+            Us, plan = batch_propagators([periodic[i][0] for i in idx], periodic[idx[0]][2],
+                                         backend=backend, devices=devices)
+            for i, U in zip(idx, Us):
+                cfg, T, M, note = periodic[i]
+                cfg = dataclasses.replace(cfg, propagator=plan.config.propagator)
+                results[i] = _analysis(cfg, T, M, note, U, plan.precheck.plan.as_dict(),
+                                       {"batched": len(idx)}, count)
+    else:
+        for i, cfg in enumerate(tqdm(cfgs, unit="point", desc=f"scan {key}", disable=not progress)):
+            results[i] = analyse(cfg, period=period, steps=steps, count=count, backend=backend,
+                                 devices=devices, allow_inaccurate=allow_inaccurate)
     points_ = []
-    for val, cfg in tqdm(list(zip(values, cfgs)), unit="point", desc=f"scan {key}",
-                         disable=not progress):
-        res = analyse(cfg, period=period, steps=steps, count=count, backend=backend,
-                      devices=devices, allow_inaccurate=allow_inaccurate)
+    for val, res in zip(values, results):
         T = res["period"]
         points_.append({
             "value": float(val), "period": T, "omega": 2 * math.pi / T, "steps": res["steps"],
@@ -180,6 +241,7 @@ def scan(config: Config, key: str, values, *, period=None, steps=None, count=4,
     return {"name": config.name, "key": key, "key_unit": unit,
             "units": "atomic units (hbar = m_e = e = 1): quasi-energies in hartree",
             "n": config.grid.n, "scheme": config.propagator.scheme, "backend": backend,
+            "batched": bool(batched),
             "meaning": "quasi_energies: every eigenphase of the one-period U(T) as eps = phase/T "
                        "folded into [-omega/2, omega/2); states: for the lowest eigenstates n of "
                        "H(0), the Floquet state with the largest |<F|n>|^2",
