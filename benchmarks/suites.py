@@ -875,6 +875,10 @@ def _scan_args(p):
     p.add_argument("--t-end", type=float, default=None, help="shorten the input (a.u.)")
     p.add_argument("--backend", default="numpy", choices=["numpy", "cupy"])
     p.add_argument("--workers", type=int, default=None, help="Dask LocalCluster workers")
+    p.add_argument("--scheduler", default=None,
+                   help="a running Dask scheduler's address (e.g. one worker per GPU)")
+    p.add_argument("--gpus", type=int, default=None,
+                   help="GPUs the scan's workers use (said in the row)")
     p.add_argument("--batch", type=int, default=None)
 
 
@@ -891,10 +895,16 @@ def _scan(a):
     if a.t_end:
         cfg = cfg.with_value("time.t_end", a.t_end)
     E0 = list(np.linspace(0.02, 0.08, a.members))
-    if a.backend == "cupy":   # warm the device and its kernels once
-        scan(cfg.with_value("time.t_end", 10 * cfg.time.dt), {"field.E0": E0[:2]}, backend="cupy")
+    if a.backend == "cupy":   # warm the device and its kernels once (each worker's too)
+        short = cfg.with_value("time.t_end", 10 * cfg.time.dt)
+        scan(short, {"field.E0": E0[:2]}, backend="cupy")
+        if a.scheduler or a.workers:
+            n = 2 * (a.gpus or a.workers or 2)
+            scan(short, {"field.E0": list(np.linspace(0.02, 0.08, n))}, backend="cupy", batch=1,
+                 scheduler=a.scheduler, workers=a.workers)
     t0 = time.perf_counter()
-    res = scan(cfg, {"field.E0": E0}, backend=a.backend, workers=a.workers, batch=a.batch)
+    res = scan(cfg, {"field.E0": E0}, backend=a.backend, workers=a.workers, batch=a.batch,
+               scheduler=a.scheduler)
     wall = time.perf_counter() - t0
     n_serial = a.serial if a.serial is not None else (a.members if a.backend == "numpy" else 1)
     picks = sorted(set(np.linspace(0, a.members - 1, max(1, n_serial)).astype(int)))
@@ -907,11 +917,13 @@ def _scan(a):
         worst = max(worst, float(np.abs(res["acceleration"][i] - ref).max() / np.abs(ref).max()))
     per_serial = float(np.mean(serial))
     row = {"input": os.path.basename(a.input), "members": a.members, "backend": a.backend,
-           "workers": a.workers, "batches": res["batches"], "steps": cfg.time.steps,
+           "workers": a.workers, "scheduler": bool(a.scheduler), "gpus": a.gpus,
+           "batches": res["batches"], "steps": cfg.time.steps,
            "n": cfg.grid.n, "scan_seconds": wall, "seconds_per_member": wall / a.members,
            "serial_runs_timed": len(serial), "serial_seconds_each": per_serial,
            "serial_seconds_all": per_serial * a.members,
            "serial_extrapolated": len(serial) < a.members,
+           "batch_seconds": res.get("batch_seconds"),
            "speedup": per_serial * a.members / wall,
            "max_rel_diff_acceleration": worst}
     _say(f"{a.members} members: scan {wall:.1f} s vs serial {per_serial:.2f} s each "

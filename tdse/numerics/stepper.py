@@ -50,9 +50,10 @@ class Stepper:
         self.method = cls(config, plan, xp, gemm_opts, self.layout)
         self.static = not config.time_dependent
         self._factors = None          # the factors of a time-independent H
-        # on one GPU, psi a vector and a method that steps by the block Chebyshev series:
-        # each step one CUDA graph launch (tdse.numerics.graphs), made at the first step
-        self.graphs = xp is not np and self.layout is None and cls.graph_steps
+        # psi a vector on a GPU and a method that steps by the block Chebyshev series: each
+        # step one CUDA graph launch (tdse.numerics.graphs), made at the first step (U(t),
+        # in column bands over several GPUs, is stepped band by band as before)
+        self.graphs = xp is not np and cls.graph_steps     # psi on the current device
         self._graph = None
 
     @property
