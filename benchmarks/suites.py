@@ -932,6 +932,179 @@ def _scan(a):
     return [row], {}
 
 
+# ---------------------------------------------------------------- small-n: the launch limit
+def _small_n_args(p):
+    p.add_argument("--input", default="inputs/atom_hhg.toml")
+    p.add_argument("--n", type=int, nargs="+", default=[256, 500, 1000, 2000, 4000])
+    p.add_argument("--steps", type=int, default=400, help="steps timed per case")
+    p.add_argument("--methods", nargs="+", default=["chebyshev", "dense"])
+    p.add_argument("--dense-max-n", type=int, default=2000, help="dense exponent up to this N (GPU)")
+    p.add_argument("--cpu-dense-max-n", type=int, default=1000)
+    p.add_argument("--no-dynamiqs", action="store_true")
+
+
+def _launch_cost(cp, nodes=1000):
+    """Seconds per node of a replayed graph of empty kernels (the launch bound's unit)."""
+    k = cp.ElementwiseKernel("float64 x", "float64 y", "y = x", "tdse_empty")
+    a, b = cp.zeros(1), cp.zeros(1)
+    k(a, b)
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        s.begin_capture()
+        for _ in range(nodes):
+            k(a, b)
+        g = s.end_capture()
+        g.launch(s)
+        s.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(10):
+            g.launch(s)
+        s.synchronize()
+    return (time.perf_counter() - t0) / (10 * nodes)
+
+
+def _hbm_rate(cp):
+    """Bytes per second of a 1 GiB device copy (read + write)."""
+    a = cp.ones(2 ** 27)
+    b = cp.empty_like(a)
+    cp.copyto(b, a)
+    cp.cuda.Device().synchronize()
+    t0 = time.perf_counter()
+    for _ in range(5):
+        cp.copyto(b, a)
+    cp.cuda.Device().synchronize()
+    return 5 * 2 * a.nbytes / (time.perf_counter() - t0)
+
+
+def _bare_steps(plan, steps, graphs=True):
+    """Seconds per step of the plan's stepper on psi, after two warm-up steps (graphs
+    captured there)."""
+    import tdse
+    xp = plan.backend.xp
+    st = plan.stepper()
+    st.graphs = graphs and getattr(st, "graphs", False)
+    psi = xp.asarray(plan.psi0)
+
+    def sync():
+        if xp is not np:
+            xp.cuda.Device().synchronize()
+    with plan.backend.limit():
+        state = tdse.evolve(plan, psi, stop=2, stepper=st)
+        sync()
+        t0 = time.perf_counter()
+        state = tdse.evolve(plan, state.psi, start=2, stop=2 + steps, stepper=st)
+        sync()
+    g = getattr(st, "_graph", None)
+    nodes = g.nodes_per_step if g else None
+    return (time.perf_counter() - t0) / steps, st, nodes, state.psi
+
+
+def _dynamiqs_case(cfg, plan, t_end):
+    """dynamiqs.sesolve of the same H(t) = T + V0 + x E(t) (the sinc-DVR matrix, the same
+    pulse), Dopri8 rtol = atol = 1e-8 in double precision: (seconds warm, seconds with
+    compilation, final psi)."""
+    import dynamiqs as dq
+    import jax.numpy as jnp
+    from tdse.model import hamiltonian
+    from tdse.model.potential import soft_core
+    dq.set_precision("double")
+    x = np.asarray(plan.x)
+    H0 = hamiltonian.kinetic_dense(cfg.grid) + np.diag(soft_core(cfg.potential, x, 0.0))
+    f = cfg.potential.field
+    E0, w, dur = f.E0, f.omega, f.duration
+
+    def field(t):
+        return jnp.where(t <= dur, E0 * jnp.sin(jnp.pi * t / dur) ** 2 * jnp.sin(w * t + f.phase), 0.0)
+    H = dq.constant(jnp.asarray(H0, dtype=jnp.complex128)) + dq.modulated(field, jnp.asarray(np.diag(x), dtype=jnp.complex128))
+    psi0 = jnp.asarray(np.asarray(plan.psi0) * np.sqrt(cfg.grid.dx), dtype=jnp.complex128)[:, None]
+    tsave = jnp.asarray([0.0, t_end])
+    kw = {}
+    try:
+        kw["method"] = dq.method.Dopri8(rtol=1e-8, atol=1e-8)
+    except AttributeError:
+        kw["solver"] = dq.solver.Dopri8(rtol=1e-8, atol=1e-8)
+    try:
+        kw["options"] = dq.Options(progress_meter=None)
+    except (AttributeError, TypeError):
+        pass
+
+    def run():
+        r = dq.sesolve(H, psi0, tsave, **kw)
+        out = np.asarray(r.states[-1] if not hasattr(r.states, "to_jax") else r.states.to_jax()[-1])
+        return out.ravel() / np.sqrt(cfg.grid.dx)
+    t0 = time.perf_counter()
+    run()
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    psi = run()
+    return time.perf_counter() - t0, first, psi
+
+
+def _small_n(a):
+    """Seconds per cfm4 step of one run at N = 256 ... 4000 (the DVR, atom_hhg's box and pulse
+    without the absorber, dx = box / N) on this machine's GPU -- replayed from a CUDA graph
+    and launched from Python -- and its CPU; the dense exponent too; the graph's kernels per
+    step against the launch bound (an empty kernel's replay cost) and the bandwidth bound
+    (the kinetic matrix read once a term); what backend auto picks; dynamiqs' sesolve on the
+    same H(t) in the same run (its final psi compared)."""
+    import dataclasses
+
+    import cupy as cp
+
+    import tdse
+    from tdse import config as cfgmod
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")   # JAX beside CuPy
+    base = cfgmod.load(os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input)
+    base = dataclasses.replace(base, absorber=None)
+    base = base.with_value("propagator.time_error", "none")
+    width = base.grid.x_max - base.grid.x_min
+    node_s, hbm = _launch_cost(cp), _hbm_rate(cp)
+    _say(f"launch bound {node_s * 1e6:.2f} us a graph node; device copy {hbm / 1e9:.0f} GB/s")
+    rows = []
+    for n in a.n:
+        for method in a.methods:
+            if method == "dense" and n > a.dense_max_n:
+                continue
+            cfg = dataclasses.replace(base, grid=dataclasses.replace(base.grid, dx=width / n))
+            cfg = cfg.with_value("propagator.method", method)
+            cfg = cfg.with_value("time.t_end", (a.steps + 2) * cfg.time.dt)
+            row = {"n": cfg.grid.n, "method": method, "steps": a.steps}
+            gpu = tdse.prepare(cfg, backend="cupy", devices=[0], check_resolution=False)
+            row["gpu_graph_s"], st, nodes, psi_gpu = _bare_steps(gpu, a.steps, graphs=True)
+            if method != "dense":          # the dense exponent has no graph path
+                row["gpu_launched_s"] = _bare_steps(gpu, a.steps, graphs=False)[0]
+            row["graph_nodes_per_step"] = nodes
+            if nodes:
+                terms = st.cheb_terms / max(1, st.exponentials) * len(st.scheme.factors)
+                row["launch_bound_s"] = nodes * node_s
+                row["bandwidth_bound_s"] = terms * 8.0 * cfg.grid.n ** 2 / hbm
+            if method != "dense" or n <= a.cpu_dense_max_n:
+                cpu = tdse.prepare(cfg, backend="numpy", check_resolution=False)
+                k = a.steps if method != "dense" else min(a.steps, 20)   # dense: a few steps
+                row["cpu_s"], _, _, psi_cpu = _bare_steps(cpu, k)
+                psi_gpu = _bare_steps(gpu, k)[3] if k != a.steps else psi_gpu
+                row["cpu_threads"] = cpu.backend.threads
+                row["gpu_vs_cpu_max_diff"] = float(np.abs(cp.asnumpy(psi_gpu) - psi_cpu).max())
+            auto = tdse.prepare(cfg, backend="auto", check_resolution=False)
+            row["auto"] = auto.backend.name
+            timed = {"cupy": row["gpu_graph_s"], "numpy": row.get("cpu_s")}
+            best = min(v for v in timed.values() if v)
+            row["auto_over_best"] = timed[auto.backend.name] / best if timed.get(auto.backend.name) else None
+            if method == "chebyshev" and not a.no_dynamiqs:
+                try:
+                    warm, first, psi_dq = _dynamiqs_case(cfg, gpu, a.steps * cfg.time.dt)
+                    ref = tdse.evolve(gpu, cp.asarray(gpu.psi0), stop=a.steps).psi
+                    import jax
+                    row.update({"dynamiqs_s": warm / a.steps, "dynamiqs_first_call_s": first,
+                                "dynamiqs_device": str(jax.devices()[0]),
+                                "dynamiqs_max_diff": float(np.abs(cp.asnumpy(ref) - psi_dq).max())})
+                except Exception as e:  # noqa: BLE001 -- said in the row, the rest still runs
+                    row["dynamiqs_error"] = f"{type(e).__name__}: {str(e)[:160]}"
+            _say(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
+            rows.append(row)
+    return rows, {"launch_bound_s_per_node": node_s, "device_copy_bytes_per_s": hbm}
+
+
 SUITES = {
     "engine": Suite("mgemm's band GEMM vs cupy.matmul, cuBLAS-XT and JAX's sharded matmul",
                     True, _engine_args, _engine),
@@ -955,6 +1128,8 @@ SUITES = {
     "formulas": Suite("products per exponent before/after the Bader-Blanes-Casas / Sastre "
                       "formulas, accuracy against an eigendecomposition", False,
                       _formulas_args, _formulas),
+    "small-n": Suite("one run's step at N = 256-4000 on a GPU (graph / launched) and the CPU, "
+                     "launch and bandwidth bounds, auto's pick, dynamiqs", True, _small_n_args, _small_n),
     "scan": Suite("an E0 scan (tdse scan) against its members run one by one, in one process",
                   False, _scan_args, _scan),
     "inputs": Suite("each CPU input as `tdse run` runs it: time, threads, and the quantities "

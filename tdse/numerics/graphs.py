@@ -115,6 +115,7 @@ class GraphStep:
         # parameters (as BatchStepper.step); a single run passes its own (from its V)
         self.bounds = bounds or self._batch_bounds
         self.exponentials = self.cheb_terms = 0
+        self.nodes_per_step = None
         self._K = {}            # the last K of each exponential of the step (terms_near's guess)
         cfg, pot = stepper.config, stepper.potential
         g = cfg.grid
@@ -258,6 +259,9 @@ class GraphStep:
         self._graph(pattern).launch()
         self.exponentials += len(exps)
         self.cheb_terms += sum(pattern)
+        # the step's kernel nodes: per exponential the potential, [mask], the first term's
+        # product and pass, (product, pass) per further term, the phase [and mask]
+        self.nodes_per_step = sum(4 + 2 * (K - 1) + (1 if self.masks else 0) for K in pattern)
         return self.Xin.copy()
 
     def _warm(self, pattern):
