@@ -653,3 +653,23 @@ def test_single_run_graph_steps_and_device_observables(name, stencil, t_end, mon
         scale = max(1.0, np.abs(ref).max())     # yield = 1 - norm: its error is relative to 1
         assert np.abs(np.asarray(dev.observables[k]) - ref).max() <= 1e-10 * scale, k
         assert np.abs(np.asarray(cpu.observables[k]) - ref).max() <= 1e-10 * scale, k
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stencil", [5, "dvr"])
+def test_iterative_eigenpairs_on_the_gpu(stencil):
+    """states.Tracker with CuPy (cupyx's LOBPCG, the operator and preconditioner on the
+    device) against the dense host solver along a moving-centre run: populations of a
+    random psi to 1e-10 (#23 item 1)."""
+    from tdse.model import states
+    cfg = _batch_case("h2plus_moving.toml", 1.0, ("grid.stencil", [stencil]))[0]
+    n, dx = cfg.grid.n, cfg.grid.dx
+    rng = np.random.default_rng(4)
+    psi = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+    psi /= np.sqrt(np.sum(np.abs(psi) ** 2) * dx)
+    tr = states.Tracker(cfg, 4, xp=cp)
+    for j in range(8):
+        E, phi = tr(0.05 * j)
+        Ed, phid = states.eigenstates(cfg, 0.05 * j, 4)
+        assert np.abs(np.abs(phi @ psi * dx) ** 2 - np.abs(phid @ psi * dx) ** 2).max() < 1e-10
+        assert np.abs(E - Ed).max() < 1e-9
