@@ -1023,10 +1023,6 @@ def _dynamiqs_case(cfg, plan, t_end):
         kw["method"] = dq.method.Dopri8(rtol=1e-8, atol=1e-8)
     except AttributeError:
         kw["solver"] = dq.solver.Dopri8(rtol=1e-8, atol=1e-8)
-    try:
-        kw["options"] = dq.Options(progress_meter=None)
-    except (AttributeError, TypeError):
-        pass
 
     def run():
         r = dq.sesolve(H, psi0, tsave, **kw)
