@@ -1101,6 +1101,89 @@ def _small_n(a):
     return rows, {"launch_bound_s_per_node": node_s, "device_copy_bytes_per_s": hbm}
 
 
+# ---------------------------------------------------------------- run-overhead: a run vs its steps
+def _run_overhead_args(p):
+    p.add_argument("--input", default="inputs/h2plus_moving.toml")
+    p.add_argument("--n", type=int, nargs="+", default=[256, 2048])
+    p.add_argument("--stencils", nargs="+", default=["3", "5", "dvr"])
+    p.add_argument("--backend", default="numpy", choices=["numpy", "cupy"])
+    p.add_argument("--steps", type=int, default=100, help="steps of each run (t_end = steps dt)")
+    p.add_argument("--every", type=int, default=None, help="observables_every (default: the input's)")
+
+
+def _timed_cli(args):
+    import subprocess
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "tdse", *args], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")})
+    if r.returncode:
+        raise RuntimeError(f"tdse {' '.join(args)}: {r.stderr.strip()[-300:]}")
+    return time.perf_counter() - t0
+
+
+def _run_overhead(a):
+    """`tdse run` as a user starts it (a new process: imports, precheck, H(0), auto's
+    calibration, observables, snapshots; plots off) against the bare step loop of the same
+    plan in this process, for moving-centre inputs per stencil and N: the run's seconds per
+    step -- (wall of the S-step run - wall of a 1-step run) / (S - 1), the fixed start-up
+    cost its own column -- over the bare loop's (#23 item 3; target 1.15)."""
+    import dataclasses
+    import tempfile
+
+    import tdse
+    from tdse import config as cfgmod
+    base = cfgmod.load(os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input)
+    width = base.grid.x_max - base.grid.x_min
+    rows = []
+    for n in a.n:
+        for st in a.stencils:
+            stencil = int(st) if st in ("3", "5") else st
+            cfg = dataclasses.replace(base, grid=dataclasses.replace(base.grid, dx=width / n,
+                                                                       stencil=stencil))
+            cfg = cfg.with_value("propagator.method", "auto").with_value(
+                "propagator.time_error", "none").with_value("time.t_end", a.steps * cfg.time.dt)
+            if a.every:
+                cfg = cfg.with_value("output.observables_every", a.every)
+            t0 = time.perf_counter()
+            plan = tdse.prepare(cfg, backend=a.backend, check_resolution=False)
+            t_prepare = time.perf_counter() - t0
+            xp = plan.backend.xp
+            psi = xp.asarray(plan.psi0)
+            tdse.evolve(plan, psi, stop=2)                        # warm (graphs, kernels)
+            if xp is not np:
+                xp.cuda.Device().synchronize()
+            t0 = time.perf_counter()
+            with plan.backend.limit():
+                tdse.evolve(plan, psi)
+            if xp is not np:
+                xp.cuda.Device().synchronize()
+            t_steps = time.perf_counter() - t0
+            walls = {}
+            with tempfile.TemporaryDirectory() as d:
+                path = os.path.join(d, "in.toml")
+                args = ["run", path, "--out", d, "--backend", a.backend, "--quiet", "--no-plots",
+                        "--force", "--yes", "--allow-inaccurate"]
+                for label, c in (("one_step", cfg.with_value("time.t_end", cfg.time.dt)),
+                                 ("full", cfg),
+                                 ("companion", cfg.with_value("propagator.time_error", "companion"))):
+                    with open(path, "w") as f:
+                        f.write(cfgmod.to_toml(c))
+                    walls[label] = _timed_cli(args)
+            S = cfg.time.steps
+            per_step_run = (walls["full"] - walls["one_step"]) / (S - 1)
+            row = {"n": cfg.grid.n, "stencil": str(stencil), "method": plan.config.propagator.method,
+                   "backend": a.backend, "steps": S,
+                   "observables_every": cfg.output.observables_every,
+                   "step_seconds_bare": t_steps / S, "step_seconds_in_run": per_step_run,
+                   "wall_over_steps": per_step_run / (t_steps / S), "target": 1.15,
+                   "cli_wall_seconds": walls["full"], "fixed_seconds": walls["one_step"],
+                   "prepare_seconds_in_process": t_prepare,
+                   "cli_wall_with_companion_seconds": walls["companion"]}
+            _say(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
+            rows.append(row)
+    return rows, {}
+
+
 SUITES = {
     "engine": Suite("mgemm's band GEMM vs cupy.matmul, cuBLAS-XT and JAX's sharded matmul",
                     True, _engine_args, _engine),
@@ -1126,6 +1209,9 @@ SUITES = {
                       _formulas_args, _formulas),
     "small-n": Suite("one run's step at N = 256-4000 on a GPU (graph / launched) and the CPU, "
                      "launch and bandwidth bounds, auto's pick, dynamiqs", True, _small_n_args, _small_n),
+    "run-overhead": Suite("`tdse run` (a new process) against its bare step loop: wall over "
+                          "steps x step time, start-up and precheck apart", False,
+                          _run_overhead_args, _run_overhead),
     "scan": Suite("an E0 scan (tdse scan) against its members run one by one, in one process",
                   False, _scan_args, _scan),
     "inputs": Suite("each CPU input as `tdse run` runs it: time, threads, and the quantities "
