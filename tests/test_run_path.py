@@ -145,3 +145,46 @@ def test_step_seconds_times_the_runs_own_step():
     plan = _plan("chebyshev", steps=5)
     from tdse.run.plan import step_seconds
     assert 0 < step_seconds(plan, 2) < 5 and 0 < step_seconds(plan, 1, operator=True) < 5
+
+
+@pytest.mark.parametrize("name,key,values", [
+    ("atom_hhg.toml", "field.E0", [0.02, 0.05, 0.08]),          # field, absorber
+    ("h2plus_moving.toml", "potential.centres.amplitude", [0.1, 0.4]),   # moving centres
+])
+def test_graph_planner_equals_the_per_step_scalars(name, key, values):
+    """The host side of the CUDA-graph step (tdse.numerics.graphs.Planner: CHUNK steps of
+    bounds, term counts, coefficients, phases and potential parameters at once, vectorised)
+    against what BatchStepper.step / expm_apply compute one step at a time, and the single
+    run's bounds against Stepper.generators + the method's bounds: exactly equal."""
+    import os
+    import tdse
+    from tdse.model import hamiltonian
+    from tdse.numerics import chebyshev, graphs
+    from tdse.numerics.stepper import BatchStepper, Stepper
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cfg = tdse.load_config(os.path.join(root, "inputs", name)).with_value(
+        "propagator.time_error", "none").with_value("propagator.method", "chebyshev")
+    configs = [cfg.with_value(key, v) for v in values]
+    st = BatchStepper(configs, np)
+    planner = graphs.Planner(st)
+    dt, j0 = cfg.time.dt, 37
+    _, patterns, P, A, sizes = planner.chunk(j0)
+    for i in range(graphs.CHUNK):
+        times = st.scheme.times((j0 + i) * dt, dt)
+        heads, coefs, pattern = [], [], []
+        for s, row in planner.rows:
+            lo, hi = hamiltonian.spectrum_bounds(cfg.grid.stencil, cfg.grid.dx,
+                                                 *st.potential.bounds(times, row), s)
+            c, r = 0.5 * (lo + hi), 0.5 * (hi - lo)
+            K = chebyshev.terms(dt * r, st.tol)
+            pattern.append(K)
+            heads.append(st.potential.header(row, 2.0 / r, c, s))
+            coefs.append(np.concatenate([chebyshev.coefficients(dt * r, K), [np.exp(-1j * dt * c)]]))
+        assert patterns[i] == tuple(pattern)
+        assert np.array_equal(P[i], np.concatenate(heads + [st.potential.blocks(times)]))
+        assert np.array_equal(A[i, :sizes[i]], np.concatenate(coefs))
+    one = Stepper(configs[0], None, np)
+    js = np.arange(j0, j0 + 5)
+    times = (js * dt)[:, None] + np.asarray(one.scheme.nodes)[None, :] * dt
+    ref = [[one.method.bounds(s, v) for s, v in one.generators(j)] for j in js]
+    assert np.array_equal(one._bounds_many(js, times), np.array(ref))

@@ -163,6 +163,20 @@ class BatchPotential:
             out[i, :, 1:] = self.centre_array(t)
         return out.ravel()
 
+    def blocks_many(self, times):
+        """:meth:`blocks` for many steps at once: ``times`` (steps, nt) -> (steps, nt B (1 + C))."""
+        times = np.asarray(times, dtype=np.float64)
+        S, nt = times.shape
+        out = np.empty((S, nt, self.B, 1 + len(self.Z)))
+        if self.has_field:
+            f = self.f
+            out[..., 0] = pulse(f["E0"], f["omega"], f["phase"], f["duration"], f["fwhm"], f["ramp"],
+                                self.envelope, times[..., None])
+        else:
+            out[..., 0] = 0.0
+        out[..., 1:] = path(self.x0, self.amp, self.freq, self.phase, self.ramp, times[..., None, None])
+        return out.reshape(S, -1)
+
     def constants(self):
         """[a_b, then Z_bc row-major] on the device (what the kernels read per member)."""
         if getattr(self, "_Q", None) is None:
@@ -199,6 +213,28 @@ class BatchPotential:
         for Z, X in zip(self.Z, self._centres(t)):
             g += coulomb_force(Z, X, self.a, self.x)
         return g
+
+    def bounds_many(self, times, weights):
+        """:meth:`bounds` for many steps at once: ``times`` (steps, nt) -> (lo, hi), each
+        (steps,), the same operations element by element."""
+        times = np.asarray(times, dtype=np.float64)
+        lo = hi = 0.0
+        core = -self.Zh / np.sqrt(self.ah)[:, None]                          # (B, C)
+        clo, chi = np.minimum(core, 0.0).sum(axis=1), np.maximum(core, 0.0).sum(axis=1)
+        for i, w in enumerate(weights):
+            if not w:
+                continue
+            if self.has_field:
+                f = self.f
+                e = pulse(f["E0"], f["omega"], f["phase"], f["duration"], f["fwhm"], f["ramp"],
+                          self.envelope, times[:, i:i + 1])                  # (steps, B)
+            else:
+                e = np.zeros((times.shape[0], self.B))
+            vlo = clo + np.minimum(e * self.ends[0], e * self.ends[1])
+            vhi = chi + np.maximum(e * self.ends[0], e * self.ends[1])
+            lo_b, hi_b = (w * vlo, w * vhi) if w > 0 else (w * vhi, w * vlo)
+            lo, hi = lo + lo_b.min(axis=1), hi + hi_b.max(axis=1)
+        return lo, hi
 
     def bounds(self, times, weights):
         """(lo, hi) containing sum_j w_j V(x, t_j) for every member and grid point, from the

@@ -29,7 +29,10 @@ import os
 
 import numpy as np
 
-__all__ = ["available", "GraphStep"]
+__all__ = ["available", "GraphStep", "CHUNK"]
+
+#: steps whose scalars are planned at once on the host (vectorised)
+CHUNK = 64
 
 _BAND = r"""
 int row = i / nb;
@@ -104,6 +107,72 @@ def available(stepper) -> bool:
     return True
 
 
+class Planner:
+    """The host side of a graph step: every per-step scalar of the block Chebyshev step
+    (:meth:`chunk`), planned CHUNK steps at a time with NumPy (no GPU needed: tested on the
+    CPU against the per-step computation, element by element equal)."""
+
+    def __init__(self, stepper, bounds=None):
+        self.st, self.scheme = stepper, stepper.scheme
+        self.rows = [(s, row) for s, row in zip(self.scheme.scales(), self.scheme.factors)]
+        self.nt = len(self.scheme.factors[0])
+        self.planner = Planner(stepper, bounds)
+        self._K = {}            # the last K of each exponential (terms_near's guess)
+
+    def chunk(self, j0):
+        """The scalars of steps j0 .. j0 + CHUNK - 1 at once, vectorised over the steps (what
+        BatchStepper.step / expm_apply compute one step at a time, element by element the
+        same operations): per step the pattern of term counts, the parameter row (headers,
+        then the times' field and centres) and the coefficient row ([eps_k (-i)^k J_k(R)
+        ..., e^(-i dt c)] per exponential).  None where an exponential has r = 0."""
+        import scipy.special
+        from . import chebyshev
+        st, cfg = self.st, self.st.config
+        dt, E = cfg.time.dt, len(self.rows)
+        js = np.arange(j0, j0 + CHUNK)
+        t = np.zeros(CHUNK) if st.static else js * dt
+        times = t[:, None] + np.asarray(self.scheme.nodes)[None, :] * dt      # (steps, nt)
+        LH = self.bounds(js, times)                                          # (steps, E, 2)
+        lo, hi = LH[..., 0], LH[..., 1]
+        c, r = 0.5 * (lo + hi), 0.5 * (hi - lo)
+        if (r == 0.0).any():
+            return None
+        R = dt * r
+        K = np.empty((CHUNK, E), dtype=int)
+        for i in range(CHUNK):
+            for e in range(E):
+                K[i, e] = self._K[e] = chebyshev.terms_near(R[i, e], st.tol, self._K.get(e, 0))
+        k = np.arange(K.max() + 1)
+        coef = scipy.special.jv(k[None, None, :], R[:, :, None]) * (-1j) ** k
+        coef[..., 1:] *= 2.0
+        phase = np.exp(-1j * dt * c)
+        sizes = (K + 2).sum(axis=1)
+        A = np.zeros((CHUNK, sizes.max()), dtype=np.complex128)
+        for i in range(CHUNK):
+            o = 0
+            for e in range(E):
+                A[i, o:o + K[i, e] + 1] = coef[i, e, :K[i, e] + 1]
+                A[i, o + K[i, e] + 1] = phase[i, e]
+                o += K[i, e] + 2
+        alpha = 2.0 / r
+        heads = [np.concatenate([alpha[:, e:e + 1], c[:, e:e + 1], (alpha[:, e] * s)[:, None],
+                                 np.broadcast_to(np.asarray(row, dtype=float), (CHUNK, self.nt))], axis=1)
+                 for e, (s, row) in enumerate(self.rows)]
+        P = np.concatenate(heads + [st.potential.blocks_many(times)], axis=1)
+        return j0, [tuple(row) for row in K], P, A, sizes
+
+    def _batch_bounds(self, js, times):
+        """(steps, E, 2): the batch's spectral bounds from the parameters per step
+        (BatchPotential.bounds and hamiltonian.spectrum_bounds, vectorised over steps)."""
+        from ..model.hamiltonian import kinetic_max
+        g, pot = self.st.config.grid, self.st.potential
+        out = np.empty((len(js), len(self.rows), 2))
+        for e, (s, row) in enumerate(self.rows):
+            vmin, vmax = pot.bounds_many(times, row)
+            out[:, e, 0], out[:, e, 1] = vmin, s * kinetic_max(g.stencil, g.dx) + vmax
+        return out
+
+
 class GraphStep:
     """Steps an N x B block as :meth:`BatchStepper.step` does, one graph launch a step."""
 
@@ -111,12 +180,10 @@ class GraphStep:
         import cupy as cp
         from ..model import hamiltonian
         self.cp, self.st = cp, stepper
-        # (lo, hi) of each exponential of step j: default the batch's bounds from the
-        # parameters (as BatchStepper.step); a single run passes its own (from its V)
-        self.bounds = bounds or self._batch_bounds
+        self.planner = Planner(stepper, bounds)
         self.exponentials = self.cheb_terms = 0
         self.nodes_per_step = None
-        self._K = {}            # the last K of each exponential of the step (terms_near's guess)
+        self._chunk = None      # the planned steps (Planner.chunk)
         cfg, pot = stepper.config, stepper.potential
         g = cfg.grid
         self.n, self.B, self.C = g.n, pot.B, len(pot.Z)
@@ -148,35 +215,6 @@ class GraphStep:
         self.masks = {s: stepper._mask(s) for s, _ in self.rows} if stepper.W is not None else {}
         self.graphs = {}
         self.one, self.zero = np.array(1.0), np.array(0.0)
-
-    # ---------------------------------------------------------------- host side
-    def _plan(self, j):
-        """The step's scalars, exactly as BatchStepper.step / expm_apply compute them: per
-        exponential (K, [coefficients..., phase]) and the parameter vector (host)."""
-        from . import chebyshev
-        st, cfg = self.st, self.st.config
-        dt = cfg.time.dt
-        t = 0.0 if st.static else j * dt
-        times = self.scheme.times(t, dt)
-        pot = st.potential
-        P, exps = [], []
-        hdr = st.potential.header
-        for (s, row), (lo, hi) in zip(self.rows, self.bounds(j, times)):
-            c, r = 0.5 * (lo + hi), 0.5 * (hi - lo)
-            if r == 0.0:
-                return None, None
-            R = dt * r
-            K = chebyshev.terms_near(R, st.tol, self._K.get(len(exps), 0))
-            self._K[len(exps)] = K
-            P.append(hdr(row, 2.0 / r, c, s))
-            exps.append((K, np.concatenate([chebyshev.coefficients(R, K), [np.exp(-1j * dt * c)]])))
-        return exps, np.concatenate(P + [pot.blocks(times)])
-
-    def _batch_bounds(self, j, times):
-        from ..model import hamiltonian
-        g, pot = self.st.config.grid, self.st.potential
-        return [hamiltonian.spectrum_bounds(g.stencil, g.dx, *pot.bounds(times, row), s)
-                for s, row in self.rows]
 
     # ---------------------------------------------------------------- device side
     def _kinetic(self, X):
@@ -242,13 +280,16 @@ class GraphStep:
         return self.graphs[pattern]
 
     def step(self, X, j):
-        exps, P = self._plan(j)
-        if exps is None:
+        ch = self._chunk
+        if ch is None or not ch[0] <= j < ch[0] + CHUNK:
+            ch = self._chunk = self.planner.chunk(j)
+        if ch is None:
             return None
-        pattern = tuple(K for K, _ in exps)
-        A = np.concatenate([a for _, a in exps])
+        j0, patterns, Ps, As, sizes = ch
+        i = j - j0
+        pattern = patterns[i]
         self.cp.copyto(self.Xin, X)
-        P_dev, A_dev = self.up_P(P), self.up_A(A)
+        P_dev, A_dev = self.up_P(Ps[i]), self.up_A(As[i, :sizes[i]])
         if self.P is not None and (P_dev.data.ptr != self.P.data.ptr or
                                    A_dev.data.ptr != self.A.data.ptr):
             self.graphs.clear()              # a buffer moved: the graphs read the old one
@@ -257,7 +298,7 @@ class GraphStep:
         if first:                            # compile every kernel outside any capture
             self._warm(pattern)
         self._graph(pattern).launch()
-        self.exponentials += len(exps)
+        self.exponentials += len(pattern)
         self.cheb_terms += sum(pattern)
         # the step's kernel nodes: per exponential the potential, [mask], the first term's
         # product and pass, (product, pass) per further term, the phase [and mask]

@@ -102,12 +102,32 @@ class Stepper:
             psi = F.apply(psi)
         return psi
 
+    def _bounds_many(self, js, times):
+        """(steps, E, 2): each exponential's spectral bounds at the steps js (times (steps, nt)),
+        as :meth:`generators` and the method's ``bounds`` give them one step at a time."""
+        from ..model.hamiltonian import kinetic_max
+        from ..model.potential import centre_positions, coulomb
+        from ..model.field import field_value
+        pot, x, g = self.config.potential, self.x_host, self.config.grid
+        S, nt = times.shape
+        T = times.ravel()
+        v = np.zeros((T.size, x.size))
+        for c, Xc in zip(pot.centres, centre_positions(pot, T).reshape(len(pot.centres), -1)):
+            v -= coulomb(c.Z, Xc[:, None], pot.a, x[None, :])
+        if pot.field is not None:
+            v = v + np.asarray(field_value(pot.field, T))[:, None] * x[None, :]
+        v = v.reshape(S, nt, x.size)
+        out = np.empty((S, len(self.scheme.factors), 2))
+        for e, (s, row) in enumerate(zip(self.scheme.scales(), self.scheme.factors)):
+            vk = sum(w * v[:, i] for i, w in enumerate(row) if w)
+            out[:, e, 0], out[:, e, 1] = vk.min(axis=1), s * kinetic_max(g.stencil, g.dx) + vk.max(axis=1)
+        return out
+
     def _graph_step(self, psi, j):
         from . import graphs
         if self._graph is None:
             batch = BatchStepper([self.config], self.xp)
-            bounds = lambda j, times: [self.method.bounds(s, v) for s, v in self.generators(j)]  # noqa: E731
-            self._graph = graphs.GraphStep(batch, bounds) if graphs.available(batch) else False
+            self._graph = graphs.GraphStep(batch, self._bounds_many) if graphs.available(batch) else False
         if not self._graph:
             return None
         e0, k0 = self._graph.exponentials, self._graph.cheb_terms
