@@ -116,7 +116,10 @@ class Planner:
         self.st, self.scheme = stepper, stepper.scheme
         self.rows = [(s, row) for s, row in zip(self.scheme.scales(), self.scheme.factors)]
         self.nt = len(self.scheme.factors[0])
-        self.planner = Planner(stepper, bounds)
+        # (steps, E, 2): (lo, hi) of each exponential of the steps js at times (steps, nt):
+        # default the batch's bounds from the parameters (as BatchStepper.step); a single
+        # run passes its own (from its V, as Stepper.step)
+        self.bounds = bounds or self._batch_bounds
         self._K = {}            # the last K of each exponential (terms_near's guess)
 
     def chunk(self, j0):
