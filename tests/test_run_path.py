@@ -188,3 +188,19 @@ def test_graph_planner_equals_the_per_step_scalars(name, key, values):
     times = (js * dt)[:, None] + np.asarray(one.scheme.nodes)[None, :] * dt
     ref = [[one.method.bounds(s, v) for s, v in one.generators(j)] for j in js]
     assert np.array_equal(one._bounds_many(js, times), np.array(ref))
+
+
+def test_graph_planner_term_counts_equal_terms():
+    """The planner's cached R-intervals of each term count give chebyshev.terms exactly, for
+    random R over the ranges runs meet (the intervals' ends come from a bisection)."""
+    import os
+    import tdse
+    from tdse.numerics import chebyshev, graphs
+    from tdse.numerics.stepper import BatchStepper
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cfg = tdse.load_config(os.path.join(root, "inputs", "atom_hhg.toml"))
+    planner = graphs.Planner(BatchStepper([cfg], np))
+    rng = np.random.default_rng(8)
+    for R in np.concatenate([rng.uniform(0, 60, 2000), rng.uniform(0.9, 1.1, 200) * 7.3]):
+        assert planner._terms(R, 0) == chebyshev.terms(R, planner.st.tol), R
+    assert len(planner._intervals) > 5

@@ -30,3 +30,13 @@ for graphs in ("1", "0"):
     full = time.perf_counter() - t0
     print(f"graphs/device observables {graphs}: bare stepping {bare:.2f} s "
           f"({1e3 * bare / cfg.time.steps:.3f} ms a step), simulate {full:.2f} s", flush=True)
+    g = getattr(st, "_graph", None)
+    if g:       # the device time of a step: one captured graph replayed back to back
+        graph = next(iter(g.graphs.values()))
+        cp.cuda.Device().synchronize()
+        t0 = time.perf_counter()
+        for _ in range(1000):
+            graph.launch()
+        cp.cuda.Device().synchronize()
+        print(f"  one step's graph replayed: {(time.perf_counter() - t0):.3f} ms of device time a step "
+              f"({g.nodes_per_step} kernel nodes)", flush=True)

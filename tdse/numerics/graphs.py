@@ -121,6 +121,7 @@ class Planner:
         # run passes its own (from its V, as Stepper.step)
         self.bounds = bounds or self._batch_bounds
         self._K = {}            # the last K of each exponential (terms_near's guess)
+        self._intervals = {}    # K -> the R-interval where terms(R) = K
 
     def chunk(self, j0):
         """The scalars of steps j0 .. j0 + CHUNK - 1 at once, vectorised over the steps (what
@@ -129,7 +130,6 @@ class Planner:
         then the times' field and centres) and the coefficient row ([eps_k (-i)^k J_k(R)
         ..., e^(-i dt c)] per exponential).  None where an exponential has r = 0."""
         import scipy.special
-        from . import chebyshev
         st, cfg = self.st, self.st.config
         dt, E = cfg.time.dt, len(self.rows)
         js = np.arange(j0, j0 + CHUNK)
@@ -144,7 +144,7 @@ class Planner:
         K = np.empty((CHUNK, E), dtype=int)
         for i in range(CHUNK):
             for e in range(E):
-                K[i, e] = self._K[e] = chebyshev.terms_near(R[i, e], st.tol, self._K.get(e, 0))
+                K[i, e] = self._terms(R[i, e], e)
         k = np.arange(K.max() + 1)
         coef = scipy.special.jv(k[None, None, :], R[:, :, None]) * (-1j) ** k
         coef[..., 1:] *= 2.0
@@ -163,6 +163,34 @@ class Planner:
                  for e, (s, row) in enumerate(self.rows)]
         P = np.concatenate(heads + [st.potential.blocks_many(times)], axis=1)
         return j0, [tuple(row) for row in K], P, A, sizes
+
+    def _terms(self, R, e):
+        """chebyshev.terms(R, tol): from the R-interval of a K met before (the bound rises
+        with R, so each K holds on an interval; its ends found once by bisection and used
+        with a 1e-9 relative margin), else chebyshev.terms_near."""
+        from . import chebyshev
+        for K, (a, b) in self._intervals.items():
+            if a * (1 + 1e-9) < R < b * (1 - 1e-9):
+                return K
+        K = self._K[e] = chebyshev.terms_near(R, self.st.tol, self._K.get(e, 0))
+        if len(self._intervals) < 64:
+            self._intervals[K] = self._interval(K)
+        return K
+
+    def _interval(self, K):
+        """(a, b): the R with tail_bound(R, K - 1) > tol >= tail_bound(R, K) lie in (a, b]."""
+        from .chebyshev import tail_bound
+        tol = self.st.tol
+
+        def edge(k):                          # sup{R : tail_bound(R, k) <= tol}, bisection
+            if k < 1:
+                return 0.0
+            lo, hi = 0.0, float(k)            # tail_bound = inf for R > k
+            for _ in range(60):
+                mid = 0.5 * (lo + hi)
+                lo, hi = (mid, hi) if tail_bound(mid, k) <= tol else (lo, mid)
+            return lo
+        return edge(K - 1), edge(K)
 
     def _batch_bounds(self, js, times):
         """(steps, E, 2): the batch's spectral bounds from the parameters per step
@@ -208,9 +236,9 @@ class GraphStep:
         self.seg = 3 + self.nt
         self.base = len(self.rows) * self.seg
         from mgemm.arrays import PinnedUpload
-        self.up_P, self.up_A = PinnedUpload(cp), PinnedUpload(cp)
-        self.up_A(np.zeros(512, dtype=np.complex128))        # room for K up to ~250 a factor
-        self.P = self.A = None
+        self.up = PinnedUpload(cp)          # one row a step: parameters, then coefficients
+        self.up(np.zeros(len(self.rows) * self.seg + self.nt * B * (1 + self.C) + 2 + 2 * 512))
+        self.P = self.A = self._row = None
         buf = lambda: cp.zeros((n, B), dtype=np.complex128)  # noqa: E731
         self.Xin, self.Xw, self.kin, self.Y = buf(), buf(), buf(), buf()
         self.work = [buf(), buf(), buf()]
@@ -292,12 +320,19 @@ class GraphStep:
         i = j - j0
         pattern = patterns[i]
         self.cp.copyto(self.Xin, X)
-        P_dev, A_dev = self.up_P(Ps[i]), self.up_A(As[i, :sizes[i]])
-        if self.P is not None and (P_dev.data.ptr != self.P.data.ptr or
-                                   A_dev.data.ptr != self.A.data.ptr):
+        n_p = Ps.shape[1] + Ps.shape[1] % 2             # the coefficients 16-byte aligned
+        row = self._row
+        if row is None or row.size < n_p + 2 * As.shape[1]:
+            row = self._row = np.zeros(n_p + 2 * max(As.shape[1], 512))
+        row[:Ps.shape[1]] = Ps[i]
+        row[n_p:n_p + 2 * sizes[i]] = As[i, :sizes[i]].view(np.float64)
+        D = self.up(row[:n_p + 2 * sizes[i]])           # one upload a step
+        moved = self.P is not None and D.data.ptr != self.P.data.ptr
+        if moved or self.P is None or self.P.size != Ps.shape[1]:
             self.graphs.clear()              # a buffer moved: the graphs read the old one
         first = self.P is None
-        self.P, self.A = P_dev, self.up_A.dev
+        self.P = D[:Ps.shape[1]]
+        self.A = self.up.dev[n_p:n_p + 2 * ((self.up.dev.size - n_p) // 2)].view(np.complex128)
         if first:                            # compile every kernel outside any capture
             self._warm(pattern)
         self._graph(pattern).launch()
