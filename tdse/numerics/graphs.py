@@ -45,6 +45,50 @@ if (row + 2 < n) acc += d2 * X[i + 2 * nb];
 g = acc;
 """
 
+#: one Chebyshev term for one member (B = 1) with the DVR's dense T in one kernel: a warp
+#: per row computes (T x)_i (T from L2, shuffled sums), then the row's recurrence update --
+#: first term: cur = (k g + d x) / 2, acc = a_0 x + a_1 cur; later: z = k g + d x - p,
+#: acc += a_k z (the operations of the "first" / "recur" kernels)
+_GEMV_TERM = r"""
+#include <cupy/complex.cuh>
+extern "C" __global__ void tdse_gemv_term(const double* T, const complex<double>* x,
+        const double* d, const complex<double>* p, const double* P, int ik,
+        const complex<double>* A, int ia, complex<double>* z, complex<double>* acc, int n,
+        int first) {
+    int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    int lane = threadIdx.x & 31;
+    if (row >= n) return;
+    const double* t = T + (size_t)row * n;
+    double re = 0.0, im = 0.0;
+    for (int j = lane; j < n; j += 32) {
+        double w = t[j];
+        complex<double> v = x[j];
+        re += w * v.real();
+        im += w * v.imag();
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+        re += __shfl_down_sync(0xffffffff, re, off);
+        im += __shfl_down_sync(0xffffffff, im, off);
+    }
+    if (lane == 0) {
+        complex<double> g(re, im);
+        complex<double> xi = x[row];
+        double k = P[ik];
+        if (first) {
+            complex<double> cur = (g * k + xi * d[row]) * 0.5;
+            z[row] = cur;
+            complex<double> y = A[ia] * xi;
+            y += A[ia + 1] * cur;
+            acc[row] = y;
+        } else {
+            complex<double> zz = g * k + xi * d[row] - p[row];
+            z[row] = zz;
+            acc[row] += A[ia] * zz;
+        }
+    }
+}
+"""
+
 _KERNELS = None
 
 
@@ -64,6 +108,7 @@ def _kernels(cp):
             "recur": E("T g, float64 d, T x, T p, raw float64 P, int32 ik, raw T A, int32 ia",
                        "T z, T acc", "z = g * P[ik] + x * d - p; acc += A[ia] * z", "tdse_graph_recur"),
             "final": E("T y, raw T A, int32 ia", "T out", "out = y * A[ia]", "tdse_graph_final"),
+            "gemv_term": cp.RawKernel(_GEMV_TERM, "tdse_gemv_term"),
             "final_mask": E("T y, raw T A, int32 ia, float64 m", "T out", "out = y * A[ia]; out = out * m",
                             "tdse_graph_final_mask"),
         }
@@ -243,6 +288,9 @@ class GraphStep:
         self.Xin, self.Xw, self.kin, self.Y = buf(), buf(), buf(), buf()
         self.work = [buf(), buf(), buf()]
         self.d = cp.zeros((n, B))
+        # one member with the DVR's dense T: a term is one fused GEMV kernel (else a cuBLAS
+        # GEMM or the stencil kernel, then the recurrence's pass); TDSE_FUSED_GEMV=0 turns it off
+        self.fused = B == 1 and self.T is not None and os.environ.get("TDSE_FUSED_GEMV", "1") != "0"
         self.masks = {s: stepper._mask(s) for s, _ in self.rows} if stepper.W is not None else {}
         self.graphs = {}
         self.one, self.zero = np.array(1.0), np.array(0.0)
@@ -261,6 +309,13 @@ class GraphStep:
             self.k["band"](X, d0, d1, d2, self.n, self.B, self.kin)
         return self.kin
 
+    def _term(self, x, p, z, ik, ia, first):
+        """One Chebyshev term of one member by the fused GEMV kernel (:data:`_GEMV_TERM`)."""
+        n = self.n
+        self.k["gemv_term"](((32 * n + 255) // 256,), (256,),
+                            (self.T, x, self.d, p, self.P, np.int32(ik), self.A, np.int32(ia), z,
+                             self.Y, np.int32(n), np.int32(first)))
+
     def _body(self, pattern):
         """The step's kernels for a pattern of term counts (run eagerly or under capture)."""
         k = self.k
@@ -277,12 +332,18 @@ class GraphStep:
                 X = self.Xw
             W = self.work
             cur = W[0]
-            k["first"](self._kinetic(X), self.d, X, self.P, h + 2, self.A, ia, cur, self.Y)
+            if self.fused:
+                self._term(X, X, cur, h + 2, ia, 1)
+            else:
+                k["first"](self._kinetic(X), self.d, X, self.P, h + 2, self.A, ia, cur, self.Y)
             prev = X
             for kk in range(2, K + 1):       # three buffers in rotation (X is not one)
                 nxt = next(b for b in W if b is not cur and b is not prev)
-                k["recur"](self._kinetic(cur), self.d, cur, prev, self.P, h + 2, self.A,
-                           ia + kk, nxt, self.Y)
+                if self.fused:
+                    self._term(cur, prev, nxt, h + 2, ia + kk, 0)
+                else:
+                    k["recur"](self._kinetic(cur), self.d, cur, prev, self.P, h + 2, self.A,
+                               ia + kk, nxt, self.Y)
                 prev, cur = cur, nxt
             out = self.Xin if e == len(self.rows) - 1 else self.Xw
             if mask is not None:
@@ -340,7 +401,8 @@ class GraphStep:
         self.cheb_terms += sum(pattern)
         # the step's kernel nodes: per exponential the potential, [mask], the first term's
         # product and pass, (product, pass) per further term, the phase [and mask]
-        self.nodes_per_step = sum(4 + 2 * (K - 1) + (1 if self.masks else 0) for K in pattern)
+        per_term = 1 if self.fused else 2
+        self.nodes_per_step = sum(2 + per_term * K + (1 if self.masks else 0) for K in pattern)
         return self.Xin.copy()
 
     def _warm(self, pattern):
