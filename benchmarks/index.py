@@ -239,11 +239,43 @@ def _scan(d):
     out = ["| input | backend | members | batches | steps | N | scan s | s / member | serial s each | serial timed | speedup | max rel diff |",
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in d["rows"]:
-        out.append(f"| {r['input']} | {r['backend']}{' x' + str(r['workers']) + ' workers' if r.get('workers') else ''} "
+        out.append(f"| {r['input']} | {r['backend']}{' x' + str(r['workers']) + ' workers' if r.get('workers') else ''}"
+                   f"{' on ' + str(r['gpus']) + ' GPUs (Dask scheduler)' if r.get('gpus') else ''} "
                    f"| {r['members']} | {r['batches']} | {r['steps']} | {r['n']} | {r['scan_seconds']:.1f} | "
                    f"{r['seconds_per_member']:.3g} | {r['serial_seconds_each']:.2f} | "
                    f"{r['serial_runs_timed']}{' (extrapolated)' if r['serial_extrapolated'] else ''} | "
                    f"{r['speedup']:.1f}x | {r['max_rel_diff_acceleration']:.1e} |")
+    return out
+
+
+def _ms(v):
+    return "--" if v is None else f"{1e3 * v:.3g}"
+
+
+def _small_n(d):
+    out = ["| N | method | graph ms/step | launched ms/step | CPU ms/step (threads) | dynamiqs ms/step-span | nodes | launch bound ms | bandwidth bound ms | auto | auto / best | GPU vs CPU diff | dynamiqs diff |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in d["rows"]:
+        cpu = f"{_ms(r.get('cpu_s'))} ({r.get('cpu_threads', '')})" if r.get("cpu_s") else "--"
+        dq = _ms(r.get("dynamiqs_s")) if "dynamiqs_s" in r else ("error" if "dynamiqs_error" in r else "--")
+        diff = r.get("gpu_vs_cpu_max_diff")
+        out.append(f"| {r['n']} | {r['method']} | {_ms(r['gpu_graph_s'])} | {_ms(r.get('gpu_launched_s'))} | "
+                   f"{cpu} | {dq} | {r.get('graph_nodes_per_step') or '--'} | {_ms(r.get('launch_bound_s'))} | "
+                   f"{_ms(r.get('bandwidth_bound_s'))} | {r['auto']} | "
+                   f"{'--' if r.get('auto_over_best') is None else format(r['auto_over_best'], '.2f')} | "
+                   f"{'--' if diff is None else format(diff, '.1e')} | "
+                   f"{format(r['dynamiqs_max_diff'], '.1e') if 'dynamiqs_max_diff' in r else '--'} |")
+    return out
+
+
+def _run_overhead(d):
+    out = ["| N | stencil | method | backend | steps | obs every | bare ms/step | in run ms/step | run / bare | fixed s | wall s | wall with companion s |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in d["rows"]:
+        out.append(f"| {r['n']} | {r['stencil']} | {r['method']} | {r['backend']} | {r['steps']} | "
+                   f"{r['observables_every']} | {_ms(r['step_seconds_bare'])} | {_ms(r['step_seconds_in_run'])} | "
+                   f"{r['wall_over_steps']:.2f} | {r['fixed_seconds']:.2f} | {r['cli_wall_seconds']:.2f} | "
+                   f"{r['cli_wall_with_companion_seconds']:.2f} |")
     return out
 
 
@@ -270,7 +302,7 @@ RENDER = {"engine": _engine, "sweep-3m": _sweep, "expm": _expm, "expm-cpu": _exp
           "accuracy": _accuracy, "step-cost": _step_cost, "expm-profile": _expm_profile,
           "propagator": _propagator, "inputs": _inputs, "absorber": _absorber,
           "formulas": _formulas, "scale": _scale, "scan": _scan,
-          "mutation": _mutation}
+          "mutation": _mutation, "small-n": _small_n, "run-overhead": _run_overhead}
 
 
 def render(doc) -> list[str]:
@@ -302,6 +334,10 @@ def headline(doc) -> dict:
             out[f"{r['input']} threads={r['threads']} s"] = r["seconds"]
         elif s == "scan":
             out[f"{r['input']} {r['backend']} {r['members']} members s"] = r["scan_seconds"]
+        elif s == "small-n":
+            out[f"N={r['n']} {r['method']} graph s/step"] = r["gpu_graph_s"]
+        elif s == "run-overhead":
+            out[f"N={r['n']} {r['stencil']} {r['backend']} run/bare"] = r["wall_over_steps"]
         elif s == "absorber":
             out[f"width {r['width']:g} k0 {r['k0']:g} reflected"] = r["reflected"]
         elif s == "propagator":
