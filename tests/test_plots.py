@@ -134,10 +134,12 @@ def test_floquet_and_scan_state_one_quasi_energy_for_one_state():
         __import__("os").path.dirname(__import__("os").path.dirname(__file__)), "inputs", "tiny.toml")).read())
     cfg = cfg.with_value("propagator.method", "dense").with_value("time.dt", 0.02)
     one = analyse(cfg, count=2)
-    many = scan(cfg, "potential.centres.frequency", [3.0], count=2)
+    many = scan(cfg, "potential.centres.frequency", [3.0], count=2, batched=False)  # same method
+    batched = scan(cfg, "potential.centres.frequency", [3.0], count=2)    # block Chebyshev U(T)
     w = 2 * math.pi / one["period"]
-    for a, b in zip(one["states"], many["points"][0]["states"]):
+    for a, b, c in zip(one["states"], many["points"][0]["states"], batched["points"][0]["states"]):
         assert a["quasi_energy"] == pytest.approx(b["quasi_energy"], abs=1e-12)
+        assert a["quasi_energy"] == pytest.approx(c["quasi_energy"], abs=1e-9)
         assert -w / 2 <= a["quasi_energy"] < w / 2
         shift = (a["quasi_energy"] - a["E_n"] + w / 2) % w - w / 2
         assert a["shift"] == pytest.approx(shift, abs=1e-12)
