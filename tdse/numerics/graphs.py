@@ -17,10 +17,13 @@ device buffers that the host fills before each launch (one pinned-memory copy):
 
 The number of terms K_e of each exponential (:func:`tdse.numerics.chebyshev.terms`) is
 part of the graph's shape: one graph is captured per pattern (K_1, K_2, ...) met (a run
-meets a few).  Every number is the one the launched-from-Python path computes, in the same
-order of operations (tested equal to 1e-13 on a GPU, tests/test_gpu.py).  The kinetic
-product is a cuBLAS DGEMM called through ctypes (CuPy's own wrappers refuse to run under
-capture) for the DVR, one stencil kernel for the 3- and 5-point T.
+meets a few).  The host plans the scalars of 64 steps at a time (:class:`Planner`, element
+by element the per-step computation: tests/test_run_path.py).  Every number is the one the
+launched-from-Python path computes, in the same order of operations except the kinetic
+product's summation (tested equal to 1e-13 on a GPU, tests/test_gpu.py).  The kinetic product
+is a cuBLAS DGEMM called through ctypes (CuPy's own wrappers refuse to run under capture)
+for the DVR, one stencil kernel for the 3- and 5-point T; for one member with the DVR a
+whole term is one kernel (:data:`_GEMV_TERM`).
 """
 from __future__ import annotations
 
