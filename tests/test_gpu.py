@@ -3,12 +3,16 @@
 Run on the device machines: ``python -m pytest -m "gpu or multi_gpu" tests/test_gpu.py``.
 Tolerances as in test_engine.py, relative to max|ref| (cuBLAS blocking differs per tile).
 """
+import os
+
 import numpy as np
 import pytest
 
 import mgemm
 
 cp = pytest.importorskip("cupy")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 TOL = {np.float32: 1e-4, np.complex64: 1e-4, np.float64: 1e-12, np.complex128: 1e-12}
 SHAPES = [(1, 1, 1), (100, 37, 250), (513, 300, 257), (1024, 1024, 1024)]
@@ -513,8 +517,7 @@ def test_scan_on_gpu_equals_cpu():
     import tdse
     from tdse.studies.scan import scan
     import os
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    text = open(os.path.join(root, "inputs", "atom_hhg.toml")).read()
+    text = open(os.path.join(ROOT, "inputs", "atom_hhg.toml")).read()
     cfg = tdse.config.loads(text).with_value("time.t_end", 20.0).with_value(
         "propagator.time_error", "none")
     sets = {"field.E0": [0.02, 0.05, 0.08]}
@@ -542,8 +545,7 @@ def test_backend_auto_on_a_gpu_machine():
 def _batch_case(name, t_end, sets):
     import os
     import tdse
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    cfg = tdse.load_config(os.path.join(root, "inputs", name)).with_value(
+    cfg = tdse.load_config(os.path.join(ROOT, "inputs", name)).with_value(
         "propagator.time_error", "none").with_value("time.t_end", t_end)
     key, values = sets
     return [cfg.with_value(key, v) for v in values]

@@ -1,6 +1,7 @@
 """Tests written for the survivors of a mutation run (benchmarks/results/mutation_*.json):
 each checks a value against its definition where the suite had only checked it in passing."""
 import math
+import os
 
 import numpy as np
 import pytest
@@ -32,9 +33,9 @@ def test_pulse_equals_its_formula_everywhere(envelope, extra):
         assert got[1] != 0.0 and got[2] != 0.0 and got[0] == 0.0 and got[3] == 0.0
 
 
-def test_field_value_types():
+def test_field_value_types(inputs_dir):
     """A float for a scalar time, an array of that shape for an array, zeros without a field."""
-    cfg = tdse.load_config(_input("atom_hhg.toml"))
+    cfg = tdse.load_config(os.path.join(inputs_dir, "atom_hhg.toml"))
     f = cfg.potential.field
     assert isinstance(field_value(f, 100.0), float)
     t = np.linspace(0, 400, 7)
@@ -44,10 +45,10 @@ def test_field_value_types():
     assert isinstance(z, np.ndarray) and z.shape == (7,) and not z.any()
 
 
-def test_absorber_profile_values():
+def test_absorber_profile_values(inputs_dir):
     """W = strength (depth / width)^power in the layers, exactly 0 inside; on a given x as on
     the grid; zeros without an absorber."""
-    cfg = tdse.load_config(_input("atom_hhg.toml"))
+    cfg = tdse.load_config(os.path.join(inputs_dir, "atom_hhg.toml"))
     a, g = cfg.absorber, cfg.grid
     x = np.linspace(g.x_min, g.x_max - g.dx, 1001)
     left, right = g.x_min + a.width, g.x_max - g.dx - a.width
@@ -83,11 +84,6 @@ def test_expm_apply_of_a_multiple_of_the_identity_and_its_terms():
 def test_coefficients_length():
     for R, K in ((0.5, 3), (7.0, 20)):
         assert len(chebyshev.coefficients(R, K)) == K + 1
-
-
-def _input(name):
-    import os
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "inputs", name)
 
 
 def test_axpy_on_every_layout():

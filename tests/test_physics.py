@@ -161,7 +161,7 @@ def test_propagator_band_layout_equals_plain(inputs_dir):
 
 
 @pytest.mark.parametrize("stencil", [5, "dvr"])
-def test_iterative_eigenpairs_track_the_dense_solver(stencil):
+def test_iterative_eigenpairs_track_the_dense_solver(stencil, inputs_dir):
     """states.Tracker (#23 item 1): LOBPCG warm-started from the previous call along a
     moving-centre run gives the populations of a random psi in the H(t) eigenstates equal
     to the dense solver's to 1e-10 (the lowest pair is near-degenerate, splitting 9e-5 Ha:
@@ -171,8 +171,7 @@ def test_iterative_eigenpairs_track_the_dense_solver(stencil):
     import warnings
     from tdse import config as cfgmod
     from tdse.model import states
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    cfg = cfgmod.load(os.path.join(root, "inputs", "h2plus_moving.toml")).with_value(
+    cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value(
         "grid.stencil", stencil)
     n, dx = cfg.grid.n, cfg.grid.dx
     rng = np.random.default_rng(3)
@@ -197,7 +196,7 @@ def test_iterative_eigenpairs_track_the_dense_solver(stencil):
 
 
 @pytest.mark.parametrize("n", [256, 2048])
-def test_pentadiagonal_eigenpairs_against_dense(n):
+def test_pentadiagonal_eigenpairs_against_dense(n, inputs_dir):
     """The 5-point eigenpairs (eigenvalues by bisection without vectors, vectors by inverse
     iteration and a Rayleigh-Ritz step) against numpy.linalg.eigh of the dense matrix: the
     eigenvalues to 1e-12 relative, orthonormal vectors (dx-weighted) to 1e-12, residuals
@@ -206,8 +205,7 @@ def test_pentadiagonal_eigenpairs_against_dense(n):
     import os
     from tdse import config as cfgmod
     from tdse.model import states
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    cfg = cfgmod.load(os.path.join(root, "inputs", "h2plus_moving.toml")).with_value(
+    cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value(
         "grid.stencil", 5).with_value("grid.dx", 25.6 / n)
     g = cfg.grid
     H = hamiltonian.dense(cfg, 0.37)

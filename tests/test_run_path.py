@@ -151,7 +151,7 @@ def test_step_seconds_times_the_runs_own_step():
     ("atom_hhg.toml", "field.E0", [0.02, 0.05, 0.08]),          # field, absorber
     ("h2plus_moving.toml", "potential.centres.amplitude", [0.1, 0.4]),   # moving centres
 ])
-def test_graph_planner_equals_the_per_step_scalars(name, key, values):
+def test_graph_planner_equals_the_per_step_scalars(name, key, values, inputs_dir):
     """The host side of the CUDA-graph step (tdse.numerics.graphs.Planner: CHUNK steps of
     bounds, term counts, coefficients, phases and potential parameters at once, vectorised)
     against what BatchStepper.step / expm_apply compute one step at a time, and the single
@@ -161,8 +161,7 @@ def test_graph_planner_equals_the_per_step_scalars(name, key, values):
     from tdse.model import hamiltonian
     from tdse.numerics import chebyshev, graphs
     from tdse.numerics.stepper import BatchStepper, Stepper
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    cfg = tdse.load_config(os.path.join(root, "inputs", name)).with_value(
+    cfg = tdse.load_config(os.path.join(inputs_dir, name)).with_value(
         "propagator.time_error", "none").with_value("propagator.method", "chebyshev")
     configs = [cfg.with_value(key, v) for v in values]
     st = BatchStepper(configs, np)
@@ -190,15 +189,14 @@ def test_graph_planner_equals_the_per_step_scalars(name, key, values):
     assert np.array_equal(one._bounds_many(js, times), np.array(ref))
 
 
-def test_graph_planner_term_counts_equal_terms():
+def test_graph_planner_term_counts_equal_terms(inputs_dir):
     """The planner's cached R-intervals of each term count give chebyshev.terms exactly, for
     random R over the ranges runs meet (the intervals' ends come from a bisection)."""
     import os
     import tdse
     from tdse.numerics import chebyshev, graphs
     from tdse.numerics.stepper import BatchStepper
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    cfg = tdse.load_config(os.path.join(root, "inputs", "atom_hhg.toml"))
+    cfg = tdse.load_config(os.path.join(inputs_dir, "atom_hhg.toml"))
     planner = graphs.Planner(BatchStepper([cfg], np))
     rng = np.random.default_rng(8)
     for R in np.concatenate([rng.uniform(0, 60, 2000), rng.uniform(0.9, 1.1, 200) * 7.3]):
