@@ -163,8 +163,9 @@ class BlockMeasure:
         from mgemm.arrays import to_host
         if self.xp is not np:
             r = self.raw(t, X)
-            if not host:
-                return {**self._finish_device(r), "field": self.potential.field(t)}
+            if not host:        # finished on the device: one row, no copy
+                cols = {k: self.xp.stack([r[k]]) for k in ("sums", "amps")}
+                return {k: v[0] for k, v in self.finish([t], cols, self.xp).items()}
             return {k: v[0] for k, v in self.finish([t], stack_rows([r], self.xp)).items()}
         out = self._host_row(t, X)
         if host:
@@ -212,32 +213,22 @@ class BlockMeasure:
         out["t"] = t
         return out
 
-    def finish(self, ts, cols) -> dict:
-        """The observables (S, B[, K]) of S rows of :meth:`raw`, stacked on the host
-        (``cols``: name -> (S, ...)), at times ``ts``: the definitions of :meth:`_host_row`."""
+    def finish(self, ts, cols, xp=np) -> dict:
+        """The observables (S, B[, K]) of S rows of :meth:`raw` stacked (``cols``: name ->
+        (S, ...), on the host, or on the device with its ``xp``), at times ``ts``: the
+        definitions of :meth:`_host_row`; E(t) from the parameters on the host."""
         S, dx, n = cols["sums"], self.dx, len(self.k)
         wsum = S[:, 0]
         nrm, inside, force = wsum * dx, S[:, 1] * dx, -S[:, 3]
         amps = cols["amps"]
-        amps = np.swapaxes(amps, 1, 2) if self.shared else amps          # (S, B, K)
+        amps = xp.swapaxes(amps, 1, 2) if self.shared else amps          # (S, B, K)
         return {"norm": nrm, "yield": 1.0 - nrm, "layer_norm": inside,
                 "yield_flux": 1.0 - nrm + inside, "energy": S[:, 4] / wsum,
                 "x_mean": S[:, 2] / wsum, "p_mean": S[:, 7] / (n * wsum),
                 "acceleration": force * dx, "acceleration_normalised": force / wsum,
                 "autocorrelation": (S[:, 5] + 1j * S[:, 6]) * dx,
-                "populations_h0": np.abs(amps * dx) ** 2,
+                "populations_h0": xp.abs(amps * dx) ** 2,
                 "field": np.stack([self.potential.field(t) for t in ts])}
-
-    def _finish_device(self, r):
-        """One row of :meth:`raw` finished on the device (tests compare it)."""
-        xp, S, dx = self.xp, r["sums"], self.dx
-        wsum = S[0]
-        nrm, inside, force = wsum * dx, S[1] * dx, -S[3]
-        amps = r["amps"].T if self.shared else r["amps"]
-        return {"norm": nrm, "yield": 1.0 - nrm, "layer_norm": inside, "yield_flux": 1.0 - nrm + inside,
-                "energy": S[4] / wsum, "x_mean": S[2] / wsum, "p_mean": S[7] / (len(self.k) * wsum),
-                "acceleration": force * dx, "acceleration_normalised": force / wsum,
-                "autocorrelation": (S[5] + 1j * S[6]) * dx, "populations_h0": xp.abs(amps * dx) ** 2}
 
     def _host_row(self, t, X):
         """The definitions, vectorised with NumPy (also the device kernel's reference)."""

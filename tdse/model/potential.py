@@ -139,9 +139,10 @@ class BatchPotential:
         return [self.xp.asarray(X[:, c])[None, :] for c in range(X.shape[1])]
 
     def field(self, t):
-        """E(t) of every member (B,), on the host (:func:`tdse.model.field.pulse`)."""
+        """E(t) of every member, on the host (:func:`tdse.model.field.pulse`): (B,) for a
+        scalar t, (..., B) for times shaped (..., 1)."""
         if not self.has_field:
-            return np.zeros(self.B)
+            return np.zeros(np.shape(t)[:-1] + (self.B,) if np.ndim(t) else self.B)
         f = self.f
         return pulse(f["E0"], f["omega"], f["phase"], f["duration"], f["fwhm"], f["ramp"],
                      self.envelope, t)
@@ -157,23 +158,14 @@ class BatchPotential:
         return np.concatenate([[alpha, shift, alpha * scale], np.asarray(weights, dtype=float)])
 
     def blocks(self, times):
-        out = np.empty((len(times), self.B, 1 + len(self.Z)))
-        for i, t in enumerate(times):
-            out[i, :, 0] = self.field(t) if self.has_field else 0.0
-            out[i, :, 1:] = self.centre_array(t)
-        return out.ravel()
+        return self.blocks_many(np.asarray(times, dtype=np.float64)[None])[0]
 
     def blocks_many(self, times):
         """:meth:`blocks` for many steps at once: ``times`` (steps, nt) -> (steps, nt B (1 + C))."""
         times = np.asarray(times, dtype=np.float64)
         S, nt = times.shape
         out = np.empty((S, nt, self.B, 1 + len(self.Z)))
-        if self.has_field:
-            f = self.f
-            out[..., 0] = pulse(f["E0"], f["omega"], f["phase"], f["duration"], f["fwhm"], f["ramp"],
-                                self.envelope, times[..., None])
-        else:
-            out[..., 0] = 0.0
+        out[..., 0] = self.field(times[..., None])
         out[..., 1:] = path(self.x0, self.amp, self.freq, self.phase, self.ramp, times[..., None, None])
         return out.reshape(S, -1)
 
@@ -224,12 +216,7 @@ class BatchPotential:
         for i, w in enumerate(weights):
             if not w:
                 continue
-            if self.has_field:
-                f = self.f
-                e = pulse(f["E0"], f["omega"], f["phase"], f["duration"], f["fwhm"], f["ramp"],
-                          self.envelope, times[:, i:i + 1])                  # (steps, B)
-            else:
-                e = np.zeros((times.shape[0], self.B))
+            e = self.field(times[:, i:i + 1])                                # (steps, B)
             vlo = clo + np.minimum(e * self.ends[0], e * self.ends[1])
             vhi = chi + np.maximum(e * self.ends[0], e * self.ends[1])
             lo_b, hi_b = (w * vlo, w * vhi) if w > 0 else (w * vhi, w * vlo)
@@ -240,21 +227,10 @@ class BatchPotential:
         """(lo, hi) containing sum_j w_j V(x, t_j) for every member and grid point, from the
         parameters alone (on the host, no pass over the block): each soft-core term lies in
         [min(0, -Z/sqrt(a)), max(0, -Z/sqrt(a))] and x E(t) between its values at the box's
-        ends.  Rigorous, and loose by at most the terms' values at the walls."""
-        lo = hi = 0.0
-        for w, t in zip(weights, times):
-            if not w:
-                continue
-            core = -self.Zh / np.sqrt(self.ah)[:, None]                      # (B, C)
-            vlo = np.minimum(core, 0.0).sum(axis=1)
-            vhi = np.maximum(core, 0.0).sum(axis=1)
-            e = self.field(t)
-            vlo = vlo + np.minimum(e * self.ends[0], e * self.ends[1])
-            vhi = vhi + np.maximum(e * self.ends[0], e * self.ends[1])
-            lo_b, hi_b = (w * vlo, w * vhi) if w > 0 else (w * vhi, w * vlo)
-            lo, hi = lo + float(lo_b.min()), hi + float(hi_b.max())
-        return lo, hi
-
+        ends.  Rigorous, and loose by at most the terms' values at the walls.  (One step of
+        :meth:`bounds_many`.)"""
+        lo, hi = self.bounds_many(np.asarray(times, dtype=np.float64)[None], weights)
+        return float(np.ravel(lo)[0]), float(np.ravel(hi)[0])
 
 #: sum_t w_t V(x_i, t) of member b (the formulas of :func:`total`, in its order of
 #: operations), scaled alpha (V - shift): the parameters of :meth:`BatchPotential.pack`
