@@ -82,20 +82,27 @@ def soft_core(potential, x, t, xp=np):
     return v
 
 
+def total_many(potential, x, times):
+    """V(x, t) of :func:`total` at many times at once: (len(times), N) on the host, the
+    same operations element by element (the centres, then the field)."""
+    times = np.atleast_1d(np.asarray(times, dtype=np.float64))
+    v = np.zeros((times.size, np.size(x)))
+    X = centre_positions(potential, times).reshape(len(potential.centres), -1)   # (centres, times)
+    for c, Xc in zip(potential.centres, X):
+        v -= coulomb(c.Z, Xc[:, None], potential.a, np.asarray(x)[None, :])
+    if potential.field is not None:
+        v = v + field_value(potential.field, times)[:, None] * np.asarray(x)[None, :]
+    return v
+
+
 def bounds_over(potential, x, times, weights=(1.0,), offsets=(0.0,), chunk=256):
     """(min, max) over the grid and every given time t of sum_j w_j V(x, t + offsets_j)
-    (vectorised in chunks; the field included); the default is V itself."""
+    (:func:`total_many` in chunks; the field included); the default is V itself."""
     lo, hi = np.inf, -np.inf
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
     for i in range(0, times.size, chunk):
         ts = times[i:i + chunk]
-        v = np.zeros((ts.size, x.size))
-        for w, off in zip(weights, offsets):
-            X = centre_positions(potential, ts + off)          # (centres, times)
-            for c, Xc in zip(potential.centres, X):
-                v -= w * coulomb(c.Z, Xc[:, None], potential.a, x[None, :])
-            if potential.field is not None:
-                v += w * field_value(potential.field, ts + off)[:, None] * x[None, :]
+        v = sum(w * total_many(potential, x, ts + off) for w, off in zip(weights, offsets))
         lo, hi = min(lo, float(v.min())), max(hi, float(v.max()))
     return lo, hi
 

@@ -106,16 +106,10 @@ class Stepper:
         """(steps, E, 2): each exponential's spectral bounds at the steps js (times (steps, nt)),
         as :meth:`generators` and the method's ``bounds`` give them one step at a time."""
         from ..model.hamiltonian import kinetic_max
-        from ..model.potential import centre_positions, coulomb
-        from ..model.field import field_value
-        pot, x, g = self.config.potential, self.x_host, self.config.grid
+        from ..model.potential import total_many
+        x, g = self.x_host, self.config.grid
         S, nt = times.shape
-        T = times.ravel()
-        v = np.zeros((T.size, x.size))
-        for c, Xc in zip(pot.centres, centre_positions(pot, T).reshape(len(pot.centres), -1)):
-            v -= coulomb(c.Z, Xc[:, None], pot.a, x[None, :])
-        if pot.field is not None:
-            v = v + np.asarray(field_value(pot.field, T))[:, None] * x[None, :]
+        v = total_many(self.config.potential, x, times.ravel())
         v = v.reshape(S, nt, x.size)
         out = np.empty((S, len(self.scheme.factors), 2))
         for e, (s, row) in enumerate(zip(self.scheme.scales(), self.scheme.factors)):
