@@ -266,9 +266,8 @@ class GraphStep:
         cfg, pot = stepper.config, stepper.potential
         g = cfg.grid
         self.n, self.B, self.C = g.n, pot.B, len(pot.Z)
-        self.scheme = stepper.scheme
-        self.rows = [(s, row) for s, row in zip(self.scheme.scales(), self.scheme.factors)]
-        self.nt = len(self.scheme.factors[0])
+        # the scheme's exponentials (scale, time weights) and its number of times: the planner's
+        self.scheme, self.rows, self.nt = self.planner.scheme, self.planner.rows, self.planner.nt
         self.k = _kernels(cp)
         n, B = self.n, self.B
         if g.stencil == "dvr":

@@ -104,8 +104,7 @@ class Observables(Observer):
     def record(self, state):
         cfg, t = self.config, state.t
         if self.device is not None and self.device.holds(state.psi):
-            self.device.record(state.step, t, state.psi, self.molecular_states(t),
-                               edge=not self.warned_edge)
+            self.device.record(state.step, t, state.psi, self.molecular_states(t))
             return
         psi = host_psi(state)
         self.writer.observe(step=state.step, **self.measure(t, psi, self.molecular_states(t)))
@@ -133,7 +132,6 @@ class _DeviceRows:
         self.block = observables.BlockMeasure([cfg], plan.x, np.asarray(measure.phi0)[None],
                                               np.asarray(plan.psi0)[:, None], xp)
         self.K = cfg.output.populations
-        self.nvec = xp.arange(self.K, dtype=np.float64)
         self.up = PinnedUpload(xp)
         self._phit = None            # (host array, device copy) of the last H(t) states
         self.pending = []
@@ -144,7 +142,7 @@ class _DeviceRows:
         return isinstance(psi, xp.ndarray) and psi.ndim == 1 and \
             psi.device.id == xp.cuda.Device().id
 
-    def record(self, step, t, psi, molecular, edge):
+    def record(self, step, t, psi, molecular):
         Et, phi_all = molecular
         if self._phit is None or self._phit[0] is not phi_all:  # new eigenpairs: one upload
             phit = np.ascontiguousarray(phi_all[:self.K])
