@@ -130,7 +130,7 @@ def kinetic_dense(grid, xp=np, dtype=np.float64):
     return T.astype(dtype, copy=False) if T.dtype != np.dtype(dtype) else T
 
 
-def _dvr_symbol(n, dx, xp):
+def dvr_symbol(n, dx, xp):
     """Eigenvalues of the circulant (size 2N) that embeds the DVR's Toeplitz T."""
     def make():
         c = dvr_column(n, dx)
@@ -228,7 +228,7 @@ class Operator:
         self.xp, self.n, self.stencil = xp, g.n, g.stencil
         d = alpha * (np.asarray(v, dtype=np.float64) - shift)
         if g.stencil == "dvr":
-            self.lam = alpha * scale * _dvr_symbol(g.n, g.dx, xp)
+            self.lam = alpha * scale * dvr_symbol(g.n, g.dx, xp)
             self.diag = xp.asarray(d)
             self.mat = None
         else:
@@ -278,7 +278,7 @@ class BlockOperator:
         if grid.stencil == "dvr" and gemm:
             self.T = kinetic_dense(grid, xp)
         elif grid.stencil == "dvr":
-            self.lam = self.k * _dvr_symbol(grid.n, grid.dx, xp)[:, None]
+            self.lam = self.k * dvr_symbol(grid.n, grid.dx, xp)[:, None]
         else:
             self.mat = stencil_matrix(grid, np.full(grid.n, kinetic_bands(grid.stencil, grid.dx)[0]),
                                       1.0, xp)

@@ -56,6 +56,9 @@ class Observables(Observer):
         self.measure = observables.Measure(cfg, plan.x, plan.states[:K], np.asarray(plan.psi0))
         self.moving = any(c.moving for c in cfg.potential.centres)
         self._static = None
+        # moving centres: H(t)'s pairs tracked from one observation to the next (Davidson,
+        # O(N K) a call, on the host: no synchronisation with the device's stepping)
+        self.tracker = states.Tracker(cfg, K) if self.moving else None
         self.warned_edge = cfg.absorber is not None  # an absorber takes what reaches a wall
         # psi on a GPU: the rows computed there (BlockMeasure, one member), kept on the device
         # and copied at each snapshot (no synchronisation per observation)
@@ -69,7 +72,7 @@ class Observables(Observer):
         moves."""
         cfg = self.config
         if self.moving:
-            return states.eigenstates(cfg, t, cfg.output.populations)
+            return self.tracker(t)
         if self._static is None:
             self._static = states.eigenstates(cfg, 0.0, cfg.output.populations)
         return self._static

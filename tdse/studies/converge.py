@@ -50,6 +50,7 @@ from ..config import Config, ConfigError, WHOLE_RTOL
 from ..model import hamiltonian, observables, states
 from ..numerics import exponentials, schemes
 from ..run.loop import Observer, evolve
+from ..run.observers import host_psi
 from ..run.plan import prepare
 
 #: every run of a convergence study: the Chebyshev exponential at this tolerance
@@ -107,25 +108,26 @@ class _AtTimes(Observer):
 
     def record(self, state):
         cfg = self.plan.config
-        row = self.measure(state.t, state.psi, states.eigenstates(cfg, state.t, self.K))
+        row = self.measure(state.t, host_psi(state), states.eigenstates(cfg, state.t, self.K))
         for k, name in self.NAMES.items():
             v = row[name]
             self.out[k].append(v.tolist() if hasattr(v, "tolist") else v)
 
 
-def observe(config: Config, times, count: int, progress=None) -> dict:
-    """Run ``config`` (psi only, on the CPU) and return the quantities at ``times`` (each a
-    whole number of steps): energies of H(0), P_n in H(0)/H(t) eigenstates, <n>, <H>, the
+def observe(config: Config, times, count: int, progress=None, backend="numpy") -> dict:
+    """Run ``config`` (psi only; on the CPU, or stepped on a GPU with ``backend="cupy"``,
+    measured on the host at the sample times) and return the quantities at ``times`` (each
+    a whole number of steps): energies of H(0), P_n in H(0)/H(t) eigenstates, <n>, <H>, the
     final psi, and the cost."""
     config = dataclasses.replace(config, output=dataclasses.replace(config.output,
                                                                     populations=count))
-    plan = prepare(config, backend="numpy", check_resolution=False)
+    plan = prepare(config, backend=backend, check_resolution=False)
     rec = _AtTimes(plan, {round(t / config.time.dt): t for t in times}, count, progress)
     stepper = plan.stepper()
     t0 = time.perf_counter()
-    final = evolve(plan, plan.psi0, [rec], stepper=stepper)
+    final = evolve(plan, plan.backend.xp.asarray(plan.psi0), [rec], stepper=stepper)
     g = config.grid
-    return {"energies": plan.energies[:count].tolist(), **rec.out, "psi": final.psi,
+    return {"energies": plan.energies[:count].tolist(), **rec.out, "psi": host_psi(final),
             "x": plan.x, "dx": g.dx, "n": g.n, "steps": config.time.steps,
             "seconds": time.perf_counter() - t0, "chebyshev_terms": stepper.cheb_terms,
             "exponentials": stepper.exponentials}
@@ -204,8 +206,9 @@ def _summary(runs, stride, nominal):
 
 
 def study(config: Config, *, levels=3, target=1e-3, stencils=None, samples=10, count=None,
-          box=1.5, progress=None) -> dict:
-    """The convergence study of the module docstring; a JSON-able dict."""
+          box=1.5, progress=None, backend="numpy") -> dict:
+    """The convergence study of the module docstring; a JSON-able dict.  ``backend``: where
+    each run steps ("numpy", or "cupy": one GPU)."""
     import hashlib
     if levels < 2:
         raise ConfigError("--levels", levels, "must be >= 2")
@@ -221,12 +224,12 @@ def study(config: Config, *, levels=3, target=1e-3, stencils=None, samples=10, c
 
     def run(cfg, label):
         say(f"{label}: N = {cfg.grid.n}, {cfg.time.steps} steps")
-        r = observe(cfg, times, K)
+        r = observe(cfg, times, K, backend=backend)
         return r
 
     doc = {"input": config.name, "input_sha256": hashlib.sha256(config.source.encode()).hexdigest(),
            "units": "atomic units (hbar = m_e = e = 1)", "target": target, "levels": levels,
-           "times": times, "count": K, "scheme": config.propagator.scheme,
+           "times": times, "count": K, "scheme": config.propagator.scheme, "backend": backend,
            "exponential": f"chebyshev, truncation <= {EXPONENTIAL_TOL:g} per exponential",
            "exponential_tolerance": EXPONENTIAL_TOL,
            "groups": {k: v[0] for k, v in GROUPS.items()}, "target_groups": ["populations"],

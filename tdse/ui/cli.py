@@ -349,7 +349,9 @@ def states(input_file, count, as_json):
 @click.option("--out", "out_dir", default="outputs", show_default=True)
 @click.option("--force", is_flag=True, help="overwrite the outputs")
 @click.option("--json", "as_json", is_flag=True, help="print the JSON instead of the table")
-def converge(input_file, levels, target, stencils, samples, box, out_dir, force, as_json):
+@click.option("--backend", type=click.Choice(["numpy", "cupy"]), default="numpy", show_default=True,
+              help="where each run steps (cupy: one GPU; measured on the host at the sample times)")
+def converge(input_file, levels, target, stencils, samples, box, out_dir, force, as_json, backend):
     """Convergence in dx, dt and box: observed orders, estimated errors, the coarsest
     numerics meeting --target (table, OUT/<name>_converge.json and .png)."""
     from ..studies.converge import study, table
@@ -371,7 +373,8 @@ def converge(input_file, levels, target, stencils, samples, box, out_dir, force,
     _fresh_outputs(out_dir, base, force)
     try:
         doc = study(cfg, levels=levels, target=target, stencils=st, samples=samples, box=box,
-                    progress=None if as_json else (lambda m: click.echo(m, err=True)))
+                    progress=None if as_json else (lambda m: click.echo(m, err=True)),
+                    backend=backend)
     except ConfigError as e:
         raise InputError(f"{input_file}: {e}") from None
     if _save(base, doc, plot_converge, as_json):
