@@ -679,36 +679,23 @@ def test_iterative_eigenpairs_on_the_gpu(stencil):
 
 @pytest.mark.gpu
 def test_converge_study_on_the_gpu_equals_the_cpu(inputs_dir):
-    """`tdse converge --backend cupy` (#23 item 4): the study with every run stepped on the
-    GPU gives the CPU study's errors, orders and recommendation (the runs' sampled
-    populations to 1e-10, so every derived number to within what that moves)."""
+    """`tdse converge --backend cupy` (#23 item 4): each run of the study stepped on the
+    GPU samples the CPU run's populations, <n>, <H>, yield, acceleration and final psi to
+    1e-10, and the study states the same error for the input (to 1e-3 of itself: the
+    errors are differences of those samples, >= 1e-7 here) and the same recommendation."""
     from tdse import config as cfgmod
-    from tdse.studies.converge import study
+    from tdse.studies.converge import observe, study
     cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value(
         "time.t_end", 0.4)
+    times = [0.1, 0.2, 0.4]
+    a, b = observe(cfg, times, 4, backend="numpy"), observe(cfg, times, 4, backend="cupy")
+    for k in ("P_h0", "P_ht", "n_mean", "energy", "yield", "acceleration", "psi"):
+        x, y = np.asarray(a[k]), np.asarray(b[k])
+        assert x.shape == y.shape and np.abs(x - y).max() <= 1e-10 * max(1.0, np.abs(x).max()), k
     cpu = study(cfg, levels=2, samples=4, box=1.5, backend="numpy")
     gpu = study(cfg, levels=2, samples=4, box=1.5, backend="cupy")
     assert gpu["backend"] == "cupy"
-    for part in ("space", "time", "box"):
-        va = np.array([float(x) for x in _numbers(cpu[part])])
-        vb = np.array([float(x) for x in _numbers(gpu[part])])
-        assert va.shape == vb.shape and va.size > 20, part
-        # errors are differences of populations (>= ~1e-7 here): 1e-10 moves them by < 1e-3
-        assert np.allclose(va, vb, rtol=1e-3, atol=1e-8), part
     ea = cpu["input_numerics"]["estimated_error"]
     eb = gpu["input_numerics"]["estimated_error"]
-    assert abs(ea - eb) <= 1e-8 + 1e-6 * abs(ea)
+    assert ea > 1e-7 and abs(ea - eb) <= 1e-3 * ea
     assert cpu["recommendation"]["found"] == gpu["recommendation"]["found"]
-
-
-def _numbers(doc):
-    """The numeric leaves of a study's part, seconds excepted (timings differ)."""
-    if isinstance(doc, dict):
-        for k, v in sorted(doc.items()):
-            if "seconds" not in k:
-                yield from _numbers(v)
-    elif isinstance(doc, (list, tuple)):
-        for v in doc:
-            yield from _numbers(v)
-    elif isinstance(doc, (int, float)) and not isinstance(doc, bool):
-        yield doc

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import scipy.linalg
@@ -141,12 +140,22 @@ def residual_bound(grid, v, tol=RESIDUAL_TOL):
 
 
 def _real_operator(grid, v, xp):
-    """X -> (T + diag(v)) X for a real block X (N x m): the stencil as a sparse product,
-    the DVR through the circulant embedding by real FFTs (the symbol is even)."""
-    from .hamiltonian import Operator, dvr_symbol
-    if grid.stencil != "dvr":
-        mat = Operator(SimpleNamespace(grid=grid), 1.0, v, xp).mat.real   # real symmetric
-        return lambda X: mat @ X
+    """X -> (T + diag(v)) X for a real block X (N x m): the stencil's bands as shifted
+    slices, the DVR through the circulant embedding by real FFTs (the symbol is even)."""
+    from .hamiltonian import dvr_symbol, kinetic_bands
+    if grid.stencil != "dvr":                          # the bands by shifted slices
+        d0, d1, d2 = kinetic_bands(grid.stencil, grid.dx)
+        main = xp.asarray(d0 + np.asarray(v, dtype=np.float64))[:, None]
+
+        def band(X):
+            out = main * X
+            out[1:] += d1 * X[:-1]
+            out[:-1] += d1 * X[1:]
+            if d2:
+                out[2:] += d2 * X[:-2]
+                out[:-2] += d2 * X[2:]
+            return out
+        return band
     n = grid.n
     lam = dvr_symbol(n, grid.dx, xp)[:n + 1, None]
     d = xp.asarray(v)[:, None]
