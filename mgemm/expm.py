@@ -34,7 +34,8 @@ from .formulas import FORMULAS, powers, ps
 from .gemm import gemm
 from .plan import ExpmPlan, plan_expm
 
-__all__ = ["expm", "expm_plan_for"]
+__all__ = ["expm", "expm_plan_for", "ExpmMemoryError", "memory_bytes", "peak_matrices",
+           "fitting_plan"]
 
 
 def _banded(A) -> bool:
@@ -150,9 +151,18 @@ def expm(A, *, method="auto", tolerance=None, terms=10, shift=None, unitary=None
                                 shift=shift, unitary=unitary, split=split)
     else:  # a caller's fixed plan: no O(N^2) detection, only the shift
         M = _shifted(xp, A, shift)
+    dtype, n = A.dtype, A.shape[0]
+    if xp is not np:     # the fastest plan that fits each device's free memory, or refuse
+        devs = (A.layout.devices if banded else list(devices) if bands and devices is not None
+                and not isinstance(devices, int) else [A.device.id])
+        if isinstance(layout, Layout):
+            devs = layout.devices
+        g = len(devs) if bands else 1
+        # the input counted as if still to come: conservative by one input band when
+        # A - mu I (or A's bands) already exist
+        plan = fitting_plan(plan, n, dtype, g, min(free_bytes(xp, d) for d in devs))
     if plan.path == "split":
         M = M.imag if banded else xp.ascontiguousarray(M.imag)
-    dtype, n = A.dtype, A.shape[0]
     home = None if banded or xp is np else A.device
     if banded:
         del A  # the caller may pass a temporary: its bands are freed before the work
@@ -259,3 +269,173 @@ def _ps_split(xp, mm, B, m, q):
     cosB = ps(mm, pows, cos_c)
     sinB = mm(B, ps(mm, pows, sin_c)) if ds >= 1 else B.copy()
     return cosB, sinB
+
+
+# ---------------------------------------------------------------- memory (#23 item 5)
+class ExpmMemoryError(MemoryError):
+    """exp(A) with every plan that meets the tolerance needs more device memory than is
+    free: raised before any allocation, naming what it needs and the largest N that fits."""
+
+
+class _Meter:
+    def __init__(self):
+        self.live = self.peak = 0
+
+    def add(self, b):
+        self.live += b
+        self.peak = max(self.peak, self.live)
+
+
+class _Ghost:
+    """An N x N matrix in a dry run of :func:`_evaluate`: no data, its itemsize counted
+    while it lives (CPython frees it when its last reference goes, as it does the array
+    or band it stands for)."""
+    __array_priority__ = 1000
+
+    def __init__(self, meter, dtype, n):
+        self.meter, self.dtype, self.shape, self.ndim = meter, np.dtype(dtype), (n, n), 2
+        self.bands = ()                        # :func:`_complex` takes the banded branch
+        meter.add(self.dtype.itemsize)
+
+    def __del__(self):
+        self.meter.live -= self.dtype.itemsize
+
+    def _like(self, other=0.0):
+        o = other.dtype if isinstance(other, _Ghost) else other
+        return _Ghost(self.meter, np.result_type(self.dtype, o), self.shape[0])
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = _like
+
+    def __neg__(self):
+        return self._like()
+
+    def __iadd__(self, other):
+        return self
+
+    __isub__ = __imul__ = __itruediv__ = __iadd__
+
+    def copy(self):
+        return self._like()
+
+    def astype(self, dtype, copy=True):
+        return self if (np.dtype(dtype) == self.dtype and not copy) else \
+            _Ghost(self.meter, dtype, self.shape[0])
+
+    def zip_with(self, other, f):
+        return _Ghost(self.meter, np.result_type(self.dtype, np.complex64), self.shape[0])
+
+
+class _GhostNS:
+    """The array namespace of a dry run: every matrix a :class:`_Ghost`."""
+
+    def __init__(self, meter, n):
+        self.meter, self.n = meter, n
+
+    def eye(self, n, dtype=None):
+        return _Ghost(self.meter, dtype or np.float64, n)
+
+    def zeros_like(self, X):
+        return X._like()
+
+    def ascontiguousarray(self, X):
+        return X
+
+    def iscomplexobj(self, X):
+        return X.dtype.kind == "c"
+
+    def mm(self, L, R, C=None, alpha=1.0, beta=0.0):
+        return _Ghost(self.meter, np.result_type(L.dtype, R.dtype), self.n)
+
+
+def peak_matrices(plan: ExpmPlan, dtype) -> float:
+    """Most bytes per N^2 that :func:`expm` holds at once for ``plan`` on ``dtype`` input:
+    the input (A - mu I, or B = Im A on the split path), the plan's stored powers,
+    accumulators and temporaries, and the result, counted by running the very evaluation
+    code (:func:`_evaluate`) on ghost matrices -- so a change to a scheme changes its count.
+    An upper bound: NumPy may reuse a temporary in place (temporary elision) where CuPy
+    does not.  E.g. 8 bytes x 9 for the split path's cos/sin PS of degree 18 (q = 3)."""
+    meter = _Meter()
+    ns = _GhostNS(meter, 2)
+    m_dtype = np.dtype(dtype).type(0).real.dtype if plan.path == "split" else np.dtype(dtype)
+    M = _Ghost(meter, m_dtype, 2)
+    U = _evaluate(ns, ns.mm, M, plan)
+    del M
+    U2 = U.astype(dtype, copy=False)       # expm's final cast (a copy only if dtypes differ)
+    del U, U2
+    return float(meter.peak)
+
+
+def memory_bytes(n: int, plan: ExpmPlan, dtype, devices: int = 1) -> int:
+    """Bytes on each device that :func:`expm` of an N x N ``dtype`` matrix needs with
+    ``plan``: :func:`peak_matrices` x N x (its widest band) over ``devices`` devices,
+    plus, on several, the two staging buffers a streamed product pulls other bands into
+    (:meth:`mgemm.dist.Layout._staging`), per dtype the products use."""
+    g = max(1, int(devices))
+    w = -(-n // g)
+    per = peak_matrices(plan, dtype) * n * w
+    if g > 1:
+        real = plan.path == "split"
+        item = (np.dtype(dtype).itemsize // (2 if real and np.dtype(dtype).kind == "c" else 1))
+        per += 2 * n * w * item
+    return int(math.ceil(per))
+
+
+def fitting_plan(plan: ExpmPlan, n: int, dtype, devices: int, free: int):
+    """The fastest plan that fits ``free`` bytes per device: ``plan`` itself, else the
+    same degree and squarings with fewer stored Paterson-Stockmeyer powers (more
+    products, fewer live matrices; formula plans fall back to Paterson-Stockmeyer of the
+    degree ``plan_expm`` picks without formulas), else raise :class:`ExpmMemoryError`
+    naming the bytes the leanest plan needs and the largest N whose input and exponent
+    fit in ``free``."""
+    import dataclasses
+    if memory_bytes(n, plan, dtype, devices) <= free:
+        return plan
+    cands = []
+    base = plan
+    if plan.formula != "ps":
+        base = plan_expm(plan.theta, tolerance=plan.tolerance, split=plan.path == "split",
+                         unitary=plan.unitary, unit_roundoff=unit_roundoff(dtype), use_formulas=False)
+        cands.append(base)
+    if base.method == "auto":
+        for q in range(base.ps_block - 1, 0, -1):
+            cands.append(dataclasses.replace(base, ps_block=q, products=_products(base, q)))
+    for c in cands:
+        if memory_bytes(n, c, dtype, devices) <= free:
+            return c
+    lean = min([plan] + cands, key=lambda c: memory_bytes(n, c, dtype, devices))
+    need = memory_bytes(n, lean, dtype, devices)
+    # the largest N whose input (the caller's A, N x its band of dtype) and exponent fit
+    total = lambda k: (memory_bytes(k, lean, dtype, devices)  # noqa: E731
+                       + k * -(-k // devices) * np.dtype(dtype).itemsize)
+    largest = int(math.isqrt(int(free * n * n / total(n))))
+    while largest > 1 and total(largest) > free:
+        largest -= 1
+    raise ExpmMemoryError(
+        f"mgemm.expm: N = {n} needs {need / 2**30:.2f} GiB on each of {devices} device(s) "
+        f"(the leanest plan: {lean.path} path, degree {lean.degree}, {lean.ps_block} stored "
+        f"powers, {lean.squarings} squarings); {free / 2**30:.2f} GiB are free; the largest "
+        f"N that fits (with its input) is {largest}")
+
+
+def free_bytes(cp, device) -> int:
+    """Bytes an allocation on GPU ``device`` can still get: the driver's free memory plus
+    what CuPy's pool holds unused, within the pool's limit if one is set."""
+    with cp.cuda.Device(device):
+        pool = cp.get_default_memory_pool()
+        free = cp.cuda.runtime.memGetInfo()[0] + pool.free_bytes()
+        limit = pool.get_limit()
+        if limit:
+            free = min(free, limit - pool.used_bytes())
+    return int(free)
+
+
+def _products(plan, q):
+    """Products of ``plan``'s degree and squarings with PS block ``q``."""
+    m = plan.degree
+    if plan.path == "split":
+        dc, ds = m // 2, (m - 1) // 2
+        q = max(1, min(q, dc))
+        horner = lambda d: 0 if d < q else d // q - (1 if d % q == 0 else 0)  # noqa: E731
+        return 1 + (q - 1) + horner(dc) + (horner(ds) + 1 if ds >= 1 else 0) + 2 * plan.squarings
+    q = max(1, min(q, m))
+    return (q - 1) + m // q - (1 if m % q == 0 else 0) + plan.squarings

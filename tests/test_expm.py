@@ -204,3 +204,77 @@ def test_layout_refuses_an_unknown_left_mode():
     from mgemm.dist import Layout
     with pytest.raises(ValueError, match="left must be 'stream' or 'replica', got left='rows'"):
         Layout(8, 2, left="rows")
+
+
+# ---------------------------------------------------------------- memory (#23 item 5)
+def _one_output_mm(X, Y, C=None, alpha=1.0, beta=0.0):
+    """A GEMM that allocates exactly its output (as cuBLAS into a new array does)."""
+    out = np.matmul(X, Y)
+    if alpha != 1.0:
+        out *= alpha
+    if C is not None and beta != 0:
+        out += C if beta == 1.0 else beta * C
+    return out
+
+
+@pytest.mark.parametrize("theta", [0.5, 5.0, 50.0])
+@pytest.mark.parametrize("split", [True, False])
+@pytest.mark.parametrize("method,formulas", [("auto", True), ("auto", False), ("taylor", True)])
+def test_peak_matrices_against_measured_allocations(theta, split, method, formulas):
+    """The ghost dry run's peak (mgemm.expm.peak_matrices) against the bytes NumPy really
+    allocates in the same evaluation, measured by tracemalloc (an independent count): equal
+    to 0.5 % (a few small arrays beside), except where NumPy reuses a temporary in place
+    (temporary elision: the Sastre formula's sums), where the ghost is at most one matrix
+    above -- never below."""
+    import tracemalloc
+    from mgemm.expm import _evaluate, peak_matrices
+    n, dtype = 200, np.complex128
+    plan = mgemm.plan_expm(theta, method=method, tolerance=1e-12, split=split, unitary=True,
+                           unit_roundoff=2.0 ** -53, use_formulas=formulas)
+    rng = np.random.default_rng(int(theta * 10) + split)
+    B = rng.standard_normal((n, n))
+    B = (B + B.T) / 2 * theta / np.abs(B + B.T).sum(axis=0).max() * 2
+    M = B.copy() if split else (1j * B).astype(dtype)
+    tracemalloc.start()
+    U = _evaluate(np, _one_output_mm, M, plan).astype(dtype, copy=False)
+    del U
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    item = M.dtype.itemsize
+    measured = peak / (n * n * item)                       # matrices beside the input
+    ghost = peak_matrices(plan, dtype) / item - 1
+    assert measured <= ghost * 1.005 + 0.01
+    assert ghost - measured <= (1.01 if plan.formula != "ps" else 0.01), (ghost, measured)
+
+
+def test_fitting_plan_stores_fewer_powers_then_refuses():
+    """With less memory than the fastest plan needs, fitting_plan keeps its degree and
+    squarings with fewer stored powers (more products, the same truncation bound; exp(A)
+    equal to SciPy's to 1e-12), and with less than the leanest plan needs it refuses naming
+    the bytes and the largest N that fits -- the largest N whose need is within the memory."""
+    import re
+    import scipy.linalg
+    from mgemm.expm import ExpmMemoryError, fitting_plan, memory_bytes
+    n, dtype = 120, np.complex128
+    rng = np.random.default_rng(5)
+    H = rng.standard_normal((n, n))
+    H = (H + H.T) / 2
+    A = (-1j * 0.8 * H).astype(dtype)
+    fast, _ = mgemm.expm_plan_for(A, tolerance=1e-13)
+    assert fast.path == "split" and fast.ps_block >= 3
+    need = memory_bytes(n, fast, dtype)
+    lean = fitting_plan(fast, n, dtype, 1, need - 1)
+    assert lean.ps_block < fast.ps_block and lean.products > fast.products
+    assert (lean.degree, lean.squarings) == (fast.degree, fast.squarings)
+    assert memory_bytes(n, lean, dtype) <= need - 1
+    U = mgemm.expm(A, plan=lean)
+    assert np.abs(U - scipy.linalg.expm(A)).max() < 1e-12
+    free = memory_bytes(n, lean, dtype) // 3
+    with pytest.raises(ExpmMemoryError) as err:
+        fitting_plan(fast, n, dtype, 1, free)
+    msg = str(err.value)
+    largest = int(re.search(r"largest N that fits \(with its input\) is (\d+)", msg).group(1))
+    leanest = fitting_plan(fast, largest, dtype, 1, free - 16 * largest ** 2)
+    assert memory_bytes(largest, leanest, dtype) + 16 * largest ** 2 <= free
+    with pytest.raises(ExpmMemoryError):
+        fitting_plan(fast, largest + 1, dtype, 1, free - 16 * (largest + 1) ** 2)

@@ -699,3 +699,49 @@ def test_converge_study_on_the_gpu_equals_the_cpu(inputs_dir):
     eb = gpu["input_numerics"]["estimated_error"]
     assert ea > 1e-7 and abs(ea - eb) <= 1e-3 * ea
     assert cpu["recommendation"]["found"] == gpu["recommendation"]["found"]
+
+
+@pytest.mark.gpu
+def test_expm_memory_model_and_refusal_on_the_gpu():
+    """#23 item 5: the bytes mgemm.expm predicts for its plan (the ghost dry run) against
+    the high-water mark of CuPy's pool in the real call (never above it by more than 1 %;
+    conservative by at most two matrices); with a pool limit below the need, expm refuses
+    before allocating anything (used bytes unchanged), naming the largest N that fits, and
+    exp(A) of that N runs under the same limit, equal to the eigendecomposition's."""
+    import re
+    from mgemm.expm import ExpmMemoryError, memory_bytes
+    pool = cp.get_default_memory_pool()
+    n = 3000
+    rng = np.random.default_rng(8)
+    H = rng.standard_normal((n, n))
+    H = (H + H.T) / 2
+    A = cp.asarray(-1j * 0.02 * H)
+    plan, _ = mgemm.expm_plan_for(A, tolerance=1e-12)
+    assert plan.path == "split"
+    cp.cuda.Device().synchronize()
+    pool.free_all_blocks()
+    before = pool.total_bytes()
+    U = mgemm.expm(A, plan=plan)
+    cp.cuda.Device().synchronize()
+    high = pool.total_bytes() - before
+    predicted = memory_bytes(n, plan, A.dtype)
+    assert high <= 1.01 * predicted and predicted - high <= 2 * 8 * n * n, (high, predicted)
+    del U
+    pool.free_all_blocks()
+    used = pool.used_bytes()
+    pool.set_limit(size=used + predicted // 2)
+    try:
+        with pytest.raises(ExpmMemoryError) as err:
+            mgemm.expm(A, plan=plan)
+        assert pool.used_bytes() == used                  # refused before any allocation
+        msg = str(err.value)
+        largest = int(re.search(r"largest N that fits \(with its input\) is (\d+)", msg).group(1))
+        assert 1000 < largest < n
+        Hs = H[:largest, :largest]
+        U = mgemm.expm(cp.asarray(-1j * 0.02 * Hs), tolerance=1e-12)
+        cp.cuda.Device().synchronize()
+    finally:
+        pool.set_limit(size=0)
+    w, V = np.linalg.eigh(Hs)
+    ref = (V * np.exp(-1j * 0.02 * w)) @ V.T
+    assert np.abs(cp.asnumpy(U) - ref).max() < 1e-11
