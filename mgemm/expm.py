@@ -160,7 +160,7 @@ def expm(A, *, method="auto", tolerance=None, terms=10, shift=None, unitary=None
         g = len(devs) if bands else 1
         # the input counted as if still to come: conservative by one input band when
         # A - mu I (or A's bands) already exist
-        plan = fitting_plan(plan, n, dtype, g, min(free_bytes(xp, d) for d in devs))
+        plan = fitting_plan(plan, n, dtype, g, usable(min(free_bytes(xp, d) for d in devs)))
     if plan.path == "split":
         M = M.imag if banded else xp.ascontiguousarray(M.imag)
     home = None if banded or xp is np else A.device
@@ -278,12 +278,30 @@ class ExpmMemoryError(MemoryError):
 
 
 class _Meter:
+    """Live bytes of a dry run, and what a caching pool holds for them (CuPy's: a freed
+    block is kept and reused for a request of its size or smaller, split; blocks of
+    separate allocations are never merged), each at its peak."""
+
     def __init__(self):
         self.live = self.peak = 0
+        self.free = []            # sizes of the pool's cached free blocks
+        self.pool = 0
 
     def add(self, b):
         self.live += b
         self.peak = max(self.peak, self.live)
+        fits = [f for f in self.free if f >= b]
+        if fits:
+            f = min(fits)
+            self.free.remove(f)
+            if f > b:
+                self.free.append(f - b)
+        else:
+            self.pool += b
+
+    def sub(self, b):
+        self.live -= b
+        self.free.append(b)
 
 
 class _Ghost:
@@ -298,7 +316,7 @@ class _Ghost:
         meter.add(self.dtype.itemsize)
 
     def __del__(self):
-        self.meter.live -= self.dtype.itemsize
+        self.meter.sub(self.dtype.itemsize)
 
     def _like(self, other=0.0):
         o = other.dtype if isinstance(other, _Ghost) else other
@@ -347,13 +365,16 @@ class _GhostNS:
         return _Ghost(self.meter, np.result_type(L.dtype, R.dtype), self.n)
 
 
-def peak_matrices(plan: ExpmPlan, dtype) -> float:
+def peak_matrices(plan: ExpmPlan, dtype, pool: bool = False) -> float:
     """Most bytes per N^2 that :func:`expm` holds at once for ``plan`` on ``dtype`` input:
     the input (A - mu I, or B = Im A on the split path), the plan's stored powers,
     accumulators and temporaries, and the result, counted by running the very evaluation
     code (:func:`_evaluate`) on ghost matrices -- so a change to a scheme changes its count.
-    An upper bound: NumPy may reuse a temporary in place (temporary elision) where CuPy
-    does not.  E.g. 8 bytes x 9 for the split path's cos/sin PS of degree 18 (q = 3)."""
+    ``pool``: what a caching allocator (CuPy's pool, :class:`_Meter`) holds at its peak
+    instead: the complex result cannot reuse two freed real blocks, so it is more.  The
+    live count is an upper bound of what NumPy allocates (it may reuse a temporary in
+    place, temporary elision, where CuPy does not).  E.g. 8 bytes x 12 for the split path's
+    cos/sin PS of degree 21 (q = 5)."""
     meter = _Meter()
     ns = _GhostNS(meter, 2)
     m_dtype = np.dtype(dtype).type(0).real.dtype if plan.path == "split" else np.dtype(dtype)
@@ -362,17 +383,18 @@ def peak_matrices(plan: ExpmPlan, dtype) -> float:
     del M
     U2 = U.astype(dtype, copy=False)       # expm's final cast (a copy only if dtypes differ)
     del U, U2
-    return float(meter.peak)
+    return float(meter.pool if pool else meter.peak)
 
 
 def memory_bytes(n: int, plan: ExpmPlan, dtype, devices: int = 1) -> int:
     """Bytes on each device that :func:`expm` of an N x N ``dtype`` matrix needs with
-    ``plan``: :func:`peak_matrices` x N x (its widest band) over ``devices`` devices,
+    ``plan``: :func:`peak_matrices` (as CuPy's pool holds it) x N x (its widest band) over
+    ``devices`` devices,
     plus, on several, the two staging buffers a streamed product pulls other bands into
     (:meth:`mgemm.dist.Layout._staging`), per dtype the products use."""
     g = max(1, int(devices))
     w = -(-n // g)
-    per = peak_matrices(plan, dtype) * n * w
+    per = peak_matrices(plan, dtype, pool=True) * n * w
     if g > 1:
         real = plan.path == "split"
         item = (np.dtype(dtype).itemsize // (2 if real and np.dtype(dtype).kind == "c" else 1))
@@ -415,6 +437,16 @@ def fitting_plan(plan: ExpmPlan, n: int, dtype, devices: int, free: int):
         f"(the leanest plan: {lean.path} path, degree {lean.degree}, {lean.ps_block} stored "
         f"powers, {lean.squarings} squarings); {free / 2**30:.2f} GiB are free; the largest "
         f"N that fits (with its input) is {largest}")
+
+
+#: memory left for what the model does not count (cuBLAS workspaces, kernels' scratch,
+#: small arrays): this fraction of the free bytes plus RESERVE_BYTES
+RESERVE_FRACTION, RESERVE_BYTES = 0.02, 256 * 2 ** 20
+
+
+def usable(free: int) -> int:
+    """``free`` less the reserve (:data:`RESERVE_FRACTION`, :data:`RESERVE_BYTES`)."""
+    return max(0, int(free * (1 - RESERVE_FRACTION)) - RESERVE_BYTES)
 
 
 def free_bytes(cp, device) -> int:

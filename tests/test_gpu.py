@@ -704,8 +704,8 @@ def test_converge_study_on_the_gpu_equals_the_cpu(inputs_dir):
 @pytest.mark.gpu
 def test_expm_memory_model_and_refusal_on_the_gpu():
     """#23 item 5: the bytes mgemm.expm predicts for its plan (the ghost dry run) against
-    the high-water mark of CuPy's pool in the real call (never above it by more than 1 %;
-    conservative by at most two matrices); with a pool limit below the need, expm refuses
+    the high-water mark of CuPy's pool in the real call (the pool modelled: never above the
+    prediction by more than 1 %, conservative by at most two real matrices); with a pool limit below the need, expm refuses
     before allocating anything (used bytes unchanged), naming the largest N that fits, and
     exp(A) of that N runs under the same limit, equal to the eigendecomposition's."""
     import re
@@ -729,7 +729,7 @@ def test_expm_memory_model_and_refusal_on_the_gpu():
     del U
     pool.free_all_blocks()
     used = pool.used_bytes()
-    pool.set_limit(size=used + predicted // 2)
+    pool.set_limit(size=used + predicted // 2)      # (the usable part of it: less the reserve)
     try:
         with pytest.raises(ExpmMemoryError) as err:
             mgemm.expm(A, plan=plan)

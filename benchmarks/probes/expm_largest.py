@@ -13,7 +13,7 @@ import numpy as np
 
 import mgemm
 from mgemm.dist import Layout
-from mgemm.expm import ExpmMemoryError, fitting_plan, free_bytes, memory_bytes
+from mgemm.expm import ExpmMemoryError, fitting_plan, free_bytes, memory_bytes, usable
 from tdse.model.hamiltonian import dvr_column
 
 dx, dt = 0.1, 0.02
@@ -27,7 +27,7 @@ for G in map(int, sys.argv[1:]):
     theta = dt * (np.pi ** 2 / (2 * dx * dx) + 2.0)    # ||dt H||_1 bound of the DVR (|V| <= 2)
     plan = mgemm.plan_expm(theta, tolerance=1e-12, split=True, unitary=True, unit_roundoff=2.0 ** -53)
     try:
-        fitting_plan(plan, 10 ** 6, np.complex128, G, free)
+        fitting_plan(plan, 10 ** 6, np.complex128, G, usable(free))
     except ExpmMemoryError as e:
         largest = int(re.search(r"is (\d+)$", str(e)).group(1))
     n = largest - largest % (2 * G)
