@@ -178,3 +178,26 @@ def test_bad_devices_and_missing_cupy_backend(runner, inputs_dir, tmp_path):
     if gpu_count() == 0:
         r = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(tmp_path), "--backend", "cupy"])
         assert r.exit_code == 2 and "--backend" in r.output and "Traceback" not in r.output
+
+
+def test_run_that_cannot_fit_its_exponent_is_one_line_exit_2(runner, inputs_dir, tmp_path, monkeypatch):
+    """#23 item 5: when the dense exponent refuses for memory (mgemm.expm.ExpmMemoryError,
+    raised before its allocations), `tdse run` says it in one line with what it needs and
+    exits 2, no traceback."""
+    import mgemm
+    from mgemm.expm import ExpmMemoryError
+
+    def refuse(*a, **k):
+        raise ExpmMemoryError("mgemm.expm: N = 64 needs 9.00 GiB on each of 1 device(s) (...); "
+                              "1.00 GiB are free; the largest N that fits (with its input) is 21")
+    monkeypatch.setattr(mgemm, "expm", refuse)
+    src = open(tiny(inputs_dir)).read().replace('method = "auto"', 'method = "dense"')
+    assert 'method = "dense"' in src
+    inp = tmp_path / "tiny.toml"
+    inp.write_text(src)
+    r = runner.invoke(main, ["run", str(inp), "--out", str(tmp_path / "o"), "--backend", "numpy",
+                             "--no-plots"])
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output
+    line = [x for x in r.output.splitlines() if x.startswith("error:")]
+    assert len(line) == 1 and "largest N that fits (with its input) is 21" in line[0]

@@ -219,6 +219,9 @@ def _start(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_in
             sys.exit(143 if e.signame == "SIGTERM" else 130)
         except StorageError as e:
             raise InputError(str(e.strerror)) from None
+        except MemoryError as e:   # the exponent (mgemm.ExpmMemoryError) or the device refused
+            raise InputError(f"{e} (the snapshots written so far are kept; a coarser grid, "
+                             f"more GPUs or method = \"chebyshev\" need less)") from None
     for w in caught:
         out(f"warning: {w.message}", err=True)
     out(f"wrote {res.path} ({res.snapshots} snapshots, {res.steps} steps, "
