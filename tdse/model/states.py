@@ -211,9 +211,9 @@ def davidson(grid, v, X, count, tol=None, maxiter=30, xp=np):
     the residuals (:func:`_banded_shift_solver`), P the last change of X (as in LOBPCG,
     Knyazev, SIAM J. Sci. Comput. 23, 517 (2001)) -- in an orthonormal basis
     (:func:`_orthonormal_to`: projections and SVQB, directions already in the space
-    dropped), the m lowest Ritz pairs kept.  H is applied as
-    a fast operator on ``xp``'s device (a sparse product, or real FFTs for the DVR: O(N log N)
-    a column); the corrections on the host, O(N) a column.
+    dropped), the m lowest Ritz pairs kept.  H is applied on ``xp``'s device (the
+    stencil's bands by shifted slices, O(N) a column; the DVR by real FFTs, O(N log N)); the
+    corrections on the host, O(N) a column.
 
     Converged when each of the ``count`` lowest residuals ||H x - theta x|| (x of unit
     2-norm) is within ``tol`` (default :func:`residual_bound`), checked on a fresh product
