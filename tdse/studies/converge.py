@@ -129,8 +129,8 @@ def observe(config: Config, times, count: int, progress=None, backend="numpy") -
     g = config.grid
     return {"energies": plan.energies[:count].tolist(), **rec.out, "psi": host_psi(final),
             "x": plan.x, "dx": g.dx, "n": g.n, "steps": config.time.steps,
-            "seconds": time.perf_counter() - t0, "chebyshev_terms": stepper.cheb_terms,
-            "exponentials": stepper.exponentials}
+            "seconds": time.perf_counter() - t0, "chebyshev_terms": int(stepper.cheb_terms),
+            "exponentials": int(stepper.exponentials)}      # (NumPy integers on a GPU's graphs)
 
 
 # ---------------------------------------------------------------- the study

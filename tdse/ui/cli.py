@@ -57,7 +57,7 @@ def _save(base, doc, plot, as_json, shown=None) -> bool:
     _write_json(base + ".json", doc)
     plot(doc, base + ".png")
     if as_json:
-        click.echo(json.dumps(doc if shown is None else shown, indent=1))
+        click.echo(json.dumps(doc if shown is None else shown, indent=1, default=_plain))
     return as_json
 
 
@@ -65,8 +65,18 @@ def _write_json(path, doc):
     """Write JSON atomically (a temporary file, then a rename): nothing half-written."""
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
-        json.dump(doc, f, indent=1)
+        json.dump(doc, f, indent=1, default=_plain)
     os.replace(tmp, path)
+
+
+def _plain(o):
+    """NumPy scalars and arrays as JSON numbers and lists (anything else: TypeError)."""
+    import numpy as np
+    if isinstance(o, (np.integer, np.floating, np.bool_)):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
 
 
 class _Group(click.Group):
