@@ -106,3 +106,182 @@ def test_axpy_on_every_layout():
     ref = y64 + np.complex64(a) * x64
     f(a, x64, y64)
     assert np.allclose(y64, ref, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- spectra (2026-11-24 survivors)
+def _direct(t, a, w, sign):
+    """sum_j a_j w_j e^(sign i omega t_j) dt on the omega grid of an m-point DFT, by the
+    sum itself (an independent reference for numpy's FFT conventions)."""
+    m, dt = len(t), t[1] - t[0]
+    om = 2 * np.pi * np.fft.fftfreq(m, d=dt)
+    return om, np.array([np.sum(a * w * np.exp(sign * 1j * o * t)) * dt for o in om])
+
+
+@pytest.mark.parametrize("win", ["hann", "blackman", "none"])
+def test_hhg_spectrum_against_the_direct_sum(win):
+    """spectra.hhg: |sum_j a_j w_j e^(-i omega t_j) dt|^2 on omega = 2 pi k / (m dt), k <= m/2
+    (the time origin drops out of |.|^2), the resolution 2 pi / (m dt), the harmonic order
+    omega / omega_0, and its labels; no order without a carrier."""
+    from tdse.studies import spectra
+    m, dt, t0 = 64, 0.37, 5.0
+    t = t0 + dt * np.arange(m)
+    rng = np.random.default_rng(17)
+    a = np.sin(1.3 * t) + 0.3 * rng.standard_normal(m)
+    res = spectra.hhg(t, a, omega0=0.65, win=win)
+    om, S = _direct(t, a, spectra.window(win, m), -1)
+    k = np.arange(m // 2 + 1)
+    assert np.allclose(res["omega"], 2 * np.pi * k / (m * dt), rtol=1e-14)
+    assert np.allclose(res["power"], np.abs(S[:m // 2 + 1]) ** 2, rtol=1e-10, atol=1e-12)
+    assert res["resolution"] == pytest.approx(2 * np.pi / (m * dt), rel=1e-15)
+    assert np.allclose(res["order"], np.asarray(res["omega"]) / 0.65, rtol=1e-15)
+    assert res["omega0"] == 0.65 and res["kind"] == "hhg" and res["window"] == win
+    assert res["units"] == "omega in E_h/hbar; power in a.u."
+    assert "order" not in spectra.hhg(t, a) and "omega0" not in spectra.hhg(t, a)
+
+
+def test_autocorrelation_spectrum_against_the_direct_sum():
+    """spectra.autocorrelation: |sum_j C_j w_j e^(+i E t_j) dt|^2 on the sorted energies
+    2 pi fftfreq(m, dt); C(t) = sum_n |c_n|^2 e^(-i E_n t) peaks at each E_n."""
+    from tdse.studies import spectra
+    m, dt = 200, 0.25
+    t = dt * np.arange(m)
+    En, wn = np.array([-1.1, -0.4, 0.7]), np.array([0.5, 0.3, 0.2])
+    C = (wn[None, :] * np.exp(-1j * En[None, :] * t[:, None])).sum(axis=1)
+    res = spectra.autocorrelation(t, C, win="hann")
+    om, S = _direct(t, C, np.hanning(m), +1)
+    order = np.argsort(om)
+    assert np.allclose(res["energy"], om[order], rtol=1e-14)
+    assert np.all(np.diff(res["energy"]) > 0)
+    assert np.allclose(res["power"], np.abs(S[order]) ** 2, rtol=1e-10, atol=1e-12)
+    assert res["resolution"] == pytest.approx(2 * np.pi / (m * dt), rel=1e-15)
+    assert res["kind"] == "autocorrelation" and res["window"] == "hann"
+    assert res["units"] == "energy in hartree"
+    assert spectra.autocorrelation(t, C)["power"] == res["power"]        # hann by default
+    p = spectra.peaks(res["energy"], res["power"], most=3)
+    assert np.abs(np.sort(p) - En).max() <= res["resolution"] / 2 + 1e-12
+
+
+def test_spectra_refuse_what_they_cannot_do():
+    """Non-uniform or too few samples, an unknown window, an unknown kind: ValueError."""
+    from tdse.studies import spectra
+    t = 0.1 * np.arange(10)
+    with pytest.raises(ValueError, match="uniformly"):
+        spectra.hhg(t[:7], np.ones(7))
+    tt = t.copy()
+    tt[5] += 0.01
+    with pytest.raises(ValueError, match="uniformly"):
+        spectra.hhg(tt, np.ones(10))
+    with pytest.raises(ValueError, match="window"):
+        spectra.window("hamming", 8)
+    assert np.array_equal(spectra.window("none", 4), np.ones(4))
+    with pytest.raises(ValueError, match="kind"):
+        spectra.from_file({"observables/t": t, "attrs": {}}, "bogus", "hann")
+
+
+def test_drive_frequency_of_each_kind_of_input(inputs_dir):
+    """The laser's omega (atom_hhg: 0.057); the centres' common frequency (h2plus_moving: 3);
+    None for a static H and for centres moving at different frequencies."""
+    import dataclasses
+    from tdse import config as cfgmod
+    from tdse.studies.spectra import drive_frequency
+    load = lambda n: cfgmod.load(os.path.join(inputs_dir, n))  # noqa: E731
+    assert drive_frequency(load("atom_hhg.toml")) == 0.057
+    mov = load("h2plus_moving.toml")
+    assert drive_frequency(mov) == 3.0
+    assert drive_frequency(load("h2plus_static.toml")) is None
+    c0, c1 = mov.potential.centres
+    two = dataclasses.replace(mov, potential=dataclasses.replace(
+        mov.potential, centres=(c0, dataclasses.replace(c1, frequency=2.0))))
+    assert drive_frequency(two) is None
+
+
+def test_spectrum_from_a_run_file_dict(inputs_dir):
+    """spectra.from_file on a run's datasets: hhg's carrier from the effective input (before
+    the input as written), autocorrelation with H(0)'s eigenenergies, the drive and the
+    peaks, and the run's name -- each equal to the direct functions' output."""
+    from tdse.studies import spectra
+    src = open(os.path.join(inputs_dir, "atom_hhg.toml")).read()
+    m, dt = 64, 0.5
+    t = dt * np.arange(m)
+    rng = np.random.default_rng(3)
+    acc = rng.standard_normal(m)
+    C = np.exp(-1j * 0.5 * t) * 0.7 + 0.3 * np.exp(1j * 0.2 * t)
+    d = {"observables/t": t, "observables/acceleration": acc, "observables/autocorrelation": C,
+         "states/energies": np.array([-0.5, 0.2]),
+         "attrs": {"name": "x1", "input_toml": src.replace("omega = 0.057", "omega = 0.3"),
+                   "effective_toml": src}}
+    h = spectra.from_file(d, "hhg", "none")
+    ref = spectra.hhg(t, acc, 0.057, "none")
+    assert h["omega0"] == 0.057 and h["power"] == ref["power"] and h["order"] == ref["order"]
+    assert h["name"] == "x1"
+    d2 = dict(d, attrs={"name": "x2", "input_toml": src})           # no effective input
+    assert spectra.from_file(d2, "hhg", "hann")["omega0"] == 0.057
+    a = spectra.from_file(d, "autocorrelation", "hann")
+    ref = spectra.autocorrelation(t, C, "hann")
+    assert a["power"] == ref["power"] and a["energy"] == ref["energy"]
+    assert a["eigenenergies_h0"] == [-0.5, 0.2] and a["drive_omega"] == 0.057
+    assert a["peaks"] == spectra.peaks(ref["energy"], ref["power"], most=12).tolist()
+    assert a["name"] == "x1"
+    static = src.split("[field]")[0] + "[absorber]" + src.split("[absorber]")[1]
+    d3 = dict(d, attrs={"name": "x3", "input_toml": static})
+    assert "omega0" not in spectra.from_file(d3, "hhg", "hann")
+    assert spectra.from_file(d3, "autocorrelation", "hann")["drive_omega"] is None
+
+
+def test_uniform_sampling_check_at_its_edges():
+    """_uniform_dt (through hhg): 8 samples are enough, 7 are not; a jitter of 1e-7 of dt
+    is refused (rtol 1e-9), an absolute jitter of 1e-10 at dt = 1e-3 too (atol 1e-12); one
+    of 5e-10 of dt is accepted and dt is the first step exactly (the resolution says so)."""
+    from tdse.studies import spectra
+    msg = r"^the observables are not sampled uniformly \(or fewer than 8 samples\)$"
+    assert len(spectra.hhg(0.5 * np.arange(8), np.ones(8))["omega"]) == 5
+    with pytest.raises(ValueError, match=msg):
+        spectra.hhg(0.5 * np.arange(7), np.ones(7))
+    t = 2.0 * np.arange(16)
+    t[9:] += 2.0 * 1e-7
+    with pytest.raises(ValueError, match=msg):
+        spectra.hhg(t, np.ones(16))
+    t = 1e-3 * np.arange(16)
+    t[9:] += 1e-10
+    with pytest.raises(ValueError, match=msg):
+        spectra.hhg(t, np.ones(16))
+    t = 2.0 * np.arange(16)
+    t[2:] += 2.0 * 5e-10                 # the second step 5e-10 longer, within the tolerance
+    res = spectra.hhg(t, np.ones(16))
+    assert res["resolution"] == 2 * math.pi / (16 * (t[1] - t[0]))
+
+
+def test_peaks_plateaus_thresholds_and_the_strongest():
+    """peaks: a flat top counts once, at its first point; a maximum exactly at rel x max(y)
+    is not a peak (strictly above), one above is; ``most`` keeps the strongest, in x order."""
+    from tdse.studies.spectra import peaks
+    x = np.arange(8.0)
+    assert peaks(x, [0, 1, 1, 0, 0, 0, 0, 0]).tolist() == [1.0]
+    y = np.array([0, 1000.0, 0, 1.0, 0, 1.5, 0, 0])
+    assert peaks(x, y).tolist() == [1.0, 5.0]                   # 1.0 = 1e-3 x 1000: out
+    assert peaks(x, y, rel=1e-4).tolist() == [1.0, 3.0, 5.0]
+    x = np.arange(12.0)
+    y = np.array([0, 3.0, 0, 5.0, 0, 1.0, 0, 4.0, 0, 2.0, 0, 0])
+    assert peaks(x, y, most=2).tolist() == [3.0, 7.0]
+    assert peaks(x, y, most=5).tolist() == [1.0, 3.0, 5.0, 7.0, 9.0]
+    assert peaks(x, y, most=9).tolist() == [1.0, 3.0, 5.0, 7.0, 9.0]
+
+
+def test_spectrum_from_a_run_file_keeps_its_window_and_twelve_peaks(inputs_dir):
+    """from_file passes the window on for the autocorrelation and keeps the 12 strongest
+    peaks of a signal holding 14 energies."""
+    from tdse.studies import spectra
+    src = open(os.path.join(inputs_dir, "atom_hhg.toml")).read()
+    m, dt = 1024, 0.2
+    t = dt * np.arange(m)
+    E = np.linspace(-6.0, 6.0, 14)
+    w = np.linspace(1.0, 2.3, 14)
+    C = (w[None, :] * np.exp(-1j * E[None, :] * t[:, None])).sum(axis=1)
+    d = {"observables/t": t, "observables/autocorrelation": C, "states/energies": np.array([0.0]),
+         "attrs": {"name": "p", "input_toml": src}}
+    a = spectra.from_file(d, "autocorrelation", "none")
+    ref = spectra.autocorrelation(t, C, "none")
+    assert a["power"] == ref["power"] and a["window"] == "none"
+    allp = spectra.peaks(ref["energy"], ref["power"])
+    assert len(allp) >= 14 and len(a["peaks"]) == 12
+    assert a["peaks"] == spectra.peaks(ref["energy"], ref["power"], most=12).tolist()
