@@ -26,6 +26,7 @@ Two structural facts are used (both exact algebra, documented in ARCHITECTURE.md
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -374,7 +375,12 @@ def peak_matrices(plan: ExpmPlan, dtype, pool: bool = False) -> float:
     instead: the complex result cannot reuse two freed real blocks, so it is more.  The
     live count is an upper bound of what NumPy allocates (it may reuse a temporary in
     place, temporary elision, where CuPy does not).  E.g. 8 bytes x 12 for the split path's
-    cos/sin PS of degree 21 (q = 5)."""
+    cos/sin PS of degree 21 (q = 5).  Cached per (plan, dtype): expm asks at every call."""
+    return _peak(plan, np.dtype(dtype).str, bool(pool))
+
+
+@lru_cache(maxsize=256)
+def _peak(plan, dtype, pool):
     meter = _Meter()
     ns = _GhostNS(meter, 2)
     m_dtype = np.dtype(dtype).type(0).real.dtype if plan.path == "split" else np.dtype(dtype)
