@@ -328,3 +328,96 @@ def test_total_many_and_gradient_against_total(inputs_dir):
         fd = (total(pot, x + h, t) - total(pot, x - h, t)) / (2 * h)
         assert np.abs(gradient(pot, x, t) - fd).max() < 1e-6
     assert np.abs(total_many(pot, x, 0.37)[0] - total(pot, x, 0.37)).max() < 1e-13
+
+
+def test_batch_bounds_are_exact_where_the_terms_are_alone(inputs_dir):
+    """BatchPotential.bounds_many where each term's range is known exactly: a lone soft-core
+    centre on a grid point (its minimum -Z/sqrt(a) there, its supremum 0; a repulsive one
+    the other way round) and a lone field term x E(t) (its extremes at the box's ends, E(t)
+    from field_value): lo and hi equal those extremes, per weight sign, each weight's term
+    bounded over the members and then summed; and they contain sum_j w_j V(x, t_j) on the
+    grid."""
+    import dataclasses
+    from tdse import config as cfgmod
+    from tdse.model.field import field_value
+    from tdse.model.grid import points
+    from tdse.model.potential import BatchPotential, total
+    cfg = cfgmod.load(os.path.join(inputs_dir, "atom_hhg.toml"))
+    x = points(cfg.grid)
+    p0 = dataclasses.replace(cfg.potential, field=None)
+    c = p0.centres[0]
+    mk = lambda Z, a, x0, field=None: dataclasses.replace(  # noqa: E731
+        p0, a=a, field=field, centres=(dataclasses.replace(c, Z=Z, x0=x0),))
+    members = [mk(1.0, 2.0, 0.0), mk(2.5, 0.5, 0.4)]
+    assert all(np.isclose(x, m.centres[0].x0).any() for m in members)    # on grid points
+    bp = BatchPotential(members, x)
+    lo, hi = bp.bounds_many(np.array([[0.0]]), (1.0,))
+    assert lo[0] == pytest.approx(-2.5 / np.sqrt(0.5), rel=1e-15) and hi[0] == 0.0
+    V = np.stack([total(m, x, 0.0) for m in members])
+    assert lo[0] == pytest.approx(V.min(), rel=1e-14) and hi[0] >= V.max()
+    lo, hi = bp.bounds_many(np.array([[0.0]]), (-0.5,))
+    assert lo[0] == 0.0 and hi[0] == pytest.approx(0.5 * 2.5 / np.sqrt(0.5), rel=1e-15)
+    rep = BatchPotential([mk(-2.0, 1.0, 0.0), mk(-0.5, 1.0, 0.0)], x)
+    lo, hi = rep.bounds_many(np.array([[0.0]]), (1.0,))
+    assert lo[0] == 0.0 and hi[0] == pytest.approx(2.0, rel=1e-15)
+    # the field alone (Z = 0): x E(t) at the ends of the box, two times of one step
+    f0 = cfg.potential.field
+    fields = [f0, dataclasses.replace(f0, E0=0.02, phase=1.0)]
+    lone = BatchPotential([mk(0.0, 2.0, 0.0, f) for f in fields], x)
+    times, w = np.array([[123.0, 161.5], [200.0, 260.0]]), (0.6, -0.25)
+    lo, hi = lone.bounds_many(times, w)
+    ends = (float(x.min()), float(x.max()))
+    for s in range(2):
+        # each weight's term bounded over the members and the ends, then summed
+        low = sum(min(wj * field_value(f, times[s, j]) * e for e in ends for f in fields)
+                  for j, wj in enumerate(w))
+        top = sum(max(wj * field_value(f, times[s, j]) * e for e in ends for f in fields)
+                  for j, wj in enumerate(w))
+        assert lo[s] == pytest.approx(low, rel=1e-13, abs=1e-15)
+        assert hi[s] == pytest.approx(top, rel=1e-13, abs=1e-15)
+        grid = [sum(wj * field_value(f, times[s, j]) * x for j, wj in enumerate(w)) for f in fields]
+        assert lo[s] <= min(g.min() for g in grid) + 1e-15 and hi[s] >= max(g.max() for g in grid) - 1e-15
+    assert lone.bounds(times[1], w) == (pytest.approx(lo[1], rel=1e-15), pytest.approx(hi[1], rel=1e-15))
+
+
+def test_batch_potential_refusals_fields_and_zero_weights(inputs_dir):
+    """BatchPotential: its two refusals with their messages (unequal centre counts; a field
+    on some members only, or two envelope kinds); the field of every envelope kind equal
+    to field_value per member (one member too), zeros of shape (B,) / (..., B) without a
+    field; a zero weight skipped, not ending the sum."""
+    import dataclasses
+    from tdse import config as cfgmod
+    from tdse.model.field import field_value
+    from tdse.model.grid import points
+    from tdse.model.potential import BatchPotential
+    cfg = cfgmod.load(os.path.join(inputs_dir, "atom_hhg.toml"))
+    x = points(cfg.grid)
+    p, f = cfg.potential, cfg.potential.field
+    two = dataclasses.replace(p, centres=p.centres * 2)
+    with pytest.raises(ValueError, match="^a batch's members must have as many centres each$"):
+        BatchPotential([p, two], x)
+    msg = "^a batch's members must all have a field of one envelope kind, or none$"
+    with pytest.raises(ValueError, match=msg):
+        BatchPotential([p, dataclasses.replace(p, field=None)], x)
+    for env in ("gaussian", "trapezoid"):
+        with pytest.raises(ValueError, match=msg):
+            BatchPotential([p, dataclasses.replace(p, field=dataclasses.replace(f, envelope=env))], x)
+    t = np.array([[3.0], [150.0], [220.5]])
+    for env, extra in (("sin2", {}), ("gaussian", {"fwhm": 90.0}), ("trapezoid", {"ramp": 60.0})):
+        fs = [dataclasses.replace(f, envelope=env, **extra),
+              dataclasses.replace(f, envelope=env, E0=0.03, phase=0.7, **extra)]
+        bp = BatchPotential([dataclasses.replace(p, field=g) for g in fs], x)
+        got = bp.field(t)
+        assert got.shape == (3, 2)
+        for b, g in enumerate(fs):
+            assert np.abs(got[:, b] - [field_value(g, s) for s in t[:, 0]]).max() < 1e-15
+        one = BatchPotential([dataclasses.replace(p, field=fs[1])], x)
+        assert one.field(150.0) == pytest.approx([field_value(fs[1], 150.0)], abs=1e-15)
+    none = BatchPotential([dataclasses.replace(p, field=None)] * 3, x)
+    assert none.field(2.0).shape == (3,) and none.field(np.array([2.0])).shape == (3,)
+    assert none.field(t).shape == (3, 3) and not none.field(t).any()
+    bp = BatchPotential([p], x)
+    ts = np.array([[10.0, 150.0]])
+    both = bp.bounds_many(ts, (0.0, 1.0))
+    only = bp.bounds_many(ts[:, 1:], (1.0,))
+    assert both[0] == pytest.approx(only[0], rel=1e-15) and both[1] == pytest.approx(only[1], rel=1e-15)
