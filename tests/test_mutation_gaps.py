@@ -421,3 +421,24 @@ def test_batch_potential_refusals_fields_and_zero_weights(inputs_dir):
     both = bp.bounds_many(ts, (0.0, 1.0))
     only = bp.bounds_many(ts[:, 1:], (1.0,))
     assert both[0] == pytest.approx(only[0], rel=1e-15) and both[1] == pytest.approx(only[1], rel=1e-15)
+
+
+def test_ramp_envelope_and_path_against_their_formulas():
+    """s(t) = sin^2(pi t / (2 T_r)) for 0 <= t < T_r, 1 from T_r on, 1 for T_r = 0 (and 0 at
+    t < 0 inside a ramp: the clip), per centre when T_r is an array; X(t) = x0 + alpha s(t)
+    sin(beta t + phase) -- each value against math.sin of the formula."""
+    from tdse.model.potential import envelope, path
+    for T in (0.7, 2.0, 13.0):
+        for t in (0.0, 0.1 * T, 0.5 * T, 0.93 * T, T, 1.5 * T):
+            s = math.sin(math.pi * t / (2 * T)) ** 2 if t < T else 1.0
+            assert float(envelope(T, t)) == pytest.approx(s, abs=1e-15)
+        assert float(envelope(T, -0.3)) == 0.0
+    assert float(envelope(0.0, 0.2)) == 1.0 and float(envelope(0.0, 0.0)) == 1.0
+    ts = np.array([0.25, 1.0, 3.0])
+    got = envelope(np.array([0.0, 2.0]), ts[:, None])                      # (3, 2)
+    assert got.shape == (3, 2)
+    assert np.allclose(got[:, 0], 1.0, rtol=0, atol=0)
+    assert np.allclose(got[:, 1], [math.sin(math.pi * 0.25 / 4) ** 2, math.sin(math.pi / 4) ** 2, 1.0],
+                       rtol=0, atol=1e-15)
+    x = path(-1.0, 0.5, 3.0, 0.4, 2.0, 1.0)
+    assert float(x) == pytest.approx(-1.0 + 0.5 * math.sin(math.pi / 4) ** 2 * math.sin(3.4), abs=1e-15)
