@@ -42,9 +42,7 @@ def eigenstates(config, t, count, dense=False):
         E, vecs = scipy.linalg.eigh(generator_dense(config, 1.0, v), subset_by_index=(0, count - 1),
                                     driver="evx", check_finite=False)
     elif g.stencil == 3:
-        d0, d1, _ = kinetic_bands(g.stencil, g.dx)
-        E, vecs = scipy.linalg.eigh_tridiagonal(d0 + v, np.full(g.n - 1, d1), select="i",
-                                                select_range=(0, count - 1), check_finite=False)
+        E, vecs = _tridiagonal(g, v, count)
     elif g.stencil == "dvr":
         try:
             E, vecs, _, _ = davidson(g, v, _fd_start(g, v, count + 2), count)
@@ -94,13 +92,7 @@ def _pentadiagonal(g, v, count):
             y /= np.linalg.norm(y)
         W[:, k] = y
 
-    def h(X):                                  # the 5-point H on a block
-        out = (d0 + v)[:, None] * X
-        out[1:] += d1 * X[:-1]
-        out[:-1] += d1 * X[1:]
-        out[2:] += d2 * X[:-2]
-        out[:-2] += d2 * X[2:]
-        return out
+    h = _real_operator(g, v, np)               # the 5-point H on a block
     Q, _ = np.linalg.qr(W)
     theta, U = np.linalg.eigh(Q.T @ h(Q))
     return E, Q @ U
@@ -272,14 +264,19 @@ def _orthonormal_to(X, S, xp):
     return S
 
 
-def _fd_start(grid, v, m):
-    """m lowest 3-point pairs at the same dx (LAPACK's tridiagonal solver, O(N m)): the
-    start of the DVR's and 5-point's iteration, N x m of unit columns."""
+def _tridiagonal(grid, v, m):
+    """(E, vectors N x m): the m lowest pairs of the 3-point H = T + diag(v) at grid's dx
+    (LAPACK's tridiagonal solver for the selected pairs, O(N m)): the 3-point stencil's
+    eigenpairs, and the start of the DVR's and 5-point's iteration."""
     from .hamiltonian import kinetic_bands
     d0, d1, _ = kinetic_bands(3, grid.dx)
-    _, vecs = scipy.linalg.eigh_tridiagonal(d0 + v, np.full(grid.n - 1, d1), select="i",
-                                            select_range=(0, m - 1), check_finite=False)
-    return vecs
+    return scipy.linalg.eigh_tridiagonal(d0 + v, np.full(grid.n - 1, d1), select="i",
+                                         select_range=(0, m - 1), check_finite=False)
+
+
+def _fd_start(grid, v, m):
+    """m lowest 3-point vectors at the same dx, N x m of unit columns (:func:`_tridiagonal`)."""
+    return _tridiagonal(grid, v, m)[1]
 
 
 class Tracker:
