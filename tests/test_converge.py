@@ -95,7 +95,8 @@ def test_tiny_study_json_and_picture(tmp_path):
 
 
 @pytest.mark.parametrize("args, key", [(["--levels", "1"], "--levels"), (["--target", "-1"], "--target"),
-                                       (["--stencils", "3,4"], "--stencils"), (["--box", "0.5"], "--box")])
+                                       (["--stencils", "3,4"], "--stencils"), (["--box", "0.5"], "--box"),
+                                       (["--backend", "gpu"], "--backend")])
 def test_bad_options_exit_2_in_one_line(tmp_path, args, key):
     r = CliRunner().invoke(main, ["converge", os.path.join(ROOT, "inputs", "tiny.toml"), "--out",
                                   str(tmp_path), *args])
