@@ -111,9 +111,9 @@ KEYS = (
         "time scheme: exponential midpoint (order 2) or commutator-free Magnus (order 4, two exponentials)"),
     Key("propagator.method", "\"auto\" | \"dense\" | \"taylor\" | \"chebyshev\"", "", "\"auto\"",
         "each exponential: auto takes dense or chebyshev, whichever is estimated faster per step "
-        "on this machine (kernels timed at the start; dense with an absorber); dense: mgemm's "
-        "matrix exponent (fewest GEMMs; exact with an absorber too); the thesis' Taylor series; "
-        "or the matrix-free Chebyshev expansion (with an absorber: of the Hermitian part, the "
+        "on this machine (kernels timed at the start; with an absorber too, saying so when "
+        "Chebyshev's mask is taken); dense: mgemm's matrix exponent (fewest GEMMs; exact with "
+        "an absorber too); the thesis' Taylor series; or the matrix-free Chebyshev expansion (with an absorber: of the Hermitian part, the "
         "absorber as a mask e^(-s W dt/2) on both sides)"),
     Key("propagator.terms", "integer", "", "10", "Taylor terms k (method = \"taylor\")"),
     Key("propagator.tolerance", "number", "", "1e-10", "error bound per exponential"),

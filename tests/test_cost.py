@@ -100,14 +100,21 @@ def test_choice_follows_the_smaller_estimate(fast, expected):
     assert f"method auto -> {expected}" in info["why"]
 
 
-def test_absorber_keeps_the_exact_dense_exponent():
+@pytest.mark.parametrize("fast", ["dense", "chebyshev"])
+def test_with_an_absorber_auto_takes_the_faster_and_says_the_mask(fast):
+    """With an absorber both methods stay candidates (the dense exponent exact, Chebyshev
+    with the absorber as a Strang mask); the faster is taken, and when that is Chebyshev
+    the reason names the mask's splitting error."""
     text = BASE.format(stencil='"dvr"', op="false") + "[absorber]\nwidth = 2.0\nstrength = 0.5\n"
     c = cfgmod.loads(text)
     assert not c.hermitian
     pc = precheck(c, check_resolution=False)
-    # timings that would favour Chebyshev are never consulted
-    method, info = cost.choose(c, pc, "numpy", timings=timings(expm=1.0, term_vector=1e-9))
-    assert method == "dense" and "absorber" in info["why"]
+    t = timings(expm=1e-6, matvec=1e-9) if fast == "dense" else timings(expm=1.0, term_vector=1e-9)
+    method, info = cost.choose(c, pc, "numpy", timings=t)
+    assert method == fast
+    s = info["seconds_per_step"]
+    assert (s["dense"] < s["chebyshev"]) == (fast == "dense")
+    assert ("mask" in info["why"]) == (fast == "chebyshev")
 
 
 def test_resolve_leaves_explicit_methods_alone():

@@ -29,9 +29,12 @@ the dense work on G GPUs is taken as divided perfectly (measured 0.79-1.06 of G 
 GPU's DGEMM rate at N = 8192-16384, benchmarks/README.md); the step-doubling window costs
 both methods alike and is left out.
 
-With an absorber ``auto`` takes the dense exponent: the Chebyshev expansion then splits
-the absorber off as a mask (an O(dt^3) error in the absorbing layers,
-:mod:`tdse.stepper`), a change of the numerics that ``auto`` does not make silently.
+With an absorber both stay candidates: the dense exponent is exact for the complex
+generator, the Chebyshev expansion applies the absorber as a mask (Strang splitting: an
+O(dt^3) error confined to the absorbing layers, :mod:`tdse.numerics.exponentials`; ``tdse
+converge``'s dt column measures it with the rest of the time error).  When ``auto`` takes
+Chebyshev there, its reason says so (h2plus_ir_large at N = 8192 on one H200: dense 2.4 s
+a step, Chebyshev ~0.6 ms; an earlier version took the dense exponent whatever it cost).
 The choice, both estimates and the timings go to the run file (``method_choice``) and
 to the precheck's notes.
 """
@@ -159,10 +162,6 @@ def choose(config: Config, pc, backend: str = "numpy", devices=None, *, xp=None,
     """(method, info): the registered candidate with the smallest estimated seconds per
     step for ``method = "auto"`` (module docstring); ``info`` holds every estimate, the
     timings and why."""
-    if not config.hermitian:
-        return exponentials.Dense.name, {
-            "chosen": exponentials.Dense.name, "why": "an absorber: the dense exponent is exact, "
-            "the Chebyshev expansion would split the absorber off (an O(dt^3) error)"}
     gpus = len(devices) if backend == "cupy" and devices else 1
     if timings is None:
         if xp is None:
@@ -178,6 +177,10 @@ def choose(config: Config, pc, backend: str = "numpy", devices=None, *, xp=None,
     why = (f"method auto -> {method}: estimated {said} ({products} products a dense "
            f"exponential, {terms} Chebyshev terms), from kernels timed here ({where}); "
            f"method = \"dense\" or \"chebyshev\" fixes it")
+    if not config.hermitian and exponentials.get(method).matrix_free:
+        why += ("; with the absorber as a mask exp(-dt s W / 2) on both sides (Strang "
+                "splitting: an O(dt^3) error inside the absorbing layers only, in tdse "
+                "converge's dt column), where the dense exponent is exact")
 
     def finite(x):
         return x if math.isfinite(x) else None

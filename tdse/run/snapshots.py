@@ -213,6 +213,7 @@ class SnapshotWriter:
         self._tables({"n": n, "c": c, "k": k}, {"x": xs, "centre": cs, "state": ns})
         f.flush()
         self.count, self.obs_count = 0, 0
+        self._rows = []            # observations not yet written (see :meth:`observe`)
 
     def _tables(self, dims, scales):
         """The growing datasets of snapshots, observables and extras (e.g. operator/P),
@@ -255,6 +256,7 @@ class SnapshotWriter:
         whole = int(f.attrs.get("observables_complete", 0))
         steps = self.obs["step"][:whole]
         self.obs_count = int(np.searchsorted(steps, last, side="right"))
+        self._rows = []
         for ds in self.obs.values():
             ds.resize(self.obs_count, axis=0)  # observations after that snapshot follow again
         f.attrs["complete"] = False
@@ -273,6 +275,7 @@ class SnapshotWriter:
             self._fail(need, free, "no space left on the device")
         i = self.count
         try:
+            self._write_observations()
             for name, ds in self.snap.items():
                 ds.resize(i + 1, axis=0)
                 ds[i] = row[name]
@@ -339,16 +342,24 @@ class SnapshotWriter:
         raise StorageError(self.path, count, need, free, cause)
 
     def observe(self, **row):
-        """One row of observables (flushed with the next snapshot)."""
-        i = self.obs_count
-        try:
-            for name, ds in self.obs.items():
-                if ds.shape[0] <= i:
-                    ds.resize(max(i + 1, 2 * ds.shape[0]), axis=0)
-                ds[i] = row[name]
-        except (OSError, RuntimeError) as e:
-            self._fail(0, self._free(), str(e).splitlines()[0][:160])
+        """One row of observables, kept in memory and written with the next snapshot (one
+        slice a dataset: a row at a time cost 1.4 ms of h5py calls at N = 256, more than the
+        step); rows after the last whole snapshot are not yet on disk, as they were not
+        whole before (a resumed run measures them again)."""
+        self._rows.append(row)
         self.obs_count += 1
+
+    def _write_observations(self):
+        """The rows kept since the last write, one slice a dataset."""
+        rows, self._rows = self._rows, []
+        if not rows:
+            return
+        i1 = self.obs_count
+        i0 = i1 - len(rows)
+        for name, ds in self.obs.items():
+            if ds.shape[0] < i1:
+                ds.resize(max(i1, 2 * ds.shape[0]), axis=0)
+            ds[i0:i1] = np.asarray([r[name] for r in rows], dtype=ds.dtype)
 
     def set_attrs(self, **attrs):
         for k, v in attrs.items():
@@ -356,6 +367,10 @@ class SnapshotWriter:
 
     def close(self, complete: bool):
         if self.f:
+            try:
+                self._write_observations()
+            except (OSError, RuntimeError) as e:
+                self._fail(0, self._free(), str(e).splitlines()[0][:160])
             for ds in self.obs.values():  # drop the capacity grown ahead of the rows
                 ds.resize(self.obs_count, axis=0)
             self.f.attrs["observables_complete"] = self.obs_count
