@@ -131,6 +131,10 @@ KEYS = (
     Key("output.every", "integer", "steps", "50", "snapshot (psi, centres, node count) every this many steps"),
     Key("output.observables_every", "integer", "steps", "1", "observables (norm, <H>, <x>, <p>, acceleration, "
         "populations, <n>, autocorrelation) every this many steps"),
+    Key("output.populations_every", "integer", "steps", "observables_every",
+        "populations in H(t)'s eigenstates (and <n>) every this many steps, a multiple of "
+        "observables_every (NaN in the rows between): with moving centres each needs H(t)'s "
+        "eigenpairs, which can cost more than a step (the run's closing note says how much)"),
     Key("output.populations", "integer", "", "4", "K: populations of the lowest K eigenstates of H(0) and H(t)"),
     Key("output.node_eps", "number", "", "0.01", "node count: only points with |psi| > node_eps max|psi|"),
 )
@@ -246,6 +250,13 @@ class Output:
     populations: int = 4
     node_eps: float = 1e-2
     observables_every: int = 1
+    populations_every: int = 0      # 0: with every observation
+
+    @property
+    def populations_interval(self) -> int:
+        """Steps between the populations in H(t)'s eigenstates (``populations_every``, or
+        every observation)."""
+        return self.populations_every or self.observables_every
 
 
 @dataclass(frozen=True)
@@ -507,7 +518,13 @@ def _output(t, n):
     eps = _number("output.node_eps", t.get("node_eps", 1e-2), positive=True)
     if eps >= 1:
         raise ConfigError("output.node_eps", eps, "must be < 1 (a fraction of max|psi|)")
-    return Output(every, pops, eps, obs)
+    pe = 0
+    if t.get("populations_every") is not None:
+        pe = _integer("output.populations_every", t["populations_every"], 1)
+        if pe % obs:
+            raise ConfigError("output.populations_every", pe,
+                              f"must be a multiple of output.observables_every = {obs}")
+    return Output(every, pops, eps, obs, pe)
 
 
 def available_memory() -> int:
@@ -659,6 +676,7 @@ def to_toml(cfg: Config) -> str:
               f"time_error = {_toml_value(pr.time_error)}",
               f"error_window = {pr.error_window * t.dt!r}", "", "[output]",
               f"every = {o.every}", f"observables_every = {o.observables_every}",
+              *([f"populations_every = {o.populations_every}"] if o.populations_every else []),
               f"populations = {o.populations}", f"node_eps = {o.node_eps!r}", ""]
     return "\n".join(lines)
 

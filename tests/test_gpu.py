@@ -658,6 +658,25 @@ def test_single_run_graph_steps_and_device_observables(name, stencil, t_end, mon
 
 
 @pytest.mark.gpu
+def test_device_rows_with_populations_every_equal_the_cpu_run():
+    """output.populations_every = 5 on the device rows (#23 item 3): the rows between carry
+    NaN in H(t)'s populations, <n> and E_n(t) exactly where the CPU run does, and every value
+    equals the CPU run's to 1e-10 of its scale."""
+    import tdse
+    cfg = _batch_case("h2plus_moving.toml", 0.46, ("propagator.method", ["chebyshev"]))[0]
+    cfg = cfg.with_value("output.populations_every", 5)
+    dev = tdse.simulate(cfg, backend="cupy").observables
+    cpu = tdse.simulate(cfg, backend="numpy").observables
+    assert np.isnan(np.asarray(cpu["n_mean"])).any()
+    for k, ref in cpu.items():
+        ref, got = np.asarray(ref), np.asarray(dev[k])
+        gap = np.isnan(ref) if ref.dtype.kind == "f" else np.zeros(ref.shape, bool)
+        assert (np.isnan(got) == gap).all() if ref.dtype.kind == "f" else True, k
+        scale = max(1.0, np.nanmax(np.abs(ref)))
+        assert np.nanmax(np.abs(got - ref)) <= 1e-10 * scale, k
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("stencil", [5, "dvr"])
 def test_iterative_eigenpairs_on_the_gpu(stencil):
     """states.Tracker with CuPy (the Davidson iteration's products, QR and Rayleigh-Ritz on

@@ -297,3 +297,53 @@ def test_terms_near_equals_terms_from_any_guess():
             K = chebyshev.terms(R, tol)
             for guess in (0, 1, K - 3, K - 1, K, K + 1, K + 5, 3 * K + 20):
                 assert chebyshev.terms_near(R, tol, guess) == K, (R, tol, guess)
+
+
+@pytest.mark.parametrize("stencil", [3, "dvr"])
+def test_populations_every_leaves_nan_between_and_the_same_numbers_on_its_rows(stencil, inputs_dir):
+    """output.populations_every = 5 (observables every step, moving centres): the rows at
+    multiples of 5, step 0 and the last hold the populations in H(t)'s eigenstates (and
+    <n>, E_n(t)) equal to the every-step run's to 1e-12; the rows between are NaN there;
+    every other observable is in every row and equal to the every-step run's."""
+    from tdse.api import simulate
+    cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value(
+        "grid.stencil", stencil).with_value("time.t_end", 0.46).with_value(
+        "propagator.time_error", "none")                  # 23 steps: the last is not a multiple
+    every = simulate(cfg, backend="numpy").observables
+    some = simulate(cfg.with_value("output.populations_every", 5), backend="numpy").observables
+    step = np.asarray(some["step"])
+    due = (step % 5 == 0) | (step == cfg.time.steps)
+    assert step[-1] == 23 and due.sum() == 6 and not due.all()
+    for k in ("populations_ht", "energies_ht", "n_mean"):
+        a, b = np.asarray(some[k]), np.asarray(every[k])
+        assert np.isnan(a[~due]).all(), k
+        assert np.abs(a[due] - b[due]).max() <= 1e-12 * max(1.0, np.abs(b).max()), k
+    for k in ("norm", "energy", "x_mean", "acceleration", "populations_h0"):
+        assert np.abs(np.asarray(some[k]) - np.asarray(every[k])).max() <= 1e-12 * max(
+            1.0, np.abs(np.asarray(every[k])).max()), k
+
+
+def test_populations_every_must_be_a_multiple_of_observables_every(inputs_dir):
+    base = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml"))
+    c = base.with_value("output.observables_every", 2).with_value("output.populations_every", 6)
+    assert c.output.populations_interval == 6
+    assert cfgmod.loads(cfgmod.to_toml(c)).output.populations_every == 6   # round trip
+    assert base.output.populations_interval == base.output.observables_every
+    with pytest.raises(cfgmod.ConfigError, match="output.populations_every.*multiple"):
+        base.with_value("output.observables_every", 2).with_value("output.populations_every", 5)
+
+
+def test_the_closing_note_names_a_populations_every_that_would_do():
+    """eigenpairs_note: silent under the share; above it, a cadence (a multiple of
+    observables_every) at which the calls would cost about half the share of the rest."""
+    from tdse.run.driver import EIGENPAIRS_SHARE, eigenpairs_note
+    cfg = make_config(n=64, dx=0.2, stencil=3, amp=0.0)
+    assert eigenpairs_note(cfg, 0.1, 100, 10.0, 100) == ()
+    (note,) = eigenpairs_note(cfg, 9.0, 100, 10.0, 100)   # 90 ms a call, 10 ms a step besides
+    every = int(note.split("populations_every = ")[1].split()[0])
+    assert every == math.ceil(0.09 * 100 / (0.5 * EIGENPAIRS_SHARE * 1.0))
+    cost = 0.09 * 100 / every                             # the calls at that cadence
+    assert cost <= 0.5 * EIGENPAIRS_SHARE * 1.0 * (1 + 1e-12)
+    c2 = cfg.with_value("output.observables_every", 4)
+    (note,) = eigenpairs_note(c2, 9.0, 25, 10.0, 100)
+    assert int(note.split("populations_every = ")[1].split()[0]) % 4 == 0

@@ -106,11 +106,15 @@ class Measure:
         return float(np.real(np.vdot(psi, hpsi)) / np.real(np.vdot(psi, psi)))
 
     def __call__(self, t, psi, states) -> dict:
-        """``states`` = (E, phi) of the molecular H(t)."""
+        """``states`` = (E, phi) of the molecular H(t), or None: this row without the
+        populations in them (NaN, and <n>; ``output.populations_every``)."""
         cfg, x = self.config, self.x
         dx = cfg.grid.dx
-        Et, phit = states
-        Pt = populations(phit, psi, dx)
+        if states is None:
+            Et = Pt = np.full(len(self.phi0), np.nan)
+        else:
+            Et, phit = states
+            Pt = populations(phit, psi, dx)
         nrm = norm(psi, dx)
         inside = float(np.sum(np.abs(psi[self.layers]) ** 2) * dx)
         dV = gradient(cfg.potential, x, t)

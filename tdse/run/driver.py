@@ -7,6 +7,7 @@ completes; without, nothing is written and the arrays stay in memory.  Atomic un
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ class Result:
     time_error: dict | None = None
     exponentials: int = 0
     data: dict | None = field(default=None, repr=False)
+    notes: tuple = ()
 
     def arrays(self) -> dict:
         """The run's datasets and ``attrs`` as :func:`tdse.run.snapshots.read` returns them."""
@@ -191,7 +193,8 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
     stepper = plan.stepper()
     psi, Ut, start = _start_state(plan, resume, work)
     snaps = Snapshots(plan, writer, start)
-    observers = [Observables(plan, writer), snaps]
+    obs = Observables(plan, writer)
+    observers = [obs, snaps]
     estimate = _time_error(plan, writer, snaps, resume, start)
     if estimate is not None:
         observers.insert(0, estimate)
@@ -209,11 +212,35 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
         if writer.f:
             writer.set_attrs(wall_seconds=time.perf_counter() - t0,
                              exponentials=stepper.exponentials,
-                             chebyshev_terms_applied=stepper.cheb_terms)
+                             chebyshev_terms_applied=stepper.cheb_terms,
+                             eigenpairs_seconds=obs.eigen_seconds, eigenpairs_calls=obs.eigen_calls)
             writer.close(complete)
     if work != path:
         os.replace(work, path)
     return Result(config, path, plan.precheck, config.time.steps, writer.count,
                   time.perf_counter() - t0, plan.backend.name,
                   estimate.result if estimate else None, stepper.exponentials,
-                  data=writer.data() if work is None else None)
+                  data=writer.data() if work is None else None,
+                  notes=eigenpairs_note(config, obs.eigen_seconds, obs.eigen_calls,
+                                        time.perf_counter() - t0, config.time.steps - start))
+
+
+#: the closing note suggests ``output.populations_every`` when H(t)'s eigenpairs took more
+#: than this fraction of the run's loop, and a cadence that brings them to about half of it
+EIGENPAIRS_SHARE = 0.15
+
+
+def eigenpairs_note(config, seconds, calls, wall, steps) -> tuple:
+    """() or one line: H(t)'s eigenpairs (the populations' reference states) took more than
+    :data:`EIGENPAIRS_SHARE` of the loop's ``wall``; the ``output.populations_every`` that
+    would bring them to about half that share, a multiple of ``observables_every``."""
+    if calls < 2 or wall <= 0 or seconds <= EIGENPAIRS_SHARE * wall:
+        return ()
+    o = config.output
+    per, rest = seconds / calls, max(wall - seconds, 1e-9)
+    want = per * steps / (0.5 * EIGENPAIRS_SHARE * rest)        # steps between calls
+    every = o.observables_every * max(1, math.ceil(want / o.observables_every))
+    return (f"H(t)'s eigenpairs (the populations' reference states) took {seconds:.3g} s of "
+            f"the run's {wall:.3g} s ({calls} calls, {per * 1e3:.3g} ms each); "
+            f"output.populations_every = {every} would make them ~{50 * EIGENPAIRS_SHARE:.0f} % "
+            f"(the other observables stay every {o.observables_every} step(s))",)

@@ -7,6 +7,7 @@ the HDF5 file, or memory); computing and writing are apart.  Atomic units.
 from __future__ import annotations
 
 import os
+import time
 import warnings
 
 import numpy as np
@@ -59,6 +60,7 @@ class Observables(Observer):
         # moving centres: H(t)'s pairs tracked from one observation to the next (Davidson,
         # O(N K) a call, on the host: no synchronisation with the device's stepping)
         self.tracker = states.Tracker(cfg, K) if self.moving else None
+        self.eigen_seconds, self.eigen_calls = 0.0, 0   # H(t)'s eigenpairs, for the closing note
         self.warned_edge = cfg.absorber is not None  # an absorber takes what reaches a wall
         # psi on a GPU: the rows computed there (BlockMeasure, one member), kept on the device
         # and copied at each snapshot (no synchronisation per observation)
@@ -87,6 +89,21 @@ class Observables(Observer):
         if due(state.step, self.every, self.config):     # before the snapshot is flushed
             self.flush()
 
+    def with_populations(self, state) -> bool:
+        """Whether this observation has the populations in H(t)'s eigenstates
+        (``output.populations_every``; always at step 0, the first of a resumed run and
+        the last)."""
+        return due(state.step, self.config.output.populations_interval, self.config) or \
+            state.resumed or state.step == 0
+
+    def eigenpairs(self, t):
+        """:meth:`molecular_states`, its seconds counted (:attr:`eigen_seconds`)."""
+        t0 = time.perf_counter()
+        out = self.molecular_states(t)
+        self.eigen_seconds += time.perf_counter() - t0
+        self.eigen_calls += 1
+        return out
+
     def end(self, state):
         self.flush()
 
@@ -106,11 +123,12 @@ class Observables(Observer):
 
     def record(self, state):
         cfg, t = self.config, state.t
+        molecular = self.eigenpairs(t) if self.with_populations(state) else None
         if self.device is not None and self.device.holds(state.psi):
-            self.device.record(state.step, t, state.psi, self.molecular_states(t))
+            self.device.record(state.step, t, state.psi, molecular)
             return
         psi = host_psi(state)
-        self.writer.observe(step=state.step, **self.measure(t, psi, self.molecular_states(t)))
+        self.writer.observe(step=state.step, **self.measure(t, psi, molecular))
         self._check_edge(observables.edge_norm(psi, cfg.grid.dx), t)
 
     def _check_edge(self, edge, t):
@@ -146,10 +164,15 @@ class _DeviceRows:
             psi.device.id == xp.cuda.Device().id
 
     def record(self, step, t, psi, molecular):
-        Et, phi_all = molecular
-        if self._phit is None or self._phit[0] is not phi_all:  # new eigenpairs: one upload
-            phit = np.ascontiguousarray(phi_all[:self.K])
-            self._phit = (phi_all, self.up(phit.ravel()).reshape(phit.shape))
+        """One row; ``molecular``: H(t)'s (E, phi), or None where this row has no
+        populations in them (the last states' product is made and set to NaN)."""
+        if molecular is None:
+            Et = np.full(self.K, np.nan)
+        else:
+            Et, phi_all = molecular
+            if self._phit is None or self._phit[0] is not phi_all:  # new eigenpairs: one upload
+                phit = np.ascontiguousarray(phi_all[:self.K])
+                self._phit = (phi_all, self.up(phit.ravel()).reshape(phit.shape))
         r = self.block.raw(t, psi.reshape(-1, 1), also=self._phit[1])
         self.pending.append((step, t, np.asarray(Et[:self.K]), r))
 
@@ -162,6 +185,8 @@ class _DeviceRows:
         Pt = np.abs(cols["also"][:, :, 0] * self.dx) ** 2                 # (S, K)
         rows = []
         for i, (step, t, Et, _) in enumerate(pend):
+            if np.isnan(Et).any():          # a row without H(t)'s populations
+                Pt[i] = np.nan
             row = {name: v[i][0] for name, v in obs.items()}
             row = {k: (v.item() if np.ndim(v) == 0 else v) for k, v in row.items()}
             row.update({"step": step, "t": t, "populations_ht": Pt[i], "energies_ht": Et,

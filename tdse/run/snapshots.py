@@ -95,14 +95,14 @@ _OBSERVABLE = {
     "autocorrelation": ("observables", np.complex128, None, "1", "<psi(0)|psi(t)>", ()),
     "n_mean": ("observables", np.float64, None, "1",
                "population-weighted node number sum_n n P_n(t), P_n in the eigenstates of H(t) "
-               "(n < output.populations)", ()),
+               "(n < output.populations); NaN between output.populations_every", ()),
     "populations_h0": ("observables", np.float64, "k", "1",
                        "|<phi_n(0)|psi(t)>|^2, eigenstates of H(0)", ("state",)),
     "populations_ht": ("observables", np.float64, "k", "1",
                        "|<phi_n(t)|psi(t)>|^2, instantaneous eigenstates of the molecular H(t) "
-                       "(no field, no absorber)", ("state",)),
-    "energies_ht": ("observables", np.float64, "k", "hartree", "eigenvalues of the molecular H(t)",
-                    ("state",)),
+                       "(no field, no absorber); NaN between output.populations_every", ("state",)),
+    "energies_ht": ("observables", np.float64, "k", "hartree", "eigenvalues of the molecular H(t) "
+                    "(NaN between output.populations_every)", ("state",)),
 }
 
 

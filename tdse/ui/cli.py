@@ -236,6 +236,8 @@ def _start(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_in
         out(f"warning: {w.message}", err=True)
     out(f"wrote {res.path} ({res.snapshots} snapshots, {res.steps} steps, "
         f"{res.seconds:.1f} s, backend {res.backend})")
+    for note in res.notes:
+        out(f"note: {note}", err=True)
     for line in error_summary(plan.config, plan.precheck, res.time_error) + _yield_lines(plan.config, res):
         out(line)
     if not no_plots:

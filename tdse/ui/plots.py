@@ -86,12 +86,13 @@ def nodes_figure(d, name, eps):
     fig, ax = plt.subplots(figsize=(8, 3.6))
     K = d["observables/populations_ht"].shape[1] if to.size else 0
     if to.size:
-        ax.plot(to, d["observables/n_mean"], "C0", lw=1.6,
+        ok = np.isfinite(d["observables/n_mean"])  # rows with H(t)'s populations (populations_every)
+        ax.plot(to[ok], d["observables/n_mean"][ok], "C0", lw=1.6,
                 label=f"<n> = sum n P_n(t), eigenstates of H(t), n < {K}: the signal (converges)")
     ax.plot(t, d["snapshots/nodes"], "x", color="0.55", ms=4,
             label=f"sign changes of Re psi at the snapshots (eps = {eps:g}): not converged")
     top = max([float(np.max(d["snapshots/nodes"]))] +
-              ([float(np.max(d["observables/n_mean"]))] if to.size else []))
+              ([float(np.nanmax(d["observables/n_mean"]))] if to.size else []))
     ax.set_ylim(-0.3, 1.45 * top + 1.0)   # room for the caption above the marks
     ax.set(xlabel="t (a.u. of time)", ylabel="nodes",
            title=f"{name}: population-weighted node number <n>(t) and the node count")
@@ -146,8 +147,9 @@ def populations_figure(d, name, floor=(None, None)):
     for ax, key, title in ((axs[0], "populations_h0", "eigenstates of H(0)"),
                            (axs[1], "populations_ht", "eigenstates of H(t)")):
         P = d[f"observables/{key}"]
+        ok = np.isfinite(P).all(axis=1)    # H(t)'s every output.populations_every steps
         for n in range(P.shape[1]):
-            ax.plot(to, np.clip(P[:, n], 1e-16, None), label=f"n = {n}")
+            ax.plot(to[ok], np.clip(P[ok, n], 1e-16, None), label=f"n = {n}")
         if band is not None:
             ax.fill_between(to, 1e-12, np.clip(band, 1e-12, None), color="0.8", zorder=0,
                             label="below: within the stated error")
