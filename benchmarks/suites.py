@@ -1109,6 +1109,8 @@ def _run_overhead_args(p):
     p.add_argument("--backend", default="numpy", choices=["numpy", "cupy"])
     p.add_argument("--steps", type=int, default=100, help="steps of each run (t_end = steps dt)")
     p.add_argument("--every", type=int, default=None, help="observables_every (default: the input's)")
+    p.add_argument("--populations-every", type=int, nargs="+", default=[0],
+                   help="output.populations_every, a row each (0: the input's, with every observation)")
 
 
 def _timed_cli(args):
@@ -1128,7 +1130,6 @@ def _run_overhead(a):
     step -- (wall of the S-step run - wall of a 1-step run) / (S - 1), the fixed start-up
     cost its own column -- over the bare loop's (#23 item 3; target 1.15)."""
     import dataclasses
-    import tempfile
 
     import tdse
     from tdse import config as cfgmod
@@ -1149,29 +1150,40 @@ def _run_overhead(a):
             t_prepare = time.perf_counter() - t0
             S = cfg.time.steps
             step_bare = _bare_steps(plan, S - 2)[0]              # warm 2 steps, then S - 2 timed
-            walls = {}
-            with tempfile.TemporaryDirectory() as d:
-                path = os.path.join(d, "in.toml")
-                args = ["run", path, "--out", d, "--backend", a.backend, "--quiet", "--no-plots",
-                        "--force", "--yes", "--allow-inaccurate"]
-                for label, c in (("one_step", cfg.with_value("time.t_end", cfg.time.dt)),
-                                 ("full", cfg),
-                                 ("companion", cfg.with_value("propagator.time_error", "companion"))):
-                    with open(path, "w") as f:
-                        f.write(cfgmod.to_toml(c))
-                    walls[label] = _timed_cli(args)
-            per_step_run = (walls["full"] - walls["one_step"]) / (S - 1)
-            row = {"n": cfg.grid.n, "stencil": str(stencil), "method": plan.config.propagator.method,
-                   "backend": a.backend, "steps": S,
-                   "observables_every": cfg.output.observables_every,
-                   "step_seconds_bare": step_bare, "step_seconds_in_run": per_step_run,
-                   "wall_over_steps": per_step_run / step_bare, "target": 1.15,
-                   "cli_wall_seconds": walls["full"], "fixed_seconds": walls["one_step"],
-                   "prepare_seconds_in_process": t_prepare,
-                   "cli_wall_with_companion_seconds": walls["companion"]}
-            _say(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
-            rows.append(row)
+            for pe in a.populations_every:
+                c = cfg.with_value("output.populations_every", pe) if pe else cfg
+                rows.append(_overhead_row(a, c, plan, S, step_bare, t_prepare, stencil))
     return rows, {}
+
+
+def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
+    """One run-overhead row: the CLI's wall for 1 and S steps (and S with the companion)."""
+    import tempfile
+
+    from tdse import config as cfgmod
+    walls = {}
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "in.toml")
+        args = ["run", path, "--out", d, "--backend", a.backend, "--quiet", "--no-plots",
+                "--force", "--yes", "--allow-inaccurate"]
+        for label, c in (("one_step", cfg.with_value("time.t_end", cfg.time.dt)),
+                         ("full", cfg),
+                         ("companion", cfg.with_value("propagator.time_error", "companion"))):
+            with open(path, "w") as f:
+                f.write(cfgmod.to_toml(c))
+            walls[label] = _timed_cli(args)
+    per_step_run = (walls["full"] - walls["one_step"]) / (S - 1)
+    row = {"n": cfg.grid.n, "stencil": str(stencil), "method": plan.config.propagator.method,
+           "backend": a.backend, "steps": S,
+           "observables_every": cfg.output.observables_every,
+           "populations_every": cfg.output.populations_interval,
+           "step_seconds_bare": step_bare, "step_seconds_in_run": per_step_run,
+           "wall_over_steps": per_step_run / step_bare, "target": 1.15,
+           "cli_wall_seconds": walls["full"], "fixed_seconds": walls["one_step"],
+           "prepare_seconds_in_process": t_prepare,
+           "cli_wall_with_companion_seconds": walls["companion"]}
+    _say(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
+    return row
 
 
 SUITES = {
