@@ -61,8 +61,9 @@ class PinnedUpload:
 
     RING = 4
 
-    def __init__(self, cp):
+    def __init__(self, cp, ring=None):
         self.cp, self.size, self.slot = cp, 0, 0
+        self.ring = ring or self.RING
         self.host, self.events, self.dev = [], [], None
 
     def __call__(self, values):
@@ -72,8 +73,8 @@ class PinnedUpload:
         if values.size > self.size:
             cp.cuda.get_current_stream().synchronize()     # no copy in flight reads the old ring
             self.size = max(values.size, 2 * self.size)
-            self.host = [cupyx.empty_pinned(self.size, dtype=values.dtype) for _ in range(self.RING)]
-            self.events = [None] * self.RING
+            self.host = [cupyx.empty_pinned(self.size, dtype=values.dtype) for _ in range(self.ring)]
+            self.events = [None] * self.ring
             self.dev = cp.empty(self.size, dtype=values.dtype)
         k = self.slot
         if self.events[k] is not None:
@@ -83,5 +84,43 @@ class PinnedUpload:
         ev = cp.cuda.Event()
         ev.record()
         self.events[k] = ev
-        self.slot = (k + 1) % self.RING
+        self.slot = (k + 1) % self.ring
         return self.dev[:values.size]
+
+
+class HostCopy:
+    """Arrays copied to the host without waiting for the device: each device array goes to
+    pinned host memory by an asynchronous copy queued on the current stream, and
+    :meth:`result` waits for an event recorded after the copies -- not for the work queued
+    after them (a ``.get()`` waits for the whole stream).  Host arrays pass through."""
+
+    def __init__(self, arrays: dict):
+        self.host, self._sources, self.event = {}, [], None
+        for name, a in arrays.items():
+            if not is_device_array(a):
+                self.host[name] = np.asarray(a)
+                continue
+            import cupy as cp
+            import cupyx
+            a = cp.ascontiguousarray(a)
+            h = cupyx.empty_pinned(a.shape, dtype=a.dtype)
+            if a.nbytes:
+                a.data.copy_to_host_async(h.ctypes.data, a.nbytes)
+            self.host[name] = h
+            self._sources.append(a)          # alive until the copy has run
+        if self._sources:
+            import cupy as cp
+            self.event = cp.cuda.Event()
+            self.event.record()
+
+    def done(self) -> bool:
+        """Whether the copies have run (no wait)."""
+        return self.event is None or self.event.done
+
+    def result(self) -> dict:
+        """The host arrays (waits for the copies only)."""
+        if self.event is not None:
+            self.event.synchronize()
+            self._sources = []
+        return self.host
+

@@ -591,11 +591,14 @@ def test_graph_step_equals_the_launched_step(name, stencil, scheme, sets):
     ("atom_hhg.toml", ("field.E0", [0.02, 0.05, 0.08]), 123.4),      # field and absorbing layers
     ("h2plus_moving.toml", ("potential.centres.amplitude", [0.1, 0.3]), 0.77),   # moving centres
     ("h2plus_moving.toml", ("potential.a", [0.7]), 1.3),
+    # more members than SPLIT_MAX_MEMBERS: the 32-members-a-block kernel
+    ("atom_hhg.toml", ("field.E0", list(np.linspace(0.02, 0.08, 40))), 123.4),
 ])
 def test_device_observables_equal_the_host_definitions(name, sets, t):
-    """BlockMeasure's one-kernel sums on the GPU (V and dV/dx evaluated in the kernel) against
-    the same observables written with array operations (CuPy) and with NumPy (#23 item 2),
-    for a random block: every observable to 1e-12 of its scale."""
+    """BlockMeasure's one-kernel sums on the GPU (V and dV/dx evaluated in the kernel; the
+    grid split over blocks up to SPLIT_MAX_MEMBERS members, 32 members a block beyond)
+    against the same observables written with array operations (CuPy) and with NumPy (#23
+    item 2), for a random block: every observable to 1e-12 of its scale."""
     from tdse.model.grid import points
     from tdse.model import states
     from tdse.model.observables import BlockMeasure
@@ -764,3 +767,48 @@ def test_expm_memory_model_and_refusal_on_the_gpu():
     w, V = np.linalg.eigh(Hs)
     ref = (V * np.exp(-1j * 0.02 * w)) @ V.T
     assert np.abs(cp.asnumpy(U) - ref).max() < 1e-11
+
+
+@pytest.mark.gpu
+def test_deferred_snapshots_write_the_same_file(tmp_path, monkeypatch):
+    """psi on a GPU: each snapshot's copy is started at its step and written one interval
+    later (#23 item 3: no wait for the device at a snapshot).  The file equals the one of
+    the same run written at once (every dataset to 1e-12, the same rows and attributes
+    that count them), and a run that fails mid-way still gets the last snapshot taken."""
+    import tdse
+    from tdse.run import observers
+    from tdse.run.loop import Observer, evolve
+    from tdse.run.snapshots import MemoryWriter, read
+    cfg = _batch_case("h2plus_moving.toml", 0.5, ("propagator.method", ["chebyshev"]))[0]
+    files = {}
+    for defer in (True, False):
+        monkeypatch.setattr(observers, "DEFER_SNAPSHOTS", defer)
+        res = tdse.run(cfg, str(tmp_path / str(defer)), backend="cupy")
+        files[defer] = read(res.path)
+    a, b = files[True], files[False]
+    assert a["attrs"]["snapshots_complete"] == b["attrs"]["snapshots_complete"] > 2
+    assert a["attrs"]["observables_complete"] == b["attrs"]["observables_complete"]
+    for k, v in b.items():
+        if k == "attrs":
+            continue
+        v, w = np.asarray(v), np.asarray(a[k])
+        assert v.shape == w.shape, k
+        if v.dtype.kind in "fc":
+            assert np.allclose(w, v, rtol=0, atol=1e-12 * max(1.0, np.nanmax(np.abs(v))),
+                               equal_nan=True), k
+        else:
+            assert (w == v).all(), k
+
+    class Boom(Observer):
+        def after(self, state):
+            if state.step == 7:
+                raise RuntimeError("boom")
+    monkeypatch.setattr(observers, "DEFER_SNAPSHOTS", True)
+    plan = tdse.prepare(cfg.with_value("output.every", 5), backend="cupy", check_resolution=False)
+    w = MemoryWriter(config=plan.config, x=plan.x, v0=np.zeros(plan.config.grid.n),
+                     energies=plan.energies, phi=plan.states, attrs={})
+    snaps = observers.Snapshots(plan, w)
+    with pytest.raises(RuntimeError, match="boom"):
+        evolve(plan, cp.asarray(plan.psi0), [snaps, Boom()])
+    d = w.data()
+    assert list(d["snapshots/step"]) == [0, 5] and snaps.last_step == 5

@@ -32,6 +32,9 @@ import os
 
 import numpy as np
 
+#: steps the host may queue ahead of the device (:class:`mgemm.arrays.PinnedUpload`'s ring)
+RUN_AHEAD = 64
+
 __all__ = ["available", "GraphStep", "CHUNK"]
 
 #: steps whose scalars are planned at once on the host (vectorised)
@@ -283,7 +286,10 @@ class GraphStep:
         self.seg = 3 + self.nt
         self.base = len(self.rows) * self.seg
         from mgemm.arrays import PinnedUpload
-        self.up = PinnedUpload(cp)          # one row a step: parameters, then coefficients
+        # one row a step: parameters, then coefficients; a ring of 64 lets the host run up to
+        # 64 steps ahead of the device (host work between steps -- an eigensolve for the
+        # populations, a file write -- then overlaps the queued steps instead of idling it)
+        self.up = PinnedUpload(cp, ring=RUN_AHEAD)
         self.up(np.zeros(len(self.rows) * self.seg + self.nt * B * (1 + self.C) + 2 + 2 * 512))
         self.P = self.A = self._row = None
         buf = lambda: cp.zeros((n, B), dtype=np.complex128)  # noqa: E731

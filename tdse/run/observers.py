@@ -15,7 +15,6 @@ import numpy as np
 from mgemm.arrays import to_host
 
 from ..model import observables, states
-from ..model.observables import stack_rows
 from ..model.potential import centre_positions
 from ..model.states import DTYPE
 from .loop import Observer
@@ -24,6 +23,10 @@ __all__ = ["Observables", "Snapshots", "Progress", "BoundaryWarning", "EDGE_NORM
 
 #: warn when more of the norm than this sits within 10 points of a wall (no absorber)
 EDGE_NORM = 1e-6
+
+#: psi on a GPU: a snapshot is written one interval later, from a copy started at its
+#: step (:meth:`Snapshots.write`); TDSE_DEFER_SNAPSHOTS=0 writes each at once
+DEFER_SNAPSHOTS = os.environ.get("TDSE_DEFER_SNAPSHOTS", "1") != "0"
 
 
 class BoundaryWarning(UserWarning):
@@ -66,6 +69,7 @@ class Observables(Observer):
         # and copied at each snapshot (no synchronisation per observation)
         self.every = cfg.output.every
         self.device = None
+        self._started = None           # the device rows whose copy to the host is under way
         if plan.backend.xp is not np and os.environ.get("TDSE_DEVICE_OBSERVABLES", "1") != "0":
             self.device = _DeviceRows(plan, self.measure)
 
@@ -86,8 +90,8 @@ class Observables(Observer):
     def after(self, state):
         if due(state.step, self.config.output.observables_every, self.config):
             self.record(state)
-        if due(state.step, self.every, self.config):     # before the snapshot is flushed
-            self.flush()
+        if due(state.step, self.every, self.config):     # before the snapshot is written
+            self.flush(defer=True)
 
     def with_populations(self, state) -> bool:
         """Whether this observation has the populations in H(t)'s eigenstates
@@ -113,10 +117,22 @@ class Observables(Observer):
         except Exception:  # noqa: BLE001 -- the run's own error is the one to report
             pass
 
-    def flush(self):
+    def flush(self, defer=False):
+        """The device's rows to the writer.  ``defer``: the rows started at the previous
+        snapshot are written and these rows' copy is only started (no wait for the device:
+        the snapshot observer writes one interval behind alike, :class:`Snapshots`)."""
+        if self._started is not None:
+            started, self._started = self._started, None
+            self._write(self.device.finish(started))
         if self.device is None or not self.device.pending:
             return
-        for row in self.device.take():
+        if defer:
+            self._started = self.device.start()
+        else:
+            self._write(self.device.take())
+
+    def _write(self, rows):
+        for row in rows:
             edge = row.pop("_edge", 0.0)
             self.writer.observe(**row)
             self._check_edge(edge, row["t"])
@@ -178,9 +194,23 @@ class _DeviceRows:
 
     def take(self):
         """The pending rows, finished on the host, in order (one copy per kind of sum)."""
+        return self.finish(self.start())
+
+    def start(self):
+        """The pending rows stacked on the device and their copy to the host started (no
+        wait): a handle for :meth:`finish`."""
+        from mgemm.arrays import HostCopy
         pend, self.pending = self.pending, []
+        xp = self.xp
+        raw = [r for *_, r in pend]
+        cols = {name: xp.stack([r[name] for r in raw]) for name in raw[0] if name != "t"}
+        return pend, HostCopy(cols)
+
+    def finish(self, handle):
+        """The rows of a :meth:`start` handle, finished on the host, in order."""
+        pend, copy = handle
         ts = [t for _, t, _, _ in pend]
-        cols = stack_rows([r for *_, r in pend], self.xp)
+        cols = copy.result()
         obs = self.block.finish(ts, cols)
         Pt = np.abs(cols["also"][:, :, 0] * self.dx) ** 2                 # (S, K)
         rows = []
@@ -209,6 +239,7 @@ class Snapshots(Observer):
         # what other observers add to the next snapshot: row values (e.g. time_error), arrays
         # kept for resuming (e.g. the time-error companion's psi), file attributes
         self.row_extras, self.resume_extras, self.attr_extras = {}, {}, {}
+        self.pending = None          # (step, t, HostCopy, extras): a snapshot being copied
 
     def begin(self, state):
         if not state.resumed:
@@ -218,25 +249,55 @@ class Snapshots(Observer):
         if due(state.step, self.config.output.every, self.config):
             self.write(state)
 
+    def end(self, state):
+        self.finish()
+
+    def fail(self, state, error):
+        try:        # the last snapshot taken is whole: it reaches the file
+            self.finish()
+        except Exception:  # noqa: BLE001 -- the run's own error is the one to report
+            pass
+
     def transitions(self, U_host):  # P_mn = |<m|U|n>|^2 = |dx sum_x phi_m (U phi_n)|^2
         return np.abs(self.phi0 @ (U_host @ self.phi0.T.astype(DTYPE)) * self.config.grid.dx) ** 2
 
     def write(self, state):
-        cfg, psi = self.config, host_psi(state)
+        """A snapshot of ``state``.  psi on a GPU (no U): its copy to the host is started
+        and the snapshot is written at the next snapshot (or the end), one interval behind,
+        so that the device never waits for the file (a copy at once waits for every step
+        queued); the file's last whole snapshot is then one interval older while the run
+        goes on.  Otherwise written now."""
+        from mgemm.arrays import HostCopy, is_device_array
+        self.finish()
+        extras = (self.row_extras, self.resume_extras, self.attr_extras)
+        self.row_extras = {}
+        if state.U is None and is_device_array(state.psi) and DEFER_SNAPSHOTS:
+            self.pending = (state.step, state.t, HostCopy({"psi": state.psi}), extras)
+        else:
+            self._write(state.step, state.t, host_psi(state), state.U, extras)
+
+    def finish(self):
+        """Write the snapshot whose copy was started (waits for that copy only)."""
+        if self.pending is None:
+            return
+        (step, t, copy, extras), self.pending = self.pending, None
+        self._write(step, t, copy.result()["psi"], None, extras)
+
+    def _write(self, step, t, psi, U, extras):
+        cfg = self.config
+        row_extras, resume_extras, attr_extras = extras
         row, keep = {}, None
-        if state.U is not None:
-            U = state.U
+        if U is not None:
             U_host = to_host(U.to_array() if hasattr(U, "to_array") else U)
             row, keep = {"P": self.transitions(U_host)}, {"U": U_host}
-        keep = {**(keep or {}), **self.resume_extras} or None
-        row = {"time_error": np.nan, "time_error_populations": np.nan, **row, **self.row_extras}
-        if self.attr_extras:
-            self.writer.set_attrs(**self.attr_extras)
-        self.writer.append(state=keep, t=state.t, step=state.step, psi=psi,
-                           centres=centre_positions(cfg.potential, state.t),
+        keep = {**(keep or {}), **resume_extras} or None
+        row = {"time_error": np.nan, "time_error_populations": np.nan, **row, **row_extras}
+        if attr_extras:
+            self.writer.set_attrs(**attr_extras)
+        self.writer.append(state=keep, t=t, step=step, psi=psi,
+                           centres=centre_positions(cfg.potential, t),
                            nodes=observables.node_count(self.x, psi, cfg.output.node_eps), **row)
-        self.row_extras = {}
-        self.last_step = state.step
+        self.last_step = step
 
 
 class Progress(Observer):

@@ -1,0 +1,30 @@
+"""cProfile of one `tdse.run` in process (where a run's time goes besides its steps):
+python benchmarks/probes/run_profile.py INPUT N STENCIL STEPS POP_EVERY BACKEND."""
+import cProfile
+import dataclasses
+import pstats
+import sys
+import tempfile
+import time
+
+from tdse import config as cfgmod
+from tdse.run.driver import prepare, run
+
+inp, n, st, steps, pe, backend = sys.argv[1:7]
+st = int(st) if st in ("3", "5") else st
+base = cfgmod.load(inp)
+w = base.grid.x_max - base.grid.x_min
+cfg = dataclasses.replace(base, grid=dataclasses.replace(base.grid, dx=w / int(n), stencil=st))
+cfg = cfg.with_value("propagator.method", "chebyshev").with_value("propagator.time_error", "none")
+cfg = cfg.with_value("time.t_end", int(steps) * cfg.time.dt)
+if int(pe):
+    cfg = cfg.with_value("output.populations_every", int(pe))
+plan = prepare(cfg, backend=backend, check_resolution=False)
+d = tempfile.mkdtemp()
+run(plan, d, force=True)                       # warm
+t0 = time.perf_counter()
+cProfile.run("run(plan, d, force=True)", "/tmp/run.prof")
+print(f"wall {time.perf_counter() - t0:.3f} s for {cfg.time.steps} steps")
+s = pstats.Stats("/tmp/run.prof")
+s.sort_stats("tottime").print_stats(18)
+s.sort_stats("cumulative").print_stats(30)
