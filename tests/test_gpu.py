@@ -777,13 +777,14 @@ def test_deferred_snapshots_write_the_same_file(tmp_path, monkeypatch):
     that count them), and a run that fails mid-way still gets the last snapshot taken."""
     import tdse
     from tdse.run import observers
+    from tdse.run.driver import run
     from tdse.run.loop import Observer, evolve
     from tdse.run.snapshots import MemoryWriter, read
     cfg = _batch_case("h2plus_moving.toml", 0.5, ("propagator.method", ["chebyshev"]))[0]
     files = {}
     for defer in (True, False):
         monkeypatch.setattr(observers, "DEFER_SNAPSHOTS", defer)
-        res = tdse.run(cfg, str(tmp_path / str(defer)), backend="cupy")
+        res = run(cfg, str(tmp_path / str(defer)), backend="cupy")
         files[defer] = read(res.path)
     a, b = files[True], files[False]
     assert a["attrs"]["snapshots_complete"] == b["attrs"]["snapshots_complete"] > 2
