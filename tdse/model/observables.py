@@ -182,7 +182,7 @@ class BlockMeasure:
         """Whether :meth:`raw` applies (psi on a GPU)."""
         return self.xp is not np
 
-    def raw(self, t, X, also=None) -> dict:
+    def raw(self, t, X, also=None, times=None) -> dict:
         """What the observables at t need, on the device, left unfinished so that a row is
         a few launches and no synchronisation (:meth:`finish` makes them on the host from
         the stacked rows): "sums" (9, B) = per member sum |psi|^2, the same in the
@@ -190,7 +190,9 @@ class BlockMeasure:
         sum k |F_k|^2 (F = FFT psi, Parseval's <p>), |psi|^2 within 10 points of a wall;
         "amps" the amplitudes phi0 psi (K x B, or B x K when the members' eigenstates
         differ); with ``also`` (M x N) "also" = also @ psi.  One kernel
-        (:data:`MEASURE_KERNEL`) evaluates V and dV/dx from the uploaded parameters."""
+        (:data:`MEASURE_KERNEL`) evaluates V and dV/dx from the uploaded parameters.
+        ``times`` (B,): each member at its own time instead of all at t -- B states of one
+        run at B times as one block (members that share a configuration)."""
         xp, pot = self.xp, self.potential
         from mgemm.arrays import PinnedUpload
         if getattr(self, "_up", None) is None:
@@ -202,7 +204,7 @@ class BlockMeasure:
             self._lay = xp.ascontiguousarray(self.layers)
         n, B = X.shape
         X = xp.ascontiguousarray(X, dtype=np.complex128)
-        P = self._up(pot.pack([t], [1.0]))
+        P = self._up(pot.pack([t], [1.0]) if times is None else self._pack_own(times))
         kin, k = self.kinetic._kinetic(X)
         if k != 1.0:
             kin = kin * k
@@ -210,7 +212,7 @@ class BlockMeasure:
         F = xp.ascontiguousarray(xp.fft.fft(X, axis=0))
         args = (X, kin, self.psi0, F, self.k, self._xv, self._lay, P, pot.constants(),
                 np.int32(n), np.int32(B), np.int32(len(pot.Z)), np.int32(pot.has_field))
-        if B <= SPLIT_MAX_MEMBERS:
+        if B <= SPLIT_MAX_MEMBERS or n >= 128 * B:
             G = max(1, min(64, -(-n // 256)))
             part = xp.empty((9, G, B))
             self._split((G, B), (256,), args + (part,))
@@ -224,6 +226,13 @@ class BlockMeasure:
             out["also"] = also @ X
         out["t"] = t
         return out
+
+    def _pack_own(self, times):
+        """:meth:`BatchPotential.pack`'s parameters with member b at ``times[b]``."""
+        pot, B = self.potential, self.potential.B
+        per = pot.blocks_many(np.asarray(times, dtype=np.float64)[:, None])   # (B, B (1 + C))
+        per = per.reshape(B, B, -1)[np.arange(B), np.arange(B)]            # member b at t_b
+        return np.concatenate([pot.header([1.0]), per.ravel()])
 
     def finish(self, ts, cols, xp=np) -> dict:
         """The observables (S, B[, K]) of S rows of :meth:`raw` stacked (``cols``: name ->
@@ -370,7 +379,8 @@ extern "C" __global__ void tdse_block_measure_split(
 }
 """
 
-#: up to this many members :meth:`BlockMeasure.raw` splits the grid over blocks (a single
-#: run's sums in parallel over N); beyond, a block holds 32 members (8 threads along N each:
-#: at B = 1 that kernel took ~0.5 ms at N = 8192 on an H200, twice the step)
+#: up to this many members (or while N >= 128 B) :meth:`BlockMeasure.raw` splits the grid
+#: over blocks (a single run's sums in parallel over N); beyond, a block holds 32 members
+#: (8 threads along N each: at B = 1 that kernel took ~0.5 ms at N = 8192 on an H200,
+#: twice the step)
 SPLIT_MAX_MEMBERS = 16

@@ -28,6 +28,9 @@ EDGE_NORM = 1e-6
 #: step (:meth:`Snapshots.write`); TDSE_DEFER_SNAPSHOTS=0 writes each at once
 DEFER_SNAPSHOTS = os.environ.get("TDSE_DEFER_SNAPSHOTS", "1") != "0"
 
+#: psi on a GPU: rows measured in blocks of up to this many states (:class:`_DeviceRows`)
+TIME_BLOCK = 64
+
 
 class BoundaryWarning(UserWarning):
     """psi reaches the box's walls, where it reflects (a run without an absorber)."""
@@ -156,22 +159,34 @@ class Observables(Observer):
 
 
 class _DeviceRows:
-    """The observables of a single run's psi on its GPU: BlockMeasure with one member for
-    the sums, the populations in the molecular H(t)'s eigenstates by one product there
-    (the eigenpairs from the host, uploaded when the centres move), <n>, and the norm near
-    the walls; rows kept on the device until :meth:`take`."""
+    """The observables of a single run's psi on its GPU, at one launch a row: psi is copied
+    into a column of an N x M block on the device, and each full block (or what a snapshot
+    finds) is measured at once -- :class:`BlockMeasure` with the M columns as members, each
+    at its own time (one kinetic product, one FFT, one kernel for M rows, where a row at a
+    time took a dozen launches, ~0.3 ms of host time at N = 8192, more than the step).  The
+    populations in the molecular H(t)'s eigenstates: one product at the row (the eigenpairs
+    from the host, uploaded when the centres move); <n> and the norm near the walls from the
+    same sums.  Rows stay on the device until :meth:`start` / :meth:`take`."""
 
     def __init__(self, plan, measure):
         from mgemm.arrays import PinnedUpload
         cfg = plan.config
         xp = self.xp = plan.backend.xp
         self.dx = cfg.grid.dx
-        self.block = observables.BlockMeasure([cfg], plan.x, np.asarray(measure.phi0)[None],
-                                              np.asarray(plan.psi0)[:, None], xp)
+        phi0, psi0 = np.asarray(measure.phi0), np.asarray(plan.psi0)
+        self.block = observables.BlockMeasure([cfg], plan.x, phi0[None], psi0[:, None], xp)
+        rows = -(-cfg.output.every // cfg.output.observables_every)    # rows a snapshot interval
+        self.M = max(1, min(TIME_BLOCK, rows))
+        self.tblock = observables.BlockMeasure(
+            [cfg] * self.M, plan.x, np.broadcast_to(phi0[None], (self.M, *phi0.shape)),
+            np.repeat(psi0[:, None], self.M, axis=1), xp)
+        self.buf = xp.empty((cfg.grid.n, self.M), dtype=np.complex128)
+        self.cols, self.ts = 0, []     # columns of buf filled, and their times
+        self.done = []                 # (sums (9, m), amps (K, m)) of measured blocks, on the device
         self.K = cfg.output.populations
         self.up = PinnedUpload(xp)
         self._phit = None            # (host array, device copy) of the last H(t) states
-        self.pending = []
+        self.pending, self.also = [], []   # (step, t, E_n(t)) per row; <phi_n(t)|psi> or None
 
     def holds(self, psi):
         """Whether ``psi`` is a vector on this device (else the host path measures it)."""
@@ -181,7 +196,8 @@ class _DeviceRows:
 
     def record(self, step, t, psi, molecular):
         """One row; ``molecular``: H(t)'s (E, phi), or None where this row has no
-        populations in them (the last states' product is made and set to NaN)."""
+        populations in them (NaN)."""
+        also = None
         if molecular is None:
             Et = np.full(self.K, np.nan)
         else:
@@ -189,39 +205,63 @@ class _DeviceRows:
             if self._phit is None or self._phit[0] is not phi_all:  # new eigenpairs: one upload
                 phit = np.ascontiguousarray(phi_all[:self.K])
                 self._phit = (phi_all, self.up(phit.ravel()).reshape(phit.shape))
-        r = self.block.raw(t, psi.reshape(-1, 1), also=self._phit[1])
-        self.pending.append((step, t, np.asarray(Et[:self.K]), r))
+            also = self._phit[1] @ psi
+        self.buf[:, self.cols] = psi
+        self.cols += 1
+        self.ts.append(t)
+        self.pending.append((step, t, np.asarray(Et[:self.K])))
+        self.also.append(also)
+        if self.cols == self.M:
+            self._measure()
+
+    def _measure(self):
+        """The filled columns of the block measured, each at its time (columns past them
+        hold older states: measured and dropped)."""
+        m = self.cols
+        if not m:
+            return
+        ts = self.ts + [self.ts[-1]] * (self.M - m)
+        r = self.tblock.raw(None, self.buf, times=ts)
+        self.done.append((r["sums"][:, :m], r["amps"][:, :m]))
+        self.cols, self.ts = 0, []
 
     def take(self):
-        """The pending rows, finished on the host, in order (one copy per kind of sum)."""
+        """The pending rows, finished on the host, in order."""
         return self.finish(self.start())
 
     def start(self):
-        """The pending rows stacked on the device and their copy to the host started (no
-        wait): a handle for :meth:`finish`."""
+        """The pending rows' sums concatenated on the device and their copy to the host
+        started (no wait): a handle for :meth:`finish`."""
         from mgemm.arrays import HostCopy
-        pend, self.pending = self.pending, []
         xp = self.xp
-        raw = [r for *_, r in pend]
-        cols = {name: xp.stack([r[name] for r in raw]) for name in raw[0] if name != "t"}
-        return pend, HostCopy(cols)
+        self._measure()
+        pend, self.pending = self.pending, []
+        also, self.also = self.also, []
+        done, self.done = self.done, []
+        cols = {"sums": xp.concatenate([d[0] for d in done], axis=1),
+                "amps": xp.concatenate([d[1] for d in done], axis=1)}
+        due = [i for i, a in enumerate(also) if a is not None]
+        if due:
+            cols["also"] = xp.stack([also[i] for i in due])
+        return pend, due, HostCopy(cols)
 
     def finish(self, handle):
         """The rows of a :meth:`start` handle, finished on the host, in order."""
-        pend, copy = handle
-        ts = [t for _, t, _, _ in pend]
-        cols = copy.result()
-        obs = self.block.finish(ts, cols)
-        Pt = np.abs(cols["also"][:, :, 0] * self.dx) ** 2                 # (S, K)
+        pend, due, copy = handle
+        c = copy.result()
+        ts = [t for _, t, _ in pend]
+        sums = np.ascontiguousarray(c["sums"].T)[:, :, None]               # (S, 9, 1)
+        obs = self.block.finish(ts, {"sums": sums, "amps": c["amps"].T[:, :, None]})
+        Pt = np.full((len(pend), self.K), np.nan)
+        if due:
+            Pt[due] = np.abs(c["also"] * self.dx) ** 2
         rows = []
-        for i, (step, t, Et, _) in enumerate(pend):
-            if np.isnan(Et).any():          # a row without H(t)'s populations
-                Pt[i] = np.nan
+        for i, (step, t, Et) in enumerate(pend):
             row = {name: v[i][0] for name, v in obs.items()}
             row = {k: (v.item() if np.ndim(v) == 0 else v) for k, v in row.items()}
             row.update({"step": step, "t": t, "populations_ht": Pt[i], "energies_ht": Et,
                         "n_mean": float(np.arange(self.K) @ Pt[i]),
-                        "_edge": float(cols["sums"][i, 8, 0] * self.dx)})
+                        "_edge": float(sums[i, 8, 0] * self.dx)})
             rows.append(row)
         return rows
 
