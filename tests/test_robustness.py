@@ -362,3 +362,28 @@ def test_same_input_gives_identical_bits_and_records_versions(tmp_path):
         assert np.array_equal(a[k], b[k]), k
     for lib in ("lib_numpy", "lib_scipy", "lib_h5py", "lib_hdf5", "lib_mgemm", "lib_python"):
         assert a["attrs"][lib]
+
+
+def test_gpu_memory_of_a_matrix_free_run_is_not_charged_dense_matrices(tmp_path):
+    """A Chebyshev run keeps O(N) vectors (and the DVR's real N x N kinetic matrix): N =
+    32768 5-point fits in 139 GiB (the h2plus_ir_large study ran it on one H200), where the
+    dense exponent's estimate would refuse it; a DVR run is charged its 8 N^2 bytes, and
+    too little memory still refuses with the largest N."""
+    d = deep(VALID)
+    d["grid"]["dx"] = 12.8 / 32768
+    d["grid"]["stencil"] = 5
+    d["propagator"] = {"method": "chebyshev"}
+    cfg = cfgmod.loads(to_toml(d))
+    assert cfg.grid.n == 32768
+    free = 139 * 2 ** 30
+    check_resources(cfg, "cupy", [0], tmp_path, free_gpu=free, free_disk=1 << 40)
+    assert resources.gpu_memory_estimate(32768, 1) > free                      # dense: refused
+    assert resources.gpu_memory_estimate(32768, 1, method="chebyshev", stencil=5) < 2 ** 30
+    dvr = resources.gpu_memory_estimate(32768, 1, method="chebyshev", stencil="dvr")
+    assert 8 * 32768 ** 2 <= dvr < 8.1 * 32768 ** 2
+    d["grid"]["stencil"] = "dvr"
+    with pytest.raises(cfgmod.ConfigError, match=r"largest N that fits is about (\d+)") as e:
+        check_resources(cfgmod.loads(to_toml(d)), "cupy", [0], tmp_path, free_gpu=dvr // 4,
+                        free_disk=1 << 40)
+    n_fit = int(str(e.value).rsplit("about ", 1)[1])
+    assert 16000 <= n_fit <= 16400                                   # a quarter of 8 N^2

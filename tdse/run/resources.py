@@ -26,13 +26,28 @@ def output_bytes(config: Config) -> int:
     return file_bytes(n, len(config.potential.centres), K, snaps, obs, extra, resume)
 
 
-def gpu_memory_estimate(n: int, devices: int, operator: bool = False) -> int:
-    """Bytes on the busiest GPU (GPU 0), an estimate from what the step allocates: on one
-    GPU H, A = -i dt H, its shifted copy (complex) and ~12 real work matrices plus U;
-    on G GPUs GPU 0 also builds H, A and B = Im A, and every GPU holds ~5 real
-    full-size replicas (the gathered left operands) and ~14 real bands of N x N/G.
-    Operator mode adds U(t) and its update (and, on G GPUs, the gathered U)."""
+def gpu_memory_estimate(n: int, devices: int, operator: bool = False, method: str | None = None,
+                        stencil=None) -> int:
+    """Bytes on the busiest GPU (GPU 0), an estimate from what the step allocates.
+
+    Dense exponentials (``method`` dense, taylor, or not yet resolved): on one GPU H,
+    A = -i dt H, its shifted copy (complex) and ~12 real work matrices plus U; on G GPUs
+    GPU 0 also builds H, A and B = Im A, and every GPU holds ~5 real full-size replicas
+    (the gathered left operands) and ~14 real bands of N x N/G.  Operator mode adds U(t)
+    and its update (and, on G GPUs, the gathered U).
+
+    Matrix-free (Chebyshev): O(N) vectors -- psi, the recurrence's three terms, the sum,
+    potentials, 16 complex vectors counted -- plus, for the sinc-DVR, its kinetic matrix
+    (real N x N, which the graph-captured step applies by GEMM); operator mode adds U(t)'s
+    N x N/G columns and their recurrence (6 complex blocks).  An earlier version charged
+    every method the dense one's N^2 matrices and refused Chebyshev runs that fit (N =
+    32768 on one H200)."""
     nn = n * n
+    if method is not None and not exponentials.is_auto(method) and \
+            exponentials.get(method).matrix_free:
+        w = -(-n // max(1, devices))
+        return 16 * 16 * n + (8 * nn if stencil == "dvr" else 0) + \
+            bool(operator) * 6 * 16 * n * w
     if devices <= 1:
         return (11 + 3 * bool(operator)) * 16 * nn
     g = devices
@@ -49,12 +64,13 @@ def check_resources(config: Config, backend: str, devices, out_dir, free_gpu=Non
         if free_gpu is None:
             import cupy as cp
             free_gpu = min(free_on(cp, d) for d in (devices or [0]))
-        need = gpu_memory_estimate(n, g, op)
+        how = dict(method=config.propagator.method, stencil=config.grid.stencil)
+        need = gpu_memory_estimate(n, g, op, **how)
         if need > free_gpu:
             lo, hi = 1, n
             while lo < hi:
                 mid = (lo + hi + 1) // 2
-                lo, hi = (mid, hi) if gpu_memory_estimate(mid, g, op) <= free_gpu else (lo, mid - 1)
+                lo, hi = (mid, hi) if gpu_memory_estimate(mid, g, op, **how) <= free_gpu else (lo, mid - 1)
             raise ConfigError("grid.dx", config.grid.dx,
                               f"gives N = {n}, which needs about {need / 2**30:.1f} GiB per GPU on "
                               f"{g} GPU(s), more than the {free_gpu / 2**30:.1f} GiB free; the "
