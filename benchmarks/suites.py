@@ -508,8 +508,42 @@ def _expm_profile(a):
 # ---------------------------------------------------------------- scale: sizes one GPU cannot hold
 def _scale_args(p):
     p.add_argument("--cases", nargs="+", default=["65536:4", "32768:2"],
-                   help="N:G pairs, run in order (an out-of-memory is recorded, not fatal)")
+                   help="N:G pairs, run in order (an out-of-memory is recorded, not fatal); "
+                        "max:G runs the largest N that mgemm.expm names for G GPUs")
     p.add_argument("--vectors", type=int, default=4)
+    p.add_argument("--generator", choices=["tridiagonal", "dvr"], default="tridiagonal",
+                   help="-i dt H with the 3-point H (banded, ||A||_1 = 20) or the sinc-DVR H "
+                        "(dense, dx = 0.1, dt = 0.02)")
+
+
+def _dvr_generator(n, dx=0.1, dt=0.02):
+    """The sinc-DVR soft-core H (V = -1/sqrt(x^2 + 2)) as (make, theta, dt, apply, trace):
+    the columns of -i dt H built on the current GPU (for Layout.from_columns), a bound on
+    ||dt H||_1, dt, tr H, and H v on the host by the circulant embedding of its Toeplitz
+    kinetic part (FFT: an independent route to the same matrix, for scipy's
+    expm_multiply)."""
+    import cupy as cp
+
+    from tdse.model.hamiltonian import dvr_column
+    c = dvr_column(n, dx)
+    x = (np.arange(n) - n / 2) * dx
+    v = -1.0 / np.sqrt(x * x + 2.0)
+    col = cp.asarray(c)
+
+    def make(c0, c1):
+        i = cp.arange(n)[:, None]
+        j = cp.arange(c0, c1)[None, :]
+        T = col[cp.abs(i - j)].astype(cp.complex128)
+        T[cp.arange(c0, c1), cp.arange(c1 - c0)] += cp.asarray(v[c0:c1])
+        return (-1j * dt) * T
+    sym = np.fft.fft(np.concatenate([c, [0.0], c[:0:-1]]))
+
+    def apply(V):
+        V = np.asarray(V).reshape(n, -1)
+        W = np.fft.ifft(sym[:, None] * np.fft.fft(V, n=2 * n, axis=0), axis=0)[:n]
+        return W + v[:, None] * V
+    theta = dt * (np.pi ** 2 / (2 * dx * dx) + 1.0)
+    return make, theta, dt, apply, float(n * c[0] + v.sum())
 
 
 def _scale(a):
@@ -523,8 +557,13 @@ def _scale(a):
     import scipy.sparse
     from scipy.sparse.linalg import expm_multiply
 
+    import re
+
+    from scipy.sparse.linalg import LinearOperator
+
     import mgemm
     from mgemm.dist import Layout
+    from mgemm.expm import ExpmMemoryError, fitting_plan, free_bytes, usable
     from mgemm.plan import plan_expm
     from mgemm.tools.bench_expm import h2plus_columns
     from mgemm.tools.common import PeakMemory, free_gpu_memory, rand_matrix, time_call
@@ -536,17 +575,39 @@ def _scale(a):
     rows = []
     rng = np.random.default_rng(7)
     for case in a.cases:
-        n, g = (int(v) for v in case.split(":"))
-        make, dt, d, off = h2plus_columns(n)
-        plan = plan_expm(20.0, tolerance=2.0 ** -53, split=True, unitary=True,
+        want, g = case.split(":")
+        g = int(g)
+        theta = 20.0 if a.generator == "tridiagonal" else _dvr_generator(2)[1]
+        plan = plan_expm(theta, tolerance=2.0 ** -53, split=True, unitary=True,
                          unit_roundoff=2.0 ** -53)
-        row = {"n": n, "gpus": g, "products": plan.products, "path": plan.path,
+        named = None
+        if want == "max":             # the largest N mgemm.expm names for these GPUs
+            free = min(free_bytes(cp, d) for d in range(g))
+            try:
+                fitting_plan(plan, 10 ** 6, np.complex128, g, usable(free))
+            except ExpmMemoryError as e:
+                named = int(re.search(r"is (\d+)$", str(e)).group(1))
+            n = named - named % (2 * g)
+        else:
+            n = int(want)
+        if a.generator == "tridiagonal":
+            make, dt, d, off = h2plus_columns(n)
+            Hs = scipy.sparse.diags([np.full(n - 1, off), d, np.full(n - 1, off)], [-1, 0, 1],
+                                    format="csr")
+            A_ref = -1j * dt * Hs
+        else:
+            make, _, dt, apply, trace = _dvr_generator(n)
+            A_ref = LinearOperator((n, n), matvec=lambda v: -1j * dt * apply(v).ravel(),
+                                   matmat=lambda V: -1j * dt * apply(V), dtype=np.complex128)
+        row = {"n": n, "gpus": g, "generator": a.generator, "largest_named": named,
+               "products": plan.products, "path": plan.path,
                "dgemm_1gpu_tflops": dgemm / 1e12}
         try:
             with PeakMemory(cp) as peak:
                 lay = Layout(n, list(range(g)))
                 t0 = time.perf_counter()  # the input built in place is part of the call
-                U = mgemm.expm(lay.from_columns(make), plan=plan)
+                U, used = mgemm.expm(lay.from_columns(make), tolerance=2.0 ** -53,
+                                     devices=list(range(g)), return_plan=True, output="banded")
                 for dev in range(g):
                     cp.cuda.Device(dev).synchronize()
                 t = time.perf_counter() - t0
@@ -561,14 +622,12 @@ def _scale(a):
         V = rng.standard_normal((n, a.vectors)) + 1j * rng.standard_normal((n, a.vectors))
         with cp.cuda.Device(0):
             UV = U.matvec(cp.asarray(V)).get()
-        Hs = scipy.sparse.diags([np.full(n - 1, off), d, np.full(n - 1, off)], [-1, 0, 1],
-                                format="csr")
-        ref = expm_multiply(-1j * dt * Hs, V)
+        ref = expm_multiply(A_ref, V, traceA=-1j * dt * trace if a.generator == "dvr" else None)
         err = float(np.linalg.norm(UV - ref, axis=0).max() / np.linalg.norm(V, axis=0).min())
         norm = float(np.abs(np.linalg.norm(UV, axis=0) - np.linalg.norm(V, axis=0)).max()
                      / np.linalg.norm(V, axis=0).min())
-        rate = plan.products * 2.0 * n ** 3 / t
-        row.update(status="ok", seconds=t, tflops=rate / 1e12,
+        rate = used.products * 2.0 * n ** 3 / t
+        row.update(status="ok", seconds=t, products=used.products, ps_block=used.ps_block, tflops=rate / 1e12,
                    fraction_of_G_dgemm=rate / (g * dgemm), error_vs_expm_multiply=err,
                    norm_error=norm, peak_gib={k: v / 2 ** 30 for k, v in peak.bytes.items()
                                               if k < g},
