@@ -516,6 +516,32 @@ def _scale_args(p):
                         "(dense, dx = 0.1, dt = 0.02)")
 
 
+class _ScaledOperator:
+    """s H as a scipy LinearOperator (H real symmetric, applied by ``apply``): what
+    expm_multiply needs, its transpose (itself) and adjoint (conj(s) H) included."""
+
+    def __new__(cls, n, s, apply):
+        from scipy.sparse.linalg import LinearOperator
+
+        class Op(LinearOperator):
+            def __init__(self, s):
+                super().__init__(np.complex128, (n, n))
+                self.s = s
+
+            def _matvec(self, v):
+                return self.s * apply(v).ravel()
+
+            def _matmat(self, V):
+                return self.s * apply(V)
+
+            def _transpose(self):
+                return self
+
+            def _adjoint(self):
+                return Op(np.conj(self.s))
+        return Op(s)
+
+
 def _dvr_generator(n, dx=0.1, dt=0.02):
     """The sinc-DVR soft-core H (V = -1/sqrt(x^2 + 2)) as (make, theta, dt, apply, trace):
     the columns of -i dt H built on the current GPU (for Layout.from_columns), a bound on
@@ -559,8 +585,6 @@ def _scale(a):
 
     import re
 
-    from scipy.sparse.linalg import LinearOperator
-
     import mgemm
     from mgemm.dist import Layout
     from mgemm.expm import ExpmMemoryError, fitting_plan, free_bytes, usable
@@ -597,8 +621,7 @@ def _scale(a):
             A_ref = -1j * dt * Hs
         else:
             make, _, dt, apply, trace = _dvr_generator(n)
-            A_ref = LinearOperator((n, n), matvec=lambda v: -1j * dt * apply(v).ravel(),
-                                   matmat=lambda V: -1j * dt * apply(V), dtype=np.complex128)
+            A_ref = _ScaledOperator(n, -1j * dt, apply)
         row = {"n": n, "gpus": g, "generator": a.generator, "largest_named": named,
                "products": plan.products, "path": plan.path,
                "dgemm_1gpu_tflops": dgemm / 1e12}
