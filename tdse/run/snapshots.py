@@ -299,10 +299,15 @@ class SnapshotWriter:
         """Bytes the next flush may allocate: a chunk of each dataset whose next row starts
         a new chunk (snapshots, and the observations written since the last flush), the
         resume arrays the first time each slot is made, and 64 KiB of metadata."""
+        geometry = self.__dict__.setdefault("_geometry", {})   # h5py's properties are slow
+
         def chunks(ds, first, last):  # chunks newly touched by rows first..last
-            rows = ds.chunks[0]
+            if ds.name not in geometry:
+                geometry[ds.name] = (ds.chunks[0], int(np.prod(ds.shape[1:], dtype=np.int64))
+                                     * ds.dtype.itemsize)
+            rows, row = geometry[ds.name]
             n = last // rows - (first - 1) // rows if last >= first else 0
-            return n * rows * int(np.prod(ds.shape[1:], dtype=np.int64)) * ds.dtype.itemsize
+            return n * rows * row
         need = 65536
         for key, arr in (state or {}).items():
             if resume_name(key, self.count + 1) not in self.f:
