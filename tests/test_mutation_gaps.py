@@ -442,3 +442,76 @@ def test_ramp_envelope_and_path_against_their_formulas():
                        rtol=0, atol=1e-15)
     x = path(-1.0, 0.5, 3.0, 0.4, 2.0, 1.0)
     assert float(x) == pytest.approx(-1.0 + 0.5 * math.sin(math.pi / 4) ** 2 * math.sin(3.4), abs=1e-15)
+
+
+# ---------------------------------------------------------------- observables.py survivors
+def test_edge_norm_is_the_norm_in_ten_points_at_each_wall():
+    """edge_norm: sum |psi|^2 dx over the first and the last 10 points (a random psi whose
+    walls differ, so a sign, a power or a point count changes the number)."""
+    from tdse.model.observables import edge_norm
+    rng = np.random.default_rng(3)
+    psi = rng.standard_normal(64) + 1j * rng.standard_normal(64)
+    psi[:10] *= 3.0
+    w = np.abs(psi) ** 2
+    ref = (w[:10].sum() + w[54:].sum()) * 0.07
+    assert edge_norm(psi, 0.07) == pytest.approx(ref, rel=1e-14)
+    assert edge_norm(psi, 0.07, points=3) == pytest.approx((w[:3].sum() + w[61:].sum()) * 0.07,
+                                                            rel=1e-14)
+
+
+def test_node_positions_follow_their_definition():
+    """node_positions against the definition written out here: psi rotated by the phase of
+    its largest point, points at or below eps x max|psi| skipped, a node between successive
+    kept points of opposite real part, by linear interpolation -- for a genuinely complex
+    psi (no global phase makes it real), at the default eps and another."""
+    from tdse.model.observables import node_count, node_positions
+
+    def reference(x, psi, eps):
+        j = max(range(len(psi)), key=lambda i: abs(psi[i]))
+        rot = np.exp(-1j * np.angle(psi[j]))
+        kept = [(x[i], (psi[i] * rot).real) for i in range(len(psi)) if abs(psi[i]) > eps * abs(psi[j])]
+        out = []
+        for (x0, r0), (x1, r1) in zip(kept, kept[1:]):
+            if r0 * r1 < 0:
+                out.append(x0 - r0 * (x1 - x0) / (r1 - r0))
+        return np.array(out)
+    x = np.linspace(-10, 10, 401)
+    psi = np.exp(-x ** 2 / 20) * (np.cos(1.3 * x) + 0.6j * np.sin(0.7 * x + 0.4)) * np.exp(0.9j)
+    for eps in (1e-2, 0.3):
+        ref = reference(x, psi, eps)
+        got = node_positions(x, psi, eps) if eps != 1e-2 else node_positions(x, psi)
+        assert got.size == ref.size > 2 and np.allclose(got, ref, rtol=0, atol=1e-12)
+        assert node_count(x, psi, eps) == ref.size
+    assert node_count(x, psi, 0.3) != node_count(x, psi)      # eps is passed on
+    # a point exactly at the threshold is skipped; a largest |psi| of exactly 1 is a state
+    xs = np.arange(3.0)
+    assert node_positions(xs, np.array([1.0, -0.01, 1.0])).size == 0
+    assert node_positions(xs, np.array([1.0, -0.5, 1.0])).size == 2
+    zero = node_positions(xs, np.zeros(3))
+    assert zero.shape == (0,) and node_count(xs, np.zeros(3)) == 0
+
+
+def test_block_measure_host_row_yield_and_layer_norm(inputs_dir):
+    """BlockMeasure on the host: yield = 1 - norm and layer_norm = sum over the absorbing
+    layers of |psi|^2 dx, per member (members with different absorber widths), against
+    sums written here; a block of one member (a one-value scan) equals that member's row."""
+    from tdse.model.grid import points
+    from tdse.model.observables import BlockMeasure
+    base = tdse.load_config(os.path.join(inputs_dir, "atom_hhg.toml"))
+    configs = [base.with_value("absorber.width", w) for w in (10.0, 25.0)]
+    x = points(base.grid)
+    n, dx = len(x), base.grid.dx
+    rng = np.random.default_rng(8)
+    X = 0.05 * (rng.standard_normal((n, 2)) + 1j * rng.standard_normal((n, 2)))
+    phi = rng.standard_normal((2, 3, n))
+    r = BlockMeasure(configs, x, phi, X, np)(10.0, X)
+    for b, c in enumerate(configs):
+        w = np.abs(X[:, b]) ** 2
+        layer = absorber_profile(c, x) > 0
+        assert 0 < layer.sum() < n
+        assert r["norm"][b] == pytest.approx(w.sum() * dx, rel=1e-13)
+        assert r["yield"][b] == pytest.approx(1.0 - w.sum() * dx, rel=1e-13)
+        assert r["layer_norm"][b] == pytest.approx(w[layer].sum() * dx, rel=1e-13)
+    one = BlockMeasure(configs[:1], x, phi[:1], X[:, :1], np)(10.0, X[:, :1])   # a 1-member block
+    for k, v in one.items():
+        assert np.allclose(np.asarray(v)[0], np.asarray(r[k])[0], rtol=1e-13, atol=0), k
