@@ -515,3 +515,38 @@ def test_block_measure_host_row_yield_and_layer_norm(inputs_dir):
     one = BlockMeasure(configs[:1], x, phi[:1], X[:, :1], np)(10.0, X[:, :1])   # a 1-member block
     for k, v in one.items():
         assert np.allclose(np.asarray(v)[0], np.asarray(r[k])[0], rtol=1e-13, atol=0), k
+
+
+# ---------------------------------------------------------------- snapshots.py survivors
+def test_storage_error_code_and_message_say_the_numbers():
+    """StorageError: ENOSPC exactly when the free space is known and smaller than needed
+    (EIO otherwise, also at needed == free), and the message names both sizes in KiB (or ?)."""
+    import errno
+    from tdse.run.snapshots import StorageError
+    e = StorageError("r.h5", 3, 5 * 2 ** 20, 2 ** 20, "disk full")
+    assert e.errno == errno.ENOSPC
+    assert "about 5120 KiB, 1024 KiB free" in e.strerror and "holds 3 whole snapshots" in e.strerror
+    assert StorageError("r.h5", 3, 2 ** 20, 2 ** 20, "x").errno == errno.EIO
+    u = StorageError("r.h5", 1, 3 * 2 ** 10, None, "I/O error")
+    assert u.errno == errno.EIO and "about 3 KiB, ? KiB free" in u.strerror
+
+
+def test_resume_state_of_a_file_without_the_counting_attributes(tmp_path, inputs_dir):
+    """resume_state reads a run file whose writer left out ``complete`` and
+    ``snapshots_complete`` (an older or interrupted writer): it resumes from the rows the
+    snapshot datasets hold; a file marked complete is refused."""
+    import h5py
+    from tdse import config as cfgmod
+    from tdse.run.driver import run
+    from tdse.run.snapshots import NotOurFile, resume_state
+    cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml")).with_value(
+        "propagator.time_error", "none")
+    path = run(cfg, str(tmp_path), backend="numpy").path
+    with pytest.raises(NotOurFile, match="already complete"):
+        resume_state(path)
+    with h5py.File(path, "r+") as f:
+        rows = f["snapshots/step"].shape[0]
+        last = int(f["snapshots/step"][-1])
+        del f.attrs["complete"], f.attrs["snapshots_complete"]
+    s = resume_state(path)
+    assert s["count"] == rows > 1 and s["step"] == last
