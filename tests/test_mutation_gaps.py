@@ -550,3 +550,28 @@ def test_resume_state_of_a_file_without_the_counting_attributes(tmp_path, inputs
         del f.attrs["complete"], f.attrs["snapshots_complete"]
     s = resume_state(path)
     assert s["count"] == rows > 1 and s["step"] == last
+
+
+def test_the_in_memory_writer_returns_what_the_file_reader_does(tmp_path, inputs_dir):
+    """tdse.simulate without a file (MemoryWriter) against the same run written and read
+    back (SnapshotWriter + read): the same datasets with the same values, the same
+    attributes (the file adds ``created``), equal where they are not timings."""
+    from tdse import config as cfgmod
+    from tdse.api import simulate
+    from tdse.run.driver import run
+    from tdse.run.snapshots import read
+    cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml")).with_value(
+        "propagator.time_error", "none")
+    mem = simulate(cfg, backend="numpy").arrays()
+    disk = read(run(cfg, str(tmp_path), backend="numpy").path)
+    assert set(mem) == set(disk)
+    for k in mem:
+        if k != "attrs":
+            a, b = np.asarray(mem[k]), np.asarray(disk[k])
+            assert a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"), k
+    assert set(disk["attrs"]) - set(mem["attrs"]) == {"created"}
+    assert set(mem["attrs"]) <= set(disk["attrs"])
+    for k in ("format", "version", "units", "input_toml", "effective_toml", "name", "complete",
+              "snapshots_complete", "observables_complete", "method", "scheme", "steps"):
+        assert str(mem["attrs"][k]) == str(disk["attrs"][k]), k
+    assert bool(mem["attrs"]["complete"]) and mem["attrs"]["snapshots_complete"] == len(mem["snapshots/t"]) > 1
