@@ -40,6 +40,11 @@ __all__ = ["available", "GraphStep", "CHUNK"]
 #: steps whose scalars are planned at once on the host (vectorised)
 CHUNK = 64
 
+#: the one-kernel exponential (:data:`_CHAIN`): warps a block, and the largest shared
+#: memory for x (16 N bytes: N <= 3072)
+CHAIN_WARPS = int(os.environ.get("TDSE_CHAIN_WARPS", "8"))
+CHAIN_SMEM = 48 * 1024
+
 _BAND = r"""
 int row = i / nb;
 T acc = T(0);
@@ -95,6 +100,113 @@ extern "C" __global__ void tdse_gemv_term(const double* T, const complex<double>
 }
 """
 
+#: a whole exponential of one member with the DVR's dense T in one cooperative kernel
+#: (#27): the row's potential (DEVICE_V), the absorber mask, every Chebyshev term (the
+#: operations of :data:`_GEMV_TERM`, a warp per row, x staged in shared memory) and the
+#: phase, with a grid-wide barrier between terms instead of a kernel boundary.  The input X
+#: and the output must be different buffers; W0..W2 rotate as in GraphStep._body.
+_CHAIN = r"""
+#include <cupy/complex.cuh>
+__device__ __forceinline__ double tdse_chain_v(int i, double x, const double* P, const double* Q,
+        int hdr, int base, int nt, int nc, int nb, int field) {
+    double d;
+%(v)s
+    return d;
+}
+
+__device__ __forceinline__ void tdse_grid_sync(unsigned int* bar) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        volatile unsigned int* gen = bar + 1;
+        unsigned int g = *gen;
+        __threadfence();
+        if (atomicAdd(bar, 1u) == gridDim.x - 1) {
+            atomicExch(bar, 0u);
+            __threadfence();
+            atomicAdd(bar + 1, 1u);
+        } else {
+            while (*gen == g) { }
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+extern "C" __global__ void tdse_cheb_chain(const double* T, const complex<double>* X,
+        const double* m, const double* xg, const double* P, const double* Q, int hdr, int base,
+        int nt, int nc, int field, const complex<double>* A, int ia, int K,
+        complex<double>* W0, complex<double>* W1, complex<double>* W2, complex<double>* acc,
+        double* d, complex<double>* out, int n, unsigned int* bar) {
+    extern __shared__ double2 xs[];
+    const int lane = threadIdx.x & 31;
+    const int nw = gridDim.x * (blockDim.x >> 5);
+    const int w0 = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const double k = P[hdr + 2];
+    complex<double>* W[3] = {W0, W1, W2};
+    if (lane == 0)
+        for (int row = w0; row < n; row += nw)
+            d[row] = tdse_chain_v(row, xg[row], P, Q, hdr, base, nt, nc, 1, field);
+    const int last = K < 1 ? 1 : K;
+    for (int kk = 1; kk <= last; ++kk) {
+        if (kk > 1) tdse_grid_sync(bar);
+        const complex<double>* x = kk == 1 ? X : W[(kk - 2) %% 3];
+        if (kk == 1 && m) {
+            for (int j = threadIdx.x; j < n; j += blockDim.x) {
+                complex<double> v = X[j] * m[j];
+                xs[j] = make_double2(v.real(), v.imag());
+            }
+        } else {
+            for (int j = threadIdx.x; j < n; j += blockDim.x)
+                xs[j] = __ldcg(reinterpret_cast<const double2*>(x) + j);
+        }
+        __syncthreads();
+        complex<double>* z = W[(kk - 1) %% 3];
+        for (int row = w0; row < n; row += nw) {
+            const double* t = T + (size_t)row * n;
+            double re = 0.0, im = 0.0;
+            for (int j = lane; j < n; j += 32) {
+                double w = t[j];
+                double2 v = xs[j];
+                re += w * v.x;
+                im += w * v.y;
+            }
+            for (int off = 16; off > 0; off >>= 1) {
+                re += __shfl_down_sync(0xffffffff, re, off);
+                im += __shfl_down_sync(0xffffffff, im, off);
+            }
+            if (lane == 0) {
+                complex<double> g(re, im);
+                complex<double> xi(xs[row].x, xs[row].y);
+                if (kk == 1) {
+                    complex<double> cur = (g * k + xi * d[row]) * 0.5;
+                    z[row] = cur;
+                    complex<double> y = A[ia] * xi;
+                    y += A[ia + 1] * cur;
+                    acc[row] = y;
+                } else {
+                    complex<double> p;
+                    if (kk == 2) {
+                        p = m ? X[row] * m[row] : X[row];
+                    } else {
+                        double2 q = __ldcg(reinterpret_cast<const double2*>(W[(kk - 3) %% 3]) + row);
+                        p = complex<double>(q.x, q.y);
+                    }
+                    complex<double> zz = g * k + xi * d[row] - p;
+                    z[row] = zz;
+                    acc[row] += A[ia + kk] * zz;
+                }
+                if (kk == last) {
+                    complex<double> o = acc[row] * A[ia + K + 1];
+                    if (m) o = o * m[row];
+                    out[row] = o;
+                }
+            }
+        }
+        __syncthreads();
+    }
+}
+"""
+
 _KERNELS = None
 
 
@@ -102,7 +214,7 @@ def _kernels(cp):
     global _KERNELS
     if _KERNELS is None:
         E = cp.ElementwiseKernel
-        from ..model.potential import device_kernels
+        from ..model.potential import DEVICE_V, device_kernels
         _KERNELS = {
             "diag": device_kernels(cp)["v"],
             "band": E("raw T X, float64 d0, float64 d1, float64 d2, int32 n, int32 nb", "T g",
@@ -115,6 +227,7 @@ def _kernels(cp):
                        "T z, T acc", "z = g * P[ik] + x * d - p; acc += A[ia] * z", "tdse_graph_recur"),
             "final": E("T y, raw T A, int32 ia", "T out", "out = y * A[ia]", "tdse_graph_final"),
             "gemv_term": cp.RawKernel(_GEMV_TERM, "tdse_gemv_term"),
+            "chain": cp.RawKernel(_CHAIN % {"v": DEVICE_V}, "tdse_cheb_chain"),
             "final_mask": E("T y, raw T A, int32 ia, float64 m", "T out", "out = y * A[ia]; out = out * m",
                             "tdse_graph_final_mask"),
         }
@@ -300,6 +413,15 @@ class GraphStep:
         # GEMM or the stencil kernel, then the recurrence's pass); TDSE_FUSED_GEMV=0 turns it off
         self.fused = B == 1 and self.T is not None and os.environ.get("TDSE_FUSED_GEMV", "1") != "0"
         self.masks = {s: stepper._mask(s) for s, _ in self.rows} if stepper.W is not None else {}
+        # ... and, where x fits in a block's shared memory, a whole exponential is one
+        # cooperative kernel (:data:`_CHAIN`; TDSE_CHEB_CHAIN=0 turns it off)
+        self.chain = (self.fused and 16 * n <= CHAIN_SMEM
+                      and os.environ.get("TDSE_CHEB_CHAIN", "1") != "0")
+        if self.chain:
+            sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+            self.chain_grid = (min(-(-n // CHAIN_WARPS), sms),)
+            self.bar = cp.zeros(2, dtype=np.uint32)
+            self.coop = True        # a cooperative launch (all blocks resident, or an error)
         self.graphs = {}
         self.one, self.zero = np.array(1.0), np.array(0.0)
 
@@ -324,11 +446,29 @@ class GraphStep:
                             (self.T, x, self.d, p, self.P, np.int32(ik), self.A, np.int32(ia), z,
                              self.Y, np.int32(n), np.int32(first)))
 
+    def _chain(self, X, mask, h, ia, K, out):
+        """One exponential of one member by the cooperative kernel :data:`_CHAIN`."""
+        null = np.uint64(0)
+        self.k["chain"](self.chain_grid, (32 * CHAIN_WARPS,),
+                        (self.T, X, null if mask is None else mask, self.x, self.P, self.Q,
+                         np.int32(h), np.int32(self.base), np.int32(self.nt), np.int32(self.C),
+                         np.int32(int(self.st.potential.has_field)), self.A, np.int32(ia),
+                         np.int32(K), *self.work, self.Y, self.d, out, np.int32(self.n), self.bar),
+                        shared_mem=16 * self.n, enable_cooperative_groups=self.coop)
+
     def _body(self, pattern):
         """The step's kernels for a pattern of term counts (run eagerly or under capture)."""
         k = self.k
         X = self.Xin
         ia = 0
+        if self.chain:                       # an exponential a kernel, Xin and Xw in turn
+            for e, (s, _row) in enumerate(self.rows):
+                out = self.Xw if X is self.Xin else self.Xin
+                self._chain(X, self.masks.get(s), e * self.seg, ia, pattern[e], out)
+                X = out
+                ia += pattern[e] + 2
+            self.result = X
+            return
         for e, (s, _row) in enumerate(self.rows):
             K = pattern[e]
             h = e * self.seg
@@ -360,14 +500,29 @@ class GraphStep:
                 k["final"](self.Y, self.A, ia + K + 1, out)
             X = out
             ia += K + 2
+        self.result = X
 
     def _graph(self, pattern):
         if pattern not in self.graphs:
             cp = self.cp
-            from cupy_backends.cuda.libs import cublas
-            cp.cuda.Device().synchronize()
-            s = cp.cuda.Stream(non_blocking=True)
-            h = cp.cuda.device.get_cublas_handle()
+            try:
+                self.graphs[pattern] = self._capture(pattern)
+            except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError):
+                if not (self.chain and self.coop):
+                    raise
+                # this CUDA cannot capture a cooperative launch: a plain one (its grid is at
+                # most one block an SM, so every block is resident once earlier work ends)
+                self.coop = False
+                self.graphs[pattern] = self._capture(pattern)
+        return self.graphs[pattern]
+
+    def _capture(self, pattern):
+        cp = self.cp
+        from cupy_backends.cuda.libs import cublas
+        cp.cuda.Device().synchronize()
+        s = cp.cuda.Stream(non_blocking=True)
+        h = cp.cuda.device.get_cublas_handle()
+        try:
             with s:
                 cublas.setStream(h, s.ptr)
                 s.begin_capture()
@@ -375,9 +530,9 @@ class GraphStep:
                     self._body(pattern)
                 finally:
                     graph = s.end_capture()
+        finally:
             cublas.setStream(h, cp.cuda.get_current_stream().ptr)
-            self.graphs[pattern] = graph
-        return self.graphs[pattern]
+        return graph
 
     def step(self, X, j):
         ch = self._chunk
@@ -410,8 +565,9 @@ class GraphStep:
         # the step's kernel nodes: per exponential the potential, [mask], the first term's
         # product and pass, (product, pass) per further term, the phase [and mask]
         per_term = 1 if self.fused else 2
-        self.nodes_per_step = sum(2 + per_term * K + (1 if self.masks else 0) for K in pattern)
-        return self.Xin.copy()
+        self.nodes_per_step = (len(pattern) if self.chain else
+                               sum(2 + per_term * K + (1 if self.masks else 0) for K in pattern))
+        return self.result.copy()
 
     def _warm(self, pattern):
         """Run the body once eagerly on a copy of the buffers (kernels compile here, not
