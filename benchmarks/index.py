@@ -265,6 +265,16 @@ def _small_n(d):
                    f"{'--' if r.get('auto_over_best') is None else format(r['auto_over_best'], '.2f')} | "
                    f"{'--' if diff is None else format(diff, '.1e')} | "
                    f"{format(r['dynamiqs_max_diff'], '.1e') if 'dynamiqs_max_diff' in r else '--'} |")
+    s = d.get("single_run")
+    if s:
+        dq = f"{s['dynamiqs_s']:.2f} s" if "dynamiqs_s" in s else "--"
+        out += ["", f"{s['input']} itself (N = {s['n']}, {s['steps']} steps, {s['method']}), bare stepping:",
+                "", "| GPU, an exponential a kernel | GPU, a kernel a term | CPU (threads) | dynamiqs (no absorber) | chain vs terms | GPU vs CPU |",
+                "| --- | --- | --- | --- | --- | --- |",
+                f"| {s['gpu_chain_s']:.3f} s ({s['gpu_chain_nodes_per_step']} nodes) | "
+                f"{s['gpu_terms_s']:.3f} s ({s['gpu_terms_nodes_per_step']} nodes) | "
+                f"{s['cpu_s']:.2f} s ({s['cpu_threads']}) | {dq} | {s['chain_vs_terms_max_diff']:.1e} | "
+                f"{s['gpu_vs_cpu_max_diff']:.1e} |"]
     return out
 
 

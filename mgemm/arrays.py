@@ -64,7 +64,7 @@ class PinnedUpload:
     def __init__(self, cp, ring=None):
         self.cp, self.size, self.slot = cp, 0, 0
         self.ring = ring or self.RING
-        self.host, self.events, self.dev = [], [], None
+        self.host, self.events, self.recorded, self.dev = [], [], [], None
 
     def __call__(self, values):
         import cupyx
@@ -74,16 +74,16 @@ class PinnedUpload:
             cp.cuda.get_current_stream().synchronize()     # no copy in flight reads the old ring
             self.size = max(values.size, 2 * self.size)
             self.host = [cupyx.empty_pinned(self.size, dtype=values.dtype) for _ in range(self.ring)]
-            self.events = [None] * self.ring
+            self.events = [cp.cuda.Event() for _ in range(self.ring)]
+            self.recorded = [False] * self.ring
             self.dev = cp.empty(self.size, dtype=values.dtype)
         k = self.slot
-        if self.events[k] is not None:
+        if self.recorded[k]:
             self.events[k].synchronize()
         self.host[k][:values.size] = values
         self.dev.data.copy_from_host_async(self.host[k].ctypes.data, values.nbytes)
-        ev = cp.cuda.Event()
-        ev.record()
-        self.events[k] = ev
+        self.events[k].record()              # one event a slot, recorded again each use
+        self.recorded[k] = True
         self.slot = (k + 1) % self.ring
         return self.dev[:values.size]
 

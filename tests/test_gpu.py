@@ -587,6 +587,44 @@ def test_graph_step_equals_the_launched_step(name, stencil, scheme, sets):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("name,scheme,n,reg", [
+    ("atom_hhg.toml", "cfm4", None, "1"),          # field, absorber masks; T's rows in registers
+    ("atom_hhg.toml", "cfm4", None, "0"),          # the same, T read from L2 every term
+    ("h2plus_moving.toml", "cfm4", 700, "1"),      # moving centres, no field
+    ("h2plus_moving.toml", "midpoint", 1500, "1"),  # one exponential; N > 1024: T from L2
+])
+def test_one_kernel_exponential_equals_a_kernel_a_term(name, scheme, n, reg, monkeypatch):
+    """#27: a whole exponential of one DVR member as one cooperative kernel (graphs._CHAIN,
+    a grid barrier between Chebyshev terms) against the graph of a kernel a term it replaces:
+    the same operations in the same order, so psi after 40 steps agrees to 1e-15 of its
+    scale (FMA contraction is the only freedom), with the same Chebyshev work counted."""
+    from tdse.model.grid import points
+    from tdse.model import states
+    from tdse.numerics.stepper import BatchStepper
+    cfg = _batch_case(name, 3.0, ("grid.stencil", ["dvr"]))[0].with_value("propagator.scheme", scheme)
+    if n:
+        cfg = cfg.with_value("grid.dx", (cfg.grid.x_max - cfg.grid.x_min) / n)
+    x = points(cfg.grid)
+    rng = np.random.default_rng(5)
+    X0 = states.initial_state(cfg, x, states.eigenstates(cfg, 0.0, 1)[1])[:, None]
+    X0 = X0 + 0.01 * (rng.standard_normal(X0.shape) + 1j * rng.standard_normal(X0.shape))
+    monkeypatch.setenv("TDSE_CHAIN_REG", reg)
+    runs = {}
+    for chain in ("1", "0"):
+        monkeypatch.setenv("TDSE_CHEB_CHAIN", chain)
+        st = BatchStepper([cfg], cp)
+        X = cp.asarray(X0)
+        for j in range(40):
+            X = st.step(X, j)
+        runs[chain] = (cp.asnumpy(X), st.cheb_terms, st._graph)
+    (a, ka, g), (b, kb, g0) = runs["1"], runs["0"]
+    assert g.chain and not g0.chain
+    assert g.chain_kernel == ("tdse_cheb_chain_reg" if reg == "1" and cfg.grid.n <= 1024 else "tdse_cheb_chain")
+    assert ka == kb
+    assert np.abs(a - b).max() <= 1e-15 * np.abs(b).max()
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("name,sets,t", [
     ("atom_hhg.toml", ("field.E0", [0.02, 0.05, 0.08]), 123.4),      # field and absorbing layers
     ("h2plus_moving.toml", ("potential.centres.amplitude", [0.1, 0.3]), 0.77),   # moving centres

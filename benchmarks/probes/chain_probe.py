@@ -11,11 +11,13 @@ import numpy as np
 import tdse
 from tdse.numerics import graphs
 
-name = sys.argv[1] if len(sys.argv) > 1 else "inputs/atom_hhg.toml"
+args = [v for v in sys.argv[1:] if not v.startswith("--")]
+name = args[0] if args else "inputs/atom_hhg.toml"
 cfg = tdse.load_config(name).with_value("propagator.time_error", "none")
 plan = tdse.prepare(cfg, backend="cupy", check_resolution=False)
+reg = os.environ.get("TDSE_CHAIN_REG", "1")
 print(f"{name}: N = {cfg.grid.n}, {cfg.time.steps} steps, method {plan.config.propagator.method}, "
-      f"chain warps {graphs.CHAIN_WARPS}")
+      f"chain warps {graphs.CHAIN_WARPS}, registers {reg}")
 finals = {}
 for chain in ("1", "0", "1"):
     os.environ["TDSE_CHEB_CHAIN"] = chain
@@ -37,6 +39,20 @@ for chain in ("1", "0", "1"):
     rep = time.perf_counter() - t0
     print(f"chain {chain} (coop {getattr(g, 'coop', None)}, grid {getattr(g, 'chain_grid', None)}): "
           f"bare {bare:.3f} s ({1e3 * bare / cfg.time.steps:.4f} ms a step), replayed "
-          f"{rep:.4f} ms a step, {g.nodes_per_step} nodes, {len(g.graphs)} graphs", flush=True)
+          f"{rep:.4f} ms a step, {getattr(g, 'chain_kernel', None)}, {g.nodes_per_step} nodes, {len(g.graphs)} graphs", flush=True)
 ref = finals["0"]
 print("max |psi_chain - psi_terms| / max|psi| =", np.abs(finals["1"] - ref).max() / np.abs(ref).max())
+
+if "--after-jax" in sys.argv:      # the same stepping once JAX holds the GPU beside CuPy
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    import jax.numpy as jnp
+    (jnp.ones((500, 500)) @ jnp.ones(500)).block_until_ready()
+    os.environ["TDSE_CHEB_CHAIN"] = "1"
+    for _ in range(2):
+        st = plan.stepper()
+        tdse.evolve(plan, cp.asarray(plan.psi0), stop=5, stepper=st)
+        cp.cuda.Device().synchronize()
+        t0 = time.perf_counter()
+        tdse.evolve(plan, cp.asarray(plan.psi0), stepper=st)
+        cp.cuda.Device().synchronize()
+        print(f"after JAX: chain bare {time.perf_counter() - t0:.3f} s", flush=True)

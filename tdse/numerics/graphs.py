@@ -44,6 +44,8 @@ CHUNK = 64
 #: memory for x (16 N bytes: N <= 3072)
 CHAIN_WARPS = int(os.environ.get("TDSE_CHAIN_WARPS", "8"))
 CHAIN_SMEM = 48 * 1024
+#: T's row in registers (tdse_cheb_chain_reg): up to 32 CHAIN_REG columns, one row a warp
+CHAIN_REG = 32
 
 _BAND = r"""
 int row = i / nb;
@@ -164,6 +166,7 @@ extern "C" __global__ void tdse_cheb_chain(const double* T, const complex<double
         for (int row = w0; row < n; row += nw) {
             const double* t = T + (size_t)row * n;
             double re = 0.0, im = 0.0;
+#pragma unroll 4
             for (int j = lane; j < n; j += 32) {
                 double w = t[j];
                 double2 v = xs[j];
@@ -205,6 +208,86 @@ extern "C" __global__ void tdse_cheb_chain(const double* T, const complex<double
         __syncthreads();
     }
 }
+
+/* The same for N <= 32 CHAIN_REG (one row a warp): the row of T is held in registers and
+   the row's d, previous term and sum in lane 0's registers across the terms, so a term
+   reads only x from L2 (summation order and operations as above). */
+extern "C" __global__ void tdse_cheb_chain_reg(const double* T, const complex<double>* X,
+        const double* m, const double* xg, const double* P, const double* Q, int hdr, int base,
+        int nt, int nc, int field, const complex<double>* A, int ia, int K,
+        complex<double>* W0, complex<double>* W1, complex<double>* W2, complex<double>* acc,
+        double* d, complex<double>* out, int n, unsigned int* bar) {
+    extern __shared__ double2 xs[];
+    const int lane = threadIdx.x & 31;
+    const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const bool own = row < n;
+    const double k = P[hdr + 2];
+    complex<double>* W[3] = {W0, W1, W2};
+    double t[%(reg)d];
+    if (own) {
+        const double* tr = T + (size_t)row * n;
+#pragma unroll
+        for (int q = 0; q < %(reg)d; ++q) {
+            int j = lane + 32 * q;
+            t[q] = j < n ? tr[j] : 0.0;
+        }
+    }
+    double dr = 0.0;
+    complex<double> pr, ar;
+    if (own && lane == 0) dr = tdse_chain_v(row, xg[row], P, Q, hdr, base, nt, nc, 1, field);
+    const int last = K < 1 ? 1 : K;
+    for (int kk = 1; kk <= last; ++kk) {
+        if (kk > 1) tdse_grid_sync(bar);
+        if (kk == 1 && m) {
+            for (int j = threadIdx.x; j < n; j += blockDim.x) {
+                complex<double> v = X[j] * m[j];
+                xs[j] = make_double2(v.real(), v.imag());
+            }
+        } else {
+            const complex<double>* x = kk == 1 ? X : W[(kk - 2) %% 3];
+            for (int j = threadIdx.x; j < n; j += blockDim.x)
+                xs[j] = __ldcg(reinterpret_cast<const double2*>(x) + j);
+        }
+        __syncthreads();
+        if (own) {
+            double re = 0.0, im = 0.0;
+#pragma unroll
+            for (int q = 0; q < %(reg)d; ++q) {
+                int j = lane + 32 * q;
+                if (j < n) {
+                    double2 v = xs[j];
+                    re += t[q] * v.x;
+                    im += t[q] * v.y;
+                }
+            }
+            for (int off = 16; off > 0; off >>= 1) {
+                re += __shfl_down_sync(0xffffffff, re, off);
+                im += __shfl_down_sync(0xffffffff, im, off);
+            }
+            if (lane == 0) {
+                complex<double> g(re, im);
+                complex<double> xi(xs[row].x, xs[row].y);
+                complex<double>* z = W[(kk - 1) %% 3];
+                if (kk == 1) {
+                    complex<double> cur = (g * k + xi * dr) * 0.5;
+                    z[row] = cur;
+                    ar = A[ia] * xi;
+                    ar += A[ia + 1] * cur;
+                } else {
+                    complex<double> zz = g * k + xi * dr - pr;
+                    z[row] = zz;
+                    ar += A[ia + kk] * zz;
+                }
+                pr = xi;
+                if (kk == last) {
+                    complex<double> o = ar * A[ia + K + 1];
+                    if (m) o = o * m[row];
+                    out[row] = o;
+                }
+            }
+        }
+    }
+}
 """
 
 _KERNELS = None
@@ -227,10 +310,13 @@ def _kernels(cp):
                        "T z, T acc", "z = g * P[ik] + x * d - p; acc += A[ia] * z", "tdse_graph_recur"),
             "final": E("T y, raw T A, int32 ia", "T out", "out = y * A[ia]", "tdse_graph_final"),
             "gemv_term": cp.RawKernel(_GEMV_TERM, "tdse_gemv_term"),
-            "chain": cp.RawKernel(_CHAIN % {"v": DEVICE_V}, "tdse_cheb_chain"),
-            "final_mask": E("T y, raw T A, int32 ia, float64 m", "T out", "out = y * A[ia]; out = out * m",
-                            "tdse_graph_final_mask"),
         }
+        src = _CHAIN % {"v": DEVICE_V, "reg": CHAIN_REG}
+        for name in ("tdse_cheb_chain", "tdse_cheb_chain_reg"):
+            for coop in (True, False):
+                _KERNELS[name, coop] = cp.RawKernel(src, name, enable_cooperative_groups=coop)
+        _KERNELS["final_mask"] = E("T y, raw T A, int32 ia, float64 m", "T out",
+                                   "out = y * A[ia]; out = out * m", "tdse_graph_final_mask")
     return _KERNELS
 
 
@@ -305,28 +391,36 @@ class Planner:
         if (r == 0.0).any():
             return None
         R = dt * r
-        K = np.empty((CHUNK, E), dtype=int)
-        for i in range(CHUNK):
-            for e in range(E):
-                K[i, e] = self._terms(R[i, e], e)
+        K = self._terms_many(R)
         k = np.arange(K.max() + 1)
         coef = scipy.special.jv(k[None, None, :], R[:, :, None]) * (-1j) ** k
         coef[..., 1:] *= 2.0
         phase = np.exp(-1j * dt * c)
         sizes = (K + 2).sum(axis=1)
         A = np.zeros((CHUNK, sizes.max()), dtype=np.complex128)
-        for i in range(CHUNK):
-            o = 0
-            for e in range(E):
-                A[i, o:o + K[i, e] + 1] = coef[i, e, :K[i, e] + 1]
-                A[i, o + K[i, e] + 1] = phase[i, e]
-                o += K[i, e] + 2
+        # per step, per exponential: its K + 1 coefficients, then its phase
+        offs = np.concatenate([np.zeros((CHUNK, 1), dtype=int), np.cumsum(K + 2, axis=1)[:, :-1]], axis=1)
+        steps = np.broadcast_to(np.arange(CHUNK)[:, None], (CHUNK, k.size))
+        for e in range(E):
+            used = k[None, :] <= K[:, e:e + 1]
+            A[steps[used], (offs[:, e:e + 1] + k[None, :])[used]] = coef[:, e, :][used]
+            A[np.arange(CHUNK), offs[:, e] + K[:, e] + 1] = phase[:, e]
         alpha = 2.0 / r
         heads = [np.concatenate([alpha[:, e:e + 1], c[:, e:e + 1], (alpha[:, e] * s)[:, None],
                                  np.broadcast_to(np.asarray(row, dtype=float), (CHUNK, self.nt))], axis=1)
                  for e, (s, row) in enumerate(self.rows)]
         P = np.concatenate(heads + [st.potential.blocks_many(times)], axis=1)
         return j0, [tuple(row) for row in K], P, A, sizes
+
+    def _terms_many(self, R):
+        """(steps, E) term counts: :meth:`_terms` of each R, those inside an interval met
+        before looked up at once (the same K: terms(R) is a function of R alone)."""
+        K = np.zeros(R.shape, dtype=int)
+        for k, (a, b) in self._intervals.items():
+            K[(a * (1 + 1e-9) < R) & (R < b * (1 - 1e-9))] = k
+        for i, e in zip(*np.nonzero(K == 0)):
+            K[i, e] = self._terms(R[i, e], e)
+        return K
 
     def _terms(self, R, e):
         """chebyshev.terms(R, tol): from the R-interval of a K met before (the bound rises
@@ -404,7 +498,7 @@ class GraphStep:
         # populations, a file write -- then overlaps the queued steps instead of idling it)
         self.up = PinnedUpload(cp, ring=RUN_AHEAD)
         self.up(np.zeros(len(self.rows) * self.seg + self.nt * B * (1 + self.C) + 2 + 2 * 512))
-        self.P = self.A = self._row = None
+        self.P = self.A = self._row = self._dev = None
         buf = lambda: cp.zeros((n, B), dtype=np.complex128)  # noqa: E731
         self.Xin, self.Xw, self.kin, self.Y = buf(), buf(), buf(), buf()
         self.work = [buf(), buf(), buf()]
@@ -420,6 +514,11 @@ class GraphStep:
         if self.chain:
             sms = cp.cuda.Device().attributes["MultiProcessorCount"]
             self.chain_grid = (min(-(-n // CHAIN_WARPS), sms),)
+            # T's rows held in registers where every row has its own warp
+            self.chain_kernel = ("tdse_cheb_chain_reg" if n <= 32 * CHAIN_REG
+                                 and -(-n // CHAIN_WARPS) <= sms else "tdse_cheb_chain")
+            if os.environ.get("TDSE_CHAIN_REG", "1") == "0":
+                self.chain_kernel = "tdse_cheb_chain"
             self.bar = cp.zeros(2, dtype=np.uint32)
             self.coop = True        # a cooperative launch (all blocks resident, or an error)
         self.graphs = {}
@@ -449,12 +548,12 @@ class GraphStep:
     def _chain(self, X, mask, h, ia, K, out):
         """One exponential of one member by the cooperative kernel :data:`_CHAIN`."""
         null = np.uint64(0)
-        self.k["chain"](self.chain_grid, (32 * CHAIN_WARPS,),
+        self.k[self.chain_kernel, self.coop](self.chain_grid, (32 * CHAIN_WARPS,),
                         (self.T, X, null if mask is None else mask, self.x, self.P, self.Q,
                          np.int32(h), np.int32(self.base), np.int32(self.nt), np.int32(self.C),
                          np.int32(int(self.st.potential.has_field)), self.A, np.int32(ia),
                          np.int32(K), *self.work, self.Y, self.d, out, np.int32(self.n), self.bar),
-                        shared_mem=16 * self.n, enable_cooperative_groups=self.coop)
+                        shared_mem=16 * self.n)
 
     def _body(self, pattern):
         """The step's kernels for a pattern of term counts (run eagerly or under capture)."""
@@ -543,31 +642,38 @@ class GraphStep:
         j0, patterns, Ps, As, sizes = ch
         i = j - j0
         pattern = patterns[i]
-        self.cp.copyto(self.Xin, X)
+        if X.flags.c_contiguous and X.dtype == self.Xin.dtype and X.shape == self.Xin.shape:
+            self.Xin.data.copy_from_device_async(X.data, X.nbytes)   # a memcpy, no kernel
+        else:
+            self.cp.copyto(self.Xin, X)
         n_p = Ps.shape[1] + Ps.shape[1] % 2             # the coefficients 16-byte aligned
         row = self._row
         if row is None or row.size < n_p + 2 * As.shape[1]:
             row = self._row = np.zeros(n_p + 2 * max(As.shape[1], 512))
         row[:Ps.shape[1]] = Ps[i]
         row[n_p:n_p + 2 * sizes[i]] = As[i, :sizes[i]].view(np.float64)
-        D = self.up(row[:n_p + 2 * sizes[i]])           # one upload a step
-        moved = self.P is not None and D.data.ptr != self.P.data.ptr
-        if moved or self.P is None or self.P.size != Ps.shape[1]:
-            self.graphs.clear()              # a buffer moved: the graphs read the old one
-        first = self.P is None
-        self.P = D[:Ps.shape[1]]
-        self.A = self.up.dev[n_p:n_p + 2 * ((self.up.dev.size - n_p) // 2)].view(np.complex128)
-        if first:                            # compile every kernel outside any capture
-            self._warm(pattern)
+        self.up(row[:n_p + 2 * sizes[i]])               # one upload a step
+        dev = self.up.dev
+        if self.P is None or dev.data.ptr != self._dev or self.P.size != Ps.shape[1]:
+            if self.P is not None:
+                self.graphs.clear()          # a buffer moved: the graphs read the old one
+            first = self.P is None
+            self._dev = dev.data.ptr
+            self.P = dev[:Ps.shape[1]]
+            self.A = dev[n_p:n_p + 2 * ((dev.size - n_p) // 2)].view(np.complex128)
+            if first:                        # compile every kernel outside any capture
+                self._warm(pattern)
         self._graph(pattern).launch()
         self.exponentials += len(pattern)
-        self.cheb_terms += sum(pattern)
-        # the step's kernel nodes: per exponential the potential, [mask], the first term's
-        # product and pass, (product, pass) per further term, the phase [and mask]
-        per_term = 1 if self.fused else 2
-        self.nodes_per_step = (len(pattern) if self.chain else
-                               sum(2 + per_term * K + (1 if self.masks else 0) for K in pattern))
-        return self.result.copy()
+        K = sum(pattern)
+        self.cheb_terms += K
+        # the step's kernel nodes: an exponential a node (chain); else per exponential the
+        # potential, [mask], a fused term or (product, pass) per term, the phase [and mask]
+        self.nodes_per_step = (len(pattern) if self.chain else (1 if self.fused else 2) * K
+                               + len(pattern) * (2 + (1 if self.masks else 0)))
+        out = self.cp.empty_like(self.result)
+        out.data.copy_from_device_async(self.result.data, out.nbytes)
+        return out
 
     def _warm(self, pattern):
         """Run the body once eagerly on a copy of the buffers (kernels compile here, not
