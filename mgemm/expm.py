@@ -35,8 +35,8 @@ from .formulas import FORMULAS, powers, ps
 from .gemm import gemm
 from .plan import ExpmPlan, plan_expm
 
-__all__ = ["expm", "expm_plan_for", "ExpmMemoryError", "memory_bytes", "peak_matrices",
-           "fitting_plan"]
+__all__ = ["expm", "expm_plan_for", "evaluate", "ExpmMemoryError", "memory_bytes",
+           "peak_matrices", "fitting_plan"]
 
 
 def _banded(A) -> bool:
@@ -214,6 +214,15 @@ def _evaluate(xp, mm, M, plan):
     for _ in range(plan.squarings):
         U = mm(U, U)
     return U
+
+
+def evaluate(xp, mm, M, plan):
+    """exp of ``M`` by ``plan`` with the products ``mm(X, Y, C=None, alpha=1.0, beta=0.0)``
+    (alpha X Y + beta C) and ``xp``'s element-wise operations: for a caller that brings
+    its own products (tdse's CUDA-graph step calls cuBLAS directly under stream capture).
+    ``M`` is A - mu I, or the real B of A - mu I = iB for ``plan.path == 'split'``; no
+    shift factor e^mu, no memory check."""
+    return _evaluate(xp, mm, M, plan)
 
 
 def _complex(c, s):

@@ -625,6 +625,34 @@ def test_one_kernel_exponential_equals_a_kernel_a_term(name, scheme, n, reg, mon
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("name,stencil,t_end", [
+    ("h2plus_moving.toml", "dvr", 0.4),       # moving centres, the main job's numerics
+    ("h2plus_moving.toml", 3, 0.4),
+    ("atom_hhg.toml", "dvr", 6.0),            # a field (the absorber removed: Hermitian)
+])
+def test_dense_graph_step_equals_the_launched_dense_step(name, stencil, t_end):
+    """#27 item 1, the dense exponent's small-N path: a step of psi as one CUDA graph
+    (graphs.DenseGraphStep: B built in a kernel, mgemm.expm.evaluate's polynomial with cuBLAS
+    called under capture, e^mu U psi in a kernel) against the step launched from Python
+    (mgemm.expm, then U @ psi): final psi to 1e-12 of its scale, the same exponentials
+    counted.  Only the order of the phase and of U psi's sums differ."""
+    import dataclasses
+    import tdse
+    cfg = _batch_case(name, t_end, ("propagator.method", ["dense"]))[0].with_value("grid.stencil", stencil)
+    cfg = dataclasses.replace(cfg, absorber=None)
+    plan = tdse.prepare(cfg, backend="cupy", check_resolution=False)
+    finals, counts = {}, {}
+    for dense_graphs in (True, False):
+        st = plan.stepper()
+        st.dense_graphs = dense_graphs
+        finals[dense_graphs] = cp.asnumpy(tdse.evolve(plan, cp.asarray(plan.psi0), stepper=st).psi)
+        counts[dense_graphs] = st.exponentials
+        assert bool(st._dense_graph) == dense_graphs
+    assert counts[True] == counts[False] > 0
+    assert np.abs(finals[True] - finals[False]).max() <= 1e-12 * np.abs(finals[False]).max()
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("name,sets,t", [
     ("atom_hhg.toml", ("field.E0", [0.02, 0.05, 0.08]), 123.4),      # field and absorbing layers
     ("h2plus_moving.toml", ("potential.centres.amplitude", [0.1, 0.3]), 0.77),   # moving centres

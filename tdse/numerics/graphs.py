@@ -35,7 +35,7 @@ import numpy as np
 #: steps the host may queue ahead of the device (:class:`mgemm.arrays.PinnedUpload`'s ring)
 RUN_AHEAD = 64
 
-__all__ = ["available", "GraphStep", "CHUNK"]
+__all__ = ["available", "GraphStep", "CHUNK", "dense_available", "DenseGraphStep"]
 
 #: steps whose scalars are planned at once on the host (vectorised)
 CHUNK = 64
@@ -684,3 +684,179 @@ class GraphStep:
                          self.cp.cuda.get_current_stream().ptr)
         self._body(pattern)
         self.cp.copyto(self.Xin, keep)
+
+
+# ---------------------------------------------------------------- the dense exponent (#27)
+#: the dense exponent's small-N path on one GPU (:class:`DenseGraphStep`) up to this N
+DENSE_GRAPH_MAX_N = 4096
+
+_DENSE = r"""
+#include <cupy/complex.cuh>
+/* B = Im(-i dt (s T + diag(v)) - mu I), mu = -i dt c: off the diagonal -dt (s T_ij), on it
+   -dt (s T_ii + v_i) - Im mu, rounded as the launched path rounds them (no contraction). */
+extern "C" __global__ void tdse_dense_b(const double* T, const double* P, int off, int n,
+        double s, double dt, double* B) {
+    size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= (size_t)n * n) return;
+    int i = (int)(k / n), j = (int)(k % n);
+    double h = __dmul_rn(T[k], s);
+    if (i == j) h = __dadd_rn(h, P[off + 3 + i]);
+    double b = __dmul_rn(h, -dt);
+    if (i == j) b = __dsub_rn(b, P[off]);
+    B[k] = b;
+}
+
+/* out = e^mu (U x): a warp a row of the complex U */
+extern "C" __global__ void tdse_dense_apply(const complex<double>* U, const complex<double>* x,
+        const double* P, int off, complex<double>* out, int n) {
+    int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    int lane = threadIdx.x & 31;
+    if (row >= n) return;
+    const complex<double>* u = U + (size_t)row * n;
+    double re = 0.0, im = 0.0;
+    for (int j = lane; j < n; j += 32) {
+        complex<double> a = u[j], b = x[j];
+        re += a.real() * b.real() - a.imag() * b.imag();
+        im += a.real() * b.imag() + a.imag() * b.real();
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        re += __shfl_down_sync(0xffffffff, re, o);
+        im += __shfl_down_sync(0xffffffff, im, o);
+    }
+    if (lane == 0) out[row] = complex<double>(P[off + 1], P[off + 2]) * complex<double>(re, im);
+}
+"""
+
+_DENSE_KERNELS = None
+
+
+def dense_available(stepper) -> bool:
+    """Whether ``stepper`` (a single run's Stepper) steps psi by :class:`DenseGraphStep`: the
+    dense exponent (or Taylor) with the split (Hermitian) plan, on one GPU, H time-dependent,
+    no U(t), N <= DENSE_GRAPH_MAX_N, and TDSE_DENSE_GRAPHS not "0"."""
+    m, cfg = stepper.method, stepper.config
+    if (stepper.xp is np or m.matrix_free or stepper.layout is not None or stepper.static
+            or not cfg.hermitian or cfg.propagator.operator or cfg.grid.n > DENSE_GRAPH_MAX_N
+            or getattr(m.plan, "path", None) != "split"
+            or os.environ.get("TDSE_DENSE_GRAPHS", "1") == "0"
+            or os.environ.get("TDSE_CUDA_GRAPHS", "1") == "0"):
+        return False
+    try:
+        _dgemm_fn(stepper.xp)
+    except (OSError, AttributeError):
+        return False
+    return True
+
+
+class DenseGraphStep:
+    """A step of psi by the dense exponent as one CUDA graph (#27 item 1: "the dense
+    exponent's small-N path the same"): per exponential, B = Im(-i dt G - mu I) built in one
+    kernel from the step's v and mu, the plan's polynomial and squarings
+    (:func:`mgemm.expm.evaluate`, the same code as :func:`mgemm.expm`) with cuBLAS DGEMMs
+    called through ctypes, and psi <- e^mu U psi in one kernel.  The plan is fixed for the
+    run (the precheck's), so one graph serves every step; what changes -- v(t) on the grid
+    and mu -- is read from a device buffer filled by one pinned upload a step.  The
+    temporaries of the capture come from a memory pool of its own, kept for the graph's
+    life, so no later allocation can take the memory the graph writes."""
+
+    def __init__(self, stepper):
+        import cupy as cp
+        from ..model import hamiltonian
+        from mgemm.arrays import PinnedUpload
+        global _DENSE_KERNELS
+        if _DENSE_KERNELS is None:
+            _DENSE_KERNELS = {k: cp.RawKernel(_DENSE, k) for k in ("tdse_dense_b", "tdse_dense_apply")}
+        self.cp, self.st, self.k = cp, stepper, _DENSE_KERNELS
+        cfg = stepper.config
+        self.n, self.dt = cfg.grid.n, cfg.time.dt
+        self.plan = stepper.method.plan
+        self.scales = list(stepper.scheme.scales())
+        self.seg = 3 + self.n
+        self.T = cp.ascontiguousarray(hamiltonian.kinetic_dense(cfg.grid, cp))
+        self.B = cp.zeros((self.n, self.n))
+        self.Xin, self.Xw = cp.zeros(self.n, np.complex128), cp.zeros(self.n, np.complex128)
+        self.up = PinnedUpload(cp, ring=RUN_AHEAD)
+        self.row = np.zeros(len(self.scales) * self.seg)
+        self.P = self.graph = self.result = None
+        self.pool = cp.cuda.MemoryPool()    # the capture's temporaries, never handed out again
+        self._scalars = []                  # alpha/beta of the captured products, kept alive
+
+    def _mm(self, X, Y, C=None, alpha=1.0, beta=0.0):
+        """alpha X Y + beta C (row-major: the column-major DGEMM of Y^T X^T)."""
+        cp, n = self.cp, self.n
+        X, Y = cp.ascontiguousarray(X), cp.ascontiguousarray(Y)
+        out = cp.empty((n, n))
+        if C is not None and beta != 0.0:
+            cp.copyto(out, C)
+        else:
+            beta = 0.0
+        a, b = np.array(float(alpha)), np.array(float(beta))
+        self._scalars += [a, b]
+        err = _dgemm_fn(cp)(cp.cuda.device.get_cublas_handle(), 0, 0, n, n, n, a.ctypes.data,
+                            Y.data.ptr, n, X.data.ptr, n, b.ctypes.data, out.data.ptr, n)
+        if err:
+            raise RuntimeError(f"cublasDgemm failed with status {err}")
+        return out
+
+    def _body(self):
+        from mgemm.expm import evaluate
+        n, X = self.n, self.Xin
+        for e, s in enumerate(self.scales):
+            off = np.int32(e * self.seg)
+            self.k["tdse_dense_b"](((n * n + 255) // 256,), (256,),
+                                   (self.T, self.P, off, np.int32(n), np.float64(s),
+                                    np.float64(self.dt), self.B))
+            U = evaluate(self.cp, self._mm, self.B, self.plan)
+            out = self.Xw if X is self.Xin else self.Xin
+            self.k["tdse_dense_apply"](((32 * n + 255) // 256,), (256,),
+                                       (U, X, self.P, off, out, np.int32(n)))
+            X = out
+        self.result = X
+
+    def _capture(self):
+        cp = self.cp
+        from cupy_backends.cuda.libs import cublas
+        keep = self.Xin.copy()
+        cp.cuda.Device().synchronize()
+        s = cp.cuda.Stream(non_blocking=True)
+        h = cp.cuda.device.get_cublas_handle()
+        try:
+            with cp.cuda.using_allocator(self.pool.malloc), s:
+                cublas.setStream(h, s.ptr)
+                self._body()            # once eagerly on s: kernels compiled, the pool filled
+                s.synchronize()
+                s.begin_capture()
+                try:
+                    self._body()        # the same allocations, served from the pool
+                finally:
+                    graph = s.end_capture()
+                s.synchronize()
+        finally:
+            cublas.setStream(h, cp.cuda.get_current_stream().ptr)
+        cp.copyto(self.Xin, keep)
+        return graph
+
+    def step(self, psi, j):
+        st, row, seg, dt = self.st, self.row, self.seg, self.dt
+        for e, (s, v) in enumerate(st.generators(j)):
+            lo, hi = st.method.bounds(s, v)
+            shift = -1j * dt * 0.5 * (lo + hi)          # as Dense.factor
+            ph = np.exp(shift)
+            o = e * seg
+            row[o], row[o + 1], row[o + 2] = shift.imag, ph.real, ph.imag
+            row[o + 3:o + seg] = v
+        self.up(row)
+        if self.P is None or self.up.dev.data.ptr != self.P.data.ptr:
+            self.P, self.graph = self.up.dev, None      # a new buffer: capture again
+        psi = psi.reshape(-1)
+        if psi.flags.c_contiguous and psi.dtype == self.Xin.dtype:
+            self.Xin.data.copy_from_device_async(psi.data, psi.nbytes)
+        else:
+            self.cp.copyto(self.Xin, psi)
+        if self.graph is None:
+            self.graph = self._capture()
+        self.graph.launch()
+        st.method.exponentials += len(self.scales)
+        out = self.cp.empty_like(self.result)
+        out.data.copy_from_device_async(self.result.data, out.nbytes)
+        return out

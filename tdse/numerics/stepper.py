@@ -55,6 +55,10 @@ class Stepper:
         # in column bands over several GPUs, is stepped band by band as before)
         self.graphs = xp is not np and cls.graph_steps     # psi on the current device
         self._graph = None
+        # the dense exponent of a time-dependent H on one GPU: a step of psi one graph too
+        # (tdse.numerics.graphs.DenseGraphStep), made at the first step
+        self.dense_graphs = xp is not np and not cls.matrix_free
+        self._dense_graph = None
 
     @property
     def exponentials(self) -> int:
@@ -98,6 +102,12 @@ class Stepper:
             out = self._graph_step(psi, j)
             if out is not None:
                 return out
+        if self.dense_graphs and psi.ndim == 1:
+            from . import graphs
+            if self._dense_graph is None:
+                self._dense_graph = graphs.DenseGraphStep(self) if graphs.dense_available(self) else False
+            if self._dense_graph:
+                return self._dense_graph.step(psi, j)
         for F in self.factors(j):
             psi = F.apply(psi)
         return psi
