@@ -96,7 +96,12 @@ def main(argv=None):
         if gpu_count() == 0:
             print(f"error: suite {a.suite} needs CuPy and a GPU", file=sys.stderr)
             return 2
-    rows, extra = s.run(a)
+    from tdse.config import ConfigError
+    try:
+        rows, extra = s.run(a)
+    except ConfigError as e:          # a bad value for an input key: one line, exit 2
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     path = save(a.suite, rows, a.out, argv=argv, **extra)
     for line in index.render({"kind": a.suite, "rows": rows, **extra}):
         print(line)

@@ -5,6 +5,7 @@ run; inputs are random (never zeros) and every result is checked against a refer
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -1240,14 +1241,28 @@ def _single_run_dynamiqs(a, out):
 
 
 # ---------------------------------------------------------------- run-overhead: a run vs its steps
+def _at_least(lo):
+    """An argparse type: an integer >= lo (a clear message otherwise)."""
+    def parse(v):
+        try:
+            k = int(v)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{v!r} is not an integer") from None
+        if k < lo:
+            raise argparse.ArgumentTypeError(f"{k} must be >= {lo}")
+        return k
+    return parse
+
+
 def _run_overhead_args(p):
     p.add_argument("--input", default="inputs/h2plus_moving.toml")
     p.add_argument("--n", type=int, nargs="+", default=[256, 2048])
     p.add_argument("--stencils", nargs="+", default=["3", "5", "dvr"])
     p.add_argument("--backend", default="numpy", choices=["numpy", "cupy"])
-    p.add_argument("--steps", type=int, default=100, help="steps of each run (t_end = steps dt)")
+    p.add_argument("--steps", type=_at_least(3), default=100,
+                   help="steps of each run (t_end = steps dt; two are warm-up)")
     p.add_argument("--every", type=int, default=None, help="observables_every (default: the input's)")
-    p.add_argument("--populations-every", type=int, nargs="+", default=[0],
+    p.add_argument("--populations-every", type=_at_least(0), nargs="+", default=[0],
                    help="output.populations_every, a row each (0: the input's, with every observation)")
 
 

@@ -113,10 +113,6 @@ class HostCopy:
             self.event = cp.cuda.Event()
             self.event.record()
 
-    def done(self) -> bool:
-        """Whether the copies have run (no wait)."""
-        return self.event is None or self.event.done
-
     def result(self) -> dict:
         """The host arrays (waits for the copies only)."""
         if self.event is not None:
