@@ -199,6 +199,9 @@ def apply(config, psi, v, xp=None, scale=1.0):
     return Operator(config, scale, v, xp)(psi)
 
 
+_STENCIL_PATTERN = {}      # (N, 5-point): the CSR indices, indptr, row and offset of each entry
+
+
 def stencil_matrix(grid, main, factor, xp=np):
     """The sparse (CSR, complex) matrix of a finite-difference stencil: diagonal ``main``
     (N values), off-diagonals ``factor`` x the stencil's bands; scipy.sparse, or
@@ -206,11 +209,20 @@ def stencil_matrix(grid, main, factor, xp=np):
     import scipy.sparse
     _, d1, d2 = (factor * c for c in kinetic_bands(grid.stencil, grid.dx))
     n = grid.n
-    diags, offs = [main, np.full(n - 1, d1), np.full(n - 1, d1)], [0, 1, -1]
-    if d2:
-        diags += [np.full(n - 2, d2), np.full(n - 2, d2)]
-        offs += [2, -2]
-    m = scipy.sparse.diags(diags, offs, format="csr").astype(np.complex128)
+    key = (n, bool(d2))
+    if key not in _STENCIL_PATTERN:    # the CSR pattern once (scipy.sparse.diags: 0.1 ms a call)
+        diags, offs = [np.ones(n), np.ones(n - 1), np.ones(n - 1)], [0, 1, -1]
+        if d2:
+            diags += [np.ones(n - 2), np.ones(n - 2)]
+            offs += [2, -2]
+        p = scipy.sparse.diags(diags, offs, format="csr")
+        rows = np.repeat(np.arange(n), np.diff(p.indptr))
+        _STENCIL_PATTERN[key] = (p.indices, p.indptr, rows, p.indices - rows)
+    indices, indptr, rows, off = _STENCIL_PATTERN[key]
+    # the same entries as diags([main, d1, d1, d2, d2], [0, 1, -1, 2, -2]) in CSR order
+    data = np.where(off == 0, np.asarray(main)[rows],
+                    np.where(np.abs(off) == 1, d1, d2)).astype(np.complex128)
+    m = scipy.sparse.csr_matrix((data, indices, indptr), shape=(n, n), copy=False)
     if xp is not np:
         import cupyx.scipy.sparse
         m = cupyx.scipy.sparse.csr_matrix(m)

@@ -277,8 +277,8 @@ class SnapshotWriter:
         try:
             self._write_observations()
             for name, ds in self.snap.items():
-                ds.resize(i + 1, axis=0)
-                ds[i] = row[name]
+                self._extent(ds, i + 1)
+                self._write_rows(ds, i, [row[name]])
             for key, arr in (state or {}).items():  # two slots: the last whole one is kept
                 name = resume_name(key, i + 1)
                 if name not in self.f:
@@ -290,6 +290,7 @@ class SnapshotWriter:
                     self.f[name][...] = arr
             self.f.attrs["snapshots_complete"] = i + 1
             self.f.attrs["observables_complete"] = self.obs_count
+            self._obs_flushed = self.obs_count
             self._flush()
         except (OSError, RuntimeError) as e:   # h5py reports a failed flush as either
             self._fail(need, free, str(e).splitlines()[0][:160])
@@ -302,10 +303,10 @@ class SnapshotWriter:
         geometry = self.__dict__.setdefault("_geometry", {})   # h5py's properties are slow
 
         def chunks(ds, first, last):  # chunks newly touched by rows first..last
-            if ds.name not in geometry:
-                geometry[ds.name] = (ds.chunks[0], int(np.prod(ds.shape[1:], dtype=np.int64))
-                                     * ds.dtype.itemsize)
-            rows, row = geometry[ds.name]
+            if id(ds) not in geometry:
+                geometry[id(ds)] = (ds.chunks[0], int(np.prod(ds.shape[1:], dtype=np.int64))
+                                    * ds.dtype.itemsize)
+            rows, row = geometry[id(ds)]
             n = last // rows - (first - 1) // rows if last >= first else 0
             return n * rows * row
         need = 65536
@@ -314,7 +315,9 @@ class SnapshotWriter:
                 need += np.asarray(arr).nbytes
         for ds in self.snap.values():
             need += chunks(ds, self.count, self.count)
-        done = int(self.f.attrs.get("observables_complete", 0))
+        done = self.__dict__.get("_obs_flushed")
+        if done is None:
+            done = int(self.f.attrs.get("observables_complete", 0))
         for ds in self.obs.values():
             need += chunks(ds, done, self.obs_count - 1)
         return int(need)
@@ -362,9 +365,36 @@ class SnapshotWriter:
         i1 = self.obs_count
         i0 = i1 - len(rows)
         for name, ds in self.obs.items():
-            if ds.shape[0] < i1:
-                ds.resize(max(i1, 2 * ds.shape[0]), axis=0)
-            ds[i0:i1] = np.asarray([r[name] for r in rows], dtype=ds.dtype)
+            rows_now = self._geometry_of(ds)[0]
+            if rows_now < i1:
+                self._extent(ds, max(i1, 2 * rows_now))
+            self._write_rows(ds, i0, [r[name] for r in rows])
+
+    def _geometry_of(self, ds):
+        """[rows, row shape, dtype] of a growing dataset, read from h5py once (its properties
+        cost ~10 us each) and kept up to date by :meth:`_extent`."""
+        cache = self.__dict__.setdefault("_shapes", {})     # by id: the objects live as long
+        g = cache.get(id(ds))
+        if g is None:
+            g = cache[id(ds)] = [ds.shape[0], ds.shape[1:], ds.dtype]
+        return g
+
+    def _extent(self, ds, rows):
+        """Resize ``ds`` to ``rows`` rows (h5py's resize, by its low-level call)."""
+        g = self._geometry_of(ds)
+        ds.id.set_extent((rows, *g[1]))
+        g[0] = rows
+
+    def _write_rows(self, ds, i0, values):
+        """Rows i0, i0 + 1, ... of ``ds`` := ``values`` (a sequence of rows), by HDF5's
+        low-level write: the same bytes as ``ds[i0:i1] = values`` without h5py's selection
+        machinery (~50 us a call in Python; a snapshot with its observations made some 40
+        such calls: 3x the time of the low-level ones, measured at N = 2048)."""
+        _, shape, dtype = self._geometry_of(ds)
+        arr = np.ascontiguousarray(np.asarray(values, dtype=dtype).reshape((len(values), *shape)))
+        fs = ds.id.get_space()
+        fs.select_hyperslab((i0,) + (0,) * len(shape), arr.shape)
+        ds.id.write(h5py.h5s.create_simple(arr.shape), fs, arr)
 
     def set_attrs(self, **attrs):
         for k, v in attrs.items():
