@@ -15,14 +15,16 @@ from .backend import thread_limit
 def output_bytes(config: Config) -> int:
     """Expected size of the run file: every dataset in whole chunks
     (:func:`tdse.run.snapshots.file_bytes`), P_mn and U(t) in operator mode, the
-    time-error companion's psi."""
+    time-error companion's psi (each twice: two resume slots)."""
     from .snapshots import file_bytes
     n, K, steps, out = config.grid.n, config.output.populations, config.time.steps, config.output
     snaps = steps // out.every + 2
     obs = steps // out.observables_every + 2
     op = config.propagator.operator
     extra = {"P": ("operator", "float64", (K, K), "", "")} if op else None
-    resume = (16 * n * n if op else 0) + (16 * n if config.propagator.time_error == "companion" else 0)
+    # what resuming keeps, in two slots (the last whole snapshot's and the next one's:
+    # tdse.run.snapshots.resume_name)
+    resume = 2 * ((16 * n * n if op else 0) + (16 * n if config.propagator.time_error == "companion" else 0))
     return file_bytes(n, len(config.potential.centres), K, snaps, obs, extra, resume)
 
 
