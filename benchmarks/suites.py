@@ -1314,7 +1314,7 @@ def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
     import tempfile
 
     from tdse import config as cfgmod
-    walls = {}
+    walls, loops = {}, {}
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "in.toml")
         args = ["run", path, "--out", d, "--backend", a.backend, "--quiet", "--no-plots",
@@ -1325,6 +1325,10 @@ def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
             with open(path, "w") as f:
                 f.write(cfgmod.to_toml(c))
             walls[label] = _timed_cli(args)
+            if label != "companion":     # the run's own clock: its loop, start-up excluded
+                import h5py
+                with h5py.File(os.path.join(d, f"{c.name}.h5"), "r") as f:
+                    loops[label] = float(f.attrs["wall_seconds"])
     per_step_run = (walls["full"] - walls["one_step"]) / (S - 1)
     row = {"n": cfg.grid.n, "stencil": str(stencil), "method": plan.config.propagator.method,
            "backend": a.backend, "steps": S,
@@ -1332,6 +1336,11 @@ def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
            "populations_every": cfg.output.populations_interval,
            "step_seconds_bare": step_bare, "step_seconds_in_run": per_step_run,
            "wall_over_steps": per_step_run / step_bare, "target": 1.15,
+           # the same from the files' own clock (wall_seconds: the loop with its observers,
+           # the last writes): (loop(S) - loop(1)) / (S - 1), free of the process start-up's
+           # noise that the difference of two CLI walls carries (+-1 s over S steps)
+           "loop_seconds": loops["full"], "loop_seconds_one_step": loops["one_step"],
+           "loop_over_steps": (loops["full"] - loops["one_step"]) / ((S - 1) * step_bare),
            "cli_wall_seconds": walls["full"], "fixed_seconds": walls["one_step"],
            "prepare_seconds_in_process": t_prepare,
            "cli_wall_with_companion_seconds": walls["companion"]}
