@@ -699,3 +699,53 @@ def test_a_full_disk_at_a_snapshot_says_the_free_space(tmp_path, inputs_dir, mon
         run(cfg, str(tmp_path), backend="numpy")
     assert e.value.free == 3 * 2 ** 10 and e.value.count == 2
     assert "no space left on the device" in str(e.value) and "3 KiB free" in str(e.value)
+
+
+@pytest.mark.parametrize("stencil", [3, 5, "dvr"])
+def test_kinetic_diagonal_offsum_and_onenorm_bounds_against_the_dense_matrix(stencil, inputs_dir):
+    """hamiltonian's scalar bounds against the matrix they describe (kinetic_dense at
+    N = 400): kinetic_diagonal is T_jj; kinetic_offsum bounds every column's off-diagonal
+    1-norm and is reached in the middle column to 1e-2 (the DVR's infinite sum, truncated
+    at N/2 on either side, falls short by ~4/N of it); onenorm_bounds' (c, r) bound
+    ||s T + diag(v) - c I||_1 for a random v in [vmin, vmax], tight to 2 % (the middle
+    column and the extreme v); toeplitz_column is T's first column; order is 2, 4, None."""
+    from tdse import config as cfgmod
+    from tdse.model import hamiltonian as h
+    cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml"))
+    cfg = cfg.with_value("grid.stencil", stencil).with_value("grid.dx", (cfg.grid.x_max - cfg.grid.x_min) / 400)
+    g = cfg.grid
+    T = h.kinetic_dense(g)
+    assert np.allclose(np.diag(T), h.kinetic_diagonal(stencil, g.dx), rtol=1e-14, atol=0)
+    off = np.abs(T).sum(axis=0) - np.abs(np.diag(T))
+    bound = h.kinetic_offsum(stencil, g.dx)
+    assert off.max() <= bound * (1 + 1e-14)
+    assert off[g.n // 2] >= bound * (1 - (1e-2 if stencil == "dvr" else 1e-14))
+    assert np.array_equal(h.toeplitz_column(g), T[:, 0])
+    assert h.order(stencil) == {3: 2, 5: 4, "dvr": None}[stencil]
+    rng = np.random.default_rng(3)
+    vmin, vmax, s = -2.0, 0.7, 0.5
+    v = rng.uniform(vmin, vmax, g.n)
+    v[g.n // 2], v[g.n // 2 + 1] = vmin, vmax
+    c, r = h.onenorm_bounds(stencil, g.dx, vmin, vmax, scale=s)
+    A = s * T + np.diag(v) - c * np.eye(g.n)
+    norm1 = np.abs(A).sum(axis=0).max()
+    assert norm1 <= r * (1 + 1e-14) and norm1 >= 0.98 * r
+
+
+def test_generator_columns_equal_the_dense_generator_with_and_without_an_absorber(inputs_dir):
+    """generator_columns (a GPU's band of the generator, built from T's Toeplitz column)
+    equal generator_dense's columns exactly, with an absorber (complex: -i s W on the
+    diagonal) and without, for a band in the middle and at either end."""
+    from tdse import config as cfgmod
+    from tdse.model import hamiltonian as h
+    base = cfgmod.load(os.path.join(inputs_dir, "atom_hhg.toml"))
+    rng = np.random.default_rng(8)
+    for cfg in (base, base.with_value("grid.stencil", 5)):
+        import dataclasses
+        for c in (cfg, dataclasses.replace(cfg, absorber=None)):
+            v = rng.standard_normal(c.grid.n)
+            G = h.generator_dense(c, 0.5, v)
+            assert G.dtype == (np.complex128 if c.absorber is not None else np.float64)
+            for c0, c1 in ((0, 7), (100, 180), (c.grid.n - 5, c.grid.n)):
+                band = h.generator_columns(c, 0.5, v, c0, c1)
+                assert band.dtype == G.dtype and np.array_equal(band, G[:, c0:c1])
