@@ -625,6 +625,33 @@ def test_one_kernel_exponential_equals_a_kernel_a_term(name, scheme, n, reg, mon
 
 
 @pytest.mark.gpu
+def test_one_kernel_exponential_by_a_plain_launch_equals_the_cooperative_one():
+    """The fallback of graphs._CHAIN where a CUDA cannot capture a cooperative launch: the
+    same kernel launched plainly (its grid at most one block an SM, so every block is
+    resident) gives psi bit for bit equal to the cooperative launch, over 30 steps."""
+    from tdse.model.grid import points
+    from tdse.model import states
+    from tdse.numerics.stepper import BatchStepper
+    cfg = _batch_case("atom_hhg.toml", 3.0, ("grid.stencil", ["dvr"]))[0]
+    x = points(cfg.grid)
+    X0 = states.initial_state(cfg, x, states.eigenstates(cfg, 0.0, 1)[1])[:, None]
+    out = {}
+    for coop in (True, False):
+        st = BatchStepper([cfg], cp)
+        X = st.step(cp.asarray(X0), 0)
+        g = st._graph
+        assert g.chain
+        if not coop:
+            g.coop = False
+            g.graphs.clear()             # captured again with the plain launch
+        for j in range(1, 30):
+            X = st.step(X, j)
+        assert g.coop == coop
+        out[coop] = cp.asnumpy(X)
+    assert np.array_equal(out[True], out[False])
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("name,stencil,t_end", [
     ("h2plus_moving.toml", "dvr", 0.4),       # moving centres, the main job's numerics
     ("h2plus_moving.toml", 3, 0.4),
