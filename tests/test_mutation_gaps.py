@@ -698,7 +698,7 @@ def test_a_full_disk_at_a_snapshot_says_the_free_space(tmp_path, inputs_dir, mon
     with pytest.raises(StorageError) as e:
         run(cfg, str(tmp_path), backend="numpy")
     assert e.value.free == 3 * 2 ** 10 and e.value.count == 2
-    assert "no space left on the device" in str(e.value) and "3 KiB free" in str(e.value)
+    assert ": no space left on the device (the next" in str(e.value) and "3 KiB free" in str(e.value)
 
 
 @pytest.mark.parametrize("stencil", [3, 5, "dvr"])
@@ -749,3 +749,85 @@ def test_generator_columns_equal_the_dense_generator_with_and_without_an_absorbe
             for c0, c1 in ((0, 7), (100, 180), (c.grid.n - 5, c.grid.n)):
                 band = h.generator_columns(c, 0.5, v, c0, c1)
                 assert band.dtype == G.dtype and np.array_equal(band, G[:, c0:c1])
+
+
+def test_row_bytes_counts_the_chunks_the_next_flush_starts(tmp_path, inputs_dir, monkeypatch):
+    """SnapshotWriter.row_bytes (the free-space check before each flush) against a count
+    made from the datasets' shapes and chunks: 64 KiB of metadata, plus each chunk a
+    snapshot or observation dataset starts between the last flush and this one, plus the
+    resume arrays the first time each slot is made; and the file grows by no more."""
+    import math
+    from tdse.run.driver import run
+    from tdse.run.snapshots import SnapshotWriter, resume_name
+    from tdse import config as cfgmod
+    cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml")).with_value(
+        "propagator.time_error", "companion")
+    orig, seen = SnapshotWriter.append, []
+
+    def append(self, state=None, **row):
+        need = self.row_bytes(row, state)
+        ref = 65536
+        done = int(self.f.attrs["observables_complete"])
+        for ds, first, last in ([(ds, self.count, self.count) for ds in self.snap.values()]
+                                + [(ds, done, self.obs_count - 1) for ds in self.obs.values()]):
+            rows = ds.chunks[0]
+            width = int(np.prod(ds.shape[1:])) * ds.dtype.itemsize
+            if last >= first:       # chunks holding rows first..last not yet begun
+                ref += (math.floor(last / rows) - math.floor((first - 1) / rows)) * rows * width
+        for key, arr in (state or {}).items():
+            if resume_name(key, self.count + 1) not in self.f:
+                ref += np.asarray(arr).nbytes
+        before = os.path.getsize(self.path)
+        orig(self, state, **row)
+        seen.append((need, ref, os.path.getsize(self.path) - before))
+    monkeypatch.setattr(SnapshotWriter, "append", append)
+    run(cfg, str(tmp_path), backend="numpy")
+    assert len(seen) > 5 and any(r > 65536 for _, r, _ in seen)
+    for need, ref, grew in seen:
+        assert need == ref and grew <= need
+
+
+def test_the_raw_file_holds_whole_rows_only_and_labels_its_resume_arrays(tmp_path, inputs_dir):
+    """Read with h5py alone (as xarray or another language would), a finished file's
+    snapshot datasets hold exactly ``snapshots_complete`` rows and the observation datasets
+    ``observables_complete`` (no capacity rows left over); the resume arrays carry their
+    units: the companion's psi bohr^-1/2."""
+    import h5py
+    path = _tiny_file(tmp_path, inputs_dir, **{"propagator.time_error": "companion"})
+    with h5py.File(path, "r") as f:
+        S, O = int(f.attrs["snapshots_complete"]), int(f.attrs["observables_complete"])
+        assert S > 2 and O > S
+        assert all(ds.shape[0] == S for ds in f["snapshots"].values())
+        assert all(ds.shape[0] == O for ds in f["observables"].values())
+        names = [k for k in f["resume"]]
+        assert names and all(k.startswith("companion_") for k in names)
+        assert all(f["resume"][k].attrs["units"] == "bohr^-1/2" for k in names)
+
+
+@pytest.mark.parametrize("error,cause", [
+    ("disk quota exceeded " + "q" * 200, "disk quota exceeded " + "q" * 140),      # cut at 160
+    ("quota " + "q" * 100 + "\nsecond line", "quota " + "q" * 100),               # first line
+])
+def test_a_failed_flush_says_its_cause_and_the_free_space(error, cause, tmp_path, inputs_dir,
+                                                         monkeypatch):
+    """An I/O error at a snapshot's flush: StorageError with the error's first line (cut at
+    160 characters) as the cause, the free space the check saw, and the count of whole
+    snapshots before it."""
+    from tdse import config as cfgmod
+    from tdse.run.driver import run
+    from tdse.run.snapshots import SnapshotWriter, StorageError
+    cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml")).with_value("propagator.time_error", "none")
+    calls, orig = [], SnapshotWriter._flush
+
+    def flush(self):
+        calls.append(1)
+        if len(calls) == 3:
+            raise OSError(error)
+        orig(self)
+    monkeypatch.setattr(SnapshotWriter, "_flush", flush)
+    monkeypatch.setattr(SnapshotWriter, "_free", lambda self: 7 * 2 ** 30)
+    with pytest.raises(StorageError) as e:
+        run(cfg, str(tmp_path), backend="numpy")
+    msg = str(e.value)
+    assert e.value.free == 7 * 2 ** 30 and f"{7 * 2 ** 20} KiB free" in msg
+    assert f": {cause} (the next" in msg and "second line" not in msg and e.value.count == 2
