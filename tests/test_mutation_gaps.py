@@ -831,3 +831,74 @@ def test_a_failed_flush_says_its_cause_and_the_free_space(error, cause, tmp_path
     msg = str(e.value)
     assert e.value.free == 7 * 2 ** 30 and f"{7 * 2 ** 20} KiB free" in msg
     assert f": {cause} (the next" in msg and "second line" not in msg and e.value.count == 2
+
+
+@pytest.mark.parametrize("degree", range(0, 19))
+def test_ps_products_against_the_products_paterson_stockmeyer_makes(degree):
+    """ps_products(m) = (products, q): evaluating a degree-m polynomial by
+    mgemm.formulas.ps with that q (the powers X^2..X^q first) makes exactly that many
+    products (counted by a counting mm), and no other block size makes fewer."""
+    from mgemm.formulas import powers, ps
+    from mgemm.plan import ps_products
+
+    def count(q):
+        n = [0]
+
+        def mm(X, Y, C=None, alpha=1.0, beta=0.0):
+            n[0] += 1
+            return alpha * (X @ Y) + (beta * C if C is not None else 0.0)
+        X = np.full((2, 2), 0.1)
+        pows = powers(mm, np.eye(2), X, max(1, min(q, degree)))
+        ps(mm, pows, [1.0] * (degree + 1))
+        return n[0]
+    products, q = ps_products(degree)
+    assert count(q) == products
+    assert products == min(count(k) for k in range(1, max(degree, 1) + 1))
+
+
+@pytest.mark.parametrize("theta", [0.3, 2.5, 40.0])
+@pytest.mark.parametrize("split", [False, True])
+def test_formula_table_rows_and_the_plan_they_explain(theta, split):
+    """formula_table: its Paterson-Stockmeyer row is plan_expm's plan without formulas;
+    each formula row meets the tolerance with the fewest squarings that do (one fewer
+    does not, or exceeds the scaled-norm cap) and counts its products as the formula's
+    GEMMs (real ones on the split path) + 1 (complex) or 2 (split) a squaring; and the
+    planner with formulas takes a plan with as few products as the cheapest row."""
+    from mgemm.formulas import FORMULAS, real_gemms
+    from mgemm.plan import _MAX_SCALED_NORM, _squared_bound, formula_table, plan_expm
+    tol = 1e-12
+    path = "split" if split else "complex"
+    rows = [r for r in formula_table(theta, tolerance=tol, unitary=True) if r["path"] == path]
+    assert {r["path"] for r in formula_table(theta, tolerance=tol)} == {"complex", "split"}
+    ps_row = next(r for r in rows if r["scheme"] == "ps")
+    p = plan_expm(theta, tolerance=tol, split=split, unitary=True, unit_roundoff=2.0 ** -53,
+                  use_formulas=False)
+    assert (ps_row["degree"], ps_row["squarings"], ps_row["products"]) == (p.degree, p.squarings, p.products)
+    per_sq = 2 if split else 1
+    for r in rows:
+        if r["scheme"] == "ps":
+            continue
+        _, m, prods = FORMULAS[r["scheme"]]
+        s = r["squarings"]
+        assert r["bound"] <= tol and r["degree"] == m
+        assert r["products"] == (real_gemms(r["scheme"]) if split else prods) + per_sq * s
+        if s > 0 and theta / 2.0 ** (s - 1) <= _MAX_SCALED_NORM:
+            assert _squared_bound(theta, m, s - 1, True, r["scheme"]) > tol
+    best = plan_expm(theta, tolerance=tol, split=split, unitary=True, unit_roundoff=2.0 ** -53)
+    assert best.products <= min(r["products"] for r in rows)
+
+
+def test_an_expm_plan_says_its_squarings_and_whether_it_meets_its_tolerance():
+    """ExpmPlan.explain names the squarings only when there are some; as_dict carries
+    meets_tolerance, the same as the property."""
+    from mgemm.plan import plan_expm
+    small = plan_expm(0.1, tolerance=1e-12, unit_roundoff=2.0 ** -53)
+    large = plan_expm(50.0, tolerance=1e-12, unit_roundoff=2.0 ** -53)
+    assert small.squarings == 0 and "squarings" not in small.explain()
+    assert large.squarings > 0 and f", {large.squarings} squarings" in large.explain()
+    for p in (small, large, plan_expm(50.0, method="taylor", terms=4, tolerance=1e-12,
+                                      unit_roundoff=2.0 ** -53)):
+        d = p.as_dict()
+        assert d["meets_tolerance"] is p.meets_tolerance and isinstance(d["meets_tolerance"], bool)
+    assert not plan_expm(50.0, method="taylor", terms=4, tolerance=1e-12,
+                         unit_roundoff=2.0 ** -53).meets_tolerance
