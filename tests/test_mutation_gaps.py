@@ -802,6 +802,11 @@ def test_the_raw_file_holds_whole_rows_only_and_labels_its_resume_arrays(tmp_pat
         names = [k for k in f["resume"]]
         assert names and all(k.startswith("companion_") for k in names)
         assert all(f["resume"][k].attrs["units"] == "bohr^-1/2" for k in names)
+    op = _tiny_file(tmp_path / "op", inputs_dir, **{"propagator.operator": True, "time.t_end": 0.2})
+    with h5py.File(op, "r") as f:           # U(t) for resuming: dimensionless
+        names = [k for k in f["resume"]]
+        assert names and all(k.startswith("U_") and f["resume"][k].attrs["units"] == "1"
+                             for k in names)
 
 
 @pytest.mark.parametrize("error,cause", [
