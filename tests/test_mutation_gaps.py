@@ -907,3 +907,60 @@ def test_an_expm_plan_says_its_squarings_and_whether_it_meets_its_tolerance():
         assert d["meets_tolerance"] is p.meets_tolerance and isinstance(d["meets_tolerance"], bool)
     assert not plan_expm(50.0, method="taylor", terms=4, tolerance=1e-12,
                          unit_roundoff=2.0 ** -53).meets_tolerance
+
+
+@pytest.mark.parametrize("degree", range(0, 19))
+def test_split_products_against_the_products_the_split_evaluation_makes(degree):
+    """split_products(m) = (products, q): mgemm.expm's cos/sin evaluation of T_m(iB) with
+    that q makes exactly that many real products (a counting mm), and no block size up to
+    floor(m/2) makes fewer."""
+    from mgemm.expm import _ps_split
+    from mgemm.plan import split_products
+
+    def count(q):
+        n = [0]
+
+        def mm(X, Y, C=None, alpha=1.0, beta=0.0):
+            n[0] += 1
+            return alpha * (X @ Y) + (beta * C if C is not None else 0.0)
+        _ps_split(np, mm, np.full((2, 2), 0.1), degree, q)
+        return n[0]
+    products, q = split_products(degree)
+    assert count(q) == products
+    assert products <= min(count(k) for k in range(1, max(degree // 2, 1) + 1))
+
+
+def test_squared_bound_against_its_formula():
+    """plan._squared_bound(theta, m, s) against the inequality it states, written out:
+    n R (max ||X||, ||Y||)^(n - 1) with n = 2^s, R the Taylor (or the formula's) remainder at
+    theta / n, the growth (1 + R)^(n-1) for skew-Hermitian A and e^((n-1) theta / n)
+    otherwise; 0 at theta = 0; inf exactly where the first neglected term n x^(m+1)/(m+1)!
+    exceeds e^50 (the sum is then skipped)."""
+    from mgemm.plan import _squared_bound, formula_remainder, taylor_remainder
+    for theta, m, s in ((0.7, 6, 0), (3.0, 8, 2), (40.0, 12, 5), (5.0, 4, 3)):
+        n = 2.0 ** s
+        x = theta / n
+        for formula, R in (("ps", taylor_remainder(x, m)), ("bbc8", None)):
+            if formula != "ps":
+                from mgemm.formulas import FORMULAS
+                if formula not in FORMULAS:
+                    continue
+                R = formula_remainder(x, formula)
+                m_f = FORMULAS[formula][1]
+            else:
+                m_f = m
+            for unitary in (True, False):
+                grow = (1 + R) ** (n - 1) if unitary else math.exp((n - 1) * theta / n)
+                want = n * R * grow
+                got = _squared_bound(theta, m_f, s, unitary, formula)
+                assert got == pytest.approx(want, rel=1e-12), (theta, m, s, formula, unitary)
+    assert _squared_bound(0.0, 6, 0, True) == 0.0
+    # the guard: the first neglected term n x^(m+1)/(m+1)! against e^50
+    m, s = 30, 0                 # x ~ 60 at the guard: the remainder's sum stays short
+    lo = math.exp((49.0 + math.lgamma(m + 2)) / (m + 1))      # log term = 49: summed
+    hi = math.exp((51.0 + math.lgamma(m + 2)) / (m + 1))      # log term = 51: inf
+    assert math.isfinite(_squared_bound(lo, m, s, True)) and _squared_bound(hi, m, s, True) == math.inf
+    at = math.exp((50.5 + math.lgamma(m + 2)) / (m + 1))      # between 50 and 51
+    assert _squared_bound(at, m, s, True) == math.inf
+    just = math.exp((49.9 + math.lgamma(m + 2)) / (m + 1))
+    assert math.isfinite(_squared_bound(just, m, s, True))
