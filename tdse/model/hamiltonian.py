@@ -305,11 +305,12 @@ class BlockOperator:
             return (self.T @ real).view(np.complex128).reshape(X.shape), self.k
         pad = xp.zeros((2 * self.n,) + X.shape[1:], dtype=np.complex128)
         pad[:self.n] = X
+        lam = self.lam if X.ndim == 2 else self.lam[:, 0]      # a block, or one vector
         if xp is np:
             import scipy.fft
-            return scipy.fft.ifft(self.lam * scipy.fft.fft(pad, axis=0, workers=-1), axis=0,
+            return scipy.fft.ifft(lam * scipy.fft.fft(pad, axis=0, workers=-1), axis=0,
                                   workers=-1)[:self.n], 1.0
-        return xp.fft.ifft(self.lam * xp.fft.fft(pad, axis=0), axis=0)[:self.n], 1.0
+        return xp.fft.ifft(lam * xp.fft.fft(pad, axis=0), axis=0)[:self.n], 1.0
 
     def __call__(self, X):
         kin, k = self._kinetic(X)
