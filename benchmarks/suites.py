@@ -1197,7 +1197,7 @@ def _single_run(a, cp):
     """The input itself (atom_hhg: absorber and all, every step of t_end) stepped on one GPU
     with no observers (#27's target: <= 0.5 s), a whole exponential one cooperative kernel
     (graphs._CHAIN) against a graph node a Chebyshev term (TDSE_CHEB_CHAIN=0) and on the CPU,
-    final psi compared; dynamiqs on the same H(t) without the absorber."""
+    final psi compared: (the record, (config, GPU plan) for :func:`_single_run_dynamiqs`)."""
     import tdse
     cfg = tdse.load_config(os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input)
     cfg = cfg.with_value("propagator.time_error", "none")
@@ -1222,13 +1222,12 @@ def _single_run(a, cp):
     sec, _, _, p = _bare_steps(cpu, steps)
     out["cpu_s"], out["cpu_threads"] = sec * cfg.time.steps, cpu.backend.threads
     out["gpu_vs_cpu_max_diff"] = float(np.abs(psi["chain"] - p).max())
-    out["_dynamiqs"] = (cfg, gpu)
-    return out
+    return out, (cfg, gpu)
 
 
-def _single_run_dynamiqs(a, out):
-    """dynamiqs on the single run's H(t) (without the absorber), said in ``out``."""
-    cfg, gpu = out.pop("_dynamiqs")
+def _single_run_dynamiqs(a, single):
+    """dynamiqs on the single run's H(t) (without the absorber), said in its record."""
+    out, (cfg, gpu) = single
     if not a.no_dynamiqs:
         try:
             warm, first, _ = _dynamiqs_case(cfg, gpu, cfg.time.t_end)

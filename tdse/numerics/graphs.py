@@ -27,6 +27,7 @@ whole term is one kernel (:data:`_GEMV_TERM`).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 
@@ -134,6 +135,55 @@ __device__ __forceinline__ void tdse_grid_sync(unsigned int* bar) {
     __syncthreads();
 }
 
+/* term kk's x into shared memory: the masked input for the first, else the last term
+   (read past L1: other blocks wrote it) */
+__device__ __forceinline__ void tdse_chain_stage(double2* xs, const complex<double>* X,
+        const double* m, complex<double>* const* W, int kk, int n) {
+    if (kk == 1 && m) {
+        for (int j = threadIdx.x; j < n; j += blockDim.x) {
+            complex<double> v = X[j] * m[j];
+            xs[j] = make_double2(v.real(), v.imag());
+        }
+    } else {
+        const complex<double>* x = kk == 1 ? X : W[(kk - 2) %% 3];
+        for (int j = threadIdx.x; j < n; j += blockDim.x)
+            xs[j] = __ldcg(reinterpret_cast<const double2*>(x) + j);
+    }
+    __syncthreads();
+}
+
+__device__ __forceinline__ void tdse_warp_sum(double& re, double& im) {
+    for (int off = 16; off > 0; off >>= 1) {
+        re += __shfl_down_sync(0xffffffff, re, off);
+        im += __shfl_down_sync(0xffffffff, im, off);
+    }
+}
+
+/* lane 0's update of a row after term kk (the operations of the "first" / "recur"
+   kernels): z_row, the running sum a, and at the last term out_row = a e^(-i tau c) [m] */
+__device__ __forceinline__ void tdse_chain_update(complex<double> g, complex<double> xi,
+        double dv, complex<double> p, double k, int kk, int last, int K,
+        const complex<double>* A, int ia, complex<double>& a, complex<double>* z,
+        const double* m, complex<double>* out, int row) {
+    if (kk == 1) {
+        complex<double> cur = (g * k + xi * dv) * 0.5;
+        z[row] = cur;
+        a = A[ia] * xi;
+        a += A[ia + 1] * cur;
+    } else {
+        complex<double> zz = g * k + xi * dv - p;
+        z[row] = zz;
+        a += A[ia + kk] * zz;
+    }
+    if (kk == last) {
+        complex<double> o = a * A[ia + K + 1];
+        if (m) o = o * m[row];
+        out[row] = o;
+    }
+}
+
+/* Any N whose x fits in shared memory: a warp a row (rows strided over the grid), T from
+   L2 every term, the row's d, previous term and sum in global memory. */
 extern "C" __global__ void tdse_cheb_chain(const double* T, const complex<double>* X,
         const double* m, const double* xg, const double* P, const double* Q, int hdr, int base,
         int nt, int nc, int field, const complex<double>* A, int ia, int K,
@@ -151,18 +201,7 @@ extern "C" __global__ void tdse_cheb_chain(const double* T, const complex<double
     const int last = K < 1 ? 1 : K;
     for (int kk = 1; kk <= last; ++kk) {
         if (kk > 1) tdse_grid_sync(bar);
-        const complex<double>* x = kk == 1 ? X : W[(kk - 2) %% 3];
-        if (kk == 1 && m) {
-            for (int j = threadIdx.x; j < n; j += blockDim.x) {
-                complex<double> v = X[j] * m[j];
-                xs[j] = make_double2(v.real(), v.imag());
-            }
-        } else {
-            for (int j = threadIdx.x; j < n; j += blockDim.x)
-                xs[j] = __ldcg(reinterpret_cast<const double2*>(x) + j);
-        }
-        __syncthreads();
-        complex<double>* z = W[(kk - 1) %% 3];
+        tdse_chain_stage(xs, X, m, W, kk, n);
         for (int row = w0; row < n; row += nw) {
             const double* t = T + (size_t)row * n;
             double re = 0.0, im = 0.0;
@@ -173,45 +212,28 @@ extern "C" __global__ void tdse_cheb_chain(const double* T, const complex<double
                 re += w * v.x;
                 im += w * v.y;
             }
-            for (int off = 16; off > 0; off >>= 1) {
-                re += __shfl_down_sync(0xffffffff, re, off);
-                im += __shfl_down_sync(0xffffffff, im, off);
-            }
+            tdse_warp_sum(re, im);
             if (lane == 0) {
-                complex<double> g(re, im);
-                complex<double> xi(xs[row].x, xs[row].y);
-                if (kk == 1) {
-                    complex<double> cur = (g * k + xi * d[row]) * 0.5;
-                    z[row] = cur;
-                    complex<double> y = A[ia] * xi;
-                    y += A[ia + 1] * cur;
-                    acc[row] = y;
-                } else {
-                    complex<double> p;
-                    if (kk == 2) {
-                        p = m ? X[row] * m[row] : X[row];
-                    } else {
-                        double2 q = __ldcg(reinterpret_cast<const double2*>(W[(kk - 3) %% 3]) + row);
-                        p = complex<double>(q.x, q.y);
-                    }
-                    complex<double> zz = g * k + xi * d[row] - p;
-                    z[row] = zz;
-                    acc[row] += A[ia + kk] * zz;
+                complex<double> p;
+                if (kk == 2) {
+                    p = m ? X[row] * m[row] : X[row];
+                } else if (kk > 2) {
+                    double2 q = __ldcg(reinterpret_cast<const double2*>(W[(kk - 3) %% 3]) + row);
+                    p = complex<double>(q.x, q.y);
                 }
-                if (kk == last) {
-                    complex<double> o = acc[row] * A[ia + K + 1];
-                    if (m) o = o * m[row];
-                    out[row] = o;
-                }
+                complex<double> a = acc[row];
+                tdse_chain_update(complex<double>(re, im), complex<double>(xs[row].x, xs[row].y),
+                                  d[row], p, k, kk, last, K, A, ia, a, W[(kk - 1) %% 3], m, out, row);
+                acc[row] = a;
             }
         }
         __syncthreads();
     }
 }
 
-/* The same for N <= 32 CHAIN_REG (one row a warp): the row of T is held in registers and
-   the row's d, previous term and sum in lane 0's registers across the terms, so a term
-   reads only x from L2 (summation order and operations as above). */
+/* N <= 32 CHAIN_REG with a warp a row: T's row held in registers and the row's d, previous
+   term and sum in lane 0's registers across the terms, so a term reads only x from L2
+   (summation order and operations as above). */
 extern "C" __global__ void tdse_cheb_chain_reg(const double* T, const complex<double>* X,
         const double* m, const double* xg, const double* P, const double* Q, int hdr, int base,
         int nt, int nc, int field, const complex<double>* A, int ia, int K,
@@ -238,17 +260,7 @@ extern "C" __global__ void tdse_cheb_chain_reg(const double* T, const complex<do
     const int last = K < 1 ? 1 : K;
     for (int kk = 1; kk <= last; ++kk) {
         if (kk > 1) tdse_grid_sync(bar);
-        if (kk == 1 && m) {
-            for (int j = threadIdx.x; j < n; j += blockDim.x) {
-                complex<double> v = X[j] * m[j];
-                xs[j] = make_double2(v.real(), v.imag());
-            }
-        } else {
-            const complex<double>* x = kk == 1 ? X : W[(kk - 2) %% 3];
-            for (int j = threadIdx.x; j < n; j += blockDim.x)
-                xs[j] = __ldcg(reinterpret_cast<const double2*>(x) + j);
-        }
-        __syncthreads();
+        tdse_chain_stage(xs, X, m, W, kk, n);
         if (own) {
             double re = 0.0, im = 0.0;
 #pragma unroll
@@ -260,30 +272,12 @@ extern "C" __global__ void tdse_cheb_chain_reg(const double* T, const complex<do
                     im += t[q] * v.y;
                 }
             }
-            for (int off = 16; off > 0; off >>= 1) {
-                re += __shfl_down_sync(0xffffffff, re, off);
-                im += __shfl_down_sync(0xffffffff, im, off);
-            }
+            tdse_warp_sum(re, im);
             if (lane == 0) {
-                complex<double> g(re, im);
                 complex<double> xi(xs[row].x, xs[row].y);
-                complex<double>* z = W[(kk - 1) %% 3];
-                if (kk == 1) {
-                    complex<double> cur = (g * k + xi * dr) * 0.5;
-                    z[row] = cur;
-                    ar = A[ia] * xi;
-                    ar += A[ia + 1] * cur;
-                } else {
-                    complex<double> zz = g * k + xi * dr - pr;
-                    z[row] = zz;
-                    ar += A[ia + kk] * zz;
-                }
+                tdse_chain_update(complex<double>(re, im), xi, dr, pr, k, kk, last, K, A, ia,
+                                  ar, W[(kk - 1) %% 3], m, out, row);
                 pr = xi;
-                if (kk == last) {
-                    complex<double> o = ar * A[ia + K + 1];
-                    if (m) o = o * m[row];
-                    out[row] = o;
-                }
             }
         }
     }
@@ -355,6 +349,48 @@ def available(stepper) -> bool:
     except (OSError, AttributeError):
         return False
     return True
+
+
+def _capture(cp, body, pool=None):
+    """A CUDA graph of ``body()`` captured on a new stream with cuBLAS on that stream.  With
+    ``pool`` (a cupy MemoryPool kept for the graph's life) the temporaries come from it:
+    ``body`` runs once eagerly on the stream first, so that the captured allocations are
+    served from the blocks that run freed (no cudaMalloc under capture)."""
+    from cupy_backends.cuda.libs import cublas
+    cp.cuda.Device().synchronize()
+    s = cp.cuda.Stream(non_blocking=True)
+    h = cp.cuda.device.get_cublas_handle()
+    alloc = cp.cuda.using_allocator(pool.malloc) if pool is not None else contextlib.nullcontext()
+    try:
+        with alloc, s:
+            cublas.setStream(h, s.ptr)
+            if pool is not None:
+                body()
+                s.synchronize()
+            s.begin_capture()
+            try:
+                body()
+            finally:
+                graph = s.end_capture()
+            s.synchronize()
+    finally:
+        cublas.setStream(h, cp.cuda.get_current_stream().ptr)
+    return graph
+
+
+def _copy_in(cp, dst, src):
+    """dst := src on the device: one memcpy where the layouts agree (no kernel)."""
+    if src.flags.c_contiguous and src.dtype == dst.dtype and src.shape == dst.shape:
+        dst.data.copy_from_device_async(src.data, src.nbytes)
+    else:
+        cp.copyto(dst, src)
+
+
+def _copy_out(cp, src):
+    """A new array holding ``src`` (one memcpy): the caller keeps it past the next step."""
+    out = cp.empty_like(src)
+    out.data.copy_from_device_async(src.data, out.nbytes)
+    return out
 
 
 class Planner:
@@ -616,22 +652,7 @@ class GraphStep:
         return self.graphs[pattern]
 
     def _capture(self, pattern):
-        cp = self.cp
-        from cupy_backends.cuda.libs import cublas
-        cp.cuda.Device().synchronize()
-        s = cp.cuda.Stream(non_blocking=True)
-        h = cp.cuda.device.get_cublas_handle()
-        try:
-            with s:
-                cublas.setStream(h, s.ptr)
-                s.begin_capture()
-                try:
-                    self._body(pattern)
-                finally:
-                    graph = s.end_capture()
-        finally:
-            cublas.setStream(h, cp.cuda.get_current_stream().ptr)
-        return graph
+        return _capture(self.cp, lambda: self._body(pattern))
 
     def step(self, X, j):
         ch = self._chunk
@@ -642,10 +663,7 @@ class GraphStep:
         j0, patterns, Ps, As, sizes = ch
         i = j - j0
         pattern = patterns[i]
-        if X.flags.c_contiguous and X.dtype == self.Xin.dtype and X.shape == self.Xin.shape:
-            self.Xin.data.copy_from_device_async(X.data, X.nbytes)   # a memcpy, no kernel
-        else:
-            self.cp.copyto(self.Xin, X)
+        _copy_in(self.cp, self.Xin, X)
         n_p = Ps.shape[1] + Ps.shape[1] % 2             # the coefficients 16-byte aligned
         row = self._row
         if row is None or row.size < n_p + 2 * As.shape[1]:
@@ -671,9 +689,7 @@ class GraphStep:
         # potential, [mask], a fused term or (product, pass) per term, the phase [and mask]
         self.nodes_per_step = (len(pattern) if self.chain else (1 if self.fused else 2) * K
                                + len(pattern) * (2 + (1 if self.masks else 0)))
-        out = self.cp.empty_like(self.result)
-        out.data.copy_from_device_async(self.result.data, out.nbytes)
-        return out
+        return _copy_out(self.cp, self.result)
 
     def _warm(self, pattern):
         """Run the body once eagerly on a copy of the buffers (kernels compile here, not
@@ -814,26 +830,9 @@ class DenseGraphStep:
         self.result = X
 
     def _capture(self):
-        cp = self.cp
-        from cupy_backends.cuda.libs import cublas
         keep = self.Xin.copy()
-        cp.cuda.Device().synchronize()
-        s = cp.cuda.Stream(non_blocking=True)
-        h = cp.cuda.device.get_cublas_handle()
-        try:
-            with cp.cuda.using_allocator(self.pool.malloc), s:
-                cublas.setStream(h, s.ptr)
-                self._body()            # once eagerly on s: kernels compiled, the pool filled
-                s.synchronize()
-                s.begin_capture()
-                try:
-                    self._body()        # the same allocations, served from the pool
-                finally:
-                    graph = s.end_capture()
-                s.synchronize()
-        finally:
-            cublas.setStream(h, cp.cuda.get_current_stream().ptr)
-        cp.copyto(self.Xin, keep)
+        graph = _capture(self.cp, self._body, pool=self.pool)
+        self.cp.copyto(self.Xin, keep)
         return graph
 
     def step(self, psi, j):
@@ -848,15 +847,9 @@ class DenseGraphStep:
         self.up(row)
         if self.P is None or self.up.dev.data.ptr != self.P.data.ptr:
             self.P, self.graph = self.up.dev, None      # a new buffer: capture again
-        psi = psi.reshape(-1)
-        if psi.flags.c_contiguous and psi.dtype == self.Xin.dtype:
-            self.Xin.data.copy_from_device_async(psi.data, psi.nbytes)
-        else:
-            self.cp.copyto(self.Xin, psi)
+        _copy_in(self.cp, self.Xin, psi.reshape(-1))
         if self.graph is None:
             self.graph = self._capture()
         self.graph.launch()
         st.method.exponentials += len(self.scales)
-        out = self.cp.empty_like(self.result)
-        out.data.copy_from_device_async(self.result.data, out.nbytes)
-        return out
+        return _copy_out(self.cp, self.result)

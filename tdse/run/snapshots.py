@@ -214,6 +214,7 @@ class SnapshotWriter:
         f.flush()
         self.count, self.obs_count = 0, 0
         self._rows = []            # observations not yet written (see :meth:`observe`)
+        self._shapes, self._obs_flushed = {}, 0   # dataset geometry; observation rows on disk
 
     def _tables(self, dims, scales):
         """The growing datasets of snapshots, observables and extras (e.g. operator/P),
@@ -259,6 +260,7 @@ class SnapshotWriter:
         self._rows = []
         for ds in self.obs.values():
             ds.resize(self.obs_count, axis=0)  # observations after that snapshot follow again
+        self._shapes, self._obs_flushed = {}, self.obs_count
         f.attrs["complete"] = False
         for k, v in attrs.items():
             f.attrs[k] = _jsonable(v)
@@ -300,24 +302,17 @@ class SnapshotWriter:
         """Bytes the next flush may allocate: a chunk of each dataset whose next row starts
         a new chunk (snapshots, and the observations written since the last flush), the
         resume arrays the first time each slot is made, and 64 KiB of metadata."""
-        geometry = self.__dict__.setdefault("_geometry", {})   # h5py's properties are slow
-
         def chunks(ds, first, last):  # chunks newly touched by rows first..last
-            if id(ds) not in geometry:
-                geometry[id(ds)] = (ds.chunks[0], int(np.prod(ds.shape[1:], dtype=np.int64))
-                                    * ds.dtype.itemsize)
-            rows, row = geometry[id(ds)]
+            _, shape, dtype, rows = self._geometry_of(ds)
             n = last // rows - (first - 1) // rows if last >= first else 0
-            return n * rows * row
+            return n * rows * int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         need = 65536
         for key, arr in (state or {}).items():
             if resume_name(key, self.count + 1) not in self.f:
                 need += np.asarray(arr).nbytes
         for ds in self.snap.values():
             need += chunks(ds, self.count, self.count)
-        done = self.__dict__.get("_obs_flushed")
-        if done is None:
-            done = int(self.f.attrs.get("observables_complete", 0))
+        done = self._obs_flushed
         for ds in self.obs.values():
             need += chunks(ds, done, self.obs_count - 1)
         return int(need)
@@ -371,12 +366,11 @@ class SnapshotWriter:
             self._write_rows(ds, i0, [r[name] for r in rows])
 
     def _geometry_of(self, ds):
-        """[rows, row shape, dtype] of a growing dataset, read from h5py once (its properties
-        cost ~10 us each) and kept up to date by :meth:`_extent`."""
-        cache = self.__dict__.setdefault("_shapes", {})     # by id: the objects live as long
-        g = cache.get(id(ds))
+        """[rows, row shape, dtype, chunk rows] of a growing dataset, read from h5py once (its
+        properties cost ~10 us each) and kept up to date by :meth:`_extent`."""
+        g = self._shapes.get(id(ds))          # by id: the datasets live as long as the writer
         if g is None:
-            g = cache[id(ds)] = [ds.shape[0], ds.shape[1:], ds.dtype]
+            g = self._shapes[id(ds)] = [ds.shape[0], ds.shape[1:], ds.dtype, ds.chunks[0]]
         return g
 
     def _extent(self, ds, rows):
@@ -390,7 +384,7 @@ class SnapshotWriter:
         low-level write: the same bytes as ``ds[i0:i1] = values`` without h5py's selection
         machinery (~50 us a call in Python; a snapshot with its observations made some 40
         such calls: 3x the time of the low-level ones, measured at N = 2048)."""
-        _, shape, dtype = self._geometry_of(ds)
+        _, shape, dtype, _ = self._geometry_of(ds)
         arr = np.ascontiguousarray(np.asarray(values, dtype=dtype).reshape((len(values), *shape)))
         fs = ds.id.get_space()
         fs.select_hyperslab((i0,) + (0,) * len(shape), arr.shape)
