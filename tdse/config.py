@@ -137,6 +137,10 @@ KEYS = (
         "eigenpairs, which can cost more than a step (the run's closing note says how much)"),
     Key("output.populations", "integer", "", "4", "K: populations of the lowest K eigenstates of H(0) and H(t)"),
     Key("output.node_eps", "number", "", "0.01", "node count: only points with |psi| > node_eps max|psi|"),
+    Key("output.flush_seconds", "number", "s (wall)", "2", "a snapshot waits in memory at most this "
+        "long before it is written to the file with the ones before it (one slice a dataset, "
+        "then a flush; the first at once): a hard crash (SIGKILL, power) loses at most this "
+        "much, an interrupt, an error or a full disk loses nothing held; 0 writes each at once"),
 )
 SECTIONS = ("name", "grid", "potential", "field", "absorber", "initial", "time", "propagator", "output")
 _REQUIRED_SECTIONS = ("name", "grid", "potential", "time")
@@ -251,6 +255,7 @@ class Output:
     node_eps: float = 1e-2
     observables_every: int = 1
     populations_every: int = 0      # 0: with every observation
+    flush_seconds: float = 2.0
 
     @property
     def populations_interval(self) -> int:
@@ -524,7 +529,8 @@ def _output(t, n):
         if pe % obs:
             raise ConfigError("output.populations_every", pe,
                               f"must be a multiple of output.observables_every = {obs}")
-    return Output(every, pops, eps, obs, pe)
+    flush = _number("output.flush_seconds", t.get("flush_seconds", 2.0), nonneg=True)
+    return Output(every, pops, eps, obs, pe, flush)
 
 
 def available_memory() -> int:
@@ -677,7 +683,8 @@ def to_toml(cfg: Config) -> str:
               f"error_window = {pr.error_window * t.dt!r}", "", "[output]",
               f"every = {o.every}", f"observables_every = {o.observables_every}",
               *([f"populations_every = {o.populations_every}"] if o.populations_every else []),
-              f"populations = {o.populations}", f"node_eps = {o.node_eps!r}", ""]
+              f"populations = {o.populations}", f"node_eps = {o.node_eps!r}",
+              f"flush_seconds = {o.flush_seconds!r}", ""]
     return "\n".join(lines)
 
 

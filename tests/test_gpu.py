@@ -742,7 +742,7 @@ def test_single_run_graph_steps_and_device_observables(name, stencil, t_end, mon
             assert st.cheb_terms == terms
     assert np.abs(finals[True] - finals[False]).max() <= 1e-10 * np.abs(finals[False]).max()
     dev = tdse.simulate(cfg, backend="cupy")
-    monkeypatch.setenv("TDSE_DEVICE_OBSERVABLES", "0")
+    monkeypatch.setenv("TDSE_BLOCK_OBSERVABLES", "0")
     monkeypatch.setenv("TDSE_CUDA_GRAPHS", "0")
     host = tdse.simulate(cfg, backend="cupy")
     cpu = tdse.simulate(cfg, backend="numpy")

@@ -603,7 +603,8 @@ def test_the_output_size_estimate_bounds_the_file_it_predicts(sets, tmp_path, in
 def _tiny_file(tmp_path, inputs_dir, **sets):
     from tdse import config as cfgmod
     from tdse.run.driver import run
-    cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml")).with_value("propagator.time_error", "none")
+    cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml")).with_value(
+        "propagator.time_error", "none").with_value("output.flush_seconds", 0)
     for k, v in sets.items():
         cfg = cfg.with_value(k, v)
     return run(cfg, str(tmp_path), backend="numpy").path
@@ -688,7 +689,8 @@ def test_a_full_disk_at_a_snapshot_says_the_free_space(tmp_path, inputs_dir, mon
     from tdse import config as cfgmod
     from tdse.run.driver import run
     from tdse.run.snapshots import SnapshotWriter, StorageError
-    cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml")).with_value("propagator.time_error", "none")
+    cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml")).with_value(
+        "propagator.time_error", "none").with_value("output.flush_seconds", 0)
     calls = []
 
     def free(self):
@@ -751,39 +753,51 @@ def test_generator_columns_equal_the_dense_generator_with_and_without_an_absorbe
                 assert band.dtype == G.dtype and np.array_equal(band, G[:, c0:c1])
 
 
-def test_row_bytes_counts_the_chunks_the_next_flush_starts(tmp_path, inputs_dir, monkeypatch):
-    """SnapshotWriter.row_bytes (the free-space check before each flush) against a count
-    made from the datasets' shapes and chunks: 64 KiB of metadata, plus each chunk a
-    snapshot or observation dataset starts between the last flush and this one, plus the
-    resume arrays the first time each slot is made; and the file grows by no more."""
+@pytest.mark.parametrize("flush_seconds", [0, 1e9])
+def test_pending_bytes_counts_the_chunks_the_next_write_starts(flush_seconds, tmp_path,
+                                                               inputs_dir, monkeypatch):
+    """SnapshotWriter.pending_bytes (the free-space check before each write) against a
+    count made from the datasets' shapes and chunks: 64 KiB of metadata, plus each chunk a
+    snapshot or observation dataset starts between the last write and this one, plus the
+    resume arrays the first time each slot is made; and the file grows by no more.  Each
+    snapshot written at once (0) and all held to the close (1e9)."""
     import math
     from tdse.run.driver import run
     from tdse.run.snapshots import SnapshotWriter, resume_name
     from tdse import config as cfgmod
     cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml")).with_value(
-        "propagator.time_error", "companion")
-    orig, seen = SnapshotWriter.append, []
+        "propagator.time_error", "companion").with_value("output.flush_seconds", flush_seconds)
+    orig_pb, orig_w, seen = SnapshotWriter.pending_bytes, SnapshotWriter.write, []
 
-    def append(self, state=None, **row):
-        need = self.row_bytes(row, state)
+    def pending_bytes(self):
+        need = orig_pb(self)
         ref = 65536
-        done = int(self.f.attrs["observables_complete"])
-        for ds, first, last in ([(ds, self.count, self.count) for ds in self.snap.values()]
+        done, c0, H = int(self.f.attrs["observables_complete"]), self.count, len(self._held)
+        for ds, first, last in ([(ds, c0, c0 + H - 1) for ds in self.snap.values()]
                                 + [(ds, done, self.obs_count - 1) for ds in self.obs.values()]):
             rows = ds.chunks[0]
             width = int(np.prod(ds.shape[1:])) * ds.dtype.itemsize
             if last >= first:       # chunks holding rows first..last not yet begun
                 ref += (math.floor(last / rows) - math.floor((first - 1) / rows)) * rows * width
-        for key, arr in (state or {}).items():
-            if resume_name(key, self.count + 1) not in self.f:
-                ref += np.asarray(arr).nbytes
-        before = os.path.getsize(self.path)
-        orig(self, state, **row)
-        seen.append((need, ref, os.path.getsize(self.path) - before))
-    monkeypatch.setattr(SnapshotWriter, "append", append)
+        # the resume arrays of the counts flushed: the last, and the one before where H is even
+        for c in ([c0 + H - 1, c0 + H] if H % 2 == 0 else [c0 + H]):
+            for key, arr in (self._held[c - c0 - 1][1] or {}).items():
+                if resume_name(key, c) not in self.f:
+                    ref += np.asarray(arr).nbytes
+        seen.append([need, ref, os.path.getsize(self.path), H])
+        return need
+
+    def write(self, final=False):
+        n = len(seen)
+        orig_w(self, final)
+        if len(seen) > n:
+            seen[-1][2] = os.path.getsize(self.path) - seen[-1][2]
+    monkeypatch.setattr(SnapshotWriter, "pending_bytes", pending_bytes)
+    monkeypatch.setattr(SnapshotWriter, "write", write)
     run(cfg, str(tmp_path), backend="numpy")
-    assert len(seen) > 5 and any(r > 65536 for _, r, _ in seen)
-    for need, ref, grew in seen:
+    assert any(r > 65536 for _, r, _, _ in seen)
+    assert len(seen) > 5 if flush_seconds == 0 else (len(seen) == 2 and seen[-1][3] > 5)
+    for need, ref, grew, _ in seen:
         assert need == ref and grew <= need
 
 
@@ -821,7 +835,8 @@ def test_a_failed_flush_says_its_cause_and_the_free_space(error, cause, tmp_path
     from tdse import config as cfgmod
     from tdse.run.driver import run
     from tdse.run.snapshots import SnapshotWriter, StorageError
-    cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml")).with_value("propagator.time_error", "none")
+    cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml")).with_value(
+        "propagator.time_error", "none").with_value("output.flush_seconds", 0)
     calls, orig = [], SnapshotWriter._flush
 
     def flush(self):

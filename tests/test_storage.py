@@ -43,6 +43,7 @@ method = "dense"
 tolerance = 1e-12
 [output]
 every = 10
+flush_seconds = 0      # each snapshot written at once: a fault at the k-th flush is the k-th snapshot
 """
 KEYS = ("snapshots/psi", "snapshots/t", "snapshots/time_error", "observables/norm",
         "observables/populations_ht", "observables/energy", "observables/t")
@@ -79,6 +80,24 @@ def test_injected_full_disk_then_resume_is_bit_identical(tmp_path, monkeypatch):
     assert ei.value.path == part and "tdse resume" in str(ei.value.strerror)
     st = resume_state(part)                       # valid, at its last whole snapshot
     assert st["count"] == 3 and st["step"] == 20
+    res = run(cfg, None, backend="numpy", resume=(st, part))
+    _same(read(res.path), ref)
+
+
+def test_a_full_disk_at_a_held_blocks_write_loses_only_that_block(tmp_path, monkeypatch):
+    """Snapshots held in memory (flush_seconds = 1e9: the first written at once, the rest at
+    the close): the write of the held block fails -- StorageError, the file valid at its one
+    whole snapshot (step 0), and resuming it gives the uninterrupted file bit for bit."""
+    cfg = cfgmod.loads(TEXT).with_value("output.flush_seconds", 1e9)
+    ref = read(run(cfg, tmp_path / "ref", backend="numpy").path)
+    restore = _fail_at(monkeypatch, 2)
+    with pytest.raises(StorageError) as ei:
+        run(cfg, tmp_path / "cut", backend="numpy")
+    restore()
+    part = str(tmp_path / "cut" / "h.h5.part")
+    assert ei.value.count == 1
+    st = resume_state(part)
+    assert st["count"] == 1 and st["step"] == 0
     res = run(cfg, None, backend="numpy", resume=(st, part))
     _same(read(res.path), ref)
 

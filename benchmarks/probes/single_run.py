@@ -17,7 +17,7 @@ plan = tdse.prepare(cfg, backend="cupy", check_resolution=False)
 print(f"{name}: N = {cfg.grid.n}, {cfg.time.steps} steps, method {plan.config.propagator.method}")
 for graphs in ("1", "0"):
     os.environ["TDSE_CUDA_GRAPHS"] = graphs
-    os.environ["TDSE_DEVICE_OBSERVABLES"] = graphs
+    os.environ["TDSE_BLOCK_OBSERVABLES"] = graphs
     st = plan.stepper()
     tdse.evolve(plan, cp.asarray(plan.psi0), stop=5, stepper=st)      # warm up, capture
     cp.cuda.Device().synchronize()

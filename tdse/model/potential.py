@@ -141,9 +141,21 @@ class BatchPotential:
         return path(self.x0, self.amp, self.freq, self.phase, self.ramp, t)
 
     def _centres(self, t):
-        """X_c(t) for every centre (:func:`path` over the members): C arrays (1, B)."""
-        X = self.centre_array(t)                                                 # (B, C)
+        """X_c(t) for every centre (:func:`path` over the members): C arrays (1, B); ``t``
+        a time, or (B,) times: member b at t_b (:meth:`own`)."""
+        X = self.centre_array(t) if np.ndim(t) == 0 else self.own(t)[1]         # (B, C)
         return [self.xp.asarray(X[:, c])[None, :] for c in range(X.shape[1])]
+
+    def own(self, times):
+        """(E (B,), X (B, C)): member b's field and centres at its own time ``times[b]`` (B
+        states of one run at B times, as one block)."""
+        times = np.asarray(times, dtype=np.float64)
+        X = path(self.x0, self.amp, self.freq, self.phase, self.ramp, times[:, None])
+        if not self.has_field:
+            return np.zeros(self.B), X
+        f = self.f
+        return pulse(f["E0"], f["omega"], f["phase"], f["duration"], f["fwhm"], f["ramp"],
+                     self.envelope, times), X
 
     def field(self, t):
         """E(t) of every member, on the host (:func:`tdse.model.field.pulse`): (B,) for a
@@ -153,6 +165,10 @@ class BatchPotential:
         f = self.f
         return pulse(f["E0"], f["omega"], f["phase"], f["duration"], f["fwhm"], f["ramp"],
                      self.envelope, t)
+
+    def _field_at(self, t):
+        """E of every member at ``t`` (a time, or (B,) own times)."""
+        return self.field(t) if np.ndim(t) == 0 else self.own(t)[0]
 
     def pack(self, times, weights, alpha=1.0, shift=0.0, scale=0.0):
         """The host parameters of the device kernels (:data:`DEVICE_V`): a header
@@ -194,21 +210,23 @@ class BatchPotential:
         return out
 
     def total(self, t):
+        """V at ``t`` (a time, or (B,) own times on the host path), (N, B)."""
         if self.xp is not np:
             return self._device(t, "v")
         v = self.xp.zeros((self.x.shape[0], self.B))
         for Z, X in zip(self.Z, self._centres(t)):
             v -= coulomb(Z, X, self.a, self.x, self.xp)
         if self.has_field:
-            v += self.xp.asarray(self.field(t))[None, :] * self.x
+            v += self.xp.asarray(self._field_at(t))[None, :] * self.x
         return v
 
     def gradient(self, t):
+        """dV/dx at ``t`` (a time, or (B,) own times on the host path), (N, B)."""
         if self.xp is not np:
             return self._device(t, "dv")
         g = self.xp.zeros((self.x.shape[0], self.B))
         if self.has_field:
-            g += self.xp.asarray(self.field(t))[None, :]
+            g += self.xp.asarray(self._field_at(t))[None, :]
         for Z, X in zip(self.Z, self._centres(t)):
             g += coulomb_force(Z, X, self.a, self.x)
         return g

@@ -63,10 +63,10 @@ class Interrupts:
             return
         sig = "SIGTERM" if str(error) == "SIGTERM" else "SIGINT"
         w = self.writer
-        count = w.count
         w.set_attrs(interrupted_by=sig, **({} if self.started is None else
                                            {"wall_seconds": time.perf_counter() - self.started}))
-        w.close(False)
+        w.close(False)          # writes the snapshots it held
+        count = w.count
         raise Interrupted(sig, w.path, count, self.last_time()) from None
 
     def _restore(self):

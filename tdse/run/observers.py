@@ -28,7 +28,7 @@ EDGE_NORM = 1e-6
 #: step (:meth:`Snapshots.write`); TDSE_DEFER_SNAPSHOTS=0 writes each at once
 DEFER_SNAPSHOTS = os.environ.get("TDSE_DEFER_SNAPSHOTS", "1") != "0"
 
-#: psi on a GPU: rows measured in blocks of up to this many states (:class:`_DeviceRows`)
+#: rows measured in blocks of up to this many states (:class:`_BlockRows`)
 TIME_BLOCK = 64
 
 
@@ -68,13 +68,19 @@ class Observables(Observer):
         self.tracker = states.Tracker(cfg, K) if self.moving else None
         self.eigen_seconds, self.eigen_calls = 0.0, 0   # H(t)'s eigenpairs, for the closing note
         self.warned_edge = cfg.absorber is not None  # an absorber takes what reaches a wall
-        # psi on a GPU: the rows computed there (BlockMeasure, one member), kept on the device
-        # and copied at each snapshot (no synchronisation per observation)
-        self.every = cfg.output.every
-        self.device = None
+        # the rows measured TIME_BLOCK states at a time where psi lives (BlockMeasure, one
+        # member; on a GPU kept there), handed to the writer when it writes to its file (its
+        # before_write hook) and at the end: no synchronisation per observation, and a row
+        # costs a share of a block's few array passes instead of a dozen calls of its own
+        # (TDSE_BLOCK_OBSERVABLES=0: a row at a time by Measure, on the host)
+        self.rows = None
         self._started = None           # the device rows whose copy to the host is under way
-        if plan.backend.xp is not np and os.environ.get("TDSE_DEVICE_OBSERVABLES", "1") != "0":
-            self.device = _DeviceRows(plan, self.measure)
+        if os.environ.get("TDSE_BLOCK_OBSERVABLES", "1") != "0":
+            self.rows = _BlockRows(plan, self.measure)
+            self.gpu = self.rows.xp is not np
+            hooks = getattr(writer, "before_write", None)
+            if hooks is not None:
+                hooks.append(self.hand_over)
 
     def molecular_states(self, t):
         """Eigenpairs of the molecular H(t) (no field, no absorber); once when no centre
@@ -93,8 +99,12 @@ class Observables(Observer):
     def after(self, state):
         if due(state.step, self.config.output.observables_every, self.config):
             self.record(state)
-        if due(state.step, self.every, self.config):     # before the snapshot is written
-            self.flush(defer=True)
+
+    def hand_over(self, final=False):
+        """The writer is about to write to its file: the rows measured so far to it (on a
+        GPU, unless ``final``, those whose copy began at its previous write, and the copy of
+        the rest begun: the device is not waited for)."""
+        self.flush(defer=self.gpu and not final)
 
     def with_populations(self, state) -> bool:
         """Whether this observation has the populations in H(t)'s eigenstates
@@ -121,18 +131,18 @@ class Observables(Observer):
             pass
 
     def flush(self, defer=False):
-        """The device's rows to the writer.  ``defer``: the rows started at the previous
-        snapshot are written and these rows' copy is only started (no wait for the device:
-        the snapshot observer writes one interval behind alike, :class:`Snapshots`)."""
+        """The measured rows to the writer.  ``defer`` (a GPU): the rows whose copy began at
+        the previous call are written and the copy of these only begun (no wait for the
+        device: the snapshot observer writes one interval behind alike, :class:`Snapshots`)."""
         if self._started is not None:
             started, self._started = self._started, None
-            self._write(self.device.finish(started))
-        if self.device is None or not self.device.pending:
+            self._write(self.rows.finish(started))
+        if self.rows is None or not self.rows.pending:
             return
         if defer:
-            self._started = self.device.start()
+            self._started = self.rows.start()
         else:
-            self._write(self.device.take())
+            self._write(self.rows.take())
 
     def _write(self, rows):
         for row in rows:
@@ -143,8 +153,8 @@ class Observables(Observer):
     def record(self, state):
         cfg, t = self.config, state.t
         molecular = self.eigenpairs(t) if self.with_populations(state) else None
-        if self.device is not None and self.device.holds(state.psi):
-            self.device.record(state.step, t, state.psi, molecular)
+        if self.rows is not None and self.rows.holds(state.psi):
+            self.rows.record(state.step, t, state.psi, molecular)
             return
         psi = host_psi(state)
         self.writer.observe(step=state.step, **self.measure(t, psi, molecular))
@@ -158,15 +168,16 @@ class Observables(Observer):
                           f"box or add an [absorber]", BoundaryWarning, stacklevel=2)
 
 
-class _DeviceRows:
-    """The observables of a single run's psi on its GPU, at one launch a row: psi is copied
-    into a column of an N x M block on the device, and each full block (or what a snapshot
-    finds) is measured at once -- :class:`BlockMeasure` with the M columns as members, each
-    at its own time (one kinetic product, one FFT, one kernel for M rows, where a row at a
-    time took a dozen launches, ~0.3 ms of host time at N = 8192, more than the step).  The
-    populations in the molecular H(t)'s eigenstates: one product at the row (the eigenpairs
-    from the host, uploaded when the centres move); <n> and the norm near the walls from the
-    same sums.  Rows stay on the device until :meth:`start` / :meth:`take`."""
+class _BlockRows:
+    """The observables of a single run's psi where it lives (NumPy or a GPU), a block of
+    rows at a time: psi is copied into a column of an N x M block, and each full block (or
+    what a write of the file finds) is measured at once -- :class:`BlockMeasure` with the M
+    columns as members, each at its own time (one kinetic product, one FFT, one kernel or a
+    few array passes for M rows, where a row at a time took a dozen launches or NumPy calls:
+    ~0.3 ms of host time at N = 8192 on a GPU, 0.2 ms at N = 256 on the CPU, more than the
+    step).  The populations in the molecular H(t)'s eigenstates: one product at the row (the
+    eigenpairs from the host, uploaded when the centres move); <n> and the norm near the
+    walls from the same sums.  Rows stay where psi is until :meth:`start` / :meth:`take`."""
 
     def __init__(self, plan, measure):
         from mgemm.arrays import PinnedUpload
@@ -175,7 +186,7 @@ class _DeviceRows:
         self.dx = cfg.grid.dx
         phi0, psi0 = np.asarray(measure.phi0), np.asarray(plan.psi0)
         self.block = observables.BlockMeasure([cfg], plan.x, phi0[None], psi0[:, None], xp)
-        rows = -(-cfg.output.every // cfg.output.observables_every)    # rows a snapshot interval
+        rows = cfg.time.steps // cfg.output.observables_every + 2      # rows of the whole run
         self.M = max(1, min(TIME_BLOCK, rows))
         self.tblock = observables.BlockMeasure(
             [cfg] * self.M, plan.x, np.broadcast_to(phi0[None], (self.M, *phi0.shape)),
@@ -184,13 +195,15 @@ class _DeviceRows:
         self.cols, self.ts = 0, []     # columns of buf filled, and their times
         self.done = []                 # (sums (9, m), amps (K, m)) of measured blocks, on the device
         self.K = cfg.output.populations
-        self.up = PinnedUpload(xp)
+        self.up = PinnedUpload(xp) if xp is not np else np.asarray
         self._phit = None            # (host array, device copy) of the last H(t) states
         self.pending, self.also = [], []   # (step, t, E_n(t)) per row; <phi_n(t)|psi> or None
 
     def holds(self, psi):
         """Whether ``psi`` is a vector on this device (else the host path measures it)."""
         xp = self.xp
+        if xp is np:
+            return isinstance(psi, np.ndarray) and psi.ndim == 1
         return isinstance(psi, xp.ndarray) and psi.ndim == 1 and \
             psi.device.id == xp.cuda.Device().id
 

@@ -27,8 +27,11 @@ the datasets they index (so h5netcdf/xarray show named coordinates):
                                                slot of its count's parity; resume_name)
   /resume/companion_0, _1          (N,)        the time-error companion's psi, likewise
 
-Rows are appended as the run goes and flushed at every snapshot: a crash loses at most
-the last interval.  ``snapshots_complete`` / ``observables_complete`` count the whole
+Rows are appended as the run goes and written in blocks: a snapshot waits in memory at
+most ``output.flush_seconds`` of wall time (the first at once; 0: each at once), then the
+ones held go to the file with the observations since, one slice a dataset, and the file
+is flushed -- a hard crash (SIGKILL, power) loses at most that much; an interrupt, an
+error or a full disk writes what is held first, or closes the file at its last whole one.  ``snapshots_complete`` / ``observables_complete`` count the whole
 rows; ``complete`` turns true only when the run finishes; until then the file is
 ``<name>.h5.part`` (renamed on completion), which ``tdse resume`` continues.  Same
 library versions (``lib_*``) + same input => the same bits on the CPU.
@@ -40,6 +43,7 @@ import errno
 import json
 import os
 import shutil
+import time
 
 import h5py
 import numpy as np
@@ -158,8 +162,10 @@ def _label(ds, units, description):
 
 
 class SnapshotWriter:
-    """Create (or reopen, to resume) a run file; append snapshots (:meth:`append`, each
-    flushed) and observations (:meth:`observe`).
+    """Create (or reopen, to resume) a run file; append snapshots (:meth:`append`, held
+    up to ``flush_seconds`` and written in blocks, each block flushed: :meth:`write`) and
+    observations (:meth:`observe`).  ``before_write``: callables run before each write
+    (``final`` True at close), where observers hand over the rows they hold.
 
     A run writes ``<name>.h5.part`` and renames it to ``<name>.h5`` when it completes
     (:func:`part_path`); an interrupted run leaves the ``.part`` file, valid and
@@ -168,12 +174,16 @@ class SnapshotWriter:
     between two flushes."""
 
     def __init__(self, path, *, config, x, v0, energies, phi, attrs, force=False, extra=None,
-                 reopen=False):
+                 reopen=False, flush_seconds=None):
         from ..config import to_toml
         from ..version import __version__
         path = os.fspath(path)
         self.path = path
         self.extra = dict(extra or {})
+        self.flush_seconds = (config.output.flush_seconds if flush_seconds is None
+                              else float(flush_seconds))
+        self._held, self._held_since = [], None     # snapshots appended, not yet written
+        self.before_write = []
         if reopen:
             self._reopen(attrs)
             return
@@ -267,51 +277,90 @@ class SnapshotWriter:
         f.flush()
 
     def append(self, state=None, **row):
-        """One snapshot, then a flush; ``state``: arrays that resuming needs beyond the row
-        (operator mode: U(t); the time-error companion's psi), overwritten in place
-        (``/resume/<key>``).  Checks the free space first and raises :class:`StorageError`
-        (the file closed valid at its last whole snapshot) when the write cannot be made."""
-        need = self.row_bytes(row, state)
+        """One snapshot; ``state``: arrays that resuming needs beyond the row (operator mode:
+        U(t); the time-error companion's psi), kept for the last two held snapshots and
+        written in place (``/resume/<key>``).  Held in memory, and with the ones before it
+        written (:meth:`write`) when the oldest held has waited ``flush_seconds`` (the
+        file's first snapshot at once)."""
+        held = self._held
+        held.append((row, state))
+        if len(held) > 2:
+            held[-3] = (held[-3][0], None)      # a state is written only for the last two
+        now = time.monotonic()
+        if self._held_since is None:
+            self._held_since = now
+        if self.count == 0 or now - self._held_since >= self.flush_seconds:
+            self.write()
+
+    @property
+    def snapshots(self) -> int:
+        """Snapshots appended: those in the file and those held."""
+        return self.count + len(self._held)
+
+    def write(self, final=False):
+        """The held snapshots and the observations since the last write to the file, one
+        slice a dataset, then a flush (the ``before_write`` callables first).  Checks the
+        free space first and raises :class:`StorageError` (the file closed valid at its last
+        whole snapshot) when the write cannot be made.  The resume arrays go to the slot of
+        the new count's parity; where that is the slot of the file's last whole snapshot (an
+        even number held), the snapshot before goes first into the other, flushed."""
+        for hook in self.before_write:
+            hook(final)
+        held = self._held
+        if not held:
+            return
+        need = self.pending_bytes()
         free = self._free()
         if free is not None and need > free:
             self._fail(need, free, "no space left on the device")
-        i = self.count
+        c0, c1 = self.count, self.count + len(held)
+        stages = self._stages()
         try:
             self._write_observations()
             for name, ds in self.snap.items():
-                self._extent(ds, i + 1)
-                self._write_rows(ds, i, [row[name]])
-            for key, arr in (state or {}).items():  # two slots: the last whole one is kept
-                name = resume_name(key, i + 1)
-                if name not in self.f:
-                    ds = self.f.create_dataset(name, data=arr)
-                    _label(ds, "bohr^-1/2" if key == "companion" else "1",
-                           f"{key} at the last whole snapshot of this slot's parity: what "
-                           f"resuming needs (tdse.run.snapshots.resume_name)")
-                else:
-                    self.f[name][...] = arr
-            self.f.attrs["snapshots_complete"] = i + 1
-            self.f.attrs["observables_complete"] = self.obs_count
+                self._extent(ds, c1)
+                self._write_rows(ds, c0, [r[name] for r, _ in held])
+            for c in stages:
+                for key, arr in (held[c - c0 - 1][1] or {}).items():
+                    name = resume_name(key, c)
+                    if name not in self.f:
+                        ds = self.f.create_dataset(name, data=arr)
+                        _label(ds, "bohr^-1/2" if key == "companion" else "1",
+                               f"{key} at the last whole snapshot of this slot's parity: what "
+                               f"resuming needs (tdse.run.snapshots.resume_name)")
+                    else:
+                        self.f[name][...] = arr
+                self.f.attrs["snapshots_complete"] = c
+                self.f.attrs["observables_complete"] = self.obs_count
+                self._flush()
             self._obs_flushed = self.obs_count
-            self._flush()
         except (OSError, RuntimeError) as e:   # h5py reports a failed flush as either
             self._fail(need, free, str(e).splitlines()[0][:160])
-        self.count = i + 1
+        self.count = c1
+        self._held, self._held_since = [], None
 
-    def row_bytes(self, row, state=None) -> int:
-        """Bytes the next flush may allocate: a chunk of each dataset whose next row starts
-        a new chunk (snapshots, and the observations written since the last flush), the
+    def _stages(self):
+        """The counts at which the next write flushes: the new count, preceded by the one
+        before it where the held snapshots carry resume arrays and their number is even."""
+        c1 = self.count + len(self._held)
+        return [c1 - 1, c1] if len(self._held) % 2 == 0 and self._held[-1][1] else [c1]
+
+    def pending_bytes(self) -> int:
+        """Bytes the next write may allocate: a chunk of each dataset whose held rows start
+        a new chunk (the held snapshots, and the observations since the last write), the
         resume arrays the first time each slot is made, and 64 KiB of metadata."""
         def chunks(ds, first, last):  # chunks newly touched by rows first..last
             _, shape, dtype, rows = self._geometry_of(ds)
             n = last // rows - (first - 1) // rows if last >= first else 0
             return n * rows * int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         need = 65536
-        for key, arr in (state or {}).items():
-            if resume_name(key, self.count + 1) not in self.f:
-                need += np.asarray(arr).nbytes
+        c0, held = self.count, self._held
+        for c in self._stages() if held else []:
+            for key, arr in (held[c - c0 - 1][1] or {}).items():
+                if resume_name(key, c) not in self.f:
+                    need += np.asarray(arr).nbytes
         for ds in self.snap.values():
-            need += chunks(ds, self.count, self.count)
+            need += chunks(ds, c0, c0 + len(held) - 1)
         done = self._obs_flushed
         for ds in self.obs.values():
             need += chunks(ds, done, self.obs_count - 1)
@@ -395,7 +444,9 @@ class SnapshotWriter:
             self.f.attrs[k] = _jsonable(v)
 
     def close(self, complete: bool):
+        """Write what is held (:meth:`write`) and close; ``complete``: the run finished."""
         if self.f:
+            self.write(final=True)
             try:
                 self._write_observations()
             except (OSError, RuntimeError) as e:
@@ -429,11 +480,16 @@ class MemoryWriter:
         self.groups = {name: g for name, (g, *_) in {**_SNAPSHOT, **(extra or {})}.items()}
         self.obs = {name: [] for name in _OBSERVABLE}
         self.count = self.obs_count = 0
+        self.before_write = []
 
     def append(self, state=None, **row):
         for name in self.snap:
             self.snap[name].append(np.asarray(row[name]))
         self.count += 1
+
+    @property
+    def snapshots(self) -> int:
+        return self.count
 
     def observe(self, **row):
         for name in self.obs:
@@ -444,6 +500,8 @@ class MemoryWriter:
         self.attrs.update(attrs)
 
     def close(self, complete: bool):
+        for hook in self.before_write:
+            hook(True)
         self.attrs["complete"] = bool(complete)
         self.f = None
 

@@ -1,0 +1,207 @@
+"""A run's output in blocks (#23 item 3): the observables measured a block of states at a
+time where psi lives (the same numbers as a row at a time), and the snapshots held up to
+``output.flush_seconds`` and written in blocks (the same file, nothing lost on an
+interrupt, a failed write or a resume)."""
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+import pytest
+
+import tdse
+from tdse import config as cfgmod
+from tdse.run import observers
+from tdse.run.driver import run
+from tdse.run.loop import Observer, evolve
+from tdse.run.snapshots import SnapshotWriter, read, resume_state
+
+
+def _moving(inputs_dir, stencil, n=160, **values):
+    """h2plus_moving on a coarse grid (moving centres), with a field and an absorber where
+    asked: a short run whose rows change from step to step."""
+    base = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml"))
+    w = base.grid.x_max - base.grid.x_min
+    cfg = dataclasses.replace(base, grid=dataclasses.replace(base.grid, dx=w / n, stencil=stencil))
+    cfg = cfg.with_value("propagator.method", "chebyshev").with_value("time.t_end", 60 * cfg.time.dt)
+    for k, v in values.items():
+        cfg = cfg.with_value(k, v)
+    return cfg
+
+
+def _field_absorber(cfg, inputs_dir):
+    """``cfg`` with atom_hhg's field kind (a sin^2 pulse over twice the run, E0 = 0.05,
+    omega = 3) and a quadratic absorber in the last 3 bohr of each side."""
+    hhg = cfgmod.load(os.path.join(inputs_dir, "atom_hhg.toml"))
+    f = dataclasses.replace(hhg.potential.field, E0=0.05, omega=3.0, duration=2 * cfg.time.t_end)
+    pot = dataclasses.replace(cfg.potential, field=f)
+    return dataclasses.replace(cfg, potential=pot, absorber=dataclasses.replace(
+        hhg.absorber, width=3.0, strength=2.0))
+
+
+@pytest.mark.parametrize("stencil", [3, 5, "dvr"])
+@pytest.mark.parametrize("driven", [False, True])
+def test_block_rows_equal_the_row_at_a_time_measure(stencil, driven, inputs_dir, monkeypatch):
+    """Every observable of a moving-centre run measured by blocks of states (BlockMeasure's
+    NumPy sums, each column at its own time and centres) equals Measure's row at a time to
+    1e-12 of its scale; NaN in the same places (populations_every = 3, rows not a multiple
+    of the block)."""
+    cfg = _moving(inputs_dir, stencil, **{"output.populations_every": 3})
+    if driven:
+        cfg = _field_absorber(cfg, inputs_dir)
+    monkeypatch.setattr(observers, "TIME_BLOCK", 7)       # several blocks and a partial one
+    block = tdse.simulate(cfg, backend="numpy")
+    monkeypatch.setenv("TDSE_BLOCK_OBSERVABLES", "0")
+    host = tdse.simulate(cfg, backend="numpy")
+    assert set(block.observables) == set(host.observables)
+    for k, ref in host.observables.items():
+        got = np.asarray(block.observables[k])
+        ref = np.asarray(ref)
+        assert got.shape == ref.shape, k
+        assert np.array_equal(np.isnan(got), np.isnan(ref)), k
+        fin = np.isfinite(ref)
+        scale = max(1.0, np.abs(ref[fin]).max()) if fin.any() else 1.0
+        assert np.abs(got[fin] - ref[fin]).max() <= 1e-12 * scale, k
+    if driven:                  # the rows do change: a test of equal constants would pass
+        assert np.ptp(host.observables["field"]) > 0.01
+    assert np.ptp(host.observables["x_mean"]) > 1e-3
+
+
+def test_block_sums_at_their_own_times_equal_a_column_at_a_time(inputs_dir, rng):
+    """BlockMeasure.raw on NumPy with each column at its own time: the nine sums equal those
+    of a one-column block at that time (potential, gradient, field and centres per column)."""
+    from tdse.model.observables import BlockMeasure
+    cfg = _field_absorber(_moving(inputs_dir, 5), inputs_dir)
+    x = np.linspace(cfg.grid.x_min, cfg.grid.x_max, cfg.grid.n, endpoint=False)
+    K, M = 3, 5
+    phi0 = rng.standard_normal((K, cfg.grid.n))
+    psi0 = rng.standard_normal(cfg.grid.n) + 1j * rng.standard_normal(cfg.grid.n)
+    X = rng.standard_normal((cfg.grid.n, M)) + 1j * rng.standard_normal((cfg.grid.n, M))
+    times = rng.uniform(0.0, 50.0, M)
+    many = BlockMeasure([cfg] * M, x, np.repeat(phi0[None], M, 0), np.repeat(psi0[:, None], M, 1))
+    one = BlockMeasure([cfg], x, phi0[None], psi0[:, None])
+    got = many.raw(None, X, times=times)
+    for b, t in enumerate(times):
+        ref = one.raw(t, X[:, b:b + 1])
+        # the same terms summed in another order (a block's FFT and products): to 1e-12 of
+        # the largest sum (sums of N ~ 1 terms cancel down to ~1 in Im <psi0|psi>)
+        r = ref["sums"][:, 0]
+        assert np.abs(got["sums"][:, b] - r).max() <= 1e-12 * np.abs(r).max()
+        a = ref["amps"][:, 0]
+        assert np.abs(got["amps"][:, b] - a).max() <= 1e-12 * np.abs(a).max()
+        assert 0 < r[1] < 0.5 * r[0]          # the layers hold part of the sum, not all
+    assert np.ptp(got["sums"][3]) > 0        # the gradient sums differ between the times
+
+
+def _files_equal(a, b):
+    for k, v in a.items():
+        if k == "attrs":
+            continue
+        w = b[k]
+        assert np.asarray(v).shape == np.asarray(w).shape, k
+        assert np.array_equal(np.asarray(v), np.asarray(w), equal_nan=True), k
+
+
+@pytest.mark.parametrize("time_error", ["none", "companion"])
+def test_held_snapshots_make_the_same_file(time_error, tmp_path, inputs_dir, monkeypatch):
+    """flush_seconds = 1e9 (every snapshot held to the end) and 0 (each at once) write the
+    same file, bit for bit in every dataset, with the resume slot of the last snapshot
+    (companion's psi: an even and an odd number held)."""
+    cfg = _moving(inputs_dir, 3, **{"output.every": 5, "propagator.time_error": time_error})
+    files, writes = {}, {}
+    orig = SnapshotWriter.write
+
+    def count(self, final=False):
+        writes[self.flush_seconds] = writes.get(self.flush_seconds, 0) + bool(self._held)
+        orig(self, final)
+    monkeypatch.setattr(SnapshotWriter, "write", count)
+    for fs in (0.0, 1e9):
+        c = cfg.with_value("output.flush_seconds", fs)
+        files[fs] = read(run(c, str(tmp_path / str(fs)), backend="numpy").path)
+    _files_equal(files[0.0], files[1e9])
+    assert writes[0.0] == files[0.0]["attrs"]["snapshots_complete"] == 13
+    assert writes[1e9] == 2          # the first snapshot at once, the rest at the close
+    if time_error == "companion":     # the slot of the last snapshot holds its companion
+        import h5py
+        from tdse.run.snapshots import resume_name
+        slots = []
+        for fs in (0.0, 1e9):
+            with h5py.File(os.path.join(str(tmp_path / str(fs)), f"{cfg.name}.h5"), "r") as f:
+                slots.append(f[resume_name("companion", 13)][...])
+        assert np.array_equal(slots[0], slots[1]) and np.abs(slots[0]).max() > 0
+
+
+@pytest.mark.parametrize("held", [3, 4])
+def test_an_even_block_writes_the_slot_before_first(held, tmp_path, inputs_dir, monkeypatch):
+    """A block whose new count has the parity of the file's last whole snapshot: the
+    snapshot before it goes first into the other slot and is flushed (so the slot the file
+    resumes from is never the one being written); an odd block writes one slot."""
+    cfg = _moving(inputs_dir, 3, **{"output.every": 5, "propagator.time_error": "companion",
+                                    "output.flush_seconds": 1e9})
+    seen = []
+    orig = SnapshotWriter._flush
+
+    def flush(self):
+        seen.append(int(self.f.attrs["snapshots_complete"]))
+        orig(self)
+    plan = tdse.prepare(cfg, backend="numpy", check_resolution=False)
+    path = tmp_path / "f.h5"
+    from tdse.model.potential import total
+    w = SnapshotWriter(path, config=cfg, x=plan.x, v0=total(cfg.potential, plan.x, 0.0),
+                       energies=plan.energies[:4], phi=plan.states[:4], attrs={})
+    monkeypatch.setattr(SnapshotWriter, "_flush", flush)
+    snaps = observers.Snapshots(plan, w)
+    from tdse.run.timeerror import CompanionEstimate
+    est = CompanionEstimate(plan, w, snaps, None)
+    evolve(plan, plan.psi0.copy(), [est, snaps], stop=5 * held)
+    assert w.count == 1 and len(w._held) == held     # the first written, the rest held
+    seen.clear()
+    w.write()
+    assert seen == ([1 + held - 1, 1 + held] if (held % 2 == 0) else [1 + held]), seen
+    w.close(False)
+    st = resume_state(str(path))
+    assert st["count"] == 1 + held and st["step"] == 5 * held
+
+
+def test_an_interrupt_writes_the_held_snapshots(tmp_path, inputs_dir):
+    """KeyboardInterrupt at step 23 with every snapshot held: the file is closed valid with
+    the snapshots up to step 20 (none lost), and resuming it gives the uninterrupted file."""
+    from tdse.run.interrupts import Interrupted
+    cfg = _moving(inputs_dir, 3, **{"output.every": 5, "output.flush_seconds": 1e9})
+    ref = read(run(cfg, str(tmp_path / "ref"), backend="numpy").path)
+
+    class Stop(Observer):
+        def after(self, state):
+            if state.step == 23:
+                raise KeyboardInterrupt
+
+    from tdse.run import driver
+    orig = driver.Progress
+
+    class Bar(orig):
+        def after(self, state):
+            super().after(state)
+            Stop().after(state)
+    driver.Progress = Bar
+    try:
+        with pytest.raises(Interrupted) as ei:
+            run(cfg, str(tmp_path / "cut"), backend="numpy")
+    finally:
+        driver.Progress = orig
+    part = str(tmp_path / "cut" / f"{cfg.name}.h5.part")
+    assert ei.value.count == 5                    # steps 0, 5, 10, 15, 20
+    st = resume_state(part)
+    assert st["count"] == 5 and st["step"] == 20
+    res = run(cfg, None, backend="numpy", resume=(st, part))
+    _files_equal(ref, read(res.path))
+
+
+def test_flush_seconds_is_checked(inputs_dir):
+    """output.flush_seconds: a number >= 0, else one line naming the key."""
+    cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml"))
+    assert cfg.output.flush_seconds == 2.0
+    assert cfg.with_value("output.flush_seconds", 0).output.flush_seconds == 0.0
+    for bad in (-1, "soon", float("inf")):
+        with pytest.raises(cfgmod.ConfigError, match="output.flush_seconds"):
+            cfg.with_value("output.flush_seconds", bad)
