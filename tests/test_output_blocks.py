@@ -205,3 +205,23 @@ def test_flush_seconds_is_checked(inputs_dir):
     for bad in (-1, "soon", float("inf")):
         with pytest.raises(cfgmod.ConfigError, match="output.flush_seconds"):
             cfg.with_value("output.flush_seconds", bad)
+
+
+@pytest.mark.parametrize("stencil, n", [(3, 160), (5, 600), ("dvr", 600)])
+def test_eigenpairs_ahead_equal_those_in_the_loop(stencil, n, inputs_dir, monkeypatch):
+    """H(t)'s eigenpairs computed ahead on a worker thread (the default) give the very
+    populations and energies of those computed in the loop (TDSE_EIGENPAIRS_AHEAD=0): the
+    Tracker sees the same calls in the same order (5-point and DVR above its dense limit:
+    Davidson warm-started from the call before)."""
+    from tdse.model import states
+    cfg = _moving(inputs_dir, stencil, n=n, **{"output.populations_every": 4})
+    assert states.Tracker(cfg, 4).iterative == (stencil != 3)
+    cfg = cfg.with_value("time.t_end", 41 * cfg.time.dt)      # the last step off the cadence
+    runs = {}
+    for ahead in ("1", "0"):
+        monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", ahead)
+        runs[ahead] = tdse.simulate(cfg, backend="numpy").observables
+    for k in ("populations_ht", "energies_ht", "n_mean"):
+        assert np.array_equal(runs["1"][k], runs["0"][k], equal_nan=True), k
+    P = np.asarray(runs["1"]["populations_ht"])
+    assert np.isfinite(P[[0, 4, 40, 41]]).all() and np.isnan(P[[1, 2, 3, 5, 39]]).all()

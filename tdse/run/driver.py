@@ -213,7 +213,8 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
             writer.set_attrs(wall_seconds=time.perf_counter() - t0,
                              exponentials=stepper.exponentials,
                              chebyshev_terms_applied=stepper.cheb_terms,
-                             eigenpairs_seconds=obs.eigen_seconds, eigenpairs_calls=obs.eigen_calls)
+                             eigenpairs_seconds=obs.eigen_seconds, eigenpairs_calls=obs.eigen_calls,
+                             eigenpairs_wait_seconds=obs.eigen_wait)
             writer.close(complete)
     if work != path:
         os.replace(work, path)
@@ -221,7 +222,7 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
                   time.perf_counter() - t0, plan.backend.name,
                   estimate.result if estimate else None, stepper.exponentials,
                   data=writer.data() if work is None else None,
-                  notes=eigenpairs_note(config, obs.eigen_seconds, obs.eigen_calls,
+                  notes=eigenpairs_note(config, obs.eigen_wait, obs.eigen_calls,
                                         time.perf_counter() - t0, config.time.steps - start))
 
 
@@ -231,16 +232,18 @@ EIGENPAIRS_SHARE = 0.15
 
 
 def eigenpairs_note(config, seconds, calls, wall, steps) -> tuple:
-    """() or one line: H(t)'s eigenpairs (the populations' reference states) took more than
-    :data:`EIGENPAIRS_SHARE` of the loop's ``wall``; the ``output.populations_every`` that
-    would bring them to about half that share, a multiple of ``observables_every``."""
+    """() or one line: the loop waited for H(t)'s eigenpairs (the populations' reference
+    states; ``seconds``: the wait, computed ahead on a worker thread, or all of them when not)
+    more than :data:`EIGENPAIRS_SHARE` of the loop's ``wall``; the
+    ``output.populations_every`` that would bring them to about half that share, a multiple
+    of ``observables_every``."""
     if calls < 2 or wall <= 0 or seconds <= EIGENPAIRS_SHARE * wall:
         return ()
     o = config.output
     per, rest = seconds / calls, max(wall - seconds, 1e-9)
     want = per * steps / (0.5 * EIGENPAIRS_SHARE * rest)        # steps between calls
     every = o.observables_every * max(1, math.ceil(want / o.observables_every))
-    return (f"H(t)'s eigenpairs (the populations' reference states) took {seconds:.3g} s of "
+    return (f"waiting for H(t)'s eigenpairs (the populations' reference states) took {seconds:.3g} s of "
             f"the run's {wall:.3g} s ({calls} calls, {per * 1e3:.3g} ms each); "
             f"output.populations_every = {every} would make them ~{50 * EIGENPAIRS_SHARE:.0f} % "
             f"(the other observables stay every {o.observables_every} step(s))",)

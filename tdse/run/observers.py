@@ -6,6 +6,7 @@ the HDF5 file, or memory); computing and writing are apart.  Atomic units.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import time
 import warnings
@@ -64,9 +65,16 @@ class Observables(Observer):
         self.moving = any(c.moving for c in cfg.potential.centres)
         self._static = None
         # moving centres: H(t)'s pairs tracked from one observation to the next (Davidson,
-        # O(N K) a call, on the host: no synchronisation with the device's stepping)
+        # O(N K) a call, on the host: no synchronisation with the device's stepping), computed
+        # ahead on a worker thread (:class:`_Ahead`; TDSE_EIGENPAIRS_AHEAD=0: in the loop)
         self.tracker = states.Tracker(cfg, K) if self.moving else None
-        self.eigen_seconds, self.eigen_calls = 0.0, 0   # H(t)'s eigenpairs, for the closing note
+        self.ahead = None
+        if self.moving and os.environ.get("TDSE_EIGENPAIRS_AHEAD", "1") != "0":
+            self.ahead = _Ahead(self.tracker, cfg.time.dt, cfg.time.steps,
+                                cfg.output.populations_interval)
+        # H(t)'s eigenpairs, for the closing note: seconds computing them, calls, and the
+        # seconds the loop waited for them (all of the computing when not ahead)
+        self.eigen_seconds, self.eigen_calls, self.eigen_wait = 0.0, 0, 0.0
         self.warned_edge = cfg.absorber is not None  # an absorber takes what reaches a wall
         # the rows measured TIME_BLOCK states at a time where psi lives (BlockMeasure, one
         # member; on a GPU kept there), handed to the writer when it writes to its file (its
@@ -93,6 +101,8 @@ class Observables(Observer):
         return self._static
 
     def begin(self, state):
+        if self.ahead is not None:
+            self.ahead.start(state.step if not state.resumed else self.ahead.following(state.step))
         if not state.resumed:
             self.record(state)
 
@@ -113,22 +123,35 @@ class Observables(Observer):
         return due(state.step, self.config.output.populations_interval, self.config) or \
             state.resumed or state.step == 0
 
-    def eigenpairs(self, t):
-        """:meth:`molecular_states`, its seconds counted (:attr:`eigen_seconds`)."""
+    def eigenpairs(self, state):
+        """:meth:`molecular_states` at the state's time (from the worker when ahead), its
+        seconds counted (:attr:`eigen_seconds`, :attr:`eigen_wait`)."""
         t0 = time.perf_counter()
-        out = self.molecular_states(t)
-        self.eigen_seconds += time.perf_counter() - t0
+        if self.ahead is not None:
+            out = self.ahead(state.step, state.t)
+            self.eigen_seconds = self.ahead.seconds
+        else:
+            out = self.molecular_states(state.t)
+            self.eigen_seconds += time.perf_counter() - t0
+        self.eigen_wait += time.perf_counter() - t0
         self.eigen_calls += 1
         return out
 
     def end(self, state):
+        self._close_ahead()
         self.flush()
 
     def fail(self, state, error):
+        self._close_ahead()
         try:        # rows already measured reach the file, as they did one by one
             self.flush()
         except Exception:  # noqa: BLE001 -- the run's own error is the one to report
             pass
+
+    def _close_ahead(self):
+        if self.ahead is not None:
+            self.ahead.close()
+            self.eigen_seconds = self.ahead.seconds
 
     def flush(self, defer=False):
         """The measured rows to the writer.  ``defer`` (a GPU): the rows whose copy began at
@@ -152,7 +175,7 @@ class Observables(Observer):
 
     def record(self, state):
         cfg, t = self.config, state.t
-        molecular = self.eigenpairs(t) if self.with_populations(state) else None
+        molecular = self.eigenpairs(state) if self.with_populations(state) else None
         if self.rows is not None and self.rows.holds(state.psi):
             self.rows.record(state.step, t, state.psi, molecular)
             return
@@ -166,6 +189,65 @@ class Observables(Observer):
             warnings.warn(f"at t = {t:.4g} more than {EDGE_NORM:g} of the norm ({edge:.2g}) "
                           f"is within 10 grid points of a wall: it reflects there; widen the "
                           f"box or add an [absorber]", BoundaryWarning, stacklevel=2)
+
+
+class _Ahead:
+    """H(t)'s eigenpairs at the steps where the populations are due, computed on one worker
+    thread ahead of the loop, in the loop's order: they depend on t alone (the centres'
+    paths are given), so the Tracker sees the calls it would see in the loop and returns
+    the same pairs, while LAPACK (which releases the GIL) runs beside the stepping instead
+    of between two steps.  At most ``depth`` calls are queued; a step not foreseen is
+    queued after them."""
+
+    def __init__(self, solve, dt, steps, interval, depth=2):
+        self.solve, self.dt, self.steps, self.interval, self.depth = solve, dt, steps, interval, depth
+        self.pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tdse-eigenpairs")
+        self.futures = {}           # step -> future, in submission order
+        self.next = None            # the next step to submit (None: none left)
+        self.seconds = 0.0          # spent computing, on the worker
+
+    def following(self, s):
+        """The first step after ``s`` with populations (a multiple of the interval, or the
+        last), None past the last."""
+        if s >= self.steps:
+            return None
+        return min((s // self.interval + 1) * self.interval, self.steps)
+
+    def start(self, s):
+        """Begin with step ``s`` (None: nothing to foresee)."""
+        self.next = s
+        self._fill()
+
+    def _timed(self, t):
+        t0 = time.perf_counter()
+        try:
+            return self.solve(t)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def _fill(self):
+        while self.next is not None and len(self.futures) < self.depth:
+            s = self.next
+            self.futures[s] = self.pool.submit(self._timed, s * self.dt)
+            self.next = self.following(s)
+
+    def __call__(self, step, t):
+        """The pairs at ``step`` (time ``t``): the worker's result, waited for."""
+        for s in [s for s in self.futures if s < step]:    # foreseen, not asked: dropped
+            self.futures.pop(s).cancel()
+        f = self.futures.pop(step, None)
+        if f is None or t != step * self.dt:               # not foreseen: queued after them
+            f = self.pool.submit(self._timed, t)
+        out = f.result()
+        self._fill()
+        return out
+
+    def close(self):
+        """Stop: nothing queued is started (a call under way finishes on its own)."""
+        for f in self.futures.values():
+            f.cancel()
+        self.futures.clear()
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 class _BlockRows:
@@ -191,8 +273,11 @@ class _BlockRows:
         self.tblock = observables.BlockMeasure(
             [cfg] * self.M, plan.x, np.broadcast_to(phi0[None], (self.M, *phi0.shape)),
             np.repeat(psi0[:, None], self.M, axis=1), xp)
-        self.buf = xp.empty((cfg.grid.n, self.M), dtype=np.complex128)
-        self.cols, self.ts = 0, []     # columns of buf filled, and their times
+        # the states a row each (a contiguous copy a state: one memcpy on a GPU, where a
+        # column of an N x M block took a strided-copy kernel and ~20 us of CuPy's indexing)
+        self.buf = xp.empty((self.M, cfg.grid.n), dtype=np.complex128)
+        self.slots = [self.buf[i] for i in range(self.M)]     # the row views, made once
+        self.cols, self.ts = 0, []     # rows of buf filled, and their times
         self.done = []                 # (sums (9, m), amps (K, m)) of measured blocks, on the device
         self.K = cfg.output.populations
         self.up = PinnedUpload(xp) if xp is not np else np.asarray
@@ -219,7 +304,11 @@ class _BlockRows:
                 phit = np.ascontiguousarray(phi_all[:self.K])
                 self._phit = (phi_all, self.up(phit.ravel()).reshape(phit.shape))
             also = self._phit[1] @ psi
-        self.buf[:, self.cols] = psi
+        row = self.slots[self.cols]
+        if self.xp is not np and psi.flags.c_contiguous and psi.dtype == row.dtype:
+            row.data.copy_from_device_async(psi.data, row.nbytes)     # queued on the stream
+        else:
+            row[...] = psi
         self.cols += 1
         self.ts.append(t)
         self.pending.append((step, t, np.asarray(Et[:self.K])))
@@ -228,13 +317,13 @@ class _BlockRows:
             self._measure()
 
     def _measure(self):
-        """The filled columns of the block measured, each at its time (columns past them
-        hold older states: measured and dropped)."""
+        """The filled rows of the block measured (as the columns of its transpose), each at
+        its time (rows past them hold older states: measured and dropped)."""
         m = self.cols
         if not m:
             return
         ts = self.ts + [self.ts[-1]] * (self.M - m)
-        r = self.tblock.raw(None, self.buf, times=ts)
+        r = self.tblock.raw(None, self.buf.T, times=ts)
         self.done.append((r["sums"][:, :m], r["amps"][:, :m]))
         self.cols, self.ts = 0, []
 
