@@ -1263,6 +1263,8 @@ def _run_overhead_args(p):
     p.add_argument("--every", type=int, default=None, help="observables_every (default: the input's)")
     p.add_argument("--populations-every", type=_at_least(0), nargs="+", default=[0],
                    help="output.populations_every, a row each (0: the input's, with every observation)")
+    p.add_argument("--repeat", type=_at_least(1), default=1,
+                   help="the bare loop and the 1- and S-step runs this many times each, medians kept")
 
 
 def _timed_cli(args):
@@ -1301,7 +1303,8 @@ def _run_overhead(a):
             plan = tdse.prepare(cfg, backend=a.backend, check_resolution=False)
             t_prepare = time.perf_counter() - t0
             S = cfg.time.steps
-            step_bare = _bare_steps(plan, S - 2)[0]              # warm 2 steps, then S - 2 timed
+            # warm 2 steps, then S - 2 timed; the median of --repeat
+            step_bare = float(np.median([_bare_steps(plan, S - 2)[0] for _ in range(a.repeat)]))
             for pe in a.populations_every:
                 c = cfg.with_value("output.populations_every", pe) if pe else cfg
                 rows.append(_overhead_row(a, c, plan, S, step_bare, t_prepare, stencil))
@@ -1323,11 +1326,16 @@ def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
                          ("companion", cfg.with_value("propagator.time_error", "companion"))):
             with open(path, "w") as f:
                 f.write(cfgmod.to_toml(c))
-            walls[label] = _timed_cli(args)
-            if label != "companion":     # the run's own clock: its loop, start-up excluded
-                import h5py
-                with h5py.File(os.path.join(d, f"{c.name}.h5"), "r") as f:
-                    loops[label] = float(f.attrs["wall_seconds"])
+            w, lp = [], []
+            for _ in range(1 if label == "companion" else a.repeat):
+                w.append(_timed_cli(args))
+                if label != "companion":     # the run's own clock: its loop, start-up excluded
+                    import h5py
+                    with h5py.File(os.path.join(d, f"{c.name}.h5"), "r") as f:
+                        lp.append(float(f.attrs["wall_seconds"]))
+            walls[label] = float(np.median(w))
+            if lp:
+                loops[label] = float(np.median(lp))
     per_step_run = (walls["full"] - walls["one_step"]) / (S - 1)
     row = {"n": cfg.grid.n, "stencil": str(stencil), "method": plan.config.propagator.method,
            "backend": a.backend, "steps": S,
@@ -1342,7 +1350,7 @@ def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
            "loop_over_steps": (loops["full"] - loops["one_step"]) / ((S - 1) * step_bare),
            "cli_wall_seconds": walls["full"], "fixed_seconds": walls["one_step"],
            "prepare_seconds_in_process": t_prepare,
-           "cli_wall_with_companion_seconds": walls["companion"]}
+           "cli_wall_with_companion_seconds": walls["companion"], "repeat": a.repeat}
     _say(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
     return row
 

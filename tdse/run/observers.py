@@ -32,6 +32,11 @@ DEFER_SNAPSHOTS = os.environ.get("TDSE_DEFER_SNAPSHOTS", "1") != "0"
 #: rows measured in blocks of up to this many states (:class:`_BlockRows`)
 TIME_BLOCK = 64
 
+#: worker threads for H(t)'s eigenpairs ahead of the loop (:class:`_Ahead`): the cores
+#: beyond two (the loop's, and its BLAS's or the GPU driver's), at most 4, at least 1
+AHEAD_WORKERS = max(1, min(4, len(os.sched_getaffinity(0)) - 2 if hasattr(os, "sched_getaffinity")
+                           else (os.cpu_count() or 2) - 2))
+
 
 class BoundaryWarning(UserWarning):
     """psi reaches the box's walls, where it reflects (a run without an absorber)."""
@@ -68,10 +73,14 @@ class Observables(Observer):
         # O(N K) a call, on the host: no synchronisation with the device's stepping), computed
         # ahead on a worker thread (:class:`_Ahead`; TDSE_EIGENPAIRS_AHEAD=0: in the loop)
         self.tracker = states.Tracker(cfg, K) if self.moving else None
+        # -- where a call is one LAPACK call (3-point, or a dense H), which releases the GIL
+        # throughout: Davidson's Python between its BLAS calls would hold the GIL against
+        # the loop (measured: the DVR at N = 8192 on a GPU 1.5x slower with it ahead)
         self.ahead = None
-        if self.moving and os.environ.get("TDSE_EIGENPAIRS_AHEAD", "1") != "0":
+        if (self.moving and not self.tracker.iterative
+                and os.environ.get("TDSE_EIGENPAIRS_AHEAD", "1") != "0"):
             self.ahead = _Ahead(self.tracker, cfg.time.dt, cfg.time.steps,
-                                cfg.output.populations_interval)
+                                cfg.output.populations_interval, workers=AHEAD_WORKERS)
         # H(t)'s eigenpairs, for the closing note: seconds computing them, calls, and the
         # seconds the loop waited for them (all of the computing when not ahead)
         self.eigen_seconds, self.eigen_calls, self.eigen_wait = 0.0, 0, 0.0
@@ -192,16 +201,19 @@ class Observables(Observer):
 
 
 class _Ahead:
-    """H(t)'s eigenpairs at the steps where the populations are due, computed on one worker
-    thread ahead of the loop, in the loop's order: they depend on t alone (the centres'
-    paths are given), so the Tracker sees the calls it would see in the loop and returns
-    the same pairs, while LAPACK (which releases the GIL) runs beside the stepping instead
-    of between two steps.  At most ``depth`` calls are queued; a step not foreseen is
-    queued after them."""
+    """H(t)'s eigenpairs at the steps where the populations are due, computed on ``workers``
+    threads ahead of the loop: they depend on t alone (the centres' paths are given, and
+    ``solve`` -- a Tracker whose every call is one LAPACK solve -- keeps no state between
+    calls), so they are the pairs the loop would compute, while LAPACK (which releases the
+    GIL) runs beside the stepping instead of between two steps.  At most 2 ``workers``
+    calls are queued; a step not foreseen is queued after them."""
 
-    def __init__(self, solve, dt, steps, interval, depth=2):
-        self.solve, self.dt, self.steps, self.interval, self.depth = solve, dt, steps, interval, depth
-        self.pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tdse-eigenpairs")
+    def __init__(self, solve, dt, steps, interval, workers=1):
+        import threading
+        self.solve, self.dt, self.steps, self.interval = solve, dt, steps, interval
+        self.depth = 2 * workers
+        self.lock = threading.Lock()
+        self.pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="tdse-eigenpairs")
         self.futures = {}           # step -> future, in submission order
         self.next = None            # the next step to submit (None: none left)
         self.seconds = 0.0          # spent computing, on the worker
@@ -223,7 +235,8 @@ class _Ahead:
         try:
             return self.solve(t)
         finally:
-            self.seconds += time.perf_counter() - t0
+            with self.lock:
+                self.seconds += time.perf_counter() - t0
 
     def _fill(self):
         while self.next is not None and len(self.futures) < self.depth:
@@ -423,7 +436,10 @@ class Snapshots(Observer):
         if self.pending is None:
             return
         (step, t, copy, extras), self.pending = self.pending, None
-        self._write(step, t, copy.result()["psi"], None, extras)
+        # psi out of the pinned buffer (which goes back to CuPy's pool for the next copy:
+        # held by the writer until its next write, each snapshot took a new cudaHostAlloc,
+        # ~0.3 ms of the host's time)
+        self._write(step, t, np.array(copy.result()["psi"]), None, extras)
 
     def _write(self, step, t, psi, U, extras):
         cfg = self.config
