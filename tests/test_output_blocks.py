@@ -224,6 +224,9 @@ def test_eigenpairs_ahead_equal_those_in_the_loop(stencil, n, inputs_dir, monkey
         obs = Observables(plan, w)
         assert (obs.ahead is not None) == ahead, (stencil, c.grid.n)
         obs._close_ahead()
+    monkeypatch.setattr(observers, "AHEAD_WORKERS", 0)       # no core to spare: in the loop
+    assert Observables(plan, w).ahead is None
+    monkeypatch.setattr(observers, "AHEAD_WORKERS", 3)
     cfg = cfg.with_value("time.t_end", 41 * cfg.time.dt)      # the last step off the cadence
     runs = {}
     for ahead in ("1", "0"):

@@ -33,9 +33,11 @@ DEFER_SNAPSHOTS = os.environ.get("TDSE_DEFER_SNAPSHOTS", "1") != "0"
 TIME_BLOCK = 64
 
 #: worker threads for H(t)'s eigenpairs ahead of the loop (:class:`_Ahead`): the cores
-#: beyond two (the loop's, and its BLAS's or the GPU driver's), at most 4, at least 1
-AHEAD_WORKERS = max(1, min(4, len(os.sched_getaffinity(0)) - 2 if hasattr(os, "sched_getaffinity")
-                           else (os.cpu_count() or 2) - 2))
+#: beyond two (the loop's, and its BLAS's or the GPU driver's), at most 4; none on two
+#: cores, where a worker only competes with the stepping (measured on 2 cores, h2plus_moving
+#: 3-point, populations every 10 steps: 3-5 % slower with one than without)
+AHEAD_WORKERS = max(0, min(4, (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                               else os.cpu_count() or 2) - 2))
 
 
 class BoundaryWarning(UserWarning):
@@ -77,7 +79,7 @@ class Observables(Observer):
         # throughout: Davidson's Python between its BLAS calls would hold the GIL against
         # the loop (measured: the DVR at N = 8192 on a GPU 1.5x slower with it ahead)
         self.ahead = None
-        if (self.moving and not self.tracker.iterative
+        if (self.moving and not self.tracker.iterative and AHEAD_WORKERS > 0
                 and os.environ.get("TDSE_EIGENPAIRS_AHEAD", "1") != "0"):
             self.ahead = _Ahead(self.tracker, cfg.time.dt, cfg.time.steps,
                                 cfg.output.populations_interval, workers=AHEAD_WORKERS)
