@@ -273,7 +273,8 @@ DVR_GEMM_MIN_B = 1
 
 class BlockOperator:
     """X -> alpha (scale T X + (V - shift) * X) for an N x B block X whose columns have
-    their own potentials V (N x B): the kinetic part is one sparse product (stencils) or one
+    their own potentials V (N x B): the kinetic part is one sparse product (stencils; on a GPU
+    one band kernel, :func:`band_kernel`) or one
     real GEMM on the block viewed as N x 2B reals (the DVR, N <= DVR_GEMM_MAX_N: T is real,
     so it acts on the real and imaginary parts alike; by FFT beyond) for the whole block,
     the diagonal elementwise (one fused kernel on a GPU).  What a batch of runs that share
@@ -284,13 +285,15 @@ class BlockOperator:
         self.xp, self.n = xp, grid.n
         self.diag = alpha * (xp.asarray(V, dtype=np.float64) - shift)
         self.k = alpha * scale
-        self.T = self.mat = None
+        self.T = self.mat = self.bands = None
         cols = self.diag.shape[1] if self.diag.ndim == 2 else 1
         gemm = grid.n <= DVR_GEMM_MAX_N and (xp is not np or cols >= DVR_GEMM_MIN_B)
         if grid.stencil == "dvr" and gemm:
             self.T = kinetic_dense(grid, xp)
         elif grid.stencil == "dvr":
             self.lam = self.k * dvr_symbol(grid.n, grid.dx, xp)[:, None]
+        elif xp is not np:               # the stencil by one kernel (band_kernel)
+            self.bands = kinetic_bands(grid.stencil, grid.dx)
         else:
             self.mat = stencil_matrix(grid, np.full(grid.n, kinetic_bands(grid.stencil, grid.dx)[0]),
                                       1.0, xp)
@@ -299,6 +302,12 @@ class BlockOperator:
         xp = self.xp
         if self.mat is not None:
             return self.mat @ X, self.k
+        if self.bands is not None:
+            Xc = xp.ascontiguousarray(X)
+            out = xp.empty_like(Xc)
+            d0, d1, d2 = self.bands
+            band_kernel(xp)(Xc, d0, d1, d2, self.n, Xc.size // self.n, out)
+            return out, self.k
         if self.T is not None:
             Xc = xp.ascontiguousarray(X)
             real = Xc.view(np.float64).reshape(self.n, -1)          # N x 2B: re, im interleaved
@@ -335,7 +344,31 @@ class BlockOperator:
         return kin
 
 
-_FUSED = _RECUR = None
+_FUSED = _RECUR = _BAND_KERNEL = None
+
+#: g = T X for the 3-/5-point T (bands d0, d1, d2: kinetic_bands) of an N x nb block, an
+#: element a thread (what cuSPARSE's SpMM computes, without its plan and buffer per call)
+_BAND_SRC = r"""
+int row = i / nb;
+T acc = T(0);
+if (row >= 2) acc += d2 * X[i - 2 * nb];
+if (row >= 1) acc += d1 * X[i - nb];
+acc += d0 * X[i];
+if (row + 1 < n) acc += d1 * X[i + nb];
+if (row + 2 < n) acc += d2 * X[i + 2 * nb];
+g = acc;
+"""
+
+
+def band_kernel(cp):
+    """The stencil product :data:`_BAND_SRC` as a CuPy ElementwiseKernel:
+    ``k(X, d0, d1, d2, n, nb, out)`` with X and out C-contiguous N x nb."""
+    global _BAND_KERNEL
+    if _BAND_KERNEL is None:
+        _BAND_KERNEL = cp.ElementwiseKernel(
+            "raw T X, float64 d0, float64 d1, float64 d2, int32 n, int32 nb", "T g",
+            _BAND_SRC, "tdse_band")
+    return _BAND_KERNEL
 
 
 def _fused_kernel(cp):

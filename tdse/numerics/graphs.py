@@ -48,17 +48,6 @@ CHAIN_SMEM = 48 * 1024
 #: T's row in registers (tdse_cheb_chain_reg): up to 32 CHAIN_REG columns, one row a warp
 CHAIN_REG = 32
 
-_BAND = r"""
-int row = i / nb;
-T acc = T(0);
-if (row >= 2) acc += d2 * X[i - 2 * nb];
-if (row >= 1) acc += d1 * X[i - nb];
-acc += d0 * X[i];
-if (row + 1 < n) acc += d1 * X[i + nb];
-if (row + 2 < n) acc += d2 * X[i + 2 * nb];
-g = acc;
-"""
-
 #: one Chebyshev term for one member (B = 1) with the DVR's dense T in one kernel: a warp
 #: per row computes (T x)_i (T from L2, shuffled sums), then the row's recurrence update --
 #: first term: cur = (k g + d x) / 2, acc = a_0 x + a_1 cur; later: z = k g + d x - p,
@@ -291,11 +280,11 @@ def _kernels(cp):
     global _KERNELS
     if _KERNELS is None:
         E = cp.ElementwiseKernel
+        from ..model.hamiltonian import band_kernel
         from ..model.potential import DEVICE_V, device_kernels
         _KERNELS = {
             "diag": device_kernels(cp)["v"],
-            "band": E("raw T X, float64 d0, float64 d1, float64 d2, int32 n, int32 nb", "T g",
-                      _BAND, "tdse_graph_band"),
+            "band": band_kernel(cp),
             "mask": E("T x, float64 m", "T y", "y = x * m", "tdse_graph_mask"),
             "first": E("T g, float64 d, T x, raw float64 P, int32 ik, raw T A, int32 ia",
                        "T cur, T y", "cur = (g * P[ik] + x * d) * 0.5; y = A[ia] * x; y += A[ia + 1] * cur",
