@@ -209,13 +209,14 @@ def test_flush_seconds_is_checked(inputs_dir):
 
 @pytest.mark.parametrize("stencil, n", [(3, 160), (5, 400), ("dvr", 400)])
 def test_eigenpairs_ahead_equal_those_in_the_loop(stencil, n, inputs_dir, monkeypatch):
-    """H(t)'s eigenpairs computed ahead on a worker thread (the default where a call is one
-    LAPACK call: the tridiagonal, banded or dense solver) give the very populations and
-    energies of those computed in the loop (TDSE_EIGENPAIRS_AHEAD=0); Davidson (5-point
+    """H(t)'s eigenpairs computed ahead on worker threads (TDSE_EIGENPAIRS_AHEAD=1, where a
+    call is one LAPACK call: the tridiagonal, banded or dense solver) give the very
+    populations and energies of those computed in the loop (the default); Davidson (5-point
     and DVR above N = 512) stays in the loop."""
     from tdse.run.observers import Observables
     from tdse.run.snapshots import MemoryWriter
     monkeypatch.setattr(observers, "AHEAD_WORKERS", 3)       # calls finish out of order
+    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "1")
     cfg = _moving(inputs_dir, stencil, n=n, **{"output.populations_every": 4})
     for c, ahead in ((cfg, True), (_moving(inputs_dir, stencil, n=600), stencil == 3)):
         plan = tdse.prepare(c, backend="numpy", check_resolution=False)
@@ -227,6 +228,8 @@ def test_eigenpairs_ahead_equal_those_in_the_loop(stencil, n, inputs_dir, monkey
     monkeypatch.setattr(observers, "AHEAD_WORKERS", 0)       # no core to spare: in the loop
     assert Observables(plan, w).ahead is None
     monkeypatch.setattr(observers, "AHEAD_WORKERS", 3)
+    monkeypatch.delenv("TDSE_EIGENPAIRS_AHEAD")               # off unless asked for
+    assert Observables(plan, w).ahead is None
     cfg = cfg.with_value("time.t_end", 41 * cfg.time.dt)      # the last step off the cadence
     runs = {}
     for ahead in ("1", "0"):

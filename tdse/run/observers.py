@@ -72,15 +72,16 @@ class Observables(Observer):
         self.moving = any(c.moving for c in cfg.potential.centres)
         self._static = None
         # moving centres: H(t)'s pairs tracked from one observation to the next (Davidson,
-        # O(N K) a call, on the host: no synchronisation with the device's stepping), computed
-        # ahead on a worker thread (:class:`_Ahead`; TDSE_EIGENPAIRS_AHEAD=0: in the loop)
+        # O(N K) a call, on the host: no synchronisation with the device's stepping), in the
+        # loop; TDSE_EIGENPAIRS_AHEAD=1 computes them ahead on worker threads (:class:`_Ahead`:
+        # the same pairs; measured no faster -- see its docstring -- so not the default)
         self.tracker = states.Tracker(cfg, K) if self.moving else None
         # -- where a call is one LAPACK call (3-point, or a dense H), which releases the GIL
         # throughout: Davidson's Python between its BLAS calls would hold the GIL against
         # the loop (measured: the DVR at N = 8192 on a GPU 1.5x slower with it ahead)
         self.ahead = None
         if (self.moving and not self.tracker.iterative and AHEAD_WORKERS > 0
-                and os.environ.get("TDSE_EIGENPAIRS_AHEAD", "1") != "0"):
+                and os.environ.get("TDSE_EIGENPAIRS_AHEAD", "0") == "1"):
             self.ahead = _Ahead(self.tracker, cfg.time.dt, cfg.time.steps,
                                 cfg.output.populations_interval, workers=AHEAD_WORKERS)
         # H(t)'s eigenpairs, for the closing note: seconds computing them, calls, and the
@@ -208,7 +209,13 @@ class _Ahead:
     ``solve`` -- a Tracker whose every call is one LAPACK solve -- keeps no state between
     calls), so they are the pairs the loop would compute, while LAPACK (which releases the
     GIL) runs beside the stepping instead of between two steps.  At most 2 ``workers``
-    calls are queued; a step not foreseen is queued after them."""
+    calls are queued; a step not foreseen is queued after them.
+
+    Opt-in (TDSE_EIGENPAIRS_AHEAD=1): measured on one H100 (run-overhead, h2plus_moving_large
+    3-point, N = 8192, medians of 3) the loop over its steps was 4.15 / 1.97 with it and
+    2.87 / 2.27 without (populations every 50 / 250 steps), and 3-5 % slower on 2 CPU
+    cores: the Python around the LAPACK call (the potential on the grid, the normalisation)
+    holds the GIL against the loop's launches."""
 
     def __init__(self, solve, dt, steps, interval, workers=1):
         import threading
