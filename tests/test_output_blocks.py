@@ -68,28 +68,44 @@ def test_block_rows_equal_the_row_at_a_time_measure(stencil, driven, inputs_dir,
     assert np.ptp(host.observables["x_mean"]) > 1e-3
 
 
-def test_block_sums_at_their_own_times_equal_a_column_at_a_time(inputs_dir, rng):
+@pytest.mark.parametrize("own_states", [False, True])
+def test_block_sums_at_their_own_times_equal_a_column_at_a_time(own_states, inputs_dir, rng):
     """BlockMeasure.raw on NumPy with each column at its own time: the nine sums equal those
-    of a one-column block at that time (potential, gradient, field and centres per column)."""
-    from tdse.model.observables import BlockMeasure
+    of a one-column block at that time (potential, gradient, field and centres per column,
+    the centres' ramp under way: h2plus_moving_ramped), the norm near the walls equals
+    edge_norm's, ``also`` is also @ X; members with their own eigenstates (``own_states``)
+    get their own amplitudes."""
+    from tdse.model.observables import BlockMeasure, edge_norm
+    ramped = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving_ramped.toml"))
+    assert any(c.ramp > 0 for c in ramped.potential.centres)
     cfg = _field_absorber(_moving(inputs_dir, 5), inputs_dir)
+    cfg = dataclasses.replace(cfg, potential=dataclasses.replace(
+        ramped.potential, field=cfg.potential.field))
     x = np.linspace(cfg.grid.x_min, cfg.grid.x_max, cfg.grid.n, endpoint=False)
     K, M = 3, 5
     phi0 = rng.standard_normal((K, cfg.grid.n))
     psi0 = rng.standard_normal(cfg.grid.n) + 1j * rng.standard_normal(cfg.grid.n)
     X = rng.standard_normal((cfg.grid.n, M)) + 1j * rng.standard_normal((cfg.grid.n, M))
-    times = rng.uniform(0.0, 50.0, M)
-    many = BlockMeasure([cfg] * M, x, np.repeat(phi0[None], M, 0), np.repeat(psi0[:, None], M, 1))
-    one = BlockMeasure([cfg], x, phi0[None], psi0[:, None])
-    got = many.raw(None, X, times=times)
+    ramp = max(c.ramp for c in cfg.potential.centres)
+    times = rng.uniform(0.0, ramp, M)                     # inside the ramp
+    phis = rng.standard_normal((M, K, cfg.grid.n)) if own_states else np.repeat(phi0[None], M, 0)
+    many = BlockMeasure([cfg] * M, x, phis, np.repeat(psi0[:, None], M, 1))
+    assert many.shared == (not own_states)
+    also = rng.standard_normal((2, cfg.grid.n))
+    got = many.raw(None, X, also=also, times=times)
+    assert got["t"] is None and np.allclose(got["also"], also @ X, rtol=1e-14, atol=1e-12)
     for b, t in enumerate(times):
+        one = BlockMeasure([cfg], x, phis[b][None], psi0[:, None])
         ref = one.raw(t, X[:, b:b + 1])
+        assert ref["t"] == t
+        assert np.isclose(got["sums"][8, b], edge_norm(X[:, b], 1.0), rtol=1e-14, atol=0)
         # the same terms summed in another order (a block's FFT and products): to 1e-12 of
         # the largest sum (sums of N ~ 1 terms cancel down to ~1 in Im <psi0|psi>)
         r = ref["sums"][:, 0]
         assert np.abs(got["sums"][:, b] - r).max() <= 1e-12 * np.abs(r).max()
         a = ref["amps"][:, 0]
-        assert np.abs(got["amps"][:, b] - a).max() <= 1e-12 * np.abs(a).max()
+        g = got["amps"][b] if own_states else got["amps"][:, b]     # (B, K) or (K, B)
+        assert np.abs(g - a).max() <= 1e-12 * np.abs(a).max()
         assert 0 < r[1] < 0.5 * r[0]          # the layers hold part of the sum, not all
     assert np.ptp(got["sums"][3]) > 0        # the gradient sums differ between the times
 
@@ -116,12 +132,13 @@ def test_held_snapshots_make_the_same_file(time_error, tmp_path, inputs_dir, mon
         writes[self.flush_seconds] = writes.get(self.flush_seconds, 0) + bool(self._held)
         orig(self, final)
     monkeypatch.setattr(SnapshotWriter, "write", count)
-    for fs in (0.0, 1e9):
+    for fs in (0.0, 3600.0, 1e9):
         c = cfg.with_value("output.flush_seconds", fs)
         files[fs] = read(run(c, str(tmp_path / str(fs)), backend="numpy").path)
     _files_equal(files[0.0], files[1e9])
+    _files_equal(files[0.0], files[3600.0])
     assert writes[0.0] == files[0.0]["attrs"]["snapshots_complete"] == 13
-    assert writes[1e9] == 2          # the first snapshot at once, the rest at the close
+    assert writes[1e9] == writes[3600.0] == 2   # the first snapshot at once, the rest at the close
     if time_error == "companion":     # the slot of the last snapshot holds its companion
         import h5py
         from tdse.run.snapshots import resume_name
@@ -239,3 +256,28 @@ def test_eigenpairs_ahead_equal_those_in_the_loop(stencil, n, inputs_dir, monkey
         assert np.array_equal(runs["1"][k], runs["0"][k], equal_nan=True), k
     P = np.asarray(runs["1"]["populations_ht"])
     assert np.isfinite(P[[0, 4, 40, 41]]).all() and np.isnan(P[[1, 2, 3, 5, 39]]).all()
+
+
+def test_a_failed_write_of_the_last_rows_at_the_close_says_so(tmp_path, inputs_dir, monkeypatch):
+    """The rows handed over at the close, after the last snapshot was written, fail to
+    write: StorageError naming the cause's first line (cut at 160 characters), the free
+    space seen, nothing more needed, the whole snapshots kept."""
+    from tdse.run.snapshots import StorageError
+    cfg = _moving(inputs_dir, 3)
+    plan = tdse.prepare(cfg, backend="numpy", check_resolution=False)
+    from tdse.model.potential import total
+    w = SnapshotWriter(tmp_path / "f.h5", config=cfg, x=plan.x, v0=total(cfg.potential, plan.x, 0.0),
+                       energies=plan.energies[:4], phi=plan.states[:4], attrs={})
+    obs = observers.Observables(plan, w)
+    snaps = observers.Snapshots(plan, w)
+    evolve(plan, plan.psi0.copy(), [obs, snaps], stop=3)      # one snapshot, at step 0
+    assert w.count == 1 and not w._held and len(w._rows) == 3    # rows 1-3 in memory
+    monkeypatch.setattr(SnapshotWriter, "_free", lambda self: 12345)
+
+    def broken(self, ds, i0, values):
+        raise OSError("quota " + "q" * 200 + "\nsecond line")
+    monkeypatch.setattr(SnapshotWriter, "_write_rows", broken)
+    with pytest.raises(StorageError) as e:
+        w.close(False)
+    assert e.value.count == 1 and e.value.needed == 0 and e.value.free == 12345
+    assert ("quota " + "q" * 154) in str(e.value) and "q" * 155 not in str(e.value)

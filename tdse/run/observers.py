@@ -297,7 +297,7 @@ class _BlockRows:
             np.repeat(psi0[:, None], self.M, axis=1), xp)
         # the states a row each (a contiguous copy a state: one memcpy on a GPU, where a
         # column of an N x M block took a strided-copy kernel and ~20 us of CuPy's indexing)
-        self.buf = xp.empty((self.M, cfg.grid.n), dtype=np.complex128)
+        self.buf = xp.zeros((self.M, cfg.grid.n), dtype=np.complex128)   # rows past the filled: measured, dropped
         self.slots = [self.buf[i] for i in range(self.M)]     # the row views, made once
         self.cols, self.ts = 0, []     # rows of buf filled, and their times
         self.done = []                 # (sums (9, m), amps (K, m)) of measured blocks, on the device
