@@ -273,9 +273,9 @@ DVR_GEMM_MIN_B = 1
 
 class BlockOperator:
     """X -> alpha (scale T X + (V - shift) * X) for an N x B block X whose columns have
-    their own potentials V (N x B): the kinetic part is one sparse product (stencils; on a GPU
-    one band kernel, :func:`band_kernel`) or one
-    real GEMM on the block viewed as N x 2B reals (the DVR, N <= DVR_GEMM_MAX_N: T is real,
+    their own potentials V (N x B): the kinetic part is one sparse product (stencils; on a
+    GPU one band kernel, :func:`band_kernel`) or one real GEMM on the block viewed as
+    N x 2B reals (the DVR, N <= DVR_GEMM_MAX_N: T is real,
     so it acts on the real and imaginary parts alike; by FFT beyond) for the whole block,
     the diagonal elementwise (one fused kernel on a GPU).  What a batch of runs that share
     grid, stencil and time step applies in each Chebyshev term

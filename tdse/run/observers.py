@@ -76,9 +76,9 @@ class Observables(Observer):
         # loop; TDSE_EIGENPAIRS_AHEAD=1 computes them ahead on worker threads (:class:`_Ahead`:
         # the same pairs; measured no faster -- see its docstring -- so not the default)
         self.tracker = states.Tracker(cfg, K) if self.moving else None
-        # -- where a call is one LAPACK call (3-point, or a dense H), which releases the GIL
-        # throughout: Davidson's Python between its BLAS calls would hold the GIL against
-        # the loop (measured: the DVR at N = 8192 on a GPU 1.5x slower with it ahead)
+        # -- only where a call is one LAPACK solve (3-point, or a dense H): Davidson's Python
+        # between its BLAS calls holds the GIL against the loop (one run measured the DVR at
+        # N = 8192 on a GPU 1.5x slower with it ahead), and its calls depend on each other
         self.ahead = None
         if (self.moving and not self.tracker.iterative and AHEAD_WORKERS > 0
                 and os.environ.get("TDSE_EIGENPAIRS_AHEAD", "0") == "1"):
@@ -297,7 +297,8 @@ class _BlockRows:
             np.repeat(psi0[:, None], self.M, axis=1), xp)
         # the states a row each (a contiguous copy a state: one memcpy on a GPU, where a
         # column of an N x M block took a strided-copy kernel and ~20 us of CuPy's indexing)
-        self.buf = xp.zeros((self.M, cfg.grid.n), dtype=np.complex128)   # rows past the filled: measured, dropped
+        # (zeros: the rows past those filled are measured with them, then dropped)
+        self.buf = xp.zeros((self.M, cfg.grid.n), dtype=np.complex128)
         self.slots = [self.buf[i] for i in range(self.M)]     # the row views, made once
         self.cols, self.ts = 0, []     # rows of buf filled, and their times
         self.done = []                 # (sums (9, m), amps (K, m)) of measured blocks, on the device

@@ -31,7 +31,8 @@ Rows are appended as the run goes and written in blocks: a snapshot waits in mem
 most ``output.flush_seconds`` of wall time (the first at once; 0: each at once), then the
 ones held go to the file with the observations since, one slice a dataset, and the file
 is flushed -- a hard crash (SIGKILL, power) loses at most that much; an interrupt, an
-error or a full disk writes what is held first, or closes the file at its last whole one.  ``snapshots_complete`` / ``observables_complete`` count the whole
+error or a full disk writes what is held first, or closes the file at its last whole one.
+``snapshots_complete`` / ``observables_complete`` count the whole
 rows; ``complete`` turns true only when the run finishes; until then the file is
 ``<name>.h5.part`` (renamed on completion), which ``tdse resume`` continues.  Same
 library versions (``lib_*``) + same input => the same bits on the CPU.
@@ -292,11 +293,6 @@ class SnapshotWriter:
         if self.count == 0 or now - self._held_since >= self.flush_seconds:
             self.write()
 
-    @property
-    def snapshots(self) -> int:
-        """Snapshots appended: those in the file and those held."""
-        return self.count + len(self._held)
-
     def write(self, final=False):
         """The held snapshots and the observations since the last write to the file, one
         slice a dataset, then a flush (the ``before_write`` callables first).  Checks the
@@ -486,10 +482,6 @@ class MemoryWriter:
         for name in self.snap:
             self.snap[name].append(np.asarray(row[name]))
         self.count += 1
-
-    @property
-    def snapshots(self) -> int:
-        return self.count
 
     def observe(self, **row):
         for name in self.obs:
