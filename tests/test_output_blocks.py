@@ -281,3 +281,21 @@ def test_a_failed_write_of_the_last_rows_at_the_close_says_so(tmp_path, inputs_d
         w.close(False)
     assert e.value.count == 1 and e.value.needed == 0 and e.value.free == 12345
     assert ("quota " + "q" * 154) in str(e.value) and "q" * 155 not in str(e.value)
+
+
+@pytest.mark.parametrize("envelope", ["sin2", "gaussian", "trapezoid"])
+def test_a_members_own_time_is_its_field_and_centres_at_that_time(envelope, inputs_dir, rng):
+    """BatchPotential.own: member b's field and centres at times[b] equal field(t) and
+    centre_array(t) at that t, for each envelope kind (its fwhm and ramp in play)."""
+    from tdse.model.potential import BatchPotential
+    cfg = _field_absorber(_moving(inputs_dir, 3), inputs_dir)
+    f = dataclasses.replace(cfg.potential.field, envelope=envelope, fwhm=0.3, ramp=0.4)
+    pot = dataclasses.replace(cfg.potential, field=f)
+    x = np.linspace(cfg.grid.x_min, cfg.grid.x_max, cfg.grid.n, endpoint=False)
+    M = 6
+    bp = BatchPotential([pot] * M, x)
+    times = rng.uniform(0.0, f.duration, M)
+    E, X = bp.own(times)
+    for b, t in enumerate(times):
+        assert E[b] == bp.field(t)[b] and np.array_equal(X[b], bp.centre_array(t)[b])
+    assert np.ptp(E) > 1e-3
