@@ -69,14 +69,20 @@ def _same(a, b):
         assert np.array_equal(a[k], b[k], equal_nan=True), k  # bit-identical on the CPU
 
 
-def test_injected_full_disk_then_resume_is_bit_identical(tmp_path, monkeypatch):
-    cfg = cfgmod.loads(TEXT)
+def _cut_at(cfg, k, tmp_path, monkeypatch):
+    """The uninterrupted file of ``cfg``, then a run whose k-th flush fails: (the file
+    read, the StorageError, the .part path)."""
     ref = read(run(cfg, tmp_path / "ref", backend="numpy").path)
-    restore = _fail_at(monkeypatch, 4)
+    restore = _fail_at(monkeypatch, k)
     with pytest.raises(StorageError) as ei:
         run(cfg, tmp_path / "cut", backend="numpy")
     restore()
-    part = str(tmp_path / "cut" / "h.h5.part")
+    return ref, ei, str(tmp_path / "cut" / "h.h5.part")
+
+
+def test_injected_full_disk_then_resume_is_bit_identical(tmp_path, monkeypatch):
+    cfg = cfgmod.loads(TEXT)
+    ref, ei, part = _cut_at(cfg, 4, tmp_path, monkeypatch)
     assert ei.value.path == part and "tdse resume" in str(ei.value.strerror)
     st = resume_state(part)                       # valid, at its last whole snapshot
     assert st["count"] == 3 and st["step"] == 20
@@ -89,12 +95,7 @@ def test_a_full_disk_at_a_held_blocks_write_loses_only_that_block(tmp_path, monk
     the close): the write of the held block fails -- StorageError, the file valid at its one
     whole snapshot (step 0), and resuming it gives the uninterrupted file bit for bit."""
     cfg = cfgmod.loads(TEXT).with_value("output.flush_seconds", 1e9)
-    ref = read(run(cfg, tmp_path / "ref", backend="numpy").path)
-    restore = _fail_at(monkeypatch, 2)
-    with pytest.raises(StorageError) as ei:
-        run(cfg, tmp_path / "cut", backend="numpy")
-    restore()
-    part = str(tmp_path / "cut" / "h.h5.part")
+    ref, ei, part = _cut_at(cfg, 2, tmp_path, monkeypatch)
     assert ei.value.count == 1
     st = resume_state(part)
     assert st["count"] == 1 and st["step"] == 0
@@ -224,3 +225,21 @@ def test_sigint_half_a_second_into_a_real_run_exits_130_and_leaves_nothing(tmp_p
     assert left == [] or [q.name for q in left] == ["h2plus_moving.h5.part"]
     if left:
         assert "tdse resume" in err and resume_state(str(left[0]))["count"] >= 1
+
+
+@pytest.mark.parametrize("where", ["observers' set-up", "the first observation"])
+def test_an_interrupt_before_the_first_snapshot_leaves_no_file(where, tmp_path, monkeypatch):
+    """Ctrl-C after the run file was opened but before its first snapshot (the observers'
+    set-up, the step-0 observation): KeyboardInterrupt goes on, and no .part is left (it
+    would hold nothing to resume from)."""
+    from tdse.run import observers
+
+    def stop(*a, **k):
+        raise KeyboardInterrupt("")
+    if where == "observers' set-up":
+        monkeypatch.setattr(observers._BlockRows, "__init__", stop)
+    else:
+        monkeypatch.setattr(observers.Observables, "begin", stop)
+    with pytest.raises(KeyboardInterrupt):
+        run(cfgmod.loads(TEXT), tmp_path / "o", backend="numpy")
+    assert list((tmp_path / "o").iterdir()) == []

@@ -2,7 +2,6 @@
 bare, then with each observer alone, then with all (as `tdse run` has them), the device
 drained at the end; median of 3.
 python benchmarks/probes/observer_cost.py INPUT N STENCIL STEPS POP_EVERY BACKEND"""
-import dataclasses
 import os
 import sys
 import tempfile
@@ -11,24 +10,16 @@ import warnings
 
 import numpy as np
 
-from tdse import config as cfgmod
+from run_profile import case      # the probes' case (this folder is on sys.path)
+
 from tdse.model.potential import total
-from tdse.run.driver import prepare
 from tdse.run.loop import evolve
 from tdse.run.observers import Observables, Progress, Snapshots
 from tdse.run.snapshots import SnapshotWriter
 
 warnings.simplefilter("ignore")
-inp, n, st, steps, pe, backend = sys.argv[1:7]
-st = int(st) if st in ("3", "5") else st
-base = cfgmod.load(inp)
-w = base.grid.x_max - base.grid.x_min
-cfg = dataclasses.replace(base, grid=dataclasses.replace(base.grid, dx=w / int(n), stencil=st))
-cfg = cfg.with_value("propagator.method", "chebyshev").with_value("propagator.time_error", "none")
-cfg = cfg.with_value("time.t_end", int(steps) * cfg.time.dt)
-if int(pe):
-    cfg = cfg.with_value("output.populations_every", int(pe))
-plan = prepare(cfg, backend=backend, check_resolution=False)
+backend = sys.argv[6]
+cfg, plan = case(*sys.argv[1:7])
 xp = plan.backend.xp
 K = cfg.output.populations
 d = tempfile.mkdtemp()
@@ -68,5 +59,5 @@ if os.environ.get("PROFILE"):         # where the observables' time goes (host s
     import pstats
     cProfile.run("once(cases['observables'])", "/tmp/obs.prof")
     pstats.Stats("/tmp/obs.prof").sort_stats("tottime").print_stats(25)
-print(f"{cfg.grid.n} {st} pops {cfg.output.populations_interval} {backend}: " +
+print(f"{cfg.grid.n} {cfg.grid.stencil} pops {cfg.output.populations_interval} {backend}: " +
       " ".join(f"{k} {v:.3f}s ({v / b:.2f})" for k, v in res.items()))

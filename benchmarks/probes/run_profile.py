@@ -10,21 +10,29 @@ import time
 from tdse import config as cfgmod
 from tdse.run.driver import prepare, run
 
-inp, n, st, steps, pe, backend = sys.argv[1:7]
-st = int(st) if st in ("3", "5") else st
-base = cfgmod.load(inp)
-w = base.grid.x_max - base.grid.x_min
-cfg = dataclasses.replace(base, grid=dataclasses.replace(base.grid, dx=w / int(n), stencil=st))
-cfg = cfg.with_value("propagator.method", "chebyshev").with_value("propagator.time_error", "none")
-cfg = cfg.with_value("time.t_end", int(steps) * cfg.time.dt)
-if int(pe):
-    cfg = cfg.with_value("output.populations_every", int(pe))
-plan = prepare(cfg, backend=backend, check_resolution=False)
-d = tempfile.mkdtemp()
-run(plan, d, force=True)                       # warm
-t0 = time.perf_counter()
-cProfile.run("run(plan, d, force=True)", "/tmp/run.prof")
-print(f"wall {time.perf_counter() - t0:.3f} s for {cfg.time.steps} steps")
-s = pstats.Stats("/tmp/run.prof")
-s.sort_stats("tottime").print_stats(18)
-s.sort_stats("cumulative").print_stats(30)
+
+def case(inp, n, st, steps, pe, backend):
+    """The probes' case (also :mod:`observer_cost`): INPUT at N points with the STENCIL,
+    Chebyshev, no time-error estimate, STEPS steps, H(t)'s populations every POP_EVERY
+    (0: the input's); its prepared plan."""
+    st = int(st) if st in ("3", "5") else st
+    base = cfgmod.load(inp)
+    w = base.grid.x_max - base.grid.x_min
+    cfg = dataclasses.replace(base, grid=dataclasses.replace(base.grid, dx=w / int(n), stencil=st))
+    cfg = cfg.with_value("propagator.method", "chebyshev").with_value("propagator.time_error", "none")
+    cfg = cfg.with_value("time.t_end", int(steps) * cfg.time.dt)
+    if int(pe):
+        cfg = cfg.with_value("output.populations_every", int(pe))
+    return cfg, prepare(cfg, backend=backend, check_resolution=False)
+
+
+if __name__ == "__main__":
+    cfg, plan = case(*sys.argv[1:7])
+    d = tempfile.mkdtemp()
+    run(plan, d, force=True)                       # warm
+    t0 = time.perf_counter()
+    cProfile.run("run(plan, d, force=True)", "/tmp/run.prof")
+    print(f"wall {time.perf_counter() - t0:.3f} s for {cfg.time.steps} steps")
+    s = pstats.Stats("/tmp/run.prof")
+    s.sort_stats("tottime").print_stats(18)
+    s.sort_stats("cumulative").print_stats(30)

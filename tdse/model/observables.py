@@ -222,6 +222,11 @@ class BlockMeasure:
         else:
             sums = xp.empty((9, B))
             self._kern(((B + 31) // 32,), (32, 8), args + (sums,))
+        return self._raw_out(sums, X, also, t)
+
+    def _raw_out(self, sums, X, also, t) -> dict:
+        """:meth:`raw`'s dict: the sums, the amplitudes phi0 psi, also @ psi, t."""
+        xp = self.xp
         out = {"sums": sums,
                "amps": self.phi0 @ X if self.shared else xp.einsum("bkn,nb->bk", self.phi0, X)}
         if also is not None:
@@ -248,12 +253,7 @@ class BlockMeasure:
             np.einsum("nb,nb->b", X.conj(), HX).real, c0.real, c0.imag,
             self.k @ (F.real ** 2 + F.imag ** 2),
             w[:10].sum(axis=0) + w[max(10, n - 10):].sum(axis=0)])
-        out = {"sums": sums,
-               "amps": self.phi0 @ X if self.shared else np.einsum("bkn,nb->bk", self.phi0, X)}
-        if also is not None:
-            out["also"] = also @ X
-        out["t"] = t
-        return out
+        return self._raw_out(sums, X, also, t)
 
     def _pack_own(self, times):
         """:meth:`BatchPotential.pack`'s parameters with member b at ``times[b]``."""
