@@ -190,25 +190,28 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
                     None if work is None else os.path.dirname(os.path.abspath(work)),
                     existing=os.path.getsize(work) if resume else 0)
     writer = _open_writer(plan, work, plan.attrs(allow_inaccurate), resume)
-    stepper = plan.stepper()
-    psi, Ut, start = _start_state(plan, resume, work)
-    snaps = Snapshots(plan, writer, start)
-    obs = Observables(plan, writer)
-    observers = [obs, snaps]
-    estimate = _time_error(plan, writer, snaps, resume, start)
-    if estimate is not None:
-        observers.insert(0, estimate)
-    bar = Progress(config.time.steps, start, config.name, disable=not progress)
-    t0 = time.perf_counter()
-    observers += [bar, Interrupts(writer, lambda: snaps.last_step * config.time.dt, t0)]
-    complete = False
-    try:
+    complete, bar, t0 = False, None, None
+    try:    # from here a failure closes the file (none is left without a whole snapshot)
+        stepper = plan.stepper()
+        psi, Ut, start = _start_state(plan, resume, work)
+        snaps = Snapshots(plan, writer, start)
+        obs = Observables(plan, writer)
+        observers = [obs, snaps]
+        estimate = _time_error(plan, writer, snaps, resume, start)
+        if estimate is not None:
+            observers.insert(0, estimate)
+        bar = Progress(config.time.steps, start, config.name, disable=not progress)
+        t0 = time.perf_counter()
+        observers += [bar, Interrupts(writer, lambda: snaps.last_step * config.time.dt, t0)]
         with plan.backend.limit():
             evolve(plan, psi, observers, start=start, U0=Ut, resumed=resume is not None,
                    stepper=stepper)
         complete = True
     finally:  # finish: a crash leaves the .part file valid, not complete
-        bar.close()
+        if bar is not None:
+            bar.close()
+        if writer.f and t0 is None:          # stopped while the loop was being set up
+            writer.close(False)
         if writer.f:
             writer.set_attrs(wall_seconds=time.perf_counter() - t0,
                              exponentials=stepper.exponentials,

@@ -175,14 +175,13 @@ class SnapshotWriter:
     between two flushes."""
 
     def __init__(self, path, *, config, x, v0, energies, phi, attrs, force=False, extra=None,
-                 reopen=False, flush_seconds=None):
+                 reopen=False):
         from ..config import to_toml
         from ..version import __version__
         path = os.fspath(path)
         self.path = path
         self.extra = dict(extra or {})
-        self.flush_seconds = (config.output.flush_seconds if flush_seconds is None
-                              else float(flush_seconds))
+        self.flush_seconds = config.output.flush_seconds
         self._held, self._held_since = [], None     # snapshots appended, not yet written
         self.before_write = []
         if reopen:
@@ -440,7 +439,13 @@ class SnapshotWriter:
             self.f.attrs[k] = _jsonable(v)
 
     def close(self, complete: bool):
-        """Write what is held (:meth:`write`) and close; ``complete``: the run finished."""
+        """Write what is held (:meth:`write`) and close; ``complete``: the run finished.  A
+        run stopped before its first snapshot leaves no file (nothing to resume from)."""
+        if self.f and not complete and self.count == 0 and not self._held:
+            self.f.close()
+            self.f = None
+            os.remove(self.path)
+            return
         if self.f:
             self.write(final=True)
             try:
