@@ -219,6 +219,9 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
                              eigenpairs_seconds=obs.eigen_seconds, eigenpairs_calls=obs.eigen_calls,
                              eigenpairs_wait_seconds=obs.eigen_wait)
             writer.close(complete)
+        if not complete and resume is None and work is not None and writer.count == 0 \
+                and os.path.exists(work):
+            os.remove(work)     # stopped before its first snapshot: nothing to resume from
     if work != path:
         os.replace(work, path)
     return Result(config, path, plan.precheck, config.time.steps, writer.count,

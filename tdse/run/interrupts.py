@@ -67,8 +67,8 @@ class Interrupts:
                                            {"wall_seconds": time.perf_counter() - self.started}))
         w.close(False)          # writes the snapshots it held
         count = w.count
-        if count == 0:          # stopped before the first snapshot: no file was left
-            return              # the KeyboardInterrupt goes on (the CLI: one line, 130/143)
+        if count == 0:          # stopped before the first snapshot: the run removes its
+            return              # file; the KeyboardInterrupt goes on (the CLI: one line, 130/143)
         raise Interrupted(sig, w.path, count, self.last_time()) from None
 
     def _restore(self):

@@ -439,13 +439,7 @@ class SnapshotWriter:
             self.f.attrs[k] = _jsonable(v)
 
     def close(self, complete: bool):
-        """Write what is held (:meth:`write`) and close; ``complete``: the run finished.  A
-        run stopped before its first snapshot leaves no file (nothing to resume from)."""
-        if self.f and not complete and self.count == 0 and not self._held:
-            self.f.close()
-            self.f = None
-            os.remove(self.path)
-            return
+        """Write what is held (:meth:`write`) and close; ``complete``: the run finished."""
         if self.f:
             self.write(final=True)
             try:
