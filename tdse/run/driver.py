@@ -210,18 +210,8 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
     finally:  # finish: a crash leaves the .part file valid, not complete
         if bar is not None:
             bar.close()
-        if writer.f and t0 is None:          # stopped while the loop was being set up
-            writer.close(False)
-        if writer.f:
-            writer.set_attrs(wall_seconds=time.perf_counter() - t0,
-                             exponentials=stepper.exponentials,
-                             chebyshev_terms_applied=stepper.cheb_terms,
-                             eigenpairs_seconds=obs.eigen_seconds, eigenpairs_calls=obs.eigen_calls,
-                             eigenpairs_wait_seconds=obs.eigen_wait)
-            writer.close(complete)
-        if not complete and resume is None and work is not None and writer.count == 0 \
-                and os.path.exists(work):
-            os.remove(work)     # stopped before its first snapshot: nothing to resume from
+        _close(writer, complete, None if t0 is None else (t0, stepper, obs),
+               None if resume else work)
     if work != path:
         os.replace(work, path)
     return Result(config, path, plan.precheck, config.time.steps, writer.count,
@@ -230,6 +220,23 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
                   data=writer.data() if work is None else None,
                   notes=eigenpairs_note(config, obs.eigen_wait, obs.eigen_calls,
                                         time.perf_counter() - t0, config.time.steps - start))
+
+
+def _close(writer, complete, ran, new_file):
+    """Close the run's writer: the loop's counts when it ran (``ran``: (t0, stepper,
+    observables), or None when it stopped while being set up); a new run file
+    (``new_file``) that holds no snapshot is removed -- nothing to resume from."""
+    if writer.f and ran:
+        t0, stepper, obs = ran
+        writer.set_attrs(wall_seconds=time.perf_counter() - t0,
+                         exponentials=stepper.exponentials,
+                         chebyshev_terms_applied=stepper.cheb_terms,
+                         eigenpairs_seconds=obs.eigen_seconds, eigenpairs_calls=obs.eigen_calls,
+                         eigenpairs_wait_seconds=obs.eigen_wait)
+    if writer.f:
+        writer.close(complete)
+    if not complete and new_file and writer.count == 0 and os.path.exists(new_file):
+        os.remove(new_file)
 
 
 #: the closing note suggests ``output.populations_every`` when H(t)'s eigenpairs took more
