@@ -311,6 +311,7 @@ def test_every_cpu_executor_matches_numpy(rng, name):
     (dict(A=np.ones((3, 3)), B=np.ones((3, 3)), devices=2, placement="x"), ValueError, "placement"),
 ])
 def test_gemm_bad_arguments(args, exc, msg):
+    args = dict(args)          # the parameter is shared by every run of the test: left whole
     A, B = args.pop("A"), args.pop("B")
     C = args.pop("C", None)
     beta = args.pop("beta", 0.0)

@@ -224,38 +224,121 @@ def test_flush_seconds_is_checked(inputs_dir):
             cfg.with_value("output.flush_seconds", bad)
 
 
-@pytest.mark.parametrize("stencil, n", [(3, 160), (5, 400), ("dvr", 400)])
-def test_eigenpairs_ahead_equal_those_in_the_loop(stencil, n, inputs_dir, monkeypatch):
-    """H(t)'s eigenpairs computed ahead on worker threads (TDSE_EIGENPAIRS_AHEAD=1, where a
-    call is one LAPACK call: the tridiagonal, banded or dense solver) give the very
-    populations and energies of those computed in the loop (the default); Davidson (5-point
-    and DVR above N = 512) stays in the loop."""
-    from tdse.run.observers import Observables
-    from tdse.run.snapshots import MemoryWriter
-    monkeypatch.setattr(observers, "AHEAD_WORKERS", 3)       # calls finish out of order
-    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "1")
+def _worker_from_the_start(monkeypatch, kill=False):
+    """The eigenpairs' worker used from its first call on (a test's short run would end
+    while it starts; a real run computes in the loop meanwhile); ``kill``: its process
+    killed once it has started.  Returns the list of the workers made."""
+    made = []
+    start = observers._Ahead.start
+
+    def waiting(self, s):
+        self.ready.result(timeout=120)
+        if kill:
+            for p in list(self.pool._processes.values()):
+                p.kill()
+                p.join()
+        made.append(self)
+        start(self, s)
+    monkeypatch.setattr(observers._Ahead, "start", waiting)
+    return made
+
+
+@pytest.mark.parametrize("stencil, n", [(3, 160), ("dvr", 600)])
+def test_eigenpairs_ahead_in_a_worker_equal_those_in_the_loop(stencil, n, inputs_dir, monkeypatch):
+    """H(t)'s eigenpairs computed ahead in a worker process (TDSE_EIGENPAIRS_AHEAD=1) give
+    the populations and energies computed in the loop: bit for bit where a call is one
+    LAPACK solve (3-point), to 1e-10 where it is Davidson's iteration (the DVR beyond N =
+    512, each call converged to its residual bound; the worker continues the loop's warm
+    start); every call after the first answered by the worker, the populations at their
+    cadence and at the last step, NaN between."""
+    made = _worker_from_the_start(monkeypatch)
     cfg = _moving(inputs_dir, stencil, n=n, **{"output.populations_every": 4})
-    for c, ahead in ((cfg, True), (_moving(inputs_dir, stencil, n=600), stencil == 3)):
-        plan = tdse.prepare(c, backend="numpy", check_resolution=False)
-        w = MemoryWriter(config=c, x=plan.x, v0=np.zeros(c.grid.n), energies=plan.energies,
-                         phi=plan.states, attrs={})
-        obs = Observables(plan, w)
-        assert (obs.ahead is not None) == ahead, (stencil, c.grid.n)
-        obs._close_ahead()
-    monkeypatch.setattr(observers, "AHEAD_WORKERS", 0)       # no core to spare: in the loop
-    assert Observables(plan, w).ahead is None
-    monkeypatch.setattr(observers, "AHEAD_WORKERS", 3)
-    monkeypatch.delenv("TDSE_EIGENPAIRS_AHEAD")               # off unless asked for
-    assert Observables(plan, w).ahead is None
     cfg = cfg.with_value("time.t_end", 41 * cfg.time.dt)      # the last step off the cadence
     runs = {}
     for ahead in ("1", "0"):
         monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", ahead)
         runs[ahead] = tdse.simulate(cfg, backend="numpy").observables
+    assert len(made) == 1 and made[0].from_worker == 11      # steps 4, 8, ..., 40 and 41
     for k in ("populations_ht", "energies_ht", "n_mean"):
-        assert np.array_equal(runs["1"][k], runs["0"][k], equal_nan=True), k
+        a, b = np.asarray(runs["1"][k]), np.asarray(runs["0"][k])
+        if stencil == 3:
+            assert np.array_equal(a, b, equal_nan=True), k
+        else:
+            assert np.array_equal(np.isnan(a), np.isnan(b)), k
+            assert np.nanmax(np.abs(a - b)) < 1e-10 * max(1.0, np.nanmax(np.abs(b))), k
     P = np.asarray(runs["1"]["populations_ht"])
     assert np.isfinite(P[[0, 4, 40, 41]]).all() and np.isnan(P[[1, 2, 3, 5, 39]]).all()
+
+
+def test_a_killed_worker_leaves_the_eigenpairs_to_the_loop(inputs_dir, monkeypatch):
+    """The worker's process killed once started: said once (a RuntimeWarning), the loop
+    computes the rest, the run's populations those of a run without the worker."""
+    made = _worker_from_the_start(monkeypatch, kill=True)
+    cfg = _moving(inputs_dir, 3, **{"output.populations_every": 4})
+    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "1")
+    with pytest.warns(RuntimeWarning, match=r"the worker computing H\(t\)'s eigenpairs ahead failed") as rec:
+        a = tdse.simulate(cfg, backend="numpy").observables
+    assert sum("eigenpairs ahead failed" in str(w.message) for w in rec) == 1
+    assert made[0].broken and made[0].from_worker == 0
+    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "0")
+    b = tdse.simulate(cfg, backend="numpy").observables
+    assert np.array_equal(np.asarray(a["populations_ht"]), np.asarray(b["populations_ht"]), equal_nan=True)
+
+
+def test_the_workers_warnings_reach_the_run(inputs_dir, monkeypatch):
+    """What the worker's tracker says (here: Davidson held to 0 iterations, so each call
+    falls back to the dense solver) is said in the run, with the worker's time in it."""
+    from tdse.run.snapshots import MemoryWriter
+    _worker_from_the_start(monkeypatch)
+    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "1")
+    cfg = _moving(inputs_dir, "dvr", n=600, **{"output.populations_every": 4})
+    cfg = cfg.with_value("time.t_end", 12 * cfg.time.dt)
+    plan = tdse.prepare(cfg, backend="numpy", check_resolution=False)
+    w = MemoryWriter(config=cfg, x=plan.x, v0=np.zeros(cfg.grid.n), energies=plan.energies,
+                     phi=plan.states, attrs={})
+    obs = observers.Observables(plan, w)
+    obs.tracker.maxiter = 0
+    with pytest.warns(RuntimeWarning, match="did not reach its residual bound") as rec:
+        evolve(plan, plan.psi0.copy(), [obs])
+    said = [str(r.message) for r in rec if "residual bound" in str(r.message)]
+    assert obs.ahead.from_worker == 3 and obs.eigen_calls == 4
+    assert any(m.startswith("at t = 0:") or m.startswith("at t = 0 ") for m in said), said   # the loop's
+    assert any(m.startswith(f"at t = {4 * cfg.time.dt:.4g} ") for m in said), said        # the worker's
+
+
+def test_when_the_eigenpairs_go_ahead(monkeypatch):
+    """TDSE_EIGENPAIRS_AHEAD: 1 always, 0 never, by default when the loop would spend more
+    than AHEAD_MIN_SECONDS on them, a CPU is spare and a process may be spawned (the tdse
+    command, pytest, an interactive session; not a script's unguarded top level)."""
+    import sys
+    import types
+
+    from tdse.run import backend
+    big, small = 10 * observers.AHEAD_MIN_SECONDS, 0.5 * observers.AHEAD_MIN_SECONDS
+    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "1")
+    assert observers.ahead_wanted(0.0)
+    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "0")
+    assert not observers.ahead_wanted(big)
+    monkeypatch.delenv("TDSE_EIGENPAIRS_AHEAD")
+    monkeypatch.setattr(backend, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(observers, "_spawn_safe", lambda: True)
+    assert observers.ahead_wanted(big) and not observers.ahead_wanted(small)
+    monkeypatch.setattr(backend, "usable_cpus", lambda: 1)
+    assert not observers.ahead_wanted(big)
+    monkeypatch.setattr(backend, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(observers, "_spawn_safe", lambda: False)
+    assert not observers.ahead_wanted(big)
+    monkeypatch.undo()
+
+    def main(spec=None, **kw):
+        m = types.SimpleNamespace(__spec__=spec and types.SimpleNamespace(name=spec), **kw)
+        monkeypatch.setitem(sys.modules, "__main__", m)
+        return observers._spawn_safe()
+    assert main("tdse.__main__", __file__="/x/tdse/__main__.py")
+    assert main(None, __file__="/venv/bin/tdse")
+    assert main(None)                                   # an interactive session
+    assert not main(None, __file__="/home/u/study.py")   # a script: it would run again
+    assert not main("mypkg.run", __file__="/home/u/mypkg/run.py")
 
 
 def test_a_failed_write_of_the_last_rows_at_the_close_says_so(tmp_path, inputs_dir, monkeypatch):

@@ -299,6 +299,7 @@ class Tracker:
 
     def __init__(self, config, count, xp=np, tol=RESIDUAL_TOL, maxiter=30, direct_max=DVR_DENSE_MAX):
         self.config, self.xp, self.tol, self.maxiter = config, xp, tol, maxiter
+        self.direct_max = direct_max
         self.K = min(count, config.grid.n)
         self.block = min(config.grid.n, self.K + 2)
         n = config.grid.n
@@ -311,6 +312,10 @@ class Tracker:
         self.clusters = []
         self.warned = False
         self.last_residual = None
+
+    def settings(self) -> dict:
+        """The keyword arguments that make another tracker like this one."""
+        return {"tol": self.tol, "maxiter": self.maxiter, "direct_max": self.direct_max}
 
     def residual_bound(self, v):
         """:func:`residual_bound` at this H with this tracker's ``tol``."""

@@ -246,7 +246,7 @@ EIGENPAIRS_SHARE = 0.15
 
 def eigenpairs_note(config, seconds, calls, wall, steps) -> tuple:
     """() or one line: the loop waited for H(t)'s eigenpairs (the populations' reference
-    states; ``seconds``: the wait, computed ahead on a worker thread, or all of them when not)
+    states; ``seconds``: the wait, computed ahead in a worker process, or all of them when not)
     more than :data:`EIGENPAIRS_SHARE` of the loop's ``wall``; the
     ``output.populations_every`` that would bring them to about half that share, a multiple
     of ``observables_every``."""

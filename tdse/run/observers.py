@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import sys
 import time
 import warnings
 
@@ -32,12 +33,13 @@ DEFER_SNAPSHOTS = os.environ.get("TDSE_DEFER_SNAPSHOTS", "1") != "0"
 #: rows measured in blocks of up to this many states (:class:`_BlockRows`)
 TIME_BLOCK = 64
 
-#: worker threads for H(t)'s eigenpairs ahead of the loop (:class:`_Ahead`): the cores
-#: beyond two (the loop's, and its BLAS's or the GPU driver's), at most 4; none on two
-#: cores, where a worker only competes with the stepping (measured on 2 cores, h2plus_moving
-#: 3-point, populations every 10 steps: 3-5 % slower with one than without)
-AHEAD_WORKERS = max(0, min(4, (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                               else os.cpu_count() or 2) - 2))
+#: H(t)'s eigenpairs go to a worker process (:class:`_Ahead`) when computing them in the
+#: loop would take more than this many seconds of the run (the process takes ~0.3 s to start,
+#: on the spare CPU: the loop waits for it at most that long, once)
+AHEAD_MIN_SECONDS = 0.5
+
+#: calls queued ahead in the worker
+AHEAD_DEPTH = 4
 
 
 class BoundaryWarning(UserWarning):
@@ -72,18 +74,11 @@ class Observables(Observer):
         self.moving = any(c.moving for c in cfg.potential.centres)
         self._static = None
         # moving centres: H(t)'s pairs tracked from one observation to the next (Davidson,
-        # O(N K) a call, on the host: no synchronisation with the device's stepping), in the
-        # loop; TDSE_EIGENPAIRS_AHEAD=1 computes them ahead on worker threads (:class:`_Ahead`:
-        # the same pairs; measured no faster -- see its docstring -- so not the default)
+        # O(N K) a call, on the host: no synchronisation with the device's stepping); after
+        # the first call, computed ahead in a worker process where that saves more than a
+        # second (:func:`ahead_wanted`, :class:`_Ahead`: the same pairs)
         self.tracker = states.Tracker(cfg, K) if self.moving else None
-        # -- only where a call is one LAPACK solve (3-point, or a dense H): Davidson's Python
-        # between its BLAS calls holds the GIL against the loop (one run measured the DVR at
-        # N = 8192 on a GPU 1.5x slower with it ahead), and its calls depend on each other
-        self.ahead = None
-        if (self.moving and not self.tracker.iterative and AHEAD_WORKERS > 0
-                and os.environ.get("TDSE_EIGENPAIRS_AHEAD", "0") == "1"):
-            self.ahead = _Ahead(self.tracker, cfg.time.dt, cfg.time.steps,
-                                cfg.output.populations_interval, workers=AHEAD_WORKERS)
+        self.ahead, self._ahead_asked = None, not self.moving
         # H(t)'s eigenpairs, for the closing note: seconds computing them, calls, and the
         # seconds the loop waited for them (all of the computing when not ahead)
         self.eigen_seconds, self.eigen_calls, self.eigen_wait = 0.0, 0, 0.0
@@ -113,8 +108,6 @@ class Observables(Observer):
         return self._static
 
     def begin(self, state):
-        if self.ahead is not None:
-            self.ahead.start(state.step if not state.resumed else self.ahead.following(state.step))
         if not state.resumed:
             self.record(state)
 
@@ -137,7 +130,8 @@ class Observables(Observer):
 
     def eigenpairs(self, state):
         """:meth:`molecular_states` at the state's time (from the worker when ahead), its
-        seconds counted (:attr:`eigen_seconds`, :attr:`eigen_wait`)."""
+        seconds counted (:attr:`eigen_seconds`, :attr:`eigen_wait`).  After the first call
+        (timed), the rest go to a worker process when :func:`ahead_wanted`."""
         t0 = time.perf_counter()
         if self.ahead is not None:
             out = self.ahead(state.step, state.t)
@@ -147,7 +141,24 @@ class Observables(Observer):
             self.eigen_seconds += time.perf_counter() - t0
         self.eigen_wait += time.perf_counter() - t0
         self.eigen_calls += 1
+        if not self._ahead_asked:
+            self._ahead_asked = True
+            self._maybe_ahead(state.step, time.perf_counter() - t0)
         return out
+
+    def _maybe_ahead(self, step, seconds):
+        """Start the worker for the calls after ``step`` when :func:`ahead_wanted` (the
+        calls to come at ``seconds`` each)."""
+        cfg = self.config
+        every = cfg.output.populations_interval
+        calls = (cfg.time.steps - step) // every + 1
+        if calls > 1 and ahead_wanted(seconds * calls):
+            from .backend import usable_cpus
+            ahead = _Ahead(self.tracker, cfg.time.dt, cfg.time.steps, every,
+                           threads=max(1, min(4, usable_cpus() - 1)))
+            ahead.seconds = self.eigen_seconds
+            ahead.start(ahead.following(step))
+            self.ahead = ahead
 
     def end(self, state):
         self._close_ahead()
@@ -203,29 +214,88 @@ class Observables(Observer):
                           f"box or add an [absorber]", BoundaryWarning, stacklevel=2)
 
 
+def _spawn_safe() -> bool:
+    """Whether a worker process may be spawned without running the user's script again:
+    the run was started by ``tdse`` (``python -m tdse``, the console script, whose module is
+    guarded), by pytest or the benchmarks, or from an interactive session (no main file).
+    A script that calls :func:`tdse.simulate` at its top level is not, unless it guards it
+    (``if __name__ == "__main__"``) and asks with TDSE_EIGENPAIRS_AHEAD=1."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name.split(".")[0] in ("tdse", "benchmarks", "pytest"):
+        return True
+    path = getattr(main, "__file__", None)
+    return path is None or os.path.basename(path) in ("tdse", "tdse.exe", "pytest")
+
+
+def ahead_wanted(seconds_left: float) -> bool:
+    """Whether to compute H(t)'s eigenpairs ahead in a worker process (:class:`_Ahead`):
+    TDSE_EIGENPAIRS_AHEAD=1 always, 0 never; by default ("auto") when computing them in the
+    loop would take more than :data:`AHEAD_MIN_SECONDS` of what is left of the run
+    (``seconds_left``: the first call's time x the calls to come), a CPU is spare (the
+    worker's) and a process may be spawned (:func:`_spawn_safe`)."""
+    mode = os.environ.get("TDSE_EIGENPAIRS_AHEAD", "auto")
+    if mode in ("0", "1"):
+        return mode == "1"
+    from .backend import usable_cpus
+    return seconds_left > AHEAD_MIN_SECONDS and usable_cpus() >= 2 and _spawn_safe()
+
+
+#: the worker process's tracker (:func:`_worker_init`)
+_WORKER = {}
+
+
+def _worker_init(config, count, settings, X, threads):
+    """The worker's own :class:`tdse.model.states.Tracker` (``settings``: its tol, maxiter,
+    direct_max), continuing from the loop's block ``X`` (so that it computes the pairs the
+    loop would); BLAS held to ``threads``; SIGINT ignored (an interrupt is the loop's: it
+    stops the worker)."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from threadpoolctl import threadpool_limits
+    tracker = states.Tracker(config, count, **settings)
+    tracker.X = X
+    _WORKER.update(tracker=tracker, limit=threadpool_limits(threads))
+
+
+def _worker_ready():
+    return True
+
+
+def _worker_pairs(t):
+    """H(t)'s pairs in the worker: (E, phi, seconds, the warnings' texts)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t0 = time.perf_counter()
+        E, phi = _WORKER["tracker"](t)
+        return E, phi, time.perf_counter() - t0, [str(w.message) for w in caught]
+
+
 class _Ahead:
-    """H(t)'s eigenpairs at the steps where the populations are due, computed on ``workers``
-    threads ahead of the loop: they depend on t alone (the centres' paths are given, and
-    ``solve`` -- a Tracker whose every call is one LAPACK solve -- keeps no state between
-    calls), so they are the pairs the loop would compute, while LAPACK (which releases the
-    GIL) runs beside the stepping instead of between two steps.  At most 2 ``workers``
-    calls are queued; a step not foreseen is queued after them.
+    """H(t)'s eigenpairs at the steps where the populations are due, computed ahead of the
+    loop in one worker process (:mod:`concurrent.futures`, spawned): they depend on t alone
+    (the centres' paths are given), and the worker's tracker continues from the loop's (its
+    warm start, :class:`tdse.model.states.Tracker`), calls in order, so they are the pairs
+    the loop would compute, while the solver runs on a spare CPU beside the stepping.  At
+    most :data:`AHEAD_DEPTH` calls are queued; a step not foreseen is queued after them;
+    while the worker starts (~0.3 s of imports) the loop computes them itself.
+    A process, not a thread: the solvers' Python between LAPACK calls holds the GIL
+    (threads were measured no faster: H100, 3-point N = 8192, 4.15 / 1.97 with them, 2.87 /
+    2.27 without, populations every 50 / 250 steps).  A worker that fails (its process
+    killed) leaves the rest to the loop, said once."""
 
-    Opt-in (TDSE_EIGENPAIRS_AHEAD=1): measured on one H100 (run-overhead, h2plus_moving_large
-    3-point, N = 8192, medians of 3) the loop over its steps was 4.15 / 1.97 with it and
-    2.87 / 2.27 without (populations every 50 / 250 steps), and 3-5 % slower on 2 CPU
-    cores: the Python around the LAPACK call (the potential on the grid, the normalisation)
-    holds the GIL against the loop's launches."""
-
-    def __init__(self, solve, dt, steps, interval, workers=1):
-        import threading
-        self.solve, self.dt, self.steps, self.interval = solve, dt, steps, interval
-        self.depth = 2 * workers
-        self.lock = threading.Lock()
-        self.pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="tdse-eigenpairs")
+    def __init__(self, tracker, dt, steps, interval, threads=1):
+        import multiprocessing
+        self.tracker, self.dt, self.steps, self.interval = tracker, dt, steps, interval
+        self.pool = concurrent.futures.ProcessPoolExecutor(
+            1, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
+            initargs=(tracker.config, tracker.K, tracker.settings(), tracker.X, threads))
+        self.ready = self.pool.submit(_worker_ready)     # done when the worker has started
         self.futures = {}           # step -> future, in submission order
         self.next = None            # the next step to submit (None: none left)
-        self.seconds = 0.0          # spent computing, on the worker
+        self.seconds = 0.0          # spent computing, in the worker
+        self.broken = False
+        self.from_worker = 0        # calls the worker answered
 
     def following(self, s):
         """The first step after ``s`` with populations (a multiple of the interval, or the
@@ -237,32 +307,65 @@ class _Ahead:
     def start(self, s):
         """Begin with step ``s`` (None: nothing to foresee)."""
         self.next = s
-        self._fill()
 
-    def _timed(self, t):
-        t0 = time.perf_counter()
-        try:
-            return self.solve(t)
-        finally:
-            with self.lock:
-                self.seconds += time.perf_counter() - t0
-
-    def _fill(self):
-        while self.next is not None and len(self.futures) < self.depth:
+    def _fill(self, step):
+        """Queue the due steps from ``step`` on, up to :data:`AHEAD_DEPTH` (once the worker
+        has started)."""
+        if self.broken or not self.ready.done():
+            return
+        if self.ready.exception() is not None:
+            return self._break(self.ready.exception())
+        while self.next is not None and self.next < step:
+            self.next = self.following(self.next)
+        while self.next is not None and len(self.futures) < AHEAD_DEPTH:
             s = self.next
-            self.futures[s] = self.pool.submit(self._timed, s * self.dt)
+            try:
+                self.futures[s] = self.pool.submit(_worker_pairs, s * self.dt)
+            except Exception as e:  # noqa: BLE001 -- the pool broke: the loop computes the rest
+                return self._break(e)
             self.next = self.following(s)
 
+    def _break(self, error):
+        """The worker failed: said once, the rest computed in the loop."""
+        if not self.broken:
+            self.broken = True
+            warnings.warn(f"the worker computing H(t)'s eigenpairs ahead failed ({type(error).__name__}: "
+                          f"{str(error)[:120]}); the loop computes them", RuntimeWarning, stacklevel=4)
+            self.close()
+
+    def _local(self, t):
+        """The pairs computed in the loop (the worker is starting, or failed)."""
+        t0 = time.perf_counter()
+        out = self.tracker(t)
+        self.seconds += time.perf_counter() - t0
+        return out
+
     def __call__(self, step, t):
-        """The pairs at ``step`` (time ``t``): the worker's result, waited for."""
+        """The pairs at ``step`` (time ``t``): the worker's result, waited for; computed in
+        the loop while the worker is still starting (its imports: ~0.3 s)."""
         for s in [s for s in self.futures if s < step]:    # foreseen, not asked: dropped
             self.futures.pop(s).cancel()
+        self._fill(step)
         f = self.futures.pop(step, None)
-        if f is None or t != step * self.dt:               # not foreseen: queued after them
-            f = self.pool.submit(self._timed, t)
-        out = f.result()
-        self._fill()
-        return out
+        if f is None or t != step * self.dt:               # not foreseen, or not started
+            if self.broken or not self.ready.done():
+                return self._local(t)
+            try:
+                f = self.pool.submit(_worker_pairs, t)
+            except Exception as e:  # noqa: BLE001 -- the pool broke
+                self._break(e)
+                return self._local(t)
+        try:
+            E, phi, seconds, said = f.result()
+        except Exception as e:  # noqa: BLE001 -- a broken worker: the loop computes the rest
+            self._break(e)
+            return self._local(t)
+        self.seconds += seconds
+        self.from_worker += 1
+        for m in said:               # the worker's tracker says each thing once
+            warnings.warn(m, RuntimeWarning, stacklevel=3)
+        self._fill(step + 1)
+        return E, phi
 
     def close(self):
         """Stop: nothing queued is started (a call under way finishes on its own)."""
