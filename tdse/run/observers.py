@@ -153,9 +153,7 @@ class Observables(Observer):
         every = cfg.output.populations_interval
         calls = (cfg.time.steps - step) // every + 1
         if calls > 1 and ahead_wanted(seconds * calls):
-            from .backend import usable_cpus
-            ahead = _Ahead(self.tracker, cfg.time.dt, cfg.time.steps, every,
-                           threads=max(1, min(4, usable_cpus() - 1)))
+            ahead = _Ahead(self.tracker, cfg.time.dt, cfg.time.steps, every)
             ahead.seconds = self.eigen_seconds
             ahead.start(ahead.following(step))
             self.ahead = ahead
@@ -241,61 +239,125 @@ def ahead_wanted(seconds_left: float) -> bool:
     return seconds_left > AHEAD_MIN_SECONDS and usable_cpus() >= 2 and _spawn_safe()
 
 
-#: the worker process's tracker (:func:`_worker_init`)
+def calls_guess(config) -> tuple:
+    """(calls, seconds each): H(t)'s eigenpairs a run of ``config`` will ask for, and a
+    low guess of one call's time on one core (measured on 2 cores: the tridiagonal solver
+    ~1.1 us x N; the dense / banded solvers up to N = 512 ~4e-8 N^2 s; Davidson beyond
+    2.6-5 us x N)."""
+    o, n = config.output, config.grid.n
+    calls = config.time.steps // o.populations_interval + 1
+    if config.grid.stencil == 3:
+        return calls, 1e-6 * n
+    return calls, (1.5e-8 * n * n if n <= states.DVR_DENSE_MAX else 2.5e-6 * n)
+
+
+def prewarm(config):
+    """Start the process's eigenpairs worker now (:func:`worker_pool`) when a run of
+    ``config`` will want it (:func:`ahead_wanted` on :func:`calls_guess`): its start-up
+    (~0.3 s on 2 cores, ~1.5 s on a GPU machine) then overlaps the run's preparation."""
+    if any(c.moving for c in config.potential.centres):
+        calls, each = calls_guess(config)
+        if calls > 1 and ahead_wanted(calls * each):
+            worker_pool()
+
+
+#: the process's eigenpairs worker: (pool, future done when it has started), or None
+_POOL = None
+
+
+def worker_pool():
+    """The process's eigenpairs worker (one process, spawned once and kept for the runs
+    that follow in this process; a fresh one after a failure): (pool, ready future)."""
+    global _POOL
+    if _POOL is None:
+        import multiprocessing
+
+        from .backend import usable_cpus
+        pool = concurrent.futures.ProcessPoolExecutor(
+            1, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
+            initargs=(max(1, min(4, usable_cpus() - 1)),))
+        _POOL = (pool, pool.submit(_worker_ready))
+        import atexit
+        atexit.register(_drop_pool, pool)     # before the interpreter's teardown
+    return _POOL
+
+
+def _drop_pool(pool):
+    """Forget a failed worker (the next run spawns another)."""
+    global _POOL
+    if _POOL is not None and _POOL[0] is pool:
+        _POOL = None
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+#: the worker process's trackers (:func:`_worker_init`, :func:`_worker_pairs`)
 _WORKER = {}
 
 
-def _worker_init(config, count, settings, X, threads):
-    """The worker's own :class:`tdse.model.states.Tracker` (``settings``: its tol, maxiter,
-    direct_max), continuing from the loop's block ``X`` (so that it computes the pairs the
-    loop would); BLAS held to ``threads``; SIGINT ignored (an interrupt is the loop's: it
-    stops the worker)."""
+def _worker_init(threads):
+    """The worker's start: BLAS held to ``threads``; SIGINT ignored (an interrupt is the
+    loop's: it stops the run, which stops asking)."""
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from threadpoolctl import threadpool_limits
-    tracker = states.Tracker(config, count, **settings)
-    tracker.X = X
-    _WORKER.update(tracker=tracker, limit=threadpool_limits(threads))
+    _WORKER["limit"] = threadpool_limits(threads)
 
 
 def _worker_ready():
     return True
 
 
-def _worker_pairs(t):
-    """H(t)'s pairs in the worker: (E, phi, seconds, the warnings' texts)."""
+def _worker_pairs(run, t, begin=None):
+    """H(t)'s pairs in the worker for run ``run``: (E, phi, seconds, the warnings' texts).
+    ``begin`` (sent with the run's calls until one has come back; the first to arrive is
+    used): (config, count, tracker settings, the loop's block X) -- the run's own
+    :class:`tdse.model.states.Tracker`, continuing from the loop's warm start, so that it
+    computes the pairs the loop would."""
+    if begin is not None and _WORKER.get("run", (None,))[0] != run:
+        config, count, settings, X = begin
+        tracker = states.Tracker(config, count, **settings)
+        tracker.X = X
+        _WORKER["run"] = (run, tracker)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
-        E, phi = _WORKER["tracker"](t)
+        E, phi = _WORKER["run"][1](t)
         return E, phi, time.perf_counter() - t0, [str(w.message) for w in caught]
 
 
 class _Ahead:
     """H(t)'s eigenpairs at the steps where the populations are due, computed ahead of the
-    loop in one worker process (:mod:`concurrent.futures`, spawned): they depend on t alone
-    (the centres' paths are given), and the worker's tracker continues from the loop's (its
-    warm start, :class:`tdse.model.states.Tracker`), calls in order, so they are the pairs
-    the loop would compute, while the solver runs on a spare CPU beside the stepping.  At
-    most :data:`AHEAD_DEPTH` calls are queued; a step not foreseen is queued after them;
-    while the worker starts (~0.3 s of imports) the loop computes them itself.
-    A process, not a thread: the solvers' Python between LAPACK calls holds the GIL
-    (threads were measured no faster: H100, 3-point N = 8192, 4.15 / 1.97 with them, 2.87 /
-    2.27 without, populations every 50 / 250 steps).  A worker that fails (its process
-    killed) leaves the rest to the loop, said once."""
+    loop in a worker process (:func:`worker_pool`: :mod:`concurrent.futures`, spawned): they
+    depend on t alone (the centres' paths are given), and the worker's tracker continues from
+    the loop's (its warm start, :class:`tdse.model.states.Tracker`), calls in order, so they
+    are the pairs the loop would compute, while the solver runs on a spare CPU beside the
+    stepping.  At most :data:`AHEAD_DEPTH` calls are queued; a step not foreseen is queued
+    after them; while the worker starts (~0.3 s of imports on 2 cores, ~1.5 s on a GPU
+    machine; :func:`prewarm` starts it during the run's preparation) the loop computes
+    them itself.  A process, not a thread: the solvers' Python between LAPACK calls holds
+    the GIL (threads were measured no faster: H100, 3-point N = 8192, 4.15 / 1.97 with them,
+    2.87 / 2.27 without, populations every 50 / 250 steps).  A worker that fails (its
+    process killed) leaves the rest to the loop, said once."""
 
-    def __init__(self, tracker, dt, steps, interval, threads=1):
-        import multiprocessing
+    _runs = 0
+
+    def __init__(self, tracker, dt, steps, interval):
         self.tracker, self.dt, self.steps, self.interval = tracker, dt, steps, interval
-        self.pool = concurrent.futures.ProcessPoolExecutor(
-            1, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
-            initargs=(tracker.config, tracker.K, tracker.settings(), tracker.X, threads))
-        self.ready = self.pool.submit(_worker_ready)     # done when the worker has started
+        self.pool, self.ready = worker_pool()
+        _Ahead._runs += 1
+        self.run = (os.getpid(), _Ahead._runs)
+        # the tracker's state goes with the calls until one has come back (a task: queued,
+        # not written to the worker's pipe by the loop, which would block it while the
+        # worker starts: 1.4 s measured on a GPU machine with it among the initargs)
+        self.begin = (tracker.config, tracker.K, tracker.settings(), tracker.X)
         self.futures = {}           # step -> future, in submission order
         self.next = None            # the next step to submit (None: none left)
         self.seconds = 0.0          # spent computing, in the worker
         self.broken = False
         self.from_worker = 0        # calls the worker answered
+
+    def _submit(self, t):
+        return self.pool.submit(_worker_pairs, self.run, t, self.begin)
 
     def following(self, s):
         """The first step after ``s`` with populations (a multiple of the interval, or the
@@ -320,7 +382,7 @@ class _Ahead:
         while self.next is not None and len(self.futures) < AHEAD_DEPTH:
             s = self.next
             try:
-                self.futures[s] = self.pool.submit(_worker_pairs, s * self.dt)
+                self.futures[s] = self._submit(s * self.dt)
             except Exception as e:  # noqa: BLE001 -- the pool broke: the loop computes the rest
                 return self._break(e)
             self.next = self.following(s)
@@ -332,6 +394,7 @@ class _Ahead:
             warnings.warn(f"the worker computing H(t)'s eigenpairs ahead failed ({type(error).__name__}: "
                           f"{str(error)[:120]}); the loop computes them", RuntimeWarning, stacklevel=4)
             self.close()
+            _drop_pool(self.pool)
 
     def _local(self, t):
         """The pairs computed in the loop (the worker is starting, or failed)."""
@@ -351,7 +414,7 @@ class _Ahead:
             if self.broken or not self.ready.done():
                 return self._local(t)
             try:
-                f = self.pool.submit(_worker_pairs, t)
+                f = self._submit(t)
             except Exception as e:  # noqa: BLE001 -- the pool broke
                 self._break(e)
                 return self._local(t)
@@ -362,17 +425,18 @@ class _Ahead:
             return self._local(t)
         self.seconds += seconds
         self.from_worker += 1
+        self.begin = None
         for m in said:               # the worker's tracker says each thing once
             warnings.warn(m, RuntimeWarning, stacklevel=3)
         self._fill(step + 1)
         return E, phi
 
     def close(self):
-        """Stop: nothing queued is started (a call under way finishes on its own)."""
+        """Stop: nothing of this run's queued is started (a call under way finishes on its
+        own; the worker stays for the process's next run)."""
         for f in self.futures.values():
             f.cancel()
         self.futures.clear()
-        self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 class _BlockRows:

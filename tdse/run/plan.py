@@ -101,6 +101,8 @@ def prepare(config: Config, *, backend="auto", devices=None, threads=None,
     ``backend = "auto"`` on a machine with GPUs takes the backend whose step of this very
     run is faster, timed here (:func:`fastest`); without GPUs it is NumPy."""
     memory_check(config)          # before any work: the method's matrices must fit
+    from .observers import prewarm
+    prewarm(config)               # H(t)'s eigenpairs' worker starts while this prepares
     x = points(config.grid)
     E, phi = model_states.eigenstates(config, 0.0, min(states_needed(config), config.grid.n))
     pc = pc or run_precheck(config, check_resolution=check_resolution, E0=E[0])
