@@ -308,24 +308,23 @@ def test_the_workers_warnings_reach_the_run(inputs_dir, monkeypatch):
 
 def test_when_the_eigenpairs_go_ahead(monkeypatch):
     """TDSE_EIGENPAIRS_AHEAD: 1 always, 0 never, by default when the loop would spend more
-    than AHEAD_MIN_SECONDS on them, a CPU is spare and a process may be spawned (the tdse
+    than AHEAD_MIN_SECONDS on them, two CPUs are there and a process may be spawned (the tdse
     command, pytest, an interactive session; not a script's unguarded top level)."""
     import sys
     import types
 
-    from tdse.run import backend
     big, small = 10 * observers.AHEAD_MIN_SECONDS, 0.5 * observers.AHEAD_MIN_SECONDS
     monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "1")
     assert observers.ahead_wanted(0.0)
     monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "0")
     assert not observers.ahead_wanted(big)
     monkeypatch.delenv("TDSE_EIGENPAIRS_AHEAD")
-    monkeypatch.setattr(backend, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(observers, "cpu_count", lambda: 2)
     monkeypatch.setattr(observers, "_spawn_safe", lambda: True)
     assert observers.ahead_wanted(big) and not observers.ahead_wanted(small)
-    monkeypatch.setattr(backend, "usable_cpus", lambda: 1)
+    monkeypatch.setattr(observers, "cpu_count", lambda: 1)
     assert not observers.ahead_wanted(big)
-    monkeypatch.setattr(backend, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(observers, "cpu_count", lambda: 2)
     monkeypatch.setattr(observers, "_spawn_safe", lambda: False)
     assert not observers.ahead_wanted(big)
     monkeypatch.undo()

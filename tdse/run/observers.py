@@ -230,13 +230,22 @@ def ahead_wanted(seconds_left: float) -> bool:
     """Whether to compute H(t)'s eigenpairs ahead in a worker process (:class:`_Ahead`):
     TDSE_EIGENPAIRS_AHEAD=1 always, 0 never; by default ("auto") when computing them in the
     loop would take more than :data:`AHEAD_MIN_SECONDS` of what is left of the run
-    (``seconds_left``: the first call's time x the calls to come), a CPU is spare (the
-    worker's) and a process may be spawned (:func:`_spawn_safe`)."""
+    (``seconds_left``: the first call's time x the calls to come), the process may use two
+    CPUs (:func:`cpu_count`) and may spawn one (:func:`_spawn_safe`)."""
     mode = os.environ.get("TDSE_EIGENPAIRS_AHEAD", "auto")
     if mode in ("0", "1"):
         return mode == "1"
-    from .backend import usable_cpus
-    return seconds_left > AHEAD_MIN_SECONDS and usable_cpus() >= 2 and _spawn_safe()
+    return seconds_left > AHEAD_MIN_SECONDS and cpu_count() >= 2 and _spawn_safe()
+
+
+def cpu_count() -> int:
+    """CPUs this process may run on (not less those busy: the load average lags by a
+    minute and counts this run's own preparation; where another process keeps the spare
+    CPU busy the worker shares it, costing the loop what computing the pairs itself would)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover
+        return os.cpu_count() or 1
 
 
 def calls_guess(config) -> tuple:
