@@ -1024,3 +1024,151 @@ def test_block_operator_against_the_dense_generator(stencil, path, cols, inputs_
     if cols == 1:                     # a single state as a vector: the same numbers
         v = h.BlockOperator(g, s, V[:, 0], alpha=alpha, shift=shift)(X[:, 0])
         assert np.abs(v - want[:, 0]).max() <= 1e-12 * scale
+
+
+# ---------------------------------------------------------------- mgemm.schedule (mutation run)
+def test_auto_tile_against_its_definition():
+    """auto_tile: the power of two nearest (in log) floor(M / 4G) (G at least 1), within
+    [256, 4096] and at least min(256, max(M, N)) -- cases on each side of each bound, and
+    one where floor(M / 4) and M / 4 round to different powers (2^11.5 = 2896.3 lies
+    between 2896 and 2896.5)."""
+    from mgemm.schedule import auto_tile
+    cases = {(32768, 32768, 4): 2048, (100000, 100, 1): 4096, (300, 300, 4): 256,
+             (100, 50, 1): 100, (8192, 8192, 0): 2048, (11586, 11586, 1): 2048,
+             (1, 1, 1): 1, (4, 4, 1): 4, (65536, 8, 8): 2048, (20000, 20000, 2): 2048}
+    for (m, n, g), want in cases.items():
+        target = max(1, m // (4 * max(g, 1)))
+        t = 2 ** round(math.log2(target)) if target > 1 else 1
+        assert want == max(min(t, 4096), min(256, max(m, n))), (m, n, g)   # the table is the rule
+        assert auto_tile(m, n, g) == want, (m, n, g)
+        assert isinstance(auto_tile(m, n, g), int)
+
+
+@pytest.mark.parametrize("method, shares", [("native", None), ("3m", None), ("native", [1, 3])])
+def test_schedule_explain_says_what_it_holds(method, shares):
+    """Schedule.explain by value: the product's shapes, the method (not for native), the
+    tile, the band grid (A bands x ceil(N / T)), the workers and their rows when shared,
+    where A, B and C live, and the count of each kind of op (counted here)."""
+    import collections
+
+    from mgemm.schedule import plan_gemm
+    s = plan_gemm(40, 24, 56, workers=[0, 1], a_dev=0, b_dev=1, c_dev=1, tile=8,
+                  beta_zero=False, method=method, shares=shares)
+    kinds = collections.Counter(op.kind for op in s.ops)
+    how = "" if method == "native" else " (3m)"
+    rows = ""
+    if shares:
+        r = [sum(s.bands[i][1] - s.bands[i][0] for i in b) for b in s.bands_of]
+        assert sum(r) == 40 and r[1] > r[0]
+        rows = f" (rows per worker 0: {r[0]}, 1: {r[1]})"
+    assert s.explain() == (
+        f"C[40x56] = A[40x24] B[24x56]{how}: tile 8, {len(s.bands)}x7 tiles on workers [0, 1]{rows}; "
+        f"A on 0, B on 1, C on 1; ops: " + ", ".join(f"{v} {k}" for k, v in sorted(kinds.items())))
+    assert sum(kinds.values()) == len(s.ops) and len(kinds) >= 3
+    # bytes per element: whole numbers, the real planes of a complex (3m) product half
+    for name, _ in s.buffers:
+        b = s.itemsize(name, 16)
+        assert isinstance(b, int) and b == (8 if name in s.real_buffers else 16)
+
+
+def _schedules():
+    """plan_gemm's kinds of schedule: native and 3m (each plane copy mode), rows shared
+    unevenly, taller A bands, beta kept (C's own bands read and received)."""
+    from mgemm.schedule import plan_gemm
+    kw = dict(workers=[0, 1, 2], a_dev=0, b_dev=1, c_dev=2, tile=8)
+    return {"native": plan_gemm(40, 24, 56, beta_zero=True, **kw),
+            "native beta": plan_gemm(40, 24, 56, beta_zero=False, **kw),
+            "shares": plan_gemm(64, 16, 40, beta_zero=False, shares=[1, 2, 3], **kw),
+            "row_tile": plan_gemm(48, 16, 40, beta_zero=True, row_tile=16, **kw),
+            **{f"3m {pc}": plan_gemm(40, 24, 56, beta_zero=False, method="3m", plane_copies=pc, **kw)
+               for pc in ("all", "first", "none")}}
+
+
+def test_plan_gemm_refuses_bad_arguments_by_name():
+    from mgemm.schedule import plan_gemm
+    kw = dict(workers=[0, 1], a_dev=0, b_dev=0, c_dev=0, tile=4, beta_zero=True)
+    for m, k, n in ((0, 4, 4), (4, 0, 4), (4, 4, 0)):
+        with pytest.raises(ValueError, match=f"matrix sizes must be >= 1, got m={m}, k={k}, n={n}"):
+            plan_gemm(m, k, n, **kw)
+    for tile in (2.5, 0, "8"):
+        with pytest.raises(ValueError, match=f"tile must be an integer >= 1, got tile={tile!r}"):
+            plan_gemm(8, 8, 8, **{**kw, "tile": tile})
+    for workers in ([], [0, 0]):
+        with pytest.raises(ValueError, match="workers must be distinct device ids"):
+            plan_gemm(8, 8, 8, **{**kw, "workers": workers})
+    for bad in (0, 2.0):
+        with pytest.raises(ValueError, match="row_tile must be an integer >= 1"):
+            plan_gemm(8, 8, 8, row_tile=bad, **kw)
+    assert plan_gemm(8, 8, 8, row_tile=1, **kw).bands == [(r, r + 1) for r in range(8)]
+
+
+@pytest.mark.parametrize("name", ["native", "native beta", "shares", "row_tile", "3m all",
+                                  "3m first", "3m none"])
+def test_every_region_lies_in_its_buffer(name):
+    """Every region an op reads or writes is a rectangle of whole numbers inside the
+    buffer it names (the schedule's buffers table: A, B, C and the real stacks at their
+    matrix shapes, the workers' two-slot band buffers); bufA and bufB hold two bands each
+    (2 H rows of P K; 2 P K rows of T), bufC and recvC two C bands (2 H x N), bufT one tile
+    per plane (H x 3 T); split ops run on the "split" stream, A's along its columns."""
+    s = _schedules()[name]
+    P = 3 if s.method == "3m" else 1
+    H = max(r1 - r0 for r0, r1 in s.bands)
+    for op in s.ops:
+        for R in [r for r, _ in op.reads] + list(op.writes):
+            rows, cols = s.buffers[(R.buf, R.dev)]
+            for v in (R.r0, R.r1, R.c0, R.c1):
+                assert isinstance(v, int), (op, R)
+            assert 0 <= R.r0 < R.r1 <= rows and 0 <= R.c0 < R.c1 <= cols, (op, R)
+        if op.kind == "split":
+            assert op.stream == "split" and op.axis == (1 if op.reads[0][0].buf == "A" else 0)
+    want = {"bufA": (2 * H, P * s.k), "bufB": (2 * P * s.k, s.tile), "bufT": (H, 3 * s.tile),
+            "bufC": (2 * H, s.n)}
+    for (buf, dev), shape in s.buffers.items():
+        if buf.startswith("recvC"):
+            assert shape == (2 * H, s.n) and dev == s.c_dev
+        elif buf in want:
+            assert shape == want[buf], (buf, dev)
+    assert any(b.startswith("recvC") for b, _ in s.buffers) == (not s.beta_zero)
+
+
+@pytest.mark.parametrize("name", ["native", "shares", "3m all"])
+def test_band_buffers_alternate_their_two_slots(name):
+    """Double buffering: the B bands a worker receives go to slot 0, 1, 0, 1, ... of its
+    bufB (a band is copied while the GEMM reads the other), its A bands alike."""
+    s = _schedules()[name]
+    P = 3 if s.method == "3m" else 1
+    H = max(r1 - r0 for r0, r1 in s.bands)
+    for w in s.workers:
+        for buf, height in (("bufB", P * s.k), ("bufA", H)):
+            starts = []
+            for op in s.ops:
+                if op.kind == "copy" and op.writes[0].buf == buf and op.writes[0].dev == w:
+                    slot = op.writes[0].r0 // height
+                    if not starts or starts[-1][1] != op.label.split(" plane")[0]:
+                        starts.append((slot, op.label.split(" plane")[0]))
+            slots = [sl for sl, _ in starts]
+            assert slots == [i % 2 for i in range(len(slots))], (w, buf, slots)
+
+
+def test_3m_splits_are_paced_by_first_uses():
+    """3m: B_j's split waits (``after``) for the first op reading B_(j-2)'s stack; a
+    worker's split of its next A band for the first op reading its previous band's stack;
+    a worker's first band and B_0, B_1 wait for nothing."""
+    s = _schedules()["3m all"]
+    k = s.k
+
+    def first_reader(buf, r0, r1):
+        return min(op.id for op in s.ops for R, _ in op.reads
+                   if R.buf == buf and R.r0 >= r0 and R.r1 <= r1)
+    splits_b = {op.label: op for op in s.ops if op.kind == "split" and op.label.startswith("split B")}
+    nb = len(splits_b)
+    assert nb == math.ceil(s.n / s.tile) >= 4
+    for j in range(nb):
+        want = [] if j < 2 else [first_reader("B3", (j - 2) * 3 * k, (j - 1) * 3 * k)]
+        assert splits_b[f"split B{j}"].after == want, j
+    splits_a = {op.label: op for op in s.ops if op.kind == "split" and op.label.startswith("split A")}
+    for bands in s.bands_of:
+        for li, i in enumerate(bands):
+            r0, r1 = s.bands[bands[li - 1]] if li else (0, 0)
+            want = [first_reader("A3", r0, r1)] if li else []
+            assert splits_a[f"split A{i}"].after == want, (bands, li)
