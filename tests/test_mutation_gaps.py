@@ -1035,7 +1035,8 @@ def test_auto_tile_against_its_definition():
     from mgemm.schedule import auto_tile
     cases = {(32768, 32768, 4): 2048, (100000, 100, 1): 4096, (300, 300, 4): 256,
              (100, 50, 1): 100, (8192, 8192, 0): 2048, (11586, 11586, 1): 2048,
-             (1, 1, 1): 1, (4, 4, 1): 4, (65536, 8, 8): 2048, (20000, 20000, 2): 2048}
+             (1, 1, 1): 1, (4, 4, 1): 4, (65536, 8, 8): 2048, (20000, 20000, 2): 2048,
+             (11600, 11600, 1): 4096}     # M / 4 = 2900 rounds up, M / 5 would not
     for (m, n, g), want in cases.items():
         target = max(1, m // (4 * max(g, 1)))
         t = 2 ** round(math.log2(target)) if target > 1 else 1
