@@ -382,3 +382,25 @@ def test_a_members_own_time_is_its_field_and_centres_at_that_time(envelope, inpu
     for b, t in enumerate(times):
         assert E[b] == bp.field(t)[b] and np.array_equal(X[b], bp.centre_array(t)[b])
     assert np.ptp(E) > 1e-6
+
+
+def test_the_worker_keeps_each_runs_tracker_apart(inputs_dir, monkeypatch):
+    """Runs of one process share its worker (e.g. in threads): each run's calls are
+    answered by its own tracker (interleaved calls equal each run's calls in a loop of its
+    own), a run the worker holds no tracker for is refused, and only the newest
+    WORKER_RUNS trackers are kept."""
+    from tdse.model import states
+    monkeypatch.setattr(observers, "_WORKER", {})
+    cfgs = {"a": _moving(inputs_dir, 3, n=160), "b": _moving(inputs_dir, 5, n=600)}
+    begins = {r: (c, 4, states.Tracker(c, 4).settings(), None) for r, c in cfgs.items()}
+    alone = {r: states.Tracker(c, 4) for r, c in cfgs.items()}
+    for t in (0.0, 0.1, 0.2):
+        for r in ("a", "b"):
+            E, phi, _, _ = observers._worker_pairs(r, t, begins[r] if t == 0.0 else None)
+            E1, phi1 = alone[r](t)
+            assert np.allclose(E, E1, rtol=0, atol=1e-12) and np.allclose(np.abs(phi), np.abs(phi1), atol=1e-10)
+    with pytest.raises(RuntimeError, match="no tracker for run c"):
+        observers._worker_pairs("c", 0.0)
+    monkeypatch.setattr(observers, "WORKER_RUNS", 2)
+    observers._worker_pairs("c", 0.0, begins["a"])
+    assert list(observers._WORKER["runs"]) == ["b", "c"]

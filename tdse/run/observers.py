@@ -7,6 +7,7 @@ the HDF5 file, or memory); computing and writing are apart.  Atomic units.
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import os
 import sys
 import time
@@ -299,8 +300,11 @@ def _drop_pool(pool):
     pool.shutdown(wait=False, cancel_futures=True)
 
 
-#: the worker process's trackers (:func:`_worker_init`, :func:`_worker_pairs`)
+#: the worker process's trackers (:func:`_worker_init`, :func:`_worker_pairs`), one per
+#: run (runs of one process, e.g. in threads, may share the worker), the newest kept
 _WORKER = {}
+WORKER_RUNS = 8
+_RUN_IDS = itertools.count(1)
 
 
 def _worker_init(threads):
@@ -322,15 +326,20 @@ def _worker_pairs(run, t, begin=None):
     used): (config, count, tracker settings, the loop's block X) -- the run's own
     :class:`tdse.model.states.Tracker`, continuing from the loop's warm start, so that it
     computes the pairs the loop would."""
-    if begin is not None and _WORKER.get("run", (None,))[0] != run:
+    runs = _WORKER.setdefault("runs", {})          # run -> its tracker, the newest last
+    if begin is not None and run not in runs:
         config, count, settings, X = begin
         tracker = states.Tracker(config, count, **settings)
         tracker.X = X
-        _WORKER["run"] = (run, tracker)
+        runs[run] = tracker
+        while len(runs) > WORKER_RUNS:                 # the oldest runs' trackers dropped
+            runs.pop(next(iter(runs)))
+    if run not in runs:
+        raise RuntimeError(f"the worker holds no tracker for run {run}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
-        E, phi = _WORKER["run"][1](t)
+        E, phi = runs[run](t)
         return E, phi, time.perf_counter() - t0, [str(w.message) for w in caught]
 
 
@@ -348,13 +357,10 @@ class _Ahead:
     2.87 / 2.27 without, populations every 50 / 250 steps).  A worker that fails (its
     process killed) leaves the rest to the loop, said once."""
 
-    _runs = 0
-
     def __init__(self, tracker, dt, steps, interval):
         self.tracker, self.dt, self.steps, self.interval = tracker, dt, steps, interval
         self.pool, self.ready = worker_pool()
-        _Ahead._runs += 1
-        self.run = (os.getpid(), _Ahead._runs)
+        self.run = (os.getpid(), next(_RUN_IDS))
         # the tracker's state goes with the calls until one has come back (a task: queued,
         # not written to the worker's pipe by the loop, which would block it while the
         # worker starts: 1.4 s measured on a GPU machine with it among the initargs)
