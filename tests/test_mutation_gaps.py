@@ -1173,3 +1173,51 @@ def test_3m_splits_are_paced_by_first_uses():
             r0, r1 = s.bands[bands[li - 1]] if li else (0, 0)
             want = [first_reader("A3", r0, r1)] if li else []
             assert splits_a[f"split A{i}"].after == want, (bands, li)
+
+
+def test_band_rows_apportion_by_largest_remainder():
+    """band_rows with shares, worked by hand: the row granule q (128 from M = 512 G on, 8
+    from M = 8 G, else 1), the M // q units apportioned by largest remainder (ties to the
+    lower worker), the rows the granule leaves to the worker with the most rows, each
+    worker's rows cut into max(1, round(R / T)) near-equal bands, laid out round by round."""
+    from mgemm.schedule import band_rows
+
+    def rows(bands_of, band):
+        return [sum(band[i][1] - band[i][0] for i in b) for b in bands_of]
+    # q = 128 at M = 512 G exactly: units 8 -> 2.67 / 5.33 -> 3 / 5 (w0's larger fraction)
+    bands_of, band = band_rows(1024, 256, 2, [1, 2])
+    assert band == [(0, 256), (256, 640), (640, 768), (768, 1024)] and bands_of == [[0, 2], [1, 3]]
+    # q = 8 at M = 8 G exactly: units 2 -> 0.67 / 1.33 -> 1 / 1
+    assert rows(*band_rows(16, 8, 2, [1, 2])) == [8, 8]
+    # q = 1 below: 5 / 10
+    assert rows(*band_rows(15, 8, 2, [1, 2])) == [5, 10]
+    # the 4 rows the granule leaves go to the largest share (the middle one), not the last
+    bands_of, band = band_rows(1100, 1024, 3, [1, 5, 1])
+    assert rows(bands_of, band) == [160, 788, 152]
+    assert [len(b) for b in bands_of] == [1, 1, 1]          # R < T: one band each
+
+
+def test_plan_gemm_ops_by_value():
+    """Every op runs on a device of the product and a stream of the schedule's kinds, and
+    has a label; C's own tiles read C and scale it by the call's beta only when beta is
+    kept (the placeholder "beta"), else 0 and no read; 3m's first tiles are three plane
+    GEMMs labelled T1-T3, and the B source's first starts only once B_1 is split."""
+    from mgemm.schedule import plan_gemm
+    for name, s in _schedules().items():
+        devs = set(s.workers) | {s.a_dev, s.b_dev, s.c_dev}
+        streams = {"compute", "copy_in", "copy_out", "split"} | {f"reduce{w}" for w in s.workers}
+        for op in s.ops:
+            assert op.dev in devs and op.stream in streams and op.label, (name, op)
+            if op.kind in ("gemm", "combine") and op.writes[0].buf == "C":
+                reads_c = [R for R, _ in op.reads if R.buf == "C"]
+                if s.beta_zero:
+                    assert op.beta == 0.0 and not reads_c, (name, op)
+                else:
+                    assert op.beta == "beta" and reads_c == [op.writes[0]], (name, op)
+    for n, paced in ((16, True), (8, False)):            # B_1 exists only for n > tile
+        s = plan_gemm(16, 8, n, workers=[0, 1], a_dev=0, b_dev=1, c_dev=0, tile=8,
+                      beta_zero=True, method="3m")
+        split_b1 = [op.id for op in s.ops if op.label == "split B1"]
+        first = [op for op in s.ops if op.kind == "gemm" and op.dev == 1][:3]
+        assert [op.label.split(" ")[0] for op in first] == ["T1", "T2", "T3"]
+        assert [op.after for op in first] == ([split_b1, [], []] if paced else [[], [], []])
