@@ -1221,3 +1221,126 @@ def test_plan_gemm_ops_by_value():
         first = [op for op in s.ops if op.kind == "gemm" and op.dev == 1][:3]
         assert [op.label.split(" ")[0] for op in first] == ["T1", "T2", "T3"]
         assert [op.after for op in first] == ([split_b1, [], []] if paced else [[], [], []])
+
+
+# ---------------------------------------------------------------- mgemm.expm's memory plan (mutation run)
+def _expm_plans():
+    """Plans of each path and kind: complex Paterson-Stockmeyer and formula, the split
+    path's cos/sin PS, with and without squarings."""
+    from mgemm.plan import plan_expm
+    u = 2.0 ** -53
+    return {"ps": plan_expm(3.0, tolerance=1e-12, unit_roundoff=u, use_formulas=False),
+            "ps big": plan_expm(40.0, tolerance=1e-12, unit_roundoff=u, use_formulas=False),
+            "formula": plan_expm(3.0, tolerance=1e-12, unit_roundoff=u),
+            "split": plan_expm(3.0, tolerance=1e-12, unit_roundoff=u, split=True, unitary=True),
+            "split big": plan_expm(40.0, tolerance=1e-12, unit_roundoff=u, split=True, unitary=True)}
+
+
+def _counting_mm():
+    calls = []
+
+    def mm(X, Y, C=None, alpha=1.0, beta=0.0):
+        calls.append(1)
+        out = alpha * (X @ Y)
+        return out + beta * C if C is not None else out
+    return mm, calls
+
+
+def test_products_of_each_ps_block_are_those_made():
+    """_products(plan, q) -- what fitting_plan charges a leaner plan -- equals the products
+    the evaluation makes with that PS block (counted), for every q from 1 to the plan's,
+    on both paths (q beyond the degree clipped)."""
+    import dataclasses
+
+    from mgemm.expm import _evaluate, _products
+    rng = np.random.default_rng(7)
+    A = rng.standard_normal((6, 6)) * 0.3
+    for name, plan in _expm_plans().items():
+        if plan.formula != "ps":
+            continue
+        M = A if plan.path == "split" else A + 1j * A.T
+        for q in range(1, plan.ps_block + 3):
+            p = dataclasses.replace(plan, ps_block=q)
+            mm, calls = _counting_mm()
+            _evaluate(np, mm, M, p)
+            assert _products(plan, q) == len(calls), (name, q)
+
+
+def test_peak_matrices_against_the_memory_numpy_allocates():
+    """peak_matrices (the dry run on ghost matrices) against tracemalloc's peak while
+    NumPy runs the same evaluation (expm's CPU products, mgemm.gemm) on a 96 x 96 matrix,
+    in bytes per N^2: equal to within 1 byte (measured: 144 / 160 / 176 / 88 / 88 bytes, the
+    rest small arrays), the input counted as expm holds it; the pool's count at least the
+    live one."""
+    import tracemalloc
+
+    from mgemm import gemm
+    from mgemm.expm import _evaluate, peak_matrices
+    n = 96
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((n, n)) / n
+    for name, plan in _expm_plans().items():
+        mm = lambda X, Y, C=None, alpha=1.0, beta=0.0: gemm(X, Y, C, alpha, beta)  # noqa: E731 -- expm's on the CPU
+        M = A.copy() if plan.path == "split" else (A + 1j * A.T)
+        dtype = np.complex128
+        tracemalloc.start()
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        U = _evaluate(np, mm, M, plan).astype(dtype, copy=False)
+        peak = (tracemalloc.get_traced_memory()[1] - base + M.nbytes) / (n * n)   # bytes per N^2
+        tracemalloc.stop()
+        del U
+        ghost = peak_matrices(plan, dtype)
+        assert peak_matrices(plan, dtype, pool=True) >= ghost
+        assert abs(ghost - peak) <= 1.0, (name, ghost, peak)    # 1 byte / N^2: the small arrays
+
+
+def test_memory_bytes_by_hand():
+    """memory_bytes = ceil(pool peak x N x ceil(N / G)) and, on G > 1 devices, two staging
+    bands of N x ceil(N / G) of the products' dtype (real on the split path)."""
+    from mgemm.expm import memory_bytes, peak_matrices
+    for name, plan in _expm_plans().items():
+        for dtype in (np.complex128, np.complex64):
+            p = peak_matrices(plan, dtype, pool=True)
+            item = np.dtype(dtype).itemsize // (2 if plan.path == "split" else 1)
+            for n, g in ((1000, 1), (1000, 3), (1001, 4), (7, 2)):
+                w = -(-n // g)
+                want = p * n * w + (2 * n * w * item if g > 1 else 0)
+                assert memory_bytes(n, plan, dtype, g) == math.ceil(want), (name, n, g)
+
+
+def test_fitting_plan_takes_the_first_plan_that_fits_and_names_the_largest_n():
+    """fitting_plan: the plan itself when it fits; else the first of the leaner candidates
+    (fewer stored PS powers, each charged its own products) whose need fits, exactly at
+    its need; none fitting: ExpmMemoryError naming the leanest need and the largest N whose
+    exponent and input fit (that N fits, N + 1 does not)."""
+    import dataclasses
+    import re
+
+    from mgemm.expm import ExpmMemoryError, _products, fitting_plan, memory_bytes
+    plan = _expm_plans()["ps big"]
+    n, g, dt = 4096, 2, np.complex128
+    need = memory_bytes(n, plan, dt, g)
+    assert fitting_plan(plan, n, dt, g, need) is plan
+    leaner = [dataclasses.replace(plan, ps_block=q, products=_products(plan, q))
+              for q in range(plan.ps_block - 1, 0, -1)]
+    needs = [memory_bytes(n, c, dt, g) for c in leaner]
+    assert needs == sorted(needs, reverse=True) and needs[-1] < need
+    for c, b in zip(leaner, needs):
+        got = fitting_plan(plan, n, dt, g, b)
+        first = next(x for x, y in zip(leaner, needs) if y <= b)
+        assert got == first and got.products == _products(plan, got.ps_block) > plan.products - 1
+    free = needs[-1] - 1
+    with pytest.raises(ExpmMemoryError) as e:
+        fitting_plan(plan, n, dt, g, free)
+    msg = str(e.value)
+    assert f"N = {n} needs {needs[-1] / 2**30:.2f} GiB on each of {g} device(s)" in msg
+    assert f"1 stored powers, {plan.squarings} squarings" in msg
+    largest = int(re.search(r"the largest N that fits \(with its input\) is (\d+)", msg).group(1))
+    total = lambda k: memory_bytes(k, leaner[-1], dt, g) + k * -(-k // g) * 16   # noqa: E731
+    assert total(largest) <= free < total(largest + 1)
+    # a formula plan falls back to Paterson-Stockmeyer of plan_expm's degree without formulas
+    f = _expm_plans()["formula"]
+    assert f.formula != "ps"
+    base = fitting_plan(f, n, dt, g, memory_bytes(n, f, dt, g) - 1)
+    assert base.formula == "ps"
