@@ -1279,20 +1279,22 @@ def test_peak_matrices_against_the_memory_numpy_allocates():
     n = 96
     rng = np.random.default_rng(3)
     A = rng.standard_normal((n, n)) / n
-    for name, plan in _expm_plans().items():
+    for (name, plan), dtype in [(x, d) for x in _expm_plans().items()
+                                for d in (np.complex128, np.complex64)]:
         mm = lambda X, Y, C=None, alpha=1.0, beta=0.0: gemm(X, Y, C, alpha, beta)  # noqa: E731 -- expm's on the CPU
-        M = A.copy() if plan.path == "split" else (A + 1j * A.T)
-        dtype = np.complex128
+        real = np.float64 if dtype == np.complex128 else np.float32
+        M = A.astype(real) if plan.path == "split" else (A + 1j * A.T).astype(dtype)
         tracemalloc.start()
         tracemalloc.reset_peak()
         base = tracemalloc.get_traced_memory()[0]
-        U = _evaluate(np, mm, M, plan).astype(dtype, copy=False)
+        U = _evaluate(np, mm, M, plan).astype(dtype, copy=False)     # expm's final cast
         peak = (tracemalloc.get_traced_memory()[1] - base + M.nbytes) / (n * n)   # bytes per N^2
         tracemalloc.stop()
+        assert U.dtype == dtype
         del U
         ghost = peak_matrices(plan, dtype)
         assert peak_matrices(plan, dtype, pool=True) >= ghost
-        assert abs(ghost - peak) <= 1.0, (name, ghost, peak)    # 1 byte / N^2: the small arrays
+        assert abs(ghost - peak) <= 1.0, (name, dtype, ghost, peak)    # 1 byte / N^2: the small arrays
 
 
 def test_memory_bytes_by_hand():
@@ -1340,7 +1342,9 @@ def test_fitting_plan_takes_the_first_plan_that_fits_and_names_the_largest_n():
     total = lambda k: memory_bytes(k, leaner[-1], dt, g) + k * -(-k // g) * 16   # noqa: E731
     assert total(largest) <= free < total(largest + 1)
     # a formula plan falls back to Paterson-Stockmeyer of plan_expm's degree without formulas
-    f = _expm_plans()["formula"]
+    from mgemm.plan import plan_expm
+    f = plan_expm(3.0, tolerance=1e-12, unit_roundoff=2.0 ** -53, unitary=True)
     assert f.formula != "ps"
-    base = fitting_plan(f, n, dt, g, memory_bytes(n, f, dt, g) - 1)
-    assert base.formula == "ps"
+    ref = plan_expm(3.0, tolerance=1e-12, unit_roundoff=2.0 ** -53, unitary=True, use_formulas=False)
+    base = fitting_plan(f, n, dt, g, memory_bytes(n, ref, dt, g))
+    assert base == ref
