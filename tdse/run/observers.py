@@ -35,8 +35,9 @@ DEFER_SNAPSHOTS = os.environ.get("TDSE_DEFER_SNAPSHOTS", "1") != "0"
 TIME_BLOCK = 64
 
 #: H(t)'s eigenpairs go to a worker process (:class:`_Ahead`) when computing them in the
-#: loop would take more than this many seconds of the run (the process takes ~0.3 s to start,
-#: on the spare CPU: the loop waits for it at most that long, once)
+#: loop would take more than this many seconds of the run (the process takes ~0.3 s to
+#: start on 2 cores, ~1.5 s on a GPU machine, on the spare CPU; the loop computes them
+#: itself meanwhile)
 AHEAD_MIN_SECONDS = 0.5
 
 #: calls queued ahead in the worker
@@ -76,8 +77,8 @@ class Observables(Observer):
         self._static = None
         # moving centres: H(t)'s pairs tracked from one observation to the next (Davidson,
         # O(N K) a call, on the host: no synchronisation with the device's stepping); after
-        # the first call, computed ahead in a worker process where that saves more than a
-        # second (:func:`ahead_wanted`, :class:`_Ahead`: the same pairs)
+        # the first call, computed ahead in a worker process where that saves more than
+        # AHEAD_MIN_SECONDS (:func:`ahead_wanted`, :class:`_Ahead`: the same pairs)
         self.tracker = states.Tracker(cfg, K) if self.moving else None
         self.ahead, self._ahead_asked = None, not self.moving
         # H(t)'s eigenpairs, for the closing note: seconds computing them, calls, and the
