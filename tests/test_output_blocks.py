@@ -318,6 +318,9 @@ def test_when_the_eigenpairs_go_ahead(monkeypatch):
     assert observers.ahead_wanted(0.0)
     monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "0")
     assert not observers.ahead_wanted(big)
+    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "yes")      # a typo is not taken as auto
+    with pytest.raises(cfgmod.ConfigError, match="TDSE_EIGENPAIRS_AHEAD = 'yes': must be auto, 0 or 1"):
+        observers.ahead_wanted(big)
     monkeypatch.delenv("TDSE_EIGENPAIRS_AHEAD")
     monkeypatch.setattr(observers, "cpu_count", lambda: 2)
     monkeypatch.setattr(observers, "_spawn_safe", lambda: True)

@@ -235,7 +235,10 @@ def ahead_wanted(seconds_left: float) -> bool:
     (``seconds_left``: the first call's time x the calls to come), the process may use two
     CPUs (:func:`cpu_count`) and may spawn one (:func:`_spawn_safe`)."""
     mode = os.environ.get("TDSE_EIGENPAIRS_AHEAD", "auto")
-    if mode in ("0", "1"):
+    if mode not in ("auto", "0", "1"):
+        from ..config import ConfigError
+        raise ConfigError("TDSE_EIGENPAIRS_AHEAD", mode, "must be auto, 0 or 1")
+    if mode != "auto":
         return mode == "1"
     return seconds_left > AHEAD_MIN_SECONDS and cpu_count() >= 2 and _spawn_safe()
 
