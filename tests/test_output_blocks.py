@@ -229,7 +229,12 @@ def _worker_from_the_start(monkeypatch, kill=False):
     while it starts; a real run computes in the loop meanwhile); ``kill``: its process
     killed once it has started.  Returns the list of the workers made."""
     made = []
-    start = observers._Ahead.start
+    start, submit = observers._Ahead.start, observers._Ahead._submit
+
+    def counted(self, steps_times):
+        self.task_sizes.append(len(steps_times))
+        return submit(self, steps_times)
+    monkeypatch.setattr(observers._Ahead, "_submit", counted)
 
     def waiting(self, s):
         self.ready.result(timeout=120)
@@ -238,6 +243,7 @@ def _worker_from_the_start(monkeypatch, kill=False):
                 p.kill()
                 p.join()
         made.append(self)
+        self.task_sizes = []
         start(self, s)
     monkeypatch.setattr(observers._Ahead, "start", waiting)
     return made
@@ -259,6 +265,9 @@ def test_eigenpairs_ahead_in_a_worker_equal_those_in_the_loop(stencil, n, inputs
         monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", ahead)
         runs[ahead] = tdse.simulate(cfg, backend="numpy").observables
     assert len(made) == 1 and made[0].from_worker == 11      # steps 4, 8, ..., 40 and 41
+    assert sum(made[0].task_sizes) >= 11
+    if stencil == 3:        # ~0.1 ms a call, far below AHEAD_CHUNK_SECONDS: several a task
+        assert len(made[0].task_sizes) < 11
     for k in ("populations_ht", "energies_ht", "n_mean"):
         a, b = np.asarray(runs["1"][k]), np.asarray(runs["0"][k])
         if stencil == 3:
@@ -399,11 +408,11 @@ def test_the_worker_keeps_each_runs_tracker_apart(inputs_dir, monkeypatch):
     alone = {r: states.Tracker(c, 4) for r, c in cfgs.items()}
     for t in (0.0, 0.1, 0.2):
         for r in ("a", "b"):
-            E, phi, _, _ = observers._worker_pairs(r, t, begins[r] if t == 0.0 else None)
+            [(E, phi)], _, _ = observers._worker_pairs(r, (t,), begins[r] if t == 0.0 else None)
             E1, phi1 = alone[r](t)
             assert np.allclose(E, E1, rtol=0, atol=1e-12) and np.allclose(np.abs(phi), np.abs(phi1), atol=1e-10)
     with pytest.raises(RuntimeError, match="no tracker for run c"):
-        observers._worker_pairs("c", 0.0)
+        observers._worker_pairs("c", (0.0,))
     monkeypatch.setattr(observers, "WORKER_RUNS", 2)
-    observers._worker_pairs("c", 0.0, begins["a"])
+    observers._worker_pairs("c", (0.0,), begins["a"])
     assert list(observers._WORKER["runs"]) == ["b", "c"]

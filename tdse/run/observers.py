@@ -40,8 +40,15 @@ TIME_BLOCK = 64
 #: itself meanwhile)
 AHEAD_MIN_SECONDS = 0.5
 
-#: calls queued ahead in the worker
+#: tasks queued ahead in the worker
 AHEAD_DEPTH = 4
+
+#: a task of the worker computes the pairs of this many seconds' calls at least (up to
+#: AHEAD_CHUNK_MAX calls): a task costs the loop ~0.2 ms of its host time whatever it
+#: computes (the executor's threads pickling and reading it; measured on 2 cores,
+#: `benchmarks/probes/ipc_probe.py`), more than the tridiagonal solver at N = 256 (0.3 ms)
+AHEAD_CHUNK_SECONDS = 0.005
+AHEAD_CHUNK_MAX = 32
 
 
 class BoundaryWarning(UserWarning):
@@ -156,7 +163,7 @@ class Observables(Observer):
         calls = (cfg.time.steps - step) // every + 1
         if calls > 1 and ahead_wanted(seconds * calls):
             ahead = _Ahead(self.tracker, cfg.time.dt, cfg.time.steps, every)
-            ahead.seconds = self.eigen_seconds
+            ahead.seconds, ahead.local_calls = self.eigen_seconds, self.eigen_calls
             ahead.start(ahead.following(step))
             self.ahead = ahead
 
@@ -324,12 +331,12 @@ def _worker_ready():
     return True
 
 
-def _worker_pairs(run, t, begin=None):
-    """H(t)'s pairs in the worker for run ``run``: (E, phi, seconds, the warnings' texts).
-    ``begin`` (sent with the run's calls until one has come back; the first to arrive is
-    used): (config, count, tracker settings, the loop's block X) -- the run's own
-    :class:`tdse.model.states.Tracker`, continuing from the loop's warm start, so that it
-    computes the pairs the loop would."""
+def _worker_pairs(run, times, begin=None):
+    """H(t)'s pairs in the worker for run ``run`` at each of ``times``, in order: ([(E,
+    phi), ...], seconds, the warnings' texts).  ``begin`` (sent with the run's calls until
+    one has come back; the first to arrive is used): (config, count, tracker settings, the
+    loop's block X) -- the run's own :class:`tdse.model.states.Tracker`, continuing from
+    the loop's warm start, so that it computes the pairs the loop would."""
     runs = _WORKER.setdefault("runs", {})          # run -> its tracker, the newest last
     if begin is not None and run not in runs:
         config, count, settings, X = begin
@@ -343,8 +350,8 @@ def _worker_pairs(run, t, begin=None):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
-        E, phi = runs[run](t)
-        return E, phi, time.perf_counter() - t0, [str(w.message) for w in caught]
+        pairs = [runs[run](t) for t in times]
+        return pairs, time.perf_counter() - t0, [str(w.message) for w in caught]
 
 
 class _Ahead:
@@ -353,13 +360,15 @@ class _Ahead:
     depend on t alone (the centres' paths are given), and the worker's tracker continues from
     the loop's (its warm start, :class:`tdse.model.states.Tracker`), calls in order, so they
     are the pairs the loop would compute, while the solver runs on a spare CPU beside the
-    stepping.  At most :data:`AHEAD_DEPTH` calls are queued; a step not foreseen is queued
-    after them; while the worker starts (~0.3 s of imports on 2 cores, ~1.5 s on a GPU
-    machine; :func:`prewarm` starts it during the run's preparation) the loop computes
-    them itself.  A process, not a thread: the solvers' Python between LAPACK calls holds
-    the GIL (threads were measured no faster: H100, 3-point N = 8192, 4.15 / 1.97 with them,
-    2.87 / 2.27 without, populations every 50 / 250 steps).  A worker that fails (its
-    process killed) leaves the rest to the loop, said once."""
+    stepping.  A task computes the pairs of several due steps where one call is short
+    (:data:`AHEAD_CHUNK_SECONDS`: a task's own cost to the loop is ~0.2 ms), and at most
+    :data:`AHEAD_DEPTH` tasks are queued; a step not foreseen is queued after them; while
+    the worker starts (~0.3 s of imports on 2 cores, ~1.5 s on a GPU machine;
+    :func:`prewarm` starts it during the run's preparation) the loop computes them itself.
+    A process, not a thread: the solvers' Python between LAPACK calls holds the GIL
+    (threads were measured no faster: H100, 3-point N = 8192, 4.15 / 1.97 with them, 2.87 /
+    2.27 without, populations every 50 / 250 steps).  A worker that fails (its process
+    killed) leaves the rest to the loop, said once."""
 
     def __init__(self, tracker, dt, steps, interval):
         self.tracker, self.dt, self.steps, self.interval = tracker, dt, steps, interval
@@ -369,14 +378,23 @@ class _Ahead:
         # not written to the worker's pipe by the loop, which would block it while the
         # worker starts: 1.4 s measured on a GPU machine with it among the initargs)
         self.begin = (tracker.config, tracker.K, tracker.settings(), tracker.X)
-        self.futures = {}           # step -> future, in submission order
+        self.futures = {}           # step -> (future, index in its task), in submission order
+        self.results = {}           # future -> its task's pairs, once read
         self.next = None            # the next step to submit (None: none left)
         self.seconds = 0.0          # spent computing, in the worker
+        self.local_calls = 0        # calls computed in the loop (their seconds in .seconds)
+        self.chunk = 1              # calls a task (:meth:`_size`)
         self.broken = False
         self.from_worker = 0        # calls the worker answered
 
-    def _submit(self, t):
-        return self.pool.submit(_worker_pairs, self.run, t, self.begin)
+    def _submit(self, steps_times):
+        return self.pool.submit(_worker_pairs, self.run, tuple(t for _, t in steps_times), self.begin)
+
+    def _size(self, seconds, calls):
+        """The calls a task, from ``calls`` calls that took ``seconds``."""
+        if calls > 0:
+            per_call = max(seconds / calls, 1e-9)
+            self.chunk = int(min(AHEAD_CHUNK_MAX, max(1, np.ceil(AHEAD_CHUNK_SECONDS / per_call))))
 
     def following(self, s):
         """The first step after ``s`` with populations (a multiple of the interval, or the
@@ -388,23 +406,31 @@ class _Ahead:
     def start(self, s):
         """Begin with step ``s`` (None: nothing to foresee)."""
         self.next = s
+        self._size(self.seconds, self.local_calls)
+
+    def _tasks(self):
+        return len({id(f) for f, _ in self.futures.values()})
 
     def _fill(self, step):
-        """Queue the due steps from ``step`` on, up to :data:`AHEAD_DEPTH` (once the worker
-        has started)."""
+        """Queue the due steps from ``step`` on, :attr:`chunk` a task, up to
+        :data:`AHEAD_DEPTH` tasks (once the worker has started)."""
         if self.broken or not self.ready.done():
             return
         if self.ready.exception() is not None:
             return self._break(self.ready.exception())
         while self.next is not None and self.next < step:
             self.next = self.following(self.next)
-        while self.next is not None and len(self.futures) < AHEAD_DEPTH:
-            s = self.next
+        while self.next is not None and self._tasks() < AHEAD_DEPTH:
+            group = []
+            while self.next is not None and len(group) < self.chunk:
+                group.append((self.next, self.next * self.dt))
+                self.next = self.following(self.next)
             try:
-                self.futures[s] = self._submit(s * self.dt)
+                f = self._submit(group)
             except Exception as e:  # noqa: BLE001 -- the pool broke: the loop computes the rest
                 return self._break(e)
-            self.next = self.following(s)
+            for i, (s, _) in enumerate(group):
+                self.futures[s] = (f, i)
 
     def _break(self, error):
         """The worker failed: said once, the rest computed in the loop."""
@@ -420,42 +446,63 @@ class _Ahead:
         t0 = time.perf_counter()
         out = self.tracker(t)
         self.seconds += time.perf_counter() - t0
+        self.local_calls += 1
+        self._size(self.seconds, self.local_calls)
         return out
+
+    def _read(self, f):
+        """A task's pairs (waited for), its seconds and warnings taken once."""
+        if f not in self.results:
+            pairs, seconds, said = f.result()
+            self.seconds += seconds
+            self._size(seconds, len(pairs))
+            for m in said:               # the worker's tracker says each thing once
+                warnings.warn(m, RuntimeWarning, stacklevel=4)
+            self.results[f] = pairs
+        return self.results[f]
+
+    def _drop(self, f):
+        """Forget task ``f`` once no step waits on it (cancelled if not started)."""
+        if not any(g is f for g, _ in self.futures.values()):
+            self.results.pop(f, None)
+            f.cancel()
 
     def __call__(self, step, t):
         """The pairs at ``step`` (time ``t``): the worker's result, waited for; computed in
         the loop while the worker is still starting (its imports: ~0.3 s)."""
         for s in [s for s in self.futures if s < step]:    # foreseen, not asked: dropped
-            self.futures.pop(s).cancel()
+            self._drop(self.futures.pop(s)[0])
         self._fill(step)
-        f = self.futures.pop(step, None)
-        if f is None or t != step * self.dt:               # not foreseen, or not started
+        entry = self.futures.pop(step, None)
+        if entry is None or t != step * self.dt:           # not foreseen, or not started
+            if entry is not None:
+                self._drop(entry[0])
             if self.broken or not self.ready.done():
                 return self._local(t)
             try:
-                f = self._submit(t)
+                entry = (self._submit([(step, t)]), 0)
             except Exception as e:  # noqa: BLE001 -- the pool broke
                 self._break(e)
                 return self._local(t)
+        f, i = entry
         try:
-            E, phi, seconds, said = f.result()
+            E, phi = self._read(f)[i]
         except Exception as e:  # noqa: BLE001 -- a broken worker: the loop computes the rest
             self._break(e)
             return self._local(t)
-        self.seconds += seconds
+        self._drop(f)
         self.from_worker += 1
         self.begin = None
-        for m in said:               # the worker's tracker says each thing once
-            warnings.warn(m, RuntimeWarning, stacklevel=3)
         self._fill(step + 1)
         return E, phi
 
     def close(self):
         """Stop: nothing of this run's queued is started (a call under way finishes on its
         own; the worker stays for the process's next run)."""
-        for f in self.futures.values():
+        for f, _ in self.futures.values():
             f.cancel()
         self.futures.clear()
+        self.results.clear()
 
 
 class _BlockRows:
