@@ -416,3 +416,40 @@ def test_the_worker_keeps_each_runs_tracker_apart(inputs_dir, monkeypatch):
     monkeypatch.setattr(observers, "WORKER_RUNS", 2)
     observers._worker_pairs("c", (0.0,), begins["a"])
     assert list(observers._WORKER["runs"]) == ["b", "c"]
+
+
+def test_the_worker_tasks_skipped_and_unforeseen_steps(inputs_dir, monkeypatch):
+    """_Ahead's bookkeeping with a worker answering in this process (a thread pool running
+    the worker's function): several due steps a task where a call is short; steps passed
+    without being asked (the loop jumped ahead) dropped, their tasks forgotten; a step off
+    the cadence answered by a task of its own; every answer the pairs of H(t) at its time
+    (3-point: one LAPACK solve, so equal to the solver called alone); nothing left after
+    close."""
+    import concurrent.futures
+
+    from tdse.model import states
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    ready = pool.submit(lambda: True)
+    monkeypatch.setattr(observers, "worker_pool", lambda: (pool, ready))
+    monkeypatch.setattr(observers, "_WORKER", {})
+    cfg = _moving(inputs_dir, 3)
+    dt = cfg.time.dt
+    ahead = observers._Ahead(states.Tracker(cfg, 4), dt, 40, 2)
+    ahead.local_calls, ahead.seconds = 1, 1e-5          # a short call: the largest tasks
+    sizes = []
+    submit = ahead._submit
+    ahead._submit = lambda group: sizes.append(len(group)) or submit(group)
+    ahead.start(2)
+    assert ahead.chunk == observers.AHEAD_CHUNK_MAX
+    asked = [2, 4, 20, 22, 40]
+    for s in asked:
+        E, phi = ahead(s, s * dt)
+        E1, phi1 = states.eigenstates(cfg, s * dt, 4)
+        assert np.array_equal(E, E1) and np.array_equal(phi, phi1), s
+    assert sizes[0] == 20                     # steps 2, 4, ..., 40: one task
+    E, phi = ahead(40, 40 * dt + 0.5 * dt)    # not the step's time: a task of its own
+    assert sizes[-1] == 1 and np.array_equal(E, states.eigenstates(cfg, 40.5 * dt, 4)[0])
+    assert ahead.from_worker == len(asked) + 1 and not ahead.futures and not ahead.waiting
+    ahead.close()
+    assert not ahead.results
+    pool.shutdown()

@@ -379,6 +379,7 @@ class _Ahead:
         # worker starts: 1.4 s measured on a GPU machine with it among the initargs)
         self.begin = (tracker.config, tracker.K, tracker.settings(), tracker.X)
         self.futures = {}           # step -> (future, index in its task), in submission order
+        self.waiting = {}           # future -> how many of its steps are in .futures
         self.results = {}           # future -> its task's pairs, once read
         self.next = None            # the next step to submit (None: none left)
         self.seconds = 0.0          # spent computing, in the worker
@@ -408,9 +409,6 @@ class _Ahead:
         self.next = s
         self._size(self.seconds, self.local_calls)
 
-    def _tasks(self):
-        return len({id(f) for f, _ in self.futures.values()})
-
     def _fill(self, step):
         """Queue the due steps from ``step`` on, :attr:`chunk` a task, up to
         :data:`AHEAD_DEPTH` tasks (once the worker has started)."""
@@ -420,7 +418,7 @@ class _Ahead:
             return self._break(self.ready.exception())
         while self.next is not None and self.next < step:
             self.next = self.following(self.next)
-        while self.next is not None and self._tasks() < AHEAD_DEPTH:
+        while self.next is not None and len(self.waiting) < AHEAD_DEPTH:
             group = []
             while self.next is not None and len(group) < self.chunk:
                 group.append((self.next, self.next * self.dt))
@@ -431,6 +429,7 @@ class _Ahead:
                 return self._break(e)
             for i, (s, _) in enumerate(group):
                 self.futures[s] = (f, i)
+            self.waiting[f] = len(group)
 
     def _break(self, error):
         """The worker failed: said once, the rest computed in the loop."""
@@ -462,8 +461,12 @@ class _Ahead:
         return self.results[f]
 
     def _drop(self, f):
-        """Forget task ``f`` once no step waits on it (cancelled if not started)."""
-        if not any(g is f for g, _ in self.futures.values()):
+        """One step of task ``f`` taken or passed; the task forgotten once no step waits on
+        it (cancelled if not started)."""
+        left = self.waiting.pop(f, 1) - 1
+        if left > 0:
+            self.waiting[f] = left
+        else:
             self.results.pop(f, None)
             f.cancel()
 
@@ -481,6 +484,7 @@ class _Ahead:
                 return self._local(t)
             try:
                 entry = (self._submit([(step, t)]), 0)
+                self.waiting[entry[0]] = 1
             except Exception as e:  # noqa: BLE001 -- the pool broke
                 self._break(e)
                 return self._local(t)
@@ -502,6 +506,7 @@ class _Ahead:
         for f, _ in self.futures.values():
             f.cancel()
         self.futures.clear()
+        self.waiting.clear()
         self.results.clear()
 
 
