@@ -237,11 +237,13 @@ def _worker_from_the_start(monkeypatch, kill=False):
     monkeypatch.setattr(observers._Ahead, "_submit", counted)
 
     def waiting(self, s):
-        self.ready.result(timeout=120)
+        for pool, ready in self.workers:
+            ready.result(timeout=120)
         if kill:
-            for p in list(self.pool._processes.values()):
-                p.kill()
-                p.join()
+            for pool, _ in self.workers:
+                for p in list(pool._processes.values()):
+                    p.kill()
+                    p.join()
         made.append(self)
         self.task_sizes = []
         start(self, s)
@@ -430,7 +432,7 @@ def test_the_worker_tasks_skipped_and_unforeseen_steps(inputs_dir, monkeypatch):
     from tdse.model import states
     pool = concurrent.futures.ThreadPoolExecutor(1)
     ready = pool.submit(lambda: True)
-    monkeypatch.setattr(observers, "worker_pool", lambda: (pool, ready))
+    monkeypatch.setattr(observers, "worker_pools", lambda n=1: [(pool, ready)])
     monkeypatch.setattr(observers, "_WORKER", {})
     cfg = _moving(inputs_dir, 3)
     dt = cfg.time.dt
@@ -453,3 +455,32 @@ def test_the_worker_tasks_skipped_and_unforeseen_steps(inputs_dir, monkeypatch):
     ahead.close()
     assert not ahead.results
     pool.shutdown()
+
+
+def test_stateless_calls_are_shared_by_several_workers(inputs_dir, monkeypatch):
+    """Where each call is independent of the last (3-point: the tridiagonal solver) the
+    calls go to several workers, tasks to each, and the populations are those of the loop
+    bit for bit; Davidson's calls (the DVR beyond N = 512) to one worker, in order."""
+    from tdse.model import states
+    monkeypatch.setattr(observers, "cpu_count", lambda: 3)
+    monkeypatch.setattr(observers, "AHEAD_WORKERS", 2)
+    monkeypatch.setattr(observers, "AHEAD_CHUNK_MAX", 2)          # several tasks in a short run
+    assert observers.workers_for(states.Tracker(_moving(inputs_dir, "dvr", n=600), 4)) == 1
+    made = _worker_from_the_start(monkeypatch)
+    sent = []
+    submit = observers._Ahead._submit
+
+    def which(self, group):
+        f = submit(self, group)
+        sent.append(self.worker_of[f])
+        return f
+    monkeypatch.setattr(observers._Ahead, "_submit", which)
+    cfg = _moving(inputs_dir, 3, n=160, **{"output.populations_every": 2})
+    runs = {}
+    for ahead in ("1", "0"):
+        monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", ahead)
+        runs[ahead] = tdse.simulate(cfg, backend="numpy").observables
+    assert len(made) == 1 and len(made[0].workers) == 2 and made[0].from_worker == 30
+    assert set(sent) == {0, 1}
+    for k in ("populations_ht", "energies_ht"):
+        assert np.array_equal(np.asarray(runs["1"][k]), np.asarray(runs["0"][k]), equal_nan=True), k

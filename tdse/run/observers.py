@@ -40,8 +40,12 @@ TIME_BLOCK = 64
 #: itself meanwhile)
 AHEAD_MIN_SECONDS = 0.5
 
-#: tasks queued ahead in the worker
+#: tasks queued ahead in each worker
 AHEAD_DEPTH = 4
+
+#: worker processes at most for a stateless solver's calls (:func:`workers_for`): 3-point
+#: at N = 8192 takes ~12 ms a call, more than 50 GPU steps of 0.19 ms
+AHEAD_WORKERS = 4
 
 #: a task of the worker computes the pairs of this many seconds' calls at least (up to
 #: AHEAD_CHUNK_MAX calls): a task costs the loop ~0.2 ms of its host time whatever it
@@ -272,42 +276,52 @@ def calls_guess(config) -> tuple:
     return calls, (1.5e-8 * n * n if n <= states.DVR_DENSE_MAX else 2.5e-6 * n)
 
 
+def workers_for(tracker) -> int:
+    """Worker processes for ``tracker``'s calls: up to :data:`AHEAD_WORKERS` (a CPU left to
+    the loop) where each call is independent of the last (the tridiagonal and the direct
+    solvers), one where a call continues the last (Davidson's warm start)."""
+    if getattr(tracker, "iterative", True):
+        return 1
+    return max(1, min(AHEAD_WORKERS, cpu_count() - 1))
+
+
 def prewarm(config):
-    """Start the process's eigenpairs worker now (:func:`worker_pool`) when a run of
-    ``config`` will want it (:func:`ahead_wanted` on :func:`calls_guess`): its start-up
+    """Start the process's eigenpairs workers now (:func:`worker_pools`) when a run of
+    ``config`` will want them (:func:`ahead_wanted` on :func:`calls_guess`): their start-up
     (~0.3 s on 2 cores, ~1.5 s on a GPU machine) then overlaps the run's preparation."""
     if any(c.moving for c in config.potential.centres):
         calls, each = calls_guess(config)
         if calls > 1 and ahead_wanted(calls * each):
-            worker_pool()
+            worker_pools(workers_for(states.Tracker(config, config.output.populations)))
 
 
-#: the process's eigenpairs worker: (pool, future done when it has started), or None
-_POOL = None
+#: the process's eigenpairs workers: [(pool of one process, future done when it has started)]
+_POOLS = []
 
 
-def worker_pool():
-    """The process's eigenpairs worker (one process, spawned once and kept for the runs
-    that follow in this process; a fresh one after a failure): (pool, ready future)."""
-    global _POOL
-    if _POOL is None:
-        import multiprocessing
+def worker_pools(n=1):
+    """The process's first ``n`` eigenpairs workers, each a pool of one spawned process
+    (so that a run's tasks can be sent to a given one: its tracker's warm start), spawned
+    once and kept for the runs that follow in this process (a fresh one after a failure):
+    [(pool, ready future)].  The first may use up to 4 BLAS threads (Davidson's products),
+    the others one."""
+    import multiprocessing
 
-        from .backend import usable_cpus
+    from .backend import usable_cpus
+    while len(_POOLS) < n:
+        threads = max(1, min(4, usable_cpus() - 1)) if not _POOLS else 1
         pool = concurrent.futures.ProcessPoolExecutor(
             1, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
-            initargs=(max(1, min(4, usable_cpus() - 1)),))
-        _POOL = (pool, pool.submit(_worker_ready))
+            initargs=(threads,))
+        _POOLS.append((pool, pool.submit(_worker_ready)))
         import atexit
         atexit.register(_drop_pool, pool)     # before the interpreter's teardown
-    return _POOL
+    return _POOLS[:n]
 
 
 def _drop_pool(pool):
     """Forget a failed worker (the next run spawns another)."""
-    global _POOL
-    if _POOL is not None and _POOL[0] is pool:
-        _POOL = None
+    _POOLS[:] = [e for e in _POOLS if e[0] is not pool]
     pool.shutdown(wait=False, cancel_futures=True)
 
 
@@ -356,11 +370,13 @@ def _worker_pairs(run, times, begin=None):
 
 class _Ahead:
     """H(t)'s eigenpairs at the steps where the populations are due, computed ahead of the
-    loop in a worker process (:func:`worker_pool`: :mod:`concurrent.futures`, spawned): they
-    depend on t alone (the centres' paths are given), and the worker's tracker continues from
+    loop in worker processes (:func:`worker_pools`: :mod:`concurrent.futures`, spawned): they
+    depend on t alone (the centres' paths are given), and a worker's tracker continues from
     the loop's (its warm start, :class:`tdse.model.states.Tracker`), calls in order, so they
     are the pairs the loop would compute, while the solver runs on a spare CPU beside the
-    stepping.  A task computes the pairs of several due steps where one call is short
+    stepping.  Where each call is independent of the last (the tridiagonal and direct
+    solvers) several workers share the calls (:func:`workers_for`: the same pairs, bit for
+    bit); Davidson's calls go to one, in order.  A task computes the pairs of several due steps where one call is short
     (:data:`AHEAD_CHUNK_SECONDS`: a task's own cost to the loop is ~0.2 ms), and at most
     :data:`AHEAD_DEPTH` tasks are queued; a step not foreseen is queued after them; while
     the worker starts (~0.3 s of imports on 2 cores, ~1.5 s on a GPU machine;
@@ -372,12 +388,14 @@ class _Ahead:
 
     def __init__(self, tracker, dt, steps, interval):
         self.tracker, self.dt, self.steps, self.interval = tracker, dt, steps, interval
-        self.pool, self.ready = worker_pool()
+        self.workers = worker_pools(workers_for(tracker))     # [(pool, ready)]
         self.run = (os.getpid(), next(_RUN_IDS))
         # the tracker's state goes with the calls until one has come back (a task: queued,
         # not written to the worker's pipe by the loop, which would block it while the
         # worker starts: 1.4 s measured on a GPU machine with it among the initargs)
         self.begin = (tracker.config, tracker.K, tracker.settings(), tracker.X)
+        self.answered = set()       # the workers that have answered (hold the tracker)
+        self.worker_of = {}         # future -> the worker it went to
         self.futures = {}           # step -> (future, index in its task), in submission order
         self.waiting = {}           # future -> how many of its steps are in .futures
         self.results = {}           # future -> its task's pairs, once read
@@ -388,8 +406,21 @@ class _Ahead:
         self.broken = False
         self.from_worker = 0        # calls the worker answered
 
+    @property
+    def ready(self):
+        """Whether a worker has started (a future: done, or its exception)."""
+        done = [r for _, r in self.workers if r.done()]
+        return done[0] if done else self.workers[0][1]
+
     def _submit(self, steps_times):
-        return self.pool.submit(_worker_pairs, self.run, tuple(t for _, t in steps_times), self.begin)
+        """A task to the started worker with the fewest waiting (the first, where calls
+        continue each other's warm start: :func:`workers_for` gives one)."""
+        k = min((i for i, (_, r) in enumerate(self.workers) if r.done()),
+                key=lambda i: sum(w == i for w in self.worker_of.values()))
+        begin = None if k in self.answered else self.begin
+        f = self.workers[k][0].submit(_worker_pairs, self.run, tuple(t for _, t in steps_times), begin)
+        self.worker_of[f] = k
+        return f
 
     def _size(self, seconds, calls):
         """The calls a task, from ``calls`` calls that took ``seconds``."""
@@ -418,7 +449,8 @@ class _Ahead:
             return self._break(self.ready.exception())
         while self.next is not None and self.next < step:
             self.next = self.following(self.next)
-        while self.next is not None and len(self.waiting) < AHEAD_DEPTH:
+        started = sum(r.done() and r.exception() is None for _, r in self.workers)
+        while self.next is not None and len(self.waiting) < AHEAD_DEPTH * started:
             group = []
             while self.next is not None and len(group) < self.chunk:
                 group.append((self.next, self.next * self.dt))
@@ -438,7 +470,8 @@ class _Ahead:
             warnings.warn(f"the worker computing H(t)'s eigenpairs ahead failed ({type(error).__name__}: "
                           f"{str(error)[:120]}); the loop computes them", RuntimeWarning, stacklevel=4)
             self.close()
-            _drop_pool(self.pool)
+            for pool, _ in self.workers:
+                _drop_pool(pool)
 
     def _local(self, t):
         """The pairs computed in the loop (the worker is starting, or failed)."""
@@ -458,6 +491,7 @@ class _Ahead:
             for m in said:               # the worker's tracker says each thing once
                 warnings.warn(m, RuntimeWarning, stacklevel=4)
             self.results[f] = pairs
+            self.answered.add(self.worker_of.get(f))
         return self.results[f]
 
     def _drop(self, f):
@@ -468,6 +502,7 @@ class _Ahead:
             self.waiting[f] = left
         else:
             self.results.pop(f, None)
+            self.worker_of.pop(f, None)
             f.cancel()
 
     def __call__(self, step, t):
@@ -496,7 +531,6 @@ class _Ahead:
             return self._local(t)
         self._drop(f)
         self.from_worker += 1
-        self.begin = None
         self._fill(step + 1)
         return E, phi
 
@@ -508,6 +542,7 @@ class _Ahead:
         self.futures.clear()
         self.waiting.clear()
         self.results.clear()
+        self.worker_of.clear()
 
 
 class _BlockRows:
