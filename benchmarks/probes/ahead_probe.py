@@ -2,7 +2,8 @@
 in process for each mode (TDSE_EIGENPAIRS_AHEAD = 1 / 0), with the loop's time, the
 eigenpairs' seconds and the loop's wait for them, and the calls the worker answered; then a
 cProfile of the run with the worker (its main thread: what the loop spends besides them).
-python benchmarks/probes/ahead_probe.py INPUT N STENCIL STEPS POP_EVERY BACKEND"""
+python benchmarks/probes/ahead_probe.py INPUT N STENCIL STEPS POP_EVERY BACKEND [WORKERS]
+(WORKERS: observers.AHEAD_WORKERS, the most workers a stateless solver's calls get)"""
 import cProfile
 import os
 import pstats
@@ -40,6 +41,8 @@ def once(plan, d, mode):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 7:
+        observers.AHEAD_WORKERS = int(sys.argv[7])
     cfg, plan = case(*sys.argv[1:7])
     d = tempfile.mkdtemp()
     run(plan, d, force=True)                       # warm
@@ -48,5 +51,5 @@ if __name__ == "__main__":
     cProfile.run("run(plan, d, force=True)", "/tmp/ahead.prof")
     pstats.Stats("/tmp/ahead.prof").sort_stats("tottime").print_stats(20)
     print(f"{cfg.grid.n} {cfg.grid.stencil} {cfg.time.steps} steps, populations every "
-          f"{cfg.output.populations_interval}, {sys.argv[6]}:")
+          f"{cfg.output.populations_interval}, {sys.argv[6]}, at most {observers.AHEAD_WORKERS} workers:")
     print("\n".join(lines))
