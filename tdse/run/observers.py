@@ -44,8 +44,11 @@ AHEAD_MIN_SECONDS = 0.5
 AHEAD_DEPTH = 4
 
 #: worker processes at most for a stateless solver's calls (:func:`workers_for`): 3-point
-#: at N = 8192 takes ~12 ms a call, more than 50 GPU steps of 0.19 ms
-AHEAD_WORKERS = 4
+#: at N = 8192 takes ~12-14 ms a call, more than 50 GPU steps of 0.16-0.19 ms.  Measured on
+#: one H200's host (16 cores), populations every 50 steps, the loop's seconds with 1 / 2 /
+#: 4 workers: 1.87 and 2.06 / 1.38 / 2.03, the machine's own noise larger than the effect
+#: (benchmarks/results/ahead_probe_h200x1_20261124T1645_*): two, not more
+AHEAD_WORKERS = 2
 
 #: a task of the worker computes the pairs of this many seconds' calls at least (up to
 #: AHEAD_CHUNK_MAX calls): a task costs the loop ~0.2 ms of its host time whatever it
