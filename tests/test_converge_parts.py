@@ -299,3 +299,208 @@ def test_the_printed_table_line_by_line():
     assert lines[-1] == "no recommendation: the box alone exceeds the target"
     del doc["box"]
     assert not any(line.startswith("box:") for line in converge.table(doc))
+
+
+def test_richardson_edges_left_by_the_first_tests():
+    """The default nominal order is 2; a difference of exactly 1 is extrapolated like any
+    other; an exact finest pair on four levels takes the finest level (not the second);
+    five levels read their order from the last three (a zero difference earlier does not
+    matter); the spectral bound with d_(L-2) = 0 takes rho = 1."""
+    Q, _ = _power(3, 3, np.zeros(1))
+    assert richardson(Q)["order_used"] == 2 and richardson(Q)["nominal_order"] == 2
+    r = richardson(np.array([[0.0], [3.0], [4.0]]), 2)              # d = 3, 1
+    assert r["limit"] == [pytest.approx(4.0 + 1.0 / (2 ** math.log2(3) - 1))]
+    r = richardson(np.array([[0.0], [1.0], [2.0], [2.0]]), 2)
+    assert r["limit"] == [2.0]
+    Q = np.array([[0.0], [0.0], [1.0], [1.25], [1.3125]])             # d = 0, 1, 0.25, 0.0625
+    r = richardson(Q, 4)
+    assert r["order"] == pytest.approx(2.0) and r["order_used"] == pytest.approx(2.0)
+    s = richardson(np.array([[0.0], [0.0], [0.1]]), None)            # d = 0, 0.1
+    assert s["errors"][-1] == pytest.approx(SAFETY * 0.1)
+
+
+def test_recommend_at_the_budget_exactly():
+    """An error equal to the budget fits (<=); a box equal to the target leaves no budget,
+    even for levels whose error is 0; the no-level reason in full."""
+    cfg = cfgmod.load(os.path.join(ROOT, "inputs", "tiny.toml"))
+    doc = _doc(box=0.0, space3=(4e-4, 1e-4, 2.5e-5), time=(4e-4, 1e-4, 2e-5))
+    r = converge._recommend(cfg, doc, 8e-4)                           # budget 4e-4
+    assert r["found"] and r["dx"] == 0.2 and r["dt"] == 0.01 and r["box_error"] == 0.0
+    doc = _doc(box=1e-3, space3=(0.0, 0.0, 0.0), time=(0.0, 0.0, 0.0))
+    assert converge._recommend(cfg, doc, 1e-3)["found"] is False
+    r = converge._recommend(cfg, _doc(), 3e-5)
+    assert r["why"] == "no level meets the target: refine further (--levels) or loosen --target"
+
+
+def test_input_error_counts_a_missing_level_as_zero():
+    cfg = cfgmod.load(os.path.join(ROOT, "inputs", "tiny.toml"))
+    doc = _doc()
+    doc["time"]["populations"]["errors"][0] = None
+    doc["space"][str(cfg.grid.stencil)]["populations"]["errors"][0] = None
+    assert converge._input_error(cfg, doc) == 1e-5
+
+
+def test_table_with_two_target_groups_a_missing_group_and_no_order_kind():
+    doc = _doc()
+    doc["target_groups"] = ["populations", "energy"]
+    doc["times"] = [1.0, 1.5, 2.0]
+    del doc["space"]["3"]["acceleration"]
+    del doc["time"]["populations"]["order_kind"]
+    doc["input_numerics"] = {"stencil": 3, "dx": 0.2, "scheme": "cfm4", "dt": 0.01,
+                             "estimated_error": 6.1e-4, "meets_target": True}
+    doc["recommendation"] = {"found": True, "stencil": "3", "dx": 0.2, "n": 100, "scheme": "cfm4",
+                             "dt": 0.01, "steps": 100, "exponentials": 200, "space_error": 4e-4,
+                             "time_error": 2e-4, "box_error": 0.0, "measured_error": 3.3e-4}
+    lines = converge.table(doc)
+    assert lines[0] == ("made_up: convergence of P_n(t) in the eigenstates of H(0) and of H(t), "
+                        "<H(t)> (hartree) at 3 times up to t = 2; exponentials: chebyshev")
+    assert lines[3].split()[-3] == "nan"                # the acceleration column of space 3
+    assert lines[-4].startswith("           observed order (populations): 2.00")   # the time rows'
+    assert "box 0.0e+00;" in lines[-1]
+
+
+def test_cost_and_summary_by_value():
+    """_cost copies a run's cost; _summary is Richardson of every group at the given nominal
+    order, and the final psi's distances."""
+    r = {"n": 64, "steps": 200, "seconds": 1.5, "exponentials": 400, "chebyshev_terms": 5000, "psi": 0}
+    assert converge._cost(r) == {"n": 64, "steps": 200, "seconds": 1.5, "exponentials": 400,
+                                 "chebyshev_terms": 5000}
+    runs = []
+    for lv in range(3):
+        h = 0.2 / 2 ** lv
+        q = 0.5 + h ** 4
+        runs.append({"P_h0": [[q, 1 - q]], "P_ht": [[q]], "n_mean": [q], "energy": [-q], "energies": [-1 - q],
+                     "yield": [h ** 4], "acceleration": [2 * q], "dx": 0.1,
+                     "psi": np.array([1.0, 2.0, 3.0, 4.0]) * (1 + h)})
+    s = converge._summary(runs, [1, 1, 1], 4)
+    assert set(s) == set(GROUPS) | {"final_psi"}
+    for g in GROUPS:
+        assert s[g]["order"] == pytest.approx(4.0) and s[g]["nominal_order"] == 4, g
+    assert s["final_psi"][2] == {"infidelity": 0.0, "l2": 0.0} and s["final_psi"][0]["l2"] > 0
+
+
+def test_with_numerics_by_value():
+    """dx, dt, stencil and a box scale by hand (the box about the same centre, a whole
+    number of points); the Chebyshev exponential at 1e-12, no error window, psi mode; a dx
+    or dt that does not divide refused naming the key and value."""
+    from tdse.config import ConfigError
+    cfg = cfgmod.load(os.path.join(ROOT, "inputs", "tiny.toml"))          # [-6.4, 6.4], dx 0.2
+    c = converge.with_numerics(cfg, dx=0.1, dt=0.0025, stencil=5)
+    assert (c.grid.dx, c.grid.stencil, c.time.dt, c.grid.x_min, c.grid.x_max) == (0.1, 5, 0.0025, -6.4, 6.4)
+    assert c.propagator.method == "chebyshev" and c.propagator.tolerance == 1e-12
+    assert c.propagator.error_window == 0 and c.propagator.operator is False
+    assert c.propagator.scheme == cfg.propagator.scheme and c.potential == cfg.potential
+    same = converge.with_numerics(cfg)
+    assert (same.grid.dx, same.grid.stencil, same.time.dt) == (0.2, 3, 0.005)
+    wide = converge.with_numerics(cfg, box=1.5)             # 12.8 x 1.5 = 19.2 = 96 points
+    assert wide.grid.x_min == pytest.approx(-9.6, abs=1e-12) and wide.grid.x_max == pytest.approx(9.6, abs=1e-12)
+    assert wide.grid.n == 96 and wide.grid.dx == 0.2
+    odd = converge.with_numerics(cfg, box=1.3)              # 16.64 -> 83 points: 16.6 wide
+    assert odd.grid.n == 83 and odd.grid.x_max - odd.grid.x_min == pytest.approx(16.6, abs=1e-12)
+    assert odd.grid.x_min + odd.grid.x_max == pytest.approx(0.0, abs=1e-12)
+    shifted = dataclasses_replace_grid(cfg, x_min=-4.0, x_max=8.8)
+    sw = converge.with_numerics(shifted, box=2.0)
+    assert sw.grid.x_min == pytest.approx(-10.4, abs=1e-12) and sw.grid.x_max == pytest.approx(15.2, abs=1e-12)
+    with pytest.raises(ConfigError) as e:
+        converge.with_numerics(cfg, dx=0.3)
+    assert str(e.value) == "grid.dx = 0.3: does not divide the box"
+    with pytest.raises(ConfigError) as e:
+        converge.with_numerics(cfg, dt=0.003)
+    assert str(e.value) == "time.dt = 0.003: does not divide t_end"
+    assert converge.with_numerics(cfg, dx=0.2 * (1 + 1e-13)).grid.n == 64     # within WHOLE_RTOL
+
+
+def dataclasses_replace_grid(cfg, **kw):
+    import dataclasses
+    return dataclasses.replace(cfg, grid=dataclasses.replace(cfg.grid, **kw))
+
+
+def test_study_document_with_a_stand_in_for_the_runs(monkeypatch):
+    """The study's orchestration with observe() replaced by a stand-in whose quantities
+    converge as known powers (dx^2 for 3-point, dx^4 for 5-point, dt^4) plus a box term
+    exp(-width/4): the runs asked for (levels, stencils, box scales, labels), the sample
+    times, the orders and nominal orders, the box changes and errors by hand, the
+    recommendation run and checked, the input's estimated error, the document's fields,
+    and the refusals of bad levels and targets."""
+    from tdse.config import ConfigError
+    from tdse.model.grid import points
+    cfg = cfgmod.load(os.path.join(ROOT, "inputs", "tiny.toml"))
+    asked, said = [], []
+
+    def err(c):
+        g = c.grid
+        return (1e-2 * g.dx ** (2 if g.stencil == 3 else 4) + 1e-1 * c.time.dt ** 4
+                + 1e-3 * math.exp(-(g.x_max - g.x_min) / 4))
+
+    def fake(c, times, K, progress=None, backend="numpy"):
+        asked.append((c.grid.stencil, c.grid.dx, c.time.dt, c.grid.n, tuple(times), backend))
+        e = err(c)
+        q = [0.3 + e * (i + 1) for i in range(len(times))]
+        x = points(c.grid)
+        return {"energies": [-1.0 - e] * K, "P_h0": [[v] * K for v in q], "P_ht": [[v] * K for v in q],
+                "n_mean": q, "energy": [-v for v in q], "yield": [e] * len(times),
+                "acceleration": [2 * v for v in q], "psi": np.exp(-x ** 2) * (1 + e) + 0j, "x": x,
+                "dx": c.grid.dx, "n": c.grid.n, "steps": c.time.steps, "seconds": 0.25,
+                "chebyshev_terms": 7, "exponentials": 2 * c.time.steps}
+    monkeypatch.setattr(converge, "observe", fake)
+    doc = converge.study(cfg, levels=3, target=1e-3, stencils=[3, 5], samples=4, count=2,
+                         box=1.5, progress=said.append)
+    assert doc["times"] == [0.25, 0.5, 0.75, 1.0] and doc["count"] == 2 and doc["levels"] == 3
+    assert doc["units"] == "atomic units (hbar = m_e = e = 1)" and doc["backend"] == "numpy"
+    assert doc["exponential"] == "chebyshev, truncation <= 1e-12 per exponential"
+    assert doc["target_groups"] == ["populations"] and set(doc["groups"]) == set(GROUPS)
+    assert said[0] == "space 3 dx = 0.2: N = 64, 200 steps"
+    assert said[3] == "space 5 dx = 0.2: N = 64, 200 steps" and said[6] == "time dt = 0.005: N = 64, 200 steps"
+    assert said[9] == "box x 1.5: N = 96, 200 steps" and said[10] == "box x 2: N = 128, 200 steps"
+    assert [a[:4] for a in asked[:3]] == [(3, 0.2, 0.005, 64), (3, 0.1, 0.005, 128), (3, 0.05, 0.005, 256)]
+    assert all(a[4] == (0.25, 0.5, 0.75, 1.0) for a in asked)
+    for st, p in (("3", 2), ("5", 4)):
+        s = doc["space"][st]
+        assert s["dx"] == [0.2, 0.1, 0.05] and s["stencil"] == int(st) and "_runs" not in s
+        assert s["populations"]["order"] == pytest.approx(p, abs=1e-6) and s["populations"]["nominal_order"] == p
+        assert s["runs"][1] == {"n": 128, "steps": 200, "seconds": 0.25, "exponentials": 400, "chebyshev_terms": 7}
+        d = [4 * 1e-2 * (0.2 / 2 ** lv) ** p * (1 - 2.0 ** -p) for lv in range(2)]   # max over samples: x4
+        assert s["populations"]["differences"] == pytest.approx(d, rel=1e-6)
+    t = doc["time"]
+    assert t["dt"] == [0.005, 0.0025, 0.00125] and t["populations"]["order"] == pytest.approx(4, abs=1e-3)
+    assert t["populations"]["nominal_order"] == 4 and t["runs"][2]["steps"] == 800
+    b = doc["box"]
+    assert b["scales"] == [1.5, 2.0] and b["n"] == [96, 128] and b["seconds"] == 0.5
+    ch = [4 * 1e-3 * (math.exp(-3.2) - math.exp(-w / 4)) for w in (19.2, 25.6)]
+    assert [c["populations"] for c in b["changes"]] == pytest.approx(ch, rel=1e-9)
+    assert b["errors"]["populations"] == pytest.approx(SAFETY * ch[1], rel=1e-9)
+    assert b["differences"] == b["changes"][0] and b["final_psi_infidelity"] < 1e-12
+    rec = doc["recommendation"]
+    assert rec["found"] and rec["verified"] and rec["checks"][-1]["meets"]
+    assert any(s.startswith("check stencil") for s in said)
+    num = doc["input_numerics"]
+    assert num["estimated_error"] == pytest.approx(converge._input_error(cfg, doc), rel=1e-15)
+    assert num["meets_target"] == (num["estimated_error"] <= 1e-3) and num["n"] == 64 and num["steps"] == 200
+    nobox = converge.study(cfg, levels=2, stencils=[3], samples=2, box=0)
+    assert "box" not in nobox and nobox["times"] == [0.5, 1.0]
+    with pytest.raises(ConfigError, match=r"^--levels = 1: must be >= 2$"):
+        converge.study(cfg, levels=1)
+    with pytest.raises(ConfigError, match=r"^--target = 0: must be > 0$"):
+        converge.study(cfg, target=0)
+
+
+def test_observe_equals_a_run_read_at_the_same_steps():
+    """observe() (the study's one run) against tdse.simulate of the same numerics, read at
+    the sample steps: the populations in H(0)'s and H(t)'s states, <n>, <H>, the yield, the
+    acceleration and t at each sample (step 0 not asked: not recorded), the final psi, H(0)'s
+    energies and the cost fields."""
+    import tdse
+    cfg = converge.with_numerics(cfgmod.load(os.path.join(ROOT, "inputs", "tiny.toml")))
+    cfg = cfg.with_value("output.populations", 3)
+    r = converge.observe(cfg, [0.25, 1.0], 3)
+    ref = tdse.simulate(cfg, backend="numpy")
+    o = {k: np.asarray(v) for k, v in ref.observables.items()}
+    rows = [int(np.flatnonzero(o["step"] == s)[0]) for s in (50, 200)]
+    for k, name in converge._AtTimes.NAMES.items():
+        assert np.allclose(np.asarray(r[k], dtype=float), o[name][rows], rtol=0, atol=1e-12), k
+    assert np.allclose(r["psi"], ref.psi[-1], rtol=0, atol=1e-13)      # ref.psi: the snapshots
+    assert np.allclose(r["energies"], ref.energies[:3], rtol=0, atol=1e-13)
+    assert (r["n"], r["steps"], r["dx"], r["exponentials"]) == (64, 200, 0.2, 400)
+    assert r["chebyshev_terms"] > 400 and r["seconds"] > 0 and np.array_equal(r["x"], ref.x)
+    r0 = converge.observe(cfg, [0.0, 1.0], 3)
+    assert r0["t"] == [0.0, 1.0] and len(r0["P_h0"]) == 2
