@@ -684,6 +684,10 @@ def test_dense_graph_step_equals_the_launched_dense_step(name, stencil, t_end):
     ("atom_hhg.toml", ("field.E0", [0.02, 0.05, 0.08]), 123.4),      # field and absorbing layers
     ("h2plus_moving.toml", ("potential.centres.amplitude", [0.1, 0.3]), 0.77),   # moving centres
     ("h2plus_moving.toml", ("potential.a", [0.7]), 1.3),
+    # members with their own molecules: their own H(0) states (BlockMeasure's einsum, not
+    # one shared GEMM), and centres whose motion ramps up (a GPU mutation run's survivors)
+    ("h2plus_moving.toml", ("potential.a", [0.5, 0.7, 0.9]), 1.3),
+    ("h2plus_moving.toml", ("potential.centres.ramp", [0.5, 2.0]), 0.4),
     # more members than SPLIT_MAX_MEMBERS: the 32-members-a-block kernel
     ("atom_hhg.toml", ("field.E0", list(np.linspace(0.02, 0.08, 40))), 123.4),
 ])
