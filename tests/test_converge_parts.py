@@ -504,3 +504,119 @@ def test_observe_equals_a_run_read_at_the_same_steps():
     assert r["chebyshev_terms"] > 400 and r["seconds"] > 0 and np.array_equal(r["x"], ref.x)
     r0 = converge.observe(cfg, [0.0, 1.0], 3)
     assert r0["t"] == [0.0, 1.0] and len(r0["P_h0"]) == 2
+
+
+def test_with_numerics_overrides_the_inputs_own_exponential_and_whole_counts(monkeypatch):
+    """The input's own tolerance, error window and operator mode are replaced (the study's
+    runs are psi-only Chebyshev at 1e-12 without a window), and 'whole' is relative: a
+    count off by 1e-10 of itself passes (WHOLE_RTOL = 1e-9), one off by 1e-8 does not."""
+    import dataclasses
+
+    from tdse.config import ConfigError
+    cfg = cfgmod.load(os.path.join(ROOT, "inputs", "tiny.toml"))
+    own = dataclasses.replace(cfg, propagator=dataclasses.replace(
+        cfg.propagator, tolerance=1e-8, error_window=20, operator=True))
+    c = converge.with_numerics(own)
+    assert (c.propagator.tolerance, c.propagator.error_window, c.propagator.operator) == (1e-12, 0, False)
+    assert converge.with_numerics(cfg, dx=0.2 * (1 + 1e-10)).grid.n == 64
+    assert converge.with_numerics(cfg, dt=0.005 * (1 + 1e-10)).time.dt == 0.005 * (1 + 1e-10)
+    with pytest.raises(ConfigError):
+        converge.with_numerics(cfg, dx=0.2 * (1 + 1e-8))
+    with pytest.raises(ConfigError):
+        converge.with_numerics(cfg, dt=0.005 * (1 + 1e-8))
+
+
+def test_recommend_keeps_the_first_stencil_at_the_budget_exactly():
+    cfg = cfgmod.load(os.path.join(ROOT, "inputs", "tiny.toml"))
+    doc = _doc(box=0.0, space3=(4e-4, 1e-4, 2.5e-5), time=(4e-4, 1e-4, 2e-5))
+    r = converge._recommend(cfg, doc, 8e-4)     # 3-point's 4e-4 is the budget: 3-point, N = 100
+    assert r["stencil"] == "3" and r["space_error"] == 4e-4
+
+
+def _fake_observe(asked, width_shift=0.0):
+    """A stand-in for observe(): psi a Gaussian whose centre moves with the box's width
+    (so that a wider box's psi differs by a known amount), quantities as in the study test."""
+    from tdse.model.grid import points
+
+    def fake(c, times, K, progress=None, backend="numpy"):
+        g = c.grid
+        asked.append((g.stencil, g.dx, c.time.dt, g.n, backend))
+        w = g.x_max - g.x_min
+        e = 1e-2 * g.dx ** 2 + 1e-1 * c.time.dt ** 4 + 1e-3 * math.exp(-w / 4)
+        q = [0.3 + e * (i + 1) for i in range(len(times))]
+        x = points(g)
+        psi = np.exp(-(x - 1.0 - width_shift * w) ** 2) + 0j
+        return {"energies": [-1.0] * K, "P_h0": [[v] * K for v in q], "P_ht": [[v] * K for v in q],
+                "n_mean": q, "energy": q, "yield": [e] * len(times), "acceleration": q, "psi": psi,
+                "x": x, "dx": g.dx, "n": g.n, "steps": c.time.steps, "seconds": 0.25,
+                "chebyshev_terms": 7, "exponentials": 2 * c.time.steps}
+    return fake
+
+
+def test_study_defaults_backend_an_off_centre_box_and_its_psi_infidelity(monkeypatch):
+    """The study's defaults (3 levels, target 1e-3, 10 samples, boxes x1.5 and x2), the
+    backend handed to every run, a sample index never 0, and the box's final psi compared
+    point for point in a box not centred on 0 (the offset of the input's box in the wide
+    one): its infidelity the one computed here from the two Gaussians."""
+    import dataclasses
+    cfg = cfgmod.load(os.path.join(ROOT, "inputs", "tiny.toml"))
+    asked = []
+    monkeypatch.setattr(converge, "observe", _fake_observe(asked))
+    doc = converge.study(cfg, backend="stand-in")
+    assert doc["levels"] == 3 and doc["target"] == 1e-3 and len(doc["times"]) == 10
+    assert doc["box"]["scales"] == [1.5, 2.0] and doc["box"]["scale"] == 1.5
+    assert doc["exponential_tolerance"] == 1e-12 and doc["input_numerics"]["scheme"] == cfg.propagator.scheme
+    assert {a[4] for a in asked} == {"stand-in"}
+    many = converge.study(cfg, levels=2, samples=500, box=0)        # 500 samples of 200 steps
+    assert many["times"][0] == pytest.approx(0.005) and len(many["times"]) == 200
+    off = dataclasses.replace(cfg, grid=dataclasses.replace(cfg.grid, x_min=-4.0, x_max=8.8))
+    asked.clear()
+    monkeypatch.setattr(converge, "observe", _fake_observe(asked, width_shift=0.01))
+    doc = converge.study(off, levels=2, samples=2, box=1.5)
+    from tdse.model.grid import points
+    x = points(off.grid)
+    a, b = np.exp(-(x - 1.0 - 0.01 * 12.8) ** 2), np.exp(-(x - 1.0 - 0.01 * 25.6) ** 2)   # x2: 25.6 wide
+    fid = abs(np.vdot(a, b)) / (np.linalg.norm(a) * np.linalg.norm(b))
+    assert doc["box"]["final_psi_infidelity"] == pytest.approx(1 - fid, rel=1e-9) and 1 - fid > 1e-4
+
+
+def test_verify_a_box_error_counts_the_stencil_and_the_walk_to_both_ends():
+    """The box error adds to the measured error; the recommended stencil is the one run;
+    each check's record by value; dx and dt walked until both are at their finest."""
+    cfg = cfgmod.load(os.path.join(ROOT, "inputs", "tiny.toml"))
+    f = GROUPS["populations"][1]
+    n_pop = np.ravel(f({"P_h0": np.zeros((2, 2)), "P_ht": np.zeros((2, 2))})).size
+
+    def result(q):
+        return {"P_h0": q[:4].reshape(2, 2), "P_ht": q[4:].reshape(2, 2)}
+    doc = _doc(box=1e-5)
+    for st in ("3", "5"):
+        doc["space"][st]["_runs"] = [result(np.zeros(n_pop))] * 3
+    truns = [result(np.zeros(n_pop))] * 3
+    seen = []
+
+    def run(c, label):
+        seen.append((c.grid.stencil, round(c.grid.dx, 12), round(c.time.dt, 12)))
+        return result(np.full(n_pop, 3e-4))
+    doc["recommendation"] = {"found": True, "stencil": "5", "dx": 0.2, "dt": 0.005}
+    rec = converge._verify(cfg, doc, 3.05e-4, truns, run)       # 3e-4 + 1e-5 > 3.05e-4: never met
+    assert seen == [(5, 0.2, 0.005), (5, 0.1, 0.0025), (5, 0.05, 0.0025)]
+    assert not rec["verified"] and rec["checks"][0] == {"dx": 0.2, "dt": 0.005,
+                                                        "measured_error": pytest.approx(3e-4), "meets": False}
+    seen.clear()
+    rec = converge._verify(cfg, doc, 3.2e-4, truns, run)
+    assert rec["verified"] and len(seen) == 1
+
+
+def test_observe_hands_over_count_progress_and_lists(monkeypatch):
+    """observe() asks for ``count`` states whatever the input says, calls ``progress`` once
+    a step, times itself, and returns lists (JSON), not arrays."""
+    import time as _time
+    cfg = converge.with_numerics(cfgmod.load(os.path.join(ROOT, "inputs", "tiny.toml")))
+    ticks = []
+    t0 = _time.perf_counter()
+    r = converge.observe(cfg, [0.5, 1.0], 2, progress=lambda: ticks.append(1))
+    wall = _time.perf_counter() - t0
+    assert len(ticks) == 200 and 0 < r["seconds"] <= wall
+    assert len(r["energies"]) == 2 and all(len(p) == 2 for p in r["P_h0"])
+    assert all(isinstance(v, list) for v in r["P_h0"]) and isinstance(r["P_ht"][0], list)
