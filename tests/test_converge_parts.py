@@ -620,3 +620,35 @@ def test_observe_hands_over_count_progress_and_lists(monkeypatch):
     assert len(ticks) == 200 and 0 < r["seconds"] <= wall
     assert len(r["energies"]) == 2 and all(len(p) == 2 for p in r["P_h0"])
     assert all(isinstance(v, list) for v in r["P_h0"]) and isinstance(r["P_ht"][0], list)
+
+
+def test_verify_walks_dx_ahead_of_dt_and_records_the_cost():
+    """dx one level ahead of dt: the walk stops dx at its finest while dt goes on; the
+    result's exponentials are steps x the scheme's per step; a miss is found = False."""
+    cfg = cfgmod.load(os.path.join(ROOT, "inputs", "tiny.toml"))
+    f = GROUPS["populations"][1]
+    n_pop = np.ravel(f({"P_h0": np.zeros((2, 2)), "P_ht": np.zeros((2, 2))})).size
+
+    def result(q):
+        return {"P_h0": q[:4].reshape(2, 2), "P_ht": q[4:].reshape(2, 2)}
+    doc = _doc(box=0.0)
+    doc["space"]["3"]["_runs"] = [result(np.zeros(n_pop))] * 3
+    truns = [result(np.zeros(n_pop))] * 3
+    seen = []
+
+    def run(c, label):
+        seen.append((round(c.grid.dx, 12), round(c.time.dt, 12)))
+        return result(np.full(n_pop, 1e-3))
+    doc["recommendation"] = {"found": True, "stencil": "3", "dx": 0.1, "dt": 0.01}
+    rec = converge._verify(cfg, doc, 1e-4, truns, run)
+    assert seen == [(0.1, 0.01), (0.05, 0.005), (0.05, 0.0025)]
+    per = {"midpoint": 1, "cfm4": 2}[cfg.propagator.scheme]
+    assert rec["found"] is False and rec["steps"] == 400 and rec["exponentials"] == 400 * per
+
+
+def test_observe_more_states_than_the_input_asks_for():
+    """count beyond the input's output.populations (4): the run is prepared with count
+    states, so every sample has count populations."""
+    cfg = converge.with_numerics(cfgmod.load(os.path.join(ROOT, "inputs", "tiny.toml")))
+    r = converge.observe(cfg, [1.0], 6)
+    assert len(r["energies"]) == 6 and len(r["P_h0"][0]) == 6 and len(r["P_ht"][0]) == 6
