@@ -644,6 +644,9 @@ def test_verify_walks_dx_ahead_of_dt_and_records_the_cost():
     assert seen == [(0.1, 0.01), (0.05, 0.005), (0.05, 0.0025)]
     per = {"midpoint": 1, "cfm4": 2}[cfg.propagator.scheme]
     assert rec["found"] is False and rec["steps"] == 400 and rec["exponentials"] == 400 * per
+    seen.clear()
+    rec = converge._verify(cfg, doc, 1e-3, truns, run)       # measured 1e-3 + box 0 = the target
+    assert rec["verified"] and seen == [(0.1, 0.01)]
 
 
 def test_observe_more_states_than_the_input_asks_for():
