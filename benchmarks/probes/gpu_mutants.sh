@@ -18,8 +18,11 @@ export SEL="${SEL:-evolve_block_on_gpu or scan_on_gpu_equals_cpu or graph_step_e
 LIST="${LIST:-gpu_mutants.txt}"
 TAG="${TAG:-}"
 T0=$(date +%s)
-python -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py -k "$SEL" 2>&1 | tail -3
-echo "unmutated: $(( $(date +%s) - T0 )) s"
+python -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py -k "$SEL" > "$OUT/unmutated$TAG.log" 2>&1
+rc=$?
+tail -3 "$OUT/unmutated$TAG.log"
+echo "unmutated: $(( $(date +%s) - T0 )) s, exit code $rc"
+if [ "$rc" != 0 ]; then echo "the unmutated tree fails: no mutant run (mutants/_site needs mutmut and its dist-info)"; exit 2; fi
 # one BLAS/OpenMP thread a job: each pytest would take all 16 cores (4 jobs timed out)
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 one() { MUTANT_UNDER_TEST=$1 timeout "${EACH:-150}" python -m pytest -x -q -p no:cacheprovider -m gpu tests/test_gpu.py -k "$SEL" >/dev/null 2>&1; echo "$1 $?"; }
