@@ -1348,3 +1348,28 @@ def test_fitting_plan_takes_the_first_plan_that_fits_and_names_the_largest_n():
     ref = plan_expm(3.0, tolerance=1e-12, unit_roundoff=2.0 ** -53, unitary=True, use_formulas=False)
     base = fitting_plan(f, n, dt, g, memory_bytes(n, ref, dt, g))
     assert base == ref
+
+
+@pytest.mark.parametrize("stencil", [3, 5])
+def test_kinetic_max_is_the_top_of_the_stencils_symbol(stencil):
+    """T_max = max over k of the stencil's symbol d0 + 2 d1 cos k + 2 d2 cos 2k (from
+    kinetic_bands, not from kinetic_max's formula), reached at k = pi: the bound is exact,
+    not only an upper bound (a looser one costs Chebyshev terms)."""
+    from tdse.model.hamiltonian import kinetic_bands, kinetic_max
+    dx = 0.37
+    d0, d1, d2 = kinetic_bands(stencil, dx)
+    k = np.linspace(0.0, np.pi, 100001)
+    symbol = d0 + 2 * d1 * np.cos(k) + 2 * d2 * np.cos(2 * k)
+    assert abs(kinetic_max(stencil, dx) - symbol.max()) <= 1e-12 * symbol.max()
+    assert symbol.min() >= -1e-12 * symbol.max()
+
+
+def test_kinetic_max_of_the_dvr_and_bad_stencils():
+    """The sinc-DVR's kinetic symbol k^2/2 tops at k = pi/dx; a stencil that is none of
+    3, 5, 'dvr' is refused naming it."""
+    from tdse.model.hamiltonian import kinetic_bands, kinetic_max
+    assert kinetic_max("dvr", 0.5) == pytest.approx(0.5 * (np.pi / 0.5) ** 2, rel=1e-15)
+    with pytest.raises(ValueError, match=r"stencil must be 3, 5 or 'dvr', got stencil=7"):
+        kinetic_max(7, 0.1)
+    with pytest.raises(ValueError, match=r"kinetic_bands needs stencil 3 or 5, got stencil='dvr'"):
+        kinetic_bands("dvr", 0.1)
