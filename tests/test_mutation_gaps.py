@@ -1373,3 +1373,57 @@ def test_kinetic_max_of_the_dvr_and_bad_stencils():
         kinetic_max(7, 0.1)
     with pytest.raises(ValueError, match=r"kinetic_bands needs stencil 3 or 5, got stencil='dvr'"):
         kinetic_bands("dvr", 0.1)
+
+
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("unitary", [False, True])
+def test_plan_expm_is_the_cheapest_candidate_by_exhaustive_search(split, unitary):
+    """plan_expm's search (pruned, with its degree extension) against every candidate
+    written out: Paterson-Stockmeyer degrees 1.._MAX_DEGREE and (complex path) the
+    formulas, every squaring count with theta / 2^s <= _MAX_SCALED_NORM; the plan's
+    (products, bound) is the least (cost, bound) among those meeting the tolerance, its
+    degree, squarings and PS block those of a candidate with that cost and bound, and below
+    what any candidate reaches it takes the most accurate PS plan."""
+    from mgemm import plan as pl
+    U = 2.0 ** -53
+    cost_fn = pl.split_products if split else pl.ps_products
+    per = 2 if split else 1
+    for theta in (1e-3, 0.37, 1.0, 2.9, 11.0, 140.0):
+        for tol in (1e-4, 1e-10, 2.0 ** -53):
+            cands = []
+            for s in range(pl._MAX_SQUARINGS + 1):
+                if theta / 2.0 ** s > pl._MAX_SCALED_NORM:
+                    continue
+                for m in range(1, pl._MAX_DEGREE + 1):
+                    b = pl._squared_bound(theta, m, s, unitary)
+                    if b <= tol:
+                        cands.append((cost_fn(m)[0] + per * s, b, m, s, cost_fn(m)[1], "ps"))
+                if not split:
+                    for name, (_, m, p) in pl.FORMULAS.items():
+                        b = pl._squared_bound(theta, m, s, unitary, name)
+                        if b <= tol:
+                            cands.append((p + s, b, m, s, 0, name))
+            plan = pl.plan_expm(theta, method="auto", tolerance=tol, split=split, unitary=unitary,
+                                unit_roundoff=U)
+            assert cands, (theta, tol)
+            best = min(c[:2] for c in cands)
+            assert (plan.products, plan.truncation_bound) == best, (theta, tol)
+            same = [c for c in cands if c[:2] == best]
+            assert any((plan.degree, plan.squarings, plan.ps_block) == c[2:5] for c in same), (theta, tol)
+            assert plan.path == ("split" if split else "complex") and plan.method == "auto"
+
+
+
+def test_plan_expm_below_every_candidate_takes_the_most_accurate(monkeypatch):
+    """No candidate meets the tolerance (every bound made 1 here): the plan is PS at
+    _MAX_DEGREE with ceil(log2 theta) + 1 squarings (theta / 2^s < 1), its cost and bound
+    those of that candidate."""
+    from mgemm import plan as pl
+    monkeypatch.setattr(pl, "_squared_bound", lambda theta, m, s, unitary, name="ps": 1.0 + m + s)
+    for split in (False, True):
+        low = pl.plan_expm(3.0, method="auto", tolerance=1e-3, split=split, unit_roundoff=2.0 ** -53)
+        s = math.ceil(math.log2(3.0)) + 1
+        cost_fn, per = (pl.split_products, 2) if split else (pl.ps_products, 1)
+        assert (low.degree, low.squarings, low.ps_block) == (pl._MAX_DEGREE, s, cost_fn(pl._MAX_DEGREE)[1])
+        assert low.products == cost_fn(pl._MAX_DEGREE)[0] + per * s
+        assert low.truncation_bound == 1.0 + pl._MAX_DEGREE + s and low.formula == "ps"
