@@ -1427,3 +1427,27 @@ def test_plan_expm_below_every_candidate_takes_the_most_accurate(monkeypatch):
         assert (low.degree, low.squarings, low.ps_block) == (pl._MAX_DEGREE, s, cost_fn(pl._MAX_DEGREE)[1])
         assert low.products == cost_fn(pl._MAX_DEGREE)[0] + per * s
         assert low.truncation_bound == 1.0 + pl._MAX_DEGREE + s and low.formula == "ps"
+
+
+def test_taylor_remainder_against_exact_rationals():
+    """R_m(theta) = sum_{k>m} theta^k / k! against the same sum in exact rationals
+    (fractions, 200 terms past m: the tail beyond is below 1e-300 relative for these
+    theta) and against e^theta - T_m(theta) where that difference does not cancel; 0 at
+    theta = 0 and where the first term underflows; bad theta refused naming it."""
+    from fractions import Fraction
+
+    from mgemm.plan import taylor_remainder
+    for theta in (1e-3, 0.25, 1.0, 3.7, 20.0):
+        for m in (0, 1, 5, 12, 30):
+            th = Fraction(theta)
+            term, exact = Fraction(1), Fraction(0)
+            for k in range(1, m + 200):
+                term = term * th / k
+                if k > m:
+                    exact += term
+            assert taylor_remainder(theta, m) == pytest.approx(float(exact), rel=1e-14), (theta, m)
+    assert taylor_remainder(1.0, 0) == pytest.approx(math.e - 1.0, rel=1e-15)
+    assert taylor_remainder(0.0, 3) == 0.0 and taylor_remainder(1e-200, 10) == 0.0
+    for bad in (-1.0, math.inf, math.nan):
+        with pytest.raises(ValueError, match="theta must be finite and >= 0"):
+            taylor_remainder(bad, 3)
