@@ -1388,7 +1388,7 @@ def test_plan_expm_is_the_cheapest_candidate_by_exhaustive_search(split, unitary
     U = 2.0 ** -53
     cost_fn = pl.split_products if split else pl.ps_products
     per = 2 if split else 1
-    for theta in (1e-3, 0.37, 1.0, 2.9, 11.0, 140.0):
+    for theta in (1e-3, 0.37, 1.0, 2.0, 2.9, 4.0, 11.0, 140.0, 1e19):
         for tol in (1e-4, 1e-10, 2.0 ** -53):
             cands = []
             for s in range(pl._MAX_SQUARINGS + 1):
@@ -1405,12 +1405,18 @@ def test_plan_expm_is_the_cheapest_candidate_by_exhaustive_search(split, unitary
                             cands.append((p + s, b, m, s, 0, name))
             plan = pl.plan_expm(theta, method="auto", tolerance=tol, split=split, unitary=unitary,
                                 unit_roundoff=U)
-            assert cands, (theta, tol)
+            if not cands:               # beyond every candidate: the most accurate PS plan
+                sf = math.ceil(math.log2(theta)) + 1
+                assert (plan.degree, plan.squarings) == (pl._MAX_DEGREE, sf), (theta, tol)
+                assert plan.truncation_bound == pl._squared_bound(theta, pl._MAX_DEGREE, sf, unitary)
+                continue
             best = min(c[:2] for c in cands)
             assert (plan.products, plan.truncation_bound) == best, (theta, tol)
             same = [c for c in cands if c[:2] == best]
             assert any((plan.degree, plan.squarings, plan.ps_block) == c[2:5] for c in same), (theta, tol)
             assert plan.path == ("split" if split else "complex") and plan.method == "auto"
+            assert plan.unitary is unitary and plan.rounding_estimate == pl._rounding_estimate(
+                theta, plan.squarings, U, unitary)
 
 
 
@@ -1419,14 +1425,44 @@ def test_plan_expm_below_every_candidate_takes_the_most_accurate(monkeypatch):
     _MAX_DEGREE with ceil(log2 theta) + 1 squarings (theta / 2^s < 1), its cost and bound
     those of that candidate."""
     from mgemm import plan as pl
-    monkeypatch.setattr(pl, "_squared_bound", lambda theta, m, s, unitary, name="ps": 1.0 + m + s)
-    for split in (False, True):
-        low = pl.plan_expm(3.0, method="auto", tolerance=1e-3, split=split, unit_roundoff=2.0 ** -53)
-        s = math.ceil(math.log2(3.0)) + 1
+    monkeypatch.setattr(pl, "_squared_bound",
+                        lambda theta, m, s, unitary, name="ps": 1.0 + m + s + 1000 * theta + 7 * unitary)
+    for split, unitary, theta in ((False, False, 3.0), (True, True, 3.0), (False, True, 0.3)):
+        low = pl.plan_expm(theta, method="auto", tolerance=1e-3, split=split, unitary=unitary,
+                           unit_roundoff=2.0 ** -53)
+        s = max(0, math.ceil(math.log2(theta)) + 1)         # 3 for theta = 3, 0 for 0.3
         cost_fn, per = (pl.split_products, 2) if split else (pl.ps_products, 1)
         assert (low.degree, low.squarings, low.ps_block) == (pl._MAX_DEGREE, s, cost_fn(pl._MAX_DEGREE)[1])
         assert low.products == cost_fn(pl._MAX_DEGREE)[0] + per * s
-        assert low.truncation_bound == 1.0 + pl._MAX_DEGREE + s and low.formula == "ps"
+        assert low.truncation_bound == 1.0 + pl._MAX_DEGREE + s + 1000 * theta + 7 * unitary
+        assert low.formula == "ps"
+
+
+def test_plan_expm_taylor_plan_defaults_and_refusals():
+    """The thesis' Taylor plan by value (no squarings, no PS block, its own remainder and
+    rounding estimate, the unitary flag kept); the defaults (method auto, unitary False);
+    theta = 0 accepted, a negative or infinite theta and terms < 1 refused."""
+    from mgemm import plan as pl
+    U = 2.0 ** -53
+    for unitary in (False, True):
+        for terms in (1, 10):
+            p = pl.plan_expm(0.31, method="taylor", terms=terms, tolerance=1e-10, unitary=unitary,
+                             unit_roundoff=U)
+            assert (p.method, p.path, p.degree, p.squarings, p.ps_block, p.products) == \
+                ("taylor", "complex", terms, 0, 0, terms)
+            assert p.unitary is unitary and p.truncation_bound == pl.taylor_remainder(0.31, terms)
+            assert p.rounding_estimate == pl._rounding_estimate(0.31, 0, U, unitary)
+    d = pl.plan_expm(2.5, tolerance=1e-12, unit_roundoff=U)
+    assert d.method == "auto" and d.unitary is False
+    assert d == pl.plan_expm(2.5, method="auto", tolerance=1e-12, unitary=False, unit_roundoff=U)
+    assert d.truncation_bound == pl._squared_bound(2.5, d.degree, d.squarings, False, d.formula)
+    z = pl.plan_expm(0.0, tolerance=1e-12, unit_roundoff=U)
+    assert z.truncation_bound <= 1e-12 and z.squarings == 0
+    for bad in (-0.5, math.inf):
+        with pytest.raises(ValueError, match="theta must be finite and >= 0"):
+            pl.plan_expm(bad, tolerance=1e-12, unit_roundoff=U)
+    with pytest.raises(ValueError, match="terms must be an integer >= 1, got terms=0"):
+        pl.plan_expm(1.0, method="taylor", terms=0, tolerance=1e-12, unit_roundoff=U)
 
 
 def test_taylor_remainder_against_exact_rationals():
