@@ -1452,6 +1452,7 @@ def test_plan_expm_taylor_plan_defaults_and_refusals():
                 ("taylor", "complex", terms, 0, 0, terms)
             assert p.unitary is unitary and p.truncation_bound == pl.taylor_remainder(0.31, terms)
             assert p.rounding_estimate == pl._rounding_estimate(0.31, 0, U, unitary)
+    assert pl.plan_expm(0.31, method="taylor", tolerance=1e-10, unit_roundoff=U).degree == 10   # default terms
     d = pl.plan_expm(2.5, tolerance=1e-12, unit_roundoff=U)
     assert d.method == "auto" and d.unitary is False
     assert d == pl.plan_expm(2.5, method="auto", tolerance=1e-12, unitary=False, unit_roundoff=U)
