@@ -1488,3 +1488,94 @@ def test_taylor_remainder_against_exact_rationals():
     for bad in (-1.0, math.inf, math.nan):
         with pytest.raises(ValueError, match="theta must be finite and >= 0"):
             taylor_remainder(bad, 3)
+
+
+def test_expm_plan_explain_and_as_dict_by_value():
+    """The plan's one-line explanation for the Taylor recurrence, a formula with squarings,
+    the split path's PS ("real GEMMs", its block) and a formula without squarings; as_dict
+    is the dataclass's fields plus meets_tolerance (max of the two estimates <= tol)."""
+    from dataclasses import asdict
+
+    from mgemm import plan as pl
+    U = 2.0 ** -53
+
+    def tail(p):
+        return (f"theta={p.theta:.4g}, truncation bound {p.truncation_bound:.3g}, "
+                f"rounding ~{p.rounding_estimate:.3g}, tolerance {p.tolerance:.3g}")
+    t = pl.plan_expm(0.31, method="taylor", terms=10, tolerance=1e-10, unit_roundoff=U)
+    assert t.explain() == "taylor: Taylor degree 10 (recurrence a_k = (1/k) A a_(k-1)); 10 GEMMs; " + tail(t)
+    f = pl.plan_expm(7.5, tolerance=1e-12, unit_roundoff=U)
+    assert (f.formula, f.squarings, f.degree, f.products) == ("bbc18", 3, 18, 8)
+    assert f.explain() == ("auto: Taylor degree 18, 3 squarings (Bader-Blanes-Casas T_18 formula); "
+                           "8 GEMMs; " + tail(f))
+    s = pl.plan_expm(7.5, tolerance=1e-12, split=True, unitary=True, unit_roundoff=U)
+    assert s.formula == "ps" and s.path == "split"
+    assert s.explain() == (f"auto: Taylor degree {s.degree}, {s.squarings} squarings (Paterson-Stockmeyer, "
+                           f"block {s.ps_block}); {s.products} real GEMMs; " + tail(s))
+    q = pl.plan_expm(0.9, tolerance=1e-6, unit_roundoff=U)
+    assert q.squarings == 0 and q.explain() == (
+        f"auto: Taylor degree {q.degree} (Sastre-Ibanez-Defez 15+ formula); {q.products} GEMMs; " + tail(q))
+    names = {"bbc8": "Bader-Blanes-Casas T_8", "bbc12": "Bader-Blanes-Casas T_12",
+             "bbc18": "Bader-Blanes-Casas T_18", "sastre16": "Sastre-Ibanez-Defez 15+"}
+    assert pl._FORMULA_NAMES == names
+    for p in (t, f, s, q):
+        d = p.as_dict()
+        assert d == {**asdict(p), "meets_tolerance": max(p.truncation_bound, p.rounding_estimate) <= p.tolerance}
+    assert t.as_dict()["meets_tolerance"] is True
+    loose = pl.plan_expm(30.0, method="taylor", terms=3, tolerance=1e-10, unit_roundoff=U)
+    assert loose.as_dict()["meets_tolerance"] is False
+
+
+@pytest.mark.parametrize("unitary", [True, False])
+def test_formula_table_rows_by_their_definition(unitary):
+    """formula_table: on each path the PS plan without formulas, then each formula at the
+    fewest squarings (theta/2^s <= 2) whose bound meets the tolerance, its products the
+    formula's GEMMs (complex) or real GEMMs (split) plus one (complex) or two (split) a
+    squaring; the cheapest complex row is what plan_expm chooses with formulas; the
+    default is unitary."""
+    from mgemm import plan as pl
+    from mgemm.formulas import FORMULAS, real_gemms
+    U = 2.0 ** -53
+    for theta, tol in ((0.9, 1e-6), (7.5, 1e-12), (40.0, 2.0 ** -53)):
+        rows = pl.formula_table(theta, tolerance=tol, unitary=unitary)
+        want = []
+        for path, per in (("complex", 1), ("split", 2)):
+            p = pl.plan_expm(theta, tolerance=tol, split=path == "split", unitary=unitary, unit_roundoff=U,
+                             use_formulas=False)
+            want.append(dict(path=path, scheme="ps", degree=p.degree, squarings=p.squarings,
+                             products=p.products, bound=p.truncation_bound))
+            for name, (_, m, gemms) in FORMULAS.items():
+                ok = [s for s in range(pl._MAX_SQUARINGS + 1)
+                      if theta / 2.0 ** s <= 2.0 and pl._squared_bound(theta, m, s, unitary, name) <= tol]
+                if not ok:              # none within _MAX_SQUARINGS: no row
+                    continue
+                s = ok[0]
+                want.append(dict(path=path, scheme=name, degree=m, squarings=s,
+                                 products=(real_gemms(name) if path == "split" else gemms) + per * s,
+                                 bound=pl._squared_bound(theta, m, s, unitary, name)))
+        assert rows == want, theta
+        best = pl.plan_expm(theta, tolerance=tol, unitary=unitary, unit_roundoff=U)
+        assert min(r["products"] for r in rows if r["path"] == "complex") == best.products
+    assert pl.formula_table(7.5, tolerance=1e-12) == pl.formula_table(7.5, tolerance=1e-12, unitary=True)
+
+
+def test_squared_bound_and_rounding_estimate_by_their_formulas():
+    """_squared_bound = n R(theta/n) g^(n-1), n = 2^s, g = e^(theta/n) in general and
+    1 + R for unitary (R the Taylor remainder, or a formula's); 0 where R is 0; inf where
+    the first neglected term alone is huge or the value overflows.  _rounding_estimate =
+    u e^(theta/2^s) 2^s."""
+    from mgemm import plan as pl
+    for theta, m, s in ((0.7, 8, 0), (3.0, 12, 2), (40.0, 18, 6), (100.0, 20, 8)):
+        n = 2.0 ** s
+        r = pl.taylor_remainder(theta / n, m)
+        assert pl._squared_bound(theta, m, s, False) == pytest.approx(n * r * math.exp((n - 1) * theta / n), rel=1e-12)
+        assert pl._squared_bound(theta, m, s, True) == pytest.approx(n * r * (1 + r) ** (n - 1), rel=1e-12)
+        rf = pl.formula_remainder(theta / n, "bbc12")
+        assert pl._squared_bound(theta, 12, s, True, "bbc12") == pytest.approx(n * rf * (1 + rf) ** (n - 1), rel=1e-12)
+        assert pl._rounding_estimate(theta, s, 2.0 ** -53, True) == pytest.approx(
+            2.0 ** -53 * math.exp(theta / n) * n, rel=1e-14)
+    assert pl._squared_bound(0.0, 5, 0, False) == 0.0
+    assert pl._squared_bound(1e6, 3, 0, False) == math.inf            # the first neglected term is huge
+    assert math.isfinite(pl._squared_bound(50.0, 3, 0, False))        # large, not huge: summed
+    assert pl._squared_bound(1e3, 40, 9, False) == math.inf           # e^(~1000 (1 - 1/512)) overflows
+    assert pl._rounding_estimate(1e4, 0, 1.0, False) == pytest.approx(math.exp(700.0), rel=1e-14)
