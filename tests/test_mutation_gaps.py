@@ -1579,3 +1579,55 @@ def test_squared_bound_and_rounding_estimate_by_their_formulas():
     assert math.isfinite(pl._squared_bound(50.0, 3, 0, False))        # large, not huge: summed
     assert pl._squared_bound(1e3, 40, 9, False) == math.inf           # e^(~1000 (1 - 1/512)) overflows
     assert pl._rounding_estimate(1e4, 0, 1.0, False) == pytest.approx(math.exp(700.0), rel=1e-14)
+
+
+@pytest.mark.parametrize("case", ["ramped centres", "gaussian field", "trapezoid field"])
+def test_batch_potential_own_times_against_each_members_scalar_functions(case, inputs_dir, rng):
+    """BatchPotential.own / _field_at (member b at its own time t_b) against the scalar
+    functions of each member's own config (potential.centre_positions, field.field_value):
+    centres whose motion ramps up, a gaussian pulse's fwhm, a trapezoid's ramp -- the
+    parameters a batch carries per member, each varied here; _field_at of one time is
+    field(t)."""
+    from tdse.model.potential import BatchPotential, centre_positions
+    if case == "ramped centres":
+        base = tdse.load_config(os.path.join(inputs_dir, "h2plus_moving.toml"))
+        cfgs = [base.with_value("potential.centres.ramp", r) for r in (0.3, 1.0, 2.5)]
+        d = 3.0
+    else:
+        base = tdse.load_config(os.path.join(inputs_dir, "atom_hhg.toml"))
+        env, key = ("gaussian", "field.fwhm") if case == "gaussian field" else ("trapezoid", "field.ramp")
+        base = base.with_value("field.envelope", env)
+        cfgs = [base.with_value(key, v) for v in (40.0, 90.0, 150.0)]
+        d = base.field.duration
+    x = np.linspace(-5.0, 5.0, 11)
+    bp = BatchPotential([c.potential for c in cfgs], x)
+    times = rng.uniform(0.0, d, len(cfgs))
+    E, X = bp.own(times)
+    for b, (c, t) in enumerate(zip(cfgs, times)):
+        assert np.allclose(X[b], centre_positions(c.potential, t), rtol=0, atol=1e-14), (case, b)
+        Eb = field_value(c.potential.field, t) if c.potential.field is not None else 0.0
+        assert E[b] == pytest.approx(Eb, rel=1e-13, abs=1e-16), (case, b)
+    assert np.array_equal(bp._field_at(times), E)
+    assert np.array_equal(bp._field_at(float(times[0])), bp.field(float(times[0])))
+    assert len({tuple(np.ravel(X[b])) for b in range(len(cfgs))}) == len(cfgs) or case != "ramped centres"
+
+
+def test_bounds_over_with_offsets_against_the_direct_sums(inputs_dir):
+    """bounds_over(potential, x, times, weights, offsets) = (min, max) over the grid and
+    the times of sum_j w_j V(x, t + offset_j), each V(x, t) by potential.total, for cfm4's
+    weights and node offsets (what the precheck asks), in chunks smaller than the times."""
+    from tdse.model.potential import bounds_over, total
+    from tdse.numerics import schemes
+    cfg = tdse.load_config(os.path.join(inputs_dir, "h2plus_moving.toml"))
+    x = np.linspace(cfg.grid.x_min, cfg.grid.x_max, 64, endpoint=False)
+    sch = schemes.get("cfm4")
+    dt = 0.05
+    ts = np.arange(0.0, 2.0, dt)
+    offs = tuple(c * dt for c in sch.nodes)
+    for row in sch.factors:
+        lo, hi = bounds_over(cfg.potential, x, ts, weights=row, offsets=offs, chunk=7)
+        v = np.array([sum(w * total(cfg.potential, x, t + o) for w, o in zip(row, offs)) for t in ts])
+        assert lo == pytest.approx(v.min(), rel=1e-13) and hi == pytest.approx(v.max(), rel=1e-13)
+    lo, hi = bounds_over(cfg.potential, x, ts)
+    v = np.array([total(cfg.potential, x, t) for t in ts])
+    assert (lo, hi) == (pytest.approx(v.min(), rel=1e-13), pytest.approx(v.max(), rel=1e-13))
