@@ -7,6 +7,7 @@ Written for the survivors of a mutation run (benchmarks/results/mutation_cpu2_*T
 test_converge.py runs whole studies and checks what they conclude, not each number."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 
@@ -227,17 +228,13 @@ def test_verify_walks_finer_until_the_measurement_meets_the_target():
     assert [c["meets"] for c in rec["checks"]] == [False, True]
     assert rec["checks"][0]["measured_error"] == pytest.approx(8e-4, rel=1e-9)
     steps = round(cfg.time.t_end / 0.005)
-    assert rec["steps"] == steps and rec["n"] == with_n(cfg, 0.1)
+    assert rec["steps"] == steps and rec["n"] == converge.with_numerics(cfg, dx=0.1).grid.n
     seen.clear()
     rec = converge._verify(cfg, doc, 1e-4, truns, run)                  # never met
     assert len(seen) == 3 and not rec["verified"] and not rec["found"]
     assert rec["dx"] == 0.05 and rec["dt"] == 0.0025
     assert rec["why"] == ("the recommended numerics, run, missed the target (measured 2.00e-04 + box "
                           "1.00e-05); refine further (--levels) or loosen --target")
-
-
-def with_n(cfg, dx):
-    return converge.with_numerics(cfg, dx=dx).grid.n
 
 
 def test_the_printed_table_line_by_line():
@@ -398,7 +395,7 @@ def test_with_numerics_by_value():
     odd = converge.with_numerics(cfg, box=1.3)              # 16.64 -> 83 points: 16.6 wide
     assert odd.grid.n == 83 and odd.grid.x_max - odd.grid.x_min == pytest.approx(16.6, abs=1e-12)
     assert odd.grid.x_min + odd.grid.x_max == pytest.approx(0.0, abs=1e-12)
-    shifted = dataclasses_replace_grid(cfg, x_min=-4.0, x_max=8.8)
+    shifted = dataclasses.replace(cfg, grid=dataclasses.replace(cfg.grid, x_min=-4.0, x_max=8.8))
     sw = converge.with_numerics(shifted, box=2.0)
     assert sw.grid.x_min == pytest.approx(-10.4, abs=1e-12) and sw.grid.x_max == pytest.approx(15.2, abs=1e-12)
     with pytest.raises(ConfigError) as e:
@@ -410,9 +407,26 @@ def test_with_numerics_by_value():
     assert converge.with_numerics(cfg, dx=0.2 * (1 + 1e-13)).grid.n == 64     # within WHOLE_RTOL
 
 
-def dataclasses_replace_grid(cfg, **kw):
-    import dataclasses
-    return dataclasses.replace(cfg, grid=dataclasses.replace(cfg.grid, **kw))
+def _fake_observe(asked, width_shift=0.0):
+    """A stand-in for observe() recording what it was asked (stencil, dx, dt, N, sample
+    times, backend): its quantities converge as known powers (dx^2 for 3-point, dx^4 for
+    5-point, dt^4) plus a box term 1e-3 exp(-width/4); psi a Gaussian whose centre moves
+    with the box's width by ``width_shift`` (a wider box's psi differs by a known amount)."""
+    from tdse.model.grid import points
+
+    def fake(c, times, K, progress=None, backend="numpy"):
+        g = c.grid
+        asked.append((g.stencil, g.dx, c.time.dt, g.n, tuple(times), backend))
+        w = g.x_max - g.x_min
+        e = 1e-2 * g.dx ** (2 if g.stencil == 3 else 4) + 1e-1 * c.time.dt ** 4 + 1e-3 * math.exp(-w / 4)
+        q = [0.3 + e * (i + 1) for i in range(len(times))]
+        x = points(g)
+        psi = np.exp(-(x - 1.0 - width_shift * w) ** 2) * (1 + e) + 0j
+        return {"energies": [-1.0] * K, "P_h0": [[v] * K for v in q], "P_ht": [[v] * K for v in q],
+                "n_mean": q, "energy": q, "yield": [e] * len(times), "acceleration": q, "psi": psi,
+                "x": x, "dx": g.dx, "n": g.n, "steps": c.time.steps, "seconds": 0.25,
+                "chebyshev_terms": 7, "exponentials": 2 * c.time.steps}
+    return fake
 
 
 def test_study_document_with_a_stand_in_for_the_runs(monkeypatch):
@@ -423,26 +437,10 @@ def test_study_document_with_a_stand_in_for_the_runs(monkeypatch):
     recommendation run and checked, the input's estimated error, the document's fields,
     and the refusals of bad levels and targets."""
     from tdse.config import ConfigError
-    from tdse.model.grid import points
     cfg = cfgmod.load(os.path.join(ROOT, "inputs", "tiny.toml"))
     asked, said = [], []
 
-    def err(c):
-        g = c.grid
-        return (1e-2 * g.dx ** (2 if g.stencil == 3 else 4) + 1e-1 * c.time.dt ** 4
-                + 1e-3 * math.exp(-(g.x_max - g.x_min) / 4))
-
-    def fake(c, times, K, progress=None, backend="numpy"):
-        asked.append((c.grid.stencil, c.grid.dx, c.time.dt, c.grid.n, tuple(times), backend))
-        e = err(c)
-        q = [0.3 + e * (i + 1) for i in range(len(times))]
-        x = points(c.grid)
-        return {"energies": [-1.0 - e] * K, "P_h0": [[v] * K for v in q], "P_ht": [[v] * K for v in q],
-                "n_mean": q, "energy": [-v for v in q], "yield": [e] * len(times),
-                "acceleration": [2 * v for v in q], "psi": np.exp(-x ** 2) * (1 + e) + 0j, "x": x,
-                "dx": c.grid.dx, "n": c.grid.n, "steps": c.time.steps, "seconds": 0.25,
-                "chebyshev_terms": 7, "exponentials": 2 * c.time.steps}
-    monkeypatch.setattr(converge, "observe", fake)
+    monkeypatch.setattr(converge, "observe", _fake_observe(asked))
     doc = converge.study(cfg, levels=3, target=1e-3, stencils=[3, 5], samples=4, count=2,
                          box=1.5, progress=said.append)
     assert doc["times"] == [0.25, 0.5, 0.75, 1.0] and doc["count"] == 2 and doc["levels"] == 3
@@ -533,26 +531,6 @@ def test_recommend_keeps_the_first_stencil_at_the_budget_exactly():
     assert r["stencil"] == "3" and r["space_error"] == 4e-4
 
 
-def _fake_observe(asked, width_shift=0.0):
-    """A stand-in for observe(): psi a Gaussian whose centre moves with the box's width
-    (so that a wider box's psi differs by a known amount), quantities as in the study test."""
-    from tdse.model.grid import points
-
-    def fake(c, times, K, progress=None, backend="numpy"):
-        g = c.grid
-        asked.append((g.stencil, g.dx, c.time.dt, g.n, backend))
-        w = g.x_max - g.x_min
-        e = 1e-2 * g.dx ** 2 + 1e-1 * c.time.dt ** 4 + 1e-3 * math.exp(-w / 4)
-        q = [0.3 + e * (i + 1) for i in range(len(times))]
-        x = points(g)
-        psi = np.exp(-(x - 1.0 - width_shift * w) ** 2) + 0j
-        return {"energies": [-1.0] * K, "P_h0": [[v] * K for v in q], "P_ht": [[v] * K for v in q],
-                "n_mean": q, "energy": q, "yield": [e] * len(times), "acceleration": q, "psi": psi,
-                "x": x, "dx": g.dx, "n": g.n, "steps": c.time.steps, "seconds": 0.25,
-                "chebyshev_terms": 7, "exponentials": 2 * c.time.steps}
-    return fake
-
-
 def test_study_defaults_backend_an_off_centre_box_and_its_psi_infidelity(monkeypatch):
     """The study's defaults (3 levels, target 1e-3, 10 samples, boxes x1.5 and x2), the
     backend handed to every run, a sample index never 0, and the box's final psi compared
@@ -566,7 +544,7 @@ def test_study_defaults_backend_an_off_centre_box_and_its_psi_infidelity(monkeyp
     assert doc["levels"] == 3 and doc["target"] == 1e-3 and len(doc["times"]) == 10
     assert doc["box"]["scales"] == [1.5, 2.0] and doc["box"]["scale"] == 1.5
     assert doc["exponential_tolerance"] == 1e-12 and doc["input_numerics"]["scheme"] == cfg.propagator.scheme
-    assert {a[4] for a in asked} == {"stand-in"}
+    assert {a[5] for a in asked} == {"stand-in"}
     many = converge.study(cfg, levels=2, samples=500, box=0)        # 500 samples of 200 steps
     assert many["times"][0] == pytest.approx(0.005) and len(many["times"]) == 200
     off = dataclasses.replace(cfg, grid=dataclasses.replace(cfg.grid, x_min=-4.0, x_max=8.8))

@@ -960,10 +960,11 @@ def test_squared_bound_against_its_formula():
     otherwise; 0 at theta = 0; inf exactly where the first neglected term n x^(m+1)/(m+1)!
     exceeds e^50 (the sum is then skipped)."""
     from mgemm.plan import _squared_bound, formula_remainder, taylor_remainder
-    for theta, m, s in ((0.7, 6, 0), (3.0, 8, 2), (40.0, 12, 5), (5.0, 4, 3)):
+    for theta, m, s in ((0.7, 6, 0), (3.0, 8, 2), (40.0, 12, 5), (5.0, 4, 3), (0.7, 8, 0),
+                        (3.0, 12, 2), (40.0, 18, 6), (100.0, 20, 8)):
         n = 2.0 ** s
         x = theta / n
-        for formula, R in (("ps", taylor_remainder(x, m)), ("bbc8", None)):
+        for formula, R in (("ps", taylor_remainder(x, m)), ("bbc8", None), ("bbc12", None)):
             if formula != "ps":
                 from mgemm.formulas import FORMULAS
                 if formula not in FORMULAS:
@@ -1559,26 +1560,20 @@ def test_formula_table_rows_by_their_definition(unitary):
     assert pl.formula_table(7.5, tolerance=1e-12) == pl.formula_table(7.5, tolerance=1e-12, unitary=True)
 
 
-def test_squared_bound_and_rounding_estimate_by_their_formulas():
-    """_squared_bound = n R(theta/n) g^(n-1), n = 2^s, g = e^(theta/n) in general and
-    1 + R for unitary (R the Taylor remainder, or a formula's); 0 where R is 0; inf where
-    the first neglected term alone is huge or the value overflows.  _rounding_estimate =
-    u e^(theta/2^s) 2^s."""
+def test_rounding_estimate_and_the_bounds_overflow_cut():
+    """_rounding_estimate = u e^(min(theta/2^s, 700)) 2^s (by its formula; 2^0 = 1), and
+    _squared_bound is inf where its value overflows (e^((n - 1) theta / n) near e^1000),
+    finite where only large; its formula and the e^50 guard are
+    test_squared_bound_against_its_formula's."""
     from mgemm import plan as pl
-    for theta, m, s in ((0.7, 8, 0), (3.0, 12, 2), (40.0, 18, 6), (100.0, 20, 8)):
+    for theta, s in ((0.7, 0), (3.0, 2), (40.0, 6), (100.0, 8)):
         n = 2.0 ** s
-        r = pl.taylor_remainder(theta / n, m)
-        assert pl._squared_bound(theta, m, s, False) == pytest.approx(n * r * math.exp((n - 1) * theta / n), rel=1e-12)
-        assert pl._squared_bound(theta, m, s, True) == pytest.approx(n * r * (1 + r) ** (n - 1), rel=1e-12)
-        rf = pl.formula_remainder(theta / n, "bbc12")
-        assert pl._squared_bound(theta, 12, s, True, "bbc12") == pytest.approx(n * rf * (1 + rf) ** (n - 1), rel=1e-12)
         assert pl._rounding_estimate(theta, s, 2.0 ** -53, True) == pytest.approx(
             2.0 ** -53 * math.exp(theta / n) * n, rel=1e-14)
-    assert pl._squared_bound(0.0, 5, 0, False) == 0.0
+    assert pl._rounding_estimate(1e4, 0, 1.0, False) == pytest.approx(math.exp(700.0), rel=1e-14)
     assert pl._squared_bound(1e6, 3, 0, False) == math.inf            # the first neglected term is huge
     assert math.isfinite(pl._squared_bound(50.0, 3, 0, False))        # large, not huge: summed
     assert pl._squared_bound(1e3, 40, 9, False) == math.inf           # e^(~1000 (1 - 1/512)) overflows
-    assert pl._rounding_estimate(1e4, 0, 1.0, False) == pytest.approx(math.exp(700.0), rel=1e-14)
 
 
 @pytest.mark.parametrize("case", ["ramped centres", "gaussian field", "trapezoid field"])

@@ -379,11 +379,13 @@ class _Ahead:
     are the pairs the loop would compute, while the solver runs on a spare CPU beside the
     stepping.  Where each call is independent of the last (the tridiagonal and direct
     solvers) several workers share the calls (:func:`workers_for`: the same pairs, bit for
-    bit); Davidson's calls go to one, in order.  A task computes the pairs of several due steps where one call is short
-    (:data:`AHEAD_CHUNK_SECONDS`: a task's own cost to the loop is ~0.2 ms), and at most
-    :data:`AHEAD_DEPTH` tasks are queued; a step not foreseen is queued after them; while
-    the worker starts (~0.3 s of imports on 2 cores, ~1.5 s on a GPU machine;
-    :func:`prewarm` starts it during the run's preparation) the loop computes them itself.
+    bit); Davidson's calls go to one, in order.  A task computes the pairs of several due
+    steps where one call is short (:data:`AHEAD_CHUNK_SECONDS`: a task's own cost to the
+    loop is ~0.2 ms), and at most :data:`AHEAD_DEPTH` tasks a worker are queued, in step
+    order (so the steps passed unasked are at the front); a step not foreseen is a task of
+    its own, taken at once; while the worker starts (~0.3 s of imports on 2 cores, ~1.5 s
+    on a GPU machine; :func:`prewarm` starts it during the run's preparation) the loop
+    computes them itself.
     A process, not a thread: the solvers' Python between LAPACK calls holds the GIL
     (threads were measured no faster: H100, 3-point N = 8192, 4.15 / 1.97 with them, 2.87 /
     2.27 without, populations every 50 / 250 steps).  A worker that fails (its process
@@ -511,8 +513,8 @@ class _Ahead:
     def __call__(self, step, t):
         """The pairs at ``step`` (time ``t``): the worker's result, waited for; computed in
         the loop while the worker is still starting (its imports: ~0.3 s)."""
-        for s in [s for s in self.futures if s < step]:    # foreseen, not asked: dropped
-            self._drop(self.futures.pop(s)[0])
+        while self.futures and next(iter(self.futures)) < step:   # foreseen, not asked: dropped
+            self._drop(self.futures.pop(next(iter(self.futures)))[0])
         self._fill(step)
         entry = self.futures.pop(step, None)
         if entry is None or t != step * self.dt:           # not foreseen, or not started
