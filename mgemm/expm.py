@@ -57,11 +57,13 @@ def _is_split(xp, A) -> bool:
 
 
 def _is_skew_hermitian(xp, A, u) -> bool:
-    """A^H = -A to rounding; False for a banded A (the check needs a transpose across the
-    devices: pass ``unitary`` instead)."""
+    """A^H = -A to rounding: max|A + A^H| <= 64 u max|A|; False for a banded A (the check
+    needs a transpose across the devices: pass ``unitary`` instead)."""
     if _banded(A):
         return False
-    scale = float(xp.abs(A).max()) if A.size else 0.0
+    if not A.size:
+        return True
+    scale = float(xp.abs(A).max())
     return float(xp.abs(A + A.conj().T).max()) <= 64 * u * max(scale, 1e-300)
 
 
@@ -136,14 +138,19 @@ def expm(A, *, method="auto", tolerance=None, terms=10, shift=None, unitary=None
     if not np.issubdtype(A.dtype, np.inexact):
         raise TypeError(f"`A` must be float or complex, but has A.dtype={A.dtype}")
     devices = gemm_opts.get("devices")
+    gpu = xp is not np
     if banded:
         layout = A.layout
     elif layout is None:
-        layout = ("bands" if xp is not np and isinstance(devices, (list, tuple))
-                  and len(devices) > 1 else "gemm")
+        layout = default_layout(gpu, devices)
     if not (isinstance(layout, Layout) or layout in ("bands", "gemm")):
         raise ValueError(f"layout must be 'bands', 'gemm' or a Layout, got layout={layout!r}")
     bands = layout != "gemm"
+    home = None if banded or not gpu else A.device
+    if bands:
+        band_devices = _band_devices(layout, devices, home)
+        if gpu and not isinstance(band_devices, (list, tuple)):
+            raise ValueError(f"devices must list GPU ids for a CuPy A, got devices={devices!r}")
     output = ("banded" if banded else "array") if output is None else output
     if output not in ("array", "banded") or (output == "banded" and not bands):
         raise ValueError(f"output must be 'array' (or 'banded' with layout='bands'), got output={output!r}")
@@ -153,23 +160,18 @@ def expm(A, *, method="auto", tolerance=None, terms=10, shift=None, unitary=None
     else:  # a caller's fixed plan: no O(N^2) detection, only the shift
         M = _shifted(xp, A, shift)
     dtype, n = A.dtype, A.shape[0]
-    if xp is not np:     # the fastest plan that fits each device's free memory, or refuse
-        devs = (A.layout.devices if banded else list(devices) if bands and devices is not None
-                and not isinstance(devices, int) else [A.device.id])
-        if isinstance(layout, Layout):
-            devs = layout.devices
-        g = len(devs) if bands else 1
+    if gpu:     # the fastest plan that fits each device's free memory, or refuse
+        devs = list(band_devices) if bands else [home.id]
+        g = len(devs)
         # the input counted as if still to come: conservative by one input band when
         # A - mu I (or A's bands) already exist
         plan = fitting_plan(plan, n, dtype, g, usable(min(free_bytes(xp, d) for d in devs)))
     if plan.path == "split":
         M = M.imag if banded else xp.ascontiguousarray(M.imag)
-    home = None if banded or xp is np else A.device
     if banded:
         del A  # the caller may pass a temporary: its bands are freed before the work
     if bands:
-        lay = layout if isinstance(layout, Layout) else Layout(
-            n, devices if devices is not None else 1, gpu=xp is not np)
+        lay = layout if isinstance(layout, Layout) else Layout(n, band_devices, gpu=gpu)
         lay.trace = trace
         mm, ns = lay.mm, lay
         if not banded:
@@ -189,6 +191,25 @@ def expm(A, *, method="auto", tolerance=None, terms=10, shift=None, unitary=None
                 U = to_device(xp, U)
                 home.synchronize()
     return (U, plan) if return_plan else U
+
+
+def default_layout(gpu: bool, devices) -> str:
+    """:func:`expm`'s layout when none is given: ``"bands"`` (every matrix in column
+    bands, :mod:`mgemm.dist`) when A is on a GPU and ``devices`` lists several GPUs,
+    else ``"gemm"`` (whole matrices, each product one :func:`mgemm.gemm` call)."""
+    return "bands" if gpu and isinstance(devices, (list, tuple)) and len(devices) > 1 else "gemm"
+
+
+def _band_devices(layout, devices, home):
+    """Where the band layout of :func:`expm` lives: a given :class:`~mgemm.dist.Layout`'s
+    devices; else ``devices`` (GPU ids, or an int: that many virtual host devices); else
+    A's own GPU ``home``, or one host device."""
+    from .dist import Layout
+    if isinstance(layout, Layout):
+        return layout.devices
+    if devices is not None:
+        return devices
+    return [home.id] if home is not None else 1
 
 
 def _evaluate(xp, mm, M, plan):

@@ -110,6 +110,188 @@ def test_bad_input(bad, exc):
         mgemm.expm(bad)
 
 
+def test_bad_input_messages_name_the_value():
+    with pytest.raises(ValueError, match=r"square matrix, but has shape A.shape=\(3, 4\)"):
+        mgemm.expm(np.ones((3, 4)))
+    with pytest.raises(ValueError, match=r"square matrix, but has shape A.shape=\(3,\)"):
+        mgemm.expm(np.ones(3))
+    with pytest.raises(TypeError, match=r"float or complex, but has A.dtype=int64"):
+        mgemm.expm(np.ones((3, 3), dtype=np.int64))
+
+
+def test_defaults_and_given_flags_reach_the_plan(rng):
+    """``terms`` defaults to 10 for taylor; a given ``unitary`` is used, not detected."""
+    S = rng.standard_normal((12, 12))
+    A = -0.01j * (S + S.T)          # skew-Hermitian: detected as unitary when not told
+    assert mgemm.expm(A, method="taylor", return_plan=True)[1].degree == 10
+    assert mgemm.expm(A, return_plan=True)[1].unitary
+    U, plan = mgemm.expm(A, unitary=False, return_plan=True)
+    assert not plan.unitary and rel(U, scipy.linalg.expm(A)) < 1e-12
+
+
+def test_default_layout_is_bands_only_for_several_gpus():
+    from mgemm.expm import default_layout
+    assert default_layout(True, [0, 1]) == "bands"
+    assert default_layout(True, (0, 1, 2)) == "bands"
+    assert default_layout(True, [3]) == "gemm"
+    assert default_layout(True, None) == "gemm"
+    assert default_layout(True, 2) == "gemm"          # an int: virtual devices of gemm
+    assert default_layout(False, [0, 1]) == "gemm"    # host arrays
+    assert default_layout(False, None) == "gemm"
+
+
+@pytest.mark.parametrize("devices,bands", [(None, 1), (2, 2), (3, 3), ([5, 7], 2)])
+def test_band_layout_has_the_devices_asked_for(rng, devices, bands):
+    """layout='bands' on the host: ``devices`` virtual devices (an int, or one per listed
+    id), one when not given; the result equal to SciPy's either way."""
+    n = 23
+    A = 0.2 * (rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n)))
+    kw = {} if devices is None else {"devices": devices}
+    U = mgemm.expm(A, layout="bands", output="banded", **kw)
+    assert len(U.bands) == bands and len(U.layout.devices) == bands and not U.layout.gpu
+    assert rel(U.to_array(), scipy.linalg.expm(A)) < 1e-12
+
+
+def test_gemm_options_reach_every_product(rng, monkeypatch):
+    """The default layout on the host is 'gemm' even with a devices list, and every
+    product gets the caller's gemm options (``devices``, ``tile``)."""
+    import sys
+    mexpm = sys.modules["mgemm.expm"]     # (mgemm.expm the name is the function)
+    calls = []
+
+    def recorder(X, Y, C=None, alpha=1.0, beta=0.0, **kw):
+        calls.append(kw)
+        return _gemm_local(np, X, Y, C, alpha, beta)
+
+    monkeypatch.setattr(mexpm, "gemm", recorder)
+    n = 20
+    A = 0.5 * (rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n)))
+    U, plan = mgemm.expm(A, devices=[0, 1], tile=8, return_plan=True)
+    assert rel(U, scipy.linalg.expm(A)) < 1e-12
+    assert len(calls) == plan.products > 0
+    assert all(kw == {"devices": [0, 1], "tile": 8} for kw in calls)
+
+
+def test_plan_for_reads_theta_dtype_and_terms_from_a(rng):
+    """theta is the 1-norm (largest column sum, not row sum) of A - mu I, of B = Im A on the
+    split path; the tolerance is the unit roundoff of A's own dtype; ``terms`` (default 10)
+    is the Taylor degree; an empty A has theta 0."""
+    from mgemm.arrays import unit_roundoff
+    A = np.zeros((6, 6), dtype=complex)
+    A[:, 2] = 0.3 + 0.4j                   # one heavy column: 1-norm 3, inf-norm 0.5
+    A[0, 0] = 0.1j
+    plan, M = mgemm.expm_plan_for(A)
+    assert plan.path == "complex" and plan.theta == pytest.approx(6 * 0.5)
+    assert plan.tolerance == unit_roundoff(np.complex128)
+    S = rng.standard_normal((6, 6))
+    plan = mgemm.expm_plan_for(1j * S)[0]
+    assert plan.path == "split" and plan.theta == pytest.approx(np.abs(S).sum(axis=0).max())
+    plan = mgemm.expm_plan_for((0.01j * S).astype(np.complex64))[0]
+    assert plan.tolerance == unit_roundoff(np.complex64) == 2.0 ** -24
+    assert mgemm.expm_plan_for(0.01 * A, method="taylor")[0].degree == 10
+    assert mgemm.expm_plan_for(0.01 * A, method="taylor", terms=18)[0].degree == 18
+    plan = mgemm.expm_plan_for(np.zeros((0, 0), dtype=complex))[0]
+    assert plan.theta == 0.0
+    for dtype in (np.complex128, np.float64):   # as scipy.linalg.expm: an empty result
+        U = mgemm.expm(np.zeros((0, 0), dtype=dtype))
+        assert U.shape == (0, 0) and U.dtype == dtype
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 1e4])
+def test_skew_hermitian_detection_is_64_unit_roundoffs_of_max_abs(rng, scale):
+    """unitary is detected when max|A + A^H| <= 64 u max|A| (rounding of a skew-Hermitian
+    A built in floating point), at any scale; a zero matrix is skew-Hermitian; a banded A
+    is never taken as unitary unless told."""
+    from mgemm.dist import Layout
+    from mgemm.expm import _is_skew_hermitian
+    u = 2.0 ** -53
+    n = 5
+    X = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))
+    K = (X - X.conj().T) / 2
+    K /= np.abs(K).max()                  # max|K| = 1, K exactly skew-Hermitian
+    K = scale * K
+    assert np.abs(K + K.conj().T).max() == 0.0
+
+    def off_by(r):                        # max|A + A^H| = r u max|A| (a real diagonal r/2 ...)
+        A = K.copy()
+        A[1, 1] += r / 2 * u * scale
+        return A
+
+    assert _is_skew_hermitian(np, off_by(63.5), u)
+    assert not _is_skew_hermitian(np, off_by(64.5), u)
+    assert not _is_skew_hermitian(np, off_by(1e6), u)
+    assert _is_skew_hermitian(np, np.zeros((3, 3), dtype=complex), u)
+    assert _is_skew_hermitian(np, np.zeros((0, 0), dtype=complex), u)
+    assert mgemm.expm_plan_for(off_by(63.5))[0].unitary
+    assert not mgemm.expm_plan_for(off_by(64.5))[0].unitary
+    Kb = Layout(n, 2).scatter(K)
+    assert not _is_skew_hermitian(np, Kb, u)
+    assert not mgemm.expm_plan_for(Kb)[0].unitary
+
+
+def test_complex_assembles_in_the_inputs_precision(rng):
+    from mgemm.expm import _complex
+    for real, cplx in ((np.float32, np.complex64), (np.float64, np.complex128)):
+        c = rng.standard_normal((4, 3)).astype(real)
+        s = rng.standard_normal((4, 3)).astype(real)
+        z = _complex(c, s)
+        assert z.dtype == cplx and np.array_equal(z, c + 1j * s.astype(cplx))
+
+
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("K", [1, 3, 6])
+def test_taylor_is_the_truncated_series_by_value(rng, split, K):
+    """method='taylor', terms=K: exactly sum_(k<=K) A^k / k! (no squaring at this norm),
+    against the partial sum written out: one term more or less differs by ~0.4^K/K!."""
+    S = rng.standard_normal((9, 9))
+    S = 0.4 * (S + S.T) / np.abs(S + S.T).sum(axis=0).max()
+    A = 1j * S if split else S + 0.3j * S.T
+    U, plan = mgemm.expm(A, method="taylor", terms=K, return_plan=True)
+    assert plan.path == ("split" if split else "complex") and plan.squarings == 0
+    ref, term = np.eye(9, dtype=complex), np.eye(9, dtype=complex)
+    for k in range(1, K + 1):
+        term = term @ A / k
+        ref += term
+    assert np.abs(U - ref).max() < 1e-15
+
+
+def test_evaluate_is_the_plans_polynomial_and_squarings(rng):
+    """mgemm.expm.evaluate (the entry for callers with their own products): exp(A) for a
+    complex A, cos B + i sin B for a real B, no shift, against SciPy."""
+    from mgemm.expm import evaluate
+    calls = []
+
+    def mm(X, Y, C=None, alpha=1.0, beta=0.0):
+        calls.append(1)
+        return _gemm_local(np, X, Y, C, alpha, beta)
+
+    S = rng.standard_normal((11, 11))
+    A = 2.0 * (S + 0.5j * S.T) / np.abs(S).sum(axis=0).max()
+    plan = mgemm.expm_plan_for(A, split=False)[0]
+    assert rel(evaluate(np, mm, A, plan), scipy.linalg.expm(A)) < 1e-13
+    assert len(calls) == plan.products
+    B = 3.0 * (S + S.T) / np.abs(S + S.T).sum(axis=0).max()
+    plan = mgemm.expm_plan_for(1j * B)[0]
+    assert plan.path == "split" and plan.squarings >= 1
+    assert rel(evaluate(np, mm, B, plan), scipy.linalg.expm(1j * B)) < 1e-13
+
+
+def test_split_series_of_degree_zero_and_one(rng):
+    """cos B and sin B truncated at total degree m <= 1: (I, 0) and (I, B)."""
+    from mgemm.expm import _ps_split
+    B = rng.standard_normal((4, 4))
+    for m, sin_ref in ((0, np.zeros((4, 4))), (1, B)):
+        c, s = _ps_split(np, lambda X, Y, **k: X @ Y, B, m, 1)
+        assert np.array_equal(c, np.eye(4)) and np.array_equal(s, sin_ref)
+
+
+def test_usable_keeps_the_reserve():
+    from mgemm.expm import RESERVE_BYTES, RESERVE_FRACTION, usable
+    assert usable(0) == 0 and usable(RESERVE_BYTES) == 0
+    free = 40 * 2 ** 30
+    assert usable(free) == int(free * (1 - RESERVE_FRACTION)) - RESERVE_BYTES
+
+
 # ---- the column-band layout (mgemm.dist) on virtual CPU devices: same algorithm, G bands
 @pytest.mark.parametrize("g", [1, 2, 3, 4])
 @pytest.mark.parametrize("method", ["auto", "taylor"])

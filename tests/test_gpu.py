@@ -867,6 +867,82 @@ def test_expm_memory_model_and_refusal_on_the_gpu():
 
 
 @pytest.mark.gpu
+def test_expm_band_layout_on_one_gpu():
+    """layout='bands' on the GPU A lives on (``devices`` not given, or [its id]): the trace
+    records the layout's work on that GPU, the result comes back whole on A's device and
+    equals the 'gemm' layout's; one listed GPU keeps the 'gemm' layout (nothing traced);
+    an int ``devices`` (virtual host devices) is refused for a CuPy A."""
+    import scipy.linalg
+    rng = np.random.default_rng(21)
+    n = 300
+    H = rng.standard_normal((n, n))
+    A = -0.05j * (H + H.T) / 2
+    with cp.cuda.Device(0):
+        Ag = cp.asarray(A)
+        U0 = mgemm.expm(Ag)
+        for kw in ({}, {"devices": [0]}):
+            tr = []
+            U = mgemm.expm(Ag, layout="bands", trace=tr, **kw)
+            assert isinstance(U, cp.ndarray) and U.device.id == 0 and U.dtype == Ag.dtype
+            assert tr and all(row[0] == 0 for row in tr)
+            assert float(cp.abs(U - U0).max()) < 1e-13
+            Ub = mgemm.expm(Ag, layout="bands", output="banded", **kw)
+            assert len(Ub.bands) == 1 and Ub.layout.gpu and Ub.layout.devices == [0]
+        tr = []
+        mgemm.expm(Ag, devices=[0], trace=tr)
+        assert tr == []
+        with pytest.raises(ValueError, match="devices must list GPU ids for a CuPy A, got devices=2"):
+            mgemm.expm(Ag, layout="bands", devices=2)
+    assert np.abs(U0.get() - scipy.linalg.expm(A)).max() < 1e-12
+
+
+@pytest.mark.gpu
+def test_banded_input_is_refused_when_it_cannot_fit():
+    """A banded input (built in place on the GPU) goes through the same memory fit as an
+    array: with the pool limited to one more matrix, expm refuses with the bytes needed."""
+    from mgemm.dist import Layout
+    from mgemm.expm import ExpmMemoryError
+    pool = cp.get_default_memory_pool()
+    n = 2000
+    rng = np.random.default_rng(4)
+    S = rng.standard_normal((n, n))
+    S = cp.asarray(-0.02j * (S + S.T))
+    lay = Layout(n, [0])
+    A = lay.from_columns(lambda c0, c1: S[:, c0:c1])
+    del S
+    cp.cuda.Device(0).synchronize()
+    pool.set_limit(size=pool.used_bytes() + 16 * n * n)
+    try:
+        with pytest.raises(ExpmMemoryError, match=r"N = 2000 needs .* GiB on each of 1 device"):
+            mgemm.expm(A)
+    finally:
+        pool.set_limit(size=0)
+
+
+@pytest.mark.gpu
+def test_free_bytes_counts_the_pools_unused_blocks():
+    """free_bytes: the driver's free memory plus the pool's cached blocks, capped by the
+    pool's limit: 1 GiB held drops it by 1 GiB, the same GiB freed to the pool restores it."""
+    from mgemm.expm import free_bytes
+    pool = cp.get_default_memory_pool()
+    gib, slack = 2 ** 30, 64 * 2 ** 20
+    with cp.cuda.Device(0):
+        pool.free_all_blocks()
+        f0 = free_bytes(cp, 0)
+        assert 0 < f0 < cp.cuda.runtime.memGetInfo()[1]
+        x = cp.empty(gib, dtype=cp.uint8)
+        assert abs((f0 - free_bytes(cp, 0)) - gib) < slack
+        del x                     # back to the pool, not the driver: still free for expm
+        assert pool.free_bytes() >= gib and abs(free_bytes(cp, 0) - f0) < slack
+        pool.set_limit(size=pool.used_bytes() + 2 ** 28)
+        try:
+            assert free_bytes(cp, 0) == 2 ** 28
+        finally:
+            pool.set_limit(size=0)
+            pool.free_all_blocks()
+
+
+@pytest.mark.gpu
 def test_deferred_snapshots_write_the_same_file(tmp_path, monkeypatch):
     """psi on a GPU: each snapshot's copy is started at its step and written one interval
     later (#23 item 3: no wait for the device at a snapshot).  The file equals the one of
