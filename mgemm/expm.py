@@ -466,13 +466,15 @@ def fitting_plan(plan: ExpmPlan, n: int, dtype, devices: int, free: int):
     total = lambda k: (memory_bytes(k, lean, dtype, devices)  # noqa: E731
                        + k * -(-k // devices) * np.dtype(dtype).itemsize)
     largest = int(math.isqrt(int(free * n * n / total(n))))
-    while largest > 1 and total(largest) > free:
+    while largest > 0 and total(largest) > free:     # the estimate, made exact both ways
         largest -= 1
+    while total(largest + 1) <= free:
+        largest += 1
     raise ExpmMemoryError(
         f"mgemm.expm: N = {n} needs {need / 2**30:.2f} GiB on each of {devices} device(s) "
         f"(the leanest plan: {lean.path} path, degree {lean.degree}, {lean.ps_block} stored "
         f"powers, {lean.squarings} squarings); {free / 2**30:.2f} GiB are free; the largest "
-        f"N that fits (with its input) is {largest}")
+        f"N that fits (with its input) is {largest}" + (" (none does)" if largest == 0 else ""))
 
 
 #: memory left for what the model does not count (cuBLAS workspaces, kernels' scratch,
@@ -501,6 +503,8 @@ def _products(plan, q):
     """Products of ``plan``'s degree and squarings with PS block ``q``."""
     m = plan.degree
     if plan.path == "split":
+        if m <= 1:                        # I + iB (or I): no product before the squarings
+            return 2 * plan.squarings
         dc, ds = m // 2, (m - 1) // 2
         q = max(1, min(q, dc))
         horner = lambda d: 0 if d < q else d // q - (1 if d % q == 0 else 0)  # noqa: E731

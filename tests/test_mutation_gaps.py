@@ -1351,6 +1351,128 @@ def test_fitting_plan_takes_the_first_plan_that_fits_and_names_the_largest_n():
     assert base == ref
 
 
+def test_the_pool_model_follows_its_rules_worked_by_hand():
+    """_Meter, CuPy's caching pool as modelled: a freed block is kept; a request takes the
+    smallest kept block that is large enough, split (the rest kept); otherwise the pool
+    grows by the request.  A sequence worked by hand (sizes in bytes per N^2)."""
+    from mgemm.expm import _Meter
+    m = _Meter()
+    assert (m.live, m.peak, m.pool, m.free) == (0, 0, 0, [])
+    m.add(8)
+    m.add(8)
+    assert (m.live, m.peak, m.pool) == (16, 16, 16)
+    m.sub(8)                        # kept, not returned
+    assert (m.live, m.peak, m.pool, m.free) == (8, 16, 16, [8])
+    m.add(16)                       # no kept block is large enough: the pool grows
+    assert (m.live, m.peak, m.pool, sorted(m.free)) == (24, 24, 32, [8])
+    m.sub(16)
+    m.add(4)                        # the smallest that fits (8 of [8, 16]), split: 4 kept
+    assert (m.live, m.pool, sorted(m.free)) == (12, 32, [4, 16])
+    m.add(4)                        # the 4 left of the split
+    m.add(10)                       # from the 16: 6 kept
+    assert (m.live, m.peak, m.pool, sorted(m.free)) == (26, 26, 32, [6])
+    m.sub(4)
+    m.sub(4)
+    m.add(8)                        # two freed 4s are never merged: the pool grows
+    assert (m.pool, sorted(m.free)) == (40, [4, 4, 6])
+
+
+def test_the_pool_holds_more_than_the_live_peak_on_the_split_path():
+    """peak_matrices(pool=True) counts what the pool holds: on the split path the complex
+    result (16 bytes) cannot reuse the freed real (8-byte) blocks, so it is more than the
+    live peak; the request for the pool's count is honoured (not the live count)."""
+    from mgemm.expm import peak_matrices
+    for name, plan in _expm_plans().items():
+        live = peak_matrices(plan, np.complex128)
+        pool = peak_matrices(plan, np.complex128, pool=True)
+        assert pool >= live
+        if plan.path == "split":
+            assert pool > live, name
+
+
+def test_products_for_every_degree_and_block_are_those_made():
+    """_products(plan, q) for every degree 1..24 and PS block 1..degree + 1, both paths,
+    with and without squarings, against the products the evaluation makes (counted)."""
+    import dataclasses
+
+    from mgemm.expm import _evaluate, _products
+    rng = np.random.default_rng(17)
+    A = rng.standard_normal((4, 4)) * 0.1
+    for path, base in (("split", _expm_plans()["split big"]), ("complex", _expm_plans()["ps big"])):
+        M = A if path == "split" else A + 1j * A.T
+        for m in range(1, 25):
+            for s in (0, 2):
+                for q in range(1, m + 2):
+                    p = dataclasses.replace(base, degree=m, ps_block=q, squarings=s)
+                    mm, calls = _counting_mm()
+                    _evaluate(np, mm, M, p)
+                    assert _products(p, q) == len(calls), (path, m, s, q)
+
+
+def test_fitting_plan_falls_back_in_the_inputs_path_and_precision():
+    """A formula plan (the complex path only: the split path has none) falls back to
+    plan_expm's Paterson-Stockmeyer plan without formulas at the dtype's own unit
+    roundoff; a Taylor plan has no leaner form: it fits or is refused."""
+    import dataclasses
+
+    from mgemm.expm import ExpmMemoryError, fitting_plan, memory_bytes
+    from mgemm.plan import plan_expm
+    n, g = 2048, 1
+    assert plan_expm(2.5, tolerance=1e-12, unit_roundoff=2.0 ** -53, split=True).formula == "ps"
+    for dt, u, tol, theta in ((np.complex128, 2.0 ** -53, 1e-12, 2.5),
+                              (np.complex64, 2.0 ** -24, 1e-7, 2.5),
+                              (np.complex64, 2.0 ** -24, 1e-7, 0.3)):
+        f = plan_expm(theta, tolerance=tol, unit_roundoff=u, unitary=True)
+        ref = plan_expm(theta, tolerance=tol, unit_roundoff=u, unitary=True, use_formulas=False)
+        assert f.formula != "ps" and ref.formula == "ps" and f.path == ref.path == "complex"
+        need = memory_bytes(n, ref, dt, g)
+        if need >= memory_bytes(n, f, dt, g):
+            continue                        # the formula plan itself is the leaner one
+        assert fitting_plan(f, n, dt, g, need) == ref
+    t = plan_expm(0.5, method="taylor", terms=12, tolerance=1e-6, unit_roundoff=2.0 ** -53)
+    need = memory_bytes(n, t, np.complex128, g)
+    assert fitting_plan(t, n, np.complex128, g, need) is t
+    with pytest.raises(ExpmMemoryError, match=r"taylor|degree 12"):
+        fitting_plan(t, n, np.complex128, g, need - 1)
+    assert dataclasses.replace(t) == t
+
+
+@pytest.mark.parametrize("g", [1, 2, 3])
+def test_the_largest_n_named_is_exact_for_any_free_memory(g):
+    """The largest N the refusal names: its exponent and its input (N x ceil(N / G) of the
+    dtype) fit in ``free``, N + 1's do not; at exact equality it fits; 0 (said) when not
+    even N = 1 does; the free GiB printed as they are."""
+    import re
+
+    from mgemm.expm import ExpmMemoryError, fitting_plan, memory_bytes
+    plan = _expm_plans()["split big"]
+    dt = np.complex128
+    n = 5000
+    lean = min([plan] + [__import__("dataclasses").replace(plan, ps_block=q)
+                         for q in range(1, plan.ps_block)],
+               key=lambda c: memory_bytes(n, c, dt, g))
+    total = lambda k: memory_bytes(k, lean, dt, g) + k * -(-k // g) * 16   # noqa: E731
+
+    def named(free):
+        with pytest.raises(ExpmMemoryError) as e:
+            fitting_plan(plan, n, dt, g, free)
+        msg = str(e.value)
+        assert f"{free / 2**30:.2f} GiB are free" in msg
+        k = int(re.search(r"the largest N that fits \(with its input\) is (\d+)", msg).group(1))
+        return k, msg
+
+    rng = np.random.default_rng(g)
+    frees = [int(x) for x in rng.integers(1, total(n) - 1, 40)] + [total(k) for k in (1, 2, 3, 77, 1234)]
+    frees += [total(k) - 1 for k in (2, 3, 77, 1234)] + [3 * 2 ** 30]
+    for free in frees:
+        if free >= memory_bytes(n, lean, dt, g):
+            continue
+        k, _ = named(free)
+        assert total(k) <= free < total(k + 1), (free, k)
+    k, msg = named(total(1) - 1)
+    assert k == 0 and msg.endswith("is 0 (none does)")
+
+
 @pytest.mark.parametrize("stencil", [3, 5])
 def test_kinetic_max_is_the_top_of_the_stencils_symbol(stencil):
     """T_max = max over k of the stencil's symbol d0 + 2 d1 cos k + 2 d2 cos 2k (from
