@@ -389,9 +389,6 @@ class _GhostNS:
     def ascontiguousarray(self, X):
         return X
 
-    def iscomplexobj(self, X):
-        return X.dtype.kind == "c"
-
     def mm(self, L, R, C=None, alpha=1.0, beta=0.0):
         return _Ghost(self.meter, np.result_type(L.dtype, R.dtype), self.n)
 

@@ -152,6 +152,23 @@ def test_band_layout_has_the_devices_asked_for(rng, devices, bands):
     assert rel(U.to_array(), scipy.linalg.expm(A)) < 1e-12
 
 
+@pytest.mark.parametrize("banded_input", [False, True])
+def test_a_given_layout_is_the_one_used(rng, banded_input):
+    """expm(A, layout=L) works in L itself (its left-operand mode: 'replica' gathers,
+    counted on L), not in a new layout of the same devices."""
+    from mgemm.dist import Layout
+    n = 30
+    S = rng.standard_normal((n, n))
+    A = -2j * (S + S.T) / np.abs(S + S.T).sum(axis=0).max()
+    lay = Layout(n, 3, left="replica")
+    if banded_input:
+        U = mgemm.expm(lay.scatter(A), output="array")
+    else:
+        U = mgemm.expm(A, layout=lay)
+    assert lay.gathers > 0
+    assert rel(U, scipy.linalg.expm(A)) < 1e-12
+
+
 def test_gemm_options_reach_every_product(rng, monkeypatch):
     """The default layout on the host is 'gemm' even with a devices list, and every
     product gets the caller's gemm options (``devices``, ``tile``)."""
@@ -208,7 +225,8 @@ def test_skew_hermitian_detection_is_64_unit_roundoffs_of_max_abs(rng, scale):
     n = 5
     X = rng.standard_normal((n, n)) + 1j * rng.standard_normal((n, n))
     K = (X - X.conj().T) / 2
-    K /= np.abs(K).max()                  # max|K| = 1, K exactly skew-Hermitian
+    K *= 0.5 / np.abs(K).max()
+    K[0, 1], K[1, 0] = 1.0, -1.0          # max|K| = 1 exactly, K exactly skew-Hermitian
     K = scale * K
     assert np.abs(K + K.conj().T).max() == 0.0
 
@@ -219,6 +237,10 @@ def test_skew_hermitian_detection_is_64_unit_roundoffs_of_max_abs(rng, scale):
 
     assert _is_skew_hermitian(np, off_by(63.5), u)
     assert not _is_skew_hermitian(np, off_by(64.5), u)
+    if scale == 1.0:                      # the bound itself (exact in binary): still unitary
+        assert np.abs(off_by(64)).max() == 1.0
+        assert np.abs(off_by(64) + off_by(64).conj().T).max() == 64 * u
+        assert _is_skew_hermitian(np, off_by(64), u)
     assert not _is_skew_hermitian(np, off_by(1e6), u)
     assert _is_skew_hermitian(np, np.zeros((3, 3), dtype=complex), u)
     assert _is_skew_hermitian(np, np.zeros((0, 0), dtype=complex), u)

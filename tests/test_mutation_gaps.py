@@ -1467,8 +1467,9 @@ def test_the_largest_n_named_is_exact_for_any_free_memory(g):
     for free in frees:
         if free >= memory_bytes(n, lean, dt, g):
             continue
-        k, _ = named(free)
+        k, msg = named(free)
         assert total(k) <= free < total(k + 1), (free, k)
+        assert msg.endswith(f"is {k}") or k == 0
     k, msg = named(total(1) - 1)
     assert k == 0 and msg.endswith("is 0 (none does)")
 
