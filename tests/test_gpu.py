@@ -1024,6 +1024,7 @@ def test_deferred_snapshots_write_the_same_file(tmp_path, monkeypatch):
         res = run(cfg, str(tmp_path / str(defer)), backend="cupy")
         files[defer] = read(res.path)
     a, b = files[True], files[False]
+    assert a["attrs"]["lib_cupy"] == b["attrs"]["lib_cupy"] == cp.__version__   # the GPU run's library
     assert a["attrs"]["snapshots_complete"] == b["attrs"]["snapshots_complete"] > 2
     assert a["attrs"]["observables_complete"] == b["attrs"]["observables_complete"]
     for k, v in b.items():

@@ -582,8 +582,12 @@ def test_the_in_memory_writer_returns_what_the_file_reader_does(tmp_path, inputs
     {"propagator.time_error": "companion"},                       # its psi in two resume slots
     {"propagator.time_error": "none", "propagator.operator": True, "grid.dx": 0.05,
      "time.t_end": 0.2},                                          # U(t) in two slots: N^2 each
+    {"propagator.time_error": "none", "propagator.operator": True, "grid.dx": 0.05,
+     "time.t_end": 0.2, "output.every": 1, "output.populations": 48},  # P: K^2 a snapshot
     {"propagator.time_error": "none", "grid.dx": 0.025, "time.t_end": 0.05},   # N = 512
-])
+    {"propagator.time_error": "none", "propagator.method": "chebyshev", "grid.dx": 0.0004,
+     "time.t_end": 0.01},                                         # N = 32000:
+])                                      # the fixed datasets (8 N bytes each) above the allowance
 def test_the_output_size_estimate_bounds_the_file_it_predicts(sets, tmp_path, inputs_dir):
     """resources.output_bytes (snapshots.file_bytes: what the disk check before a run
     compares with the free space) is at least the size of the file the run writes, and not
@@ -701,6 +705,11 @@ def test_a_full_disk_at_a_snapshot_says_the_free_space(tmp_path, inputs_dir, mon
         run(cfg, str(tmp_path), backend="numpy")
     assert e.value.free == 3 * 2 ** 10 and e.value.count == 2
     assert ": no space left on the device (the next" in str(e.value) and "3 KiB free" in str(e.value)
+    import h5py
+    with h5py.File(e.value.path) as f:           # the file says why it stopped, and where
+        assert f.attrs["storage_error"] == "no space left on the device"
+        assert f.attrs["snapshots_complete"] == 2 and f["snapshots/psi"].shape[0] == 2
+        assert not f.attrs["complete"]
 
 
 @pytest.mark.parametrize("stencil", [3, 5, "dvr"])

@@ -243,3 +243,22 @@ def test_an_interrupt_before_the_first_snapshot_leaves_no_file(where, tmp_path, 
     with pytest.raises(KeyboardInterrupt):
         run(cfgmod.loads(TEXT), tmp_path / "o", backend="numpy")
     assert list((tmp_path / "o").iterdir()) == []
+
+
+def test_a_resumed_run_that_fails_again_stays_resumable(tmp_path, monkeypatch):
+    """Resuming reopens the file as incomplete: a resumed run cut again by a full disk
+    leaves a file that says so (complete False) and resumes once more to the same result."""
+    import h5py
+    cfg = cfgmod.loads(TEXT)
+    ref, ei, part = _cut_at(cfg, 4, tmp_path, monkeypatch)
+    st = resume_state(part)
+    restore = _fail_at(monkeypatch, 2)
+    with pytest.raises(StorageError):
+        run(cfg, None, backend="numpy", resume=(st, part))
+    restore()
+    with h5py.File(part) as f:
+        assert not f.attrs["complete"]
+    st2 = resume_state(part)
+    assert st2["count"] == st["count"] + 1
+    res = run(cfg, None, backend="numpy", resume=(st2, part))
+    _same(read(res.path), ref)
