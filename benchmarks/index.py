@@ -293,13 +293,28 @@ def _run_overhead(d):
 def _mutation(d):
     out = [f"{d.get('tool', '')}, commit {d.get('commit', '')}: "
            + ("complete" if d.get("complete") else f"incomplete -- {d.get('why_incomplete', '')}"), "",
-           "| module | mutants | killed | survived | timed out | not checked |",
-           "| --- | --- | --- | --- | --- | --- |"]
+           "| module | mutants | killed | survived | timed out | not checked | equivalent |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in d["rows"]:
-        out.append(f"| {r['module']} | {r.get('mutants')} | {r.get('killed')} | {r.get('survived')} | "
-                   f"{r.get('timed_out', 0)} | {r.get('not_checked', 0)} |")
+        killed = r.get("killed")
+        if killed is None and any(k.startswith("killed") for k in r):   # killed in several ways
+            killed = sum(v for k, v in r.items() if (k.startswith("killed") or k.startswith(
+                "unchanged_and_killed")) and isinstance(v, int))
+        out.append(f"| {r['module']} | {r.get('mutants')} | {killed} | {r.get('survived')} | "
+                   f"{r.get('timed_out', 0)} | {r.get('not_checked', 0)} | {r.get('equivalent', '')} |")
     for s in d.get("survivors", []):
         out.append(f"\nsurvivor `{s['mutant']}`: {s['change']} -- {s['verdict']}")
+    return out
+
+
+def _expm_pool(d):
+    out = [f"N = {d['n']} on {d['device']}: {d.get('result', '')}", "",
+           "| dtype | path | method | formula | degree | q | squarings | pool measured | predicted | predicted - measured (matrices) |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in d["rows"]:
+        out.append(f"| {r['dtype']} | {r['path']} | {r['method']} | {r['formula']} | {r['degree']} | "
+                   f"{r['q']} | {r['squarings']} | {r['pool_measured']} | {r['predicted']} | "
+                   f"{r['diff_matrices']:.2f} |")
     return out
 
 
@@ -313,7 +328,8 @@ RENDER = {"engine": _engine, "sweep-3m": _sweep, "expm": _expm, "expm-cpu": _exp
           "accuracy": _accuracy, "step-cost": _step_cost, "expm-profile": _expm_profile,
           "propagator": _propagator, "inputs": _inputs, "absorber": _absorber,
           "formulas": _formulas, "scale": _scale, "scan": _scan,
-          "mutation": _mutation, "small-n": _small_n, "run-overhead": _run_overhead}
+          "mutation": _mutation, "small-n": _small_n, "run-overhead": _run_overhead,
+          "expm-pool": _expm_pool}
 
 
 def render(doc) -> list[str]:

@@ -49,7 +49,10 @@ for dtype, plan, A in cases:
                      ratio=high / pred, diff_matrices=(pred - high) / (n * n * np.dtype(dtype).itemsize)))
     del U, Ag
 out = os.environ.get("OUT", ".")
-json.dump(dict(n=n, device=cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), rows=rows),
+import datetime  # noqa: E402
+json.dump(dict(kind="expm-pool", date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+               command="python benchmarks/probes/expm_pool_probe.py", n=n,
+               device=cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), rows=rows),
           open(os.path.join(out, "expm_pool_probe.json"), "w"), indent=1)
 print(f"{'dtype':10} {'path':7} {'method':6} {'formula':8} {'m':>3} {'q':>2} {'s':>2} {'measured':>12} {'predicted':>12} {'ratio':>6} {'pred-meas (matrices)':>8}")
 for r in rows:
