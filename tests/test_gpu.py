@@ -667,7 +667,8 @@ def test_dense_graph_step_equals_the_launched_dense_step(name, stencil, t_end):
     import tdse
     cfg = _batch_case(name, t_end, ("propagator.method", ["dense"]))[0].with_value("grid.stencil", stencil)
     cfg = dataclasses.replace(cfg, absorber=None)
-    plan = tdse.prepare(cfg, backend="cupy", check_resolution=False)
+    # one GPU: the graph path is the single-GPU small-N path (on several, bands)
+    plan = tdse.prepare(cfg, backend="cupy", devices=[0], check_resolution=False)
     finals, counts = {}, {}
     for dense_graphs in (True, False):
         st = plan.stepper()
@@ -1004,6 +1005,52 @@ def test_free_bytes_counts_the_pools_unused_blocks():
         finally:
             pool.set_limit(size=0)
             pool.free_all_blocks()
+
+
+@pytest.mark.multi_gpu(2)
+@pytest.mark.parametrize("given", ["devices", "layout"])
+def test_expm_checks_every_gpus_memory(given):
+    """The memory fit counts each band device's own free memory: with GPU 1's pool limited
+    to 128 MiB (below the 256 MiB reserve) and GPU 0 free, expm over [0, 1] -- by
+    ``devices`` or by a given Layout -- refuses before any work, not with CuPy's
+    out-of-memory error mid-way (#28: a check of GPU 0 twice, or of the current device,
+    passes here and then fails on GPU 1)."""
+    from mgemm.dist import Layout
+    from mgemm.expm import ExpmMemoryError, free_bytes
+    n = 1024
+    rng = np.random.default_rng(11)
+    S = rng.standard_normal((n, n))
+    pool = cp.get_default_memory_pool()
+    with cp.cuda.Device(0):
+        A = cp.asarray(-0.05j * (S + S.T))
+        free0 = free_bytes(cp, 0)
+    with cp.cuda.Device(1):
+        pool.free_all_blocks()
+        pool.set_limit(size=pool.used_bytes() + 2 ** 27)
+    try:
+        with cp.cuda.Device(0):
+            assert free_bytes(cp, 1) == 2 ** 27 and abs(free_bytes(cp, 0) - free0) < 2 ** 26
+            kw = {"devices": [0, 1]} if given == "devices" else {"layout": Layout(n, [0, 1])}
+            with pytest.raises(ExpmMemoryError, match=r"N = 1024 needs .* GiB on each of 2 device"):
+                mgemm.expm(A, **kw)
+    finally:
+        with cp.cuda.Device(1):
+            pool.set_limit(size=0)
+
+
+@pytest.mark.multi_gpu(2)
+def test_expm_result_returns_to_the_inputs_gpu():
+    """A on GPU 1, its bands on GPUs 0 and 1: the gathered result (on GPU 0) is copied back
+    to GPU 1, where A lives, and equals the eigendecomposition's exponential."""
+    A, ref = _hermitian_case(768, np.complex128)
+    with cp.cuda.Device(1):
+        Ag = cp.asarray(A)
+    with cp.cuda.Device(0):
+        U = mgemm.expm(Ag, devices=[0, 1])
+    assert isinstance(U, cp.ndarray) and U.device.id == 1 and U.dtype == np.complex128
+    with cp.cuda.Device(1):
+        err = np.linalg.norm(U.get() - ref) / np.linalg.norm(ref)
+    assert err < 1e-12, err
 
 
 @pytest.mark.gpu

@@ -86,9 +86,13 @@ def test_two_dask_workers_equal_the_in_process_scan_and_survive_a_killed_worker(
     base = base.with_value("time.t_end", 120.0).with_value("field.duration", 120.0)
     sets = {"field.E0": list(np.linspace(0.02, 0.08, 6))}
     here = scan_mod.scan(base, sets, batch=2)
-    killed = []
+    killed, settings = [], []
 
     def kill_one(client):   # a worker dies while it computes a batch
+        import dask
+        from tdse.run.backend import usable_cpus
+        settings.extend(client.run(lambda: (dask.config.get("distributed.worker.profile.enabled"),
+                                            usable_cpus())).values())
         for _ in range(500):
             busy = {w: ts for w, ts in client.processing().items() if ts}
             if busy:
@@ -100,6 +104,8 @@ def test_two_dask_workers_equal_the_in_process_scan_and_survive_a_killed_worker(
         killed.append((pid, list(tasks)))
     there = scan_mod.scan(base, sets, batch=2, workers=2, out=str(tmp_path), on_submit=kill_one)
     assert killed and killed[0][1] and there["batches"] == 3   # it held a batch when it died
+    # the workers run without Dask's profiler, their BLAS held to the nanny's OMP_NUM_THREADS = 1
+    assert settings == [(False, 1), (False, 1)]
     for name in NAMES:
         assert np.array_equal(here[name], there[name]), name
 

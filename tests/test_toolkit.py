@@ -434,6 +434,31 @@ def test_blas_threads_by_size_and_option(inputs_dir, tmp_path):
         assert f.attrs["blas_threads"] == 1
 
 
+def test_thread_env_caps_usable_cpus_and_gpu_runs_hold_host_blas(inputs_dir, monkeypatch):
+    """OMP_NUM_THREADS (then OPENBLAS_, MKL_) caps usable_cpus, as Dask's nanny sets it in
+    each worker; a value that is not a positive integer is ignored.  A GPU run's Backend
+    holds the host's BLAS to blas_threads too (two GPU runs on one machine otherwise spin
+    each other's threads)."""
+    from threadpoolctl import threadpool_info
+    from tdse.run.backend import Backend, THREAD_ENV, backend_for, env_threads, usable_cpus
+    for key in THREAD_ENV:
+        monkeypatch.delenv(key, raising=False)
+    free = usable_cpus()
+    assert env_threads() is None
+    monkeypatch.setenv("MKL_NUM_THREADS", "3")
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "0")      # not positive: the next one counts
+    assert env_threads() == 3 and usable_cpus() == min(free, 3)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert env_threads() == 1 and usable_cpus() == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "two")
+    assert env_threads() == 3
+    small = cfgmod.load(os.path.join(inputs_dir, "tiny.toml"))
+    assert backend_for(small, "numpy").threads == 1
+    assert [i for i in threadpool_info() if i["user_api"] == "blas"]     # NumPy's BLAS is seen
+    with Backend("cupy", np, (0,), 1).limit():
+        assert all(i["num_threads"] == 1 for i in threadpool_info() if i["user_api"] == "blas")
+
+
 def test_long_cpu_runs_are_refused_without_yes(inputs_dir, tmp_path):
     large = os.path.join(inputs_dir, "h2plus_moving_large.toml")
     r = CliRunner().invoke(main, ["run", large, "--out", str(tmp_path), "--backend", "numpy"])

@@ -205,9 +205,10 @@ def run_batch(configs, backend="numpy", devices=None, keep_psi=False) -> dict:
     configs = [dataclasses.replace(c, propagator=dataclasses.replace(
         c.propagator, method=exponentials.Chebyshev.name, time_error="none", error_window=0,
         operator=False)) for c in configs]
-    from ..run.backend import usable_cpus
+    from ..run.backend import resolve_backend, usable_cpus
+    block = len(configs) > 1 and resolve_backend(backend, devices)[0] == "numpy"
     plan = prepare(configs[0], backend=backend, devices=devices, check_resolution=False,
-                   threads=usable_cpus() if len(configs) > 1 else None)   # a block: BLAS-3
+                   threads=usable_cpus() if block else None)   # a CPU block: BLAS-3
     xp = plan.backend.xp
     x = points(configs[0].grid)
     K = configs[0].output.populations
@@ -302,6 +303,13 @@ def _need_dask_cuda():
                           "(no --workers)") from None
 
 
+#: the Dask configuration of the clusters a scan starts itself: no statistical profiler in
+#: the workers (a thread sampling the running task's stack every 10 ms: on one H200 a
+#: 1000-member batch stepped 6.15 s in process, 8.97 s in a worker with it, 7.53 s
+#: without; ``dask_gpus.sh``, 2026-11-24).  A cluster of one's own: docs/SCANS.md.
+WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
+
+
 def _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi, on_submit=None):
     """(batch number, result) as batches finish: here, or on a Dask cluster (a LocalCluster
     of ``workers``, or the one at ``scheduler``) where a batch whose worker dies is retried."""
@@ -311,14 +319,17 @@ def _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi, o
         for k in todo:
             yield k, run_batch([sc.configs[i] for i in groups[k]], backend, devices, keep_psi)
         return
+    import dask
     from dask.distributed import Client, LocalCluster, as_completed
     cluster = None
-    if scheduler is None and backend == "cupy":   # one worker per GPU (checked before any work)
-        from dask_cuda import LocalCUDACluster
-        cluster = LocalCUDACluster(n_workers=workers, threads_per_worker=1, dashboard_address=None)
-    elif scheduler is None:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
+    with dask.config.set(WORKER_CONFIG):   # the nannies pass it to their workers
+        if scheduler is None and backend == "cupy":   # one worker per GPU (checked before any work)
+            from dask_cuda import LocalCUDACluster
+            cluster = LocalCUDACluster(n_workers=workers, threads_per_worker=1,
+                                       dashboard_address=None)
+        elif scheduler is None:
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=None)
     client = Client(cluster if cluster is not None else scheduler)
     try:
         futures = {client.submit(run_batch, [sc.configs[i] for i in groups[k]], backend, devices,
