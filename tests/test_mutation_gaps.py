@@ -77,6 +77,8 @@ def test_expm_apply_of_a_multiple_of_the_identity_and_its_terms():
     Y, info = chebyshev.expm_apply(lambda Z: A @ Z, X, 0.4, lo, hi, 1e-12, np)
     assert info["R"] == pytest.approx(0.4 * (hi - lo) / 2, rel=1e-15)
     assert info["terms"] == chebyshev.terms(0.4 * (hi - lo) / 2, 1e-12)
+    assert set(info) == {"terms", "R", "truncation_bound"}
+    assert info["truncation_bound"] == chebyshev.tail_bound(info["R"], info["terms"]) <= 1e-12
     with pytest.raises(ValueError):
         chebyshev.expm_apply(lambda Z: Z, X, 0.3, 2.0, 1.0, 1e-12, np)
 
@@ -106,6 +108,29 @@ def test_axpy_on_every_layout():
     ref = y64 + np.complex64(a) * x64
     f(a, x64, y64)
     assert np.allclose(y64, ref, rtol=1e-6)
+    # mixed precisions, both contiguous: y updated in place whichever is the wider (zaxpy
+    # on a complex64 y would write into a converted copy and leave y as it was)
+    for xd, yd in ((np.complex128, np.complex64), (np.complex64, np.complex128)):
+        x = (rng.standard_normal(7) + 1j * rng.standard_normal(7)).astype(xd)
+        y = (rng.standard_normal(7) + 1j * rng.standard_normal(7)).astype(yd)
+        ref = y + a * x
+        f(a, x, y)
+        assert y.dtype == yd and np.allclose(y, ref, rtol=1e-6), (xd, yd)
+
+
+def test_chebyshev_terms_refusals_by_message():
+    """terms() refuses a negative or non-finite R by name, and a tolerance no K meets (here
+    a negative one) with the most terms it tries; a large R (60000) is counted without
+    reaching that cap (the cap is _MAX_TERMS beyond R, not _MAX_TERMS)."""
+    for R in (-0.5, math.inf, math.nan):
+        with pytest.raises(ValueError, match="R must be finite and >= 0, got R="):
+            chebyshev.terms(R, 1e-12)
+        with pytest.raises(ValueError, match="R must be finite and >= 0, got R="):
+            chebyshev.terms_near(R, 1e-12, 5)          # the same refusal, whatever the guess
+    with pytest.raises(ValueError, match=r"R = 5 needs more than 100000 Chebyshev terms"):
+        chebyshev.terms(5.0, -1.0)
+    K = chebyshev.terms(60000.0, 1e-12)
+    assert 60000 < K < 61000 and chebyshev.tail_bound(60000.0, K) <= 1e-12 < chebyshev.tail_bound(60000.0, K - 1)
 
 
 # ---------------------------------------------------------------- spectra (2026-11-24 survivors)
@@ -1165,24 +1190,59 @@ def test_3m_splits_are_paced_by_first_uses():
     """3m: B_j's split waits (``after``) for the first op reading B_(j-2)'s stack; a
     worker's split of its next A band for the first op reading its previous band's stack;
     a worker's first band and B_0, B_1 wait for nothing."""
-    s = _schedules()["3m all"]
-    k = s.k
+    from mgemm.schedule import plan_gemm
+    # the second: one worker, the B source itself, so its own GEMMs (no copies) are the
+    # first readers of B's stack
+    alone = plan_gemm(40, 24, 56, workers=[1], a_dev=0, b_dev=1, c_dev=2, tile=8,
+                      beta_zero=False, method="3m")
+    for s in (_schedules()["3m all"], alone):
+        k = s.k
 
-    def first_reader(buf, r0, r1):
-        return min(op.id for op in s.ops for R, _ in op.reads
-                   if R.buf == buf and R.r0 >= r0 and R.r1 <= r1)
-    splits_b = {op.label: op for op in s.ops if op.kind == "split" and op.label.startswith("split B")}
-    nb = len(splits_b)
-    assert nb == math.ceil(s.n / s.tile) >= 4
-    for j in range(nb):
-        want = [] if j < 2 else [first_reader("B3", (j - 2) * 3 * k, (j - 1) * 3 * k)]
-        assert splits_b[f"split B{j}"].after == want, j
-    splits_a = {op.label: op for op in s.ops if op.kind == "split" and op.label.startswith("split A")}
-    for bands in s.bands_of:
-        for li, i in enumerate(bands):
-            r0, r1 = s.bands[bands[li - 1]] if li else (0, 0)
-            want = [first_reader("A3", r0, r1)] if li else []
-            assert splits_a[f"split A{i}"].after == want, (bands, li)
+        def first_reader(buf, r0, r1):
+            return min(op.id for op in s.ops for R, _ in op.reads
+                       if R.buf == buf and R.r0 >= r0 and R.r1 <= r1)
+        splits_b = {op.label: op for op in s.ops if op.kind == "split" and op.label.startswith("split B")}
+        nb = len(splits_b)
+        assert nb == math.ceil(s.n / s.tile) >= 4
+        for j in range(nb):
+            want = [] if j < 2 else [first_reader("B3", (j - 2) * 3 * k, (j - 1) * 3 * k)]
+            assert splits_b[f"split B{j}"].after == want, j
+        splits_a = {op.label: op for op in s.ops if op.kind == "split" and op.label.startswith("split A")}
+        for bands in s.bands_of:
+            for li, i in enumerate(bands):
+                r0, r1 = s.bands[bands[li - 1]] if li else (0, 0)
+                want = [first_reader("A3", r0, r1)] if li else []
+                assert splits_a[f"split A{i}"].after == want, (bands, li)
+    assert any(op.kind == "gemm" and op.id in [a for op2 in alone.ops if op2.kind == "split"
+                                                for a in op2.after] for op in alone.ops)
+
+
+def test_interleave_orders_the_issue_by_tile_or_by_band():
+    """interleave="tile" issues every worker's tile j before any worker's tile j + 1;
+    "band" issues a worker's whole band before the next worker's: the workers' GEMMs in
+    issue order change worker at every tile, or once a band.  Both are correct schedules
+    (the emulator runs either); only the order differs."""
+    from mgemm.schedule import plan_gemm
+    kw = dict(workers=[0, 1, 2], a_dev=0, b_dev=1, c_dev=2, tile=8, beta_zero=True)
+    for mode in ("tile", "band"):
+        s = plan_gemm(48, 16, 40, interleave=mode, **kw)
+        devs = [op.dev for op in sorted(s.ops, key=lambda o: o.id) if op.kind == "gemm"]
+        runs = [d for i, d in enumerate(devs) if i == 0 or devs[i - 1] != d]
+        nb, steps = math.ceil(40 / 8), max(len(b) for b in s.bands_of)
+        per_band = [w for w, b in zip(kw["workers"], s.bands_of) if b]
+        assert len(s.bands_of) == 3 and steps >= 1 and nb == 5
+        want = ([d for _ in range(steps) for _ in range(nb) for d in per_band] if mode == "tile"
+                else [d for _ in range(steps) for d in per_band])
+        assert runs == want, mode
+
+
+def test_reductions_carry_the_calls_beta():
+    """With beta kept, each band sent to C's device is reduced there by an 'axpby' op whose
+    beta is the placeholder 'beta' (the call's value), reading the received band and C."""
+    s = _schedules()["native beta"]
+    red = [op for op in s.ops if op.kind == "axpby"]
+    assert red and all(op.beta == "beta" and op.dev == s.c_dev for op in red)
+    assert all([R.buf for R, _ in op.reads] == [f"recvC{op.stream[len('reduce'):]}", "C"] for op in red)
 
 
 def test_band_rows_apportion_by_largest_remainder():

@@ -86,6 +86,41 @@ def test_chebyshev_tail_bound_is_a_bound_and_tight_enough():
         assert K <= 1.02 * fewest + 1
 
 
+def _kapteyn_tail(R, K, n=20000):
+    """2 sum_(k>K) of Kapteyn's bound on |J_k(R)| (DLMF 10.14.5, z = R/k <= 1):
+    z^k exp(k sqrt(1 - z^2)) / (1 + sqrt(1 - z^2))^k, summed in logs over n terms."""
+    k = np.arange(K + 1, K + n, dtype=float)
+    z = R / k
+    s = np.sqrt(1.0 - z * z)
+    return 2.0 * np.exp(k * (np.log(z) + s - np.log1p(s))).sum()
+
+
+def test_chebyshev_tail_bound_is_the_kapteyn_sum_and_above_the_true_tail():
+    """tail_bound(R, K) against the whole Kapteyn sum written out here (NumPy, 20000 terms)
+    and the true tail 2 sum |J_k(R)| (SciPy): never below the true tail, and within
+    [0.98, 1 + 1.1e-3] of the Kapteyn sum -- above by at most the rest's 1e-3 allowance,
+    below by at most 2 % where the power-series rest (DLMF 10.14.4) undercuts Kapteyn's
+    (measured 0.984-1.001 over R = 1e-3..2000, K - ceil(R) = 0..300).  The two ends: R = 0
+    gives 0, K < R gives inf; _kapteyn itself by value against the same formula."""
+    for R in np.geomspace(1e-3, 2000.0, 23):
+        for dK in (0, 1, 2, 5, 13, 40, 120, 300):
+            K = max(1, math.ceil(R)) + dK
+            b, ref = chebyshev.tail_bound(R, K), _kapteyn_tail(R, K)
+            if ref < 1e-280:
+                assert b <= 1e-270, (R, K, b)
+                continue
+            true = 2 * np.abs(scipy.special.jv(np.arange(K + 1, K + 3000), R)).sum()
+            assert true <= b and 0.98 * ref <= b <= (1 + 1.1e-3) * ref, (R, K, b / ref)
+    assert chebyshev.tail_bound(0.0, 5) == 0.0
+    assert chebyshev.tail_bound(7.5, 7) == math.inf and chebyshev.tail_bound(7.0, 7) < math.inf
+    for k, R in ((3, 0.5), (12, 11.9), (40, 3.0), (500, 480.0)):
+        z = R / k
+        s = math.sqrt(1 - z * z)
+        assert chebyshev._kapteyn(k, R) == pytest.approx(z ** k * math.exp(k * s) / (1 + s) ** k, rel=1e-12)
+        assert abs(scipy.special.jv(k, R)) <= chebyshev._kapteyn(k, R)
+    assert chebyshev._kapteyn(2000, 1e-3) == 0.0          # below exp(-745): 0, not an underflow
+
+
 @pytest.mark.parametrize("tau", [0.003, 0.4, 6.0])
 def test_chebyshev_matches_expm_for_vectors_and_blocks(rng, tau):
     n = 50

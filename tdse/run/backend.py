@@ -1,5 +1,5 @@
 """The backend a run computes on, decided once: :class:`Backend` (the array module, its
-GPUs, the GEMM options of a step, BLAS threads on the CPU)."""
+GPUs, the GEMM options of a step, the host's BLAS threads)."""
 from __future__ import annotations
 
 import os

@@ -179,7 +179,7 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
     the result is bit-identical on the CPU).  SIGINT/SIGTERM close the file valid and raise
     :class:`tdse.run.interrupts.Interrupted`.  ``force``: overwrite an existing output;
     ``allow_inaccurate``: run although the exponential misses its tolerance;
-    ``threads``: BLAS threads on the CPU (default: :func:`tdse.run.backend.blas_threads`)."""
+    ``threads``: the host's BLAS threads, on a GPU run too (default: :func:`tdse.run.backend.blas_threads`)."""
     plan = config if isinstance(config, RunPlan) else prepare(
         config, backend=backend, devices=devices, threads=threads,
         allow_inaccurate=allow_inaccurate, pc=precheck_result)
