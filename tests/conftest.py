@@ -25,6 +25,23 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason=f"needs {need} GPUs, found {n}"))
 
 
+@pytest.fixture(autouse=True)
+def _fresh_caches_under_mutation():
+    """Mutation runs only (a mutant's name in MUTANT_UNDER_TEST, tests/README.md): mutmut's
+    forked runner inherits the caches its parent filled while it collected coverage, so a
+    mutant in a cached builder would never run there; each test then starts with them
+    empty.  Outside a mutant's run nothing is cleared."""
+    if "__mutmut_" in os.environ.get("MUTANT_UNDER_TEST", ""):
+        import importlib   # mgemm.expm is also the name of the function mgemm exports
+        mod = importlib.import_module
+        mod("tdse.model.hamiltonian")._CACHE.clear()
+        mod("tdse.numerics.cost")._CACHE.clear()
+        for name, fn in (("mgemm.expm", "_peak"), ("mgemm.plan", "_formula_errors"),
+                         ("mgemm.formulas", "realized")):
+            getattr(getattr(mod(name), fn), "cache_clear", lambda: None)()
+    yield
+
+
 @pytest.fixture
 def rng(request):
     # fresh random inputs each test, but reproducible from the test's name
