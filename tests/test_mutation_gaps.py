@@ -1557,6 +1557,31 @@ def test_kinetic_max_is_the_top_of_the_stencils_symbol(stencil):
     assert symbol.min() >= -1e-12 * symbol.max()
 
 
+@pytest.mark.parametrize("stencil", [3, 5, "dvr"])
+def test_onenorm_bounds_against_the_matrix_1_norm(stencil):
+    """onenorm_bounds' (c, r) against ||s T + diag(v) - c I||_1 of the dense matrix (NumPy),
+    v random in [vmin, vmax] with both ends on interior columns: never above r, and r is
+    attained (3-/5-point: to rounding; the DVR's r sums its column over the infinite
+    lattice, N = 301 holds 99 % of it), with and without ``scale``."""
+    from tdse.model.hamiltonian import dvr_column, kinetic_bands, onenorm_bounds
+    import scipy.linalg
+    n, dx, vmin, vmax = 301, 0.23, -3.1, 0.7
+    if stencil == "dvr":
+        T = scipy.linalg.toeplitz(dvr_column(n, dx))
+    else:
+        d0, d1, d2 = kinetic_bands(stencil, dx)
+        T = (np.diag(np.full(n, d0)) + np.diag(np.full(n - 1, d1), 1) + np.diag(np.full(n - 1, d1), -1)
+             + np.diag(np.full(n - 2, d2), 2) + np.diag(np.full(n - 2, d2), -2))
+    rng = np.random.default_rng(3)
+    v = rng.uniform(vmin, vmax, n)
+    v[n // 2], v[n // 2 + 1] = vmin, vmax
+    for s, args in ((1.0, ()), (0.6, (0.6,))):
+        c, r = onenorm_bounds(stencil, dx, vmin, vmax, *args)
+        norm = np.abs(s * T + np.diag(v) - c * np.eye(n)).sum(axis=0).max()
+        low = 0.99 if stencil == "dvr" else 1 - 1e-12
+        assert low * r <= norm <= r * (1 + 1e-12), (s, norm / r)
+
+
 def test_kinetic_max_of_the_dvr_and_bad_stencils():
     """The sinc-DVR's kinetic symbol k^2/2 tops at k = pi/dx; a stencil that is none of
     3, 5, 'dvr' is refused naming it."""
