@@ -27,14 +27,18 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _fresh_caches_under_mutation():
-    """Mutation runs only (a mutant's name in MUTANT_UNDER_TEST, tests/README.md): mutmut's
-    forked runner inherits the caches its parent filled while it collected coverage, so a
-    mutant in a cached builder would never run there; each test then starts with them
-    empty.  Outside a mutant's run nothing is cleared."""
-    if "__mutmut_" in os.environ.get("MUTANT_UNDER_TEST", ""):
+    """Mutation runs only (MUTANT_UNDER_TEST names a mutant, or is "stats" while mutmut
+    records which tests call each function; tests/README.md): mutmut's forked runner
+    inherits the caches its parent filled while it collected coverage, so a mutant in a
+    cached builder would never run there, and a builder behind a cache is recorded as
+    called by the first test that filled it only (its mutants then run that test alone);
+    each test then starts with them empty.  Outside a mutation run nothing is cleared."""
+    mutant = os.environ.get("MUTANT_UNDER_TEST", "")
+    if mutant == "stats" or "__mutmut_" in mutant:
         import importlib   # mgemm.expm is also the name of the function mgemm exports
         mod = importlib.import_module
         mod("tdse.model.hamiltonian")._CACHE.clear()
+        mod("tdse.model.hamiltonian")._STENCIL_PATTERN.clear()
         mod("tdse.numerics.cost")._CACHE.clear()
         for name, fn in (("mgemm.expm", "_peak"), ("mgemm.plan", "_formula_errors"),
                          ("mgemm.formulas", "realized")):

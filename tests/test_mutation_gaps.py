@@ -1059,6 +1059,18 @@ def test_block_operator_against_the_dense_generator(stencil, path, cols, inputs_
     if cols == 1:                     # a single state as a vector: the same numbers
         v = h.BlockOperator(g, s, V[:, 0], alpha=alpha, shift=shift)(X[:, 0])
         assert np.abs(v - want[:, 0]).max() <= 1e-12 * scale
+    # blocks in Fortran order and an accumulator that is a strided view (the CPU GEMM path
+    # copies what is not C-contiguous, its BLAS axpy needs a contiguous Y): the same numbers
+    Xf, Pf = np.asfortranarray(X), np.asfortranarray(P)
+    assert np.abs(op(Xf) - want).max() <= 1e-12 * scale
+    Ybig = np.zeros((g.n, 2 * cols), dtype=np.complex128)
+    Yv = Ybig[:, ::2]
+    Yv[...] = Y0
+    Z = op.recur(Xf, Pf, Yv, a)
+    assert np.abs(Z - (want - P)).max() <= 1e-12 * scale
+    assert np.abs(Ybig[:, ::2] - (Y0 + a * (want - P))).max() <= 1e-12 * scale
+    assert not Ybig[:, 1::2].any()
+    assert np.abs(X - Xf).max() == 0 and np.abs(P - Pf).max() == 0   # inputs untouched
 
 
 # ---------------------------------------------------------------- mgemm.schedule (mutation run)
@@ -1843,3 +1855,94 @@ def test_bounds_over_with_offsets_against_the_direct_sums(inputs_dir):
     lo, hi = bounds_over(cfg.potential, x, ts)
     v = np.array([total(cfg.potential, x, t) for t in ts])
     assert (lo, hi) == (pytest.approx(v.min(), rel=1e-13), pytest.approx(v.max(), rel=1e-13))
+
+
+# ---------------------------------------------------------------- hamiltonian (whole run, 2026-11-25)
+def test_dvr_kinetic_energy_of_moving_packets_is_the_analytic_second_derivative(inputs_dir):
+    """The sinc-DVR T (Colbert & Miller 1992, eq. (A7)) on Gaussian packets with momenta
+    k0 = 2 and -1.5: -psi''/2 written out, psi'' = psi ((-(x - x0)/s^2 + i k0)^2 - 1/s^2),
+    to 1e-9 of its largest entry -- the dense T, Operator's circulant embedding by FFT and
+    BlockOperator's GEMM and FFT paths alike, on two grids one after the other (each cached
+    symbol belongs to its own grid).  The packets' spectra end far below pi/dx (their
+    tails there are below 1e-12), so the DVR is exact to rounding for them.  A lost sign
+    pattern (-1)^(i-j) is the similarity D T D, D = diag((-1)^i): every eigenvalue kept
+    (the atom's energies pass), the packet's momentum turned by pi/dx."""
+    from tdse import config as cfgmod
+    from tdse.model import hamiltonian as h
+    from tdse.model.grid import points
+    base = cfgmod.load(os.path.join(inputs_dir, "tiny.toml")).with_value("grid.stencil", "dvr")
+    for cfg in (base, base.with_value("grid.dx", 0.16)):
+        g = cfg.grid
+        x = points(g)
+        s, x0 = 0.7, 0.3
+        cols = []
+        for k0 in (2.0, -1.5):
+            psi = np.exp(-(x - x0) ** 2 / (2 * s * s) + 1j * k0 * x)
+            cols.append((psi, -0.5 * psi * ((-(x - x0) / s ** 2 + 1j * k0) ** 2 - 1 / s ** 2)))
+        X = np.stack([c[0] for c in cols], axis=1)
+        want = np.stack([c[1] for c in cols], axis=1)
+        tol = 1e-9 * np.abs(want).max()
+        assert np.abs(h.kinetic_dense(g) @ X - want).max() <= tol
+        zero = np.zeros(g.n)
+        op = h.Operator(cfg, 1.0, zero)
+        assert np.abs(op(X) - want).max() <= tol and np.abs(op(X[:, 0]) - want[:, 0]).max() <= tol
+        assert np.abs(h.apply(cfg, X, zero) - want).max() <= tol
+        block = h.BlockOperator(g, 1.0, np.zeros((g.n, 2)))
+        assert block.T is not None and np.abs(block(X) - want).max() <= tol
+        old = h.DVR_GEMM_MIN_B
+        try:
+            h.DVR_GEMM_MIN_B = 10 ** 9                    # the block's FFT path
+            block = h.BlockOperator(g, 1.0, np.zeros((g.n, 2)))
+            assert block.T is None and np.abs(block(X) - want).max() <= tol
+        finally:
+            h.DVR_GEMM_MIN_B = old
+
+
+def test_generator_with_an_absorber_is_its_definition_written_out(inputs_dir):
+    """generator_dense and generator_columns with an absorber against the module's
+    definition, s (T - i W) + diag(v), written out from the kinetic matrix and the
+    absorber's profile (:func:`tdse.model.absorber.absorber_profile`): the sign and the
+    factor s of the absorbing term, which the columns-against-dense test cannot see."""
+    from tdse import config as cfgmod
+    from tdse.model import hamiltonian as h
+    cfg = cfgmod.load(os.path.join(inputs_dir, "atom_hhg.toml"))
+    assert cfg.absorber is not None
+    rng = np.random.default_rng(31)
+    v = rng.standard_normal(cfg.grid.n)
+    W = absorber_profile(cfg)
+    assert W.max() > 0.5
+    for s in (1.0, 0.37):
+        want = s * h.kinetic_dense(cfg.grid) - 1j * s * np.diag(W) + np.diag(v)
+        G = h.generator_dense(cfg, s, v)
+        assert np.abs(G - want).max() <= 1e-14 * np.abs(want).max()
+        band = h.generator_columns(cfg, s, v, 40, 90)
+        assert np.abs(band - want[:, 40:90]).max() <= 1e-14 * np.abs(want).max()
+
+
+def test_block_measure_energy_of_eigenstates_is_their_eigenvalue(inputs_dir):
+    """BlockMeasure's <H> (its kinetic part from BlockOperator's default scaling) of the
+    molecular H's eigenstates, each a member of a block, equals the eigenvalues of the
+    dense symmetric solver (scipy.linalg.eigh of H written out) to 1e-10, for each
+    stencil; no field, so H(t) = H."""
+    import dataclasses
+    import scipy.linalg
+    from tdse import config as cfgmod
+    from tdse.model import hamiltonian as h
+    from tdse.model.grid import points
+    from tdse.model.observables import BlockMeasure
+    from tdse.model.potential import soft_core
+    for stencil in (3, 5, "dvr"):
+        cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml")).with_value("grid.stencil", stencil)
+        cfg = dataclasses.replace(cfg, potential=dataclasses.replace(
+            cfg.potential, centres=tuple(dataclasses.replace(c, amplitude=0.0)
+                                          for c in cfg.potential.centres)))
+        x = points(cfg.grid)
+        H = h.kinetic_dense(cfg.grid) + np.diag(soft_core(cfg.potential, x, 0.0))
+        E, vec = scipy.linalg.eigh(H)
+        K = cfg.output.populations
+        phi = (vec[:, :K] / np.sqrt(cfg.grid.dx)).T                 # sum |phi|^2 dx = 1
+        X = np.ascontiguousarray(phi[:3].T, dtype=np.complex128)
+        bm = BlockMeasure([cfg] * 3, x, np.broadcast_to(phi[None], (3, K, cfg.grid.n)), X, np)
+        rows = bm(0.0, X)
+        assert np.abs(np.ravel(rows["energy"]) - E[:3]).max() <= 1e-10 * np.abs(E[:3]).max()
+        assert np.abs(np.ravel(rows["norm"]) - 1.0).max() <= 1e-12
