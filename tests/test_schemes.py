@@ -179,6 +179,34 @@ def test_apply_matches_dense_for_vectors_and_blocks(rng, stencil):
     assert np.abs(hamiltonian.apply(cfg, X[:, 1], v, np, 0.5) - G @ X[:, 1]).max() < 1e-12 * scale
 
 
+@pytest.mark.parametrize("n", [8, 9, 64, 501])
+@pytest.mark.parametrize("stencil", [3, 5, "dvr"])
+def test_centrosymmetric_halves_equal_the_dense_kinetic_product(rng, n, stencil):
+    """kinetic_halves + centro_matmul (T X by two half-size products: the CPU scan's DVR
+    kinetic energy) against T @ X written out, even and odd N, a block and a strided view
+    of one; the halves' sizes; any random symmetric Toeplitz matrix (N down to 1, the
+    grid's smallest being 8), and one that is not centrosymmetric fails the identity (it is
+    T = J T J that it uses)."""
+    cfg = make_config(n=n, dx=0.3, stencil=stencil)
+    T = hamiltonian.kinetic_dense(cfg.grid)
+    P, Q = hamiltonian.kinetic_halves(cfg.grid)
+    assert P.shape == ((n + 1) // 2,) * 2 and Q.shape == (n // 2,) * 2
+    X = rng.standard_normal((n, 6))
+    for block in (X, X[:, ::2], np.asfortranarray(X), X[:, 0:1]):
+        for alpha in (1.0, -0.37):      # alpha T X: the scale taken by BLAS (dgemm's alpha)
+            want = alpha * (T @ block)
+            got = hamiltonian.centro_matmul(P, Q, block, alpha=alpha)
+            assert got.shape == want.shape
+            assert np.abs(got - want).max() <= 1e-14 * np.abs(T).max() * np.abs(block).sum(axis=0).max()
+    for k in sorted({1, 2, 3, n}):      # any symmetric Toeplitz matrix is centrosymmetric
+        R, Xk = scipy.linalg.toeplitz(rng.standard_normal(k)), X[:k]
+        assert np.abs(hamiltonian.centro_matmul(*hamiltonian.centro_halves(R), Xk) - R @ Xk).max() \
+            <= 1e-14 * np.abs(R).max() * np.abs(Xk).sum(axis=0).max()
+        if k >= 2:                      # one that is not (R != J R J) fails the identity
+            R[0, 1] += 1.0
+            assert np.abs(hamiltonian.centro_matmul(*hamiltonian.centro_halves(R), Xk) - R @ Xk).max() > 1e-3
+
+
 @pytest.mark.parametrize("stencil", [3, 5, "dvr"])
 @pytest.mark.parametrize("scale", [1.0, 0.5])
 def test_spectrum_bounds_contain_the_spectrum_and_are_tight(stencil, scale):

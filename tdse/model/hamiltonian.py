@@ -130,6 +130,68 @@ def kinetic_dense(grid, xp=np, dtype=np.float64):
     return T.astype(dtype, copy=False) if T.dtype != np.dtype(dtype) else T
 
 
+def kinetic_halves(grid, xp=np):
+    """(P, Q): the symmetric Toeplitz T (N = 2m + o, o = N mod 2) reduced to two blocks of
+    about half its size, so that T X costs half the flops of one N x N product.
+
+    T = J T J with J the reversal (every symmetric Toeplitz matrix is centrosymmetric), and
+    such a matrix is orthogonally similar to a block diagonal of two half-size blocks
+    (Cantoni & Butler, Linear Algebra Appl. 13, 275 (1976)).  Written without the
+    orthogonal factors: with A = T[:m, :m], M = T[:m, N-m:] J, b = T[:m, m] and t0 = T[m, m]
+    (the middle row and column, when o = 1), S = X1 + J X2 and D = X1 - J X2 of the top and
+    bottom m rows of X,
+
+        P [S; x_m] = [(Y1 + J Y2) / 2; y_m],   P = [[(A + M)/2, b], [b^T, t0]],
+        Q D = (Y1 - J Y2) / 2,                 Q = (A - M)/2,
+
+    for Y = T X (:func:`centro_matmul`).  Cached per grid and device."""
+    return _cached(("halves", grid.n, grid.dx, grid.stencil, _device_key(xp)),
+                   lambda: tuple(xp.asarray(h) for h in centro_halves(np.asarray(kinetic_dense(grid)))))
+
+
+def centro_halves(T):
+    """(P, Q) of :func:`kinetic_halves` for a centrosymmetric (T = J T J) N x N matrix T."""
+    n = T.shape[0]
+    m, odd = n // 2, n % 2
+    A, M = T[:m, :m], T[:m, n - m:][:, ::-1]
+    P = np.empty((m + odd, m + odd))
+    P[:m, :m] = 0.5 * (A + M)
+    if odd:
+        P[:m, m], P[m, :m], P[m, m] = T[:m, m], T[m, :m], T[m, m]
+    return P, np.ascontiguousarray(0.5 * (A - M))
+
+
+def centro_matmul(P, Q, X, xp=np, alpha=1.0):
+    """alpha T X for a real N x M block X, with (P, Q) = :func:`kinetic_halves` of T: two
+    products of (N/2)^2 M in place of one of N^2 M, and four passes over X."""
+    n = X.shape[0]
+    m, odd = n // 2, n % 2
+    top, bottom = X[:m], X[n - m:][::-1]           # X1 and J X2
+    S = xp.empty((m + odd,) + X.shape[1:], dtype=X.dtype)
+    xp.add(top, bottom, out=S[:m])
+    if odd:
+        S[m] = X[m]
+    p, q = _product(P, S, alpha, xp), _product(Q, top - bottom, alpha, xp)
+    out = xp.empty_like(X)
+    xp.add(p[:m], q, out=out[:m])
+    xp.subtract(p[:m], q, out=out[n - m:][::-1])
+    if odd:
+        out[m] = p[m]
+    return out
+
+
+def _product(A, B, alpha, xp):
+    """alpha A B; on the CPU one BLAS dgemm that takes alpha (C-ordered operands as their
+    Fortran-ordered transposes: (A B)^T = B^T A^T, no copies)."""
+    if xp is np and A.size and B.size and A.dtype == B.dtype == np.float64:
+        from scipy.linalg.blas import dgemm
+        return dgemm(alpha, B.T, A.T).T
+    out = A @ B
+    if alpha != 1.0:
+        out *= alpha
+    return out
+
+
 def dvr_symbol(n, dx, xp):
     """Eigenvalues of the circulant (size 2N) that embeds the DVR's Toeplitz T."""
     def make():
@@ -277,7 +339,8 @@ class BlockOperator:
     GPU one band kernel, :func:`band_kernel`) or one real GEMM on the block viewed as
     N x 2B reals (the DVR, N <= DVR_GEMM_MAX_N: T is real,
     so it acts on the real and imaginary parts alike; by FFT beyond) for the whole block,
-    the diagonal elementwise (one fused kernel on a GPU).  What a batch of runs that share
+    the diagonal elementwise (one fused kernel on a GPU); on the CPU the DVR's GEMM is two
+    half-size products (:func:`kinetic_halves`).  What a batch of runs that share
     grid, stencil and time step applies in each Chebyshev term
     (:class:`tdse.numerics.stepper.BatchStepper`)."""
 
@@ -288,8 +351,11 @@ class BlockOperator:
         self.T = self.mat = self.bands = None
         cols = self.diag.shape[1] if self.diag.ndim == 2 else 1
         gemm = grid.n <= DVR_GEMM_MAX_N and (xp is not np or cols >= DVR_GEMM_MIN_B)
+        self.halves = None
         if grid.stencil == "dvr" and gemm:
             self.T = kinetic_dense(grid, xp)
+            if xp is np:                 # half the flops (kinetic_halves; not on a GPU yet)
+                self.halves = kinetic_halves(grid)
         elif grid.stencil == "dvr":
             self.lam = self.k * dvr_symbol(grid.n, grid.dx, xp)[:, None]
         elif xp is not np:               # the stencil by one kernel (band_kernel)
@@ -311,7 +377,10 @@ class BlockOperator:
         if self.T is not None:
             Xc = xp.ascontiguousarray(X)
             real = Xc.view(np.float64).reshape(self.n, -1)          # N x 2B: re, im interleaved
-            return (self.T @ real).view(np.complex128).reshape(X.shape), self.k
+            if self.halves is None:
+                return (self.T @ real).view(np.complex128).reshape(X.shape), self.k
+            TX = centro_matmul(*self.halves, real, xp, alpha=self.k)        # k folded in
+            return TX.view(np.complex128).reshape(X.shape), 1.0
         pad = xp.zeros((2 * self.n,) + X.shape[1:], dtype=np.complex128)
         pad[:self.n] = X
         lam = self.lam if X.ndim == 2 else self.lam[:, 0]      # a block, or one vector
@@ -325,8 +394,21 @@ class BlockOperator:
         kin, k = self._kinetic(X)
         if self.xp is not np:
             return _fused_kernel(self.xp)(kin, self.diag, X, k)
-        kin *= k
-        kin += self.diag * X
+        return self._add_diagonal(kin, k, X)
+
+    def _add_diagonal(self, kin, k, X):
+        """kin <- k kin + diag X on the host; a C-ordered block as reals (the real diagonal
+        repeated for re and im: no complex temporary)."""
+        if k != 1.0:
+            kin *= k
+        if X.ndim == 2 and self.diag.shape == X.shape and X.flags.c_contiguous \
+                and kin.flags.c_contiguous and X.dtype == kin.dtype == np.complex128:
+            if getattr(self, "_diag2", None) is None:
+                self._diag2 = np.repeat(self.diag, 2, axis=1)
+            real = kin.view(np.float64)
+            real += self._diag2 * X.view(np.float64)
+        else:
+            kin += self.diag * X
         return kin
 
     def recur(self, X, P, Y, a):
@@ -337,8 +419,7 @@ class BlockOperator:
             z = self.xp.empty_like(kin)
             _recur_kernel(self.xp)(kin, self.diag, X, P, k, a, z, Y)
             return z
-        kin *= k
-        kin += self.diag * X
+        kin = self._add_diagonal(kin, k, X)
         kin -= P
         Y += a * kin
         return kin

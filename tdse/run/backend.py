@@ -2,7 +2,9 @@
 GPUs, the GEMM options of a step, the host's BLAS threads)."""
 from __future__ import annotations
 
+import math
 import os
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,20 +92,42 @@ def env_threads() -> int | None:
     return None
 
 
+#: (wall seconds, this process's CPU seconds) at import and at each look of
+#: :func:`usable_cpus` at least a second after the last: what :func:`own_load` integrates
+_LOOKS = [(time.monotonic(), time.process_time())]
+
+
+def own_load(looks, now, cpu) -> float:
+    """This process's own part of the 1-minute load average: its CPU seconds per second
+    (all its threads) over each interval between successive looks, and from the last look
+    to (now, cpu), each interval weighted as the kernel's average weights it, e^(-age/60)
+    (a constant rate r over ages [a1, a0] adds r (e^(-a1/60) - e^(-a0/60)))."""
+    own, points = 0.0, list(looks) + [(now, cpu)]
+    for (t0, c0), (t1, c1) in zip(points, points[1:]):
+        if t1 > t0:
+            own += (c1 - c0) / (t1 - t0) * (math.exp(-(now - t1) / 60.0) - math.exp(-(now - t0) / 60.0))
+    return own
+
+
 def usable_cpus() -> int:
     """CPUs this process may run on, less those other processes keep busy (the 1-minute
-    load average, read before this run starts computing), at most :func:`env_threads`
-    where the environment sets a count, at least 1."""
+    load average less this process's own part of it, :func:`own_load`: a scan's second
+    batch, or a second run in one process, is not slowed by the first), at most
+    :func:`env_threads` where the environment sets a count, at least 1."""
     try:
         n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover
         n = os.cpu_count() or 1
     n = min(n, env_threads() or n)
+    now, cpu = time.monotonic(), time.process_time()
     try:
-        busy = int(os.getloadavg()[0] + 0.5)
+        busy = max(0.0, os.getloadavg()[0] - own_load(_LOOKS, now, cpu))
     except OSError:  # pragma: no cover
-        busy = 0
-    return max(1, n - busy)
+        busy = 0.0
+    if now - _LOOKS[-1][0] >= 1.0:
+        _LOOKS.append((now, cpu))
+        del _LOOKS[:-32]
+    return max(1, n - int(busy + 0.5))
 
 
 def blas_threads(config: Config, requested: int | None = None) -> int:

@@ -1,0 +1,84 @@
+"""#26: why a 16-member CPU batch of atom_hhg (N = 500, sinc-DVR) is ~2.3-2.5x its serial
+runs and not 3x.  Times, in one process on this machine, the kinetic product of one
+Chebyshev term per member column: the serial run's FFT of one column (the circulant
+embedding, Operator) and the block's products for B = 1..64 members, with 1 and 2 BLAS
+threads: the full real GEMM (T times the N x 2B real view), the two half-size products of
+the centrosymmetric split (hamiltonian.kinetic_halves, what BlockOperator uses on the CPU)
+and the FFT; then the whole term (product and recurrence update) of the block as
+BlockOperator runs it.  Also the GEMM's GFLOP/s (2 N^2 2B flops, the full product's count).
+
+python benchmarks/probes/cpu_block_kinetic.py  (quiet box; the numbers in its docstring's
+issue note were taken on the 2-core CI kind)."""
+import json
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+from tdse import config as cfgmod  # noqa: E402
+from tdse.model import hamiltonian as h  # noqa: E402
+
+
+def per_call(f, reps=300):
+    f()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        f()
+    return (time.perf_counter() - t0) / reps
+
+
+def main():
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    cfg = cfgmod.load(os.path.join(root, "inputs", "atom_hhg.toml"))
+    g, n = cfg.grid, cfg.grid.n
+    rng = np.random.default_rng(5)
+    rows = []
+    one = h.Operator(cfg, 1.0, rng.standard_normal(n))
+    x1 = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+    serial = per_call(lambda: one(x1))
+    for B in (1, 4, 8, 16, 32, 64):
+        V = rng.standard_normal((n, B))
+        X = rng.standard_normal((n, B)) + 1j * rng.standard_normal((n, B))
+        P, Y = X * 0.5, X.copy()
+        old = h.DVR_GEMM_MIN_B
+        gemm = h.BlockOperator(g, 1.0, V)
+        h.DVR_GEMM_MIN_B = 10 ** 9
+        fft = h.BlockOperator(g, 1.0, V)
+        h.DVR_GEMM_MIN_B = old
+        T, halves = h.kinetic_dense(g), h.kinetic_halves(g)
+        Xr = X.view(np.float64).reshape(n, -1)
+        for threads in (1, 2):
+            with threadpool_limits(threads):
+                tfull = per_call(lambda: T @ Xr)
+                tg = per_call(lambda: gemm._kinetic(X))
+                tf = per_call(lambda: fft._kinetic(X))
+                term = per_call(lambda: gemm.recur(X, P, Y, 0.1 + 0.2j))
+            rows.append({"members": B, "blas_threads": threads, "full_gemm_ms": tfull * 1e3,
+                         "full_gemm_gflops": 2 * n * n * 2 * B / tfull / 1e9,
+                         "halves_ms": tg * 1e3, "split_in_use": halves is not None and gemm.halves is not None,
+                         "fft_ms": tf * 1e3,
+                         "term_ms": term * 1e3, "term_ms_per_member": term * 1e3 / B})
+    out = {"kind": "probe", "probe": "cpu_block_kinetic", "n": n,
+           "date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
+           "machine": {"host": platform.node(), "cpus": os.cpu_count(),
+                       "numpy": np.__version__},
+           "command": "python benchmarks/probes/cpu_block_kinetic.py",
+           "serial_operator_ms_per_call": serial * 1e3, "rows": rows}
+    path = os.path.join(root, "benchmarks", "results",
+                        "cpu_block_kinetic_cpu%d_%s.json" % (os.cpu_count(), time.strftime("%Y%m%dT%H%M%S", time.gmtime())))
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+    print("saved", path)
+    print(f"serial run: one column's Operator call {serial * 1e3:.3f} ms")
+    print("members threads | full GEMM ms (GFLOP/s) | halves ms | block FFT ms | whole term ms (per member)")
+    for r in rows:
+        print(f"{r['members']:7d} {r['blas_threads']:7d} | {r['full_gemm_ms']:.3f} ({r['full_gemm_gflops']:.0f}) | "
+              f"{r['halves_ms']:.3f} | {r['fft_ms']:.3f} | {r['term_ms']:.3f} ({r['term_ms_per_member']:.4f})")
+
+
+if __name__ == "__main__":
+    main()
