@@ -318,6 +318,17 @@ def _expm_pool(d):
     return out
 
 
+def _block_kinetic(d):
+    out = [f"N = {d['n']}; the serial run's one-column Operator call (FFT): "
+           f"{d['serial_operator_ms_per_call']:.3f} ms", "",
+           "| members | BLAS threads | full GEMM ms (GFLOP/s) | halves ms | block FFT ms | whole term ms | per member ms |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in d["rows"]:
+        out.append(f"| {r['members']} | {r['blas_threads']} | {r['full_gemm_ms']:.3f} ({r['full_gemm_gflops']:.0f}) | "
+                   f"{r['halves_ms']:.3f} | {r['fft_ms']:.3f} | {r['term_ms']:.3f} | {r['term_ms_per_member']:.4f} |")
+    return out
+
+
 def _kernels(d):
     from .kernels_3m import table
     return table(d)
@@ -329,7 +340,7 @@ RENDER = {"engine": _engine, "sweep-3m": _sweep, "expm": _expm, "expm-cpu": _exp
           "propagator": _propagator, "inputs": _inputs, "absorber": _absorber,
           "formulas": _formulas, "scale": _scale, "scan": _scan,
           "mutation": _mutation, "small-n": _small_n, "run-overhead": _run_overhead,
-          "expm-pool": _expm_pool}
+          "expm-pool": _expm_pool, "block-kinetic": _block_kinetic}
 
 
 def render(doc) -> list[str]:

@@ -62,7 +62,7 @@ def main():
                          "halves_ms": tg * 1e3, "split_in_use": halves is not None and gemm.halves is not None,
                          "fft_ms": tf * 1e3,
                          "term_ms": term * 1e3, "term_ms_per_member": term * 1e3 / B})
-    out = {"kind": "probe", "probe": "cpu_block_kinetic", "n": n,
+    out = {"kind": "block-kinetic", "probe": "cpu_block_kinetic", "n": n,
            "date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
            "machine": {"host": platform.node(), "cpus": os.cpu_count(),
                        "numpy": np.__version__},
