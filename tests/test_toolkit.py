@@ -438,8 +438,9 @@ def test_blas_threads_by_size_and_option(inputs_dir, tmp_path):
 def test_own_load_is_the_kernels_average_of_this_process(monkeypatch):
     """own_load integrates this process's CPU rate with the load average's e^(-age/60)
     weights (by hand: one CPU for 30 s, idle for 30 s; a steady rate r tends to r), and
-    usable_cpus subtracts it from the load average: the load this process made itself does
-    not take its threads (a scan's second batch ran on one BLAS thread of two before)."""
+    where /proc does not say who runs now, usable_cpus subtracts it from the load average:
+    the load this process made itself does not take its threads (a scan's second batch ran
+    on one BLAS thread of two before)."""
     import math
     from tdse.run import backend as be
     assert be.own_load([(0.0, 0.0), (30.0, 30.0)], 60.0, 30.0) == pytest.approx(
@@ -451,6 +452,7 @@ def test_own_load_is_the_kernels_average_of_this_process(monkeypatch):
     for key in be.THREAD_ENV:
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setattr(be.os, "sched_getaffinity", lambda pid: set(range(4)))
+    monkeypatch.setattr(be, "running_others", lambda: None)       # where /proc does not say
     now, cpu = time.monotonic(), time.process_time()
     mine = 2 * (1 - math.exp(-1.0))      # two CPUs' worth for the last minute
     monkeypatch.setattr(be, "_LOOKS", [(now - 60.0, cpu - 120.0)])
@@ -462,6 +464,34 @@ def test_own_load_is_the_kernels_average_of_this_process(monkeypatch):
     assert be.usable_cpus() == 3                                    # 1.26 busy: one CPU
 
 
+def test_running_others_sees_a_busy_process_at_once_and_forgets_it_at_once(monkeypatch):
+    """running_others counts another process's running thread while it spins and not once
+    it is killed (the load average takes a minute either way), not this process's own
+    threads; usable_cpus takes it as the busy count; it is None where /proc cannot be read."""
+    import subprocess
+    import sys
+    from tdse.run import backend as be
+    before = be.running_others(samples=20)
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        during = be.running_others(samples=20)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    after = be.running_others(samples=20)
+    assert during >= before + 0.6 and during >= after + 0.6, (before, during, after)
+    monkeypatch.setattr(be.os, "sched_getaffinity", lambda pid: set(range(4)))
+    for key in be.THREAD_ENV:
+        monkeypatch.delenv(key, raising=False)
+    for busy, usable in [(0.0, 4), (0.4, 4), (1.0, 3), (2.6, 1), (7.0, 1)]:
+        monkeypatch.setattr(be, "running_others", lambda b=busy: b)
+        assert be.usable_cpus() == usable
+    monkeypatch.undo()
+    monkeypatch.setattr(be.os, "listdir", lambda path: (_ for _ in ()).throw(OSError("no /proc")))
+    assert be.running_others() is None
+
+
 def test_thread_env_caps_usable_cpus_and_gpu_runs_hold_host_blas(inputs_dir, monkeypatch):
     """OMP_NUM_THREADS (then OPENBLAS_, MKL_) caps usable_cpus, as Dask's nanny sets it in
     each worker; a value that is not a positive integer is ignored.  A GPU run's Backend
@@ -469,6 +499,8 @@ def test_thread_env_caps_usable_cpus_and_gpu_runs_hold_host_blas(inputs_dir, mon
     each other's threads)."""
     from threadpoolctl import threadpool_info
     from tdse.run.backend import Backend, THREAD_ENV, backend_for, env_threads, usable_cpus
+    from tdse.run import backend as be
+    monkeypatch.setattr(be, "running_others", lambda: 0.0)   # no other process starts between looks
     for key in THREAD_ENV:
         monkeypatch.delenv(key, raising=False)
     free = usable_cpus()

@@ -213,11 +213,21 @@ class BatchPotential:
         """V at ``t`` (a time, or (B,) own times on the host path), (N, B)."""
         if self.xp is not np:
             return self._device(t, "v")
+        if not self.amp.any():      # no centre moves: the molecule's part once (same sums)
+            if getattr(self, "_core", None) is None:
+                self._core = self._molecule(0.0)
+            v = self._core.copy()
+        else:
+            v = self._molecule(t)
+        if self.has_field:
+            v += self.xp.asarray(self._field_at(t))[None, :] * self.x
+        return v
+
+    def _molecule(self, t):
+        """-sum_c Z_c / sqrt((x - X_c)^2 + a) of every member, (N, B)."""
         v = self.xp.zeros((self.x.shape[0], self.B))
         for Z, X in zip(self.Z, self._centres(t)):
             v -= coulomb(Z, X, self.a, self.x, self.xp)
-        if self.has_field:
-            v += self.xp.asarray(self._field_at(t))[None, :] * self.x
         return v
 
     def gradient(self, t):

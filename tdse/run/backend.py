@@ -109,21 +109,49 @@ def own_load(looks, now, cpu) -> float:
     return own
 
 
+def running_others(samples=5, interval=0.002) -> float | None:
+    """Threads of other processes running now: /proc/stat's ``procs_running`` less this
+    process's own threads in state R (/proc/self/task/*/stat), the mean of a few samples
+    ``interval`` seconds apart; None where /proc does not say (not Linux)."""
+    total = 0.0
+    for i in range(samples):
+        try:
+            with open("/proc/stat") as f:
+                running = next(int(line.split()[1]) for line in f if line.startswith("procs_running"))
+            mine = 0
+            for task in os.listdir("/proc/self/task"):
+                try:
+                    with open(f"/proc/self/task/{task}/stat") as f:
+                        mine += f.read().rsplit(")", 1)[1].split()[0] == "R"
+                except OSError:          # a thread that ended meanwhile
+                    pass
+        except (OSError, StopIteration, ValueError, IndexError):
+            return None
+        total += max(0, running - max(mine, 1))
+        if i + 1 < samples:
+            time.sleep(interval)
+    return total / samples
+
+
 def usable_cpus() -> int:
-    """CPUs this process may run on, less those other processes keep busy (the 1-minute
-    load average less this process's own part of it, :func:`own_load`: a scan's second
-    batch, or a second run in one process, is not slowed by the first), at most
-    :func:`env_threads` where the environment sets a count, at least 1."""
+    """CPUs this process may run on, less those other processes keep busy, at most
+    :func:`env_threads` where the environment sets a count, at least 1.  Busy: the threads
+    of others running now (:func:`running_others`; the 1-minute load average lags both
+    ways: a job that ended half a minute ago would still hold its CPUs, one started just
+    now would not yet), or where /proc does not say, the load average less this process's
+    own part of it (:func:`own_load`)."""
     try:
         n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover
         n = os.cpu_count() or 1
     n = min(n, env_threads() or n)
     now, cpu = time.monotonic(), time.process_time()
-    try:
-        busy = max(0.0, os.getloadavg()[0] - own_load(_LOOKS, now, cpu))
-    except OSError:  # pragma: no cover
-        busy = 0.0
+    busy = running_others()
+    if busy is None:
+        try:
+            busy = max(0.0, os.getloadavg()[0] - own_load(_LOOKS, now, cpu))
+        except OSError:  # pragma: no cover
+            busy = 0.0
     if now - _LOOKS[-1][0] >= 1.0:
         _LOOKS.append((now, cpu))
         del _LOOKS[:-32]
