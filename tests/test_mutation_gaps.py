@@ -1025,6 +1025,25 @@ def test_squared_bound_against_its_formula():
 
 
 @pytest.mark.parametrize("stencil", [3, 5, "dvr"])
+def test_block_operator_with_scale_two_exactly(stencil, inputs_dir):
+    """alpha * s = 2 exactly (the operator's k; 1 is the value it skips multiplying by):
+    BlockOperator against the dense matrices written out, __call__ and a recurrence term."""
+    from tdse import config as cfgmod
+    from tdse.model import hamiltonian as h
+    cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml")).with_value("grid.stencil", stencil)
+    g = cfg.grid
+    rng = np.random.default_rng(21)
+    V = rng.standard_normal((g.n, 4))
+    X = rng.standard_normal((g.n, 4)) + 1j * rng.standard_normal((g.n, 4))
+    op = h.BlockOperator(g, 0.5, V, alpha=4.0, shift=0.3)
+    want = 4.0 * (0.5 * h.kinetic_dense(g) @ X + (V - 0.3) * X)
+    scale = np.abs(want).max()
+    assert np.abs(op(X) - want).max() <= 1e-12 * scale
+    Y = np.zeros_like(X)
+    assert np.abs(op.recur(X, X, Y, 1.0) - (want - X)).max() <= 1e-12 * scale
+
+
+@pytest.mark.parametrize("stencil", [3, 5, "dvr"])
 @pytest.mark.parametrize("path", ["default", "fft"])
 @pytest.mark.parametrize("cols", [1, 3])
 def test_block_operator_against_the_dense_generator(stencil, path, cols, inputs_dir, monkeypatch):

@@ -198,6 +198,11 @@ def test_centrosymmetric_halves_equal_the_dense_kinetic_product(rng, n, stencil)
             got = hamiltonian.centro_matmul(P, Q, block, alpha=alpha)
             assert got.shape == want.shape
             assert np.abs(got - want).max() <= 1e-14 * np.abs(T).max() * np.abs(block).sum(axis=0).max()
+    X32 = X.astype(np.float32)          # the product's generic path (not dgemm): float32 kept
+    for alpha in (-0.37, 2.0):
+        got = hamiltonian.centro_matmul(P.astype(np.float32), Q.astype(np.float32), X32, alpha=alpha)
+        assert got.dtype == np.float32
+        assert np.abs(got - alpha * (T @ X)).max() <= 1e-5 * np.abs(T).max() * np.abs(X).sum(axis=0).max()
     for k in sorted({1, 2, 3, n}):      # any symmetric Toeplitz matrix is centrosymmetric
         R, Xk = scipy.linalg.toeplitz(rng.standard_normal(k)), X[:k]
         assert np.abs(hamiltonian.centro_matmul(*hamiltonian.centro_halves(R), Xk) - R @ Xk).max() \
