@@ -327,8 +327,10 @@ class Operator:
 
 
 #: the DVR's kinetic energy is applied to a block by one GEMM up to this N (the dense T,
-#: N^2 reals, cached), by FFT beyond; on the CPU by FFT below DVR_GEMM_MIN_B columns
-#: (measured, N = 500 on 2 cores: B = 16 FFT 0.19 vs GEMM 0.37 ms, B = 64 1.41 vs 0.74 ms)
+#: N^2 reals, cached; on the CPU its two halves, kinetic_halves), by FFT beyond; on the CPU
+#: by FFT below DVR_GEMM_MIN_B columns (measured, N = 500 on 2 cores, one BLAS thread,
+#: halves / block FFT: B = 1 0.030 / 0.022 ms, B = 4 0.054 / 0.23, B = 16 0.22 / 0.33,
+#: B = 64 0.74 / 1.66; benchmarks/results/cpu_block_kinetic_cpu2_20261125T123348.json)
 DVR_GEMM_MAX_N = 4096
 DVR_GEMM_MIN_B = 1
 
