@@ -452,7 +452,7 @@ def test_own_load_is_the_kernels_average_of_this_process(monkeypatch):
     for key in be.THREAD_ENV:
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setattr(be.os, "sched_getaffinity", lambda pid: set(range(4)))
-    monkeypatch.setattr(be, "running_others", lambda: None)       # where /proc does not say
+    monkeypatch.setattr(be, "running_others", lambda cpus=None: None)   # where /proc does not say
     now, cpu = time.monotonic(), time.process_time()
     mine = 2 * (1 - math.exp(-1.0))      # two CPUs' worth for the last minute
     monkeypatch.setattr(be, "_LOOKS", [(now - 60.0, cpu - 120.0)])
@@ -485,11 +485,42 @@ def test_running_others_sees_a_busy_process_at_once_and_forgets_it_at_once(monke
     for key in be.THREAD_ENV:
         monkeypatch.delenv(key, raising=False)
     for busy, usable in [(0.0, 4), (0.4, 4), (1.0, 3), (2.6, 1), (7.0, 1)]:
-        monkeypatch.setattr(be, "running_others", lambda b=busy: b)
+        monkeypatch.setattr(be, "running_others", lambda cpus=None, b=busy: b)
         assert be.usable_cpus() == usable
+    seen = []                   # confined to some of the machine's CPUs: only those asked about
+    monkeypatch.setattr(be, "running_others", lambda cpus=None: seen.append(cpus) or 0.0)
+    monkeypatch.setattr(be.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(be.os, "sched_getaffinity", lambda pid: {2, 5})
+    assert be.usable_cpus() == 2 and seen[-1] == {2, 5}
+    monkeypatch.setattr(be.os, "sched_getaffinity", lambda pid: set(range(8)))
+    assert be.usable_cpus() == 8 and seen[-1] is None
     monkeypatch.undo()
     monkeypatch.setattr(be.os, "listdir", lambda path: (_ for _ in ()).throw(OSError("no /proc")))
-    assert be.running_others() is None
+    assert be.running_others() is None and be.running_others(cpus={0}) is None
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to pin a process apart")
+def test_running_others_on_a_set_of_cpus_counts_only_those():
+    """Confined to some CPUs (a cpuset, a Slurm allocation), running_others counts the
+    other processes' running threads on those CPUs alone: a spinning process pinned to
+    another CPU is not counted, the same process pinned to one of ours is."""
+    import subprocess
+    import sys
+    from tdse.run import backend as be
+    a, b = sorted(os.sched_getaffinity(0))[:2]
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        os.sched_setaffinity(spinner.pid, {b})
+        time.sleep(0.3)
+        elsewhere = be.running_others(samples=20, cpus={a})
+        os.sched_setaffinity(spinner.pid, {a})
+        time.sleep(0.3)
+        here = be.running_others(samples=20, cpus={a})
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert here >= elsewhere + 0.6, (elsewhere, here)
+    assert elsewhere <= 0.4
 
 
 def test_thread_env_caps_usable_cpus_and_gpu_runs_hold_host_blas(inputs_dir, monkeypatch):
@@ -500,7 +531,7 @@ def test_thread_env_caps_usable_cpus_and_gpu_runs_hold_host_blas(inputs_dir, mon
     from threadpoolctl import threadpool_info
     from tdse.run.backend import Backend, THREAD_ENV, backend_for, env_threads, usable_cpus
     from tdse.run import backend as be
-    monkeypatch.setattr(be, "running_others", lambda: 0.0)   # no other process starts between looks
+    monkeypatch.setattr(be, "running_others", lambda cpus=None: 0.0)   # no other process starts between looks
     for key in THREAD_ENV:
         monkeypatch.delenv(key, raising=False)
     free = usable_cpus()

@@ -109,44 +109,76 @@ def own_load(looks, now, cpu) -> float:
     return own
 
 
-def running_others(samples=5, interval=0.002) -> float | None:
-    """Threads of other processes running now: /proc/stat's ``procs_running`` less this
-    process's own threads in state R (/proc/self/task/*/stat), the mean of a few samples
-    ``interval`` seconds apart; None where /proc does not say (not Linux)."""
+def running_others(samples=5, interval=0.002, cpus=None) -> float | None:
+    """Threads of other processes running now, the mean of a few samples ``interval``
+    seconds apart; None where /proc does not say (not Linux).  On the whole machine
+    (``cpus`` None): /proc/stat's ``procs_running`` less this process's own threads in
+    state R (/proc/self/task/*/stat).  Confined to a set of CPUs (``cpus``: a cpuset, a
+    Slurm allocation, taskset): the other processes' threads in state R whose last CPU
+    (/proc/PID/task/TID/stat, field 39) is one of them -- the machine's other jobs run
+    elsewhere and take none of ours."""
     total = 0.0
     for i in range(samples):
         try:
-            with open("/proc/stat") as f:
-                running = next(int(line.split()[1]) for line in f if line.startswith("procs_running"))
-            mine = 0
-            for task in os.listdir("/proc/self/task"):
-                try:
-                    with open(f"/proc/self/task/{task}/stat") as f:
-                        mine += f.read().rsplit(")", 1)[1].split()[0] == "R"
-                except OSError:          # a thread that ended meanwhile
-                    pass
+            total += _running_now() if cpus is None else _running_on(cpus)
         except (OSError, StopIteration, ValueError, IndexError):
             return None
-        total += max(0, running - max(mine, 1))
         if i + 1 < samples:
             time.sleep(interval)
     return total / samples
 
 
+def _task_fields(path):
+    """The fields of a /proc stat file after the command name: [state, ppid, ...]."""
+    with open(path) as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def _running_now() -> int:
+    with open("/proc/stat") as f:
+        running = next(int(line.split()[1]) for line in f if line.startswith("procs_running"))
+    mine = 0
+    for task in os.listdir("/proc/self/task"):
+        try:
+            mine += _task_fields(f"/proc/self/task/{task}/stat")[0] == "R"
+        except OSError:          # a thread that ended meanwhile
+            pass
+    return max(0, running - max(mine, 1))
+
+
+def _running_on(cpus) -> int:
+    me, count = os.getpid(), 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == me:
+            continue
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:          # a process that ended meanwhile
+            continue
+        for tid in tasks:
+            try:
+                f = _task_fields(f"/proc/{pid}/task/{tid}/stat")
+            except OSError:
+                continue
+            count += f[0] == "R" and int(f[36]) in cpus      # field 39: the CPU it last ran on
+    return count
+
+
 def usable_cpus() -> int:
     """CPUs this process may run on, less those other processes keep busy, at most
     :func:`env_threads` where the environment sets a count, at least 1.  Busy: the threads
-    of others running now (:func:`running_others`; the 1-minute load average lags both
-    ways: a job that ended half a minute ago would still hold its CPUs, one started just
-    now would not yet), or where /proc does not say, the load average less this process's
-    own part of it (:func:`own_load`)."""
+    of others running now (:func:`running_others`, on this process's CPUs alone where it is
+    confined to some; the 1-minute load average lags both ways: a job that ended half a
+    minute ago would still hold its CPUs, one started just now would not yet), or where
+    /proc does not say, the load average less this process's own part of it
+    (:func:`own_load`: the machine's, whatever CPUs this process may use)."""
     try:
-        n = len(os.sched_getaffinity(0))
+        mine = os.sched_getaffinity(0)
     except (AttributeError, OSError):  # pragma: no cover
-        n = os.cpu_count() or 1
-    n = min(n, env_threads() or n)
+        mine = set(range(os.cpu_count() or 1))
+    n = min(len(mine), env_threads() or len(mine))
     now, cpu = time.monotonic(), time.process_time()
-    busy = running_others()
+    busy = running_others(cpus=mine if len(mine) < (os.cpu_count() or 0) else None)
     if busy is None:
         try:
             busy = max(0.0, os.getloadavg()[0] - own_load(_LOOKS, now, cpu))
