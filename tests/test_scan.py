@@ -3,10 +3,9 @@ in-process scan and survive a killed worker, an interrupted scan resumes from it
 batches, the file is read by xarray with named dimensions."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
-
-import dataclasses
 
 import numpy as np
 import pytest
@@ -67,6 +66,14 @@ def test_each_member_equals_its_serial_run(base, grid_scan, i, j):
     for name in NAMES:
         got, ref = grid_scan[name][i, j], serial[name]
         assert np.abs(got - ref).max() <= 1e-10 * max(1.0, np.abs(ref).max()), name
+
+
+def test_each_batch_says_its_blas_threads(grid_scan):
+    """A scan records the BLAS threads each batch ran with (one per batch, at least one; a
+    CPU block takes the CPUs free of other processes, at most this process's)."""
+    th = grid_scan["batch_blas_threads"]
+    assert len(th) == grid_scan["batches"] == len(grid_scan["batch_seconds"])
+    assert all(1 <= t <= len(os.sched_getaffinity(0)) for t in th)
 
 
 def test_zip_and_lists_and_bad_sets(base):

@@ -230,7 +230,8 @@ def run_batch(configs, backend="numpy", devices=None, keep_psi=False) -> dict:
     with plan.backend.limit():
         final = evolve(plan, xp.asarray(X0), [rec], stepper=stepper)
     out = {"t": np.asarray(rec.t), "seconds": time.perf_counter() - t0,
-           "exponentials": stepper.exponentials, "chebyshev_terms": stepper.cheb_terms}
+           "exponentials": stepper.exponentials, "chebyshev_terms": stepper.cheb_terms,
+           "blas_threads": plan.backend.threads or 0}
     for name in BlockMeasure.NAMES:
         out[name] = np.stack([r[name] for r in rec.rows], axis=1)   # (B, S[, K])
     if keep_psi:
@@ -349,7 +350,8 @@ def _assemble(sc, groups, done, keep_psi, seconds) -> dict:
     """The batches' rows put back on the scan's grid: (shape..., S[, K])."""
     first = done[0]
     out = {"scan": sc, "t": first["t"], "batches": len(groups), "seconds": seconds,
-           "batch_seconds": [float(done[k]["seconds"]) for k in range(len(groups))]}
+           "batch_seconds": [float(done[k]["seconds"]) for k in range(len(groups))],
+           "batch_blas_threads": [int(done[k].get("blas_threads", 0)) for k in range(len(groups))]}
     for name in BlockMeasure.NAMES + (("psi",) if keep_psi else ()):
         sample = first[name]
         arr = np.empty(sc.shape + sample.shape[1:], dtype=sample.dtype)
