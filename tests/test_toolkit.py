@@ -435,33 +435,17 @@ def test_blas_threads_by_size_and_option(inputs_dir, tmp_path):
         assert f.attrs["blas_threads"] == 1
 
 
-def test_own_load_is_the_kernels_average_of_this_process(monkeypatch):
-    """own_load integrates this process's CPU rate with the load average's e^(-age/60)
-    weights (by hand: one CPU for 30 s, idle for 30 s; a steady rate r tends to r), and
-    where /proc does not say who runs now, usable_cpus subtracts it from the load average:
-    the load this process made itself does not take its threads (a scan's second batch ran
-    on one BLAS thread of two before)."""
-    import math
+def test_usable_cpus_falls_back_to_the_load_average(monkeypatch):
+    """Where /proc does not say who runs now, usable_cpus takes the 1-minute load average as
+    the busy count (rounded), at least one CPU left."""
     from tdse.run import backend as be
-    assert be.own_load([(0.0, 0.0), (30.0, 30.0)], 60.0, 30.0) == pytest.approx(
-        math.exp(-0.5) - math.exp(-1.0), rel=1e-12)
-    assert be.own_load([(0.0, 0.0)], 30.0, 60.0) == pytest.approx(2 * (1 - math.exp(-0.5)), rel=1e-12)
-    steady = [(float(t), 0.7 * t) for t in range(0, 600, 7)]
-    assert be.own_load(steady, 600.0, 420.0) == pytest.approx(0.7, abs=1e-4)
-    assert be.own_load([(5.0, 1.0), (5.0, 2.0)], 5.0, 2.0) == 0.0       # no interval, no rate
     for key in be.THREAD_ENV:
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setattr(be.os, "sched_getaffinity", lambda pid: set(range(4)))
     monkeypatch.setattr(be, "running_others", lambda cpus=None: None)   # where /proc does not say
-    now, cpu = time.monotonic(), time.process_time()
-    mine = 2 * (1 - math.exp(-1.0))      # two CPUs' worth for the last minute
-    monkeypatch.setattr(be, "_LOOKS", [(now - 60.0, cpu - 120.0)])
-    for others, usable in [(0.0, 4), (1.0, 3), (2.2, 2), (3.6, 1), (9.0, 1)]:
-        monkeypatch.setattr(be.os, "getloadavg", lambda o=others: (o + mine, 0.0, 0.0))
-        assert be.usable_cpus() == usable, others
-    monkeypatch.setattr(be, "_LOOKS", [(now - 60.0, cpu)])          # the same load, not ours
-    monkeypatch.setattr(be.os, "getloadavg", lambda: (mine, 0.0, 0.0))
-    assert be.usable_cpus() == 3                                    # 1.26 busy: one CPU
+    for load, usable in [(0.0, 4), (0.4, 4), (1.0, 3), (2.2, 2), (3.6, 1), (9.0, 1)]:
+        monkeypatch.setattr(be.os, "getloadavg", lambda o=load: (o, 0.0, 0.0))
+        assert be.usable_cpus() == usable, load
 
 
 def test_running_others_sees_a_busy_process_at_once_and_forgets_it_at_once(monkeypatch):

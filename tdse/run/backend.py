@@ -2,7 +2,6 @@
 GPUs, the GEMM options of a step, the host's BLAS threads)."""
 from __future__ import annotations
 
-import math
 import os
 import time
 from dataclasses import dataclass
@@ -92,23 +91,6 @@ def env_threads() -> int | None:
     return None
 
 
-#: (wall seconds, this process's CPU seconds) at import and at each look of
-#: :func:`usable_cpus` at least a second after the last: what :func:`own_load` integrates
-_LOOKS = [(time.monotonic(), time.process_time())]
-
-
-def own_load(looks, now, cpu) -> float:
-    """This process's own part of the 1-minute load average: its CPU seconds per second
-    (all its threads) over each interval between successive looks, and from the last look
-    to (now, cpu), each interval weighted as the kernel's average weights it, e^(-age/60)
-    (a constant rate r over ages [a1, a0] adds r (e^(-a1/60) - e^(-a0/60)))."""
-    own, points = 0.0, list(looks) + [(now, cpu)]
-    for (t0, c0), (t1, c1) in zip(points, points[1:]):
-        if t1 > t0:
-            own += (c1 - c0) / (t1 - t0) * (math.exp(-(now - t1) / 60.0) - math.exp(-(now - t0) / 60.0))
-    return own
-
-
 def running_others(samples=5, interval=0.002, cpus=None) -> float | None:
     """Threads of other processes running now, the mean of a few samples ``interval``
     seconds apart; None where /proc does not say (not Linux).  On the whole machine
@@ -170,23 +152,18 @@ def usable_cpus() -> int:
     of others running now (:func:`running_others`, on this process's CPUs alone where it is
     confined to some; the 1-minute load average lags both ways: a job that ended half a
     minute ago would still hold its CPUs, one started just now would not yet), or where
-    /proc does not say, the load average less this process's own part of it
-    (:func:`own_load`: the machine's, whatever CPUs this process may use)."""
+    /proc does not say, the 1-minute load average."""
     try:
         mine = os.sched_getaffinity(0)
     except (AttributeError, OSError):  # pragma: no cover
         mine = set(range(os.cpu_count() or 1))
     n = min(len(mine), env_threads() or len(mine))
-    now, cpu = time.monotonic(), time.process_time()
     busy = running_others(cpus=mine if len(mine) < (os.cpu_count() or 0) else None)
     if busy is None:
         try:
-            busy = max(0.0, os.getloadavg()[0] - own_load(_LOOKS, now, cpu))
+            busy = os.getloadavg()[0]
         except OSError:  # pragma: no cover
             busy = 0.0
-    if now - _LOOKS[-1][0] >= 1.0:
-        _LOOKS.append((now, cpu))
-        del _LOOKS[:-32]
     return max(1, n - int(busy + 0.5))
 
 
