@@ -350,7 +350,7 @@ class BlockOperator:
         self.xp, self.n = xp, grid.n
         self.diag = alpha * (xp.asarray(V, dtype=np.float64) - shift)
         self.k = alpha * scale
-        self.T = self.mat = self.bands = None
+        self.T = self.mat = self.bands = self._diag2 = None
         cols = self.diag.shape[1] if self.diag.ndim == 2 else 1
         gemm = grid.n <= DVR_GEMM_MAX_N and (xp is not np or cols >= DVR_GEMM_MIN_B)
         self.halves = None
@@ -405,7 +405,7 @@ class BlockOperator:
             kin *= k
         if X.ndim == 2 and self.diag.shape == X.shape and X.flags.c_contiguous \
                 and kin.flags.c_contiguous and X.dtype == kin.dtype == np.complex128:
-            if getattr(self, "_diag2", None) is None:
+            if self._diag2 is None:       # the diagonal for re and im, made at first use
                 self._diag2 = np.repeat(self.diag, 2, axis=1)
             real = kin.view(np.float64)
             real += self._diag2 * X.view(np.float64)
