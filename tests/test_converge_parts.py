@@ -500,6 +500,7 @@ def test_observe_equals_a_run_read_at_the_same_steps():
     assert np.allclose(r["energies"], ref.energies[:3], rtol=0, atol=1e-13)
     assert (r["n"], r["steps"], r["dx"], r["exponentials"]) == (64, 200, 0.2, 400)
     assert r["chebyshev_terms"] > 400 and r["seconds"] > 0 and np.array_equal(r["x"], ref.x)
+    assert r["backend"] == "numpy"
     r0 = converge.observe(cfg, [0.0, 1.0], 3)
     assert r0["t"] == [0.0, 1.0] and len(r0["P_h0"]) == 2
 

@@ -811,6 +811,7 @@ def test_converge_study_on_the_gpu_equals_the_cpu(inputs_dir):
         "time.t_end", 0.4)
     times = [0.1, 0.2, 0.4]
     a, b = observe(cfg, times, 4, backend="numpy"), observe(cfg, times, 4, backend="cupy")
+    assert (a["backend"], b["backend"]) == ("numpy", "cupy")     # stepped where asked
     for k in ("P_h0", "P_ht", "n_mean", "energy", "yield", "acceleration", "psi"):
         x, y = np.asarray(a[k]), np.asarray(b[k])
         assert x.shape == y.shape and np.abs(x - y).max() <= 1e-10 * max(1.0, np.abs(x).max()), k
@@ -894,6 +895,90 @@ def test_dvr_operator_on_gpu_equals_the_dense_matrix(n):
         host = Operator(cfg, scale, v, alpha=alpha, shift=shift)(X)
         assert np.linalg.norm(got.get() - ref) <= 1e-12 * np.linalg.norm(ref)
         assert np.linalg.norm(got.get() - host) <= 1e-12 * np.linalg.norm(ref)
+
+
+def _cfg(stencil, n, absorber=False):
+    """tiny.toml (moving centres, a field) with ``stencil`` on ``n`` points; with an absorber."""
+    import tdse
+    cfg = tdse.load_config(os.path.join(ROOT, "inputs", "tiny.toml")).with_value(
+        "grid.stencil", stencil).with_value("grid.x_max", -6.4 + 0.2 * n)
+    if absorber:
+        cfg = cfg.with_value("absorber.width", 2.0).with_value("absorber.strength", 0.3)
+    assert cfg.grid.n == n
+    return cfg
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stencil", [3, 5, "dvr"])
+def test_dense_and_apply_on_the_gpu_equal_the_host(stencil):
+    """The public builders on CuPy (#28: their CuPy branches were reached by no test):
+    hamiltonian.dense(config, t, cupy) is the host matrix (on the GPU, the same dtype; with
+    an absorber complex), and hamiltonian.apply with a CuPy psi and no ``xp`` finds the
+    device itself: the host's (scale T + diag v) psi for a vector and a block, to 1e-13."""
+    from tdse.model import hamiltonian
+    for absorber in (False, True):
+        cfg = _cfg(stencil, 151, absorber)
+        H = hamiltonian.dense(cfg, 0.37, cp)
+        ref = hamiltonian.dense(cfg, 0.37)
+        assert isinstance(H, cp.ndarray) and H.dtype == ref.dtype and H.shape == ref.shape
+        assert np.abs(H.get() - ref).max() <= 1e-13 * np.abs(ref).max()
+    cfg = _cfg(stencil, 151)
+    rng = np.random.default_rng(11)
+    v = rng.uniform(-2, 1, 151)
+    for X in (rng.standard_normal(151) + 1j * rng.standard_normal(151),
+              rng.standard_normal((151, 3)) + 1j * rng.standard_normal((151, 3))):
+        ref = hamiltonian.apply(cfg, X, v, np, 0.6)
+        got = hamiltonian.apply(cfg, cp.asarray(X), v, scale=0.6)
+        assert isinstance(got, cp.ndarray) and got.shape == X.shape
+        assert np.abs(got.get() - ref).max() <= 1e-13 * np.abs(ref).max()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stencil,n", [(3, 200), (5, 201), ("dvr", 300), ("dvr", 4099)])
+def test_block_operator_on_the_gpu_equals_the_definition(stencil, n, monkeypatch):
+    """BlockOperator on CuPy, each kinetic path (the band kernel built by this call: the
+    kernel caches emptied first; the DVR's GEMM; the DVR's FFT beyond DVR_GEMM_MAX_N), as
+    an operator and as one Chebyshev term (recur): alpha (scale T X + (V - shift) X) with
+    the dense T and each column's own V, and Z - P, Y + a Z, to 1e-12 relative."""
+    from tdse.model import hamiltonian
+    from tdse.model.hamiltonian import BlockOperator, kinetic_dense
+    for name in ("_BAND_KERNEL", "_FUSED", "_RECUR"):
+        monkeypatch.setattr(hamiltonian, name, None)
+    g = _cfg(stencil, n).grid
+    assert (n > hamiltonian.DVR_GEMM_MAX_N) == (n == 4099)
+    rng = np.random.default_rng(n)
+    B = 3
+    V = rng.uniform(-3, 1, (n, B))
+    scale, alpha, shift, a = 0.7, -0.3, 1.25, 0.4 - 0.2j
+    T = kinetic_dense(g)
+    X, P, Y = (rng.standard_normal((n, B)) + 1j * rng.standard_normal((n, B)) for _ in range(3))
+    ref = alpha * (scale * (T @ X) + (V - shift) * X)
+    op = BlockOperator(g, scale, cp.asarray(V), cp, alpha, shift)
+    got = op(cp.asarray(X))
+    assert isinstance(got, cp.ndarray) and got.shape == X.shape
+    assert np.linalg.norm(got.get() - ref) <= 1e-12 * np.linalg.norm(ref)
+    Yd = cp.asarray(Y)
+    z = op.recur(cp.asarray(X), cp.asarray(P), Yd, a)
+    assert np.linalg.norm(z.get() - (ref - P)) <= 1e-12 * np.linalg.norm(ref)
+    assert np.linalg.norm(Yd.get() - (Y + a * (ref - P))) <= 1e-12 * np.linalg.norm(ref)
+
+
+@pytest.mark.gpu
+def test_chebyshev_expm_apply_finds_the_gpu_itself():
+    """chebyshev.expm_apply with a CuPy block and no ``xp`` (the module found from X): the
+    host's exp(-i tau G) X for the same G, to 1e-12, on the GPU."""
+    from tdse.numerics import chebyshev
+    rng = np.random.default_rng(5)
+    n = 64
+    A = rng.standard_normal((n, n))
+    G = (A + A.T) / 2
+    w = np.linalg.eigvalsh(G)
+    X = rng.standard_normal((n, 2)) + 1j * rng.standard_normal((n, 2))
+    Gd = cp.asarray(G)
+    got, info = chebyshev.expm_apply(lambda Y: Gd @ Y, cp.asarray(X), 0.8, w[0], w[-1], 1e-14)
+    ref, _ = chebyshev.expm_apply(lambda Y: G @ Y, X, 0.8, w[0], w[-1], 1e-14)
+    assert isinstance(got, cp.ndarray) and info["terms"] > 5
+    assert np.abs(got.get() - ref).max() <= 1e-12 * np.abs(ref).max()
 
 
 @pytest.mark.gpu

@@ -118,7 +118,7 @@ def observe(config: Config, times, count: int, progress=None, backend="numpy") -
     """Run ``config`` (psi only; on the CPU, or stepped on a GPU with ``backend="cupy"``,
     measured on the host at the sample times) and return the quantities at ``times`` (each
     a whole number of steps): energies of H(0), P_n in H(0)/H(t) eigenstates, <n>, <H>, the
-    final psi, and the cost."""
+    final psi, the cost, and the backend the run stepped on."""
     config = dataclasses.replace(config, output=dataclasses.replace(config.output,
                                                                     populations=count))
     plan = prepare(config, backend=backend, check_resolution=False)
@@ -130,7 +130,8 @@ def observe(config: Config, times, count: int, progress=None, backend="numpy") -
     return {"energies": plan.energies[:count].tolist(), **rec.out, "psi": host_psi(final),
             "x": plan.x, "dx": g.dx, "n": g.n, "steps": config.time.steps,
             "seconds": time.perf_counter() - t0, "chebyshev_terms": int(stepper.cheb_terms),
-            "exponentials": int(stepper.exponentials)}      # (NumPy integers on a GPU's graphs)
+            "exponentials": int(stepper.exponentials),      # (NumPy integers on a GPU's graphs)
+            "backend": plan.backend.name}
 
 
 # ---------------------------------------------------------------- the study
