@@ -367,7 +367,7 @@ def test_a_failed_write_of_the_last_rows_at_the_close_says_so(tmp_path, inputs_d
     obs = observers.Observables(plan, w)
     snaps = observers.Snapshots(plan, w)
     evolve(plan, plan.psi0.copy(), [obs, snaps], stop=3)      # one snapshot, at step 0
-    assert w.count == 1 and not w._held and len(w._rows) == 3    # rows 1-3 in memory
+    assert w.count == 1 and not w._held and w.obs_count - w._obs_flushed == 3    # rows 1-3 in memory
     monkeypatch.setattr(SnapshotWriter, "_free", lambda self: 12345)
 
     def broken(self, ds, i0, values):
@@ -484,3 +484,40 @@ def test_stateless_calls_are_shared_by_several_workers(inputs_dir, monkeypatch):
     assert set(sent) == {0, 1}
     for k in ("populations_ht", "energies_ht"):
         assert np.array_equal(np.asarray(runs["1"][k]), np.asarray(runs["0"][k]), equal_nan=True), k
+
+
+def test_rows_by_blocks_and_one_at_a_time_reach_the_file_in_order(tmp_path, inputs_dir, rng):
+    """The writer's two ways in for observation rows (``observe``: a row; ``observe_block``:
+    rows as columns, what a measured block hands over), interleaved: the file and the
+    in-memory writer hold every row in the order given, with the values given."""
+    from tdse.model.potential import total
+    from tdse.run.snapshots import MemoryWriter
+    cfg = _moving(inputs_dir, 3)
+    plan = tdse.prepare(cfg, backend="numpy", check_resolution=False)
+    K = cfg.output.populations
+    kw = dict(config=cfg, x=plan.x, v0=total(cfg.potential, plan.x, 0.0),
+              energies=plan.energies[:K], phi=plan.states[:K], attrs={})
+    w, m = SnapshotWriter(tmp_path / "f.h5", **kw), MemoryWriter(**kw)
+    names = list(w.obs)
+    assert set(names) == set(m.obs)
+
+    def value(name, i):        # row i's value of dataset name, its shape and dtype
+        shape, dtype = w.obs[name].shape[1:], w.obs[name].dtype
+        v = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if dtype.kind == "c" else 0)
+        return (np.asarray(v).astype(dtype) + i) if dtype.kind != "i" else np.full(shape, i, dtype)
+    rows = [{n: value(n, i) for n in names} for i in range(9)]
+    for lo, hi in ((0, 1), (1, 4), (4, 5), (5, 6), (6, 9)):
+        for writer in (w, m):
+            if hi - lo == 1 and lo % 2 == 0:
+                writer.observe(**rows[lo])
+            else:
+                writer.observe_block(hi - lo, **{n: np.stack([r[n] for r in rows[lo:hi]]) for n in names})
+    w.append(t=0.0, step=0, psi=plan.psi0, centres=np.zeros(len(cfg.potential.centres)),
+             nodes=0, time_error=np.nan, time_error_populations=np.nan)
+    w.close(True)
+    m.close(True)
+    got_file, got_mem = read(str(tmp_path / "f.h5")), m.data()
+    for n in names:
+        ref = np.stack([r[n] for r in rows])
+        assert np.array_equal(np.asarray(got_file[f"observables/{n}"]), ref), n
+        assert np.array_equal(np.asarray(got_mem[f"observables/{n}"]), ref), n

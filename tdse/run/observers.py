@@ -204,11 +204,17 @@ class Observables(Observer):
         else:
             self._write(self.rows.take())
 
-    def _write(self, rows):
-        for row in rows:
-            edge = row.pop("_edge", 0.0)
-            self.writer.observe(**row)
-            self._check_edge(edge, row["t"])
+    def _write(self, cols):
+        """A block of rows (:meth:`_BlockRows.finish`'s columns) to the writer."""
+        edge = cols.pop("_edge")
+        count = len(edge)
+        if not count:
+            return
+        self.writer.observe_block(count, **cols)
+        if not self.warned_edge:
+            over = np.flatnonzero(edge > EDGE_NORM)
+            if over.size:
+                self._check_edge(float(edge[over[0]]), float(cols["t"][over[0]]))
 
     def record(self, state):
         cfg, t = self.config, state.t
@@ -649,7 +655,8 @@ class _BlockRows:
         return pend, due, HostCopy(cols)
 
     def finish(self, handle):
-        """The rows of a :meth:`start` handle, finished on the host, in order."""
+        """The rows of a :meth:`start` handle, finished on the host, in order, as columns
+        (name -> array, a row each along the first axis; "_edge": the norm near the walls)."""
         pend, due, copy = handle
         c = copy.result()
         ts = [t for _, t, _ in pend]
@@ -658,15 +665,12 @@ class _BlockRows:
         Pt = np.full((len(pend), self.K), np.nan)
         if due:
             Pt[due] = np.abs(c["also"] * self.dx) ** 2
-        rows = []
-        for i, (step, t, Et) in enumerate(pend):
-            row = {name: v[i][0] for name, v in obs.items()}
-            row = {k: (v.item() if np.ndim(v) == 0 else v) for k, v in row.items()}
-            row.update({"step": step, "t": t, "populations_ht": Pt[i], "energies_ht": Et,
-                        "n_mean": float(np.arange(self.K) @ Pt[i]),
-                        "_edge": float(sums[i, 8, 0] * self.dx)})
-            rows.append(row)
-        return rows
+        cols = {name: v[:, 0] for name, v in obs.items()}
+        cols.update({"step": np.array([p[0] for p in pend]), "t": np.array(ts, dtype=float),
+                     "populations_ht": Pt, "energies_ht": np.array([p[2] for p in pend]),
+                     "n_mean": (Pt * np.arange(self.K)).sum(axis=1),
+                     "_edge": sums[:, 8, 0] * self.dx})
+        return cols
 
 
 class Snapshots(Observer):

@@ -162,6 +162,29 @@ def _label(ds, units, description):
     ds.attrs["description"] = description
 
 
+class _HeldRows:
+    """``count`` observation rows held as columns (name -> array, rows on the first axis)."""
+    __slots__ = ("count", "cols")
+
+    def __init__(self, count, cols):
+        self.count, self.cols = count, cols
+
+
+def _column(rows, name):
+    """Dataset ``name``'s values of the held rows (dicts a row, or :class:`_HeldRows`), in order:
+    one array when all are blocks, else a list a row."""
+    if all(isinstance(r, _HeldRows) for r in rows):
+        parts = [np.asarray(r.cols[name])[:r.count] for r in rows]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+    out = []
+    for r in rows:
+        if isinstance(r, _HeldRows):
+            out.extend(np.asarray(r.cols[name])[:r.count])
+        else:
+            out.append(r[name])
+    return out
+
+
 class SnapshotWriter:
     """Create (or reopen, to resume) a run file; append snapshots (:meth:`append`, held
     up to ``flush_seconds`` and written in blocks, each block flushed: :meth:`write`) and
@@ -396,18 +419,24 @@ class SnapshotWriter:
         self._rows.append(row)
         self.obs_count += 1
 
+    def observe_block(self, count, **cols):
+        """``count`` rows at once: each value an array whose first axis is the rows (what
+        a block of measured rows hands over: no dict a row)."""
+        self._rows.append(_HeldRows(count, cols))
+        self.obs_count += count
+
     def _write_observations(self):
         """The rows kept since the last write, one slice a dataset."""
         rows, self._rows = self._rows, []
         if not rows:
             return
         i1 = self.obs_count
-        i0 = i1 - len(rows)
+        i0 = i1 - sum(r.count if isinstance(r, _HeldRows) else 1 for r in rows)
         for name, ds in self.obs.items():
             rows_now = self._geometry_of(ds)[0]
             if rows_now < i1:
                 self._extent(ds, max(i1, 2 * rows_now))
-            self._write_rows(ds, i0, [r[name] for r in rows])
+            self._write_rows(ds, i0, _column(rows, name))
 
     def _geometry_of(self, ds):
         """[rows, row shape, dtype, chunk rows] of a growing dataset, read from h5py once (its
@@ -486,6 +515,11 @@ class MemoryWriter:
         for name in self.obs:
             self.obs[name].append(np.asarray(row[name]))
         self.obs_count += 1
+
+    def observe_block(self, count, **cols):
+        for name in self.obs:
+            self.obs[name].extend(np.asarray(cols[name])[:count])
+        self.obs_count += count
 
     def set_attrs(self, **attrs):
         self.attrs.update(attrs)
