@@ -517,7 +517,18 @@ def test_rows_by_blocks_and_one_at_a_time_reach_the_file_in_order(tmp_path, inpu
     w.close(True)
     m.close(True)
     got_file, got_mem = read(str(tmp_path / "f.h5")), m.data()
+    for got in (got_file, got_mem):
+        assert got["attrs"]["observables_complete"] == 9
+        for n in names:
+            assert np.array_equal(np.asarray(got[f"observables/{n}"]), np.stack([r[n] for r in rows])), n
+    # blocks only, several held at one write (one array a dataset, concatenated)
+    w2 = SnapshotWriter(tmp_path / "g.h5", **kw)
+    for lo, hi in ((0, 4), (4, 9)):
+        w2.observe_block(hi - lo, **{n: np.stack([r[n] for r in rows[lo:hi]]) for n in names})
+    w2.append(t=0.0, step=0, psi=plan.psi0, centres=np.zeros(len(cfg.potential.centres)),
+              nodes=0, time_error=np.nan, time_error_populations=np.nan)
+    w2.close(True)
+    got = read(str(tmp_path / "g.h5"))
+    assert got["attrs"]["observables_complete"] == 9
     for n in names:
-        ref = np.stack([r[n] for r in rows])
-        assert np.array_equal(np.asarray(got_file[f"observables/{n}"]), ref), n
-        assert np.array_equal(np.asarray(got_mem[f"observables/{n}"]), ref), n
+        assert np.array_equal(np.asarray(got[f"observables/{n}"]), np.stack([r[n] for r in rows])), n
