@@ -227,6 +227,129 @@ def test_sigint_half_a_second_into_a_real_run_exits_130_and_leaves_nothing(tmp_p
         assert "tdse resume" in err and resume_state(str(left[0]))["count"] >= 1
 
 
+def _dropped(signum):
+    """The guard's handler for ``signum`` run inside a weakref callback, where Python prints
+    the KeyboardInterrupt it raises ("Exception ignored in ...") and drops it -- what a
+    signal arriving at that moment does."""
+    import gc
+    import weakref
+
+    from tdse.run import interrupts
+
+    class Obj:
+        pass
+    o = Obj()
+    ref = weakref.ref(o, lambda _: interrupts._on_signal(signum, None))
+    del o
+    gc.collect()
+    assert ref() is None
+
+
+def _unraisable(kind):
+    """An exception of ``kind`` raised in a weakref callback (dropped by Python)."""
+    import gc
+    import weakref
+
+    class Obj:
+        pass
+
+    def cb(_):
+        raise kind("x")
+    o = Obj()
+    ref = weakref.ref(o, cb)
+    del o
+    gc.collect()
+    assert ref() is None
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_signal_whose_interrupt_python_dropped_is_raised_again(signame, monkeypatch):
+    """A KeyboardInterrupt raised where Python discards exceptions is not lost: the signal
+    stays pending and check_pending raises it (SIGTERM's with its name), once; Python's
+    "Exception ignored ... Traceback" is not printed for it (other unraisables still are)."""
+    import signal
+    import sys
+
+    from tdse.run import interrupts
+    dropped = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: dropped.append(u.exc_type))
+    restore = interrupts.signal_guard()
+    try:
+        _dropped(getattr(signal, signame))        # no exception reaches us here
+        assert dropped == []                      # and none is printed
+        _unraisable(ValueError)                   # another kind still goes to the hook
+        assert dropped == [ValueError]
+        with pytest.raises(KeyboardInterrupt) as e:
+            interrupts.check_pending()
+        assert str(e.value) == ("SIGTERM" if signame == "SIGTERM" else "")
+        interrupts.check_pending()                  # acted on: nothing pending
+    finally:
+        restore()
+        interrupts.acknowledge()
+
+
+def test_a_signal_inside_a_deferred_section_is_raised_at_its_end():
+    """deferred(): a signal arriving in the section (a worker's spawn) does not cut it; its
+    KeyboardInterrupt comes when the section ends (the outermost of nested ones), once."""
+    import signal
+
+    from tdse.run import interrupts
+    done = []
+    restore = interrupts.signal_guard()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with interrupts.deferred():
+                with interrupts.deferred():
+                    interrupts._on_signal(signal.SIGINT, None)
+                    done.append("inner")
+                done.append("outer")
+        assert done == ["inner", "outer"] and not interrupts._PENDING
+        with interrupts.deferred():       # nothing pending: nothing raised
+            pass
+        with pytest.raises(KeyboardInterrupt):
+            interrupts._on_signal(signal.SIGINT, None)     # outside: at once
+    finally:
+        restore()
+        interrupts.acknowledge()
+
+
+def test_an_interrupt_dropped_during_the_set_up_stops_the_run_at_its_first_step(tmp_path, monkeypatch):
+    """SIGINT during a run's set-up whose KeyboardInterrupt Python dropped (seen: `tdse run`
+    signalled 0.5 s in went on to its end): the loop raises it at its start, the run stops
+    with its step-0 snapshot written (Interrupted: resumable), nothing left pending."""
+    import signal
+
+    from tdse.run import interrupts
+    from tdse.run.interrupts import Interrupted
+    import sys
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: None)
+    restore = interrupts.signal_guard()        # as `tdse run` holds it from its start
+    try:
+        _dropped(signal.SIGINT)
+        with pytest.raises(Interrupted) as e:
+            run(cfgmod.loads(TEXT), tmp_path / "o", backend="numpy")
+    finally:
+        restore()
+    assert e.value.signame == "SIGINT" and e.value.count == 1 and not interrupts._PENDING
+    assert resume_state(e.value.path)["count"] == 1
+
+
+def test_an_interrupt_while_the_file_is_being_made_leaves_no_file(tmp_path, monkeypatch):
+    """Ctrl-C inside the writer's creation, after the .part file exists on disk (its
+    datasets being laid out): KeyboardInterrupt goes on and the half-made file is removed."""
+    from tdse.run import snapshots
+    made = snapshots.SnapshotWriter.__init__
+
+    def stop(self, path, **kw):
+        made(self, path, **kw)
+        assert os.path.exists(path)
+        raise KeyboardInterrupt("")
+    monkeypatch.setattr(snapshots.SnapshotWriter, "__init__", stop)
+    with pytest.raises(KeyboardInterrupt):
+        run(cfgmod.loads(TEXT), tmp_path / "o", backend="numpy")
+    assert list((tmp_path / "o").iterdir()) == []
+
+
 @pytest.mark.parametrize("where", ["observers' set-up", "the first observation"])
 def test_an_interrupt_before_the_first_snapshot_leaves_no_file(where, tmp_path, monkeypatch):
     """Ctrl-C after the run file was opened but before its first snapshot (the observers'

@@ -189,9 +189,9 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
     check_resources(config, plan.backend.name, list(plan.backend.devices or []),
                     None if work is None else os.path.dirname(os.path.abspath(work)),
                     existing=os.path.getsize(work) if resume else 0)
-    writer = _open_writer(plan, work, plan.attrs(allow_inaccurate), resume)
-    complete, bar, t0 = False, None, None
+    writer, complete, bar, t0 = None, False, None, None
     try:    # from here a failure closes the file (none is left without a whole snapshot)
+        writer = _open_writer(plan, work, plan.attrs(allow_inaccurate), resume)
         stepper = plan.stepper()
         psi, Ut, start = _start_state(plan, resume, work)
         snaps = Snapshots(plan, writer, start)
@@ -210,8 +210,11 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
     finally:  # finish: a crash leaves the .part file valid, not complete
         if bar is not None:
             bar.close()
-        _close(writer, complete, None if t0 is None else (t0, stepper, obs),
-               None if resume else work)
+        if writer is not None:
+            _close(writer, complete, None if t0 is None else (t0, stepper, obs),
+                   None if resume else work)
+        elif resume is None and work is not None and os.path.exists(work):
+            os.remove(work)     # stopped while the new file was being made: nothing in it
     if work != path:
         os.replace(work, path)
     return Result(config, path, plan.precheck, config.time.steps, writer.count,

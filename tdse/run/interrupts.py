@@ -2,6 +2,7 @@
 observer of the evolve loop (:class:`Interrupts`)."""
 from __future__ import annotations
 
+import contextlib
 import time
 
 
@@ -14,24 +15,83 @@ class Interrupted(Exception):
                          f"t = {t:.6g}; continue with: tdse resume {path}")
 
 
-def signal_guard():
-    """Turn SIGTERM, and SIGINT, into KeyboardInterrupt in the main thread for the run;
-    returns a restore function.  SIGINT is set explicitly: a process started in the
-    background by a non-interactive shell inherits SIGINT *ignored*, and Python then
-    never raises KeyboardInterrupt -- a `kill -INT` would be lost and the run go on."""
+#: signals delivered under :func:`signal_guard` and not yet acted on.  Python runs a
+#: signal's handler between two bytecodes of the main thread, which may be inside a weakref
+#: callback, a ``__del__`` or a finalizer of the garbage collector; a KeyboardInterrupt
+#: raised there is printed ("Exception ignored in ...") and dropped, and the run would go
+#: on to its end (seen: SIGINT 0.5 s into `tdse run`, during its set-up).  The loop
+#: (:class:`Interrupts`) raises it again at its next step (:func:`check_pending`).
+_PENDING = []
+
+
+_DEFER = [0]       # > 0: inside :func:`deferred`
+
+
+def _interrupt(name):
+    return KeyboardInterrupt("SIGTERM") if name == "SIGTERM" else KeyboardInterrupt()
+
+
+def _on_signal(signum, frame):
+    """SIGINT / SIGTERM: noted (:data:`_PENDING`), then KeyboardInterrupt ("SIGTERM" for
+    SIGTERM, as the run's messages tell them apart)."""
     import signal
+    name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
+    _PENDING.append(name)
+    if not _DEFER[0]:
+        raise _interrupt(name)
+
+
+@contextlib.contextmanager
+def deferred():
+    """A section an interrupt must not cut (a process being spawned): a signal that arrives
+    in it is noted, and its KeyboardInterrupt raised when the section ends."""
+    _DEFER[0] += 1
+    try:
+        yield
+    finally:
+        _DEFER[0] -= 1
+    if not _DEFER[0]:
+        check_pending()
+
+
+def check_pending():
+    """Raise the KeyboardInterrupt of a signal that arrived and was not acted on (its own
+    was dropped where Python discards exceptions), once; nothing when there is none."""
+    if _PENDING:
+        name = _PENDING[-1]
+        _PENDING.clear()
+        raise _interrupt(name)
+
+
+def acknowledge():
+    """A KeyboardInterrupt was caught and is being acted on: nothing is pending."""
+    _PENDING.clear()
+
+
+def signal_guard():
+    """Turn SIGTERM, and SIGINT, into KeyboardInterrupt in the main thread for the run
+    (each noted until acted on: :func:`check_pending`); returns a restore function.  SIGINT
+    is set explicitly: a process started in the background by a non-interactive shell
+    inherits SIGINT *ignored*, and Python then never raises KeyboardInterrupt -- a
+    `kill -INT` would be lost and the run go on."""
+    import signal
+    import sys
     import threading
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
+    old = signal.signal(signal.SIGTERM, _on_signal)
+    old_int = signal.signal(signal.SIGINT, _on_signal)
+    old_hook = sys.unraisablehook
 
-    def on_term(signum, frame):
-        raise KeyboardInterrupt("SIGTERM")
-    old = signal.signal(signal.SIGTERM, on_term)
-    old_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    def hook(u):     # a dropped interrupt is not printed as a traceback: it is raised again
+        if not (_PENDING and isinstance(u.exc_value, KeyboardInterrupt)):
+            old_hook(u)
+    sys.unraisablehook = hook
 
     def restore():
         signal.signal(signal.SIGTERM, old)
         signal.signal(signal.SIGINT, old_int)
+        sys.unraisablehook = old_hook
     return restore
 
 
@@ -47,12 +107,14 @@ class Interrupts:
 
     def begin(self, state):
         self.restore = signal_guard()
+        check_pending()          # one that arrived during the set-up and was dropped
 
     def before(self, j, state):
         pass
 
     def after(self, state):
-        pass
+        if _PENDING:
+            check_pending()
 
     def end(self, state):
         self._restore()
@@ -61,6 +123,7 @@ class Interrupts:
         self._restore()
         if not isinstance(error, KeyboardInterrupt):
             return
+        acknowledge()
         sig = "SIGTERM" if str(error) == "SIGTERM" else "SIGINT"
         w = self.writer
         w.set_attrs(interrupted_by=sig, **({} if self.started is None else

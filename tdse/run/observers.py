@@ -317,15 +317,28 @@ def worker_pools(n=1):
     import multiprocessing
 
     from .backend import usable_cpus
+    from .interrupts import deferred
     while len(_POOLS) < n:
         threads = max(1, min(4, usable_cpus() - 1)) if not _POOLS else 1
-        pool = concurrent.futures.ProcessPoolExecutor(
-            1, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
-            initargs=(threads,))
-        _POOLS.append((pool, pool.submit(_worker_ready)))
+        # an interrupt is raised after the spawn, not in it: cut between the new process and
+        # its start-up data, it left that process failing, its traceback on the terminal
+        with deferred():
+            pool = concurrent.futures.ProcessPoolExecutor(
+                1, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
+                initargs=(threads,))
+            _POOLS.append((pool, pool.submit(_worker_ready)))      # spawns the process now
         import atexit
-        atexit.register(_drop_pool, pool)     # before the interpreter's teardown
+        atexit.register(_end_pool, pool)      # before the interpreter's teardown
     return _POOLS[:n]
+
+
+def _end_pool(pool):
+    """At the process's exit: the worker stopped and waited for (a task it is running
+    finishes, those queued are dropped).  Not waiting, a process that exits while its worker
+    is still starting -- a run interrupted during its set-up -- left the worker to fail on
+    its queue, and its traceback on the terminal."""
+    _POOLS[:] = [e for e in _POOLS if e[0] is not pool]
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _drop_pool(pool):

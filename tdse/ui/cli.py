@@ -91,11 +91,12 @@ class _Group(click.Group):
 def _interruptible(work, what):
     """Run ``work()`` with SIGINT/SIGTERM as KeyboardInterrupt; on one, say so (``what``
     after the signal's name) and exit 130 / 143."""
-    from ..run.interrupts import signal_guard
+    from ..run.interrupts import acknowledge, signal_guard
     restore = signal_guard()
     try:
         return work()
     except KeyboardInterrupt as e:
+        acknowledge()
         sig = "SIGTERM" if str(e) == "SIGTERM" else "SIGINT"
         click.echo(f"error: interrupted by {sig}{what}", err=True)
         sys.exit(143 if sig == "SIGTERM" else 130)
