@@ -129,6 +129,7 @@ class BatchPotential:
         self.ends = (float(xh.min()), float(xh.max()))
         fields = [p.field for p in potentials]
         self.has_field = any(f is not None for f in fields)
+        self._core = None            # the molecule's part when no centre moves (total)
         if self.has_field and (None in fields or len({f.envelope for f in fields}) > 1):
             raise ValueError("a batch's members must all have a field of one envelope kind, or none")
         if self.has_field:
@@ -214,7 +215,7 @@ class BatchPotential:
         if self.xp is not np:
             return self._device(t, "v")
         if not self.amp.any():      # no centre moves: the molecule's part once (same sums)
-            if getattr(self, "_core", None) is None:
+            if self._core is None:
                 self._core = self._molecule(0.0)
             v = self._core.copy()
         else:

@@ -328,23 +328,18 @@ def worker_pools(n=1):
                 initargs=(threads,))
             _POOLS.append((pool, pool.submit(_worker_ready)))      # spawns the process now
         import atexit
-        atexit.register(_end_pool, pool)      # before the interpreter's teardown
+        # at the exit, waited for: a process that exits while its worker is still starting
+        # (a run interrupted during its set-up) left it failing on its queue, its traceback
+        # on the terminal
+        atexit.register(_drop_pool, pool, wait=True)     # before the interpreter's teardown
     return _POOLS[:n]
 
 
-def _end_pool(pool):
-    """At the process's exit: the worker stopped and waited for (a task it is running
-    finishes, those queued are dropped).  Not waiting, a process that exits while its worker
-    is still starting -- a run interrupted during its set-up -- left the worker to fail on
-    its queue, and its traceback on the terminal."""
+def _drop_pool(pool, wait=False):
+    """Forget a worker: a failed one (the next run spawns another), or all at the process's
+    exit (``wait``: a task it is running finishes; those queued are dropped)."""
     _POOLS[:] = [e for e in _POOLS if e[0] is not pool]
-    pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _drop_pool(pool):
-    """Forget a failed worker (the next run spawns another)."""
-    _POOLS[:] = [e for e in _POOLS if e[0] is not pool]
-    pool.shutdown(wait=False, cancel_futures=True)
+    pool.shutdown(wait=wait, cancel_futures=True)
 
 
 #: the worker process's trackers (:func:`_worker_init`, :func:`_worker_pairs`), one per
