@@ -76,6 +76,45 @@ def test_eigenstate_n_has_n_nodes(Z, a):
         assert node_count(x, phi[k] * np.exp(1.234j)) == k
 
 
+def test_node_count_is_the_number_of_positions_placed():
+    """node_count counts what node_positions places (without placing them): complex,
+    globally rotated states with noise, gaps below the threshold, and zero."""
+    rng = np.random.default_rng()
+    x = np.linspace(-10, 10, 301)
+    counts = set()
+    for i in range(300):
+        k = rng.uniform(0.1, 3.0)
+        psi = (np.cos(k * x) + 0.3j * rng.uniform(0, 1) * rng.standard_normal(x.size)) \
+            * np.exp(-x ** 2 / rng.uniform(5, 50) + 1j * rng.uniform(0, 6))
+        if i % 50 == 0:
+            psi[:] = 0
+        counts.add(node_count(x, psi, eps := rng.choice([1e-2, 1e-1, 0.3])))
+        assert node_count(x, psi, eps) == node_positions(x, psi, eps).size
+    assert len(counts) > 5
+
+
+def test_centre_positions_at_one_time_are_the_array_forms_bit_for_bit():
+    """The scalar path of centre_positions (every step's potential) gives the array
+    path's numbers exactly: ramps, phases, times before, in and after the ramp."""
+    import dataclasses
+
+    from tdse import config as cfgmod
+    from tdse.model.potential import centre_positions
+    cfg = cfgmod.load("inputs/h2plus_moving.toml")
+    rng = np.random.default_rng()
+    for _ in range(100):
+        cs = tuple(dataclasses.replace(c, x0=rng.uniform(-2, 2), amplitude=rng.uniform(-1, 1),
+                                       frequency=rng.uniform(0, 5), phase=rng.uniform(-3, 3),
+                                       ramp=float(rng.choice([0.0, rng.uniform(0.1, 5)])))
+                   for c in cfg.potential.centres)
+        pot = dataclasses.replace(cfg.potential, centres=cs)
+        ts = np.concatenate([rng.uniform(-1, 10, 20), [0.0] + [c.ramp for c in cs]])
+        table = centre_positions(pot, ts)
+        for i, t in enumerate(ts):
+            for one in (float(t), t, np.asarray(t)):
+                assert np.array_equal(centre_positions(pot, one), table[:, i])
+
+
 def test_node_positions_analytic():
     x = np.linspace(-5, 5, 1001)
     psi = np.sin(x) * np.exp(-x ** 2 / 20) * np.exp(0.7j)

@@ -159,6 +159,31 @@ def test_cli_writes_a_file_xarray_reads_with_named_dimensions(tmp_path):
     assert r.exit_code == 2 and "--set" in r.output and "Traceback" not in r.output
 
 
+def test_host_fields_are_total_and_gradient(base):
+    """BatchPotential.host_fields (a block of observables' V and dV/dx from one pass a
+    centre) equals total and gradient: moving centres with ramps and fields, each member at
+    its own time, and still centres (the molecule's part kept: later calls, a changed
+    result, give the same numbers)."""
+    from tdse.model.grid import points
+    from tdse.model.potential import BatchPotential
+    rng = np.random.default_rng()
+    pots = [base.with_value("field.E0", e).with_value("potential.centres.amplitude", 0.3 * k + 0.1)
+            .with_value("potential.centres.frequency", 1.0 + k).with_value("potential.centres.ramp", 2.0 * k)
+            .potential for k, e in enumerate(rng.uniform(0.01, 0.1, 3))]
+    x = points(base.grid)
+    still = [dataclasses.replace(p, centres=tuple(dataclasses.replace(c, amplitude=0.0)
+                                                  for c in p.centres)) for p in pots]
+    for members in (pots, still):
+        bp = BatchPotential(members, x)
+        for t in [0.0, *rng.uniform(0, 20, 3), rng.uniform(0, 20, 3), 0.0]:
+            V, G = bp.host_fields(t)
+            assert np.allclose(V, bp.total(t), rtol=1e-14, atol=1e-14)
+            assert np.allclose(G, bp.gradient(t), rtol=1e-13, atol=1e-13)
+            assert np.ptp(G, axis=0).min() > 1e-2   # the centres' forces (the field is uniform)
+            V += 1.0
+            G += 1.0
+
+
 def test_batch_potential_is_the_members_own(base):
     """The vectorised potential, gradient, field and centres equal each member's own."""
     from tdse.model.grid import points

@@ -85,7 +85,15 @@ def node_positions(x, psi, eps=1e-2):
 
 
 def node_count(x, psi, eps=1e-2):
-    return int(node_positions(x, psi, eps).size)
+    """How many nodes :func:`node_positions` places (the sign changes between successive
+    kept points, counted without placing them: a snapshot's count every few steps)."""
+    psi = np.asarray(psi)
+    a = np.abs(psi)
+    j = int(np.argmax(a))
+    if a[j] == 0:
+        return 0
+    r = (psi * np.exp(-1j * np.angle(psi[j]))).real[a > eps * a[j]]
+    return int(np.count_nonzero(r[:-1] * r[1:] < 0))
 
 
 class Measure:
@@ -157,8 +165,10 @@ class BlockMeasure:
         self.psi0 = xp.ascontiguousarray(xp.asarray(psi0, dtype=np.complex128))   # (N, B)
         self.potential = BatchPotential([c.potential for c in configs], x, xp)
         self.kinetic = BlockOperator(configs[0].grid, 1.0, xp.zeros((len(x), len(configs))), xp)
-        self.layers = xp.asarray(np.stack([absorber_profile(c, np.asarray(x)) > 0
-                                           for c in configs], axis=1))
+        layers = np.stack([absorber_profile(c, np.asarray(x)) > 0 for c in configs], axis=1)
+        self.layers, self._any_layer = xp.asarray(layers), bool(layers.any())
+        if xp is np:
+            self.layers = layers.astype(np.float64)     # summed against |psi|^2 (einsum)
         self.k = xp.asarray(2 * np.pi * np.fft.fftfreq(len(x), d=self.dx))
 
     def __call__(self, t, X, host=True) -> dict:
@@ -243,15 +253,18 @@ class BlockMeasure:
         n = X.shape[0]
         w = X.real ** 2 + X.imag ** 2
         kin, k = self.kinetic._kinetic(X)
-        HX = kin * k if k != 1.0 else np.array(kin, copy=True)
-        HX += self.potential.total(at) * X
+        V, dV = self.potential.host_fields(at)
+        # Re X* (k kin + V X) = k Re X* kin + V w, summed over the grid
+        energy = np.einsum("nb,nb->b", X.real, kin.real) + np.einsum("nb,nb->b", X.imag, kin.imag)
+        if k != 1.0:
+            energy *= k
+        energy += np.einsum("nb,nb->b", V, w)
         c0 = np.einsum("nb,nb->b", self.psi0.conj(), X)
         F = np.fft.fft(X, axis=0)
+        layers = np.einsum("nb,nb->b", w, self.layers) if self._any_layer else np.zeros(X.shape[1])
         sums = np.stack([
-            w.sum(axis=0), (w * self.layers).sum(axis=0), self.x.ravel() @ w,
-            (w * self.potential.gradient(at)).sum(axis=0),
-            np.einsum("nb,nb->b", X.conj(), HX).real, c0.real, c0.imag,
-            self.k @ (F.real ** 2 + F.imag ** 2),
+            w.sum(axis=0), layers, self.x.ravel() @ w, np.einsum("nb,nb->b", w, dV),
+            energy, c0.real, c0.imag, self.k @ (F.real ** 2 + F.imag ** 2),
             w[:10].sum(axis=0) + w[max(10, n - 10):].sum(axis=0)])
         return self._raw_out(sums, X, also, t)
 
