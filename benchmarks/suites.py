@@ -1313,7 +1313,7 @@ def _run_overhead(a):
 
 
 def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
-    """One run-overhead row: the CLI's wall for 1 and S steps (and S with the companion)."""
+    """One run-overhead row: the CLI's wall for 1, S/2 and S steps (and S with the companion)."""
     import tempfile
 
     from tdse import config as cfgmod
@@ -1322,7 +1322,9 @@ def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
         path = os.path.join(d, "in.toml")
         args = ["run", path, "--out", d, "--backend", a.backend, "--quiet", "--no-plots",
                 "--force", "--yes", "--allow-inaccurate"]
+        half = S // 2
         for label, c in (("one_step", cfg.with_value("time.t_end", cfg.time.dt)),
+                         ("half", cfg.with_value("time.t_end", half * cfg.time.dt)),
                          ("full", cfg),
                          ("companion", cfg.with_value("propagator.time_error", "companion"))):
             with open(path, "w") as f:
@@ -1338,6 +1340,10 @@ def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
             if lp:
                 loops[label] = float(np.median(lp))
     per_step_run = (walls["full"] - walls["one_step"]) / (S - 1)
+    # the slope between the S- and S/2-step runs: the per-step cost with every fixed cost
+    # (start-up, the eigenpairs worker's start and its overlap with the first steps, the
+    # first blocks) in the intercept -- what the target's "steps x step time + start-up" reads
+    slope = (loops["full"] - loops["half"]) / (S - half)
     row = {"n": cfg.grid.n, "stencil": str(stencil), "method": plan.config.propagator.method,
            "backend": a.backend, "steps": S,
            "observables_every": cfg.output.observables_every,
@@ -1349,6 +1355,10 @@ def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
            # noise that the difference of two CLI walls carries (+-1 s over S steps)
            "loop_seconds": loops["full"], "loop_seconds_one_step": loops["one_step"],
            "loop_over_steps": (loops["full"] - loops["one_step"]) / ((S - 1) * step_bare),
+           "loop_seconds_half": loops["half"], "half_steps": half,
+           "loop_slope_over_steps": slope / step_bare,
+           "wall_slope_over_steps": (walls["full"] - walls["half"]) / ((S - half) * step_bare),
+           "start_up_seconds": walls["full"] - S * slope,
            "cli_wall_seconds": walls["full"], "fixed_seconds": walls["one_step"],
            "prepare_seconds_in_process": t_prepare,
            "cli_wall_with_companion_seconds": walls["companion"], "repeat": a.repeat}

@@ -396,6 +396,31 @@ def test_a_members_own_time_is_its_field_and_centres_at_that_time(envelope, inpu
     for b, t in enumerate(times):
         assert E[b] == bp.field(t)[b] and np.array_equal(X[b], bp.centre_array(t)[b])
     assert np.ptp(E) > 1e-6
+    # the parameters a device kernel reads for the block (BlockMeasure._pack_own): member b's
+    # slot is pack([t_b])'s slot of member b, bit for bit; the field of many rows at once
+    # (BlockMeasure.finish) is each row's
+    from tdse.model.observables import BlockMeasure
+    cfgs = [dataclasses.replace(cfg, potential=pot)] * M
+    bm = BlockMeasure(cfgs, x, np.zeros((M, 2, x.size)), np.ones((x.size, M)))
+    own, width = bm._pack_own(times), 1 + len(pot.centres)
+    head = len(bp.header([1.0]))
+    assert np.array_equal(own[:head], bp.header([1.0])) and own.size == head + M * width
+    for b, t in enumerate(times):
+        one = bp.pack([t], [1.0])
+        assert np.array_equal(own[head + b * width:head + (b + 1) * width],
+                              one[head + b * width:head + (b + 1) * width])
+    rows = bp.field(times.reshape(-1, 1))
+    assert rows.shape == (M, M) and all(np.array_equal(rows[i], bp.field(t)) for i, t in enumerate(times))
+
+
+def test_the_worker_process_starts_without_cupy():
+    """The eigenpairs worker (host solvers only) shuts CuPy out before its imports
+    (tdse.run.ahead_child): `import cupy` there fails whether or not CuPy is installed, and
+    it is ready with the solvers imported."""
+    pool, ready = observers.worker_pools(1)[0]
+    assert ready.result(timeout=60) is True
+    assert pool.submit(eval, "__import__('sys').modules.get('cupy', 'absent')").result(timeout=60) is None
+    assert pool.submit(eval, "'tdse.model.states' in __import__('sys').modules").result(timeout=60)
 
 
 def test_the_worker_keeps_each_runs_tracker_apart(inputs_dir, monkeypatch):

@@ -269,10 +269,11 @@ class BlockMeasure:
         return self._raw_out(sums, X, also, t)
 
     def _pack_own(self, times):
-        """:meth:`BatchPotential.pack`'s parameters with member b at ``times[b]``."""
-        pot, B = self.potential, self.potential.B
-        per = pot.blocks_many(np.asarray(times, dtype=np.float64)[:, None])   # (B, B (1 + C))
-        per = per.reshape(B, B, -1)[np.arange(B), np.arange(B)]            # member b at t_b
+        """:meth:`BatchPotential.pack`'s parameters with member b at ``times[b]`` (its own
+        field and centres: O(B), where every member at every time was B^2)."""
+        pot = self.potential
+        E, X = pot.own(times)                                   # (B,), (B, C)
+        per = np.concatenate([np.asarray(E, dtype=np.float64).reshape(-1, 1), X], axis=1)
         return np.concatenate([pot.header([1.0]), per.ravel()])
 
     def finish(self, ts, cols, xp=np) -> dict:
@@ -290,7 +291,7 @@ class BlockMeasure:
                 "acceleration": force * dx, "acceleration_normalised": force / wsum,
                 "autocorrelation": (S[:, 5] + 1j * S[:, 6]) * dx,
                 "populations_h0": xp.abs(amps * dx) ** 2,
-                "field": np.stack([self.potential.field(t) for t in ts])}
+                "field": self.potential.field(np.asarray(ts, dtype=np.float64).reshape(-1, 1))}
 
     def _host_row(self, t, X):
         """The definitions, vectorised with NumPy (also the device kernel's reference)."""

@@ -31,8 +31,15 @@ EDGE_NORM = 1e-6
 #: step (:meth:`Snapshots.write`); TDSE_DEFER_SNAPSHOTS=0 writes each at once
 DEFER_SNAPSHOTS = os.environ.get("TDSE_DEFER_SNAPSHOTS", "1") != "0"
 
-#: rows measured in blocks of up to this many states (:class:`_BlockRows`)
+#: rows measured in blocks of up to this many states (:class:`_BlockRows`) on the CPU (a
+#: row's cost there is its share of the block's passes, whatever the block's size)
 TIME_BLOCK = 64
+
+#: on a GPU, up to this many (a block's cost there is mostly its ~20 launches' host time,
+#: ~1 ms on an H100's host: 15-19 us a row in blocks of 64), while the block's states stay
+#: within TIME_BLOCK_BYTES
+TIME_BLOCK_GPU = 512
+TIME_BLOCK_BYTES = 1 << 26
 
 #: H(t)'s eigenpairs go to a worker process (:class:`_Ahead`) when computing them in the
 #: loop would take more than this many seconds of the run (the process takes ~0.3 s to
@@ -316,6 +323,7 @@ def worker_pools(n=1):
     the others one."""
     import multiprocessing
 
+    from . import ahead_child
     from .backend import usable_cpus
     from .interrupts import deferred
     while len(_POOLS) < n:
@@ -324,7 +332,7 @@ def worker_pools(n=1):
         # its start-up data, it left that process failing, its traceback on the terminal
         with deferred():
             pool = concurrent.futures.ProcessPoolExecutor(
-                1, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
+                1, mp_context=multiprocessing.get_context("spawn"), initializer=ahead_child.start,
                 initargs=(threads,))
             _POOLS.append((pool, pool.submit(_worker_ready)))      # spawns the process now
         import atexit
@@ -359,7 +367,8 @@ def _worker_init(threads):
 
 
 def _worker_ready():
-    return True
+    """Whether the worker has started, and without CuPy (:mod:`tdse.run.ahead_child`)."""
+    return "cupy" not in sys.modules or sys.modules["cupy"] is None
 
 
 def _worker_pairs(run, times, begin=None):
@@ -583,7 +592,9 @@ class _BlockRows:
         phi0, psi0 = np.asarray(measure.phi0), np.asarray(plan.psi0)
         self.block = observables.BlockMeasure([cfg], plan.x, phi0[None], psi0[:, None], xp)
         rows = cfg.time.steps // cfg.output.observables_every + 2      # rows of the whole run
-        self.M = max(1, min(TIME_BLOCK, rows))
+        cap = TIME_BLOCK if xp is np else \
+            max(TIME_BLOCK, min(TIME_BLOCK_GPU, TIME_BLOCK_BYTES // (16 * cfg.grid.n)))
+        self.M = max(1, min(cap, rows))
         self.tblock = observables.BlockMeasure(
             [cfg] * self.M, plan.x, np.broadcast_to(phi0[None], (self.M, *phi0.shape)),
             np.repeat(psi0[:, None], self.M, axis=1), xp)
