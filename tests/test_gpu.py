@@ -761,6 +761,30 @@ def test_single_run_graph_steps_and_device_observables(name, stencil, t_end, mon
 
 
 @pytest.mark.gpu
+def test_graph_steps_planned_ahead_in_a_thread_are_the_same_bit_for_bit(monkeypatch):
+    """GraphStep._plan: the next chunk's scalars planned in a thread while this chunk steps
+    give the run planned chunk by chunk in the loop, bit for bit, over several chunks (and
+    the planning thread was used)."""
+    import tdse
+    from tdse.numerics import graphs as G
+    cfg = _batch_case("h2plus_moving.toml", 3 * G.CHUNK * 0.02 + 0.1,
+                      ("propagator.method", ["chebyshev"]))[0]
+    plan = tdse.prepare(cfg, backend="cupy", check_resolution=False)
+    finals, submitted = {}, []
+    pool = G._planning_thread()
+    real = pool.submit
+    monkeypatch.setattr(pool, "submit", lambda *a: submitted.append(G.PLAN_AHEAD) or real(*a))
+    for ahead in (True, False):
+        monkeypatch.setattr(G, "PLAN_AHEAD", ahead)
+        st = plan.stepper()
+        st.graphs = True
+        finals[ahead] = cp.asnumpy(tdse.evolve(plan, cp.asarray(plan.psi0), stepper=st).psi)
+        assert st._graph, "the graph path was not taken"
+    assert np.array_equal(finals[True], finals[False])
+    assert submitted.count(True) >= 3 and False not in submitted
+
+
+@pytest.mark.gpu
 def test_device_rows_with_populations_every_equal_the_cpu_run():
     """output.populations_every = 5 on the device rows (#23 item 3): the rows between carry
     NaN in H(t)'s populations, <n> and E_n(t) exactly where the CPU run does, and every value
