@@ -5,11 +5,18 @@ and tdse are imported.  The worker computes H(t)'s pairs on the host alone; impo
 CuPy (through mgemm) was most of its start-up on a GPU machine."""
 import sys
 
+#: the worker's BLAS limit, held for the process's life
+_LIMIT = []
+
 
 def start(threads):
     """Shut CuPy out of this process (``import cupy`` then fails: mgemm's CPU paths), import
-    the solvers now (the worker is ready once they are), then the worker's own start."""
+    the solvers now (the worker is ready once they are); BLAS held to ``threads``; SIGINT
+    ignored (an interrupt is the loop's: it stops the run, which stops asking)."""
+    import signal
     sys.modules.setdefault("cupy", None)
-    from . import observers
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from threadpoolctl import threadpool_limits
+
     from ..model import states  # noqa: F401 -- imported before the first call, not at it
-    observers._worker_init(threads)
+    _LIMIT.append(threadpool_limits(threads))

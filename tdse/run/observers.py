@@ -350,20 +350,11 @@ def _drop_pool(pool, wait=False):
     pool.shutdown(wait=wait, cancel_futures=True)
 
 
-#: the worker process's trackers (:func:`_worker_init`, :func:`_worker_pairs`), one per
+#: the worker process's trackers (:func:`_worker_pairs`), one per
 #: run (runs of one process, e.g. in threads, may share the worker), the newest kept
 _WORKER = {}
 WORKER_RUNS = 8
 _RUN_IDS = itertools.count(1)
-
-
-def _worker_init(threads):
-    """The worker's start: BLAS held to ``threads``; SIGINT ignored (an interrupt is the
-    loop's: it stops the run, which stops asking)."""
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from threadpoolctl import threadpool_limits
-    _WORKER["limit"] = threadpool_limits(threads)
 
 
 def _worker_ready():
