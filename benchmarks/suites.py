@@ -1317,7 +1317,7 @@ def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
     import tempfile
 
     from tdse import config as cfgmod
-    walls, loops = {}, {}
+    walls, loops, run_threads = {}, {}, None
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "in.toml")
         args = ["run", path, "--out", d, "--backend", a.backend, "--quiet", "--no-plots",
@@ -1336,6 +1336,7 @@ def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
                     import h5py
                     with h5py.File(os.path.join(d, f"{c.name}.h5"), "r") as f:
                         lp.append(float(f.attrs["wall_seconds"]))
+                        run_threads = f.attrs.get("blas_threads")
             walls[label] = float(np.median(w))
             if lp:
                 loops[label] = float(np.median(lp))
@@ -1361,7 +1362,10 @@ def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
            "start_up_seconds": walls["full"] - S * slope,
            "cli_wall_seconds": walls["full"], "fixed_seconds": walls["one_step"],
            "prepare_seconds_in_process": t_prepare,
-           "cli_wall_with_companion_seconds": walls["companion"], "repeat": a.repeat}
+           "cli_wall_with_companion_seconds": walls["companion"], "repeat": a.repeat,
+           # the host's BLAS threads of the bare loop (this process's plan) and of the run
+           "bare_blas_threads": plan.backend.threads,
+           "run_blas_threads": None if run_threads is None else int(run_threads)}
     _say(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
     return row
 
