@@ -26,13 +26,22 @@ def case(inp, n, st, steps, pe, backend):
     return cfg, prepare(cfg, backend=backend, check_resolution=False)
 
 
+def profiled(plan):
+    """(pstats.Stats, wall seconds) of one `run()` of ``plan`` under cProfile, after a warm
+    run (kernels, graphs, the worker)."""
+    d = tempfile.mkdtemp()
+    run(plan, d, force=True)
+    t0 = time.perf_counter()
+    pr = cProfile.Profile()
+    pr.enable()
+    run(plan, d, force=True)
+    pr.disable()
+    return pstats.Stats(pr), time.perf_counter() - t0
+
+
 if __name__ == "__main__":
     cfg, plan = case(*sys.argv[1:7])
-    d = tempfile.mkdtemp()
-    run(plan, d, force=True)                       # warm
-    t0 = time.perf_counter()
-    cProfile.run("run(plan, d, force=True)", "/tmp/run.prof")
-    print(f"wall {time.perf_counter() - t0:.3f} s for {cfg.time.steps} steps")
-    s = pstats.Stats("/tmp/run.prof")
+    s, wall = profiled(plan)
+    print(f"wall {wall:.3f} s for {cfg.time.steps} steps")
     s.sort_stats("tottime").print_stats(18)
     s.sort_stats("cumulative").print_stats(30)

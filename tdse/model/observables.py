@@ -62,6 +62,17 @@ def n_mean(P):
     return float(np.arange(P.shape[-1]) @ P)
 
 
+def _kept_real(psi, eps):
+    """(kept, r): r the real part of psi rotated real where |psi| is largest, kept the
+    points where |psi| > eps * max|psi|; None for psi = 0 (:func:`node_positions`)."""
+    psi = np.asarray(psi)
+    a = np.abs(psi)
+    j = int(np.argmax(a))
+    if a[j] == 0:
+        return None
+    return a > eps * a[j], (psi * np.exp(-1j * np.angle(psi[j]))).real
+
+
 def node_positions(x, psi, eps=1e-2):
     """Sign changes of the real part of psi after removing its global phase.
 
@@ -72,13 +83,10 @@ def node_positions(x, psi, eps=1e-2):
     between the two kept neighbours (which may lie far apart).  The n-th eigenstate of
     a 1D H has n nodes; for a driven, complex psi the count depends on eps and on the
     time sampling (README), so report :func:`n_mean` alongside it."""
-    psi = np.asarray(psi)
-    a = np.abs(psi)
-    j = int(np.argmax(a))
-    if a[j] == 0:
+    kr = _kept_real(psi, eps)
+    if kr is None:
         return np.empty(0)
-    r = (psi * np.exp(-1j * np.angle(psi[j]))).real
-    keep = a > eps * a[j]
+    keep, r = kr
     xr, rr = np.asarray(x)[keep], r[keep]
     i = np.flatnonzero(rr[:-1] * rr[1:] < 0)
     return xr[i] - rr[i] * (xr[i + 1] - xr[i]) / (rr[i + 1] - rr[i])
@@ -87,12 +95,10 @@ def node_positions(x, psi, eps=1e-2):
 def node_count(x, psi, eps=1e-2):
     """How many nodes :func:`node_positions` places (the sign changes between successive
     kept points, counted without placing them: a snapshot's count every few steps)."""
-    psi = np.asarray(psi)
-    a = np.abs(psi)
-    j = int(np.argmax(a))
-    if a[j] == 0:
+    kr = _kept_real(psi, eps)
+    if kr is None:
         return 0
-    r = (psi * np.exp(-1j * np.angle(psi[j]))).real[a > eps * a[j]]
+    r = kr[1][kr[0]]
     return int(np.count_nonzero(r[:-1] * r[1:] < 0))
 
 

@@ -145,8 +145,7 @@ class BatchPotential:
         self.ends = (float(xh.min()), float(xh.max()))
         fields = [p.field for p in potentials]
         self.has_field = any(f is not None for f in fields)
-        self._core = None            # the molecule's part when no centre moves (total)
-        self._fields = None          # the same of host_fields: (V, dV/dx)
+        self._static = None          # (V, dV/dx) of the molecule when no centre moves
         if self.has_field and (None in fields or len({f.envelope for f in fields}) > 1):
             raise ValueError("a batch's members must all have a field of one envelope kind, or none")
         if self.has_field:
@@ -231,22 +230,26 @@ class BatchPotential:
         """V at ``t`` (a time, or (B,) own times on the host path), (N, B)."""
         if self.xp is not np:
             return self._device(t, "v")
-        if not self.amp.any():      # no centre moves: the molecule's part once (same sums)
-            if self._core is None:
-                self._core = self._molecule(0.0)
-            v = self._core.copy()
-        else:
-            v = self._molecule(t)
-        if self.has_field:
-            v += self.xp.asarray(self._field_at(t))[None, :] * self.x
-        return v
+        return self.host_fields(t, gradient=False)[0]
 
-    def _molecule(self, t):
-        """-sum_c Z_c / sqrt((x - X_c)^2 + a) of every member, (N, B)."""
-        v = self.xp.zeros((self.x.shape[0], self.B))
+    def _molecule(self, t, gradient=True):
+        """(-sum_c Z_c / sqrt((x - X_c)^2 + a), and its dV/dx or None) of every member,
+        (N, B) on the host: one pass a centre, its square root shared; dV/dx as
+        Z r / (d sqrt d), d = r^2 + a (within an ulp of :func:`coulomb_force`'s d^1.5)."""
+        V = np.zeros((self.x.shape[0], self.B))
+        G = np.zeros_like(V) if gradient else None
         for Z, X in zip(self.Z, self._centres(t)):
-            v -= coulomb(Z, X, self.a, self.x, self.xp)
-        return v
+            r = self.x - X
+            d = r * r
+            d += self.a
+            sq = np.sqrt(d)
+            V -= Z / sq
+            if gradient:
+                d *= sq
+                r *= Z
+                r /= d
+                G += r
+        return V, G
 
     def gradient(self, t):
         """dV/dx at ``t`` (a time, or (B,) own times on the host path), (N, B)."""
@@ -259,35 +262,23 @@ class BatchPotential:
             g += coulomb_force(Z, X, self.a, self.x)
         return g
 
-    def host_fields(self, t):
-        """(V, dV/dx) at ``t`` (a time, or (B,) own times) on the host, (N, B) each: the
-        formulas of :meth:`total` and :meth:`gradient` from one pass over each centre
-        (its square root shared: what a block of observables needs, :class:`BlockMeasure`);
-        dV/dx as Z r / (d sqrt d), d = r^2 + a (within an ulp of :func:`coulomb_force`'s
-        d^1.5)."""
-        xs, N = self.x, self.x.shape[0]
-        E = self._field_at(t) if self.has_field else None
-        if self.amp.any() or self._fields is None:
-            V, G = np.zeros((N, self.B)), np.zeros((N, self.B))
-            r, d = np.empty_like(V), np.empty_like(V)
-            for Z, X in zip(self.Z, self._centres(t)):
-                np.subtract(xs, X, out=r)
-                np.multiply(r, r, out=d)
-                d += self.a
-                sq = np.sqrt(d)
-                V -= Z / sq
-                d *= sq
-                r *= Z
-                r /= d
-                G += r
-            if not self.amp.any():     # no centre moves: the molecule's part once
-                self._fields = (V, G)
-        if not self.amp.any():
-            V, G = self._fields[0].copy(), self._fields[1].copy()
-        if E is not None:
-            E = np.asarray(E)[None, :]
-            V += E * xs
-            G += E
+    def host_fields(self, t, gradient=True):
+        """(V, dV/dx) at ``t`` (a time, or (B,) own times) on the host, (N, B) each (dV/dx
+        None without ``gradient``): :meth:`_molecule`'s pass over the centres (when no
+        centre moves, once: its copies), then the field's x E(t) and E(t) -- what a block of
+        observables needs (:class:`BlockMeasure`), and :meth:`total`'s V."""
+        if self.amp.any():
+            V, G = self._molecule(t, gradient)
+        else:
+            if self._static is None:
+                self._static = self._molecule(0.0)
+            V = self._static[0].copy()
+            G = self._static[1].copy() if gradient else None
+        if self.has_field:
+            E = np.asarray(self._field_at(t))[None, :]
+            V += E * self.x
+            if gradient:
+                G += E
         return V, G
 
     def bounds_many(self, times, weights):
