@@ -773,9 +773,9 @@ def test_graph_steps_planned_ahead_in_a_thread_are_the_same_bit_for_bit(monkeypa
     finals, submitted = {}, []
     pool = G._planning_thread()
     real = pool.submit
-    monkeypatch.setattr(pool, "submit", lambda *a: submitted.append(G.PLAN_AHEAD) or real(*a))
+    monkeypatch.setattr(pool, "submit", lambda *a: submitted.append(G.plan_ahead()) or real(*a))
     for ahead in (True, False):
-        monkeypatch.setattr(G, "PLAN_AHEAD", ahead)
+        monkeypatch.setenv("TDSE_PLAN_AHEAD", "1" if ahead else "0")
         st = plan.stepper()
         st.graphs = True
         finals[ahead] = cp.asnumpy(tdse.evolve(plan, cp.asarray(plan.psi0), stepper=st).psi)

@@ -413,6 +413,20 @@ def test_a_members_own_time_is_its_field_and_centres_at_that_time(envelope, inpu
     assert rows.shape == (M, M) and all(np.array_equal(rows[i], bp.field(t)) for i, t in enumerate(times))
 
 
+def test_plan_ahead_is_0_or_1(monkeypatch):
+    """TDSE_PLAN_AHEAD (the GPU graph step's next chunk planned in a thread): on by default,
+    1 / 0, and any other value a one-line ConfigError naming the variable and value."""
+    from tdse.numerics import graphs
+    monkeypatch.delenv("TDSE_PLAN_AHEAD", raising=False)
+    assert graphs.plan_ahead() is True
+    for v, want in (("1", True), ("0", False)):
+        monkeypatch.setenv("TDSE_PLAN_AHEAD", v)
+        assert graphs.plan_ahead() is want
+    monkeypatch.setenv("TDSE_PLAN_AHEAD", "yes")
+    with pytest.raises(cfgmod.ConfigError, match="TDSE_PLAN_AHEAD = 'yes': must be 0 or 1"):
+        graphs.plan_ahead()
+
+
 def test_the_worker_process_starts_without_cupy():
     """The eigenpairs worker (host solvers only) shuts CuPy out before its imports
     (tdse.run.ahead_child): `import cupy` there fails whether or not CuPy is installed, and

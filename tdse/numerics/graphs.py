@@ -382,9 +382,15 @@ def _copy_out(cp, src):
     return out
 
 
-#: plan the next chunk's scalars in a thread while this one steps (:meth:`GraphStep._plan`);
-#: TDSE_PLAN_AHEAD=0 plans each when it is reached
-PLAN_AHEAD = os.environ.get("TDSE_PLAN_AHEAD", "1") != "0"
+def plan_ahead() -> bool:
+    """Whether to plan the next chunk's scalars in a thread while this one steps
+    (:meth:`GraphStep._plan`): TDSE_PLAN_AHEAD=1 (the default) or 0 (each planned when it
+    is reached); another value is a ConfigError naming it."""
+    mode = os.environ.get("TDSE_PLAN_AHEAD", "1")
+    if mode not in ("0", "1"):
+        from ..config import ConfigError
+        raise ConfigError("TDSE_PLAN_AHEAD", mode, "must be 0 or 1")
+    return mode == "1"
 
 _PLANNING = []
 
@@ -676,7 +682,7 @@ class GraphStep:
                 ch = None
         if ch is None:
             ch = self.planner.chunk(j)
-        if ch is not None and PLAN_AHEAD:
+        if ch is not None and plan_ahead():
             self._ahead = (ch[0] + CHUNK, _planning_thread().submit(self.planner.chunk, ch[0] + CHUNK))
         return ch
 
