@@ -963,6 +963,19 @@ def _scan_args(p):
     p.add_argument("--gpus", type=int, default=None,
                    help="GPUs the scan's workers use (said in the row)")
     p.add_argument("--batch", type=int, default=None)
+    p.add_argument("--parts", default=None,
+                   help="the scan's parts folder's parent (default: a new temporary folder, "
+                        "removed after; `tdse scan` always writes its parts)")
+
+
+def _warm_worker(toml):
+    """On a Dask worker: a 2-member batch of a few steps (the device, its libraries and the
+    kernels set up once, as the in-process scan is warmed)."""
+    from tdse import config as cfgmod
+    from tdse.studies.scan import run_batch
+    cfg = cfgmod.loads(toml)
+    run_batch([cfg, cfg.with_value("field.E0", 0.03)], "cupy")
+    return True
 
 
 def _scan(a):
@@ -981,14 +994,21 @@ def _scan(a):
     if a.backend == "cupy":   # warm the device and its kernels once (each worker's too)
         short = cfg.with_value("time.t_end", 10 * cfg.time.dt)
         scan(short, {"field.E0": E0[:2]}, backend="cupy")
-        if a.scheduler or a.workers:
-            n = 2 * (a.gpus or a.workers or 2)
-            scan(short, {"field.E0": list(np.linspace(0.02, 0.08, n))}, backend="cupy", batch=1,
-                 scheduler=a.scheduler, workers=a.workers)
+        if a.scheduler:
+            from dask.distributed import Client
+            with Client(a.scheduler) as c:
+                assert all(c.run(_warm_worker, cfgmod.to_toml(short)).values())
+    import shutil
+    import tempfile
+    out = a.parts or tempfile.mkdtemp(prefix="scan-bench-")
     t0 = time.perf_counter()
-    res = scan(cfg, {"field.E0": E0}, backend=a.backend, workers=a.workers, batch=a.batch,
-               scheduler=a.scheduler)
-    wall = time.perf_counter() - t0
+    try:
+        res = scan(cfg, {"field.E0": E0}, backend=a.backend, workers=a.workers, batch=a.batch,
+                   scheduler=a.scheduler, out=out)
+        wall = time.perf_counter() - t0
+    finally:
+        if a.parts is None:
+            shutil.rmtree(out, ignore_errors=True)
     n_serial = a.serial if a.serial is not None else (a.members if a.backend == "numpy" else 1)
     picks = sorted(set(np.linspace(0, a.members - 1, max(1, n_serial)).astype(int)))
     serial, worst = [], 0.0
@@ -1001,7 +1021,7 @@ def _scan(a):
     per_serial = float(np.mean(serial))
     row = {"input": os.path.basename(a.input), "members": a.members, "backend": a.backend,
            "workers": a.workers, "scheduler": bool(a.scheduler), "gpus": a.gpus,
-           "batches": res["batches"], "steps": cfg.time.steps,
+           "batches": res["batches"], "steps": cfg.time.steps, "parts_written": True,
            "n": cfg.grid.n, "scan_seconds": wall, "seconds_per_member": wall / a.members,
            "serial_runs_timed": len(serial), "serial_seconds_each": per_serial,
            "serial_seconds_all": per_serial * a.members,

@@ -119,6 +119,40 @@ def test_two_dask_workers_equal_the_in_process_scan_and_survive_a_killed_worker(
         assert np.array_equal(here[name], there[name]), name
 
 
+def test_a_worker_that_sees_the_parts_folder_writes_its_batch_there(base, tmp_path):
+    """batch_task: with the client's token in the folder the batch is written there and only
+    its number travels back; with another token (a worker on another file system) the
+    observables travel back and nothing is written."""
+    cfgs = [base.with_value("field.E0", e) for e in (0.03, 0.07)]
+    folder = str(tmp_path / "p")
+    token = scan_mod._mark(folder)
+    small = scan_mod.batch_task(cfgs, "numpy", None, False, (folder, 3, "fp", token))
+    assert set(small) == {"part", "seconds"} and small["part"] == 3
+    part = scan_mod._load_part(folder, 3, "fp")
+    ref = scan_mod.run_batch(cfgs)
+    for name in NAMES:
+        assert np.array_equal(part[name], ref[name]), name
+    full = scan_mod.batch_task(cfgs, "numpy", None, False, (folder, 4, "fp", "another"))
+    assert np.array_equal(full["acceleration"], ref["acceleration"])
+    assert not os.path.exists(os.path.join(folder, "batch_00004"))
+
+
+@pytest.mark.slow
+def test_dask_workers_on_this_machine_write_their_parts_and_send_none(base, tmp_path):
+    base = base.with_value("time.t_end", 5.0)
+    sc = scan_mod.members(base, {"field.E0": [0.02, 0.04, 0.06, 0.08]})
+    groups = scan_mod.batches(sc, 2)
+    fps = [scan_mod._fingerprint(sc, g) for g in groups]
+    folder = str(tmp_path / "atom_scan.parts")
+    got = dict(scan_mod._execute(sc, groups, [0, 1], 2, None, "numpy", None, False, None,
+                                 folder, fps))
+    assert {k: set(v) for k, v in got.items()} == {0: {"part", "seconds"}, 1: {"part", "seconds"}}
+    here = scan_mod.scan(base, {"field.E0": [0.02, 0.04, 0.06, 0.08]}, batch=2)
+    for k, g in enumerate(groups):
+        part = scan_mod._load_part(folder, k, fps[k])
+        assert np.array_equal(part["acceleration"], here["acceleration"][g]), k
+
+
 def test_an_interrupted_scan_resumes_from_its_finished_batches(base, tmp_path, monkeypatch):
     sets = {"field.E0": [0.02, 0.04, 0.06, 0.08]}
     calls = {"n": 0}
@@ -132,8 +166,8 @@ def test_an_interrupted_scan_resumes_from_its_finished_batches(base, tmp_path, m
     monkeypatch.setattr(scan_mod, "run_batch", dies_on_second)
     with pytest.raises(KeyboardInterrupt):
         scan_mod.scan(base, sets, batch=2, out=str(tmp_path))
-    parts = os.listdir(tmp_path / "atom_scan.parts")
-    assert parts == ["batch_00000.npz"]
+    parts = sorted(os.listdir(tmp_path / "atom_scan.parts"))
+    assert parts == ["batch_00000"]
     calls["n"] = 10                                   # no more failures
     res = scan_mod.scan(base, sets, batch=2, out=str(tmp_path))
     assert calls["n"] == 11                           # only the missing batch ran

@@ -1,39 +1,60 @@
 #!/bin/bash
-# The scan on one GPU in process, then on every GPU of this machine through a running Dask
-# cluster (a scheduler and one single-threaded worker per GPU, each seeing its own GPU by
-# CUDA_VISIBLE_DEVICES: what dask-cuda's LocalCUDACluster does, without its install).
-# Device probe: [BATCH=b] bash benchmarks/probes/dask_gpus.sh OUT [members...]
-# BATCH: members per Dask task (default: the members split evenly over the GPUs, one task each;
-# a smaller batch gives a worker several tasks, so one batch's result travels while the next runs)
-# PROFILE: the workers' statistical profiler (Dask's distributed.worker.profile.enabled;
-# default True, Dask's own default: a thread sampling the task's stack every 10 ms)
+# The atom_hhg E0 scan on one GPU in process, then through a running Dask cluster on 2 and on
+# 4 GPUs of this machine (a scheduler and one single-threaded worker per GPU, each seeing its
+# own GPU by CUDA_VISIBLE_DEVICES: what dask-cuda's LocalCUDACluster does, without its
+# install), every row on this one machine, members per task the same in every row.
+# Device probe:  [GPUS="2 4"] [BATCH=1000] [LIMIT=300] bash benchmarks/probes/dask_gpus.sh OUT [members...]
+#   members: the scan sizes (default 4000 8000), each on 1 GPU and on every count in GPUS
+#   LIMIT:   seconds after which no new measurement starts (the rows done are kept)
+#   BACKEND, EXTRA: for a dry run of this script on a CPU (BACKEND=numpy EXTRA="--t-end 5")
+# Dask's wheels travel in the ignored .wheels/ (DEVELOPERS: Machines); the workers run
+# without Dask's statistical profiler, as the clusters `tdse scan` starts do.
 set -u
 OUT=$1; shift
-MEMBERS=${*:-1000}
+MEMBERS=${*:-4000 8000}
+BATCH=${BATCH:-1000}
+LIMIT=${LIMIT:-300}
 SITE=/tmp/site
 pip install -q --no-index --no-deps --target $SITE .wheels/*.whl 2>&1 | tail -1
 export PYTHONPATH=$PWD:$SITE
 NGPU=$(nvidia-smi -L | wc -l)
-python -m distributed.cli.dask_scheduler --port 8786 --no-dashboard > $OUT/scheduler.log 2>&1 &
-sleep 4
-for g in $(seq 0 $((NGPU - 1))); do
-  DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=${PROFILE:-True} \
-  CUDA_VISIBLE_DEVICES=$g python -m distributed.cli.dask_worker tcp://127.0.0.1:8786 \
-      --nworkers 1 --nthreads 1 --memory-limit 0 --no-dashboard > $OUT/worker$g.log 2>&1 &
+nvidia-smi -L > $OUT/gpus.txt
+T0=$SECONDS
+for G in ${GPUS:-2 4}; do          # one cluster per GPU count, started at once, idle until used
+  [ "$G" -le "$NGPU" ] || continue
+  port=$((8780 + G))
+  python -m distributed.cli.dask_scheduler --port $port --no-dashboard > $OUT/scheduler$G.log 2>&1 &
+  sleep 2
+  for g in $(seq 0 $((G - 1))); do
+    DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False CUDA_VISIBLE_DEVICES=$g \
+      python -m distributed.cli.dask_worker tcp://127.0.0.1:$port --nworkers 1 --nthreads 1 \
+      --memory-limit 0 --no-dashboard >> $OUT/workers$G.log 2>&1 &
+  done
 done
-sleep 8
+for G in ${GPUS:-2 4}; do
+  [ "$G" -le "$NGPU" ] || continue
+  python -c "from dask.distributed import Client; c = Client('tcp://127.0.0.1:$((8780 + G))', timeout=60); c.wait_for_workers($G, timeout=90); print('$G workers up')"
+done
 for m in $MEMBERS; do
-  CUDA_VISIBLE_DEVICES=0 python -m benchmarks scan --backend cupy --members $m --out $OUT 2>&1 | tail -1   # one GPU, in process
-  python -m benchmarks scan --backend cupy --members $m --batch ${BATCH:-$(( (m + NGPU - 1) / NGPU ))} \
-      --scheduler tcp://127.0.0.1:8786 --gpus $NGPU --out $OUT 2>&1 | tail -1
+  [ $((SECONDS - T0)) -lt "$LIMIT" ] || { echo "LIMIT: $m members not run"; break; }
+  CUDA_VISIBLE_DEVICES=0 timeout 200 python -m benchmarks scan --backend ${BACKEND:-cupy} --members $m \
+      --batch $BATCH --out $OUT ${EXTRA:-} 2>&1 | tail -1                 # one GPU, in process
+  for G in ${GPUS:-2 4}; do
+    [ "$G" -le "$NGPU" ] || continue
+    [ $((SECONDS - T0)) -lt "$LIMIT" ] || { echo "LIMIT: $m members on $G GPUs not run"; break; }
+    timeout 200 python -m benchmarks scan --backend ${BACKEND:-cupy} --members $m --batch $BATCH ${EXTRA:-} \
+        --scheduler tcp://127.0.0.1:$((8780 + G)) --gpus $G --out $OUT 2>&1 | tail -1
+  done
 done
+kill $(jobs -p) 2>/dev/null; wait   # the schedulers and workers started here
 python - "$OUT" <<'PY'
 import glob, json, sys
-for f in sorted(glob.glob(sys.argv[1] + "/scan_*.json")):
-    r = json.load(open(f))["rows"][0]
-    print(f"{r['members']:6d} members  gpus {r.get('gpus') or 1}  batches {r['batches']}  "
-          f"scan {r['scan_seconds']:.2f} s  serial {r['serial_seconds_each']:.2f} s  "
-          f"max rel diff {r['max_rel_diff_acceleration']:.1e}  "
-          f"batches' own seconds {[round(b, 2) for b in (r.get('batch_seconds') or [])]}")
+rows = [json.load(open(f))["rows"][0] for f in sorted(glob.glob(sys.argv[1] + "/scan_*.json"))]
+one = {r["members"]: r["scan_seconds"] for r in rows if not r.get("gpus")}
+print("members gpus batches   scan_s  vs_1gpu  serial_s  max_rel_diff  batches' own seconds")
+for r in sorted(rows, key=lambda r: (r["members"], r.get("gpus") or 1)):
+    ratio = one.get(r["members"], float("nan")) / r["scan_seconds"]
+    print(f"{r['members']:7d} {r.get('gpus') or 1:4d} {r['batches']:7d} {r['scan_seconds']:8.2f} "
+          f"{ratio:8.2f} {r['serial_seconds_each']:9.2f} {r['max_rel_diff_acceleration']:12.1e}  "
+          f"{[round(b, 2) for b in (r.get('batch_seconds') or [])]}")
 PY
-kill $(jobs -p) 2>/dev/null; wait   # the scheduler and workers started here
