@@ -1028,6 +1028,7 @@ def _scan(a):
            "serial_extrapolated": len(serial) < a.members,
            "batch_seconds": res.get("batch_seconds"),
            "batch_blas_threads": res.get("batch_blas_threads"),
+           "phases": res.get("phases"),
            "speedup": per_serial * a.members / wall,
            "max_rel_diff_acceleration": worst}
     _say(f"{a.members} members: scan {wall:.1f} s vs serial {per_serial:.2f} s each "

@@ -10,6 +10,7 @@ run continues).  All quantities are in atomic units (hbar = m_e = e = 1).
 """
 from __future__ import annotations
 
+import copy
 import math
 import os
 import re
@@ -627,20 +628,28 @@ def with_value(cfg: Config, key: str, value) -> Config:
     """``cfg`` with the input key ``key`` (dotted, as :data:`KEYS` names it) set to
     ``value`` and validated again; a key under ``potential.centres.`` is set on every
     centre.  ConfigError (one line) for a key that is not an input key, or a bad value."""
+    return with_values(cfg, [(key, value)])
+
+
+def with_values(cfg: Config, pairs, source: dict | None = None) -> Config:
+    """``cfg`` with every (key, value) of ``pairs`` set (as :func:`with_value` sets one),
+    validated once; ``source``: ``cfg``'s effective TOML already parsed (a scan's members
+    share it: the round trip through TOML was most of a member's cost)."""
     names = {k.name for k in KEYS}
-    if key not in names or key in ("name", "potential.centres") or key.count(".") < 1:
-        raise ConfigError(key, value, "is not an input key that takes a value (`tdse keys` lists them)")
-    data = tomllib.loads(to_toml(cfg))
-    parts = key.split(".")
-    partner = {**_LAB_PAIRS, **{v: k for k, v in _LAB_PAIRS.items()}}.get(parts[-1])
-    if parts[0] == "field" and partner:   # field.intensity replaces field.E0, and back
-        data.get("field", {}).pop(partner, None)
-    if key.startswith("potential.centres."):
-        for c in data["potential"]["centres"]:
-            c[parts[2]] = value
-    else:
-        data.setdefault(parts[0], {})[parts[1]] = value
-    return parse(data)          # its source: the effective TOML with the new value
+    data = copy.deepcopy(source) if source is not None else tomllib.loads(to_toml(cfg))
+    for key, value in pairs:
+        if key not in names or key in ("name", "potential.centres") or key.count(".") < 1:
+            raise ConfigError(key, value, "is not an input key that takes a value (`tdse keys` lists them)")
+        parts = key.split(".")
+        partner = {**_LAB_PAIRS, **{v: k for k, v in _LAB_PAIRS.items()}}.get(parts[-1])
+        if parts[0] == "field" and partner:   # field.intensity replaces field.E0, and back
+            data.get("field", {}).pop(partner, None)
+        if key.startswith("potential.centres."):
+            for c in data["potential"]["centres"]:
+                c[parts[2]] = value
+        else:
+            data.setdefault(parts[0], {})[parts[1]] = value
+    return parse(data)          # its source: the effective TOML with the new values
 
 
 def to_toml(cfg: Config) -> str:

@@ -101,6 +101,7 @@ def test_two_dask_workers_equal_the_in_process_scan_and_survive_a_killed_worker(
         import dask
         from tdse.run.backend import usable_cpus
         settings.extend(client.run(lambda: (dask.config.get("distributed.worker.profile.enabled"),
+                                            dask.config.get("distributed.admin.tick.interval"),
                                             usable_cpus())).values())
         for _ in range(500):
             busy = {w: ts for w, ts in client.processing().items() if ts}
@@ -113,8 +114,9 @@ def test_two_dask_workers_equal_the_in_process_scan_and_survive_a_killed_worker(
         killed.append((pid, list(tasks)))
     there = scan_mod.scan(base, sets, batch=2, workers=2, out=str(tmp_path), on_submit=kill_one)
     assert killed and killed[0][1] and there["batches"] == 3   # it held a batch when it died
-    # the workers run without Dask's profiler, their BLAS held to the nanny's OMP_NUM_THREADS = 1
-    assert settings == [(False, 1), (False, 1)]
+    # the workers run without Dask's profiler and its 20 ms tick, their BLAS held to the
+    # nanny's OMP_NUM_THREADS = 1
+    assert settings == [(False, "1s", 1), (False, "1s", 1)]
     for name in NAMES:
         assert np.array_equal(here[name], there[name]), name
 
@@ -127,7 +129,7 @@ def test_a_worker_that_sees_the_parts_folder_writes_its_batch_there(base, tmp_pa
     folder = str(tmp_path / "p")
     token = scan_mod._mark(folder)
     small = scan_mod.batch_task(cfgs, "numpy", None, False, (folder, 3, "fp", token))
-    assert set(small) == {"part", "seconds"} and small["part"] == 3
+    assert set(small) == {"part", "seconds", "write_seconds"} and small["part"] == 3
     part = scan_mod._load_part(folder, 3, "fp")
     ref = scan_mod.run_batch(cfgs)
     for name in NAMES:
@@ -146,7 +148,8 @@ def test_dask_workers_on_this_machine_write_their_parts_and_send_none(base, tmp_
     folder = str(tmp_path / "atom_scan.parts")
     got = dict(scan_mod._execute(sc, groups, [0, 1], 2, None, "numpy", None, False, None,
                                  folder, fps))
-    assert {k: set(v) for k, v in got.items()} == {0: {"part", "seconds"}, 1: {"part", "seconds"}}
+    small = {"part", "seconds", "write_seconds"}
+    assert {k: set(v) for k, v in got.items()} == {0: small, 1: small}
     here = scan_mod.scan(base, {"field.E0": [0.02, 0.04, 0.06, 0.08]}, batch=2)
     for k, g in enumerate(groups):
         part = scan_mod._load_part(folder, k, fps[k])

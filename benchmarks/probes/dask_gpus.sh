@@ -8,7 +8,8 @@
 #   LIMIT:   seconds after which no new measurement starts (the rows done are kept)
 #   BACKEND, EXTRA: for a dry run of this script on a CPU (BACKEND=numpy EXTRA="--t-end 5")
 # Dask's wheels travel in the ignored .wheels/ (DEVELOPERS: Machines); the workers run
-# without Dask's statistical profiler, as the clusters `tdse scan` starts do.
+# with tdse.studies.scan.WORKER_CONFIG (no statistical profiler, a calm event loop), as
+# the clusters `tdse scan` starts do.
 set -u
 OUT=$1; shift
 MEMBERS=${*:-4000 8000}
@@ -26,7 +27,9 @@ for G in ${GPUS:-2 4}; do          # one cluster per GPU count, started at once,
   python -m distributed.cli.dask_scheduler --port $port --no-dashboard > $OUT/scheduler$G.log 2>&1 &
   sleep 2
   for g in $(seq 0 $((G - 1))); do
-    DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False CUDA_VISIBLE_DEVICES=$g \
+    DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL=1s \
+    DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL=5s DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL=1s \
+    CUDA_VISIBLE_DEVICES=$g \
       python -m distributed.cli.dask_worker tcp://127.0.0.1:$port --nworkers 1 --nthreads 1 \
       --memory-limit 0 --no-dashboard >> $OUT/workers$G.log 2>&1 &
   done

@@ -34,7 +34,7 @@ import time
 
 import numpy as np
 
-from ..config import Config, ConfigError, to_toml, with_value
+from ..config import Config, ConfigError, to_toml, with_values
 from ..model import states
 from ..model.grid import points
 from ..model.observables import BlockMeasure, stack_rows
@@ -97,12 +97,11 @@ def members(config: Config, sets, zipped=False) -> Scan:
         raise ConfigError("--zip", [len(v) for _, v in axes], "zipped keys need lists of one length")
     index = ([(i,) for i in range(len(axes[0][1]))] if zipped else
              list(itertools.product(*[range(len(v)) for _, v in axes])))
-    configs = []
-    for idx in index:
-        cfg = config
-        for a, (key, vals) in enumerate(axes):
-            cfg = with_value(cfg, key, vals[idx[0] if zipped else idx[a]])
-        configs.append(cfg)
+    import tomllib
+    source = tomllib.loads(to_toml(config))        # parsed once, each member a copy of it
+    configs = [with_values(config, [(key, vals[idx[0] if zipped else idx[a]])
+                                    for a, (key, vals) in enumerate(axes)], source)
+               for idx in index]
     return Scan(config, axes, zipped, index, configs)
 
 
@@ -153,12 +152,13 @@ def batches(scan: Scan, limit=None, memory=None) -> list:
 class _Recorder(Observer):
     """Each member's observables every ``observables_every`` steps (and the last): on a GPU
     the raw grid sums kept on the device (:meth:`BlockMeasure.raw`, a few launches, no
-    synchronisation) and finished on the host ``FLUSH`` rows at a time."""
+    synchronisation) and finished on the host ``FLUSH`` rows at a time; kept as those
+    blocks of columns (one array a quantity and block, never a row each)."""
     FLUSH = 256
 
     def __init__(self, measure, config):
         self.measure, self.config = measure, config
-        self.rows, self.t, self._pending = [], [], []
+        self.t, self._blocks, self._pending = [], [], []
 
     def begin(self, state):
         self._record(state)
@@ -186,9 +186,16 @@ class _Recorder(Observer):
         rows = [r for _, r in self._pending]
         if self.measure.device:
             cols = self.measure.finish(ts, stack_rows(rows, self.measure.xp))
-            rows = [{name: cols[name][i] for name in cols} for i in range(len(ts))]
-        self.rows += rows
+        else:
+            cols = {name: np.stack([r[name] for r in rows]) for name in rows[0]}
+        self._blocks.append(cols)            # name -> (rows, B[, K])
         self._pending = []
+
+    def columns(self) -> dict:
+        """name -> (B, S[, K]): each member's observables over time, C-ordered."""
+        return {name: np.ascontiguousarray(np.swapaxes(
+                    np.concatenate([np.asarray(b[name]) for b in self._blocks]), 0, 1))
+                for name in BlockMeasure.NAMES}
 
 
 def _molecule(cfg: Config) -> str:
@@ -202,6 +209,7 @@ def _molecule(cfg: Config) -> str:
 def run_batch(configs, backend="numpy", devices=None, keep_psi=False) -> dict:
     """One batch: the members' observables over time ({"t": (S,), name: (B, S[, K])}),
     and with ``keep_psi`` their final psi (B, N); also the work done."""
+    t_start = time.perf_counter()
     configs = [dataclasses.replace(c, propagator=dataclasses.replace(
         c.propagator, method=exponentials.Chebyshev.name, time_error="none", error_window=0,
         operator=False)) for c in configs]
@@ -229,11 +237,13 @@ def run_batch(configs, backend="numpy", devices=None, keep_psi=False) -> dict:
     t0 = time.perf_counter()
     with plan.backend.limit():
         final = evolve(plan, xp.asarray(X0), [rec], stepper=stepper)
-    out = {"t": np.asarray(rec.t), "seconds": time.perf_counter() - t0,
+    t1 = time.perf_counter()
+    out = {"t": np.asarray(rec.t), "seconds": t1 - t0,
            "exponentials": stepper.exponentials, "chebyshev_terms": stepper.cheb_terms,
-           "blas_threads": plan.backend.threads or 0}
-    for name in BlockMeasure.NAMES:
-        out[name] = np.stack([r[name] for r in rec.rows], axis=1)   # (B, S[, K])
+           "blas_threads": plan.backend.threads or 0, **rec.columns()}   # (B, S[, K])
+    # the batch's work outside its time loop: set-up (plan, states, the members' potentials)
+    # and the columns' collection after it
+    out["setup_seconds"], out["collect_seconds"] = t0 - t_start, time.perf_counter() - t1
     if keep_psi:
         from mgemm.arrays import to_host
         out["psi"] = to_host(final.psi).T
@@ -309,8 +319,9 @@ def batch_task(configs, backend, devices, keep_psi, part=None) -> dict:
     scheduler's connection to the client; any other worker returns them."""
     res = run_batch(configs, backend, devices, keep_psi)
     if part is not None and _sees(part[0], part[3]):
+        t0 = time.perf_counter()
         _save_part(part[0], part[1], part[2], res)
-        return {"part": part[1], "seconds": res["seconds"]}
+        return {"part": part[1], "seconds": res["seconds"], "write_seconds": time.perf_counter() - t0}
     return res
 
 
@@ -322,7 +333,9 @@ def scan(config: Config, sets, *, zipped=False, out=None, workers=None, schedule
     ``on_submit(client)``: called once the batches are submitted to a Dask cluster (a
     hook for tests and monitoring)."""
     from tqdm.auto import tqdm
+    t_members = time.perf_counter()
     sc = members(config, sets, zipped)
+    t_members = time.perf_counter() - t_members
     if workers is not None and backend == "cupy":
         _need_dask_cuda()
     groups = batches(sc, batch, device_memory(backend) if workers is None and scheduler is None else None)
@@ -335,10 +348,11 @@ def scan(config: Config, sets, *, zipped=False, out=None, workers=None, schedule
                desc=f"scan {config.name}", disable=not progress)
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(1) as writer:   # a part is written while the next batch runs
-        saving = []                         # (waited for at the exit: also on an interrupt)
+        saving, written = [], []            # (waited for at the exit: also on an interrupt)
         for k, res in _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi,
                                on_submit, folder, fps):
             if "part" in res:                # the worker wrote it
+                written.append(res.get("write_seconds", 0.0))
                 res = _load_part(folder, k, fps[k])
             elif folder:
                 saving.append(writer.submit(_save_part, folder, k, fps[k], res))
@@ -347,7 +361,19 @@ def scan(config: Config, sets, *, zipped=False, out=None, workers=None, schedule
         for f in saving:
             f.result()                       # a failed write raises here
     bar.close()
-    return _assemble(sc, groups, done, keep_psi, time.perf_counter() - t0)
+    t_assemble = time.perf_counter()
+    out = _assemble(sc, groups, done, keep_psi, None)
+    out["seconds"] = time.perf_counter() - t0
+    # where the scan's time went outside the batches' loops (the client's own work, each
+    # batch's set-up and collection, the parts the workers wrote)
+    out["phases"] = {"members_seconds": t_members,
+                     "assemble_seconds": time.perf_counter() - t_assemble,
+                     "batch_setup_seconds": [float(d.get("setup_seconds", np.nan)) for d in
+                                             (done[k] for k in range(len(groups)))],
+                     "batch_collect_seconds": [float(d.get("collect_seconds", np.nan)) for d in
+                                               (done[k] for k in range(len(groups)))],
+                     "worker_write_seconds": written}
+    return out
 
 
 def _need_dask_cuda():
@@ -359,11 +385,19 @@ def _need_dask_cuda():
                           "(no --workers)") from None
 
 
-#: the Dask configuration of the clusters a scan starts itself: no statistical profiler in
-#: the workers (a thread sampling the running task's stack every 10 ms: on one H200 a
-#: 1000-member batch stepped 6.15 s in process, 8.97 s in a worker with it, 7.53 s
-#: without; ``dask_gpus.sh``, 2026-11-24).  A cluster of one's own: docs/SCANS.md.
-WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
+#: the Dask configuration of the clusters a scan starts itself: nothing in a worker that
+#: wakes its main thread often enough to take the interpreter lock from the batch's
+#: Python-driven time loop -- no statistical profiler (a thread sampling the running task's
+#: stack every 10 ms: on one H200 a 1000-member batch stepped 6.15 s in process, 8.97 s in
+#: a worker with it, 7.53 s without; ``dask_gpus.sh``, 2026-11-24), and the event loop's
+#: tick, the system monitor and the memory monitor at 1 s, 5 s, 1 s (Dask's defaults 20 ms,
+#: 500 ms, 100 ms: with those a batch stepped 7 % slower in a worker than in process on
+#: 4 H200, 5.2-5.3 s against 4.9 s, and a small CPU batch 9 %; with these 1-3 %).
+#: A cluster of one's own: docs/SCANS.md.
+WORKER_CONFIG = {"distributed.worker.profile.enabled": False,
+                 "distributed.admin.tick.interval": "1s",
+                 "distributed.admin.system-monitor.interval": "5s",
+                 "distributed.worker.memory.monitor-interval": "1s"}
 
 
 def _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi, on_submit=None,
