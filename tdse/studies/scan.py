@@ -341,8 +341,12 @@ def scan(config: Config, sets, *, zipped=False, out=None, workers=None, schedule
     groups = batches(sc, batch, device_memory(backend) if workers is None and scheduler is None else None)
     folder = _parts_dir(None if out is None else os.path.abspath(out), config.name)
     fps = [_fingerprint(sc, g) for g in groups]
-    done = {k: _load_part(folder, k, fp) for k, fp in enumerate(fps)} if folder else {}
-    todo = [k for k in range(len(groups)) if done.get(k) is None]
+    whole = _Assembly(sc, groups, keep_psi)
+    for k, fp in enumerate(fps if folder else ()):
+        part = _load_part(folder, k, fp)            # finished before: kept
+        if part is not None:
+            whole.place(k, part)
+    todo = [k for k in range(len(groups)) if k not in whole.meta]
     t0 = time.perf_counter()
     bar = tqdm(total=len(groups), initial=len(groups) - len(todo), unit="batch",
                desc=f"scan {config.name}", disable=not progress)
@@ -356,22 +360,20 @@ def scan(config: Config, sets, *, zipped=False, out=None, workers=None, schedule
                 res = _load_part(folder, k, fps[k])
             elif folder:
                 saving.append(writer.submit(_save_part, folder, k, fps[k], res))
-            done[k] = res
+            whole.place(k, res)              # while the other batches still run
             bar.update(1)
         for f in saving:
             f.result()                       # a failed write raises here
     bar.close()
-    t_assemble = time.perf_counter()
-    out = _assemble(sc, groups, done, keep_psi, None)
+    out = whole.result()
     out["seconds"] = time.perf_counter() - t0
-    # where the scan's time went outside the batches' loops (the client's own work, each
-    # batch's set-up and collection, the parts the workers wrote)
-    out["phases"] = {"members_seconds": t_members,
-                     "assemble_seconds": time.perf_counter() - t_assemble,
-                     "batch_setup_seconds": [float(d.get("setup_seconds", np.nan)) for d in
-                                             (done[k] for k in range(len(groups)))],
-                     "batch_collect_seconds": [float(d.get("collect_seconds", np.nan)) for d in
-                                               (done[k] for k in range(len(groups)))],
+    # where the scan's time went outside the batches' loops: the client's own work (the
+    # members, placing each batch), each batch's set-up and collection, the workers' writes
+    out["phases"] = {"members_seconds": t_members, "place_seconds": whole.seconds,
+                     "batch_setup_seconds": [whole.meta[k].get("setup_seconds", np.nan)
+                                             for k in range(len(groups))],
+                     "batch_collect_seconds": [whole.meta[k].get("collect_seconds", np.nan)
+                                               for k in range(len(groups))],
                      "worker_write_seconds": written}
     return out
 
@@ -438,21 +440,38 @@ def _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi, o
             cluster.close()
 
 
-def _assemble(sc, groups, done, keep_psi, seconds) -> dict:
-    """The batches' rows put back on the scan's grid: (shape..., S[, K]), a batch's rows
-    placed by one indexed assignment a quantity."""
-    first = done[0]
-    out = {"scan": sc, "t": np.array(first["t"]), "batches": len(groups), "seconds": seconds,
-           "batch_seconds": [float(done[k]["seconds"]) for k in range(len(groups))],
-           "batch_blas_threads": [int(done[k].get("blas_threads", 0)) for k in range(len(groups))]}
-    flat = [np.ravel_multi_index(np.array([sc.index[i] for i in g]).T, sc.shape) for g in groups]
-    for name in BlockMeasure.NAMES + (("psi",) if keep_psi else ()):
-        sample = first[name]
-        arr = np.empty((math.prod(sc.shape),) + sample.shape[1:], dtype=sample.dtype)
-        for k, rows in enumerate(flat):
-            arr[rows] = done[k][name]
-        out[name] = arr.reshape(sc.shape + sample.shape[1:])
-    return out
+class _Assembly:
+    """The scan's arrays (shape..., S[, K]) filled a batch at a time as each arrives (its
+    rows placed by one indexed assignment a quantity), so that the client holds each
+    quantity once and, on a cluster, places a batch while the others still run."""
+
+    def __init__(self, sc, groups, keep_psi):
+        self.sc, self.groups = sc, groups
+        self.names = BlockMeasure.NAMES + (("psi",) if keep_psi else ())
+        self.arrays, self.t, self.meta, self.seconds = None, None, {}, 0.0
+
+    def place(self, k, res):
+        t0 = time.perf_counter()
+        sc = self.sc
+        if self.arrays is None:
+            self.t = np.array(res["t"])
+            self.arrays = {n: np.empty((math.prod(sc.shape),) + res[n].shape[1:], res[n].dtype)
+                           for n in self.names}
+        rows = np.ravel_multi_index(np.array([sc.index[i] for i in self.groups[k]]).T, sc.shape)
+        for n in self.names:
+            self.arrays[n][rows] = res[n]
+        self.meta[k] = {key: float(res[key]) for key in
+                        ("seconds", "blas_threads", "setup_seconds", "collect_seconds") if key in res}
+        self.seconds += time.perf_counter() - t0
+
+    def result(self) -> dict:
+        sc, K = self.sc, range(len(self.groups))
+        out = {"scan": sc, "t": self.t, "batches": len(self.groups),
+               "batch_seconds": [self.meta[k]["seconds"] for k in K],
+               "batch_blas_threads": [int(self.meta[k].get("blas_threads", 0)) for k in K]}
+        for n, arr in self.arrays.items():
+            out[n] = arr.reshape(sc.shape + arr.shape[1:])
+        return out
 
 
 def spectra(res: dict, win="hann"):
