@@ -393,8 +393,10 @@ def _need_dask_cuda():
 #: stack every 10 ms: on one H200 a 1000-member batch stepped 6.15 s in process, 8.97 s in
 #: a worker with it, 7.53 s without; ``dask_gpus.sh``, 2026-11-24), and the event loop's
 #: tick, the system monitor and the memory monitor at 1 s, 5 s, 1 s (Dask's defaults 20 ms,
-#: 500 ms, 100 ms: with those a batch stepped 7 % slower in a worker than in process on
-#: 4 H200, 5.2-5.3 s against 4.9 s, and a small CPU batch 9 %; with these 1-3 %).
+#: 500 ms, 100 ms): a small host-bound CPU batch 7-17 % slower in a worker than in process
+#: with the defaults, 1-4 % with these (``benchmarks/probes/worker_tick.py``).  On 4 H200
+#: they made no difference: a 1000-member batch steps 5.2-5.5 s in a worker with or
+#: without them against 4.9-5.0 s in process (cause not found; ``dask_gpus_h200x4_*.log``).
 #: A cluster of one's own: docs/SCANS.md.
 WORKER_CONFIG = {"distributed.worker.profile.enabled": False,
                  "distributed.admin.tick.interval": "1s",
