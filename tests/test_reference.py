@@ -1,7 +1,8 @@
 """Nothing changes for the user (#22 item 5): every shipped input, run now, gives the
 HDF5 datasets that the code before the run-path refactor gave (tests/data/reference_*.npz,
-made by tests/data/make_reference.py at a130e73), to 1e-12 on the CPU; and one run does
-each piece of set-up once."""
+made by tests/data/make_reference.py at a130e73), to 1e-12 on the CPU -- or, where H(0)
+has a nearly degenerate pair, to what LAPACK determines its eigenvectors to on another
+machine (:func:`tolerance`); and one run does each piece of set-up once."""
 from __future__ import annotations
 
 import json
@@ -28,11 +29,28 @@ ADDED = {
 }
 
 
+def tolerance(ref, cfg) -> float:
+    """1e-12, or 10 eps ||H|| / gap where that is larger: LAPACK's eigenvectors of H(0) are
+    exact for a matrix within ~eps ||H|| of it, so a state whose nearest level is ``gap``
+    away is determined to ~eps ||H|| / gap (Davis-Kahan); another machine's BLAS kernel
+    moves it within that, and the unitary run carries the difference.  h2plus_moving's
+    DVR (||H|| ~ 500 Ha, its g/u pair 9.3e-5 Ha apart) differed by 1.7e-10 on an AVX-512
+    EPYC (OPENBLAS_CORETYPE=Haswell) from the machine that made the reference: its
+    tolerance is 1.4e-8 (thesis_fig6 5.7e-9, h2plus_moving_large 3.1e-7: near-degenerate
+    pairs too; the others 1e-12 to 2.8e-12)."""
+    from tdse.model.hamiltonian import kinetic_max
+    gap = float(np.diff(np.sort(ref["states/energies"])).min())
+    hnorm = kinetic_max(cfg.grid.stencil, cfg.grid.dx) + abs(float(np.min(ref["states/energies"])))
+    return max(1e-12, 10 * np.finfo(float).eps * hnorm / gap)
+
+
 @pytest.mark.parametrize("case", sorted(make_reference.CASES))
 def test_shipped_input_unchanged(case):
     import tdse
     ref = np.load(os.path.join(HERE, "data", f"reference_{case}.npz"))
-    res = tdse.simulate(make_reference.config_of(case), backend="numpy")
+    cfg = make_reference.config_of(case)
+    tol = tolerance(ref, cfg)
+    res = tdse.simulate(cfg, backend="numpy")
     now = make_reference.arrays(res)
     keys = [k for k in ref.files if k != "attrs"]
     assert set(keys) | set(ADDED) == set(now), sorted((set(keys) | set(ADDED)) ^ set(now))
@@ -43,12 +61,12 @@ def test_shipped_input_unchanged(case):
         assert a.shape == b.shape, k
         scale = max(1.0, float(np.abs(b).max()) if b.size else 1.0)
         err = float(np.abs(a - b).max()) if b.size else 0.0
-        assert err <= 1e-12 * scale, f"{case} {k}: {err:.3g}"
+        assert err <= tol * scale, f"{case} {k}: {err:.3g} (tolerance {tol:.2g})"
     attrs = json.loads(str(ref["attrs"]))
     for k, v in attrs.items():
         got = res.attrs[k]
         if isinstance(v, float):
-            assert got == pytest.approx(v, rel=1e-12), k
+            assert got == pytest.approx(v, rel=tol), k
         else:
             assert got == v, k
 
