@@ -10,7 +10,7 @@ run continues).  All quantities are in atomic units (hbar = m_e = e = 1).
 """
 from __future__ import annotations
 
-import copy
+import functools
 import math
 import os
 import re
@@ -147,15 +147,17 @@ SECTIONS = ("name", "grid", "potential", "field", "absorber", "initial", "time",
 _REQUIRED_SECTIONS = ("name", "grid", "potential", "time")
 
 
+@functools.lru_cache(maxsize=None)
 def _allowed(prefix):
-    """Keys allowed directly under ``prefix`` ("grid.", "potential.centres.", ...)."""
+    """Keys allowed directly under ``prefix`` ("grid.", "potential.centres.", ...), as
+    (name, required) pairs (KEYS is fixed: found once a prefix)."""
     out = []
     for k in KEYS:
         if k.name.startswith(prefix):
             rest = k.name[len(prefix):]
             if "." not in rest:
                 out.append((rest, k.default == "required" or k.default.startswith("required")))
-    return out
+    return tuple(out)
 
 
 # ---------------------------------------------------------------- the dataclasses
@@ -631,12 +633,21 @@ def with_value(cfg: Config, key: str, value) -> Config:
     return with_values(cfg, [(key, value)])
 
 
+def _tables_copy(v):
+    """A copy of parsed TOML: its tables and arrays new, its scalars shared (immutable)."""
+    if isinstance(v, dict):
+        return {k: _tables_copy(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_tables_copy(x) for x in v]
+    return v
+
+
 def with_values(cfg: Config, pairs, source: dict | None = None) -> Config:
     """``cfg`` with every (key, value) of ``pairs`` set (as :func:`with_value` sets one),
     validated once; ``source``: ``cfg``'s effective TOML already parsed (a scan's members
     share it: the round trip through TOML was most of a member's cost)."""
     names = {k.name for k in KEYS}
-    data = copy.deepcopy(source) if source is not None else tomllib.loads(to_toml(cfg))
+    data = _tables_copy(source) if source is not None else tomllib.loads(to_toml(cfg))
     for key, value in pairs:
         if key not in names or key in ("name", "potential.centres") or key.count(".") < 1:
             raise ConfigError(key, value, "is not an input key that takes a value (`tdse keys` lists them)")
