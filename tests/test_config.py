@@ -131,3 +131,26 @@ def test_time_error_key_is_validated():
         loads(GOOD.rstrip() + '\n[propagator]\ntime_error = "sometimes"\n')
     with pytest.raises(ConfigError, match=r"propagator.error_window .*time_error = \"window\""):
         loads(GOOD.rstrip() + '\n[propagator]\ntime_error = "companion"\nerror_window = 0.1\n')
+
+
+def test_with_values_from_a_shared_source_equals_with_value_one_at_a_time(inputs_dir):
+    """A scan's members: several keys set from the input parsed once (its tables copied,
+    never shared between members) equal with_value applied key by key; a bad key or value
+    is named."""
+    import tomllib
+
+    from tdse.config import to_toml, with_value, with_values
+    import os
+    cfg = load(os.path.join(inputs_dir, "h2plus_moving.toml"))
+    source = tomllib.loads(to_toml(cfg))
+    pairs = [("potential.centres.Z", 0.7), ("grid.dx", 0.2), ("time.dt", 0.01)]
+    got = with_values(cfg, pairs, source)
+    ref = cfg
+    for k, v in pairs:
+        ref = with_value(ref, k, v)
+    assert got == ref and all(c.Z == 0.7 for c in got.potential.centres)
+    assert with_values(cfg, [], source) == cfg                     # the source untouched
+    with pytest.raises(ConfigError, match="grid.nope"):
+        with_values(cfg, [("grid.nope", 1.0)], source)
+    with pytest.raises(ConfigError, match="grid.dx"):
+        with_values(cfg, [("grid.dx", -1.0)], source)
