@@ -1965,3 +1965,26 @@ def test_block_measure_energy_of_eigenstates_is_their_eigenvalue(inputs_dir):
         rows = bm(0.0, X)
         assert np.abs(np.ravel(rows["energy"]) - E[:3]).max() <= 1e-10 * np.abs(E[:3]).max()
         assert np.abs(np.ravel(rows["norm"]) - 1.0).max() <= 1e-12
+
+
+@pytest.mark.parametrize("stencil", [3, 5])
+def test_host_stencil_operator_equals_its_dense_definition(stencil):
+    """Operator on the host for the 3-/5-point stencils (its bands: a contiguous complex
+    vector by BLAS zhbmv, a strided vector, a real vector and a block by slices) against
+    alpha (scale T + diag(v) - shift) X with T the dense stencil matrix written out here."""
+    from tdse.model import hamiltonian as h
+    cfg = tdse.load_config(os.path.join(os.path.dirname(__file__), "..", "inputs",
+                                        "h2plus_moving.toml")).with_value("grid.stencil", stencil)
+    g, rng = cfg.grid, np.random.default_rng(31 + stencil)
+    n, dx = g.n, g.dx
+    c = [-2.0, 1.0] if stencil == 3 else [-5 / 2, 4 / 3, -1 / 12]
+    T = -0.5 / dx ** 2 * sum(ck * (np.eye(n, k=k) + (np.eye(n, k=-k) if k else 0))
+                             for k, ck in enumerate(c))
+    v, scale, alpha, shift = rng.standard_normal(n), 0.7, 1.3, 0.25
+    H = alpha * (scale * T + np.diag(v) - shift * np.eye(n))
+    op = h.Operator(cfg, scale, v, alpha=alpha, shift=shift)
+    Z = rng.standard_normal((n, 3)) + 1j * rng.standard_normal((n, 3))
+    for X in (Z[:, 0].copy(), Z[:, 1], Z.real[:, 2].copy(), Z):
+        ref = H @ X
+        assert np.abs(op(X) - ref).max() <= 1e-13 * np.abs(ref).max(), (X.ndim, X.dtype)
+    assert op(Z[:, 0].copy()).flags.writeable          # the recurrence updates it in place

@@ -201,4 +201,9 @@ def test_graph_planner_term_counts_equal_terms(inputs_dir):
     rng = np.random.default_rng(8)
     for R in np.concatenate([rng.uniform(0, 60, 2000), rng.uniform(0.9, 1.1, 200) * 7.3]):
         assert planner._terms(R, 0) == chebyshev.terms(R, planner.st.tol), R
-    assert len(planner._intervals) > 5
+    assert len(planner._counts.intervals) > 5
+    counts = chebyshev.TermCounts(1e-12)        # expm_apply's, at another tolerance
+    for R in np.concatenate([rng.uniform(0, 60, 2000), rng.uniform(0.9, 1.1, 200) * 7.3]):
+        assert counts(R) == chebyshev.terms(R, 1e-12), R
+    for k, (a, b) in counts.intervals.items():  # each interval's ends exactly where K changes
+        assert chebyshev.terms(a * (1 + 1e-8), 1e-12) == k == chebyshev.terms(b * (1 - 1e-8), 1e-12)

@@ -417,7 +417,8 @@ class Planner:
         # run passes its own (from its V, as Stepper.step)
         self.bounds = bounds or self._batch_bounds
         self._K = {}            # the last K of each exponential (terms_near's guess)
-        self._intervals = {}    # K -> the R-interval where terms(R) = K
+        from . import chebyshev
+        self._counts = chebyshev.TermCounts(stepper.tol)   # its own: planned in a thread
 
     def chunk(self, j0):
         """The scalars of steps j0 .. j0 + CHUNK - 1 at once, vectorised over the steps (what
@@ -462,39 +463,17 @@ class Planner:
         """(steps, E) term counts: :meth:`_terms` of each R, those inside an interval met
         before looked up at once (the same K: terms(R) is a function of R alone)."""
         K = np.zeros(R.shape, dtype=int)
-        for k, (a, b) in self._intervals.items():
+        for k, (a, b) in self._counts.intervals.items():
             K[(a * (1 + 1e-9) < R) & (R < b * (1 - 1e-9))] = k
         for i, e in zip(*np.nonzero(K == 0)):
             K[i, e] = self._terms(R[i, e], e)
         return K
 
     def _terms(self, R, e):
-        """chebyshev.terms(R, tol): from the R-interval of a K met before (the bound rises
-        with R, so each K holds on an interval; its ends found once by bisection and used
-        with a 1e-9 relative margin), else chebyshev.terms_near."""
-        from . import chebyshev
-        for K, (a, b) in self._intervals.items():
-            if a * (1 + 1e-9) < R < b * (1 - 1e-9):
-                return K
-        K = self._K[e] = chebyshev.terms_near(R, self.st.tol, self._K.get(e, 0))
-        if len(self._intervals) < 64:
-            self._intervals[K] = self._interval(K)
+        """chebyshev.terms(R, tol) (:class:`chebyshev.TermCounts`, from exponential e's
+        last K)."""
+        K = self._K[e] = self._counts(R, self._K.get(e, 0))
         return K
-
-    def _interval(self, K):
-        """(a, b): the R with tail_bound(R, K - 1) > tol >= tail_bound(R, K) lie in (a, b]."""
-        from .chebyshev import tail_bound
-        tol = self.st.tol
-
-        def edge(k):                          # sup{R : tail_bound(R, k) <= tol}, bisection
-            if k < 1:
-                return 0.0
-            lo, hi = 0.0, float(k)            # tail_bound = inf for R > k
-            for _ in range(60):
-                mid = 0.5 * (lo + hi)
-                lo, hi = (mid, hi) if tail_bound(mid, k) <= tol else (lo, mid)
-            return lo
-        return edge(K - 1), edge(K)
 
     def _batch_bounds(self, js, times):
         """(steps, E, 2): the batch's spectral bounds from the parameters per step
