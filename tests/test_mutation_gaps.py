@@ -1969,8 +1969,8 @@ def test_block_measure_energy_of_eigenstates_is_their_eigenvalue(inputs_dir):
 
 @pytest.mark.parametrize("stencil", [3, 5])
 def test_host_stencil_operator_equals_its_dense_definition(stencil):
-    """Operator on the host for the 3-/5-point stencils (its bands: a contiguous complex
-    vector by BLAS zhbmv, a strided vector, a real vector and a block by slices) against
+    """Operator on the host for the 3-/5-point stencils (its bands: a vector -- contiguous,
+    strided, real -- by BLAS zhbmv, a block by a sparse product) against
     alpha (scale T + diag(v) - shift) X with T the dense stencil matrix written out here."""
     from tdse.model import hamiltonian as h
     cfg = tdse.load_config(os.path.join(os.path.dirname(__file__), "..", "inputs",
