@@ -207,3 +207,25 @@ def test_graph_planner_term_counts_equal_terms(inputs_dir):
         assert counts(R) == chebyshev.terms(R, 1e-12), R
     for k, (a, b) in counts.intervals.items():  # each interval's ends exactly where K changes
         assert chebyshev.terms(a * (1 + 1e-8), 1e-12) == k == chebyshev.terms(b * (1 - 1e-8), 1e-12)
+
+
+def test_term_counts_shared_by_threads():
+    """One TermCounts used by four threads at once (the process's, expm_apply's, may be):
+    every count equals terms() and no lookup meets a dict changing under it."""
+    import threading
+    from tdse.numerics import chebyshev
+    counts, wrong = chebyshev.TermCounts(1e-12), []
+
+    def work(seed):
+        try:
+            for R in np.random.default_rng(seed).uniform(0, 80, 1500):
+                if counts(R) != chebyshev.terms(R, 1e-12):
+                    wrong.append(R)
+        except Exception as e:  # noqa: BLE001 -- what a race raises
+            wrong.append(e)
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong and len(counts.intervals) > 20

@@ -122,9 +122,9 @@ class TermCounts:
             if a * (1 + 1e-9) < R < b * (1 - 1e-9):
                 return K
         K = terms_near(R, self.tol, guess)
-        if len(self.intervals) < self.MAX_INTERVALS:
-            self.intervals[K] = (self._edge(K - 1), self._edge(K))
-        return K
+        if len(self.intervals) < self.MAX_INTERVALS:   # a new dict: another thread may be
+            self.intervals = {**self.intervals, K: (self._edge(K - 1), self._edge(K))}
+        return K                                       # iterating the old one
 
     def _edge(self, k):
         """sup{R : tail_bound(R, k) <= tol} (bisection; the bound is inf for R > k)."""
