@@ -209,23 +209,15 @@ def test_graph_planner_term_counts_equal_terms(inputs_dir):
         assert chebyshev.terms(a * (1 + 1e-8), 1e-12) == k == chebyshev.terms(b * (1 - 1e-8), 1e-12)
 
 
-def test_term_counts_shared_by_threads():
-    """One TermCounts used by four threads at once (the process's, expm_apply's, may be):
-    every count equals terms() and no lookup meets a dict changing under it."""
-    import threading
+def test_term_counts_new_interval_leaves_an_iteration_alone():
+    """A lookup that finds a new interval (another thread's, in a process sharing
+    expm_apply's TermCounts) does not change the dict an ongoing lookup iterates: its
+    interval goes into a new dict."""
     from tdse.numerics import chebyshev
-    counts, wrong = chebyshev.TermCounts(1e-12), []
-
-    def work(seed):
-        try:
-            for R in np.random.default_rng(seed).uniform(0, 80, 1500):
-                if counts(R) != chebyshev.terms(R, 1e-12):
-                    wrong.append(R)
-        except Exception as e:  # noqa: BLE001 -- what a race raises
-            wrong.append(e)
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not wrong and len(counts.intervals) > 20
+    counts = chebyshev.TermCounts(1e-12)
+    for R in (3.0, 9.0, 20.0):
+        counts(R)
+    walk = iter(counts.intervals.items())           # a lookup in the middle of its loop
+    next(walk)
+    assert counts(55.0) == chebyshev.terms(55.0, 1e-12)   # a new interval meanwhile
+    assert len(list(walk)) == 2 and len(counts.intervals) == 4
