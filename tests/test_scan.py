@@ -176,6 +176,9 @@ def test_an_interrupted_scan_resumes_from_its_finished_batches(base, tmp_path, m
     assert calls["n"] == 11                           # only the missing batch ran
     full = scan_mod.scan(base, sets, batch=2)
     assert np.array_equal(res["acceleration"], full["acceleration"])
+    calls["n"] = 20                                   # the parts lack the final psi: run again
+    kept = scan_mod.scan(base, sets, batch=2, out=str(tmp_path), keep_psi=True)
+    assert calls["n"] == 22 and kept["psi"].shape == (4, base.grid.n)
 
 
 def test_cli_writes_a_file_xarray_reads_with_named_dimensions(tmp_path):
