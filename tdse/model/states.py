@@ -179,18 +179,27 @@ def _banded_shift_solver(grid, v):
     ab[2, 2:], ab[3, 1:], ab[5, :-1], ab[6, :-2] = d2, d1, d1, d2
     main = d0 + np.asarray(v, dtype=np.float64)
 
-    def correct(R, X, theta):
-        T = np.empty_like(R)
-        for i, th in enumerate(theta):
-            a = ab.copy()
+    ab = np.asfortranarray(ab)
+
+    def correct(R, X, theta, active=None):
+        """The corrections of the columns ``active`` (all by default), N x len(active)."""
+        cols = range(len(theta)) if active is None else active
+        T = np.empty((n, len(cols)), order="F")
+        R, X = np.asfortranarray(R), np.asfortranarray(X)     # columns contiguous
+        for j, i in enumerate(cols):
+            th = theta[i]
+            a = ab.copy(order="F")
             a[4] = main - th
-            lu, piv, info = lapack.dgbtrf(a, 2, 2)
+            lu, piv, info = lapack.dgbtrf(a, 2, 2, overwrite_ab=1)
             if info > 0:                       # exactly singular: move the shift off it
+                a = ab.copy(order="F")
                 a[4] = main - th * (1 - 1e-14) + 1e-14
-                lu, piv, info = lapack.dgbtrf(a, 2, 2)
-            y, _ = lapack.dgbtrs(lu, 2, 2, np.stack([R[:, i], X[:, i]], axis=1), piv)
+                lu, piv, info = lapack.dgbtrf(a, 2, 2, overwrite_ab=1)
+            rhs = np.empty((n, 2), order="F")
+            rhs[:, 0], rhs[:, 1] = R[:, i], X[:, i]
+            y, _ = lapack.dgbtrs(lu, 2, 2, rhs, piv, overwrite_b=1)
             e = (X[:, i] @ y[:, 0]) / (X[:, i] @ y[:, 1])
-            T[:, i] = y[:, 0] - e * y[:, 1]
+            T[:, j] = y[:, 0] - e * y[:, 1]
         return T
     return correct
 
@@ -203,7 +212,11 @@ def davidson(grid, v, X, count, tol=None, maxiter=30, xp=np):
     the residuals (:func:`_banded_shift_solver`), P the last change of X (as in LOBPCG,
     Knyazev, SIAM J. Sci. Comput. 23, 517 (2001)) -- in an orthonormal basis
     (:func:`_orthonormal_to`: projections and SVQB, directions already in the space
-    dropped), the m lowest Ritz pairs kept.  H is applied on ``xp``'s device (the
+    dropped), the m lowest Ritz pairs kept; for the 5-point H, whose correction is exact
+    (Rayleigh-quotient iteration), only the wanted columns not yet converged are corrected
+    (N = 8192, 4 of 6 columns, consecutive observations 0.1 apart: 13.5 ms a call against
+    17.7, the same 2.8-2.9 iterations; for the DVR the others' corrections are needed:
+    11.9 iterations without them, 3.4 with).  H is applied on ``xp``'s device (the
     stencil's bands by shifted slices, O(N) a column; the DVR by real FFTs, O(N log N)); the
     corrections on the host, O(N) a column.
 
@@ -233,7 +246,11 @@ def davidson(grid, v, X, count, tol=None, maxiter=30, xp=np):
                 return theta, X, it, res[:count]
         if it == maxiter:
             break
-        W = xp.asarray(correct(to_host(R), to_host(X), to_host(theta)))
+        active = None                   # every column's correction (the DVR's block needs them)
+        if grid.stencil == 5:           # M = H exactly: each wanted column converges alone
+            r = to_host(res)
+            active = [i for i in range(count) if r[i] > tol] or None
+        W = xp.asarray(correct(to_host(R), to_host(X), to_host(theta), active))
         S = W if P is None else xp.concatenate([W, P], axis=1)
         S = _orthonormal_to(X, S, xp)
         Q = xp.concatenate([X, S], axis=1)
