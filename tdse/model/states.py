@@ -70,7 +70,8 @@ def _signed(phi):
 def _pentadiagonal(g, v, count):
     """(E, vectors N x count) of the 5-point H = T + diag(v): eigenvalues by bisection on
     LAPACK's band reduction (no vectors), each vector by three steps of inverse iteration
-    from a fixed random start, then a Rayleigh-Ritz step on the block."""
+    from a fixed random start (one banded LU a vector: N = 256, 730 -> 520 us a call, the
+    same numbers as three solve_banded calls), then a Rayleigh-Ritz step on the block."""
     d0, d1, d2 = kinetic_bands(g.stencil, g.dx)
     n = g.n
     band = np.zeros((3, n))
@@ -79,16 +80,20 @@ def _pentadiagonal(g, v, count):
     band[2, :-2] = d2
     E = scipy.linalg.eig_banded(band, lower=True, select="i", select_range=(0, count - 1),
                                 eigvals_only=True, check_finite=False)
-    ab = np.zeros((5, n))                      # solve_banded's layout, (l, u) = (2, 2)
-    ab[0, 2:], ab[1, 1:], ab[2], ab[3, :-1], ab[4, :-2] = d2, d1, d0 + v, d1, d2
+    from scipy.linalg import lapack
+    ab = np.zeros((7, n), order="F")           # dgbtrf's layout, kl = ku = 2, 2 rows of fill
+    ab[2, 2:], ab[3, 1:], ab[4], ab[5, :-1], ab[6, :-2] = d2, d1, d0 + v, d1, d2
     rng = np.random.default_rng(0)
     W = np.empty((n, count))
-    for k, lam in enumerate(E):
-        a = ab.copy()
-        a[2] -= lam - 1e-13 * max(1.0, abs(lam))   # just below lambda: never exactly singular
+    for k, lam in enumerate(E):                # one LU, its three solves (what solve_banded,
+        a = ab.copy(order="F")                 # dgbsv, did three times)
+        a[4] -= lam - 1e-13 * max(1.0, abs(lam))   # just below lambda: never exactly singular
+        lu, piv, info = lapack.dgbtrf(a, 2, 2, overwrite_ab=1)
+        if info > 0:
+            raise np.linalg.LinAlgError(f"singular band matrix at the shift {lam!r}")
         y = rng.standard_normal(n)
         for _ in range(3):
-            y = scipy.linalg.solve_banded((2, 2), a, y, check_finite=False)
+            y, _ = lapack.dgbtrs(lu, 2, 2, y, piv)
             y /= np.linalg.norm(y)
         W[:, k] = y
 
