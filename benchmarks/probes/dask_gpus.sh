@@ -7,7 +7,12 @@
 #   members: the scan sizes (default 4000 8000), each on 1 GPU and on every count in GPUS
 #   LIMIT:   seconds after which no new measurement starts (the rows done are kept)
 #   BACKEND, EXTRA: for a dry run of this script on a CPU (BACKEND=numpy EXTRA="--t-end 5")
-# Dask's wheels travel in the ignored .wheels/ (DEVELOPERS: Machines); the workers run
+# Dask's wheels travel in the ignored .wheels/ (DEVELOPERS: Machines), made here by
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+#     --platform manylinux1_x86_64 -d .wheels dask distributed cloudpickle toolz partd locket fsspec \
+#     msgpack sortedcontainers tblib zict tornado psutil PyYAML Jinja2 MarkupSafe
+# (dask and distributed at this venv's version: 2026.8.0 on 2026-11-26); the workers run
 # with tdse.studies.scan.WORKER_CONFIG (no statistical profiler, a calm event loop), as
 # the clusters `tdse scan` starts do.
 set -u
