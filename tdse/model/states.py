@@ -70,7 +70,7 @@ def _signed(phi):
 def _pentadiagonal(g, v, count):
     """(E, vectors N x count) of the 5-point H = T + diag(v): eigenvalues by bisection on
     LAPACK's band reduction (no vectors), each vector by three steps of inverse iteration
-    from a fixed random start (one banded LU a vector: N = 256, 730 -> 520 us a call, the
+    from a fixed random start (one banded LU a vector: N = 256, 715 -> 523 us a call, the
     same numbers as three solve_banded calls), then a Rayleigh-Ritz step on the block."""
     d0, d1, d2 = kinetic_bands(g.stencil, g.dx)
     n = g.n
