@@ -1021,7 +1021,7 @@ def _scan(a):
     per_serial = float(np.mean(serial))
     row = {"input": os.path.basename(a.input), "members": a.members, "backend": a.backend,
            "workers": a.workers, "scheduler": bool(a.scheduler), "gpus": a.gpus,
-           "batches": res["batches"], "steps": cfg.time.steps, "parts_written": True,
+           "batches": res["batches"], "steps": cfg.time.steps,
            "n": cfg.grid.n, "scan_seconds": wall, "seconds_per_member": wall / a.members,
            "serial_runs_timed": len(serial), "serial_seconds_each": per_serial,
            "serial_seconds_all": per_serial * a.members,

@@ -293,9 +293,9 @@ def stencil_matrix(grid, main, factor, xp=np):
 
 class Operator:
     """X -> alpha (scale T + diag(v) - shift I) X as one fast application: for the stencils
-    their bands on the host (:meth:`_banded`), a sparse matrix on a GPU
-    (cupyx.scipy.sparse, one pass over X); the circulant embedding by FFT for the DVR; X a
-    vector or a block of columns.  The Chebyshev
+    their bands (:meth:`_banded`: BLAS zhbmv for a host vector, else a sparse matrix, one
+    pass over X); the circulant embedding by FFT for the DVR; X a vector or a block of
+    columns.  The Chebyshev
     recurrence applies 2 (G - c)/r with it (:mod:`tdse.chebyshev`)."""
 
     def __init__(self, config, scale, v, xp=np, alpha=1.0, shift=0.0):
@@ -306,21 +306,18 @@ class Operator:
         if g.stencil == "dvr":
             self.lam = alpha * scale * dvr_symbol(g.n, g.dx, xp)
             self.diag = xp.asarray(d)
-        elif xp is np:      # the bands (_banded): no sparse matrix built for a vector
+        else:               # the bands (_banded): a matrix only where a product needs one
             d0, d1, d2 = (alpha * scale * c for c in kinetic_bands(g.stencil, g.dx))
             self.bands, self.grid, self.factor = (d + d0, d1, d2), g, alpha * scale
-        else:
-            d0 = alpha * scale * kinetic_bands(g.stencil, g.dx)[0]
-            self.mat = stencil_matrix(g, d + d0, alpha * scale, xp)
 
     def _banded(self, X):
-        """The 3-/5-point operator on the host: a vector by one BLAS zhbmv (its band storage
-        made at the first call), a block by a sparse product (the csr_matrix made at the
-        first call).  At N = 256 a csr_matrix costs ~14 us to build, more than the few
+        """The 3-/5-point operator: on the host a vector by one BLAS zhbmv (its band storage
+        made at the first call); a block, or any X on a GPU, by a sparse product (the
+        csr_matrix, cupyx's on a GPU, made at the first call).  At N = 256 a csr_matrix costs ~14 us to build, more than the few
         products a vector's exponential takes (~3 us each, as zhbmv's); on a block of
         N = 256 columns the 3-point sparse product took 0.22 ms, passes over slices 0.88."""
         main, d1, d2 = self.bands
-        if X.ndim == 1:                     # (f2py makes it complex and contiguous)
+        if X.ndim == 1 and self.xp is np:   # (f2py makes it complex and contiguous)
             if self._band is None:          # upper band storage: row k the diagonal
                 from scipy.linalg.blas import zhbmv
                 k = 2 if d2 else 1
@@ -332,14 +329,12 @@ class Operator:
             zhbmv, k, band = self._band
             return zhbmv(k, 1.0, band, X)
         if self.mat is None:
-            self.mat = stencil_matrix(self.grid, main, self.factor)
+            self.mat = stencil_matrix(self.grid, main, self.factor, self.xp)
         return self.mat @ X
 
     def __call__(self, X):
         if self.bands is not None:
             return self._banded(X)
-        if self.mat is not None:        # a GPU's stencil
-            return self.mat @ X
         xp, n = self.xp, self.n
         lam = self.lam if X.ndim == 1 else self.lam[:, None]
         diag = self.diag if X.ndim == 1 else self.diag[:, None]

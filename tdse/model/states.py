@@ -81,14 +81,11 @@ def _pentadiagonal(g, v, count):
     E = scipy.linalg.eig_banded(band, lower=True, select="i", select_range=(0, count - 1),
                                 eigvals_only=True, check_finite=False)
     from scipy.linalg import lapack
-    ab = np.zeros((7, n), order="F")           # dgbtrf's layout, kl = ku = 2, 2 rows of fill
-    ab[2, 2:], ab[3, 1:], ab[4], ab[5, :-1], ab[6, :-2] = d2, d1, d0 + v, d1, d2
     rng = np.random.default_rng(0)
     W = np.empty((n, count))
     for k, lam in enumerate(E):                # one LU, its three solves (what solve_banded,
-        a = ab.copy(order="F")                 # dgbsv, did three times)
-        a[4] -= lam - 1e-13 * max(1.0, abs(lam))   # just below lambda: never exactly singular
-        lu, piv, info = lapack.dgbtrf(a, 2, 2, overwrite_ab=1)
+        # dgbsv, did three times); just below lambda: never exactly singular
+        lu, piv, info = _band5_lu(d1, d2, (d0 + v) - (lam - 1e-13 * max(1.0, abs(lam))))
         if info > 0:
             raise np.linalg.LinAlgError(f"singular band matrix at the shift {lam!r}")
         y = rng.standard_normal(n)
@@ -166,6 +163,15 @@ def _real_operator(grid, v, xp):
     return h
 
 
+def _band5_lu(d1, d2, diag):
+    """LAPACK's banded LU (dgbtrf, kl = ku = 2) of the symmetric pentadiagonal matrix with
+    diagonal ``diag`` and off-diagonals d1, d2: (lu, piv, info)."""
+    from scipy.linalg import lapack
+    ab = np.zeros((7, len(diag)), order="F")   # dgbtrf's layout: 2 rows of fill above
+    ab[2, 2:], ab[3, 1:], ab[4], ab[5, :-1], ab[6, :-2] = d2, d1, diag, d1, d2
+    return lapack.dgbtrf(ab, 2, 2, overwrite_ab=1)
+
+
 def _banded_shift_solver(grid, v):
     """(R, X, theta) -> the Olsen correction (Olsen, Jorgensen & Simons, Chem. Phys. Lett.
     169, 463 (1990), eq. 9) of each column with M = H_5 - theta_i, the 5-point
@@ -180,11 +186,7 @@ def _banded_shift_solver(grid, v):
     from .hamiltonian import kinetic_bands
     d0, d1, d2 = kinetic_bands(5, grid.dx)
     n = grid.n
-    ab = np.zeros((7, n))            # dgbtrf's layout, kl = ku = 2, 2 rows of fill above
-    ab[2, 2:], ab[3, 1:], ab[5, :-1], ab[6, :-2] = d2, d1, d1, d2
     main = d0 + np.asarray(v, dtype=np.float64)
-
-    ab = np.asfortranarray(ab)
 
     def correct(R, X, theta, active=None):
         """The corrections of the columns ``active`` (all by default), N x len(active)."""
@@ -193,13 +195,9 @@ def _banded_shift_solver(grid, v):
         R, X = np.asfortranarray(R), np.asfortranarray(X)     # columns contiguous
         for j, i in enumerate(cols):
             th = theta[i]
-            a = ab.copy(order="F")
-            a[4] = main - th
-            lu, piv, info = lapack.dgbtrf(a, 2, 2, overwrite_ab=1)
+            lu, piv, info = _band5_lu(d1, d2, main - th)
             if info > 0:                       # exactly singular: move the shift off it
-                a = ab.copy(order="F")
-                a[4] = main - th * (1 - 1e-14) + 1e-14
-                lu, piv, info = lapack.dgbtrf(a, 2, 2, overwrite_ab=1)
+                lu, piv, info = _band5_lu(d1, d2, main - th * (1 - 1e-14) + 1e-14)
             rhs = np.empty((n, 2), order="F")
             rhs[:, 0], rhs[:, 1] = R[:, i], X[:, i]
             y, _ = lapack.dgbtrs(lu, 2, 2, rhs, piv, overwrite_b=1)
