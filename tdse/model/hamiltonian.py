@@ -313,9 +313,10 @@ class Operator:
     def _banded(self, X):
         """The 3-/5-point operator: on the host a vector by one BLAS zhbmv (its band storage
         made at the first call); a block, or any X on a GPU, by a sparse product (the
-        csr_matrix, cupyx's on a GPU, made at the first call).  At N = 256 a csr_matrix costs ~14 us to build, more than the few
-        products a vector's exponential takes (~3 us each, as zhbmv's); on a block of
-        N = 256 columns the 3-point sparse product took 0.22 ms, passes over slices 0.88."""
+        csr_matrix, cupyx's on a GPU, made at the first call).  A csr_matrix built for every
+        exponential had cost more than the few products of a vector's exponential: the
+        3-point bare step at N = 256 260-264 -> 188-191 us with this and the term counts'
+        intervals (benchmarks/results/host_costs_cpu2_20261126T0210.txt)."""
         main, d1, d2 = self.bands
         if X.ndim == 1 and self.xp is np:   # (f2py makes it complex and contiguous)
             if self._band is None:          # upper band storage: row k the diagonal

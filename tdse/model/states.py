@@ -70,8 +70,9 @@ def _signed(phi):
 def _pentadiagonal(g, v, count):
     """(E, vectors N x count) of the 5-point H = T + diag(v): eigenvalues by bisection on
     LAPACK's band reduction (no vectors), each vector by three steps of inverse iteration
-    from a fixed random start (one banded LU a vector: N = 256, 715 -> 523 us a call, the
-    same numbers as three solve_banded calls), then a Rayleigh-Ritz step on the block."""
+    from a fixed random start (one banded LU a vector, the same numbers as three
+    solve_banded calls: N = 256, 733-749 -> 542 us a call, benchmarks/results/
+    host_costs_cpu2_20261126T0210.txt), then a Rayleigh-Ritz step on the block."""
     d0, d1, d2 = kinetic_bands(g.stencil, g.dx)
     n = g.n
     band = np.zeros((3, n))
@@ -217,9 +218,10 @@ def davidson(grid, v, X, count, tol=None, maxiter=30, xp=np):
     (:func:`_orthonormal_to`: projections and SVQB, directions already in the space
     dropped), the m lowest Ritz pairs kept; for the 5-point H, whose correction is exact
     (Rayleigh-quotient iteration), only the wanted columns not yet converged are corrected
-    (N = 8192, 4 of 6 columns, consecutive observations 0.1 apart: 13.5 ms a call against
-    17.7, the same 2.8-2.9 iterations; for the DVR the others' corrections are needed:
-    11.9 iterations without them, 3.4 with).  H is applied on ``xp``'s device (the
+    (N = 8192, 4 of 6 columns, consecutive observations 0.1 apart: 16.5-18.2 ms a call
+    against 20.7-21.6, 2.90 iterations against 2.81, host_costs_cpu2_20261126T0210.txt; for
+    the DVR the others' corrections are needed: without them it took several times the
+    iterations).  H is applied on ``xp``'s device (the
     stencil's bands by shifted slices, O(N) a column; the DVR by real FFTs, O(N log N)); the
     corrections on the host, O(N) a column.
 

@@ -110,7 +110,7 @@ class TermCounts:
     a bisection finds; an R within a 1e-9 relative margin of an end, or in no interval yet,
     goes to :func:`terms_near` (from ``guess``: that exponential's last K).  The same K as
     :func:`terms` (tests/test_run_path.py), where a run's every exponential searched it anew
-    (~9 bound evaluations: 15 % of a 3-point step at N = 256 on the CPU)."""
+    (~9 bound evaluations an exponential, 15 % of a 3-point step at N = 256 under cProfile)."""
     MAX_INTERVALS = 64
 
     def __init__(self, tol):

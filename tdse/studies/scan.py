@@ -152,8 +152,8 @@ def batches(scan: Scan, limit=None, memory=None) -> list:
 class _Recorder(Observer):
     """Each member's observables every ``observables_every`` steps (and the last): the raw
     grid sums (:meth:`BlockMeasure.raw`; on a GPU kept on the device, a few launches, no
-    synchronisation; on the CPU a few whole-block passes, 0.26 ms a row of 16 atom_hhg
-    members where the finished row took 0.35) finished on the host ``FLUSH`` rows at a
+    synchronisation; on the CPU a few whole-block passes, cheaper than the finished row)
+    finished on the host ``FLUSH`` rows at a
     time; kept as those blocks of columns (one array a quantity and block, never a row each)."""
     FLUSH = 256
 
