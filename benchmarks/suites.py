@@ -963,6 +963,7 @@ def _scan_args(p):
     p.add_argument("--gpus", type=int, default=None,
                    help="GPUs the scan's workers use (said in the row)")
     p.add_argument("--batch", type=int, default=None)
+    p.add_argument("--label", default=None, help="a note kept in the row (which cluster)")
     p.add_argument("--parts", default=None,
                    help="the scan's parts folder's parent (default: a new temporary folder, "
                         "removed after; `tdse scan` always writes its parts)")
@@ -1021,6 +1022,7 @@ def _scan(a):
     per_serial = float(np.mean(serial))
     row = {"input": os.path.basename(a.input), "members": a.members, "backend": a.backend,
            "workers": a.workers, "scheduler": bool(a.scheduler), "gpus": a.gpus,
+           "label": a.label,
            "batches": res["batches"], "steps": cfg.time.steps,
            "n": cfg.grid.n, "scan_seconds": wall, "seconds_per_member": wall / a.members,
            "serial_runs_timed": len(serial), "serial_seconds_each": per_serial,

@@ -6,6 +6,8 @@
 # Device probe:  [GPUS="2 4"] [BATCH=1000] [LIMIT=300] bash benchmarks/probes/dask_gpus.sh OUT [members...]
 #   members: the scan sizes (default 4000 8000), each on 1 GPU and on every count in GPUS
 #   LIMIT:   seconds after which no new measurement starts (the rows done are kept)
+#   KINDS:   the workers' start, "nanny" (Dask's default: the nanny's pre-spawn environment,
+#            MALLOC_TRIM_THRESHOLD_=65536 and one BLAS thread) and/or "plain" (--no-nanny)
 #   BACKEND, EXTRA: for a dry run of this script on a CPU (BACKEND=numpy EXTRA="--t-end 5")
 # Dask's wheels travel in the ignored .wheels/ (DEVELOPERS: Machines), made here by
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
@@ -26,22 +28,28 @@ export PYTHONPATH=$PWD:$SITE
 NGPU=$(nvidia-smi -L | wc -l)
 nvidia-smi -L > $OUT/gpus.txt
 T0=$SECONDS
+KINDS=${KINDS:-nanny}
+port_of() { case $2 in nanny) echo $((8780 + $1));; *) echo $((8790 + $1));; esac; }
+for K in $KINDS; do
 for G in ${GPUS:-2 4}; do          # one cluster per GPU count, started at once, idle until used
   [ "$G" -le "$NGPU" ] || continue
-  port=$((8780 + G))
-  python -m distributed.cli.dask_scheduler --port $port --no-dashboard > $OUT/scheduler$G.log 2>&1 &
+  port=$(port_of $G $K)
+  python -m distributed.cli.dask_scheduler --port $port --no-dashboard > $OUT/scheduler$G$K.log 2>&1 &
   sleep 2
   for g in $(seq 0 $((G - 1))); do
     DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL=1s \
     DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL=5s DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL=1s \
     CUDA_VISIBLE_DEVICES=$g \
       python -m distributed.cli.dask_worker tcp://127.0.0.1:$port --nworkers 1 --nthreads 1 \
-      --memory-limit 0 --no-dashboard >> $OUT/workers$G.log 2>&1 &
+      $([ $K = plain ] && echo --no-nanny) --memory-limit 0 --no-dashboard >> $OUT/workers$G$K.log 2>&1 &
   done
 done
+done
+for K in $KINDS; do
 for G in ${GPUS:-2 4}; do
   [ "$G" -le "$NGPU" ] || continue
-  python -c "from dask.distributed import Client; c = Client('tcp://127.0.0.1:$((8780 + G))', timeout=60); c.wait_for_workers($G, timeout=90); print('$G workers up')"
+  python -c "from dask.distributed import Client; c = Client('tcp://127.0.0.1:$(port_of $G $K)', timeout=60); c.wait_for_workers($G, timeout=90); print('$G workers up ($K)')"
+done
 done
 for m in $MEMBERS; do
   [ $((SECONDS - T0)) -lt "$LIMIT" ] || { echo "LIMIT: $m members not run"; break; }
@@ -49,9 +57,11 @@ for m in $MEMBERS; do
       --batch $BATCH --out $OUT ${EXTRA:-} 2>&1 | tail -1                 # one GPU, in process
   for G in ${GPUS:-2 4}; do
     [ "$G" -le "$NGPU" ] || continue
-    [ $((SECONDS - T0)) -lt "$LIMIT" ] || { echo "LIMIT: $m members on $G GPUs not run"; break; }
-    timeout 200 python -m benchmarks scan --backend ${BACKEND:-cupy} --members $m --batch $BATCH ${EXTRA:-} \
-        --scheduler tcp://127.0.0.1:$((8780 + G)) --gpus $G --out $OUT 2>&1 | tail -1
+    for K in $KINDS; do
+      [ $((SECONDS - T0)) -lt "$LIMIT" ] || { echo "LIMIT: $m members on $G GPUs ($K) not run"; break 2; }
+      timeout 200 python -m benchmarks scan --backend ${BACKEND:-cupy} --members $m --batch $BATCH ${EXTRA:-} \
+          --scheduler tcp://127.0.0.1:$(port_of $G $K) --gpus $G --label $K --out $OUT 2>&1 | tail -1
+    done
   done
 done
 kill $(jobs -p) 2>/dev/null; wait   # the schedulers and workers started here
@@ -59,10 +69,10 @@ python - "$OUT" <<'PY'
 import glob, json, sys
 rows = [json.load(open(f))["rows"][0] for f in sorted(glob.glob(sys.argv[1] + "/scan_*.json"))]
 one = {r["members"]: r["scan_seconds"] for r in rows if not r.get("gpus")}
-print("members gpus batches   scan_s  vs_1gpu  serial_s  max_rel_diff  batches' own seconds")
-for r in sorted(rows, key=lambda r: (r["members"], r.get("gpus") or 1)):
+print("members gpus workers batches   scan_s  vs_1gpu  serial_s  max_rel_diff  batches' own seconds")
+for r in sorted(rows, key=lambda r: (r["members"], r.get("gpus") or 1, r.get("label") or "")):
     ratio = one.get(r["members"], float("nan")) / r["scan_seconds"]
-    print(f"{r['members']:7d} {r.get('gpus') or 1:4d} {r['batches']:7d} {r['scan_seconds']:8.2f} "
+    print(f"{r['members']:7d} {r.get('gpus') or 1:4d} {r.get('label') or '-':>7s} {r['batches']:7d} {r['scan_seconds']:8.2f} "
           f"{ratio:8.2f} {r['serial_seconds_each']:9.2f} {r['max_rel_diff_acceleration']:12.1e}  "
           f"{[round(b, 2) for b in (r.get('batch_seconds') or [])]}")
 PY
