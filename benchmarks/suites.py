@@ -971,12 +971,17 @@ def _scan_args(p):
 
 def _warm_worker(toml):
     """On a Dask worker: a 2-member batch of a few steps (the device, its libraries and the
-    kernels set up once, as the in-process scan is warmed)."""
+    kernels set up once, as the in-process scan is warmed); returns what the worker's
+    settings are (Dask's profiler, tick, heap trimming)."""
+    import dask
     from tdse import config as cfgmod
     from tdse.studies.scan import run_batch
     cfg = cfgmod.loads(toml)
     run_batch([cfg, cfg.with_value("field.E0", 0.03)], "cupy")
-    return True
+    return {"profile": dask.config.get("distributed.worker.profile.enabled"),
+            "tick": dask.config.get("distributed.admin.tick.interval"),
+            "MALLOC_TRIM_THRESHOLD_": os.environ.get("MALLOC_TRIM_THRESHOLD_"),
+            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}
 
 
 def _scan(a):
@@ -992,13 +997,15 @@ def _scan(a):
     if a.t_end:
         cfg = cfg.with_value("time.t_end", a.t_end)
     E0 = list(np.linspace(0.02, 0.08, a.members))
+    workers_settings = None
     if a.backend == "cupy":   # warm the device and its kernels once (each worker's too)
         short = cfg.with_value("time.t_end", 10 * cfg.time.dt)
         scan(short, {"field.E0": E0[:2]}, backend="cupy")
         if a.scheduler:
             from dask.distributed import Client
             with Client(a.scheduler) as c:
-                assert all(c.run(_warm_worker, cfgmod.to_toml(short)).values())
+                workers_settings = sorted(c.run(_warm_worker, cfgmod.to_toml(short)).values(),
+                                          key=str)
     import shutil
     import tempfile
     out = a.parts or tempfile.mkdtemp(prefix="scan-bench-")
@@ -1022,7 +1029,7 @@ def _scan(a):
     per_serial = float(np.mean(serial))
     row = {"input": os.path.basename(a.input), "members": a.members, "backend": a.backend,
            "workers": a.workers, "scheduler": bool(a.scheduler), "gpus": a.gpus,
-           "label": a.label,
+           "label": a.label, "workers_settings": workers_settings,
            "batches": res["batches"], "steps": cfg.time.steps,
            "n": cfg.grid.n, "scan_seconds": wall, "seconds_per_member": wall / a.members,
            "serial_runs_timed": len(serial), "serial_seconds_each": per_serial,

@@ -90,8 +90,11 @@ def test_zip_and_lists_and_bad_sets(base):
 
 
 @pytest.mark.slow
-def test_two_dask_workers_equal_the_in_process_scan_and_survive_a_killed_worker(base, tmp_path):
+def test_two_dask_workers_equal_the_in_process_scan_and_survive_a_killed_worker(base, tmp_path,
+                                                                               monkeypatch):
     import time
+    # (a nanny writes its pre-spawn environment into this process, where the next inherits it)
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
     base = base.with_value("time.t_end", 120.0).with_value("field.duration", 120.0)
     sets = {"field.E0": list(np.linspace(0.02, 0.08, 6))}
     here = scan_mod.scan(base, sets, batch=2)
@@ -102,7 +105,8 @@ def test_two_dask_workers_equal_the_in_process_scan_and_survive_a_killed_worker(
         from tdse.run.backend import usable_cpus
         settings.extend(client.run(lambda: (dask.config.get("distributed.worker.profile.enabled"),
                                             dask.config.get("distributed.admin.tick.interval"),
-                                            usable_cpus())).values())
+                                            usable_cpus(),
+                                            os.environ.get("MALLOC_TRIM_THRESHOLD_"))).values())
         for _ in range(500):
             busy = {w: ts for w, ts in client.processing().items() if ts}
             if busy:
@@ -114,11 +118,30 @@ def test_two_dask_workers_equal_the_in_process_scan_and_survive_a_killed_worker(
         killed.append((pid, list(tasks)))
     there = scan_mod.scan(base, sets, batch=2, workers=2, out=str(tmp_path), on_submit=kill_one)
     assert killed and killed[0][1] and there["batches"] == 3   # it held a batch when it died
-    # the workers run without Dask's profiler and its 20 ms tick, their BLAS held to the
-    # nanny's OMP_NUM_THREADS = 1
-    assert settings == [(False, "1s", 1), (False, "1s", 1)]
+    # the workers run without Dask's profiler and its 20 ms tick and without the nanny's
+    # heap trimming, their BLAS held to the nanny's OMP_NUM_THREADS = 1
+    assert settings == [(False, "1s", 1, None), (False, "1s", 1, None)]
     for name in NAMES:
         assert np.array_equal(here[name], there[name]), name
+
+
+def test_worker_yaml_gives_a_worker_started_by_hand_the_scans_configuration(tmp_path):
+    """DASK_CONFIG=FILE with :func:`worker_yaml`: a fresh process reads every key of
+    WORKER_CONFIG, and its nanny would start a worker without MALLOC_TRIM_THRESHOLD_."""
+    import json
+    import subprocess
+    import sys
+    f = tmp_path / "tdse-workers.yaml"
+    f.write_text(scan_mod.worker_yaml())
+    code = ("import dask, distributed, json; from distributed.nanny import _get_env_variables; "
+            f"print(json.dumps([[dask.config.get(k) for k in {list(scan_mod.WORKER_CONFIG)!r}], "
+            "_get_env_variables('distributed.nanny.pre-spawn-environ')]))")
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_TRIM_THRESHOLD_"}
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "DASK_CONFIG": str(f)},
+                         capture_output=True, text=True, check=True).stdout
+    values, spawn_env = json.loads(out)
+    assert values == list(scan_mod.WORKER_CONFIG.values())
+    assert "MALLOC_TRIM_THRESHOLD_" not in spawn_env and spawn_env["OMP_NUM_THREADS"] == "1"
 
 
 def test_a_worker_that_sees_the_parts_folder_writes_its_batch_there(base, tmp_path):

@@ -6,17 +6,19 @@
 # Device probe:  [GPUS="2 4"] [BATCH=1000] [LIMIT=300] bash benchmarks/probes/dask_gpus.sh OUT [members...]
 #   members: the scan sizes (default 4000 8000), each on 1 GPU and on every count in GPUS
 #   LIMIT:   seconds after which no new measurement starts (the rows done are kept)
-#   KINDS:   the workers' start, "nanny" (Dask's default: the nanny's pre-spawn environment,
-#            MALLOC_TRIM_THRESHOLD_=65536 and one BLAS thread) and/or "plain" (--no-nanny)
+#   KINDS:   the workers' start: "tdse" (default; DASK_CONFIG = tdse.studies.scan.worker_yaml(),
+#            what docs/SCANS.md tells a user), "nanny" (the calm loop by environment variables,
+#            the nanny's pre-spawn environment as Dask sets it: MALLOC_TRIM_THRESHOLD_=65536
+#            and one BLAS thread), "plain" (the same, --no-nanny: no such environment)
 #   BACKEND, EXTRA: for a dry run of this script on a CPU (BACKEND=numpy EXTRA="--t-end 5")
 # Dask's wheels travel in the ignored .wheels/ (DEVELOPERS: Machines), made here by
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
 #     --platform manylinux1_x86_64 -d .wheels dask distributed cloudpickle toolz partd locket fsspec \
 #     msgpack sortedcontainers tblib zict tornado psutil PyYAML Jinja2 MarkupSafe
-# (dask and distributed at this venv's version: 2026.8.0 on 2026-11-26); the workers run
-# with tdse.studies.scan.WORKER_CONFIG (no statistical profiler, a calm event loop), as
-# the clusters `tdse scan` starts do.
+# (dask and distributed at this venv's version: 2026.8.0 on 2026-11-26); the "tdse" workers
+# run with tdse.studies.scan.WORKER_CONFIG (no statistical profiler, a calm event loop, no
+# heap trimming), as the clusters `tdse scan` starts do.
 set -u
 OUT=$1; shift
 MEMBERS=${*:-4000 8000}
@@ -28,8 +30,9 @@ export PYTHONPATH=$PWD:$SITE
 NGPU=$(nvidia-smi -L | wc -l)
 nvidia-smi -L > $OUT/gpus.txt
 T0=$SECONDS
-KINDS=${KINDS:-nanny}
-port_of() { case $2 in nanny) echo $((8780 + $1));; *) echo $((8790 + $1));; esac; }
+KINDS=${KINDS:-tdse}
+port_of() { case $2 in nanny) echo $((8780 + $1));; plain) echo $((8790 + $1));; *) echo $((8770 + $1));; esac; }
+python -c "from tdse.studies.scan import worker_yaml; print(worker_yaml())" > $OUT/tdse-workers.yaml
 for K in $KINDS; do
 for G in ${GPUS:-2 4}; do          # one cluster per GPU count, started at once, idle until used
   [ "$G" -le "$NGPU" ] || continue
@@ -37,11 +40,14 @@ for G in ${GPUS:-2 4}; do          # one cluster per GPU count, started at once,
   python -m distributed.cli.dask_scheduler --port $port --no-dashboard > $OUT/scheduler$G$K.log 2>&1 &
   sleep 2
   for g in $(seq 0 $((G - 1))); do
-    DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL=1s \
-    DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL=5s DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL=1s \
+    if [ $K = tdse ]; then export DASK_CONFIG=$OUT/tdse-workers.yaml; else unset DASK_CONFIG
+      export DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL=1s \
+        DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL=5s DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL=1s; fi
     CUDA_VISIBLE_DEVICES=$g \
       python -m distributed.cli.dask_worker tcp://127.0.0.1:$port --nworkers 1 --nthreads 1 \
       $([ $K = plain ] && echo --no-nanny) --memory-limit 0 --no-dashboard >> $OUT/workers$G$K.log 2>&1 &
+    unset DASK_CONFIG DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL \
+      DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL
   done
 done
 done
