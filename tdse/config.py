@@ -647,19 +647,29 @@ def with_values(cfg: Config, pairs, source: dict | None = None) -> Config:
     validated once; ``source``: ``cfg``'s effective TOML already parsed (a scan's members
     share it: the round trip through TOML was most of a member's cost)."""
     names = {k.name for k in KEYS}
-    data = _tables_copy(source) if source is not None else tomllib.loads(to_toml(cfg))
+    # the sections this member changes are copied; the others are shared with ``source``
+    # (parse reads them, nothing writes them)
+    data = dict(source) if source is not None else tomllib.loads(to_toml(cfg))
+    copied = set()
+
+    def section(name):
+        if source is not None and name not in copied:
+            copied.add(name)
+            data[name] = _tables_copy(data.get(name, {}))
+        return data.setdefault(name, {})
+
     for key, value in pairs:
         if key not in names or key in ("name", "potential.centres") or key.count(".") < 1:
             raise ConfigError(key, value, "is not an input key that takes a value (`tdse keys` lists them)")
         parts = key.split(".")
         partner = {**_LAB_PAIRS, **{v: k for k, v in _LAB_PAIRS.items()}}.get(parts[-1])
-        if parts[0] == "field" and partner:   # field.intensity replaces field.E0, and back
-            data.get("field", {}).pop(partner, None)
+        if parts[0] == "field" and partner and "field" in data:   # field.intensity replaces
+            section("field").pop(partner, None)                     # field.E0, and back
         if key.startswith("potential.centres."):
-            for c in data["potential"]["centres"]:
+            for c in section("potential")["centres"]:
                 c[parts[2]] = value
         else:
-            data.setdefault(parts[0], {})[parts[1]] = value
+            section(parts[0])[parts[1]] = value
     return parse(data)          # its source: the effective TOML with the new values
 
 

@@ -134,17 +134,20 @@ def test_time_error_key_is_validated():
 
 
 def test_with_values_from_a_shared_source_equals_with_value_one_at_a_time(inputs_dir):
-    """A scan's members: several keys set from the input parsed once (its tables copied,
-    never shared between members) equal with_value applied key by key; a bad key or value
-    is named."""
+    """A scan's members: several keys set from the input parsed once (the tables a member
+    changes copied, the source never written) equal with_value applied key by key; a bad
+    key or value is named."""
+    import copy
     import tomllib
 
     from tdse.config import to_toml, with_value, with_values
     import os
     cfg = load(os.path.join(inputs_dir, "h2plus_moving.toml"))
     source = tomllib.loads(to_toml(cfg))
+    before = copy.deepcopy(source)
     pairs = [("potential.centres.Z", 0.7), ("grid.dx", 0.2), ("time.dt", 0.01)]
     got = with_values(cfg, pairs, source)
+    assert source == before
     ref = cfg
     for k, v in pairs:
         ref = with_value(ref, k, v)
