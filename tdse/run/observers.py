@@ -43,9 +43,12 @@ TIME_BLOCK_BYTES = 1 << 26
 
 #: H(t)'s eigenpairs go to a worker process (:class:`_Ahead`) when computing them in the
 #: loop would take more than this many seconds of the run (the process takes ~0.3 s to
-#: start on 2 cores, ~1.5 s on a GPU machine, on the spare CPU; the loop computes them
-#: itself meanwhile)
-AHEAD_MIN_SECONDS = 0.5
+#: start on 2 cores, ~1.5 s on a GPU machine, on the spare CPU, mostly while the run
+#: prepares (:func:`prewarm`); the loop computes them itself meanwhile; a task then costs
+#: the loop ~0.2 ms).  Was 0.5 s: on one H100 (2026-11-26, ``step_timeline_h100x1_
+#: 20261126T0242.txt``) the 3-point N = 8192 run of 10000 steps, populations every 250,
+#: spent 0.48 s of its 2.0 s loop on its 41 calls in the loop, ~50 us on each 145 us step
+AHEAD_MIN_SECONDS = 0.1
 
 #: tasks queued ahead in each worker
 AHEAD_DEPTH = 4
