@@ -319,12 +319,21 @@ def test_the_workers_warnings_reach_the_run(inputs_dir, monkeypatch):
 
 def test_when_the_eigenpairs_go_ahead(monkeypatch):
     """TDSE_EIGENPAIRS_AHEAD: 1 always, 0 never, by default when the loop would spend more
-    than AHEAD_MIN_SECONDS on them, two CPUs are there and a process may be spawned (the tdse
-    command, pytest, an interactive session; not a script's unguarded top level)."""
+    than ahead_min_seconds() on them (AHEAD_MIN_SECONDS, or the larger one of a machine of
+    few CPUs), two CPUs are there and a process may be spawned (the tdse command, pytest,
+    an interactive session; not a script's unguarded top level)."""
     import sys
     import types
 
-    big, small = 10 * observers.AHEAD_MIN_SECONDS, 0.5 * observers.AHEAD_MIN_SECONDS
+    few, many = observers.AHEAD_MIN_SECONDS_FEW_CPUS, observers.AHEAD_MIN_SECONDS
+    assert many < few
+    monkeypatch.setattr(observers, "_spawn_safe", lambda: True)
+    monkeypatch.setattr(observers, "cpu_count", lambda: observers.AHEAD_MANY_CPUS)
+    assert observers.ahead_wanted(0.5 * (few + many)) and not observers.ahead_wanted(0.9 * many)
+    monkeypatch.setattr(observers, "cpu_count", lambda: observers.AHEAD_MANY_CPUS - 1)
+    assert not observers.ahead_wanted(0.5 * (few + many)) and observers.ahead_wanted(1.1 * few)
+    monkeypatch.undo()
+    big, small = 10 * observers.AHEAD_MIN_SECONDS_FEW_CPUS, 0.5 * observers.AHEAD_MIN_SECONDS
     monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "1")
     assert observers.ahead_wanted(0.0)
     monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "0")

@@ -42,13 +42,22 @@ TIME_BLOCK_GPU = 512
 TIME_BLOCK_BYTES = 1 << 26
 
 #: H(t)'s eigenpairs go to a worker process (:class:`_Ahead`) when computing them in the
-#: loop would take more than this many seconds of the run (the process takes ~0.3 s to
-#: start on 2 cores, ~1.5 s on a GPU machine, on the spare CPU, mostly while the run
-#: prepares (:func:`prewarm`); the loop computes them itself meanwhile; a task then costs
-#: the loop ~0.2 ms).  Was 0.5 s: on one H100 (2026-11-26, ``step_timeline_h100x1_
-#: 20261126T0242.txt``) the 3-point N = 8192 run of 10000 steps, populations every 250,
-#: spent 0.48 s of its 2.0 s loop on its 41 calls in the loop, ~50 us on each 145 us step
+#: loop would take more than this many seconds of the run, on a machine of at least
+#: AHEAD_MANY_CPUS CPUs (the process takes ~1.5 s to start on a GPU machine, on spare
+#: CPUs, mostly while the run prepares (:func:`prewarm`); the loop computes them itself
+#: meanwhile; a task then costs the loop ~0.2 ms).  On one H100's 16-core host (2026-11-26,
+#: ``benchmarks/probes/cli_ahead_walls.py``, results in README) the 3-point N = 8192 run of
+#: 10000 steps, populations every 250 -- 41 calls, 0.48 s in the loop, under the 0.5 s this
+#: was -- took 4.71-4.96 s with the worker against 5.51-5.92 s without (5-point: 4.63-4.71
+#: against 5.47-5.49 s)
 AHEAD_MIN_SECONDS = 0.1
+
+#: the same on a machine of fewer CPUs, where the worker's start and exit share the run's
+#: cores: on 2 cores (N = 256, 3-point, populations every 10) a 4000-step run's eigenpairs,
+#: 0.11 s in the loop, cost its wall 0.26 s more with the worker (1.80 s against 1.54 s);
+#: 8000 steps (0.22 s) about broke even (2.64-2.70 s against 2.70-2.76 s)
+AHEAD_MIN_SECONDS_FEW_CPUS = 0.5
+AHEAD_MANY_CPUS = 4
 
 #: tasks queued ahead in each worker
 AHEAD_DEPTH = 4
@@ -261,7 +270,7 @@ def _spawn_safe() -> bool:
 def ahead_wanted(seconds_left: float) -> bool:
     """Whether to compute H(t)'s eigenpairs ahead in a worker process (:class:`_Ahead`):
     TDSE_EIGENPAIRS_AHEAD=1 always, 0 never; by default ("auto") when computing them in the
-    loop would take more than :data:`AHEAD_MIN_SECONDS` of what is left of the run
+    loop would take more than :func:`ahead_min_seconds` of what is left of the run
     (``seconds_left``: the first call's time x the calls to come), the process may use two
     CPUs (:func:`cpu_count`) and may spawn one (:func:`_spawn_safe`)."""
     mode = os.environ.get("TDSE_EIGENPAIRS_AHEAD", "auto")
@@ -270,7 +279,14 @@ def ahead_wanted(seconds_left: float) -> bool:
         raise ConfigError("TDSE_EIGENPAIRS_AHEAD", mode, "must be auto, 0 or 1")
     if mode != "auto":
         return mode == "1"
-    return seconds_left > AHEAD_MIN_SECONDS and cpu_count() >= 2 and _spawn_safe()
+    return seconds_left > ahead_min_seconds() and cpu_count() >= 2 and _spawn_safe()
+
+
+def ahead_min_seconds() -> float:
+    """The eigenpairs' seconds in the loop above which a worker computes them:
+    :data:`AHEAD_MIN_SECONDS`, or :data:`AHEAD_MIN_SECONDS_FEW_CPUS` on a machine of fewer
+    than :data:`AHEAD_MANY_CPUS` CPUs."""
+    return AHEAD_MIN_SECONDS if cpu_count() >= AHEAD_MANY_CPUS else AHEAD_MIN_SECONDS_FEW_CPUS
 
 
 def cpu_count() -> int:

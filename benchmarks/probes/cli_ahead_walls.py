@@ -1,0 +1,50 @@
+"""`tdse run` as a user starts it, with and without H(t)'s eigenpairs worker
+(TDSE_EIGENPAIRS_AHEAD = 0 / auto), for a 1-step and an S-step run of the probes' case:
+the CLI's wall, the run's own loop clock (the file's wall_seconds) and the rest (start-up,
+the worker's start and exit, the last writes), alternated, REPEAT times (#23 item 3: why
+the CLI's S-step run carries more fixed cost than its 1-step run).
+
+    python benchmarks/probes/cli_ahead_walls.py INPUT N STENCIL S POP_EVERY BACKEND REPEAT
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import h5py
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.dirname(os.path.dirname(HERE))]
+
+from tdse import config as cfgmod  # noqa: E402
+
+if __name__ == "__main__":
+    inp, n, st, S, pe, backend, rep = sys.argv[1:8]
+    import dataclasses
+    base = cfgmod.load(inp)
+    w = base.grid.x_max - base.grid.x_min
+    stencil = int(st) if st in ("3", "5") else st
+    cfg = dataclasses.replace(base, grid=dataclasses.replace(base.grid, dx=w / int(n), stencil=stencil))
+    cfg = cfg.with_value("propagator.method", "chebyshev").with_value(
+        "propagator.time_error", "none").with_value("output.populations_every", int(pe))
+    d = tempfile.mkdtemp()
+    path = os.path.join(d, "in.toml")
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(HERE))}
+    for steps in (1, int(S)):
+        c = cfg.with_value("time.t_end", steps * cfg.time.dt)
+        with open(path, "w") as f:
+            f.write(cfgmod.to_toml(c))
+        for _ in range(int(rep)):
+            for ah in ("0", "auto"):
+                t = time.perf_counter()
+                r = subprocess.run([sys.executable, "-m", "tdse", "run", path, "--out", d, "--backend",
+                                    backend, "--quiet", "--no-plots", "--force", "--yes"],
+                                   env={**env, "TDSE_EIGENPAIRS_AHEAD": ah}, capture_output=True, text=True)
+                wall = time.perf_counter() - t
+                with h5py.File(os.path.join(d, f"{c.name}.h5")) as f:
+                    loop, calls = float(f.attrs["wall_seconds"]), int(f.attrs["eigenpairs_calls"])
+                    waited = float(f.attrs["eigenpairs_wait_seconds"])
+                print(f"steps {steps:6d} ahead {ah:4s} wall {wall:6.2f} s  loop {loop:6.3f} s  rest "
+                      f"{wall - loop:5.2f} s  pairs {calls} (loop waited {waited:.3f} s)  rc {r.returncode}",
+                      flush=True)
