@@ -116,8 +116,11 @@ def test_two_dask_workers_equal_the_in_process_scan_and_survive_a_killed_worker(
         pid = client.run(os.getpid, workers=[addr])[addr]
         os.kill(pid, signal.SIGKILL)
         killed.append((pid, list(tasks)))
+    env = dict(os.environ)
     there = scan_mod.scan(base, sets, batch=2, workers=2, out=str(tmp_path), on_submit=kill_one)
     assert killed and killed[0][1] and there["batches"] == 3   # it held a batch when it died
+    # the nannies' OMP_NUM_THREADS = 1 (written into this process's environment) undone
+    assert dict(os.environ) == env
     # the workers run without Dask's profiler and its 20 ms tick and without the nanny's
     # heap trimming, their BLAS held to the nanny's OMP_NUM_THREADS = 1
     assert settings == [(False, "1s", 1, None), (False, "1s", 1, None)]

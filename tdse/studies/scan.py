@@ -435,6 +435,10 @@ def _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi, o
     import dask
     from dask.distributed import Client, LocalCluster, as_completed
     cluster = None
+    # a LocalCluster's nannies run in this process and write their pre-spawn environment
+    # (OMP_NUM_THREADS=1, ...) into its os.environ, where this process's later runs would
+    # read one BLAS thread: put back as it was once they have started, and at the end
+    saved = dict(os.environ)
     with dask.config.set(WORKER_CONFIG):   # the nannies pass it to their workers
         if scheduler is None and backend == "cupy":   # one worker per GPU (checked before any work)
             from dask_cuda import LocalCUDACluster
@@ -443,6 +447,7 @@ def _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi, o
         elif scheduler is None:
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                    dashboard_address=None)
+    _restore_environ(saved)
     client = Client(cluster if cluster is not None else scheduler)
     token = _mark(folder) if folder else None
     try:
@@ -457,6 +462,16 @@ def _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi, o
         client.close()
         if cluster is not None:
             cluster.close()
+        _restore_environ(saved)
+
+
+def _restore_environ(saved):
+    """os.environ back to ``saved`` (what a nanny set or changed since, undone)."""
+    for k in [k for k in os.environ if k not in saved]:
+        del os.environ[k]
+    for k, v in saved.items():
+        if os.environ.get(k) != v:
+            os.environ[k] = v
 
 
 class _Assembly:
