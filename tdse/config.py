@@ -378,6 +378,8 @@ OMEGA_NM = 45.5633525
 
 
 _LAB_PAIRS = {"E0": "intensity", "omega": "wavelength", "duration": "cycles"}
+#: each of those keys' other form, both ways
+_LAB_PARTNERS = {**_LAB_PAIRS, **{v: k for k, v in _LAB_PAIRS.items()}}
 
 
 def _one_of(t, au, lab):
@@ -633,6 +635,12 @@ def with_value(cfg: Config, key: str, value) -> Config:
     return with_values(cfg, [(key, value)])
 
 
+@functools.lru_cache(maxsize=None)
+def _key_names() -> frozenset:
+    """Every input key's dotted name (KEYS is fixed: found once)."""
+    return frozenset(k.name for k in KEYS)
+
+
 def _tables_copy(v):
     """A copy of parsed TOML: its tables and arrays new, its scalars shared (immutable)."""
     if isinstance(v, dict):
@@ -646,7 +654,7 @@ def with_values(cfg: Config, pairs, source: dict | None = None) -> Config:
     """``cfg`` with every (key, value) of ``pairs`` set (as :func:`with_value` sets one),
     validated once; ``source``: ``cfg``'s effective TOML already parsed (a scan's members
     share it: the round trip through TOML was most of a member's cost)."""
-    names = {k.name for k in KEYS}
+    names = _key_names()
     # the sections this member changes are copied; the others are shared with ``source``
     # (parse reads them, nothing writes them)
     data = dict(source) if source is not None else tomllib.loads(to_toml(cfg))
@@ -662,7 +670,7 @@ def with_values(cfg: Config, pairs, source: dict | None = None) -> Config:
         if key not in names or key in ("name", "potential.centres") or key.count(".") < 1:
             raise ConfigError(key, value, "is not an input key that takes a value (`tdse keys` lists them)")
         parts = key.split(".")
-        partner = {**_LAB_PAIRS, **{v: k for k, v in _LAB_PAIRS.items()}}.get(parts[-1])
+        partner = _LAB_PARTNERS.get(parts[-1])
         if parts[0] == "field" and partner and "field" in data:   # field.intensity replaces
             section("field").pop(partner, None)                     # field.E0, and back
         if key.startswith("potential.centres."):

@@ -207,6 +207,12 @@ def test_graph_planner_term_counts_equal_terms(inputs_dir):
         assert counts(R) == chebyshev.terms(R, 1e-12), R
     for k, (a, b) in counts.intervals.items():  # each interval's ends exactly where K changes
         assert chebyshev.terms(a * (1 + 1e-8), 1e-12) == k == chebyshev.terms(b * (1 - 1e-8), 1e-12)
+    R = rng.uniform(0, 60, (50, 3))             # the vectorised lookup (the planner's chunks)
+    known = counts.known(R)
+    assert (known > 0).mean() > 0.5            # (at most MAX_INTERVALS intervals are kept)
+    assert all(k == chebyshev.terms(r, 1e-12) for k, r in zip(known.ravel(), R.ravel()) if k)
+    many = planner._terms_many(R)
+    assert all(k == chebyshev.terms(r, planner.st.tol) for k, r in zip(many.ravel(), R.ravel()))
 
 
 def test_term_counts_new_interval_leaves_an_iteration_alone():

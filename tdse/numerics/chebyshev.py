@@ -112,14 +112,24 @@ class TermCounts:
     :func:`terms` (tests/test_run_path.py), where a run's every exponential searched it anew
     (~9 bound evaluations an exponential, 15 % of a 3-point step at N = 256 under cProfile)."""
     MAX_INTERVALS = 64
+    MARGIN = 1e-9           # relative: an R this near an interval's end is searched
 
     def __init__(self, tol):
         self.tol = tol
         self.intervals = {}     # K -> (a, b): terms(R) = K for a < R <= b
 
+    def known(self, R):
+        """The term counts of an array of R from the intervals found so far (0 where none
+        holds it, or within the margin of an end)."""
+        R = np.asarray(R, dtype=float)
+        K = np.zeros(R.shape, dtype=int)
+        for k, (a, b) in self.intervals.items():
+            K[(a * (1 + self.MARGIN) < R) & (R < b * (1 - self.MARGIN))] = k
+        return K
+
     def __call__(self, R, guess=0) -> int:
         for K, (a, b) in self.intervals.items():
-            if a * (1 + 1e-9) < R < b * (1 - 1e-9):
+            if a * (1 + self.MARGIN) < R < b * (1 - self.MARGIN):
                 return K
         K = terms_near(R, self.tol, guess)
         if len(self.intervals) < self.MAX_INTERVALS:   # a new dict: another thread may be

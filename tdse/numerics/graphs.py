@@ -462,9 +462,7 @@ class Planner:
     def _terms_many(self, R):
         """(steps, E) term counts: :meth:`_terms` of each R, those inside an interval met
         before looked up at once (the same K: terms(R) is a function of R alone)."""
-        K = np.zeros(R.shape, dtype=int)
-        for k, (a, b) in self._counts.intervals.items():
-            K[(a * (1 + 1e-9) < R) & (R < b * (1 - 1e-9))] = k
+        K = self._counts.known(R)
         for i, e in zip(*np.nonzero(K == 0)):
             K[i, e] = self._terms(R[i, e], e)
         return K

@@ -361,17 +361,16 @@ def scan(config: Config, sets, *, zipped=False, out=None, workers=None, schedule
         for f in saving:
             f.result()                       # a failed write raises here
     bar.close()
-    out = whole.result()
-    out["seconds"] = time.perf_counter() - t0
+    result = whole.result()
+    result["seconds"] = time.perf_counter() - t0
     # where the scan's time went outside the batches' loops: the client's own work (the
     # members, placing each batch), each batch's set-up and collection, the workers' writes
-    out["phases"] = {"members_seconds": t_members, "place_seconds": whole.seconds,
-                     "batch_setup_seconds": [whole.meta[k].get("setup_seconds", np.nan)
-                                             for k in range(len(groups))],
-                     "batch_collect_seconds": [whole.meta[k].get("collect_seconds", np.nan)
-                                               for k in range(len(groups))],
-                     "worker_write_seconds": written}
-    return out
+    meta = [whole.meta[k] for k in range(len(groups))]
+    result["phases"] = {"members_seconds": t_members, "place_seconds": whole.seconds,
+                        "batch_setup_seconds": [m.get("setup_seconds", np.nan) for m in meta],
+                        "batch_collect_seconds": [m.get("collect_seconds", np.nan) for m in meta],
+                        "worker_write_seconds": written}
+    return result
 
 
 def _need_dask_cuda():
