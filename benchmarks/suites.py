@@ -1347,7 +1347,8 @@ def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
     import tempfile
 
     from tdse import config as cfgmod
-    walls, loops, run_threads = {}, {}, None
+    import json
+    walls, loops, run_threads, prep = {}, {}, None, {}
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "in.toml")
         args = ["run", path, "--out", d, "--backend", a.backend, "--quiet", "--no-plots",
@@ -1359,7 +1360,7 @@ def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
                          ("companion", cfg.with_value("propagator.time_error", "companion"))):
             with open(path, "w") as f:
                 f.write(cfgmod.to_toml(c))
-            w, lp = [], []
+            w, lp, ph = [], [], []
             for _ in range(1 if label == "companion" else a.repeat):
                 w.append(_timed_cli(args))
                 if label != "companion":     # the run's own clock: its loop, start-up excluded
@@ -1367,10 +1368,18 @@ def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
                     with h5py.File(os.path.join(d, f"{c.name}.h5"), "r") as f:
                         lp.append(float(f.attrs["wall_seconds"]))
                         run_threads = f.attrs.get("blas_threads")
+                        ph.append(json.loads(f.attrs.get("prepare_seconds", "{}")))
             walls[label] = float(np.median(w))
             if lp:
                 loops[label] = float(np.median(lp))
+                # the run's own start-up phases (tdse.run.plan.prepare), medians per phase
+                prep[label] = {k: float(np.median([p.get(k, 0.0) for p in ph])) for k in ph[0]}
     per_step_run = (walls["full"] - walls["one_step"]) / (S - 1)
+    # the start-up phases that grow with the run (the precheck's exact potential bounds over
+    # every step: O(S N)) or vary between processes (auto's calibration), as their own rows;
+    # the ratio with them apart is the target's "steps x step time + start-up"
+    prep_full, prep_one = sum(prep["full"].values()), sum(prep["one_step"].values())
+    per_step_apart = ((walls["full"] - prep_full) - (walls["one_step"] - prep_one)) / (S - 1)
     # the slope between the S- and S/2-step runs: the per-step cost with every fixed cost
     # (start-up, the eigenpairs worker's start and its overlap with the first steps, the
     # first blocks) in the intercept -- what the target's "steps x step time + start-up" reads
@@ -1381,6 +1390,10 @@ def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
            "populations_every": cfg.output.populations_interval,
            "step_seconds_bare": step_bare, "step_seconds_in_run": per_step_run,
            "wall_over_steps": per_step_run / step_bare, "target": 1.15,
+           "wall_over_steps_start_up_apart": per_step_apart / step_bare,
+           "prepare_seconds": prep["full"], "prepare_seconds_one_step": prep["one_step"],
+           "precheck_seconds": prep["full"].get("precheck"),
+           "calibration_seconds": prep["full"].get("calibration"),
            # the same from the files' own clock (wall_seconds: the loop with its observers,
            # the last writes): (loop(S) - loop(1)) / (S - 1), free of the process start-up's
            # noise that the difference of two CLI walls carries (+-1 s over S steps)

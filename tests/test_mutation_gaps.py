@@ -1855,10 +1855,12 @@ def test_batch_potential_own_times_against_each_members_scalar_functions(case, i
     assert len({tuple(np.ravel(X[b])) for b in range(len(cfgs))}) == len(cfgs) or case != "ramped centres"
 
 
-def test_bounds_over_with_offsets_against_the_direct_sums(inputs_dir):
+@pytest.mark.parametrize("workers", [1, 3])
+def test_bounds_over_with_offsets_against_the_direct_sums(inputs_dir, workers):
     """bounds_over(potential, x, times, weights, offsets) = (min, max) over the grid and
     the times of sum_j w_j V(x, t + offset_j), each V(x, t) by potential.total, for cfm4's
-    weights and node offsets (what the precheck asks), in chunks smaller than the times."""
+    weights and node offsets (what the precheck asks), in chunks smaller than the times
+    (the last one short), on one thread and on three (each chunk's extremes merged)."""
     from tdse.model.potential import bounds_over, total
     from tdse.numerics import schemes
     cfg = tdse.load_config(os.path.join(inputs_dir, "h2plus_moving.toml"))
@@ -1868,10 +1870,11 @@ def test_bounds_over_with_offsets_against_the_direct_sums(inputs_dir):
     ts = np.arange(0.0, 2.0, dt)
     offs = tuple(c * dt for c in sch.nodes)
     for row in sch.factors:
-        lo, hi = bounds_over(cfg.potential, x, ts, weights=row, offsets=offs, chunk=7)
+        lo, hi = bounds_over(cfg.potential, x, ts, weights=row, offsets=offs, chunk=7,
+                            workers=workers)
         v = np.array([sum(w * total(cfg.potential, x, t + o) for w, o in zip(row, offs)) for t in ts])
         assert lo == pytest.approx(v.min(), rel=1e-13) and hi == pytest.approx(v.max(), rel=1e-13)
-    lo, hi = bounds_over(cfg.potential, x, ts)
+    lo, hi = bounds_over(cfg.potential, x, ts, workers=workers)
     v = np.array([total(cfg.potential, x, t) for t in ts])
     assert (lo, hi) == (pytest.approx(v.min(), rel=1e-13), pytest.approx(v.max(), rel=1e-13))
 

@@ -18,6 +18,8 @@ both ends.  :func:`soft_core` is the molecule alone, :func:`total` adds the fiel
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from .field import field_value, pulse
@@ -98,29 +100,71 @@ def soft_core(potential, x, t, xp=np):
     return v
 
 
-def total_many(potential, x, times):
+def total_many(potential, x, times, out=None):
     """V(x, t) of :func:`total` at many times at once: (len(times), N) on the host, the
-    same operations element by element (the centres, then the field)."""
+    same operations element by element (the centres, then the field); ``out``: a
+    (len(times), N) float64 buffer to write into (no temporaries beyond one)."""
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
-    v = np.zeros((times.size, np.size(x)))
+    x = np.asarray(x, dtype=np.float64)
+    v = np.zeros((times.size, x.size)) if out is None else out
+    if out is not None:
+        v.fill(0.0)
+    d = np.empty_like(v)
     X = centre_positions(potential, times).reshape(len(potential.centres), -1)   # (centres, times)
     for c, Xc in zip(potential.centres, X):
-        v -= coulomb(c.Z, Xc[:, None], potential.a, np.asarray(x)[None, :])
+        # coulomb() in place: Z / sqrt((x - X)^2 + a), the same operations in the same order
+        np.subtract(x[None, :], Xc[:, None], out=d)
+        np.square(d, out=d)
+        d += potential.a
+        np.sqrt(d, out=d)
+        np.divide(c.Z, d, out=d)
+        v -= d
     if potential.field is not None:
-        v = v + field_value(potential.field, times)[:, None] * np.asarray(x)[None, :]
+        np.multiply(field_value(potential.field, times)[:, None], x[None, :], out=d)
+        v += d
     return v
 
 
-def bounds_over(potential, x, times, weights=(1.0,), offsets=(0.0,), chunk=256):
+#: elements of one chunk of :func:`bounds_over` (times x grid points): a few MB, cache-sized
+BOUNDS_CHUNK_ELEMENTS = 1 << 19
+
+
+def bounds_over(potential, x, times, weights=(1.0,), offsets=(0.0,), chunk=None, workers=None):
     """(min, max) over the grid and every given time t of sum_j w_j V(x, t + offsets_j)
-    (:func:`total_many` in chunks; the field included); the default is V itself."""
-    lo, hi = np.inf, -np.inf
+    (:func:`total_many` in chunks of ``chunk`` times, default BOUNDS_CHUNK_ELEMENTS / N; the
+    field included); the default is V itself.  Exact, not sampled: every grid point at every
+    time.  The chunks run on ``workers`` threads (default: the CPUs this process may use;
+    NumPy's element-wise loops release the GIL): O(steps x N) work, which a long GPU run's
+    start-up used to wait for (#23; N = 8192, 10^4 steps on this 2-core box: 0.65 s as one
+    NumPy expression per chunk, 0.32 s in place on one thread, 0.19 s on two)."""
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
-    for i in range(0, times.size, chunk):
+    x = np.asarray(x, dtype=np.float64)
+    if chunk is None:
+        chunk = max(1, BOUNDS_CHUNK_ELEMENTS // max(1, x.size))
+    starts = range(0, times.size, chunk)
+
+    def one(i):
         ts = times[i:i + chunk]
-        v = sum(w * total_many(potential, x, ts + off) for w, off in zip(weights, offsets))
-        lo, hi = min(lo, float(v.min())), max(hi, float(v.max()))
-    return lo, hi
+        v, buf = None, np.empty((ts.size, x.size))
+        for w, off in zip(weights, offsets):
+            u = total_many(potential, x, ts + off, out=buf)
+            if v is None:
+                v = w * u                      # as sum(w * V_j): 0 + w_0 V_0 + w_1 V_1 ...
+            else:
+                u *= w
+                v += u
+        return float(v.min()), float(v.max())
+
+    if workers is None:
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    workers = max(1, min(workers, len(starts)))
+    if workers == 1:
+        parts = [one(i) for i in starts]
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(workers) as pool:
+            parts = list(pool.map(one, starts))
+    return min(p[0] for p in parts), max(p[1] for p in parts)
 
 
 class BatchPotential:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +43,9 @@ class RunPlan:
     psi0: np.ndarray
     method_choice: dict | None = None
     backend_choice: dict | None = None
+    #: seconds of each phase of :func:`prepare` (the run file's ``prepare_seconds``):
+    #: eigenstates of H(0), the precheck, auto's calibration, the backends' timed steps
+    prepare_seconds: dict | None = None
 
     @property
     def steps(self) -> int:
@@ -67,7 +71,8 @@ class RunPlan:
                 "allow_inaccurate": bool(allow_inaccurate and not pc.ok),
                 "blas_threads": b.threads, **effective_attrs(cfg), **pc.attrs(),
                 **({"method_choice": json.dumps(self.method_choice)} if self.method_choice else {}),
-                **({"backend_choice": json.dumps(self.backend_choice)} if self.backend_choice else {})}
+                **({"backend_choice": json.dumps(self.backend_choice)} if self.backend_choice else {}),
+                **({"prepare_seconds": json.dumps(self.prepare_seconds)} if self.prepare_seconds else {})}
 
 
 def effective_attrs(config: Config) -> dict:
@@ -100,31 +105,47 @@ def prepare(config: Config, *, backend="auto", devices=None, threads=None,
     ``operator``/``steps``: what auto's cost estimate assumes (default: the config's).
     ``backend = "auto"`` on a machine with GPUs takes the backend whose step of this very
     run is faster, timed here (:func:`fastest`); without GPUs it is NumPy."""
+    t0 = time.perf_counter()
     memory_check(config)          # before any work: the method's matrices must fit
     from .observers import prewarm
     prewarm(config)               # H(t)'s eigenpairs' worker starts while this prepares
     x = points(config.grid)
+    t1 = time.perf_counter()
     E, phi = model_states.eigenstates(config, 0.0, min(states_needed(config), config.grid.n))
+    t2 = time.perf_counter()
+    given = pc is not None
     pc = pc or run_precheck(config, check_resolution=check_resolution, E0=E[0])
+    t3 = time.perf_counter()
     if not pc.ok and not allow_inaccurate:
         raise ConfigError("time.dt", config.time.dt, f"{pc.message}; allow_inaccurate "
                           f"(--allow-inaccurate) runs anyway")
+    phases = {"memory_check": t1 - t0, "eigenstates_h0": t2 - t1,
+              "precheck": 0.0 if given else t3 - t2}
     build = lambda name: _on(name, config, pc, x, E, phi, devices, threads, operator, steps)  # noqa: E731
     if backend == "auto" and gpu_count() > 0:
-        return fastest(build, config, pc, threads, operator)
-    return build(backend)
+        t4 = time.perf_counter()
+        plan = fastest(build, config, pc, threads, operator)
+        phases["backend_choice"] = time.perf_counter() - t4 - plan.prepare_seconds["calibration"]
+    else:
+        plan = build(backend)
+    return dataclasses.replace(plan, prepare_seconds={**phases, **plan.prepare_seconds})
 
 
 def _on(backend, config, pc, x, E, phi, devices, threads, operator, steps) -> RunPlan:
-    """The plan on one backend (auto's method resolved for it)."""
+    """The plan on one backend (auto's method resolved for it; ``prepare_seconds`` holds the
+    seconds of the backend's set-up and of the calibration)."""
+    t0 = time.perf_counter()
     be = backend_for(config, backend, devices, threads)
+    t1 = time.perf_counter()
     choice = None
     if pc.ok:
         with be.limit():
             config, pc, choice = cost.resolve(config, pc, be.name, list(be.devices or []),
                                               xp=be.xp, operator=operator, steps=steps)
+    t2 = time.perf_counter()
     psi0 = model_states.initial_state(config, x, phi)
-    return RunPlan(config, pc, be, x, E, phi, psi0, choice)
+    return RunPlan(config, pc, be, x, E, phi, psi0, choice,
+                   prepare_seconds={"backend": t1 - t0, "calibration": t2 - t1})
 
 
 def step_seconds(plan: RunPlan, count: int = TIMED_STEPS, operator: bool | None = None) -> float:
