@@ -4,6 +4,7 @@ time where psi lives (the same numbers as a row at a time), and the snapshots he
 interrupt, a failed write or a resume)."""
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import os
 
@@ -253,7 +254,8 @@ def _worker_from_the_start(monkeypatch, kill=False):
 
 @pytest.mark.parametrize("stencil, n", [(3, 160), ("dvr", 600)])
 def test_eigenpairs_ahead_in_a_worker_equal_those_in_the_loop(stencil, n, inputs_dir, monkeypatch):
-    """H(t)'s eigenpairs computed ahead in a worker process (TDSE_EIGENPAIRS_AHEAD=1) give
+    """H(t)'s eigenpairs computed ahead (TDSE_EIGENPAIRS_AHEAD=1: 3-point in a thread,
+    the DVR's Davidson in a worker process) give
     the populations and energies computed in the loop: bit for bit where a call is one
     LAPACK solve (3-point), to 1e-10 where it is Davidson's iteration (the DVR beyond N =
     512, each call converged to its residual bound; the worker continues the loop's warm
@@ -267,6 +269,9 @@ def test_eigenpairs_ahead_in_a_worker_equal_those_in_the_loop(stencil, n, inputs
         monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", ahead)
         runs[ahead] = tdse.simulate(cfg, backend="numpy").observables
     assert len(made) == 1 and made[0].from_worker == 11      # steps 4, 8, ..., 40 and 41
+    # the 3-point solver (LAPACK's dstemr without the GIL) in a thread, Davidson in a process
+    assert (made[0].thread is not None) == (stencil == 3)
+    assert isinstance(made[0].workers[0][0], concurrent.futures.ThreadPoolExecutor) == (stencil == 3)
     assert sum(made[0].task_sizes) >= 11
     if stencil == 3:        # ~0.1 ms a call, far below AHEAD_CHUNK_SECONDS: several a task
         assert len(made[0].task_sizes) < 11
@@ -285,7 +290,7 @@ def test_a_killed_worker_leaves_the_eigenpairs_to_the_loop(inputs_dir, monkeypat
     """The worker's process killed once started: said once (a RuntimeWarning), the loop
     computes the rest, the run's populations those of a run without the worker."""
     made = _worker_from_the_start(monkeypatch, kill=True)
-    cfg = _moving(inputs_dir, 3, **{"output.populations_every": 4})
+    cfg = _moving(inputs_dir, 5, **{"output.populations_every": 4})     # a process's solver
     monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "1")
     with pytest.warns(RuntimeWarning, match=r"the worker computing H\(t\)'s eigenpairs ahead failed") as rec:
         a = tdse.simulate(cfg, backend="numpy").observables
@@ -506,14 +511,17 @@ def test_the_worker_tasks_skipped_and_unforeseen_steps(inputs_dir, monkeypatch):
 
 
 def test_stateless_calls_are_shared_by_several_workers(inputs_dir, monkeypatch):
-    """Where each call is independent of the last (3-point: the tridiagonal solver) the
-    calls go to several workers, tasks to each, and the populations are those of the loop
-    bit for bit; Davidson's calls (the DVR beyond N = 512) to one worker, in order."""
+    """Where each call is independent of the last and holds the GIL (5-point up to N =
+    512: the banded solver) the calls go to several worker processes, tasks to each, and the
+    populations are those of the loop bit for bit; Davidson's calls (the DVR beyond N = 512)
+    to one worker, in order; the 3-point solver's to the one thread."""
     from tdse.model import states
     monkeypatch.setattr(observers, "cpu_count", lambda: 3)
     monkeypatch.setattr(observers, "AHEAD_WORKERS", 2)
     monkeypatch.setattr(observers, "AHEAD_CHUNK_MAX", 2)          # several tasks in a short run
     assert observers.workers_for(states.Tracker(_moving(inputs_dir, "dvr", n=600), 4)) == 1
+    assert observers.threaded(states.Tracker(_moving(inputs_dir, 3, n=160), 4))
+    assert not observers.threaded(states.Tracker(_moving(inputs_dir, 5, n=160), 4))
     made = _worker_from_the_start(monkeypatch)
     sent = []
     submit = observers._Ahead._submit
@@ -523,7 +531,7 @@ def test_stateless_calls_are_shared_by_several_workers(inputs_dir, monkeypatch):
         sent.append(self.worker_of[f])
         return f
     monkeypatch.setattr(observers._Ahead, "_submit", which)
-    cfg = _moving(inputs_dir, 3, n=160, **{"output.populations_every": 2})
+    cfg = _moving(inputs_dir, 5, n=160, **{"output.populations_every": 2})
     runs = {}
     for ahead in ("1", "0"):
         monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", ahead)
@@ -580,3 +588,27 @@ def test_rows_by_blocks_and_one_at_a_time_reach_the_file_in_order(tmp_path, inpu
     assert got["attrs"]["observables_complete"] == 9
     for n in names:
         assert np.array_equal(np.asarray(got[f"observables/{n}"]), np.stack([r[n] for r in rows])), n
+
+
+def test_the_eigenpairs_thread_stops_its_task_when_the_run_ends(inputs_dir):
+    """The 3-point solver's thread task (observers._thread_pairs) computes the pairs of its
+    times in order until the run's stop event is set, then returns what it has (a task under
+    way would hold up the process's exit, which waits for its threads); _Ahead.close sets it."""
+    import threading
+
+    from tdse.model import states
+    cfg = _moving(inputs_dir, 3, n=160)
+    tracker = states.Tracker(cfg, 4)
+    stop = threading.Event()
+    times = (0.0, 0.1, 0.2)
+    pairs, seconds, said = observers._thread_pairs(tracker, times, stop)
+    assert len(pairs) == 3 and seconds > 0 and said == []
+    for (E, phi), t in zip(pairs, times):
+        E2, phi2 = states.eigenstates(cfg, t, 4)
+        assert np.array_equal(E, E2) and np.array_equal(phi, phi2)
+    stop.set()
+    assert observers._thread_pairs(tracker, times, stop)[0] == []
+    ahead = observers._Ahead(tracker, cfg.time.dt, 40, 4)
+    assert ahead.thread is not None and not ahead.stop.is_set()
+    ahead.close()
+    assert ahead.stop.is_set()

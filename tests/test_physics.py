@@ -43,6 +43,36 @@ def test_eigenstates_match_dense_eigh():
     np.testing.assert_allclose(phi @ phi.T * cfg.grid.dx, np.eye(4), atol=1e-12)
 
 
+@pytest.mark.parametrize("route", ["ctypes", "scipy"])
+def test_stemr_against_dense_eigh_and_scipys_wrapper(route, rng, monkeypatch):
+    """states.stemr (#23: LAPACK's dstemr called without the GIL through ctypes, or SciPy's
+    wrapper where that table is not reachable): the m lowest pairs of fresh random
+    symmetric tridiagonal matrices equal numpy.linalg.eigh's of the dense matrix (values to
+    1e-12 relative, vectors up to sign to 1e-10), and both routes give the same bits; 1 <= m
+    <= N, N from 1 to 300; the 3-point eigenstates go through it."""
+    if route == "scipy":
+        monkeypatch.setattr(model_states, "_STEMR", [None])
+    elif model_states._stemr_function() is None:
+        pytest.skip("SciPy's LAPACK table is not reachable through ctypes here")
+    import scipy.linalg
+    for n, m in ((1, 1), (2, 2), (7, 3), (64, 4), (300, 6)):
+        d = 3.0 * rng.standard_normal(n) + 5.0
+        e = -0.5 - np.abs(rng.standard_normal(n - 1))
+        w, z = model_states.stemr(d, e, m)
+        A = np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
+        W, Z = np.linalg.eigh(A)
+        scale = max(1.0, np.abs(W).max())
+        assert z.shape == (n, m) and np.abs(w - W[:m]).max() < 1e-12 * scale, (n, m)
+        assert np.abs(np.abs(np.sum(z * Z[:, :m], axis=0)) - 1.0).max() < 1e-10, (n, m)
+        if n > 1:
+            w2, z2 = scipy.linalg.eigh_tridiagonal(d, e, select="i", select_range=(0, m - 1),
+                                                   lapack_driver="stemr")
+            assert np.array_equal(w, w2) and np.array_equal(z, z2), (n, m)
+    cfg = make_config(n=128, dx=0.1, stencil=3)
+    E, phi = model_states.eigenstates(cfg, 0.3, 4)
+    np.testing.assert_allclose(E, np.linalg.eigvalsh(hamiltonian.dense(cfg, 0.3))[:4], rtol=1e-10)
+
+
 def test_apply_matches_dense(rng):
     for stencil in (3, 5):
         cfg = make_config(n=50, stencil=stencil)

@@ -12,7 +12,7 @@ from .hamiltonian import generator_dense, kinetic_bands
 from .observables import norm
 from .potential import soft_core
 
-__all__ = ["DTYPE", "eigenstates", "initial_state", "davidson", "Tracker", "residual_bound"]
+__all__ = ["DTYPE", "eigenstates", "initial_state", "davidson", "Tracker", "residual_bound", "stemr"]
 
 #: the dtype of psi and of every propagator (complex128)
 DTYPE = np.complex128
@@ -288,11 +288,82 @@ def _orthonormal_to(X, S, xp):
 
 def _tridiagonal(grid, v, m):
     """(E, vectors N x m): the m lowest pairs of the 3-point H = T + diag(v) at grid's dx
-    (LAPACK's tridiagonal solver for the selected pairs, O(N m)): the 3-point stencil's
-    eigenpairs, and the start of the DVR's and 5-point's iteration."""
+    (LAPACK's MRRR tridiagonal solver dstemr for the selected pairs, O(N m), called without
+    the GIL: :func:`stemr`): the 3-point stencil's eigenpairs, and the start of the DVR's
+    and 5-point's iteration."""
     from .hamiltonian import kinetic_bands
     d0, d1, _ = kinetic_bands(3, grid.dx)
-    return scipy.linalg.eigh_tridiagonal(d0 + v, np.full(grid.n - 1, d1), select="i",
+    return stemr(d0 + np.asarray(v, dtype=np.float64), np.full(grid.n - 1, d1), m)
+
+
+_STEMR = []
+
+
+def _stemr_function():
+    """LAPACK's dstemr as a ctypes function (SciPy's own LAPACK, from the table of
+    ``scipy.linalg.cython_lapack``): a ctypes call releases the GIL, so a thread can run the
+    solver beside the loop (:class:`tdse.run.observers._Ahead`); SciPy's f2py wrappers hold
+    it.  None where that table or ctypes' Python API is not there."""
+    if not _STEMR:
+        fn = None
+        try:
+            import ctypes
+
+            import scipy.linalg.cython_lapack as cl
+            cap = cl.__pyx_capi__["dstemr"]
+            get_name, get_ptr = ctypes.pythonapi.PyCapsule_GetName, ctypes.pythonapi.PyCapsule_GetPointer
+            get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+            get_ptr.restype, get_ptr.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+            name = get_name(cap)
+            # the LP64 signature (32-bit int), as SciPy's table declares it
+            if name and name.count(b"int *") == 12 and b"long" not in name:
+                ip, dp, cp = (ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_double),
+                              ctypes.c_char_p)
+                # jobz range n d e vl vu il iu m w z ldz nzc isuppz tryrac work lwork iwork liwork info
+                fn = ctypes.CFUNCTYPE(None, cp, cp, ip, dp, dp, dp, dp, ip, ip, ip, dp, dp, ip, ip,
+                                      ip, ip, dp, ip, ip, ip, ip)(get_ptr(cap, name))
+        except Exception:  # noqa: BLE001 -- any failure: SciPy's wrapper instead
+            fn = None
+        _STEMR.append(fn)
+    return _STEMR[0]
+
+
+def stemr(d, e, m):
+    """(E, vectors N x m): the m lowest eigenpairs of the symmetric tridiagonal matrix with
+    diagonal ``d`` and off-diagonal ``e`` by LAPACK's dstemr (MRRR: Dhillon & Parlett,
+    Linear Algebra Appl. 387, 1 (2004); O(N m)), through :func:`_stemr_function` (no GIL
+    held while it runs) or SciPy's wrapper of the same routine -- the same numbers; where
+    dstemr reports a failure, bisection and inverse iteration (``eigh_tridiagonal``'s
+    default)."""
+    d = np.array(d, dtype=np.float64)
+    n = d.size
+    fn = _stemr_function()
+    if fn is not None and n > 1:
+        import ctypes
+        ee = np.zeros(n)
+        ee[:n - 1] = e
+        w, z = np.empty(n), np.empty((m, n))               # z: Fortran-ordered N x m
+        isuppz = np.empty(2 * m, dtype=np.intc)
+        lwork, liwork = 18 * n, 10 * n
+        work, iwork = np.empty(lwork), np.empty(liwork, dtype=np.intc)
+        c = ctypes.c_int
+        M, info, tryrac, vl, vu = c(0), c(0), c(1), ctypes.c_double(0.0), ctypes.c_double(0.0)
+        dp = lambda a: a.ctypes.data_as(ctypes.POINTER(ctypes.c_double))   # noqa: E731
+        ip = lambda a: a.ctypes.data_as(ctypes.POINTER(ctypes.c_int))      # noqa: E731
+        ref = ctypes.byref
+        fn(b"V", b"I", ref(c(n)), dp(d), dp(ee), ref(vl), ref(vu), ref(c(1)), ref(c(m)), ref(M),
+           dp(w), dp(z), ref(c(n)), ref(c(m)), ip(isuppz), ref(tryrac), dp(work), ref(c(lwork)),
+           ip(iwork), ref(c(liwork)), ref(info))
+        if info.value == 0 and M.value == m:
+            return w[:m].copy(), z.T
+    else:
+        try:
+            return scipy.linalg.eigh_tridiagonal(d, np.asarray(e, dtype=np.float64), select="i",
+                                                 select_range=(0, m - 1), check_finite=False,
+                                                 lapack_driver="stemr")
+        except (np.linalg.LinAlgError, ValueError):
+            pass
+    return scipy.linalg.eigh_tridiagonal(d, np.asarray(e, dtype=np.float64), select="i",
                                          select_range=(0, m - 1), check_finite=False)
 
 

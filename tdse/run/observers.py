@@ -10,6 +10,7 @@ import concurrent.futures
 import itertools
 import os
 import sys
+import threading
 import time
 import warnings
 
@@ -58,6 +59,11 @@ AHEAD_MIN_SECONDS = 0.1
 #: 8000 steps (0.22 s) about broke even (2.64-2.70 s against 2.70-2.76 s)
 AHEAD_MIN_SECONDS_FEW_CPUS = 0.5
 AHEAD_MANY_CPUS = 4
+
+#: the same for a thread (:func:`threaded`: the 3-point solver, LAPACK's dstemr called
+#: without the GIL, :func:`tdse.model.states.stemr`), which costs nothing to start: the
+#: loop then gives up only the solver's few NumPy calls a call (~30 us at N = 256)
+AHEAD_MIN_SECONDS_THREAD = 0.02
 
 #: tasks queued ahead in each worker
 AHEAD_DEPTH = 4
@@ -187,7 +193,7 @@ class Observables(Observer):
         cfg = self.config
         every = cfg.output.populations_interval
         calls = (cfg.time.steps - step) // every + 1
-        if calls > 1 and ahead_wanted(seconds * calls):
+        if calls > 1 and ahead_wanted(seconds * calls, threaded(self.tracker)):
             ahead = _Ahead(self.tracker, cfg.time.dt, cfg.time.steps, every)
             ahead.seconds, ahead.local_calls = self.eigen_seconds, self.eigen_calls
             ahead.start(ahead.following(step))
@@ -267,19 +273,32 @@ def _spawn_safe() -> bool:
     return path is None or os.path.basename(path) in ("tdse", "tdse.exe", "pytest")
 
 
-def ahead_wanted(seconds_left: float) -> bool:
-    """Whether to compute H(t)'s eigenpairs ahead in a worker process (:class:`_Ahead`):
+def ahead_wanted(seconds_left: float, thread: bool = False) -> bool:
+    """Whether to compute H(t)'s eigenpairs ahead in a worker (:class:`_Ahead`; ``thread``:
+    a thread of this process, :func:`threaded`, else a worker process):
     TDSE_EIGENPAIRS_AHEAD=1 always, 0 never; by default ("auto") when computing them in the
-    loop would take more than :func:`ahead_min_seconds` of what is left of the run
-    (``seconds_left``: the first call's time x the calls to come), the process may use two
-    CPUs (:func:`cpu_count`) and may spawn one (:func:`_spawn_safe`)."""
+    loop would take more than :func:`ahead_min_seconds` (a thread:
+    :data:`AHEAD_MIN_SECONDS_THREAD`) of what is left of the run (``seconds_left``: the
+    first call's time x the calls to come), the process may use two CPUs (:func:`cpu_count`)
+    and, for a process, may spawn one (:func:`_spawn_safe`)."""
     mode = os.environ.get("TDSE_EIGENPAIRS_AHEAD", "auto")
     if mode not in ("auto", "0", "1"):
         from ..config import ConfigError
         raise ConfigError("TDSE_EIGENPAIRS_AHEAD", mode, "must be auto, 0 or 1")
     if mode != "auto":
         return mode == "1"
+    if thread:
+        return seconds_left > AHEAD_MIN_SECONDS_THREAD and cpu_count() >= 2
     return seconds_left > ahead_min_seconds() and cpu_count() >= 2 and _spawn_safe()
+
+
+def threaded(tracker) -> bool:
+    """Whether ``tracker``'s calls run in a thread beside the loop rather than a worker
+    process: each is the 3-point solver (:func:`tdse.model.states.stemr`), whose LAPACK call
+    holds no GIL (where SciPy's LAPACK table is reachable) -- no process to spawn, no pickling,
+    on 2 cores as on a GPU host.  The other solvers' Python and f2py calls hold it."""
+    return (not getattr(tracker, "iterative", True) and tracker.config.grid.stencil == 3
+            and states._stemr_function() is not None)
 
 
 def ahead_min_seconds() -> float:
@@ -326,8 +345,9 @@ def prewarm(config):
     (~0.3 s on 2 cores, ~1.5 s on a GPU machine) then overlaps the run's preparation."""
     if any(c.moving for c in config.potential.centres):
         calls, each = calls_guess(config)
-        if calls > 1 and ahead_wanted(calls * each):
-            worker_pools(workers_for(states.Tracker(config, config.output.populations)))
+        tracker = states.Tracker(config, config.output.populations)
+        if calls > 1 and not threaded(tracker) and ahead_wanted(calls * each):
+            worker_pools(workers_for(tracker))
 
 
 #: the process's eigenpairs workers: [(pool of one process, future done when it has started)]
@@ -362,10 +382,41 @@ def worker_pools(n=1):
     return _POOLS[:n]
 
 
+#: the process's eigenpairs thread: [(pool of one thread, a future already done)]
+_THREADS = []
+
+
+def thread_pool():
+    """The process's eigenpairs thread (:func:`threaded` trackers), made at first use and
+    kept for the runs that follow: [(pool, ready future)] as :func:`worker_pools` gives."""
+    if not _THREADS:
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tdse-eigenpairs")
+        ready = concurrent.futures.Future()
+        ready.set_result(True)
+        _THREADS.append((pool, ready))
+    return list(_THREADS)
+
+
+def _thread_pairs(tracker, times, stop):
+    """H(t)'s pairs by ``tracker`` (its own, not the loop's) at each of ``times`` in a
+    thread: ([(E, phi), ...], seconds, no warnings -- the 3-point solver says none, and
+    ``warnings.catch_warnings`` is not safe beside the loop's thread).  Cut short once
+    ``stop`` is set (the run has ended: a task under way would hold up the process's exit,
+    which waits for its threads: 0.35 s measured with 12 ms calls at N = 8192)."""
+    t0 = time.perf_counter()
+    pairs = []
+    for t in times:
+        if stop.is_set():
+            break
+        pairs.append(tracker(t))
+    return pairs, time.perf_counter() - t0, []
+
+
 def _drop_pool(pool, wait=False):
     """Forget a worker: a failed one (the next run spawns another), or all at the process's
     exit (``wait``: a task it is running finishes; those queued are dropped)."""
     _POOLS[:] = [e for e in _POOLS if e[0] is not pool]
+    _THREADS[:] = [e for e in _THREADS if e[0] is not pool]
     pool.shutdown(wait=wait, cancel_futures=True)
 
 
@@ -419,14 +470,22 @@ class _Ahead:
     its own, taken at once; while the worker starts (~0.3 s of imports on 2 cores, ~1.5 s
     on a GPU machine; :func:`prewarm` starts it during the run's preparation) the loop
     computes them itself.
-    A process, not a thread: the solvers' Python between LAPACK calls holds the GIL
-    (threads were measured no faster: H100, 3-point N = 8192, 4.15 / 1.97 with them, 2.87 /
-    2.27 without, populations every 50 / 250 steps).  A worker that fails (its process
-    killed) leaves the rest to the loop, said once."""
+    A process, not a thread, for Davidson and the dense and banded solvers: their Python
+    and SciPy's f2py LAPACK calls hold the GIL (threads were measured no faster: H100,
+    3-point N = 8192 with SciPy's tridiagonal solver, 4.15 / 1.97 s with them, 2.87 / 2.27
+    without, populations every 50 / 250 steps).  The 3-point solver calls LAPACK without the
+    GIL (:func:`tdse.model.states.stemr`): its calls go to a thread (:func:`threaded`), with
+    a tracker of its own (its calls are independent of each other).  A worker that fails
+    (its process killed) leaves the rest to the loop, said once."""
 
     def __init__(self, tracker, dt, steps, interval):
         self.tracker, self.dt, self.steps, self.interval = tracker, dt, steps, interval
-        self.workers = worker_pools(workers_for(tracker))     # [(pool, ready)]
+        # a thread where the solver holds no GIL (:func:`threaded`), with a tracker of its own
+        self.thread = states.Tracker(tracker.config, tracker.K, **tracker.settings()) \
+            if threaded(tracker) else None
+        self.stop = threading.Event()     # set by close(): the thread's task stops
+        self.workers = thread_pool() if self.thread is not None else \
+            worker_pools(workers_for(tracker))     # [(pool, ready)]
         self.run = (os.getpid(), next(_RUN_IDS))
         # the tracker's state goes with the calls until one has come back (a task: queued,
         # not written to the worker's pipe by the loop, which would block it while the
@@ -455,8 +514,13 @@ class _Ahead:
         continue each other's warm start: :func:`workers_for` gives one)."""
         k = min((i for i, (_, r) in enumerate(self.workers) if r.done()),
                 key=lambda i: sum(w == i for w in self.worker_of.values()))
+        times = tuple(t for _, t in steps_times)
+        if self.thread is not None:
+            f = self.workers[k][0].submit(_thread_pairs, self.thread, times, self.stop)
+            self.worker_of[f] = k
+            return f
         begin = None if k in self.answered else self.begin
-        f = self.workers[k][0].submit(_worker_pairs, self.run, tuple(t for _, t in steps_times), begin)
+        f = self.workers[k][0].submit(_worker_pairs, self.run, times, begin)
         self.worker_of[f] = k
         return f
 
@@ -574,7 +638,9 @@ class _Ahead:
 
     def close(self):
         """Stop: nothing of this run's queued is started (a call under way finishes on its
-        own; the worker stays for the process's next run)."""
+        own; the worker stays for the process's next run; the thread's task stops at its
+        next call)."""
+        self.stop.set()
         for f, _ in self.futures.values():
             f.cancel()
         self.futures.clear()
