@@ -42,6 +42,27 @@ def test_plan_is_frozen_and_resolves_auto():
     assert plan.backend.name == "numpy" and plan.backend.threads >= 1
 
 
+def test_prepare_times_its_phases_into_the_plan_and_the_file(tmp_path):
+    """prepare() times each phase of the set-up (#23: the precheck and auto's calibration
+    are the run-overhead suite's own rows): RunPlan.prepare_seconds holds them, each >= 0,
+    the precheck 0 where one was given (none made); the
+    run file's prepare_seconds attribute is the same as JSON."""
+    import json
+
+    import h5py
+    from tdse.run.driver import run
+    keys = {"memory_check", "eigenstates_h0", "precheck", "backend", "calibration"}
+    auto = _plan("auto")
+    assert set(auto.prepare_seconds) == keys and min(auto.prepare_seconds.values()) >= 0
+    fixed = _plan("chebyshev")
+    assert auto.prepare_seconds["calibration"] > 0 and auto.prepare_seconds["precheck"] > 0
+    again = tdse.prepare(fixed.config, backend="numpy", check_resolution=False, pc=fixed.precheck)
+    assert again.prepare_seconds["precheck"] == 0.0
+    path = run(auto, str(tmp_path)).path
+    with h5py.File(path, "r") as f:
+        assert json.loads(f.attrs["prepare_seconds"]) == pytest.approx(auto.prepare_seconds)
+
+
 @pytest.mark.parametrize("method,stencil", [("dense", 3), ("chebyshev", 3), ("chebyshev", "dvr"),
                                             ("dense", "dvr"), ("taylor", 5)])
 def test_a_block_of_states_is_the_same_loop(method, stencil, rng):
