@@ -58,12 +58,13 @@ def eigenstates(config, t, count, dense=False):
 
 
 def _signed(phi):
-    """phi (count x N) with each row's sign fixed: the first sizeable component positive."""
+    """phi (count x N) with each row's sign fixed: the first sizeable component positive
+    (all rows at once: the first index above 1e-3 of the row's largest magnitude)."""
     phi = np.array(phi)
-    for k in range(len(phi)):
-        big = np.flatnonzero(np.abs(phi[k]) > 1e-3 * np.abs(phi[k]).max())[0]
-        if phi[k, big] < 0:
-            phi[k] = -phi[k]
+    a = np.abs(phi)
+    big = np.argmax(a > 1e-3 * a.max(axis=1, keepdims=True), axis=1)
+    flip = phi[np.arange(len(phi)), big] < 0
+    phi[flip] = -phi[flip]
     return np.ascontiguousarray(phi)
 
 
@@ -328,6 +329,51 @@ def _stemr_function():
     return _STEMR[0]
 
 
+_WORKSPACES = __import__("threading").local()
+
+
+class _StemrWorkspace:
+    """dstemr's arrays for one (N, m) and the ctypes arguments pointing at them, made once
+    per thread (the eigenpairs' thread and the loop's each have theirs): a call then costs a
+    few microseconds of Python besides LAPACK's own time -- the Python a thread beside the
+    loop runs while it holds the GIL."""
+
+    def __init__(self, n, m):
+        import ctypes
+        c, ref = ctypes.c_int, ctypes.byref
+        self.d, self.e, self.w = np.empty(n), np.empty(n), np.empty(n)
+        self.z = np.empty((m, n))                          # Fortran-ordered N x m
+        lwork, liwork = 18 * n, 10 * n
+        isuppz = np.empty(2 * m, dtype=np.intc)
+        work, iwork = np.empty(lwork), np.empty(liwork, dtype=np.intc)
+        self._keep = (isuppz, work, iwork)
+        self.M, self.info = c(0), c(0)
+        self._ints = [c(n), c(1), c(m), c(n), c(m), c(1), c(lwork), c(liwork)]
+        self._dbls = [ctypes.c_double(0.0), ctypes.c_double(0.0)]
+        dp = lambda a: a.ctypes.data_as(ctypes.POINTER(ctypes.c_double))   # noqa: E731
+        ip = lambda a: a.ctypes.data_as(ctypes.POINTER(ctypes.c_int))      # noqa: E731
+        N, il, iu, ldz, nzc, tryrac, lw, liw = (ref(i) for i in self._ints)
+        vl, vu = (ref(x) for x in self._dbls)
+        # jobz range n d e vl vu il iu m w z ldz nzc isuppz tryrac work lwork iwork liwork info
+        self.args = (b"V", b"I", N, dp(self.d), dp(self.e), vl, vu, il, iu, ref(self.M),
+                     dp(self.w), dp(self.z), ldz, nzc, ip(isuppz), tryrac, dp(work), lw,
+                     ip(iwork), liw, ref(self.info))
+
+
+def _stemr_workspace(fn, n, m):
+    """This thread's :class:`_StemrWorkspace` for (n, m) (the last two sizes kept)."""
+    cache = getattr(_WORKSPACES, "cache", None)
+    if cache is None:
+        cache = _WORKSPACES.cache = {}
+    ws = cache.get((n, m))
+    if ws is None:
+        if len(cache) >= 2:
+            cache.clear()
+        ws = cache[(n, m)] = _StemrWorkspace(n, m)
+    ws._ints[5].value = 1                  # tryrac: dstemr may have cleared it
+    return ws
+
+
 def stemr(d, e, m):
     """(E, vectors N x m): the m lowest eigenpairs of the symmetric tridiagonal matrix with
     diagonal ``d`` and off-diagonal ``e`` by LAPACK's dstemr (MRRR: Dhillon & Parlett,
@@ -335,27 +381,16 @@ def stemr(d, e, m):
     held while it runs) or SciPy's wrapper of the same routine -- the same numbers; where
     dstemr reports a failure, bisection and inverse iteration (``eigh_tridiagonal``'s
     default)."""
-    d = np.array(d, dtype=np.float64)
-    n = d.size
+    n = np.size(d)
     fn = _stemr_function()
     if fn is not None and n > 1:
-        import ctypes
-        ee = np.zeros(n)
-        ee[:n - 1] = e
-        w, z = np.empty(n), np.empty((m, n))               # z: Fortran-ordered N x m
-        isuppz = np.empty(2 * m, dtype=np.intc)
-        lwork, liwork = 18 * n, 10 * n
-        work, iwork = np.empty(lwork), np.empty(liwork, dtype=np.intc)
-        c = ctypes.c_int
-        M, info, tryrac, vl, vu = c(0), c(0), c(1), ctypes.c_double(0.0), ctypes.c_double(0.0)
-        dp = lambda a: a.ctypes.data_as(ctypes.POINTER(ctypes.c_double))   # noqa: E731
-        ip = lambda a: a.ctypes.data_as(ctypes.POINTER(ctypes.c_int))      # noqa: E731
-        ref = ctypes.byref
-        fn(b"V", b"I", ref(c(n)), dp(d), dp(ee), ref(vl), ref(vu), ref(c(1)), ref(c(m)), ref(M),
-           dp(w), dp(z), ref(c(n)), ref(c(m)), ip(isuppz), ref(tryrac), dp(work), ref(c(lwork)),
-           ip(iwork), ref(c(liwork)), ref(info))
-        if info.value == 0 and M.value == m:
-            return w[:m].copy(), z.T
+        ws = _stemr_workspace(fn, n, m)
+        ws.d[:] = d                      # dstemr overwrites d and e
+        ws.e[:n - 1] = e
+        ws.e[n - 1] = 0.0
+        fn(*ws.args)
+        if ws.info.value == 0 and ws.M.value == m:
+            return ws.w[:m].copy(), ws.z.T.copy()
     else:
         try:
             return scipy.linalg.eigh_tridiagonal(d, np.asarray(e, dtype=np.float64), select="i",
@@ -439,6 +474,26 @@ class Tracker:
         self.last_residual = float(res.max())
         self.X = V
         return self._finish(E, V)
+
+    def many(self, times):
+        """[(E, phi), ...] at each of ``times``: what calling the tracker at each gives, bit
+        for bit; for the 3-point solver the molecular potentials of all the times in one
+        array pass (:func:`tdse.model.potential.total_many`, the field left out) and one
+        :func:`stemr` a time -- in a thread beside the loop, fewer stretches of Python holding
+        the GIL (:func:`tdse.run.observers._thread_pairs`)."""
+        g = self.config.grid
+        if self.iterative or g.stencil != 3:
+            return [self(t) for t in times]
+        import dataclasses
+
+        from .potential import total_many
+        molecule = dataclasses.replace(self.config.potential, field=None)
+        out = []
+        for v in total_many(molecule, points(g), np.asarray(times, dtype=np.float64)):
+            self.calls += 1
+            E, vecs = _tridiagonal(g, v, min(self.K, g.n))
+            out.append((E, _signed(vecs.T / np.sqrt(g.dx))))
+        return out
 
     def _finish(self, E, V):
         from mgemm.arrays import to_host
