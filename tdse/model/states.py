@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import scipy.linalg
@@ -329,7 +330,7 @@ def _stemr_function():
     return _STEMR[0]
 
 
-_WORKSPACES = __import__("threading").local()
+_WORKSPACES = threading.local()
 
 
 class _StemrWorkspace:
@@ -360,7 +361,7 @@ class _StemrWorkspace:
                      ip(iwork), liw, ref(self.info))
 
 
-def _stemr_workspace(fn, n, m):
+def _stemr_workspace(n, m):
     """This thread's :class:`_StemrWorkspace` for (n, m) (the last two sizes kept)."""
     cache = getattr(_WORKSPACES, "cache", None)
     if cache is None:
@@ -384,7 +385,7 @@ def stemr(d, e, m):
     n = np.size(d)
     fn = _stemr_function()
     if fn is not None and n > 1:
-        ws = _stemr_workspace(fn, n, m)
+        ws = _stemr_workspace(n, m)
         ws.d[:] = d                      # dstemr overwrites d and e
         ws.e[:n - 1] = e
         ws.e[n - 1] = 0.0
