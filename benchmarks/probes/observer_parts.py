@@ -1,0 +1,76 @@
+"""What each observer costs a CPU run, in process (#23 item 3, 2 cores at N = 256): the same
+prepared plan's `evolve` with no observer, with the observables alone, the snapshots alone,
+the progress bar alone, and all three; then the observables with H(t)'s populations every
+10 steps from the eigenpairs thread, from a thread that hands back fixed pairs (the hand-over
+alone), computed in the loop, and with those populations only at the ends.  Alternated,
+REPEAT times; seconds of the whole loop.
+
+    python benchmarks/probes/observer_parts.py [N] [STEPS] [REPEAT]
+"""
+import dataclasses
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.dirname(os.path.dirname(HERE))]
+
+import tdse  # noqa: E402
+from tdse import config as cfgmod  # noqa: E402
+from tdse.model import states  # noqa: E402
+from tdse.run import observers as O  # noqa: E402
+from tdse.run.loop import evolve  # noqa: E402
+from tdse.run.snapshots import MemoryWriter  # noqa: E402
+
+
+def main(n=256, steps=8000, repeat=2):
+    warnings.simplefilter("ignore")
+    base = cfgmod.load(os.path.join(os.path.dirname(os.path.dirname(HERE)), "inputs", "h2plus_moving.toml"))
+    w = base.grid.x_max - base.grid.x_min
+    cfg = dataclasses.replace(base, grid=dataclasses.replace(base.grid, dx=w / n, stencil=3))
+    cfg = cfg.with_value("propagator.method", "chebyshev").with_value(
+        "propagator.time_error", "none").with_value("output.populations_every", 10).with_value(
+        "time.t_end", steps * cfg.time.dt)
+    plans = {10: tdse.prepare(cfg, backend="numpy", check_resolution=False),
+             steps: tdse.prepare(cfg.with_value("output.populations_every", steps),
+                                 backend="numpy", check_resolution=False)}
+
+    def go(plan, which):
+        c = plan.config
+        wr = MemoryWriter(config=c, x=plan.x, v0=np.zeros(c.grid.n), energies=plan.energies,
+                          phi=plan.states, attrs={})
+        obs = []
+        if "O" in which:
+            obs.append(O.Observables(plan, wr))
+        if "S" in which:
+            obs.append(O.Snapshots(plan, wr))
+        if "P" in which:
+            obs.append(O.Progress(c.time.steps, 0, c.name, disable=True))
+        t = time.perf_counter()
+        with plan.backend.limit():
+            evolve(plan, plan.psi0.copy(), obs)
+        return time.perf_counter() - t
+
+    E0, phi0 = states.eigenstates(cfg, 0.0, cfg.output.populations)
+    real = O._thread_pairs
+
+    def fixed(tracker, times, stop):
+        return [(E0, phi0) for _ in times], 0.0, []
+    print(f"# N = {n}, {steps} steps, 3-point, h2plus_moving; seconds of evolve (one process)", flush=True)
+    for _ in range(repeat):
+        os.environ["TDSE_EIGENPAIRS_AHEAD"] = "1"
+        row = {k or "none": go(plans[10], k) for k in ("", "O", "S", "P", "OSP")}
+        row["O, populations at the ends"] = go(plans[steps], "O")
+        O._thread_pairs = fixed
+        row["O, fixed pairs from the thread"] = go(plans[10], "O")
+        O._thread_pairs = real
+        os.environ["TDSE_EIGENPAIRS_AHEAD"] = "0"
+        row["O, pairs in the loop"] = go(plans[10], "O")
+        print("  ".join(f"{k}: {v:.3f}" for k, v in row.items()), flush=True)
+
+
+if __name__ == "__main__":
+    main(*(int(a) for a in sys.argv[1:4]))
