@@ -1296,6 +1296,9 @@ def _run_overhead_args(p):
                    help="output.populations_every, a row each (0: the input's, with every observation)")
     p.add_argument("--repeat", type=_at_least(1), default=1,
                    help="the bare loop and the 1- and S-step runs this many times each, medians kept")
+    p.add_argument("--threads", type=_at_least(1), default=None,
+                   help="host BLAS threads of the bare loop and of the CLI's runs (tdse run "
+                        "--threads) alike; default: each chooses its own, as a user's run does")
 
 
 def _timed_cli(args):
@@ -1331,7 +1334,7 @@ def _run_overhead(a):
             if a.every:
                 cfg = cfg.with_value("output.observables_every", a.every)
             t0 = time.perf_counter()
-            plan = tdse.prepare(cfg, backend=a.backend, check_resolution=False)
+            plan = tdse.prepare(cfg, backend=a.backend, check_resolution=False, threads=a.threads)
             t_prepare = time.perf_counter() - t0
             S = cfg.time.steps
             # warm 2 steps, then S - 2 timed; the median of --repeat
@@ -1352,7 +1355,8 @@ def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "in.toml")
         args = ["run", path, "--out", d, "--backend", a.backend, "--quiet", "--no-plots",
-                "--force", "--yes", "--allow-inaccurate"]
+                "--force", "--yes", "--allow-inaccurate"] + (
+                    ["--threads", str(a.threads)] if a.threads else [])
         half = S // 2
         for label, c in (("one_step", cfg.with_value("time.t_end", cfg.time.dt)),
                          ("half", cfg.with_value("time.t_end", half * cfg.time.dt)),
@@ -1406,6 +1410,7 @@ def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
            "cli_wall_seconds": walls["full"], "fixed_seconds": walls["one_step"],
            "prepare_seconds_in_process": t_prepare,
            "cli_wall_with_companion_seconds": walls["companion"], "repeat": a.repeat,
+           "threads_pinned": a.threads,
            # the host's BLAS threads of the bare loop (this process's plan) and of the run
            "bare_blas_threads": plan.backend.threads,
            "run_blas_threads": None if run_threads is None else int(run_threads)}
