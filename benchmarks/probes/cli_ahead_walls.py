@@ -17,17 +17,12 @@ import h5py
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(os.path.dirname(HERE))]
 
+from run_profile import case_config  # noqa: E402  (the probes' case)
 from tdse import config as cfgmod  # noqa: E402
 
 if __name__ == "__main__":
     inp, n, st, S, pe, backend, rep = sys.argv[1:8]
-    import dataclasses
-    base = cfgmod.load(inp)
-    w = base.grid.x_max - base.grid.x_min
-    stencil = int(st) if st in ("3", "5") else st
-    cfg = dataclasses.replace(base, grid=dataclasses.replace(base.grid, dx=w / int(n), stencil=stencil))
-    cfg = cfg.with_value("propagator.method", "chebyshev").with_value(
-        "propagator.time_error", "none").with_value("output.populations_every", int(pe))
+    cfg = case_config(inp, n, st, 1, pe)
     d = tempfile.mkdtemp()
     path = os.path.join(d, "in.toml")
     env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(HERE))}

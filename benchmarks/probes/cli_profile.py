@@ -5,7 +5,6 @@ largest cumulative time to OUT/cli_profile_S<steps>.txt.
 
     python benchmarks/probes/cli_profile.py INPUT N STENCIL S POP_EVERY BACKEND OUT
 """
-import dataclasses
 import os
 import subprocess
 import sys
@@ -16,19 +15,15 @@ import h5py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path[:0] = [ROOT]
+sys.path[:0] = [HERE, ROOT]
 
+from run_profile import case_config  # noqa: E402  (the probes' case)
 from tdse import config as cfgmod  # noqa: E402
 
 if __name__ == "__main__":
     inp, n, st, S, pe, backend, out = sys.argv[1:8]
     os.makedirs(out, exist_ok=True)
-    base = cfgmod.load(inp)
-    w = base.grid.x_max - base.grid.x_min
-    stencil = int(st) if st in ("3", "5") else st
-    cfg = dataclasses.replace(base, grid=dataclasses.replace(base.grid, dx=w / int(n), stencil=stencil))
-    cfg = cfg.with_value("propagator.method", "auto").with_value(
-        "propagator.time_error", "none").with_value("output.populations_every", int(pe))
+    cfg = case_config(inp, n, st, 1, pe, method="auto")
     d = tempfile.mkdtemp()
     path = os.path.join(d, "in.toml")
     env = {**os.environ, "PYTHONPATH": ROOT}

@@ -7,7 +7,6 @@ REPEAT times; seconds of the whole loop.
 
     python benchmarks/probes/observer_parts.py [N] [STEPS] [REPEAT]
 """
-import dataclasses
 import os
 import sys
 import time
@@ -16,10 +15,10 @@ import warnings
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.dirname(os.path.dirname(HERE))]
+sys.path[:0] = [HERE, os.path.dirname(os.path.dirname(HERE))]
 
 import tdse  # noqa: E402
-from tdse import config as cfgmod  # noqa: E402
+from run_profile import case_config  # noqa: E402  (the probes' case)
 from tdse.model import states  # noqa: E402
 from tdse.run import observers as O  # noqa: E402
 from tdse.run.loop import evolve  # noqa: E402
@@ -28,12 +27,8 @@ from tdse.run.snapshots import MemoryWriter  # noqa: E402
 
 def main(n=256, steps=8000, repeat=2):
     warnings.simplefilter("ignore")
-    base = cfgmod.load(os.path.join(os.path.dirname(os.path.dirname(HERE)), "inputs", "h2plus_moving.toml"))
-    w = base.grid.x_max - base.grid.x_min
-    cfg = dataclasses.replace(base, grid=dataclasses.replace(base.grid, dx=w / n, stencil=3))
-    cfg = cfg.with_value("propagator.method", "chebyshev").with_value(
-        "propagator.time_error", "none").with_value("output.populations_every", 10).with_value(
-        "time.t_end", steps * cfg.time.dt)
+    cfg = case_config(os.path.join(os.path.dirname(os.path.dirname(HERE)), "inputs",
+                                   "h2plus_moving.toml"), n, "3", steps, 10)
     plans = {10: tdse.prepare(cfg, backend="numpy", check_resolution=False),
              steps: tdse.prepare(cfg.with_value("output.populations_every", steps),
                                  backend="numpy", check_resolution=False)}

@@ -11,18 +11,24 @@ from tdse import config as cfgmod
 from tdse.run.driver import prepare, run
 
 
-def case(inp, n, st, steps, pe, backend):
-    """The probes' case (also :mod:`observer_cost`): INPUT at N points with the STENCIL,
-    Chebyshev, no time-error estimate, STEPS steps, H(t)'s populations every POP_EVERY
-    (0: the input's); its prepared plan."""
+def case_config(inp, n, st, steps, pe, method="chebyshev"):
+    """The probes' case as a config: INPUT at N points with the STENCIL, ``method``, no
+    time-error estimate, STEPS steps, H(t)'s populations every POP_EVERY (0: the input's)."""
     st = int(st) if st in ("3", "5") else st
     base = cfgmod.load(inp)
     w = base.grid.x_max - base.grid.x_min
     cfg = dataclasses.replace(base, grid=dataclasses.replace(base.grid, dx=w / int(n), stencil=st))
-    cfg = cfg.with_value("propagator.method", "chebyshev").with_value("propagator.time_error", "none")
+    cfg = cfg.with_value("propagator.method", method).with_value("propagator.time_error", "none")
     cfg = cfg.with_value("time.t_end", int(steps) * cfg.time.dt)
     if int(pe):
         cfg = cfg.with_value("output.populations_every", int(pe))
+    return cfg
+
+
+def case(inp, n, st, steps, pe, backend):
+    """The probes' case (also :mod:`observer_cost`): :func:`case_config` with Chebyshev, and
+    its prepared plan."""
+    cfg = case_config(inp, n, st, steps, pe)
     return cfg, prepare(cfg, backend=backend, check_resolution=False)
 
 

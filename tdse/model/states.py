@@ -55,7 +55,13 @@ def eigenstates(config, t, count, dense=False):
             return eigenstates(config, t, count, dense=True)
     else:
         E, vecs = _pentadiagonal(g, v, count)
-    return E, _signed(vecs.T / np.sqrt(g.dx))
+    return _states(g, E, vecs)
+
+
+def _states(grid, E, vecs):
+    """(E, phi): a solver's unit columns ``vecs`` (N x count) as :func:`eigenstates` gives
+    them, rows normalised as sum |phi|^2 dx = 1 and signed (:func:`_signed`)."""
+    return E, _signed(vecs.T / np.sqrt(grid.dx))
 
 
 def _signed(phi):
@@ -348,8 +354,8 @@ class _StemrWorkspace:
         isuppz = np.empty(2 * m, dtype=np.intc)
         work, iwork = np.empty(lwork), np.empty(liwork, dtype=np.intc)
         self._keep = (isuppz, work, iwork)
-        self.M, self.info = c(0), c(0)
-        self._ints = [c(n), c(1), c(m), c(n), c(m), c(1), c(lwork), c(liwork)]
+        self.M, self.info, self.tryrac = c(0), c(0), c(1)
+        self._ints = [c(n), c(1), c(m), c(n), c(m), self.tryrac, c(lwork), c(liwork)]
         self._dbls = [ctypes.c_double(0.0), ctypes.c_double(0.0)]
         dp = lambda a: a.ctypes.data_as(ctypes.POINTER(ctypes.c_double))   # noqa: E731
         ip = lambda a: a.ctypes.data_as(ctypes.POINTER(ctypes.c_int))      # noqa: E731
@@ -371,7 +377,7 @@ def _stemr_workspace(n, m):
         if len(cache) >= 2:
             cache.clear()
         ws = cache[(n, m)] = _StemrWorkspace(n, m)
-    ws._ints[5].value = 1                  # tryrac: dstemr may have cleared it
+    ws.tryrac.value = 1                    # dstemr may have cleared it
     return ws
 
 
@@ -489,18 +495,15 @@ class Tracker:
 
         from .potential import total_many
         molecule = dataclasses.replace(self.config.potential, field=None)
-        out = []
-        for v in total_many(molecule, points(g), np.asarray(times, dtype=np.float64)):
-            self.calls += 1
-            E, vecs = _tridiagonal(g, v, min(self.K, g.n))
-            out.append((E, _signed(vecs.T / np.sqrt(g.dx))))
-        return out
+        V = total_many(molecule, points(g), np.asarray(times, dtype=np.float64))
+        self.calls += len(V)
+        return [_states(g, *_tridiagonal(g, v, min(self.K, g.n))) for v in V]
 
     def _finish(self, E, V):
         from mgemm.arrays import to_host
         E, V = to_host(E), to_host(V)
         self._clusters(E)
-        return E[:self.K], _signed(V[:, :self.K].T / np.sqrt(self.config.grid.dx))
+        return _states(self.config.grid, E[:self.K], V[:, :self.K])
 
     def _clusters(self, E):
         E = np.asarray(E)[:self.K]
