@@ -135,8 +135,9 @@ def bounds_over(potential, x, times, weights=(1.0,), offsets=(0.0,), chunk=None,
     field included); the default is V itself.  Exact, not sampled: every grid point at every
     time.  The chunks run on ``workers`` threads (default: the CPUs this process may use;
     NumPy's element-wise loops release the GIL): O(steps x N) work, which a long GPU run's
-    start-up used to wait for (#23; N = 8192, 10^4 steps on this 2-core box: 0.65 s as one
-    NumPy expression per chunk, 0.32 s in place on one thread, 0.19 s on two)."""
+    start-up used to wait for (#23; N = 8192, 10^4 steps on a 2-core box: 0.46 s as one
+    NumPy expression per chunk, 0.31 s in place on one thread, 0.17 s on two;
+    benchmarks/results/host_1126_cpu2_20261126T0517.txt)."""
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
     x = np.asarray(x, dtype=np.float64)
     if chunk is None:
