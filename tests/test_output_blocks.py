@@ -182,10 +182,17 @@ def test_an_even_block_writes_the_slot_before_first(held, tmp_path, inputs_dir, 
     assert st["count"] == 1 + held and st["step"] == 5 * held
 
 
-def test_an_interrupt_writes_the_held_snapshots(tmp_path, inputs_dir):
+@pytest.mark.parametrize("warm", [False, True])
+def test_an_interrupt_writes_the_held_snapshots(warm, tmp_path, inputs_dir, monkeypatch):
     """KeyboardInterrupt at step 23 with every snapshot held: the file is closed valid with
-    the snapshots up to step 20 (none lost), and resuming it gives the uninterrupted file."""
+    the snapshots up to step 20 (none lost), and resuming it gives the uninterrupted file,
+    bit for bit -- also with H(t)'s 3-point pairs from their anchors (``warm``:
+    states.WARM_MIN_N = 0; the resumed run's first call has no earlier call to start from,
+    its anchor's pairs are the same)."""
+    from tdse.model import states
     from tdse.run.interrupts import Interrupted
+    if warm:
+        monkeypatch.setattr(states, "WARM_MIN_N", 0)
     cfg = _moving(inputs_dir, 3, **{"output.every": 5, "output.flush_seconds": 1e9})
     ref = read(run(cfg, str(tmp_path / "ref"), backend="numpy").path)
 
@@ -478,8 +485,9 @@ def test_the_worker_tasks_skipped_and_unforeseen_steps(inputs_dir, monkeypatch):
     the worker's function): several due steps a task where a call is short; steps passed
     without being asked (the loop jumped ahead) dropped, their tasks forgotten; a step off
     the cadence answered by a task of its own; every answer the pairs of H(t) at its time
-    (3-point: one LAPACK solve, so equal to the solver called alone); nothing left after
-    close."""
+    (3-point: from its anchor's pairs, so equal bit for bit to a fresh tracker's call at
+    that time alone, and to the solver from scratch within the residual bound); nothing
+    left after close."""
     import concurrent.futures
 
     from tdse.model import states
@@ -499,11 +507,13 @@ def test_the_worker_tasks_skipped_and_unforeseen_steps(inputs_dir, monkeypatch):
     asked = [2, 4, 20, 22, 40]
     for s in asked:
         E, phi = ahead(s, s * dt)
-        E1, phi1 = states.eigenstates(cfg, s * dt, 4)
+        E1, phi1 = states.Tracker(cfg, 4)(s * dt)
         assert np.array_equal(E, E1) and np.array_equal(phi, phi1), s
+        E2, phi2 = states.eigenstates(cfg, s * dt, 4)
+        assert np.abs(E - E2).max() < 1e-9 and np.abs(np.abs(phi) - np.abs(phi2)).max() < 1e-8, s
     assert sizes[0] == 20                     # steps 2, 4, ..., 40: one task
     E, phi = ahead(40, 40 * dt + 0.5 * dt)    # not the step's time: a task of its own
-    assert sizes[-1] == 1 and np.array_equal(E, states.eigenstates(cfg, 40.5 * dt, 4)[0])
+    assert sizes[-1] == 1 and np.array_equal(E, states.Tracker(cfg, 4)(40.5 * dt)[0])
     assert ahead.from_worker == len(asked) + 1 and not ahead.futures and not ahead.waiting
     ahead.close()
     assert not ahead.results
@@ -593,7 +603,9 @@ def test_rows_by_blocks_and_one_at_a_time_reach_the_file_in_order(tmp_path, inpu
 def test_the_eigenpairs_thread_stops_its_task_when_the_run_ends(inputs_dir):
     """The 3-point solver's thread task (observers._thread_pairs) computes the pairs of its
     times in order until the run's stop event is set, then returns what it has (a task under
-    way would hold up the process's exit, which waits for its threads); _Ahead.close sets it."""
+    way would hold up the process's exit, which waits for its threads); _Ahead.close sets it.
+    Its pairs are those of a fresh tracker called at each time alone, bit for bit (a call's
+    pairs depend on t alone: its anchor's), and the solver's from scratch to rounding."""
     import threading
 
     from tdse.model import states
@@ -604,15 +616,24 @@ def test_the_eigenpairs_thread_stops_its_task_when_the_run_ends(inputs_dir):
     pairs, seconds, said = observers._thread_pairs(tracker, times, stop)
     assert len(pairs) == 3 and seconds > 0 and said == []
     for (E, phi), t in zip(pairs, times):
-        E2, phi2 = states.eigenstates(cfg, t, 4)
+        E2, phi2 = states.Tracker(cfg, 4)(t)
         assert np.array_equal(E, E2) and np.array_equal(phi, phi2)
     # Tracker.many (the thread's batches): the potentials of several times in one array pass,
-    # the field left out as eigenstates() leaves it out -- the same bits, with a field too
+    # the field left out as eigenstates() leaves it out -- the same bits, with a field too,
+    # from scratch and from the anchors (warm_min=0), and in reverse order (no call depends
+    # on the one before)
     driven = _field_absorber(cfg, inputs_dir)
     ts = tuple(np.arange(7) * 0.13)
-    for (E, phi), t in zip(states.Tracker(driven, 4).many(ts), ts):
-        E2, phi2 = states.eigenstates(driven, t, 4)
-        assert np.array_equal(E, E2) and np.array_equal(phi, phi2), t
+    for warm_min in (states.WARM_MIN_N, 0):
+        back = states.Tracker(driven, 4, warm_min=warm_min)
+        rev = {t: back(t) for t in ts[::-1]}
+        for (E, phi), t in zip(states.Tracker(driven, 4, warm_min=warm_min).many(ts), ts):
+            E2, phi2 = states.Tracker(cfg, 4, warm_min=warm_min)(t)
+            assert np.array_equal(E, E2) and np.array_equal(phi, phi2), t
+            assert np.array_equal(E, rev[t][0]) and np.array_equal(phi, rev[t][1]), t
+            if warm_min:
+                E3, phi3 = states.eigenstates(cfg, t, 4)
+                assert np.array_equal(E, E3) and np.array_equal(phi, phi3), t
     stop.set()
     assert observers._thread_pairs(tracker, times, stop)[0] == []
     ahead = observers._Ahead(tracker, cfg.time.dt, 40, 4)

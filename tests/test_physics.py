@@ -302,6 +302,111 @@ def test_iterative_eigenpairs_of_a_degenerate_pair(stencil, inputs_dir):
     assert [0, 1] in tr.clusters
 
 
+@pytest.mark.parametrize("n", [256, 2048])
+def test_warm_tridiagonal_pairs_track_the_dense_solver(n, inputs_dir):
+    """The 3-point Tracker (states.warm_tridiagonal from each call's anchor, #23 item 1;
+    warm at every N here, warm_min=0)
+    along a moving-centre run, calls in time order and in reverse: the populations of a
+    random psi in the H(t) eigenstates equal numpy.linalg.eigh's of the dense H to 1e-10
+    or to within 1.5x of LAPACK's own dstemr (states.eigenstates) where that errs more (the
+    lowest pair, 1e-4 Ha apart, is determined only to ~u ||H|| / 1e-4 each: dstemr errs by
+    2.2e-10 at N = 2048, t = 0), the pair's sum to 1e-12, energies to 1e-9; every call warm
+    (no restart) but the anchors'; a call's pairs the same bits in either order."""
+    import os
+    from tdse import config as cfgmod
+    from tdse.model import states
+    cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value(
+        "grid.stencil", 3).with_value("grid.dx", 25.6 / n)
+    dx = cfg.grid.dx
+    rng = np.random.default_rng(n)
+    psi = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+    psi /= np.sqrt(np.sum(np.abs(psi) ** 2) * dx)
+    every = cfg.output.populations_interval * cfg.time.dt
+    times = every * np.arange(40)                     # 2.5 anchor spans
+    fwd, back = states.Tracker(cfg, 4, warm_min=0), states.Tracker(cfg, 4, warm_min=0)
+    got = {t: fwd(t) for t in times}
+    for t in times[::-1]:
+        E, phi = back(t)
+        assert np.array_equal(E, got[t][0]) and np.array_equal(phi, got[t][1]), t
+    for t in times[::3]:
+        E, phi = got[t]
+        Ed, phid = scipy_dense_pairs(cfg, t, 4)
+        P, Pd = np.abs(phi @ psi * dx) ** 2, np.abs(phid @ psi * dx) ** 2
+        Ps = np.abs(states.eigenstates(cfg, t, 4)[1] @ psi * dx) ** 2
+        assert np.abs(E - Ed).max() < 1e-9, t
+        assert np.abs(P - Pd).max() <= max(1e-10, 1.5 * np.abs(Ps - Pd).max()), t
+        assert abs(P[:2].sum() - Pd[:2].sum()) < 1e-12, t
+    assert Ed[1] - Ed[0] < 1e-3                       # the near-degenerate pair is there
+    assert fwd.restarts == 0 and back.restarts == 0
+
+
+def test_warm_tridiagonal_of_a_degenerate_pair(inputs_dir):
+    """The symmetric double well at large separation (centres at +-6, the lowest pair ~1e-14
+    Ha apart) through the 3-point Tracker: the pair's summed population of a random psi and
+    the others equal the dense solver's to 1e-10, energies to 1e-9, the pair reported as a
+    cluster; whether a warm call or a restart, the answer is vouched for."""
+    import os
+    import dataclasses
+    from tdse import config as cfgmod
+    from tdse.model import states
+    cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value(
+        "grid.stencil", 3).with_value("grid.dx", 25.6 / 1024)
+    cs = tuple(dataclasses.replace(c, x0=6.0 * np.sign(c.x0), amplitude=0.2)
+               for c in cfg.potential.centres)
+    cfg = dataclasses.replace(cfg, potential=dataclasses.replace(cfg.potential, centres=cs))
+    n, dx = cfg.grid.n, cfg.grid.dx
+    rng = np.random.default_rng(5)
+    psi = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+    psi /= np.sqrt(np.sum(np.abs(psi) ** 2) * dx)
+    tr = states.Tracker(cfg, 4, warm_min=0)
+    every = cfg.output.populations_interval * cfg.time.dt
+    for j in range(6):
+        t = every * j
+        E, phi = tr(t)
+        Ed, phid = scipy_dense_pairs(cfg, t, 4)
+        assert Ed[1] - Ed[0] < 1e-9
+        P, Pd = np.abs(phi @ psi * dx) ** 2, np.abs(phid @ psi * dx) ** 2
+        assert np.abs(E - Ed).max() < 1e-9
+        assert abs(P[:2].sum() - Pd[:2].sum()) < 1e-10 and abs(P[2:].sum() - Pd[2:].sum()) < 1e-10
+    assert [0, 1] in tr.clusters
+
+
+def test_warm_tridiagonal_refuses_what_it_cannot_vouch_for(inputs_dir):
+    """warm_tridiagonal (#23 item 1): shifts between the wrong eigenvalues (the pairs of
+    another molecule, centres 4 bohr apart) converge to other states, which the Sturm count
+    refuses (None: the caller solves from scratch); count_below against numpy's eigenvalues;
+    a start close enough gives the lowest pairs to the residual bound."""
+    import os
+    import dataclasses
+    from tdse import config as cfgmod
+    from tdse.model import states
+    from tdse.model.grid import points
+    from tdse.model.hamiltonian import kinetic_bands
+    from tdse.model.potential import soft_core
+    cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value(
+        "grid.stencil", 3).with_value("grid.dx", 0.1)
+    g = cfg.grid
+    d0, d1, _ = kinetic_bands(3, g.dx)
+    e = np.full(g.n - 1, d1)
+    d = d0 + soft_core(cfg.potential, points(g), 0.3)
+    T = np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
+    lam = np.linalg.eigvalsh(T)
+    for value in (lam[0] - 1.0, 0.5 * (lam[3] + lam[4]), 0.5 * (lam[10] + lam[11]), lam[-1] + 1):
+        assert states.count_below(d, e, value) == int(np.sum(lam <= value))
+    bound = states.residual_bound(g, d - d0)
+    E0, X0 = states.stemr(d0 + soft_core(cfg.potential, points(g), 0.0), e, 4)
+    E, X = states.warm_tridiagonal(d, e, E0, X0, bound)
+    assert np.abs(E - lam[:4]).max() < 1e-9
+    R = T @ X - X * E
+    assert np.linalg.norm(R, axis=0).max() <= bound
+    cs = tuple(dataclasses.replace(c, x0=2.0 * np.sign(c.x0)) for c in cfg.potential.centres)
+    far = dataclasses.replace(cfg.potential, centres=cs)
+    Ef, Xf = states.stemr(d0 + soft_core(far, points(g), 0.0), e, 4)
+    assert abs(Ef[2] - lam[2]) > 1.0                # the other molecule's levels are elsewhere
+    shifted = np.array([lam[2], lam[3], lam[5], lam[6]])   # converging to higher states
+    assert states.warm_tridiagonal(d, e, shifted, Xf, bound) is None
+
+
 def scipy_dense_pairs(cfg, t, count):
     """The lowest pairs of the finite-difference H(t) by numpy.linalg.eigh of the dense
     matrix (an independent reference for the banded and iterative solvers)."""

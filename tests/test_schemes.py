@@ -371,8 +371,11 @@ def test_terms_near_equals_terms_from_any_guess():
 def test_populations_every_leaves_nan_between_and_the_same_numbers_on_its_rows(stencil, inputs_dir):
     """output.populations_every = 5 (observables every step, moving centres): the rows at
     multiples of 5, step 0 and the last hold the populations in H(t)'s eigenstates (and
-    <n>, E_n(t)) equal to the every-step run's to 1e-12; the rows between are NaN there;
-    every other observable is in every row and equal to the every-step run's."""
+    <n>, E_n(t)) equal to the every-step run's to 1e-12 (each call from scratch at this N;
+    3-point beyond states.WARM_MIN_N the pairs come from their anchor's, 16 populations
+    intervals apart, so two cadences' calls start from different anchors: the same to the
+    residual bound, test_physics); the rows between are NaN there; every other observable
+    is in every row and equal to the every-step run's."""
     from tdse.api import simulate
     cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value(
         "grid.stencil", stencil).with_value("time.t_end", 0.46).with_value(

@@ -305,35 +305,51 @@ def _tridiagonal(grid, v, m):
 
 
 _STEMR = []
+_GTSV = []
+
+
+def _lapack_capsule(name, ints, argtypes):
+    """LAPACK routine ``name`` as a ctypes function (SciPy's own LAPACK, from the table of
+    ``scipy.linalg.cython_lapack``): a ctypes call releases the GIL, so a thread can run it
+    beside the loop (:class:`tdse.run.observers._Ahead`); SciPy's f2py wrappers hold it.
+    ``ints``: the count of ``int *`` in its LP64 signature (32-bit int, as SciPy's table
+    declares it), checked.  None where that table or ctypes' Python API is not there."""
+    try:
+        import ctypes
+
+        import scipy.linalg.cython_lapack as cl
+        cap = cl.__pyx_capi__[name]
+        get_name, get_ptr = ctypes.pythonapi.PyCapsule_GetName, ctypes.pythonapi.PyCapsule_GetPointer
+        get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+        get_ptr.restype, get_ptr.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+        sig = get_name(cap)
+        if sig and sig.count(b"int *") == ints and b"long" not in sig:
+            return ctypes.CFUNCTYPE(None, *argtypes)(get_ptr(cap, sig))
+    except Exception:  # noqa: BLE001 -- any failure: SciPy's wrapper instead
+        pass
+    return None
 
 
 def _stemr_function():
-    """LAPACK's dstemr as a ctypes function (SciPy's own LAPACK, from the table of
-    ``scipy.linalg.cython_lapack``): a ctypes call releases the GIL, so a thread can run the
-    solver beside the loop (:class:`tdse.run.observers._Ahead`); SciPy's f2py wrappers hold
-    it.  None where that table or ctypes' Python API is not there."""
+    """LAPACK's dstemr as a ctypes function (:func:`_lapack_capsule`), or None."""
     if not _STEMR:
-        fn = None
-        try:
-            import ctypes
-
-            import scipy.linalg.cython_lapack as cl
-            cap = cl.__pyx_capi__["dstemr"]
-            get_name, get_ptr = ctypes.pythonapi.PyCapsule_GetName, ctypes.pythonapi.PyCapsule_GetPointer
-            get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
-            get_ptr.restype, get_ptr.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-            name = get_name(cap)
-            # the LP64 signature (32-bit int), as SciPy's table declares it
-            if name and name.count(b"int *") == 12 and b"long" not in name:
-                ip, dp, cp = (ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_double),
-                              ctypes.c_char_p)
-                # jobz range n d e vl vu il iu m w z ldz nzc isuppz tryrac work lwork iwork liwork info
-                fn = ctypes.CFUNCTYPE(None, cp, cp, ip, dp, dp, dp, dp, ip, ip, ip, dp, dp, ip, ip,
-                                      ip, ip, dp, ip, ip, ip, ip)(get_ptr(cap, name))
-        except Exception:  # noqa: BLE001 -- any failure: SciPy's wrapper instead
-            fn = None
-        _STEMR.append(fn)
+        import ctypes
+        ip, dp, cp = ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_double), ctypes.c_char_p
+        # jobz range n d e vl vu il iu m w z ldz nzc isuppz tryrac work lwork iwork liwork info
+        _STEMR.append(_lapack_capsule("dstemr", 12, (cp, cp, ip, dp, dp, dp, dp, ip, ip, ip, dp,
+                                                     dp, ip, ip, ip, ip, dp, ip, ip, ip, ip)))
     return _STEMR[0]
+
+
+def _gtsv_function():
+    """LAPACK's dgtsv (a tridiagonal solve, partial pivoting) as a ctypes function
+    (:func:`_lapack_capsule`), or None."""
+    if not _GTSV:
+        import ctypes
+        ip, dp = ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_double)
+        # n nrhs dl d du b ldb info
+        _GTSV.append(_lapack_capsule("dgtsv", 4, (ip, ip, dp, dp, dp, dp, ip, ip)))
+    return _GTSV[0]
 
 
 _WORKSPACES = threading.local()
@@ -409,6 +425,146 @@ def stemr(d, e, m):
                                          select_range=(0, m - 1), check_finite=False)
 
 
+#: the 3-point tracker's warm calls (:func:`warm_tridiagonal`): inverse iterations at most
+#: before the call falls back to :func:`stemr` (measured along h2plus_moving's run, calls
+#: 0.1-0.2 a.u. apart: 2 at N = 256 and 8192)
+WARM_MAXITER = 4
+
+#: the 3-point tracker solves H(t) from scratch (:func:`stemr`) at anchor times this many
+#: populations intervals apart, and each call between from the pairs of its anchor: so a
+#: call's pairs depend on t alone -- not on which calls came before -- and a resumed run,
+#: the eigenpairs thread and the loop compute the same bits
+WARM_ANCHOR_CALLS = 16
+
+#: the 3-point tracker solves from scratch below this N (dstemr, ~1.1 us x N a call, hidden
+#: by the eigenpairs thread; on 2 CPU cores at N = 256 the warm solver's ~40 NumPy calls a
+#: call cost that thread's loop more: 1.91-1.93 s against 1.71-1.74 s for 8000 steps,
+#: populations every 10; in the loop 1.81-1.84 s), from the anchors at and above it
+#: (N = 8192 on one H100's host: 4.5-5.6 ms a call against dstemr's 22 ms; populations every
+#: 50 steps of 0.17 ms, the run's loop 1.87-1.97 s against 4.44-4.83 s;
+#: benchmarks/probes/warm_pairs.py)
+WARM_MIN_N = 1024
+
+
+class _GtsvWorkspace:
+    """dgtsv's arrays for K shifted copies of one N x N tridiagonal T as one block-diagonal
+    system of K N (the blocks' coupling zero: K solves in one call) and the ctypes
+    arguments pointing at them, made once per thread (as :class:`_StemrWorkspace`)."""
+
+    def __init__(self, n, k):
+        import ctypes
+        c, ref = ctypes.c_int, ctypes.byref
+        self.n, self.k = n, k
+        size = n * k
+        self.dl, self.d, self.du, self.b = np.empty(size - 1), np.empty(size), np.empty(size - 1), np.empty(size)
+        self.e = np.zeros(size - 1)        # the blocks' off-diagonals, zero between blocks
+        self.e_of = None                   # the off-diagonal they hold
+        self.info = c(0)
+        self._ints = [c(size), c(1), c(size)]
+        dp = lambda a: a.ctypes.data_as(ctypes.POINTER(ctypes.c_double))   # noqa: E731
+        N, nrhs, ldb = (ref(i) for i in self._ints)
+        self.args = (N, nrhs, dp(self.dl), dp(self.d), dp(self.du), dp(self.b), ldb, ref(self.info))
+
+    def solve(self, fn, d, e, sig, X):
+        """(T - sig_k I)^-1 X[:, k] for every k, as the columns of an N x K array, or None
+        where a shifted matrix is singular to working precision."""
+        n, k = self.n, self.k
+        if self.e_of is None or not np.array_equal(self.e_of, e):    # a run's T keeps its e
+            for j in range(k):
+                self.e[j * n:j * n + n - 1] = e
+            self.e_of = np.array(e)
+        self.dl[:] = self.e                # dgtsv overwrites dl, d, du and b
+        self.du[:] = self.e
+        np.subtract(d[None, :], sig[:, None], out=self.d.reshape(k, n))
+        self.b.reshape(k, n)[:] = X.T
+        fn(*self.args)
+        return None if self.info.value else self.b.reshape(k, n).T.copy()
+
+
+def _shifted_solves(d, e, sig, X):
+    """(T - sig_k I)^-1 X[:, k] for each column k (T: diagonal d, off-diagonal e) by
+    LAPACK's dgtsv (LU with partial pivoting: stable however near a shift is to an
+    eigenvalue), the K systems as one block-diagonal system in one call without the GIL
+    where :func:`_gtsv_function` is there; None where a shifted matrix is singular to
+    working precision."""
+    n, k = X.shape
+    fn = _gtsv_function()
+    if fn is None:
+        from scipy.linalg import lapack
+        gtsv = lapack.get_lapack_funcs("gtsv", (d,))
+        Y = np.empty((n, k))
+        for j in range(k):
+            *_, y, info = gtsv(e, d - sig[j], e, X[:, j])
+            if info:
+                return None
+            Y[:, j] = y
+        return Y
+    ws = getattr(_WORKSPACES, "gtsv", None)
+    if ws is None or (ws.n, ws.k) != (n, k):
+        ws = _WORKSPACES.gtsv = _GtsvWorkspace(n, k)
+    return ws.solve(fn, d, e, sig, X)
+
+
+def count_below(d, e, value) -> int:
+    """How many eigenvalues of the symmetric tridiagonal T lie at or below ``value``: a Sturm
+    count (LAPACK's dstebz on (lower, value] with an absolute tolerance so large that it
+    counts without bisecting, O(N)); reliable away from an eigenvalue by more than a few
+    ulps of ||T||."""
+    from scipy.linalg import lapack
+    stebz = lapack.get_lapack_funcs("stebz", (d,))
+    a = np.abs(e).max() if e.size else 0.0
+    lower = float(d.min()) - 2.0 * a - 1.0              # below Gershgorin's bound
+    if not value > lower:
+        return 0
+    m, *_ = stebz(d, e, 1, lower, value, 0, 0, 1e300, "E")
+    return int(m)
+
+
+def warm_tridiagonal(d, e, E, X, bound, maxiter=WARM_MAXITER):
+    """The lowest K eigenpairs of the symmetric tridiagonal T (diagonal d, off-diagonal e)
+    from those of a nearby T (the previous call along a run: energies ``E``, unit columns
+    ``X``, N x K), or None where they cannot be vouched for (then :func:`stemr`).
+
+    Subspace inverse iteration, each column with its own shift (at first E_k, then the
+    Ritz values), one tridiagonal solve a column (O(N)), an orthonormal basis of the
+    iterates (QR) and a Rayleigh-Ritz step on it, until every residual ||T phi - theta phi||
+    is within ``bound`` (Parlett, *The Symmetric Eigenvalue Problem*, ch. 4 and 11: a
+    shifted inverse iteration converges at the ratio of the shift's distances to the wanted
+    and the nearest other eigenvalue; Rayleigh-Ritz separates a (near-)degenerate pair
+    once the pair's subspace has converged).  Accepted only where a Sturm count
+    (:func:`count_below`) finds exactly K eigenvalues at or below the largest Ritz value
+    plus its residual and a rounding margin: the K pairs are then the lowest (each Ritz
+    value lies within its residual of an eigenvalue, and orthonormal Ritz vectors with
+    small residuals approximate distinct ones).  2 iterations along h2plus_moving's run at
+    N = 256 and 8192 (calls 0.1-0.2 a.u. apart), against bisection's ~50 Sturm sweeps a
+    value in :func:`stemr`."""
+    n, K = X.shape
+    if K == 0 or n < 2 * K:
+        return None
+    sig = np.asarray(E, dtype=np.float64)
+    hnorm = float(np.abs(d).max()) + 2.0 * (float(np.abs(e).max()) if e.size else 0.0)
+    for _ in range(maxiter):
+        Y = _shifted_solves(d, e, sig, X)
+        if Y is None or not np.all(np.isfinite(Y)):
+            return None
+        Q = np.linalg.qr(Y)[0]
+        TQ = d[:, None] * Q
+        TQ[1:] += e[:, None] * Q[:-1]
+        TQ[:-1] += e[:, None] * Q[1:]
+        theta, W = np.linalg.eigh(Q.T @ TQ)
+        X = Q @ W
+        R = TQ @ W
+        R -= X * theta
+        res = np.sqrt(np.einsum("ik,ik->k", R, R))
+        if res.max() <= bound:
+            margin = max(float(res.max()), 1e3 * np.finfo(np.float64).eps * hnorm)
+            if count_below(d, e, theta[-1] + margin) != K:
+                return None
+            return theta, X
+        sig = theta
+    return None
+
+
 def _fd_start(grid, v, m):
     """m lowest 3-point vectors at the same dx, N x m of unit columns (:func:`_tridiagonal`)."""
     return _tridiagonal(grid, v, m)[1]
@@ -419,7 +575,12 @@ class Tracker:
     reference states, :class:`tdse.run.observers.Observables`), at O(N K) per call where the
     dense solver is O(N^3):
 
-    * 3-point, and any H up to N = ``direct_max`` (:data:`DVR_DENSE_MAX`): :func:`eigenstates`;
+    * 3-point from N = ``warm_min`` (:data:`WARM_MIN_N`): :func:`warm_tridiagonal`
+      (inverse iteration, O(N K) a call, checked by a Sturm count) from the pairs at the
+      call's anchor time (:data:`WARM_ANCHOR_CALLS` populations intervals apart, by
+      :func:`stemr`: a call's pairs depend on t alone), :func:`stemr` where a warm call is
+      not vouched for (counted in :attr:`restarts`); below it :func:`stemr` at every call;
+    * 5-point and DVR up to N = ``direct_max`` (:data:`DVR_DENSE_MAX`): :func:`eigenstates`;
     * 5-point and DVR beyond: :func:`davidson` on a block of count + 2 vectors warm-started from the
       previous call's (at the first call from the 3-point pairs), H applied on ``xp``'s
       device, the corrections by the banded 5-point H on the host; converged when every
@@ -432,9 +593,11 @@ class Tracker:
     below about the residual bound: the pair's summed population is then the number to read
     (:attr:`clusters` lists the pairs closer than :attr:`cluster_gap` at the last call)."""
 
-    def __init__(self, config, count, xp=np, tol=RESIDUAL_TOL, maxiter=30, direct_max=DVR_DENSE_MAX):
+    def __init__(self, config, count, xp=np, tol=RESIDUAL_TOL, maxiter=30, direct_max=DVR_DENSE_MAX,
+                 warm_min=None):
         self.config, self.xp, self.tol, self.maxiter = config, xp, tol, maxiter
         self.direct_max = direct_max
+        self.warm_min = WARM_MIN_N if warm_min is None else warm_min
         self.K = min(count, config.grid.n)
         self.block = min(config.grid.n, self.K + 2)
         n = config.grid.n
@@ -447,10 +610,13 @@ class Tracker:
         self.clusters = []
         self.warned = False
         self.last_residual = None
+        self.anchor = None            # 3-point: (anchor time, (E, unit columns N x K))
+        self.restarts = 0             # 3-point: warm calls not vouched for (stemr instead)
 
     def settings(self) -> dict:
         """The keyword arguments that make another tracker like this one."""
-        return {"tol": self.tol, "maxiter": self.maxiter, "direct_max": self.direct_max}
+        return {"tol": self.tol, "maxiter": self.maxiter, "direct_max": self.direct_max,
+                "warm_min": self.warm_min}
 
     def residual_bound(self, v):
         """:func:`residual_bound` at this H with this tracker's ``tol``."""
@@ -458,6 +624,8 @@ class Tracker:
 
     def __call__(self, t):
         self.calls += 1
+        if self.config.grid.stencil == 3:
+            return self._tridiagonal_call(t)
         if not self.iterative:
             return eigenstates(self.config, t, self.K)
         g = self.config.grid
@@ -486,8 +654,8 @@ class Tracker:
         """[(E, phi), ...] at each of ``times``: what calling the tracker at each gives, bit
         for bit; for the 3-point solver the molecular potentials of all the times in one
         array pass (:func:`tdse.model.potential.total_many`, the field left out) and one
-        :func:`stemr` a time -- in a thread beside the loop, fewer stretches of Python holding
-        the GIL (:func:`tdse.run.observers._thread_pairs`)."""
+        :meth:`_tridiagonal_call` a time -- in a thread beside the loop, fewer stretches of
+        Python holding the GIL (:func:`tdse.run.observers._thread_pairs`)."""
         g = self.config.grid
         if self.iterative or g.stencil != 3:
             return [self(t) for t in times]
@@ -497,7 +665,42 @@ class Tracker:
         molecule = dataclasses.replace(self.config.potential, field=None)
         V = total_many(molecule, points(g), np.asarray(times, dtype=np.float64))
         self.calls += len(V)
-        return [_states(g, *_tridiagonal(g, v, min(self.K, g.n))) for v in V]
+        return [self._tridiagonal_call(t, v) for t, v in zip(times, V)]
+
+    def _tridiagonal_call(self, t, v=None):
+        """The 3-point pairs at t (``v``: the molecular potential there, or computed):
+        :func:`warm_tridiagonal` from the pairs at t's anchor (:meth:`anchor_time`) from N =
+        ``warm_min``, else :func:`stemr`; as :func:`eigenstates` gives them (to the residual
+        bound where warm), the same bits whichever calls came before."""
+        g = self.config.grid
+        pot = self.config.potential
+        if v is None:
+            v = soft_core(pot, points(g), t)
+        d0, d1, _ = kinetic_bands(3, g.dx)
+        d, e = d0 + np.asarray(v, dtype=np.float64), np.full(g.n - 1, d1)
+        m = min(self.K, g.n)
+        a = self.anchor_time(t) if g.n >= self.warm_min else t
+        got = None
+        if a != t:
+            if self.anchor is None or self.anchor[0] != a:
+                self.anchor = (a, stemr(d0 + soft_core(pot, points(g), a), e, m))
+            got = warm_tridiagonal(d, e, *self.anchor[1], residual_bound(g, v, self.tol))
+            if got is None:
+                self.restarts += 1
+        if got is None:
+            got = stemr(d, e, m)
+            if a == t and g.n >= self.warm_min:
+                self.anchor = (a, got)
+        self._clusters(got[0])
+        return _states(g, *got)
+
+    def anchor_time(self, t):
+        """The anchor of a 3-point call at t: the latest multiple of WARM_ANCHOR_CALLS
+        populations intervals at or before t (a time within 1e-9 of a span's end counted
+        as at it, so a due step's time is its own anchor despite rounding)."""
+        c = self.config
+        span = WARM_ANCHOR_CALLS * c.output.populations_interval * c.time.dt
+        return math.floor(t / span + 1e-9) * span
 
     def _finish(self, E, V):
         from mgemm.arrays import to_host
