@@ -182,18 +182,22 @@ def test_an_even_block_writes_the_slot_before_first(held, tmp_path, inputs_dir, 
     assert st["count"] == 1 + held and st["step"] == 5 * held
 
 
-@pytest.mark.parametrize("warm", [False, True])
-def test_an_interrupt_writes_the_held_snapshots(warm, tmp_path, inputs_dir, monkeypatch):
+@pytest.mark.parametrize("stencil, n, warm", [(3, None, False), (3, None, True), ("dvr", 600, False)])
+def test_an_interrupt_writes_the_held_snapshots(stencil, n, warm, tmp_path, inputs_dir, monkeypatch):
     """KeyboardInterrupt at step 23 with every snapshot held: the file is closed valid with
     the snapshots up to step 20 (none lost), and resuming it gives the uninterrupted file,
     bit for bit -- also with H(t)'s 3-point pairs from their anchors (``warm``:
-    states.WARM_MIN_N = 0; the resumed run's first call has no earlier call to start from,
-    its anchor's pairs are the same)."""
+    states.WARM_MIN_N = 0) and with the DVR's Davidson pairs beyond DVR_DENSE_MAX (the
+    resumed run's first call has no earlier call to start from: each starts from its
+    anchor's pairs)."""
     from tdse.model import states
     from tdse.run.interrupts import Interrupted
     if warm:
         monkeypatch.setattr(states, "WARM_MIN_N", 0)
-    cfg = _moving(inputs_dir, 3, **{"output.every": 5, "output.flush_seconds": 1e9})
+    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "0")     # the loop's pairs, in this process
+    kw = {} if n is None else {"n": n}
+    cfg = _moving(inputs_dir, stencil, **kw, **{"output.every": 5, "output.flush_seconds": 1e9})
+    assert states.Tracker(cfg, 4).iterative == (stencil == "dvr")
     ref = read(run(cfg, str(tmp_path / "ref"), backend="numpy").path)
 
     class Stop(Observer):
@@ -310,7 +314,8 @@ def test_a_killed_worker_leaves_the_eigenpairs_to_the_loop(inputs_dir, monkeypat
 
 def test_the_workers_warnings_reach_the_run(inputs_dir, monkeypatch):
     """What the worker's tracker says (here: Davidson held to 0 iterations, so each call
-    falls back to the dense solver) is said in the run, with the worker's time in it."""
+    falls back to the dense solver) is said in the run, with the worker's time in it (each
+    call its own anchor: anchor_calls = 1, passed to the worker with the settings)."""
     from tdse.run.snapshots import MemoryWriter
     _worker_from_the_start(monkeypatch)
     monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "1")
@@ -321,6 +326,7 @@ def test_the_workers_warnings_reach_the_run(inputs_dir, monkeypatch):
                      phi=plan.states, attrs={})
     obs = observers.Observables(plan, w)
     obs.tracker.maxiter = 0
+    obs.tracker.anchor_calls = 1
     with pytest.warns(RuntimeWarning, match="did not reach its residual bound") as rec:
         evolve(plan, plan.psi0.copy(), [obs])
     said = [str(r.message) for r in rec if "residual bound" in str(r.message)]

@@ -266,6 +266,30 @@ def test_iterative_eigenpairs_track_the_dense_solver(stencil, inputs_dir):
 
 
 @pytest.mark.parametrize("stencil", [5, "dvr"])
+def test_iterative_eigenpairs_depend_on_t_alone(stencil, inputs_dir):
+    """The Davidson-tracked pairs (5-point and DVR beyond DVR_DENSE_MAX) start from their
+    anchor's block, not from the previous call's: calls in time order, in reverse and one
+    alone give the same bits (a resumed run, whose first call has no predecessor, the
+    worker and the loop agree), and the anchor itself is a due time's own pairs."""
+    import os
+    from tdse import config as cfgmod
+    from tdse.model import states
+    cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value(
+        "grid.stencil", stencil).with_value("grid.dx", 25.6 / 600)
+    every = cfg.output.populations_interval * cfg.time.dt
+    times = every * np.array([0, 3, 15, 16, 17, 33])       # anchors at 0, 16, 32 intervals
+    fwd, back = states.Tracker(cfg, 4), states.Tracker(cfg, 4)
+    assert fwd.iterative
+    got = {t: fwd(t) for t in times}
+    rev = {t: back(t) for t in times[::-1]}
+    for t in times:
+        alone = states.Tracker(cfg, 4)(t)
+        for other in (rev[t], alone):
+            assert np.array_equal(got[t][0], other[0]) and np.array_equal(got[t][1], other[1]), t
+    assert fwd.anchor_time(times[4]) == fwd.anchor_time(times[3]) == times[3]
+
+
+@pytest.mark.parametrize("stencil", [5, "dvr"])
 def test_iterative_eigenpairs_of_a_degenerate_pair(stencil, inputs_dir):
     """A symmetric double well at large separation (centres at +-6, splitting of the lowest
     pair ~1e-14 Ha, below any residual bound): the iterative pairs (DVR at N = 1024 through

@@ -581,28 +581,31 @@ class Tracker:
       :func:`stemr`: a call's pairs depend on t alone), :func:`stemr` where a warm call is
       not vouched for (counted in :attr:`restarts`); below it :func:`stemr` at every call;
     * 5-point and DVR up to N = ``direct_max`` (:data:`DVR_DENSE_MAX`): :func:`eigenstates`;
-    * 5-point and DVR beyond: :func:`davidson` on a block of count + 2 vectors warm-started from the
-      previous call's (at the first call from the 3-point pairs), H applied on ``xp``'s
-      device, the corrections by the banded 5-point H on the host; converged when every
-      residual ||H phi - E phi|| <= :func:`residual_bound`.  A call that does not converge
-      (said once, as a warning) uses :func:`eigenstates`.
+    * 5-point and DVR beyond: :func:`davidson` on a block of count + 2 vectors warm-started from
+      the block at the call's anchor time (itself from the 3-point pairs there: a call's pairs
+      depend on t alone, so a resumed run, the worker and the loop give the same bits), H
+      applied on ``xp``'s device, the corrections by the banded 5-point H on the host;
+      converged when every residual ||H phi - E phi|| <= :func:`residual_bound`.  A call that
+      does not converge (said once, as a warning) uses :func:`eigenstates`.
 
-    Measured (2 cores, h2plus_moving's molecule, DVR, consecutive steps of a run): 3-4
-    iterations a call.  (Near-)degenerate pairs -- the symmetric double well's lowest two
+    Measured (2 cores, h2plus_moving's molecule, 48 calls 0.2 a.u. apart): from the anchors
+    3.0-4.5 iterations a call (5-point N = 8192: 0.75 s; DVR 1.38 s), from the previous call
+    as before 2.0-4.0 (0.50 s; 1.00 s).  (Near-)degenerate pairs -- the symmetric double well's lowest two
     states at large separation -- are determined only as a pair when their splitting is
     below about the residual bound: the pair's summed population is then the number to read
     (:attr:`clusters` lists the pairs closer than :attr:`cluster_gap` at the last call)."""
 
     def __init__(self, config, count, xp=np, tol=RESIDUAL_TOL, maxiter=30, direct_max=DVR_DENSE_MAX,
-                 warm_min=None):
+                 warm_min=None, anchor_calls=None):
         self.config, self.xp, self.tol, self.maxiter = config, xp, tol, maxiter
         self.direct_max = direct_max
         self.warm_min = WARM_MIN_N if warm_min is None else warm_min
+        self.anchor_calls = WARM_ANCHOR_CALLS if anchor_calls is None else anchor_calls
         self.K = min(count, config.grid.n)
         self.block = min(config.grid.n, self.K + 2)
         n = config.grid.n
         self.iterative = config.grid.stencil != 3 and n > max(4 * self.block, direct_max)
-        self.X = None                 # the previous block (N x block, unit columns)
+        self.X = None                 # the last call's block (N x block, unit columns)
         self.fallbacks = 0
         self.calls = 0
         self.iterations = 0           # summed over the calls
@@ -610,13 +613,15 @@ class Tracker:
         self.clusters = []
         self.warned = False
         self.last_residual = None
-        self.anchor = None            # 3-point: (anchor time, (E, unit columns N x K))
+        # the pairs at the last anchor time (anchor_time): 3-point (t_a, (E, unit columns
+        # N x K)); Davidson (t_a, E, block N x block, the dense phi or None)
+        self.anchor = None
         self.restarts = 0             # 3-point: warm calls not vouched for (stemr instead)
 
     def settings(self) -> dict:
         """The keyword arguments that make another tracker like this one."""
         return {"tol": self.tol, "maxiter": self.maxiter, "direct_max": self.direct_max,
-                "warm_min": self.warm_min}
+                "warm_min": self.warm_min, "anchor_calls": self.anchor_calls}
 
     def residual_bound(self, v):
         """:func:`residual_bound` at this H with this tracker's ``tol``."""
@@ -628,9 +633,26 @@ class Tracker:
             return self._tridiagonal_call(t)
         if not self.iterative:
             return eigenstates(self.config, t, self.K)
+        g, pot = self.config.grid, self.config.potential
+        v = self._v = soft_core(pot, points(g), t)
+        a = self.anchor_time(t)
+        if self.anchor is None or self.anchor[0] != a:    # the anchor's block, from scratch
+            va = v if a == t else soft_core(pot, points(g), a)
+            self.anchor = (a, *self._iterate(a, va, _fd_start(g, va, self.block)))
+        if a == t:
+            E, V, dense = self.anchor[1:]
+        else:
+            E, V, dense = self._iterate(t, v, self.anchor[2])
+        self.X = V
+        if dense is not None:              # the dense solver's pairs, as it gives them
+            self._clusters(E)
+            return E[:self.K], dense[:self.K]
+        return self._finish(E, V)
+
+    def _iterate(self, t, v, X):
+        """(E, block N x block, None) by :func:`davidson` from ``X`` at t (potential ``v``);
+        where it does not converge (said once) the dense solver's (E, its block, its phi)."""
         g = self.config.grid
-        v = self._v = soft_core(self.config.potential, points(g), t)
-        X = self.X if self.X is not None else _fd_start(g, v, self.block)
         try:
             E, V, its, res = davidson(g, v, X, self.K, self.residual_bound(v), self.maxiter, self.xp)
         except (NotConverged, np.linalg.LinAlgError):
@@ -642,13 +664,10 @@ class Tracker:
                               f"bound: the dense solver is used where that happens",
                               RuntimeWarning, stacklevel=2)
             E, phi = eigenstates(self.config, t, self.block, dense=True)
-            self.X = self.xp.asarray(phi.T * np.sqrt(g.dx))
-            self._clusters(E)
-            return E[:self.K], phi[:self.K]
+            return E, self.xp.asarray(phi.T * np.sqrt(g.dx)), phi
         self.iterations += its
         self.last_residual = float(res.max())
-        self.X = V
-        return self._finish(E, V)
+        return E, V, None
 
     def many(self, times):
         """[(E, phi), ...] at each of ``times``: what calling the tracker at each gives, bit
@@ -695,11 +714,12 @@ class Tracker:
         return _states(g, *got)
 
     def anchor_time(self, t):
-        """The anchor of a 3-point call at t: the latest multiple of WARM_ANCHOR_CALLS
-        populations intervals at or before t (a time within 1e-9 of a span's end counted
-        as at it, so a due step's time is its own anchor despite rounding)."""
+        """The anchor of a call at t: the latest multiple of ``anchor_calls``
+        (:data:`WARM_ANCHOR_CALLS`) populations intervals at or before t (a time within 1e-9
+        of a span's end counted as at it, so a due step's time is its own anchor despite
+        rounding)."""
         c = self.config
-        span = WARM_ANCHOR_CALLS * c.output.populations_interval * c.time.dt
+        span = self.anchor_calls * c.output.populations_interval * c.time.dt
         return math.floor(t / span + 1e-9) * span
 
     def _finish(self, E, V):

@@ -336,8 +336,9 @@ def calls_guess(config) -> tuple:
 
 def workers_for(tracker) -> int:
     """Worker processes for ``tracker``'s calls: up to :data:`AHEAD_WORKERS` (a CPU left to
-    the loop) where each call is independent of the last (the tridiagonal and the direct
-    solvers), one where a call continues the last (Davidson's warm start)."""
+    the loop) for the tridiagonal and the direct solvers, one for Davidson's (whose products
+    take up to 4 BLAS threads there, and whose anchor blocks a second worker would compute
+    again; every call depends on t alone, :class:`tdse.model.states.Tracker`)."""
     if getattr(tracker, "iterative", True):
         return 1
     return max(1, min(AHEAD_WORKERS, cpu_count() - 1))
@@ -360,7 +361,7 @@ _POOLS = []
 
 def worker_pools(n=1):
     """The process's first ``n`` eigenpairs workers, each a pool of one spawned process
-    (so that a run's tasks can be sent to a given one: its tracker's warm start), spawned
+    (so that a run's tasks can be sent to a given one, which holds its tracker), spawned
     once and kept for the runs that follow in this process (a fresh one after a failure):
     [(pool, ready future)].  The first may use up to 4 BLAS threads (Davidson's products),
     the others one."""
@@ -440,8 +441,9 @@ def _worker_pairs(run, times, begin=None):
     """H(t)'s pairs in the worker for run ``run`` at each of ``times``, in order: ([(E,
     phi), ...], seconds, the warnings' texts).  ``begin`` (sent with the run's calls until
     one has come back; the first to arrive is used): (config, count, tracker settings, the
-    loop's block X) -- the run's own :class:`tdse.model.states.Tracker`, continuing from
-    the loop's warm start, so that it computes the pairs the loop would."""
+    loop's block X) -- the run's own :class:`tdse.model.states.Tracker` with the loop's
+    settings, so that it computes the pairs the loop would (a call's pairs depend on t
+    alone: the tracker's anchors)."""
     runs = _WORKER.setdefault("runs", {})          # run -> its tracker, the newest last
     if begin is not None and run not in runs:
         config, count, settings, X = begin
@@ -462,12 +464,11 @@ def _worker_pairs(run, times, begin=None):
 class _Ahead:
     """H(t)'s eigenpairs at the steps where the populations are due, computed ahead of the
     loop in worker processes (:func:`worker_pools`: :mod:`concurrent.futures`, spawned): they
-    depend on t alone (the centres' paths are given), and a worker's tracker continues from
-    the loop's (its warm start, :class:`tdse.model.states.Tracker`), calls in order, so they
-    are the pairs the loop would compute, while the solver runs on a spare CPU beside the
-    stepping.  Where each call is independent of the last (the tridiagonal and direct
-    solvers) several workers share the calls (:func:`workers_for`: the same pairs, bit for
-    bit); Davidson's calls go to one, in order.  A task computes the pairs of several due
+    depend on t alone (the centres' paths are given; each call of a tracker starts from its
+    anchor time's pairs, :class:`tdse.model.states.Tracker`), so a worker's tracker with the
+    loop's settings gives the pairs the loop would compute, bit for bit, while the solver
+    runs on a spare CPU beside the stepping.  The tridiagonal and direct solvers' calls are
+    shared by several workers (:func:`workers_for`); Davidson's go to one, in order.  A task computes the pairs of several due
     steps where one call is short (:data:`AHEAD_CHUNK_SECONDS`: a task's own cost to the
     loop is ~0.2 ms), and at most :data:`AHEAD_DEPTH` tasks a worker are queued, in step
     order (so the steps passed unasked are at the front); a step not foreseen is a task of
@@ -514,8 +515,8 @@ class _Ahead:
         return done[0] if done else self.workers[0][1]
 
     def _submit(self, steps_times):
-        """A task to the started worker with the fewest waiting (the first, where calls
-        continue each other's warm start: :func:`workers_for` gives one)."""
+        """A task to the started worker with the fewest waiting (the first where
+        :func:`workers_for` gives one)."""
         k = min((i for i, (_, r) in enumerate(self.workers) if r.done()),
                 key=lambda i: sum(w == i for w in self.worker_of.values()))
         times = tuple(t for _, t in steps_times)
