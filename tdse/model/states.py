@@ -570,6 +570,29 @@ def _fd_start(grid, v, m):
     return _tridiagonal(grid, v, m)[1]
 
 
+#: BLAS threads of the direct and iterative eigensolvers wherever they run (the loop, a
+#: worker process of any thread count): LAPACK's and BLAS's results depend on their thread
+#: count (the order of their sums), so a fixed count keeps a call's pairs the same bits
+#: wherever it is computed -- a GPU test found two runs of one input 1e-12 apart in <n>,
+#: their calls split differently between the loop (16 threads) and two workers (4 and 1)
+EIGEN_BLAS_THREADS = 1
+
+_CONTROLLER = []
+
+
+def _eigen_threads():
+    """A context holding the host's BLAS to :data:`EIGEN_BLAS_THREADS` (threadpoolctl's
+    controller, made once: ~2 us a call; nothing where threadpoolctl is absent)."""
+    import contextlib
+    try:
+        if not _CONTROLLER:
+            from threadpoolctl import ThreadpoolController
+            _CONTROLLER.append(ThreadpoolController())
+        return _CONTROLLER[0].limit(limits=EIGEN_BLAS_THREADS, user_api="blas")
+    except Exception:  # noqa: BLE001 -- no controller: the process's own threads
+        return contextlib.nullcontext()
+
+
 class Tracker:
     """The lowest ``count`` eigenpairs of the molecular H(t) along a run (the populations'
     reference states, :class:`tdse.run.observers.Observables`), at O(N K) per call where the
@@ -631,8 +654,13 @@ class Tracker:
         self.calls += 1
         if self.config.grid.stencil == 3:
             return self._tridiagonal_call(t)
-        if not self.iterative:
-            return eigenstates(self.config, t, self.K)
+        with _eigen_threads():
+            if not self.iterative:
+                return eigenstates(self.config, t, self.K)
+            return self._davidson_call(t)
+
+    def _davidson_call(self, t):
+        """The Davidson-tracked pairs at t, from the block at t's anchor (:meth:`anchor_time`)."""
         g, pot = self.config.grid, self.config.potential
         v = self._v = soft_core(pot, points(g), t)
         a = self.anchor_time(t)
