@@ -336,9 +336,9 @@ def calls_guess(config) -> tuple:
 
 def workers_for(tracker) -> int:
     """Worker processes for ``tracker``'s calls: up to :data:`AHEAD_WORKERS` (a CPU left to
-    the loop) for the tridiagonal and the direct solvers, one for Davidson's (whose products
-    take up to 4 BLAS threads there, and whose anchor blocks a second worker would compute
-    again; every call depends on t alone, :class:`tdse.model.states.Tracker`)."""
+    the loop) for the tridiagonal and the direct solvers, one for Davidson's (whose anchor
+    blocks a second worker would compute again; every call depends on t alone,
+    :class:`tdse.model.states.Tracker`)."""
     if getattr(tracker, "iterative", True):
         return 1
     return max(1, min(AHEAD_WORKERS, cpu_count() - 1))
@@ -363,15 +363,14 @@ def worker_pools(n=1):
     """The process's first ``n`` eigenpairs workers, each a pool of one spawned process
     (so that a run's tasks can be sent to a given one, which holds its tracker), spawned
     once and kept for the runs that follow in this process (a fresh one after a failure):
-    [(pool, ready future)].  The first may use up to 4 BLAS threads (Davidson's products),
-    the others one."""
+    [(pool, ready future)].  Each on one BLAS thread (the solvers' own count,
+    :data:`tdse.model.states.EIGEN_BLAS_THREADS`: the same bits wherever a call runs)."""
     import multiprocessing
 
     from . import ahead_child
-    from .backend import usable_cpus
     from .interrupts import deferred
     while len(_POOLS) < n:
-        threads = max(1, min(4, usable_cpus() - 1)) if not _POOLS else 1
+        threads = 1
         # an interrupt is raised after the spawn, not in it: cut between the new process and
         # its start-up data, it left that process failing, its traceback on the terminal
         with deferred():
