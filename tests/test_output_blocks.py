@@ -527,15 +527,15 @@ def test_the_worker_tasks_skipped_and_unforeseen_steps(inputs_dir, monkeypatch):
 
 
 def test_stateless_calls_are_shared_by_several_workers(inputs_dir, monkeypatch):
-    """Where each call is independent of the last and holds the GIL (5-point up to N =
-    512: the banded solver) the calls go to several worker processes, tasks to each, and the
-    populations are those of the loop bit for bit; Davidson's calls (the DVR beyond N = 512)
-    to one worker, in order; the 3-point solver's to the one thread."""
+    """Where the solver holds the GIL (5-point up to N = 512: the banded solver; beyond,
+    and the DVR beyond: Davidson, each call from its anchor's block) the calls go to several
+    worker processes, tasks to each, and the populations are those of the loop bit for bit;
+    the 3-point solver's to the one thread."""
     from tdse.model import states
     monkeypatch.setattr(observers, "cpu_count", lambda: 3)
     monkeypatch.setattr(observers, "AHEAD_WORKERS", 2)
     monkeypatch.setattr(observers, "AHEAD_CHUNK_MAX", 2)          # several tasks in a short run
-    assert observers.workers_for(states.Tracker(_moving(inputs_dir, "dvr", n=600), 4)) == 1
+    assert observers.workers_for(states.Tracker(_moving(inputs_dir, "dvr", n=600), 4)) == 2
     assert observers.threaded(states.Tracker(_moving(inputs_dir, 3, n=160), 4))
     assert not observers.threaded(states.Tracker(_moving(inputs_dir, 5, n=160), 4))
     made = _worker_from_the_start(monkeypatch)
@@ -547,15 +547,18 @@ def test_stateless_calls_are_shared_by_several_workers(inputs_dir, monkeypatch):
         sent.append(self.worker_of[f])
         return f
     monkeypatch.setattr(observers._Ahead, "_submit", which)
-    cfg = _moving(inputs_dir, 5, n=160, **{"output.populations_every": 2})
-    runs = {}
-    for ahead in ("1", "0"):
-        monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", ahead)
-        runs[ahead] = tdse.simulate(cfg, backend="numpy").observables
-    assert len(made) == 1 and len(made[0].workers) == 2 and made[0].from_worker == 30
-    assert set(sent) == {0, 1}
-    for k in ("populations_ht", "energies_ht"):
-        assert np.array_equal(np.asarray(runs["1"][k]), np.asarray(runs["0"][k]), equal_nan=True), k
+    for i, (st, n) in enumerate(((5, 160), ("dvr", 600))):
+        cfg = _moving(inputs_dir, st, n=n, **{"output.populations_every": 2})
+        assert states.Tracker(cfg, 4).iterative == (st == "dvr")
+        runs = {}
+        sent.clear()
+        for ahead in ("1", "0"):
+            monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", ahead)
+            runs[ahead] = tdse.simulate(cfg, backend="numpy").observables
+        assert len(made) == i + 1 and len(made[i].workers) == 2 and made[i].from_worker == 30
+        assert set(sent) == {0, 1}
+        for k in ("populations_ht", "energies_ht"):
+            assert np.array_equal(np.asarray(runs["1"][k]), np.asarray(runs["0"][k]), equal_nan=True), (st, k)
 
 
 def test_rows_by_blocks_and_one_at_a_time_reach_the_file_in_order(tmp_path, inputs_dir, rng):

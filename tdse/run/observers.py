@@ -336,11 +336,12 @@ def calls_guess(config) -> tuple:
 
 def workers_for(tracker) -> int:
     """Worker processes for ``tracker``'s calls: up to :data:`AHEAD_WORKERS` (a CPU left to
-    the loop) for the tridiagonal and the direct solvers, one for Davidson's (whose anchor
-    blocks a second worker would compute again; every call depends on t alone,
-    :class:`tdse.model.states.Tracker`)."""
-    if getattr(tracker, "iterative", True):
-        return 1
+    the loop), for every solver -- each call depends on t alone (Davidson's start from
+    their anchor's block, :class:`tdse.model.states.Tracker`), so workers may share them
+    and give the loop's bits.  One H100, N = 8192, 5000 steps, populations every 50
+    (``benchmarks/probes/davidson_workers.py``): 5-point loop 2.18-2.20 s with two against
+    3.58-3.91 s with one (Davidson's ~35 ms a call against 50 steps of 0.2 ms); DVR, whose
+    steps leave time for the calls, 41-44 s either way."""
     return max(1, min(AHEAD_WORKERS, cpu_count() - 1))
 
 
@@ -466,8 +467,8 @@ class _Ahead:
     depend on t alone (the centres' paths are given; each call of a tracker starts from its
     anchor time's pairs, :class:`tdse.model.states.Tracker`), so a worker's tracker with the
     loop's settings gives the pairs the loop would compute, bit for bit, while the solver
-    runs on a spare CPU beside the stepping.  The tridiagonal and direct solvers' calls are
-    shared by several workers (:func:`workers_for`); Davidson's go to one, in order.  A task computes the pairs of several due
+    runs on a spare CPU beside the stepping.  Several workers share the calls
+    (:func:`workers_for`).  A task computes the pairs of several due
     steps where one call is short (:data:`AHEAD_CHUNK_SECONDS`: a task's own cost to the
     loop is ~0.2 ms), and at most :data:`AHEAD_DEPTH` tasks a worker are queued, in step
     order (so the steps passed unasked are at the front); a step not foreseen is a task of
@@ -514,8 +515,7 @@ class _Ahead:
         return done[0] if done else self.workers[0][1]
 
     def _submit(self, steps_times):
-        """A task to the started worker with the fewest waiting (the first where
-        :func:`workers_for` gives one)."""
+        """A task to the started worker with the fewest waiting."""
         k = min((i for i, (_, r) in enumerate(self.workers) if r.done()),
                 key=lambda i: sum(w == i for w in self.worker_of.values()))
         times = tuple(t for _, t in steps_times)
