@@ -219,7 +219,7 @@ def _banded_shift_solver(grid, v):
 def davidson(grid, v, X, count, tol=None, maxiter=30, xp=np):
     """The lowest eigenpairs of H = T + diag(v) (3-, 5-point or sinc-DVR T, atomic units)
     by a block Davidson iteration (Davidson, J. Comput. Phys. 17, 87 (1975)) from the
-    columns of ``X`` (N x m, m >= count, e.g. the previous observation's or the
+    columns of ``X`` (N x m, m >= count, e.g. the block at the call's anchor time or the
     finite-difference pairs): Rayleigh-Ritz on span[X, T, P] -- T the Olsen corrections of
     the residuals (:func:`_banded_shift_solver`), P the last change of X (as in LOBPCG,
     Knyazev, SIAM J. Sci. Comput. 23, 517 (2001)) -- in an orthonormal basis
