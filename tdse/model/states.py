@@ -438,11 +438,11 @@ WARM_ANCHOR_CALLS = 16
 
 #: the 3-point tracker solves from scratch below this N (dstemr, ~1.1 us x N a call, hidden
 #: by the eigenpairs thread; on 2 CPU cores at N = 256 the warm solver's ~40 NumPy calls a
-#: call cost that thread's loop more: 1.91-1.93 s against 1.71-1.74 s for 8000 steps,
-#: populations every 10; in the loop 1.81-1.84 s), from the anchors at and above it
+#: call, holding the GIL, cost that thread's loop more: 1.98-2.01 s against 1.81 s for 8000
+#: steps, populations every 10; in the loop 1.89-1.92 s), from the anchors at and above it
 #: (N = 8192 on one H100's host: 4.5-5.6 ms a call against dstemr's 22 ms; populations every
-#: 50 steps of 0.17 ms, the run's loop 1.87-1.97 s against 4.44-4.83 s;
-#: benchmarks/probes/warm_pairs.py)
+#: 50 steps of 0.17 ms, the run's loop 1.82-1.97 s against 4.44-4.95 s;
+#: benchmarks/probes/warm_pairs.py, benchmarks/results/warm_pairs_*_20261126T06*)
 WARM_MIN_N = 1024
 
 
@@ -522,8 +522,8 @@ def count_below(d, e, value) -> int:
 
 def warm_tridiagonal(d, e, E, X, bound, maxiter=WARM_MAXITER):
     """The lowest K eigenpairs of the symmetric tridiagonal T (diagonal d, off-diagonal e)
-    from those of a nearby T (the previous call along a run: energies ``E``, unit columns
-    ``X``, N x K), or None where they cannot be vouched for (then :func:`stemr`).
+    from those of a nearby T (its anchor's along a run, :class:`Tracker`: energies ``E``,
+    unit columns ``X``, N x K), or None where they cannot be vouched for (then :func:`stemr`).
 
     Subspace inverse iteration, each column with its own shift (at first E_k, then the
     Ritz values), one tridiagonal solve a column (O(N)), an orthonormal basis of the
@@ -601,8 +601,10 @@ class Tracker:
     * 3-point from N = ``warm_min`` (:data:`WARM_MIN_N`): :func:`warm_tridiagonal`
       (inverse iteration, O(N K) a call, checked by a Sturm count) from the pairs at the
       call's anchor time (:data:`WARM_ANCHOR_CALLS` populations intervals apart, by
-      :func:`stemr`: a call's pairs depend on t alone), :func:`stemr` where a warm call is
-      not vouched for (counted in :attr:`restarts`); below it :func:`stemr` at every call;
+      :func:`stemr`: a call's pairs depend on t alone -- the same bits for the same host
+      BLAS threads, its N x K products running on the caller's, beside the loop in the
+      eigenpairs thread), :func:`stemr` where a warm call is not vouched for (counted in
+      :attr:`restarts`); below it :func:`stemr` at every call;
     * 5-point and DVR up to N = ``direct_max`` (:data:`DVR_DENSE_MAX`): :func:`eigenstates`;
     * 5-point and DVR beyond: :func:`davidson` on a block of count + 2 vectors warm-started from
       the block at the call's anchor time (itself from the 3-point pairs there: a call's pairs
