@@ -472,7 +472,7 @@ def test_the_worker_keeps_each_runs_tracker_apart(inputs_dir, monkeypatch):
     from tdse.model import states
     monkeypatch.setattr(observers, "_WORKER", {})
     cfgs = {"a": _moving(inputs_dir, 3, n=160), "b": _moving(inputs_dir, 5, n=600)}
-    begins = {r: (c, 4, states.Tracker(c, 4).settings(), None) for r, c in cfgs.items()}
+    begins = {r: (c, 4, states.Tracker(c, 4).settings()) for r, c in cfgs.items()}
     alone = {r: states.Tracker(c, 4) for r, c in cfgs.items()}
     for t in (0.0, 0.1, 0.2):
         for r in ("a", "b"):

@@ -412,14 +412,15 @@ def test_warm_tridiagonal_refuses_what_it_cannot_vouch_for(inputs_dir):
     g = cfg.grid
     d0, d1, _ = kinetic_bands(3, g.dx)
     e = np.full(g.n - 1, d1)
-    d = d0 + soft_core(cfg.potential, points(g), 0.3)
+    v = soft_core(cfg.potential, points(g), 0.3)
+    d = d0 + v
     T = np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
     lam = np.linalg.eigvalsh(T)
     for value in (lam[0] - 1.0, 0.5 * (lam[3] + lam[4]), 0.5 * (lam[10] + lam[11]), lam[-1] + 1):
         assert states.count_below(d, e, value) == int(np.sum(lam <= value))
-    bound = states.residual_bound(g, d - d0)
+    bound = states.residual_bound(g, v)
     E0, X0 = states.stemr(d0 + soft_core(cfg.potential, points(g), 0.0), e, 4)
-    E, X = states.warm_tridiagonal(d, e, E0, X0, bound)
+    E, X = states.warm_tridiagonal(g, v, E0, X0, bound)
     assert np.abs(E - lam[:4]).max() < 1e-9
     R = T @ X - X * E
     assert np.linalg.norm(R, axis=0).max() <= bound
@@ -428,7 +429,7 @@ def test_warm_tridiagonal_refuses_what_it_cannot_vouch_for(inputs_dir):
     Ef, Xf = states.stemr(d0 + soft_core(far, points(g), 0.0), e, 4)
     assert abs(Ef[2] - lam[2]) > 1.0                # the other molecule's levels are elsewhere
     shifted = np.array([lam[2], lam[3], lam[5], lam[6]])   # converging to higher states
-    assert states.warm_tridiagonal(d, e, shifted, Xf, bound) is None
+    assert states.warm_tridiagonal(g, v, shifted, Xf, bound) is None
 
 
 def scipy_dense_pairs(cfg, t, count):

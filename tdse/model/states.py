@@ -299,9 +299,14 @@ def _tridiagonal(grid, v, m):
     (LAPACK's MRRR tridiagonal solver dstemr for the selected pairs, O(N m), called without
     the GIL: :func:`stemr`): the 3-point stencil's eigenpairs, and the start of the DVR's
     and 5-point's iteration."""
+    return stemr(*_tridiagonal_bands(grid, v), m)
+
+
+def _tridiagonal_bands(grid, v):
+    """(d, e): the diagonal and off-diagonal of the 3-point H = T + diag(v) at grid's dx."""
     from .hamiltonian import kinetic_bands
     d0, d1, _ = kinetic_bands(3, grid.dx)
-    return stemr(d0 + np.asarray(v, dtype=np.float64), np.full(grid.n - 1, d1), m)
+    return d0 + np.asarray(v, dtype=np.float64), np.full(grid.n - 1, d1)
 
 
 _STEMR = []
@@ -520,10 +525,11 @@ def count_below(d, e, value) -> int:
     return int(m)
 
 
-def warm_tridiagonal(d, e, E, X, bound, maxiter=WARM_MAXITER):
-    """The lowest K eigenpairs of the symmetric tridiagonal T (diagonal d, off-diagonal e)
-    from those of a nearby T (its anchor's along a run, :class:`Tracker`: energies ``E``,
-    unit columns ``X``, N x K), or None where they cannot be vouched for (then :func:`stemr`).
+def warm_tridiagonal(grid, v, E, X, bound, maxiter=WARM_MAXITER):
+    """The lowest K eigenpairs of the 3-point H = T + diag(v) on ``grid`` (symmetric
+    tridiagonal: :func:`_tridiagonal_bands`) from those of a nearby H (its anchor's along a
+    run, :class:`Tracker`: energies ``E``, unit columns ``X``, N x K), or None where they
+    cannot be vouched for (then :func:`stemr`).
 
     Subspace inverse iteration, each column with its own shift (at first E_k, then the
     Ritz values), one tridiagonal solve a column (O(N)), an orthonormal basis of the
@@ -541,6 +547,8 @@ def warm_tridiagonal(d, e, E, X, bound, maxiter=WARM_MAXITER):
     n, K = X.shape
     if K == 0 or n < 2 * K:
         return None
+    d, e = _tridiagonal_bands(grid, v)
+    h = _real_operator(grid, v, np)                 # H Q by the bands' shifted slices
     sig = np.asarray(E, dtype=np.float64)
     hnorm = float(np.abs(d).max()) + 2.0 * (float(np.abs(e).max()) if e.size else 0.0)
     for _ in range(maxiter):
@@ -548,9 +556,7 @@ def warm_tridiagonal(d, e, E, X, bound, maxiter=WARM_MAXITER):
         if Y is None or not np.all(np.isfinite(Y)):
             return None
         Q = np.linalg.qr(Y)[0]
-        TQ = d[:, None] * Q
-        TQ[1:] += e[:, None] * Q[:-1]
-        TQ[:-1] += e[:, None] * Q[1:]
+        TQ = h(Q)
         theta, W = np.linalg.eigh(Q.T @ TQ)
         X = Q @ W
         R = TQ @ W
@@ -630,7 +636,6 @@ class Tracker:
         self.block = min(config.grid.n, self.K + 2)
         n = config.grid.n
         self.iterative = config.grid.stencil != 3 and n > max(4 * self.block, direct_max)
-        self.X = None                 # the last call's block (N x block, unit columns)
         self.fallbacks = 0
         self.calls = 0
         self.iterations = 0           # summed over the calls
@@ -638,8 +643,8 @@ class Tracker:
         self.clusters = []
         self.warned = False
         self.last_residual = None
-        # the pairs at the last anchor time (anchor_time): 3-point (t_a, (E, unit columns
-        # N x K)); Davidson (t_a, E, block N x block, the dense phi or None)
+        # the pairs at the last anchor time (anchor_time): (t_a, E, unit columns N x K -- for
+        # Davidson its block -- and the dense solver's phi where it stood in, else None)
         self.anchor = None
         self.restarts = 0             # 3-point: warm calls not vouched for (stemr instead)
 
@@ -673,7 +678,6 @@ class Tracker:
             E, V, dense = self.anchor[1:]
         else:
             E, V, dense = self._iterate(t, v, self.anchor[2])
-        self.X = V
         if dense is not None:              # the dense solver's pairs, as it gives them
             self._clusters(E)
             return E[:self.K], dense[:self.K]
@@ -725,21 +729,19 @@ class Tracker:
         pot = self.config.potential
         if v is None:
             v = soft_core(pot, points(g), t)
-        d0, d1, _ = kinetic_bands(3, g.dx)
-        d, e = d0 + np.asarray(v, dtype=np.float64), np.full(g.n - 1, d1)
         m = min(self.K, g.n)
         a = self.anchor_time(t) if g.n >= self.warm_min else t
         got = None
         if a != t:
             if self.anchor is None or self.anchor[0] != a:
-                self.anchor = (a, stemr(d0 + soft_core(pot, points(g), a), e, m))
-            got = warm_tridiagonal(d, e, *self.anchor[1], residual_bound(g, v, self.tol))
+                self.anchor = (a, *_tridiagonal(g, soft_core(pot, points(g), a), m), None)
+            got = warm_tridiagonal(g, v, *self.anchor[1:3], residual_bound(g, v, self.tol))
             if got is None:
                 self.restarts += 1
         if got is None:
-            got = stemr(d, e, m)
+            got = _tridiagonal(g, v, m)
             if a == t and g.n >= self.warm_min:
-                self.anchor = (a, got)
+                self.anchor = (a, *got, None)
         self._clusters(got[0])
         return _states(g, *got)
 

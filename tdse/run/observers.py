@@ -440,15 +440,14 @@ def _worker_ready():
 def _worker_pairs(run, times, begin=None):
     """H(t)'s pairs in the worker for run ``run`` at each of ``times``, in order: ([(E,
     phi), ...], seconds, the warnings' texts).  ``begin`` (sent with the run's calls until
-    one has come back; the first to arrive is used): (config, count, tracker settings, the
-    loop's block X) -- the run's own :class:`tdse.model.states.Tracker` with the loop's
+    one has come back; the first to arrive is used): (config, count, tracker settings) --
+    the run's own :class:`tdse.model.states.Tracker` with the loop's
     settings, so that it computes the pairs the loop would (a call's pairs depend on t
     alone: the tracker's anchors)."""
     runs = _WORKER.setdefault("runs", {})          # run -> its tracker, the newest last
     if begin is not None and run not in runs:
-        config, count, settings, X = begin
+        config, count, settings = begin
         tracker = states.Tracker(config, count, **settings)
-        tracker.X = X
         runs[run] = tracker
         while len(runs) > WORKER_RUNS:                 # the oldest runs' trackers dropped
             runs.pop(next(iter(runs)))
@@ -495,7 +494,7 @@ class _Ahead:
         # the tracker's state goes with the calls until one has come back (a task: queued,
         # not written to the worker's pipe by the loop, which would block it while the
         # worker starts: 1.4 s measured on a GPU machine with it among the initargs)
-        self.begin = (tracker.config, tracker.K, tracker.settings(), tracker.X)
+        self.begin = (tracker.config, tracker.K, tracker.settings())
         self.answered = set()       # the workers that have answered (hold the tracker)
         self.worker_of = {}         # future -> the worker it went to
         self.futures = {}           # step -> (future, index in its task), in submission order
