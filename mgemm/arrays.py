@@ -28,6 +28,15 @@ def gpu_count() -> int:
         return 0
 
 
+def cpu_count() -> int:
+    """CPUs this process may run on (its affinity where the OS says, else the machine's)."""
+    import os
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover
+        return os.cpu_count() or 1
+
+
 def get_xp(x):
     """The array module (numpy or cupy) that owns ``x``."""
     if _cupy is not None:

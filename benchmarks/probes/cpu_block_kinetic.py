@@ -18,17 +18,11 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)),
+                os.path.join(os.path.dirname(__file__), "..", "..")]
 from tdse import config as cfgmod  # noqa: E402
+from run_profile import per_call  # noqa: E402  (the probes' timer)
 from tdse.model import hamiltonian as h  # noqa: E402
-
-
-def per_call(f, reps=300):
-    f()
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        f()
-    return (time.perf_counter() - t0) / reps
 
 
 def main():

@@ -20,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [HERE, ROOT]
 
-from run_profile import case_config  # noqa: E402
+from run_profile import case_config, per_call  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 import tdse  # noqa: E402
@@ -32,22 +32,14 @@ from tdse.numerics import precheck as P  # noqa: E402
 from tdse.run.loop import evolve  # noqa: E402
 
 
-def per_call(f, r=500):
-    f()
-    t = time.perf_counter()
-    for _ in range(r):
-        f()
-    return (time.perf_counter() - t) / r
-
-
 def main():
     import scipy.linalg as sl
     rng = np.random.default_rng(0)
     # (1) the eigenpairs
     n = 256
     d, e = 3.0 * rng.standard_normal(n) + 5.0, -0.5 - np.abs(rng.standard_normal(n - 1))
-    a = per_call(lambda: states.stemr(d, e, 4))
-    b = per_call(lambda: sl.eigh_tridiagonal(d, e, select="i", select_range=(0, 3), check_finite=False))
+    a = per_call(lambda: states.stemr(d, e, 4), 500)
+    b = per_call(lambda: sl.eigh_tridiagonal(d, e, select="i", select_range=(0, 3), check_finite=False), 500)
     print(f"(1) N = 256, 4 pairs: states.stemr {a * 1e6:.0f} us, eigh_tridiagonal (bisection) {b * 1e6:.0f} us")
 
     def work():

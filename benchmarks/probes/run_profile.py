@@ -11,6 +11,15 @@ from tdse import config as cfgmod
 from tdse.run.driver import prepare, run
 
 
+def per_call(f, reps=300):
+    """Seconds a call of ``f()`` takes: the mean of ``reps`` after one warm call."""
+    f()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        f()
+    return (time.perf_counter() - t0) / reps
+
+
 def case_config(inp, n, st, steps, pe, method="chebyshev"):
     """The probes' case as a config: INPUT at N points with the STENCIL, ``method``, no
     time-error estimate, STEPS steps, H(t)'s populations every POP_EVERY (0: the input's)."""

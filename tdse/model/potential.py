@@ -18,8 +18,6 @@ both ends.  :func:`soft_core` is the molecule alone, :func:`total` adds the fiel
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from .field import field_value, pulse
@@ -157,7 +155,8 @@ def bounds_over(potential, x, times, weights=(1.0,), offsets=(0.0,), chunk=None,
         return float(v.min()), float(v.max())
 
     if workers is None:
-        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        from mgemm.arrays import cpu_count
+        workers = cpu_count()
     workers = max(1, min(workers, len(starts)))
     if workers == 1:
         parts = [one(i) for i in starts]

@@ -16,7 +16,10 @@ import warnings
 
 import numpy as np
 
-from mgemm.arrays import to_host
+# cpu_count: the CPUs this process may run on, not less those busy (the load average lags
+# by a minute and counts this run's own preparation; where another process keeps the spare
+# CPU busy the worker shares it, costing the loop what the pairs would)
+from mgemm.arrays import cpu_count, to_host
 
 from ..model import observables, states
 from ..model.potential import centre_positions
@@ -310,16 +313,6 @@ def ahead_min_seconds() -> float:
     :data:`AHEAD_MIN_SECONDS`, or :data:`AHEAD_MIN_SECONDS_FEW_CPUS` on a machine of fewer
     than :data:`AHEAD_MANY_CPUS` CPUs."""
     return AHEAD_MIN_SECONDS if cpu_count() >= AHEAD_MANY_CPUS else AHEAD_MIN_SECONDS_FEW_CPUS
-
-
-def cpu_count() -> int:
-    """CPUs this process may run on (not less those busy: the load average lags by a
-    minute and counts this run's own preparation; where another process keeps the spare
-    CPU busy the worker shares it, costing the loop what computing the pairs itself would)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover
-        return os.cpu_count() or 1
 
 
 def calls_guess(config) -> tuple:
