@@ -230,8 +230,8 @@ def test_sigint_half_a_second_into_a_real_run_exits_130_and_leaves_nothing(tmp_p
 def test_acknowledge_clears_cpythons_note_of_an_unhandled_interrupt(capfd):
     """A KeyboardInterrupt that left code CPython ran through PyRun_* (an extension module's
     import, when SIGINT lands in the start-up) sets CPython's note of an unhandled one, and
-    `python -m ...` then ends with SIGINT (-2) instead of the 130 asked for (seen in 6 of 28
-    SIGINTs 0.3-0.6 s into a run); interrupts.acknowledge, called where the CLI and the loop
+    `python -m ...` then ends with SIGINT (-2) instead of the 130 asked for (1 in 42 SIGINTs
+    0.3-0.6 s into a run, benchmarks/results/sigint_startup_*); interrupts.acknowledge, called where the CLI and the loop
     act on an interrupt, clears it.  (The note is a C global read here where the
     interpreter exports it: CPython 3.11.)"""
     import ctypes

@@ -619,9 +619,10 @@ class Tracker:
       converged when every residual ||H phi - E phi|| <= :func:`residual_bound`.  A call that
       does not converge (said once, as a warning) uses :func:`eigenstates`.
 
-    Measured (2 cores, h2plus_moving's molecule, 48 calls 0.2 a.u. apart): from the anchors
-    3.0-4.5 iterations a call (5-point N = 8192: 0.75 s; DVR 1.38 s), from the previous call
-    as before 2.0-4.0 (0.50 s; 1.00 s).  (Near-)degenerate pairs -- the symmetric double well's lowest two
+    Measured (2 cores, h2plus_moving's molecule, 48 calls 0.2 a.u. apart,
+    benchmarks/probes/davidson_anchor.py, davidson_anchor_cpu2_20261126T0737.txt): from the anchors 2.5-4.5 iterations a call
+    (N = 8192: 5-point 0.86 s, DVR 1.39 s), from the previous call as before 2.0-4.0
+    (0.55 s; 1.05 s).  (Near-)degenerate pairs -- the symmetric double well's lowest two
     states at large separation -- are determined only as a pair when their splitting is
     below about the residual bound: the pair's summed population is then the number to read
     (:attr:`clusters` lists the pairs closer than :attr:`cluster_gap` at the last call)."""
