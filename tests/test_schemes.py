@@ -212,6 +212,49 @@ def test_centrosymmetric_halves_equal_the_dense_kinetic_product(rng, n, stencil)
             assert np.abs(hamiltonian.centro_matmul(*hamiltonian.centro_halves(R), Xk) - R @ Xk).max() > 1e-3
 
 
+@pytest.mark.parametrize("n", [8, 9, 64, 501])
+@pytest.mark.parametrize("cols", [1, 3])
+def test_folded_block_operator_is_the_block_operator_in_the_folded_basis(rng, n, cols):
+    """FoldedBlockOperator (the CPU scan's sinc-DVR Chebyshev operator, T block diagonal in
+    the folded basis) against alpha (s T X + (V - shift) X) written out densely, each column
+    its own V, even and odd N: back(into(X)) = X; back(op(into X)); one recurrence term
+    (Z = op X - P into P's buffer, Y += a Z); and a whole exponential through expm_apply
+    against BlockOperator's series and scipy's expm of each member's generator."""
+    cfg = make_config(n=n, dx=0.3, stencil="dvr")
+    g = cfg.grid
+    T = hamiltonian.kinetic_dense(g)
+    V = 3.0 * rng.standard_normal((n, cols))
+    X = rng.standard_normal((n, cols)) + 1j * rng.standard_normal((n, cols))
+    P = rng.standard_normal((n, cols)) + 1j * rng.standard_normal((n, cols))
+    alpha, s, shift, a = 0.37, 0.5, 0.9, 0.2 - 0.7j
+    op = hamiltonian.block_operator(g, s, V, np, alpha, shift)
+    assert isinstance(op, hamiltonian.FoldedBlockOperator)
+    assert np.abs(op.back(op.into(X)) - X).max() <= 1e-15 * np.abs(X).max()
+    want = alpha * (s * T @ X + (V - shift) * X)
+    scale = np.abs(want).max()
+    assert np.abs(op.back(op(op.into(X))) - want).max() <= 1e-13 * scale
+    Y0 = rng.standard_normal((n, cols)) + 1j * rng.standard_normal((n, cols))
+    Yf, Pf = op.into(Y0), op.into(P)
+    Z = op.recur(op.into(X), Pf, Yf, a)
+    assert Z is Pf                                   # the term lands in P's buffer
+    assert np.abs(op.back(Z) - (want - P)).max() <= 1e-13 * scale
+    assert np.abs(op.back(Yf) - (Y0 + a * (want - P))).max() <= 1e-13 * scale
+    bound = np.abs(V).max()
+    lo, hi = -bound, s * hamiltonian.kinetic_max("dvr", g.dx) + bound
+    got, info = chebyshev.expm_apply(None, X, 0.2, lo, hi, 1e-12, np,
+                                     scaled=lambda al, sh: hamiltonian.block_operator(g, s, V, np, al, sh))
+    plain, _ = chebyshev.expm_apply(None, X, 0.2, lo, hi, 1e-12, np,
+                                    scaled=lambda al, sh: hamiltonian.BlockOperator(g, s, V, np, al, sh))
+    exact = np.stack([scipy.linalg.expm(-0.2j * (s * T + np.diag(V[:, b]))) @ X[:, b]
+                      for b in range(cols)], axis=1)
+    assert info["terms"] > 5
+    assert np.abs(got - plain).max() <= 1e-13 * np.abs(X).max()
+    assert np.abs(got - exact).max() <= 1e-11 * np.abs(X).max()
+    # where it does not apply, the factory gives BlockOperator
+    assert type(hamiltonian.block_operator(make_config(n=n, dx=0.3, stencil=5).grid, s, V)) \
+        is hamiltonian.BlockOperator
+
+
 @pytest.mark.parametrize("stencil", [3, 5, "dvr"])
 @pytest.mark.parametrize("scale", [1.0, 0.5])
 def test_spectrum_bounds_contain_the_spectrum_and_are_tight(stencil, scale):

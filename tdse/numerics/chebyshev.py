@@ -204,7 +204,10 @@ def expm_apply(apply, X, tau, lo, hi, tol, xp=None, scaled=None):
     ``scaled(alpha, shift)``, optional: returns a callable Y -> alpha (G - shift) Y in one
     application (faster than ``apply`` plus the recurrence's own scaling); if it also has
     ``recur(cur, prev, Y, a)`` (returning nxt = op(cur) - prev after adding a nxt to Y),
-    each term's update is that one call (one fused pass on a GPU).  Returns
+    each term's update is that one call (one fused pass on a GPU); if it has ``into(X)`` and
+    ``back(Y)`` (an invertible change of basis, :class:`tdse.model.hamiltonian.FoldedBlockOperator`),
+    the series runs in that basis (its calls take and give blocks there; ``recur`` may
+    overwrite ``prev``, which the series owns) between one ``into`` and one ``back``.  Returns
     (result, info) with info = {"terms", "R", "truncation_bound"}.  ``X`` a vector or a
     block of columns (NumPy or CuPy); G must be Hermitian (the expansion's error bound
     needs a real spectrum)."""
@@ -220,8 +223,11 @@ def expm_apply(apply, X, tau, lo, hi, tol, xp=None, scaled=None):
         return X * complex(np.exp(-1j * tau * c)), {"terms": 0, "R": 0.0, "truncation_bound": 0.0}
     K = term_counts(tol)(R)
     a = coefficients(R, K)
+    basis = None
     if scaled is not None:
         two_gp = scaled(2.0 / r, c)          # Y -> 2 G' Y, G' = (G - c)/r
+        if hasattr(two_gp, "into"):          # the series in the operator's own basis
+            basis, X = two_gp, two_gp.into(X)
     else:
         def two_gp(Y):
             out = apply(Y)
@@ -243,5 +249,7 @@ def expm_apply(apply, X, tau, lo, hi, tol, xp=None, scaled=None):
             nxt -= prev
             axpy(complex(a[k]), nxt, Y)
         prev, cur = cur, nxt
+    if basis is not None:
+        Y = basis.back(Y)
     Y *= complex(np.exp(-1j * tau * c))
     return Y, {"terms": K, "R": R, "truncation_bound": tail_bound(R, K)}

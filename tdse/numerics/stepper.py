@@ -226,7 +226,7 @@ class BatchStepper:
                 X = X * mask
             X, info = chebyshev.expm_apply(
                 None, X, dt, lo, hi, self.tol, self.xp,
-                scaled=lambda alpha, shift: hamiltonian.BlockOperator(g, s, V, self.xp, alpha, shift))
+                scaled=lambda alpha, shift: hamiltonian.block_operator(g, s, V, self.xp, alpha, shift))
             if mask is not None:
                 X *= mask
             self.cheb_terms += info["terms"]
