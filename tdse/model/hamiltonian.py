@@ -532,8 +532,9 @@ class FoldedBlockOperator:
         from scipy.linalg.blas import dgemm
         h = self.h
         for rows, KT in ((slice(0, h), self._KsT), (slice(h, None), self._KdT)):
-            z = dgemm(self._k, C[rows].T, KT, beta=beta, c=Z[rows].T, overwrite_c=1)
-            if z.ctypes.data != Z[rows].ctypes.data:      # BLAS gave a copy: put it in place
+            c = Z[rows].T
+            z = dgemm(self._k, C[rows].T, KT, beta=beta, c=c, overwrite_c=1)
+            if z is not c:                 # the wrapper worked on a copy: put it in place
                 Z[rows] = z.T
 
     def _reals(self, X):
