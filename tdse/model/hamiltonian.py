@@ -457,7 +457,7 @@ class FoldedBlockOperator:
     (:func:`tdse.numerics.chebyshev.expm_apply`) runs there from one change of basis to the
     next and no term folds or unfolds its block.  With m = N // 2, h = N - m and J the
     reversal, the fold of an N x B block X is F X = [X1 + J X2; x_m; X1 - J X2] (the middle
-    row when N is odd) -- F F^T = diag(2, 1, 2): invertible, its inverse :meth:`back`.
+    row when N is odd) -- F F^T = diag(2 I_m, 1, 2 I_m): invertible, its inverse :meth:`back`.
     In that basis (Cantoni & Butler, Linear Algebra Appl. 13, 275 (1976), as in
     :func:`kinetic_halves`)
 
