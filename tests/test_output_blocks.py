@@ -263,26 +263,30 @@ def _worker_from_the_start(monkeypatch, kill=False):
     return made
 
 
-@pytest.mark.parametrize("stencil, n", [(3, 160), ("dvr", 600)])
-def test_eigenpairs_ahead_in_a_worker_equal_those_in_the_loop(stencil, n, inputs_dir, monkeypatch):
-    """H(t)'s eigenpairs computed ahead (TDSE_EIGENPAIRS_AHEAD=1: 3-point in a thread,
+@pytest.mark.parametrize("stencil, n, cpus", [(3, 160, 2), (3, 160, 16), ("dvr", 600, 2)])
+def test_eigenpairs_ahead_in_a_worker_equal_those_in_the_loop(stencil, n, cpus, inputs_dir, monkeypatch):
+    """H(t)'s eigenpairs computed ahead (TDSE_EIGENPAIRS_AHEAD=1: 3-point in a thread on a
+    machine of few CPUs, in a worker process on one of many below THREAD_MIN_N_MANY_CPUS,
     the DVR's Davidson in a worker process) give
     the populations and energies computed in the loop: bit for bit where a call is one
     LAPACK solve (3-point), to 1e-10 where it is Davidson's iteration (the DVR beyond N =
     512, each call converged to its residual bound; the worker continues the loop's warm
     start); every call after the first answered by the worker, the populations at their
     cadence and at the last step, NaN between."""
+    monkeypatch.setattr(observers, "cpu_count", lambda: cpus)
     made = _worker_from_the_start(monkeypatch)
     cfg = _moving(inputs_dir, stencil, n=n, **{"output.populations_every": 4})
     cfg = cfg.with_value("time.t_end", 41 * cfg.time.dt)      # the last step off the cadence
+    thread = stencil == 3 and cpus < observers.AHEAD_MANY_CPUS
     runs = {}
     for ahead in ("1", "0"):
         monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", ahead)
         runs[ahead] = tdse.simulate(cfg, backend="numpy").observables
     assert len(made) == 1 and made[0].from_worker == 11      # steps 4, 8, ..., 40 and 41
-    # the 3-point solver (LAPACK's dstemr without the GIL) in a thread, Davidson in a process
-    assert (made[0].thread is not None) == (stencil == 3)
-    assert isinstance(made[0].workers[0][0], concurrent.futures.ThreadPoolExecutor) == (stencil == 3)
+    # the 3-point solver (LAPACK's dstemr without the GIL) in a thread where few CPUs, else
+    # in a process, as Davidson
+    assert (made[0].thread is not None) == thread
+    assert isinstance(made[0].workers[0][0], concurrent.futures.ThreadPoolExecutor) == thread
     assert sum(made[0].task_sizes) >= 11
     if stencil == 3:        # ~0.1 ms a call, far below AHEAD_CHUNK_SECONDS: several a task
         assert len(made[0].task_sizes) < 11
@@ -538,6 +542,10 @@ def test_stateless_calls_are_shared_by_several_workers(inputs_dir, monkeypatch):
     assert observers.workers_for(states.Tracker(_moving(inputs_dir, "dvr", n=600), 4)) == 2
     assert observers.threaded(states.Tracker(_moving(inputs_dir, 3, n=160), 4))
     assert not observers.threaded(states.Tracker(_moving(inputs_dir, 5, n=160), 4))
+    monkeypatch.setattr(observers, "cpu_count", lambda: 16)     # many CPUs: the thread from N = 1024
+    assert not observers.threaded(states.Tracker(_moving(inputs_dir, 3, n=160), 4))
+    assert observers.threaded(states.Tracker(_moving(inputs_dir, 3, n=observers.THREAD_MIN_N_MANY_CPUS), 4))
+    monkeypatch.setattr(observers, "cpu_count", lambda: 3)
     made = _worker_from_the_start(monkeypatch)
     sent = []
     submit = observers._Ahead._submit

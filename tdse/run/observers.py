@@ -68,6 +68,17 @@ AHEAD_MANY_CPUS = 4
 #: loop then gives up only the solver's few NumPy calls a call (~30 us at N = 256)
 AHEAD_MIN_SECONDS_THREAD = 0.02
 
+#: on a machine of AHEAD_MANY_CPUS CPUs or more, the 3-point calls go to the thread only
+#: from this N, below it to worker processes as the other solvers' do: a small call's
+#: Python (the potential, the signs) between its GIL-free LAPACK calls then waits for the
+#: loop's GIL.  N = 256, 3-point, populations every 10 steps, 8000 steps in process
+#: (``benchmarks/probes/observer_parts.py``, 3 alternations): on one H100's 16-CPU host the
+#: observables with the thread's pairs took 4.22-4.47 s against 3.76-4.11 s with the pairs
+#: in the loop (bare 3.06-3.28 s; ``observer_parts_h100x1_20261126T0842.txt``); on 2 CPUs
+#: the thread stays, 1.72-1.88 against 1.89-1.92 s (``observer_parts_cpu2_20261126T0840.txt``);
+#: at N = 8192 on GPU hosts the thread (``cli_ahead_walls``, ``warm_pairs``)
+THREAD_MIN_N_MANY_CPUS = 1024
+
 #: the thread's calls made together (Tracker.many: the potentials of these times in one
 #: array pass), between which it looks whether the run has ended
 THREAD_BATCH = 4
@@ -302,10 +313,12 @@ def ahead_wanted(seconds_left: float, thread: bool = False) -> bool:
 def threaded(tracker) -> bool:
     """Whether ``tracker``'s calls run in a thread beside the loop rather than a worker
     process: each is the 3-point solver (:func:`tdse.model.states.stemr`), whose LAPACK call
-    holds no GIL (where SciPy's LAPACK table is reachable) -- no process to spawn, no pickling,
-    on 2 cores as on a GPU host.  The other solvers' Python and f2py calls hold it."""
+    holds no GIL (where SciPy's LAPACK table is reachable) -- no process to spawn, no pickling
+    -- on machines of fewer than :data:`AHEAD_MANY_CPUS` CPUs, and on more from N =
+    :data:`THREAD_MIN_N_MANY_CPUS`.  The other solvers' Python and f2py calls hold it."""
     return (not getattr(tracker, "iterative", True) and tracker.config.grid.stencil == 3
-            and states._stemr_function() is not None)
+            and states._stemr_function() is not None
+            and (cpu_count() < AHEAD_MANY_CPUS or tracker.config.grid.n >= THREAD_MIN_N_MANY_CPUS))
 
 
 def ahead_min_seconds() -> float:
