@@ -617,7 +617,7 @@ def test_rows_by_blocks_and_one_at_a_time_reach_the_file_in_order(tmp_path, inpu
         assert np.array_equal(np.asarray(got[f"observables/{n}"]), np.stack([r[n] for r in rows])), n
 
 
-def test_the_eigenpairs_thread_stops_its_task_when_the_run_ends(inputs_dir):
+def test_the_eigenpairs_thread_stops_its_task_when_the_run_ends(inputs_dir, monkeypatch):
     """The 3-point solver's thread task (observers._thread_pairs) computes the pairs of its
     times in order until the run's stop event is set, then returns what it has (a task under
     way would hold up the process's exit, which waits for its threads); _Ahead.close sets it.
@@ -626,6 +626,7 @@ def test_the_eigenpairs_thread_stops_its_task_when_the_run_ends(inputs_dir):
     import threading
 
     from tdse.model import states
+    monkeypatch.setattr(observers, "cpu_count", lambda: 2)     # the thread at this N (few CPUs)
     cfg = _moving(inputs_dir, 3, n=160)
     tracker = states.Tracker(cfg, 4)
     stop = threading.Event()
