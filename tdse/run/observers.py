@@ -75,8 +75,13 @@ AHEAD_MIN_SECONDS_THREAD = 0.02
 #: (``benchmarks/probes/observer_parts.py``, 3 alternations): on one H100's 16-CPU host the
 #: observables with the thread's pairs took 4.22-4.47 s against 3.76-4.11 s with the pairs
 #: in the loop (bare 3.06-3.28 s; ``observer_parts_h100x1_20261126T0842.txt``); on 2 CPUs
-#: the thread stays, 1.72-1.88 against 1.89-1.92 s (``observer_parts_cpu2_20261126T0840.txt``);
-#: at N = 8192 on GPU hosts the thread (``cli_ahead_walls``, ``warm_pairs``)
+#: the thread stays, 1.72-1.88 against 1.89-1.92 s (``observer_parts_cpu2_20261126T0840.txt``).
+#: With the processes, on another such host (one repeat pair, a noisy host), the run's loop
+#: took 5.56 s against 6.26 s with the pairs in the loop
+#: (``run-overhead_h100x1_20261126T084438_ahead_auto_process.json``, ``..._084336_ahead0.json``).
+#: At N = 8192 on GPU hosts the thread hides them (the loop waited 0.05 s for them against
+#: 1.05 s in the loop: ``cli_ahead_walls``).  1024 (where the warm solver starts) between
+#: the two is a choice, not measured
 THREAD_MIN_N_MANY_CPUS = 1024
 
 #: the thread's calls made together (Tracker.many: the potentials of these times in one
