@@ -161,23 +161,46 @@ def centro_halves(T):
     return P, np.ascontiguousarray(0.5 * (A - M))
 
 
+def centro_fold(X, xp=np):
+    """F X = [X1 + J X2; x_m; X1 - J X2] of an N x ... block (m = N // 2 rows X1 on top, J X2
+    the bottom m reversed, x_m the middle row when N is odd): the basis where a
+    centrosymmetric T is block diagonal (:func:`kinetic_halves`).  A new array of X's dtype."""
+    n = X.shape[0]
+    m, h = n // 2, n - n // 2
+    F = xp.empty(X.shape, dtype=X.dtype)
+    bottom = X[n - m:][::-1]
+    xp.add(X[:m], bottom, out=F[:m])
+    if h > m:
+        F[m] = X[m]
+    xp.subtract(X[:m], bottom, out=F[h:])
+    return F
+
+
+def centro_unfold(S, D, scale=1.0, xp=np):
+    """The block X with X1 = scale (S1 + D), J X2 = scale (S1 - D) and the middle row S's
+    last (S: the top h = N - N // 2 rows of a folded block, S1 its first m = N // 2; D: the
+    bottom m): scale = 1/2 inverts :func:`centro_fold`; with scale 1 the halves' products
+    (P S, Q D) unfold to T X (:func:`centro_matmul`)."""
+    m, h = D.shape[0], S.shape[0]
+    X = xp.empty((m + h,) + S.shape[1:], dtype=S.dtype)
+    bottom = X[h:][::-1]
+    xp.add(S[:m], D, out=X[:m])
+    xp.subtract(S[:m], D, out=bottom)
+    if scale != 1.0:
+        X[:m] *= scale
+        bottom *= scale
+    if h > m:
+        X[m] = S[m]
+    return X
+
+
 def centro_matmul(P, Q, X, xp=np, alpha=1.0):
     """alpha T X for a real N x M block X, with (P, Q) = :func:`kinetic_halves` of T: two
-    products of (N/2)^2 M in place of one of N^2 M, and four passes over X."""
-    n = X.shape[0]
-    m, odd = n // 2, n % 2
-    top, bottom = X[:m], X[n - m:][::-1]           # X1 and J X2
-    S = xp.empty((m + odd,) + X.shape[1:], dtype=X.dtype)
-    xp.add(top, bottom, out=S[:m])
-    if odd:
-        S[m] = X[m]
-    p, q = _product(P, S, alpha, xp), _product(Q, top - bottom, alpha, xp)
-    out = xp.empty_like(X)
-    xp.add(p[:m], q, out=out[:m])
-    xp.subtract(p[:m], q, out=out[n - m:][::-1])
-    if odd:
-        out[m] = p[m]
-    return out
+    products of (N/2)^2 M in place of one of N^2 M, a fold and an unfold
+    (:func:`centro_fold`, :func:`centro_unfold`)."""
+    h = X.shape[0] - X.shape[0] // 2
+    F = centro_fold(X, xp)
+    return centro_unfold(_product(P, F[:h], alpha, xp), _product(Q, F[h:], alpha, xp), 1.0, xp)
 
 
 def _product(A, B, alpha, xp):
@@ -375,10 +398,8 @@ class BlockOperator:
         self.diag = alpha * (xp.asarray(V, dtype=np.float64) - shift)
         self.k = alpha * scale
         self.T = self.mat = self.bands = self._diag2 = None
-        cols = self.diag.shape[1] if self.diag.ndim == 2 else 1
-        gemm = grid.n <= DVR_GEMM_MAX_N and (xp is not np or cols >= DVR_GEMM_MIN_B)
         self.halves = None
-        if grid.stencil == "dvr" and gemm:
+        if _dvr_gemm(grid, self.diag, xp):
             self.T = kinetic_dense(grid, xp)
             if xp is np:                 # half the flops (kinetic_halves; not on a GPU yet)
                 self.halves = kinetic_halves(grid)
@@ -493,29 +514,12 @@ class FoldedBlockOperator:
         self._tmp = np.empty((n, B2))
 
     def into(self, X):
-        """F X: a new C-ordered complex block in the folded basis."""
-        n, m, h = self.n, self.m, self.h
-        X = np.asarray(X, dtype=np.complex128)
-        F = np.empty(X.shape, dtype=np.complex128)
-        bottom = X[n - m:][::-1]
-        np.add(X[:m], bottom, out=F[:m])
-        if h > m:
-            F[m] = X[m]
-        np.subtract(X[:m], bottom, out=F[h:])
-        return F
+        """F X (:func:`centro_fold`): a new C-ordered complex block in the folded basis."""
+        return centro_fold(np.asarray(X, dtype=np.complex128))
 
     def back(self, F):
-        """F^-1 of a folded block."""
-        n, m, h = self.n, self.m, self.h
-        X = np.empty_like(F)
-        np.add(F[:m], F[h:], out=X[:m])
-        X[:m] *= 0.5
-        if h > m:
-            X[m] = F[m]
-        bottom = X[n - m:][::-1]
-        np.subtract(F[:m], F[h:], out=bottom)
-        bottom *= 0.5
-        return X
+        """F^-1 of a folded block (:func:`centro_unfold` with scale 1/2)."""
+        return centro_unfold(F[:self.h], F[self.h:], 0.5)
 
     def _diagonal(self, C, Z):
         """Z += the diagonal's action on C (both folded, as N x 2B reals)."""
@@ -578,13 +582,19 @@ def folded_kinetic(grid):
     return _cached(("folded", grid.n, grid.dx, grid.stencil), make)
 
 
+def _dvr_gemm(grid, V, xp):
+    """Whether a block's sinc-DVR kinetic product is a GEMM (N <= DVR_GEMM_MAX_N; on the CPU
+    from DVR_GEMM_MIN_B columns of V), not an FFT; False for the stencils."""
+    cols = V.shape[1] if V.ndim == 2 else 1
+    return grid.stencil == "dvr" and grid.n <= DVR_GEMM_MAX_N and (xp is not np or cols >= DVR_GEMM_MIN_B)
+
+
 def block_operator(grid, scale, V, xp=np, alpha=1.0, shift=0.0):
-    """The Chebyshev operator of a batch's exponential: :class:`FoldedBlockOperator` where it
-    applies (the sinc-DVR on the CPU, T as one GEMM: N <= DVR_GEMM_MAX_N), otherwise
+    """The Chebyshev operator of a batch's exponential: :class:`FoldedBlockOperator` where
+    :class:`BlockOperator` would take the DVR's two half-size GEMMs (the CPU), otherwise
     :class:`BlockOperator`."""
     V = xp.asarray(V)
-    if xp is np and grid.stencil == "dvr" and grid.n <= DVR_GEMM_MAX_N \
-            and (V.shape[1] if V.ndim == 2 else 1) >= DVR_GEMM_MIN_B:
+    if xp is np and _dvr_gemm(grid, V, xp):
         return FoldedBlockOperator(grid, scale, V, alpha, shift)
     return BlockOperator(grid, scale, V, xp, alpha, shift)
 

@@ -382,13 +382,12 @@ def worker_pools(n=1):
     from . import ahead_child
     from .interrupts import deferred
     while len(_POOLS) < n:
-        threads = 1
         # an interrupt is raised after the spawn, not in it: cut between the new process and
         # its start-up data, it left that process failing, its traceback on the terminal
         with deferred():
             pool = concurrent.futures.ProcessPoolExecutor(
                 1, mp_context=multiprocessing.get_context("spawn"), initializer=ahead_child.start,
-                initargs=(threads,))
+                initargs=(states.EIGEN_BLAS_THREADS,))
             _POOLS.append((pool, pool.submit(_worker_ready)))      # spawns the process now
         import atexit
         # at the exit, waited for: a process that exits while its worker is still starting
