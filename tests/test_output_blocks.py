@@ -186,14 +186,14 @@ def test_an_even_block_writes_the_slot_before_first(held, tmp_path, inputs_dir, 
 def test_an_interrupt_writes_the_held_snapshots(stencil, n, warm, tmp_path, inputs_dir, monkeypatch):
     """KeyboardInterrupt at step 23 with every snapshot held: the file is closed valid with
     the snapshots up to step 20 (none lost), and resuming it gives the uninterrupted file,
-    bit for bit -- also with H(t)'s 3-point pairs from their anchors (``warm``:
-    states.WARM_MIN_N = 0) and with the DVR's Davidson pairs beyond DVR_DENSE_MAX (the
+    bit for bit -- with H(t)'s 3-point pairs by windows (``warm``: states.WARM_MIN_N = 0,
+    the default) and each from scratch, and with the DVR's Davidson pairs beyond DVR_DENSE_MAX (the
     resumed run's first call has no earlier call to start from: each starts from its
     anchor's pairs)."""
     from tdse.model import states
     from tdse.run.interrupts import Interrupted
-    if warm:
-        monkeypatch.setattr(states, "WARM_MIN_N", 0)
+    if stencil == 3:                          # by windows, or each call from scratch
+        monkeypatch.setattr(states, "WARM_MIN_N", 0 if warm else 10 ** 9)
     monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "0")     # the loop's pairs, in this process
     kw = {} if n is None else {"n": n}
     cfg = _moving(inputs_dir, stencil, **kw, **{"output.every": 5, "output.flush_seconds": 1e9})
@@ -263,11 +263,10 @@ def _worker_from_the_start(monkeypatch, kill=False):
     return made
 
 
-@pytest.mark.parametrize("stencil, n, cpus", [(3, 160, 2), (3, 160, 16), ("dvr", 600, 2)])
+@pytest.mark.parametrize("stencil, n, cpus", [(3, 160, 2), (3, 1024, 2), ("dvr", 600, 2)])
 def test_eigenpairs_ahead_in_a_worker_equal_those_in_the_loop(stencil, n, cpus, inputs_dir, monkeypatch):
-    """H(t)'s eigenpairs computed ahead (TDSE_EIGENPAIRS_AHEAD=1: 3-point in a thread on a
-    machine of few CPUs, in a worker process on one of many below THREAD_MIN_N_MANY_CPUS,
-    the DVR's Davidson in a worker process) give
+    """H(t)'s eigenpairs computed ahead (TDSE_EIGENPAIRS_AHEAD=1: 3-point in a thread from N
+    = THREAD_MIN_N, in a worker process below it, the DVR's Davidson in a worker process) give
     the populations and energies computed in the loop: bit for bit where a call is one
     LAPACK solve (3-point), to 1e-10 where it is Davidson's iteration (the DVR beyond N =
     512, each call converged to its residual bound; the worker continues the loop's warm
@@ -277,14 +276,14 @@ def test_eigenpairs_ahead_in_a_worker_equal_those_in_the_loop(stencil, n, cpus, 
     made = _worker_from_the_start(monkeypatch)
     cfg = _moving(inputs_dir, stencil, n=n, **{"output.populations_every": 4})
     cfg = cfg.with_value("time.t_end", 41 * cfg.time.dt)      # the last step off the cadence
-    thread = stencil == 3 and cpus < observers.AHEAD_MANY_CPUS
+    thread = stencil == 3 and n >= observers.THREAD_MIN_N
     runs = {}
     for ahead in ("1", "0"):
         monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", ahead)
         runs[ahead] = tdse.simulate(cfg, backend="numpy").observables
     assert len(made) == 1 and made[0].from_worker == 11      # steps 4, 8, ..., 40 and 41
-    # the 3-point solver (LAPACK's dstemr without the GIL) in a thread where few CPUs, else
-    # in a process, as Davidson
+    # the 3-point windows (their LAPACK calls without the GIL) in a thread from THREAD_MIN_N,
+    # else in a process, as Davidson
     assert (made[0].thread is not None) == thread
     assert isinstance(made[0].workers[0][0], concurrent.futures.ThreadPoolExecutor) == thread
     assert sum(made[0].task_sizes) >= 11
@@ -534,17 +533,17 @@ def test_stateless_calls_are_shared_by_several_workers(inputs_dir, monkeypatch):
     """Where the solver holds the GIL (5-point up to N = 512: the banded solver; beyond,
     and the DVR beyond: Davidson, each call from its anchor's block) the calls go to several
     worker processes, tasks to each, and the populations are those of the loop bit for bit;
-    the 3-point solver's to the one thread."""
+    the 3-point windows' to the one thread from THREAD_MIN_N."""
     from tdse.model import states
     monkeypatch.setattr(observers, "cpu_count", lambda: 3)
     monkeypatch.setattr(observers, "AHEAD_WORKERS", 2)
     monkeypatch.setattr(observers, "AHEAD_CHUNK_MAX", 2)          # several tasks in a short run
     assert observers.workers_for(states.Tracker(_moving(inputs_dir, "dvr", n=600), 4)) == 2
-    assert observers.threaded(states.Tracker(_moving(inputs_dir, 3, n=160), 4))
     assert not observers.threaded(states.Tracker(_moving(inputs_dir, 5, n=160), 4))
-    monkeypatch.setattr(observers, "cpu_count", lambda: 16)     # many CPUs: the thread from N = 1024
-    assert not observers.threaded(states.Tracker(_moving(inputs_dir, 3, n=160), 4))
-    assert observers.threaded(states.Tracker(_moving(inputs_dir, 3, n=observers.THREAD_MIN_N_MANY_CPUS), 4))
+    for cpus in (3, 16):                                        # the 3-point thread from N = 1024
+        monkeypatch.setattr(observers, "cpu_count", lambda: cpus)
+        assert not observers.threaded(states.Tracker(_moving(inputs_dir, 3, n=160), 4))
+        assert observers.threaded(states.Tracker(_moving(inputs_dir, 3, n=observers.THREAD_MIN_N), 4))
     monkeypatch.setattr(observers, "cpu_count", lambda: 3)
     made = _worker_from_the_start(monkeypatch)
     sent = []
@@ -626,7 +625,6 @@ def test_the_eigenpairs_thread_stops_its_task_when_the_run_ends(inputs_dir, monk
     import threading
 
     from tdse.model import states
-    monkeypatch.setattr(observers, "cpu_count", lambda: 2)     # the thread at this N (few CPUs)
     cfg = _moving(inputs_dir, 3, n=160)
     tracker = states.Tracker(cfg, 4)
     stop = threading.Event()
@@ -638,11 +636,12 @@ def test_the_eigenpairs_thread_stops_its_task_when_the_run_ends(inputs_dir, monk
         assert np.array_equal(E, E2) and np.array_equal(phi, phi2)
     # Tracker.many (the thread's batches): the potentials of several times in one array pass,
     # the field left out as eigenstates() leaves it out -- the same bits, with a field too,
-    # from scratch and from the anchors (warm_min=0), and in reverse order (no call depends
-    # on the one before)
+    # from scratch (warm_min above N) and by windows (warm_min=0; times on the populations
+    # interval and off it), and in reverse order (no call depends on the one before)
     driven = _field_absorber(cfg, inputs_dir)
     ts = tuple(np.arange(7) * 0.13)
-    for warm_min in (states.WARM_MIN_N, 0):
+    assert states.WARM_MIN_N == 0
+    for warm_min in (10 ** 9, 0):
         back = states.Tracker(driven, 4, warm_min=warm_min)
         rev = {t: back(t) for t in ts[::-1]}
         for (E, phi), t in zip(states.Tracker(driven, 4, warm_min=warm_min).many(ts), ts):
@@ -654,7 +653,8 @@ def test_the_eigenpairs_thread_stops_its_task_when_the_run_ends(inputs_dir, monk
                 assert np.array_equal(E, E3) and np.array_equal(phi, phi3), t
     stop.set()
     assert observers._thread_pairs(tracker, times, stop)[0] == []
-    ahead = observers._Ahead(tracker, cfg.time.dt, 40, 4)
+    ahead = observers._Ahead(states.Tracker(_moving(inputs_dir, 3, n=observers.THREAD_MIN_N), 4),
+                             cfg.time.dt, 40, 4)
     assert ahead.thread is not None and not ahead.stop.is_set()
     ahead.close()
     assert ahead.stop.is_set()

@@ -432,6 +432,44 @@ def test_warm_tridiagonal_refuses_what_it_cannot_vouch_for(inputs_dir):
     assert states.warm_tridiagonal(g, v, shifted, Xf, bound) is None
 
 
+def test_warm_tridiagonal_many_members_are_solved_and_refused_alone(inputs_dir):
+    """warm_tridiagonal_many (the 3-point windows, #23 item 1): seven potentials of a
+    moving-centre run and, among them, one whose spectrum lies 50 Ha lower (the same
+    potential less a constant: the anchor's shifts then sit among its excited states),
+    stacked: each member's pairs are those it gets alone (warm_tridiagonal), bit for bit;
+    the good members' energies equal numpy.linalg.eigvalsh's of the dense H to 1e-9 and
+    their residuals are within the bound; the shifted one is refused (None), as alone; no
+    member, no pairs (a window of one time: a 1-step run)."""
+    import os
+    from tdse import config as cfgmod
+    from tdse.model import states
+    from tdse.model.grid import points
+    from tdse.model.hamiltonian import kinetic_bands
+    from tdse.model.potential import soft_core
+    cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value(
+        "grid.stencil", 3).with_value("grid.dx", 0.1)
+    g = cfg.grid
+    d0, d1, _ = kinetic_bands(3, g.dx)
+    e = np.full(g.n - 1, d1)
+    x = points(g)
+    E0, X0 = states.stemr(d0 + soft_core(cfg.potential, x, 0.0), e, 4)
+    V = [soft_core(cfg.potential, x, t) for t in 0.2 * np.arange(1, 8)]
+    V.insert(3, V[3] - 50.0)
+    bounds = [states.residual_bound(g, v) for v in V]
+    many = states.warm_tridiagonal_many(g, np.array(V), E0, X0, bounds)
+    assert many[3] is None
+    assert states.warm_tridiagonal_many(g, np.empty((0, g.n)), E0, X0, []) == []
+    for j, (v, got) in enumerate(zip(V, many)):
+        alone = states.warm_tridiagonal(g, v, E0, X0, bounds[j])
+        if j == 3:
+            assert alone is None
+            continue
+        assert np.array_equal(got[0], alone[0]) and np.array_equal(got[1], alone[1]), j
+        T = np.diag(d0 + v) + np.diag(e, 1) + np.diag(e, -1)
+        assert np.abs(got[0] - np.linalg.eigvalsh(T)[:4]).max() < 1e-9, j
+        assert np.linalg.norm(T @ got[1] - got[1] * got[0], axis=0).max() <= bounds[j], j
+
+
 def scipy_dense_pairs(cfg, t, count):
     """The lowest pairs of the finite-difference H(t) by numpy.linalg.eigh of the dense
     matrix (an independent reference for the banded and iterative solvers)."""

@@ -1,8 +1,9 @@
 """What each observer costs a CPU run, in process (#23 item 3, 2 cores at N = 256): the same
 prepared plan's `evolve` with no observer, with the observables alone, the snapshots alone,
-the progress bar alone, and all three; then the observables with H(t)'s populations every
-10 steps from the eigenpairs thread, from a thread that hands back fixed pairs (the hand-over
-alone), computed in the loop, and with those populations only at the ends.  Alternated,
+the progress bar alone, and all three (as a run chooses: TDSE_EIGENPAIRS_AHEAD=auto); then
+the observables with H(t)'s populations only at the ends, and every 10 steps from the
+eigenpairs thread, from a thread that hands back fixed pairs (the hand-over alone), from a
+worker process, and computed in the loop.  Alternated,
 REPEAT times; seconds of the whole loop.
 
     python benchmarks/probes/observer_parts.py [N] [STEPS] [REPEAT]
@@ -50,20 +51,32 @@ def main(n=256, steps=8000, repeat=2):
         return time.perf_counter() - t
 
     E0, phi0 = states.eigenstates(cfg, 0.0, cfg.output.populations)
-    real = O._thread_pairs
+    real, default_min = O._thread_pairs, O.THREAD_MIN_N
 
     def fixed(tracker, times, stop):
         return [(E0, phi0) for _ in times], 0.0, []
-    print(f"# N = {n}, {steps} steps, 3-point, h2plus_moving; seconds of evolve (one process)", flush=True)
+
+    def ahead(where, pairs=real):
+        """The observables alone, the pairs every 10 steps ahead in a thread or a process
+        (TDSE_EIGENPAIRS_AHEAD=1, THREAD_MIN_N moved), or in the loop (=0)."""
+        os.environ["TDSE_EIGENPAIRS_AHEAD"] = "0" if where == "loop" else "1"
+        O.THREAD_MIN_N = 0 if where == "thread" else 10 ** 9
+        O._thread_pairs = pairs
+        try:
+            return go(plans[10], "O")
+        finally:
+            O.THREAD_MIN_N, O._thread_pairs = default_min, real
+    print(f"# N = {n}, {steps} steps, 3-point, h2plus_moving; seconds of evolve (one process); "
+          f"the default here: the pairs {'in a thread' if n >= default_min else 'in the loop or a process'}",
+          flush=True)
     for _ in range(repeat):
-        os.environ["TDSE_EIGENPAIRS_AHEAD"] = "1"
+        os.environ["TDSE_EIGENPAIRS_AHEAD"] = "auto"
         row = {k or "none": go(plans[10], k) for k in ("", "O", "S", "P", "OSP")}
         row["O, populations at the ends"] = go(plans[steps], "O")
-        O._thread_pairs = fixed
-        row["O, fixed pairs from the thread"] = go(plans[10], "O")
-        O._thread_pairs = real
-        os.environ["TDSE_EIGENPAIRS_AHEAD"] = "0"
-        row["O, pairs in the loop"] = go(plans[10], "O")
+        row["O, pairs from a thread"] = ahead("thread")
+        row["O, fixed pairs from a thread"] = ahead("thread", fixed)
+        row["O, pairs from a process"] = ahead("process")
+        row["O, pairs in the loop"] = ahead("loop")
         print("  ".join(f"{k}: {v:.3f}" for k, v in row.items()), flush=True)
 
 

@@ -435,26 +435,32 @@ def stemr(d, e, m):
 #: 0.1-0.2 a.u. apart: 2 at N = 256 and 8192)
 WARM_MAXITER = 4
 
-#: the 3-point tracker solves H(t) from scratch (:func:`stemr`) at anchor times this many
-#: populations intervals apart, and each call between from the pairs of its anchor: so a
-#: call's pairs depend on t alone -- not on which calls came before -- and a resumed run,
-#: the eigenpairs thread and the loop compute the same bits
+#: the 3-point tracker's window (:meth:`Tracker.window`): the populations times of this many
+#: populations intervals, solved together -- the first, the anchor, from scratch
+#: (:func:`stemr`), the others from its pairs (:func:`warm_tridiagonal_many`): so a call's
+#: pairs depend on t alone -- not on which calls came before -- and a resumed run, the
+#: eigenpairs thread, the workers and the loop compute the same bits.  N = 256, calls 0.2
+#: a.u. apart on 2 CPUs: 8 / 16 / 32 / 64 calls a window, 156-162 / 117-128 / 108-125 /
+#: 145-154 us a call (dstemr alone: 240-320 us); 16 keeps a window's far members at 2-3
+#: iterations
 WARM_ANCHOR_CALLS = 16
 
-#: the 3-point tracker solves from scratch below this N (dstemr, ~1.1 us x N a call, hidden
-#: by the eigenpairs thread; on 2 CPU cores at N = 256 the warm solver's ~40 NumPy calls a
-#: call, holding the GIL, cost that thread's loop more: 1.98-2.01 s against 1.81 s for 8000
-#: steps, populations every 10; in the loop 1.89-1.92 s), from the anchors at and above it
-#: (N = 8192 on one H100's host: 4.5-5.6 ms a call against dstemr's 22 ms; populations every
-#: 50 steps of 0.17 ms, the run's loop 1.82-1.97 s against 4.44-4.95 s;
-#: benchmarks/probes/warm_pairs.py, benchmarks/results/warm_pairs_*_20261126T06*)
-WARM_MIN_N = 1024
+#: the 3-point tracker solves every call from scratch (:func:`stemr`) below this N, by
+#: windows from it.  A window's member costs a share of ~15 NumPy calls on the stacked
+#: members and of their LAPACK solves: h2plus_moving's 3-point molecule, 800 calls 0.2 a.u.
+#: apart on 2 CPUs, 117-138 us a call against dstemr's 319-334 at N = 256, 764 against 3244
+#: at N = 2048 (``benchmarks/probes/window_pairs.py``); before the windows, the warm solver
+#: a call at a time (~40 NumPy calls each) had lost to dstemr at N = 256 and won from ~1024
+#: (N = 8192 on one H100's host: 4.5-5.6 ms a call against dstemr's 22 ms;
+#: ``benchmarks/results/warm_pairs_*_20261126T06*``)
+WARM_MIN_N = 0
 
 
 class _GtsvWorkspace:
-    """dgtsv's arrays for K shifted copies of one N x N tridiagonal T as one block-diagonal
-    system of K N (the blocks' coupling zero: K solves in one call) and the ctypes
-    arguments pointing at them, made once per thread (as :class:`_StemrWorkspace`)."""
+    """dgtsv's arrays for k tridiagonal systems of order N that share one off-diagonal (k
+    shifted copies of one T, or of several T's of one grid) as one block-diagonal system of
+    k N (the blocks' coupling zero: k solves in one call) and the ctypes arguments pointing
+    at them, made once per thread (as :class:`_StemrWorkspace`)."""
 
     def __init__(self, n, k):
         import ctypes
@@ -470,9 +476,9 @@ class _GtsvWorkspace:
         N, nrhs, ldb = (ref(i) for i in self._ints)
         self.args = (N, nrhs, dp(self.dl), dp(self.d), dp(self.du), dp(self.b), ldb, ref(self.info))
 
-    def solve(self, fn, d, e, sig, X):
-        """(T - sig_k I)^-1 X[:, k] for every k, as the columns of an N x K array, or None
-        where a shifted matrix is singular to working precision."""
+    def solve(self, fn, D, e, X):
+        """D[j]'s system (off-diagonal ``e``) solved for X[:, j] for every j, as the
+        columns of an N x k array, or None where a matrix is singular to working precision."""
         n, k = self.n, self.k
         if self.e_of is None or not np.array_equal(self.e_of, e):    # a run's T keeps its e
             for j in range(k):
@@ -480,26 +486,26 @@ class _GtsvWorkspace:
             self.e_of = np.array(e)
         self.dl[:] = self.e                # dgtsv overwrites dl, d, du and b
         self.du[:] = self.e
-        np.subtract(d[None, :], sig[:, None], out=self.d.reshape(k, n))
+        self.d.reshape(k, n)[:] = D
         self.b.reshape(k, n)[:] = X.T
         fn(*self.args)
         return None if self.info.value else self.b.reshape(k, n).T.copy()
 
 
-def _shifted_solves(d, e, sig, X):
-    """(T - sig_k I)^-1 X[:, k] for each column k (T: diagonal d, off-diagonal e) by
-    LAPACK's dgtsv (LU with partial pivoting: stable however near a shift is to an
-    eigenvalue), the K systems as one block-diagonal system in one call without the GIL
-    where :func:`_gtsv_function` is there; None where a shifted matrix is singular to
-    working precision."""
+def _shifted_solves(D, e, X):
+    """D[j]'s tridiagonal system (diagonal D[j], off-diagonal ``e``, shared) solved for
+    X[:, j], each column j (D: k x N, X: N x k) by LAPACK's dgtsv (LU with partial
+    pivoting: stable however near a shift is to an eigenvalue), the k systems as one
+    block-diagonal system in one call without the GIL where :func:`_gtsv_function` is
+    there; None where a matrix is singular to working precision."""
     n, k = X.shape
     fn = _gtsv_function()
     if fn is None:
         from scipy.linalg import lapack
-        gtsv = lapack.get_lapack_funcs("gtsv", (d,))
+        gtsv = lapack.get_lapack_funcs("gtsv", (D,))
         Y = np.empty((n, k))
         for j in range(k):
-            *_, y, info = gtsv(e, d - sig[j], e, X[:, j])
+            *_, y, info = gtsv(e, D[j], e, X[:, j])
             if info:
                 return None
             Y[:, j] = y
@@ -507,7 +513,7 @@ def _shifted_solves(d, e, sig, X):
     ws = getattr(_WORKSPACES, "gtsv", None)
     if ws is None or (ws.n, ws.k) != (n, k):
         ws = _WORKSPACES.gtsv = _GtsvWorkspace(n, k)
-    return ws.solve(fn, d, e, sig, X)
+    return ws.solve(fn, D, e, X)
 
 
 def count_below(d, e, value) -> int:
@@ -526,49 +532,79 @@ def count_below(d, e, value) -> int:
 
 
 def warm_tridiagonal(grid, v, E, X, bound, maxiter=WARM_MAXITER):
-    """The lowest K eigenpairs of the 3-point H = T + diag(v) on ``grid`` (symmetric
-    tridiagonal: :func:`_tridiagonal_bands`) from those of a nearby H (its anchor's along a
-    run, :class:`Tracker`: energies ``E``, unit columns ``X``, N x K), or None where they
-    cannot be vouched for (then :func:`stemr`).
+    """The lowest K eigenpairs of the 3-point H = T + diag(v) on ``grid`` from those of a
+    nearby H (energies ``E``, unit columns ``X``, N x K): :func:`warm_tridiagonal_many` of
+    the one potential -- (theta, vectors N x K), or None where they cannot be vouched for."""
+    return warm_tridiagonal_many(grid, np.asarray(v, dtype=np.float64)[None], E, X, [bound], maxiter)[0]
+
+
+def warm_tridiagonal_many(grid, V, E, X, bounds, maxiter=WARM_MAXITER):
+    """The lowest K eigenpairs of the 3-point H_b = T + diag(V[b]) on ``grid`` (symmetric
+    tridiagonal: :func:`_tridiagonal_bands`) for each row of ``V`` (B x N: the potentials of
+    B times of a run), all from the pairs of one nearby H (their anchor's along a run,
+    :class:`Tracker`: energies ``E``, unit columns ``X``, N x K): a list of B (theta, vectors
+    N x K), None for a member that cannot be vouched for (then :func:`stemr`).
 
     Subspace inverse iteration, each column with its own shift (at first E_k, then the
     Ritz values), one tridiagonal solve a column (O(N)), an orthonormal basis of the
-    iterates (QR) and a Rayleigh-Ritz step on it, until every residual ||T phi - theta phi||
-    is within ``bound`` (Parlett, *The Symmetric Eigenvalue Problem*, ch. 4 and 11: a
-    shifted inverse iteration converges at the ratio of the shift's distances to the wanted
-    and the nearest other eigenvalue; Rayleigh-Ritz separates a (near-)degenerate pair
-    once the pair's subspace has converged).  Accepted only where a Sturm count
-    (:func:`count_below`) finds exactly K eigenvalues at or below the largest Ritz value
-    plus its residual and a rounding margin: the K pairs are then the lowest (each Ritz
-    value lies within its residual of an eigenvalue, and orthonormal Ritz vectors with
-    small residuals approximate distinct ones).  2 iterations along h2plus_moving's run at
-    N = 256 and 8192 (calls 0.1-0.2 a.u. apart), against bisection's ~50 Sturm sweeps a
-    value in :func:`stemr`."""
-    n, K = X.shape
-    if K == 0 or n < 2 * K:
-        return None
-    d, e = _tridiagonal_bands(grid, v)
-    h = _real_operator(grid, v, np)                 # H Q by the bands' shifted slices
-    sig = np.asarray(E, dtype=np.float64)
-    hnorm = float(np.abs(d).max()) + 2.0 * (float(np.abs(e).max()) if e.size else 0.0)
+    iterates (QR) and a Rayleigh-Ritz step on it, until every residual ||H_b phi - theta
+    phi|| is within ``bounds[b]`` (Parlett, *The Symmetric Eigenvalue Problem*, ch. 4 and
+    11: a shifted inverse iteration converges at the ratio of the shift's distances to the
+    wanted and the nearest other eigenvalue; Rayleigh-Ritz separates a (near-)degenerate
+    pair once the pair's subspace has converged).  A member is accepted only where a Sturm
+    count (:func:`count_below`) finds exactly K eigenvalues at or below its largest Ritz
+    value plus its residual and a rounding margin: the K pairs are then the lowest (each
+    Ritz value lies within its residual of an eigenvalue, and orthonormal Ritz vectors with
+    small residuals approximate distinct ones).  The B members are one array each step --
+    the B K solves one block-diagonal dgtsv call (:func:`_shifted_solves`), the QR, the
+    products and the Rayleigh-Ritz eigenproblems stacked -- so a member costs a share of
+    ~15 NumPy calls where it took ~40 of its own; a converged member leaves the stack (its
+    pairs depend on its own iterations alone).  2 iterations along h2plus_moving's run at N
+    = 256 and 8192 (calls 0.1-0.2 a.u. apart), against bisection's ~50 Sturm sweeps a value
+    in :func:`stemr`."""
+    V = np.atleast_2d(np.asarray(V, dtype=np.float64))
+    B, n = V.shape
+    K = X.shape[1]
+    out = [None] * B
+    if B == 0 or K == 0 or n < 2 * K:
+        return out
+    from .hamiltonian import kinetic_bands
+    d0, d1, _ = kinetic_bands(3, grid.dx)
+    D = d0 + V                                        # the members' diagonals, B x N
+    e = np.full(n - 1, d1)
+    bounds = np.broadcast_to(np.asarray(bounds, dtype=np.float64), (B,))
+    hnorm = np.abs(D).max(axis=1) + 2.0 * abs(d1)
+    act = np.arange(B)                                # members still iterating
+    sig = np.tile(np.asarray(E, dtype=np.float64), (B, 1))       # B x K shifts
+    Xs = np.broadcast_to(X, (B, n, K))
     for _ in range(maxiter):
-        Y = _shifted_solves(d, e, sig, X)
-        if Y is None or not np.all(np.isfinite(Y)):
-            return None
-        Q = np.linalg.qr(Y)[0]
-        TQ = h(Q)
-        theta, W = np.linalg.eigh(Q.T @ TQ)
-        X = Q @ W
-        R = TQ @ W
-        R -= X * theta
-        res = np.sqrt(np.einsum("ik,ik->k", R, R))
-        if res.max() <= bound:
-            margin = max(float(res.max()), 1e3 * np.finfo(np.float64).eps * hnorm)
-            if count_below(d, e, theta[-1] + margin) != K:
-                return None
-            return theta, X
-        sig = theta
-    return None
+        Da = D[act]
+        Y = _shifted_solves((Da[:, None, :] - sig[:, :, None]).reshape(-1, n), e,
+                            Xs.transpose(1, 0, 2).reshape(n, -1))
+        if Y is None:                                 # a singular shift: these go from scratch
+            return out
+        Q = np.linalg.qr(Y.reshape(n, len(act), K).transpose(1, 0, 2))[0]
+        HQ = Da[:, :, None] * Q                       # H Q by the bands' shifted slices
+        HQ[:, 1:] += d1 * Q[:, :-1]
+        HQ[:, :-1] += d1 * Q[:, 1:]
+        theta, W = np.linalg.eigh(np.matmul(Q.transpose(0, 2, 1), HQ))
+        Xn = np.matmul(Q, W)
+        R = np.matmul(HQ, W)
+        R -= Xn * theta[:, None, :]
+        # each column's ||r||: the diagonal of R'R (a sum down the middle axis is 5x slower)
+        res = np.sqrt(np.diagonal(np.matmul(R.transpose(0, 2, 1), R), axis1=1, axis2=2).max(axis=1))
+        ok = np.isfinite(res)                         # a member gone non-finite: from scratch
+        done = ok & (res <= bounds[act])
+        for i in np.flatnonzero(done):
+            b = act[i]
+            margin = max(float(res[i]), 1e3 * np.finfo(np.float64).eps * float(hnorm[b]))
+            if count_below(D[b], e, theta[i, -1] + margin) == K:
+                out[b] = (theta[i], Xn[i])
+        keep = ok & ~done
+        act, sig, Xs = act[keep], theta[keep], Xn[keep]
+        if not act.size:
+            break
+    return out
 
 
 def _fd_start(grid, v, m):
@@ -604,13 +640,15 @@ class Tracker:
     reference states, :class:`tdse.run.observers.Observables`), at O(N K) per call where the
     dense solver is O(N^3):
 
-    * 3-point from N = ``warm_min`` (:data:`WARM_MIN_N`): :func:`warm_tridiagonal`
-      (inverse iteration, O(N K) a call, checked by a Sturm count) from the pairs at the
-      call's anchor time (:data:`WARM_ANCHOR_CALLS` populations intervals apart, by
-      :func:`stemr`: a call's pairs depend on t alone -- the same bits for the same host
-      BLAS threads, its N x K products running on the caller's, beside the loop in the
-      eigenpairs thread), :func:`stemr` where a warm call is not vouched for (counted in
-      :attr:`restarts`); below it :func:`stemr` at every call;
+    * 3-point from N = ``warm_min`` (:data:`WARM_MIN_N`, 0: every N) by windows
+      (:meth:`window`): the populations times of :data:`WARM_ANCHOR_CALLS` intervals solved
+      together, the first by :func:`stemr`, the others by :func:`warm_tridiagonal_many`
+      (stacked inverse iteration from the first's pairs, O(N K) a call, each member checked
+      by a Sturm count; :func:`stemr` for one it does not vouch for, counted in
+      :attr:`restarts`) -- a call's pairs depend on t alone, the same bits for the same host
+      BLAS threads wherever computed; a time off the populations interval (the last step, a
+      resumed run's first) by :func:`warm_tridiagonal` from its window's first; below
+      ``warm_min`` :func:`stemr` at every call;
     * 5-point and DVR up to N = ``direct_max`` (:data:`DVR_DENSE_MAX`): :func:`eigenstates`;
     * 5-point and DVR beyond: :func:`davidson` on a block of count + 2 vectors warm-started from
       the block at the call's anchor time (itself from the 3-point pairs there: a call's pairs
@@ -648,6 +686,8 @@ class Tracker:
         # Davidson its block -- and the dense solver's phi where it stood in, else None)
         self.anchor = None
         self.restarts = 0             # 3-point: warm calls not vouched for (stemr instead)
+        self._window = None           # 3-point: (a, window a's (E, phi), its anchor's (E, X))
+        self.solved = 0               # the times whose pairs were computed (a window's all at once)
 
     def settings(self) -> dict:
         """The keyword arguments that make another tracker like this one."""
@@ -662,6 +702,7 @@ class Tracker:
         self.calls += 1
         if self.config.grid.stencil == 3:
             return self._tridiagonal_call(t)
+        self.solved += 1
         with _eigen_threads():
             if not self.iterative:
                 return eigenstates(self.config, t, self.K)
@@ -706,45 +747,85 @@ class Tracker:
 
     def many(self, times):
         """[(E, phi), ...] at each of ``times``: what calling the tracker at each gives, bit
-        for bit; for the 3-point solver the molecular potentials of all the times in one
-        array pass (:func:`tdse.model.potential.total_many`, the field left out) and one
-        :meth:`_tridiagonal_call` a time -- in a thread beside the loop, fewer stretches of
-        Python holding the GIL (:func:`tdse.run.observers._thread_pairs`)."""
+        for bit (3-point: from the windows of :meth:`window`, each computed once)."""
+        return [self(t) for t in times]
+
+    def _tridiagonal_call(self, t):
+        """The 3-point pairs at t, as :func:`eigenstates` gives them (to the residual bound
+        where warm), the same bits whichever calls came before: below N = ``warm_min``
+        :func:`stemr`; else from t's window (:meth:`window`) where t is one of its times,
+        and otherwise (the last step off the populations interval, a resumed run's first
+        step) by :func:`warm_tridiagonal` from the anchor of t's window."""
         g = self.config.grid
-        if self.iterative or g.stencil != 3:
-            return [self(t) for t in times]
+        m = min(self.K, g.n)
+        if g.n < self.warm_min:
+            self.solved += 1
+            got = _tridiagonal(g, self._potentials([t])[0], m)
+        else:
+            h = self.config.output.populations_interval * self.config.time.dt
+            q = round(t / h)                       # t's index among the populations times
+            if q >= 0 and abs(t - q * h) <= 1e-9 * h:
+                E, phi = self.window(q // self.anchor_calls)[q % self.anchor_calls]
+                self._clusters(E)
+                return E, phi
+            v = self._potentials([t])[0]
+            self.window(math.floor(t / (h * self.anchor_calls) + 1e-9))
+            self.solved += 1
+            got = warm_tridiagonal(g, v, *self._window[2], residual_bound(g, v, self.tol))
+            if got is None:
+                self.restarts += 1
+                got = _tridiagonal(g, v, m)
+        self._clusters(got[0])
+        return _states(g, *got)
+
+    @property
+    def window_steps(self):
+        """Steps a window spans (:meth:`window`: the 3-point pairs from N = ``warm_min``), or
+        None where each call is solved alone."""
+        c = self.config
+        if c.grid.stencil != 3 or c.grid.n < self.warm_min:
+            return None
+        return self.anchor_calls * c.output.populations_interval
+
+    def _potentials(self, times):
+        """The molecular potentials at ``times`` (the field left out, as :func:`eigenstates`
+        leaves it: the same bits as its soft_core), len(times) x N, in one array pass
+        (:func:`tdse.model.potential.total_many`)."""
         import dataclasses
 
         from .potential import total_many
         molecule = dataclasses.replace(self.config.potential, field=None)
-        V = total_many(molecule, points(g), np.asarray(times, dtype=np.float64))
-        self.calls += len(V)
-        return [self._tridiagonal_call(t, v) for t, v in zip(times, V)]
+        return total_many(molecule, points(self.config.grid), np.asarray(times, dtype=np.float64))
 
-    def _tridiagonal_call(self, t, v=None):
-        """The 3-point pairs at t (``v``: the molecular potential there, or computed):
-        :func:`warm_tridiagonal` from the pairs at t's anchor (:meth:`anchor_time`) from N =
-        ``warm_min``, else :func:`stemr`; as :func:`eigenstates` gives them (to the residual
-        bound where warm), the same bits whichever calls came before."""
-        g = self.config.grid
-        pot = self.config.potential
-        if v is None:
-            v = soft_core(pot, points(g), t)
+    def window(self, a):
+        """The 3-point pairs (E, phi as :func:`eigenstates` gives them) at the populations times of window
+        ``a`` -- the steps (a C + j) I, j < C (C = ``anchor_calls``, I the populations
+        interval), those within the run -- computed together and kept until another window
+        is asked for: the first, the anchor, from scratch (:func:`stemr`), the others by
+        :func:`warm_tridiagonal_many` from it (:func:`stemr` for a member it does not vouch
+        for, counted in :attr:`restarts`).  A window depends on ``a`` alone, so a resumed
+        run, the eigenpairs thread, the workers and the loop compute the same bits; its
+        times are the steps' own (step x dt, as the loop's)."""
+        if self._window is not None and self._window[0] == a:
+            return self._window[1]
+        c = self.config
+        g, every, calls = c.grid, c.output.populations_interval, self.anchor_calls
+        steps = [s for s in range(a * calls * every, (a + 1) * calls * every, every)
+                 if s <= c.time.steps] or [a * calls * every]
+        V = self._potentials([s * c.time.dt for s in steps])
+        self.solved += len(steps)
         m = min(self.K, g.n)
-        a = self.anchor_time(t) if g.n >= self.warm_min else t
-        got = None
-        if a != t:
-            if self.anchor is None or self.anchor[0] != a:
-                self.anchor = (a, *_tridiagonal(g, soft_core(pot, points(g), a), m), None)
-            got = warm_tridiagonal(g, v, *self.anchor[1:3], residual_bound(g, v, self.tol))
-            if got is None:
+        anchor = _tridiagonal(g, V[0], m)
+        got = [anchor] + warm_tridiagonal_many(
+            g, V[1:], *anchor, [residual_bound(g, v, self.tol) for v in V[1:]])
+        for j, pair in enumerate(got):
+            if pair is None:
                 self.restarts += 1
-        if got is None:
-            got = _tridiagonal(g, v, m)
-            if a == t and g.n >= self.warm_min:
-                self.anchor = (a, *got, None)
-        self._clusters(got[0])
-        return _states(g, *got)
+                got[j] = _tridiagonal(g, V[j], m)
+        # as eigenstates() gives them (_states), the window's rows signed at once
+        phi = _signed(np.concatenate([X.T for _, X in got]) / np.sqrt(g.dx)).reshape(len(got), m, g.n)
+        self._window = (a, [(E, p) for (E, _), p in zip(got, phi)], anchor)
+        return self._window[1]
 
     def anchor_time(self, t):
         """The anchor of a call at t: the latest multiple of ``anchor_calls``

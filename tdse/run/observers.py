@@ -68,21 +68,20 @@ AHEAD_MANY_CPUS = 4
 #: loop then gives up only the solver's few NumPy calls a call (~30 us at N = 256)
 AHEAD_MIN_SECONDS_THREAD = 0.02
 
-#: on a machine of AHEAD_MANY_CPUS CPUs or more, the 3-point calls go to the thread only
-#: from this N, below it to worker processes as the other solvers' do: a small call's
-#: Python (the potential, the signs) between its GIL-free LAPACK calls then waits for the
-#: loop's GIL.  N = 256, 3-point, populations every 10 steps, 8000 steps in process
-#: (``benchmarks/probes/observer_parts.py``, 3 alternations): on one H100's 16-CPU host the
-#: observables with the thread's pairs took 4.22-4.47 s against 3.76-4.11 s with the pairs
-#: in the loop (bare 3.06-3.28 s; ``observer_parts_h100x1_20261126T0842.txt``); on 2 CPUs
-#: the thread stays, 1.72-1.88 against 1.89-1.92 s (``observer_parts_cpu2_20261126T0840.txt``).
-#: With the processes, on another such host (one repeat pair, a noisy host), the run's loop
-#: took 5.56 s against 6.26 s with the pairs in the loop
-#: (``run-overhead_h100x1_20261126T084438_ahead_auto_process.json``, ``..._084336_ahead0.json``).
-#: At N = 8192 on GPU hosts the thread hides them (the loop waited 0.05 s for them against
-#: 1.05 s in the loop: ``cli_ahead_walls``).  1024 (where the warm solver starts) between
-#: the two is a choice, not measured
-THREAD_MIN_N_MANY_CPUS = 1024
+#: the 3-point calls go to the thread only from this N; below it, as the other solvers'
+#: calls, to worker processes on a machine of AHEAD_MANY_CPUS CPUs or more, and stay in the
+#: loop on fewer (where they cost less than :func:`ahead_min_seconds`).  A window of calls
+#: (:meth:`tdse.model.states.Tracker.window`) is ~15 NumPy calls on arrays of 16 x N x 4
+#: between its GIL-free LAPACK calls, which wait for the loop's GIL.  N = 256, 3-point,
+#: populations every 10 steps, 8000 steps in process (``benchmarks/probes/observer_parts.py``,
+#: 2 alternations): on 2 CPUs the observables with the windows in the loop took 1.75-1.77 s
+#: against 1.82 s from the thread (bare 1.50 s; ``observer_parts_cpu2_20261126T0926.txt``);
+#: before the windows (dstemr a call) the thread had been the faster there, 1.72-1.88 against
+#: 1.89-1.92 s, and the slower on an H100's 16-CPU host, 4.22-4.47 against 3.76-4.11 s
+#: (``observer_parts_h100x1_20261126T0842.txt``).  At N = 8192 on GPU hosts the thread hides
+#: them (the loop waited 0.05 s for them against 1.05 s in the loop: ``cli_ahead_walls``).
+#: 1024 between the two is a choice, not measured
+THREAD_MIN_N = 1024
 
 #: the thread's calls made together (Tracker.many: the potentials of these times in one
 #: array pass), between which it looks whether the run has ended
@@ -197,6 +196,7 @@ class Observables(Observer):
         seconds counted (:attr:`eigen_seconds`, :attr:`eigen_wait`).  After the first call
         (timed), the rest go to a worker process when :func:`ahead_wanted`."""
         t0 = time.perf_counter()
+        solved = self.tracker.solved if self.tracker is not None else 0
         if self.ahead is not None:
             out = self.ahead(state.step, state.t)
             self.eigen_seconds = self.ahead.seconds
@@ -205,9 +205,10 @@ class Observables(Observer):
             self.eigen_seconds += time.perf_counter() - t0
         self.eigen_wait += time.perf_counter() - t0
         self.eigen_calls += 1
-        if not self._ahead_asked:
-            self._ahead_asked = True
-            self._maybe_ahead(state.step, time.perf_counter() - t0)
+        if not self._ahead_asked:          # a call's seconds: the first's over the times it
+            self._ahead_asked = True       # solved (a 3-point window: all of the window's)
+            count = self.tracker.solved - solved if self.tracker is not None else 1
+            self._maybe_ahead(state.step, (time.perf_counter() - t0) / max(1, count))
         return out
 
     def _maybe_ahead(self, step, seconds):
@@ -218,7 +219,7 @@ class Observables(Observer):
         calls = (cfg.time.steps - step) // every + 1
         if calls > 1 and ahead_wanted(seconds * calls, threaded(self.tracker)):
             ahead = _Ahead(self.tracker, cfg.time.dt, cfg.time.steps, every)
-            ahead.seconds, ahead.local_calls = self.eigen_seconds, self.eigen_calls
+            ahead.seconds, ahead.local_calls = self.eigen_seconds, max(self.eigen_calls, self.tracker.solved)
             ahead.start(ahead.following(step))
             self.ahead = ahead
 
@@ -317,13 +318,11 @@ def ahead_wanted(seconds_left: float, thread: bool = False) -> bool:
 
 def threaded(tracker) -> bool:
     """Whether ``tracker``'s calls run in a thread beside the loop rather than a worker
-    process: each is the 3-point solver (:func:`tdse.model.states.stemr`), whose LAPACK call
-    holds no GIL (where SciPy's LAPACK table is reachable) -- no process to spawn, no pickling
-    -- on machines of fewer than :data:`AHEAD_MANY_CPUS` CPUs, and on more from N =
-    :data:`THREAD_MIN_N_MANY_CPUS`.  The other solvers' Python and f2py calls hold it."""
+    process or the loop: the 3-point solver's, whose LAPACK calls hold no GIL (where
+    SciPy's LAPACK table is reachable) -- no process to spawn, no pickling -- from N =
+    :data:`THREAD_MIN_N`.  The other solvers' Python and f2py calls hold it."""
     return (not getattr(tracker, "iterative", True) and tracker.config.grid.stencil == 3
-            and states._stemr_function() is not None
-            and (cpu_count() < AHEAD_MANY_CPUS or tracker.config.grid.n >= THREAD_MIN_N_MANY_CPUS))
+            and states._stemr_function() is not None and tracker.config.grid.n >= THREAD_MIN_N)
 
 
 def ahead_min_seconds() -> float:
@@ -335,13 +334,13 @@ def ahead_min_seconds() -> float:
 
 def calls_guess(config) -> tuple:
     """(calls, seconds each): H(t)'s eigenpairs a run of ``config`` will ask for, and a
-    low guess of one call's time on one core (measured on 2 cores: the tridiagonal solver
-    ~1.1 us x N; the dense / banded solvers up to N = 512 ~4e-8 N^2 s; Davidson beyond
-    2.6-5 us x N)."""
+    low guess of one call's time on one core (measured on 2 cores: the 3-point windows
+    0.3-0.4 us x N, ``window_pairs_cpu2_*``; the dense / banded solvers up to N = 512
+    ~4e-8 N^2 s; Davidson beyond 2.6-5 us x N)."""
     o, n = config.output, config.grid.n
     calls = config.time.steps // o.populations_interval + 1
     if config.grid.stencil == 3:
-        return calls, 1e-6 * n
+        return calls, 3e-7 * n
     return calls, (1.5e-8 * n * n if n <= states.DVR_DENSE_MAX else 2.5e-6 * n)
 
 
@@ -565,9 +564,11 @@ class _Ahead:
         while self.next is not None and self.next < step:
             self.next = self.following(self.next)
         started = sum(r.done() and r.exception() is None for _, r in self.workers)
+        span = self.tracker.window_steps      # a task ends at a window's end (None: anywhere)
         while self.next is not None and len(self.waiting) < AHEAD_DEPTH * started:
             group = []
-            while self.next is not None and len(group) < self.chunk:
+            while self.next is not None and (len(group) < self.chunk or (
+                    span and self.next // span == group[-1][0] // span)):
                 group.append((self.next, self.next * self.dt))
                 self.next = self.following(self.next)
             try:
