@@ -73,14 +73,13 @@ AHEAD_MIN_SECONDS_THREAD = 0.02
 #: loop on fewer (where they cost less than :func:`ahead_min_seconds`).  A window of calls
 #: (:meth:`tdse.model.states.Tracker.window`) is ~15 NumPy calls on arrays of 16 x N x 4
 #: between its GIL-free LAPACK calls, which wait for the loop's GIL.  N = 256, 3-point,
-#: populations every 10 steps, 8000 steps in process (``benchmarks/probes/observer_parts.py``,
-#: 2 alternations): on 2 CPUs the observables with the windows in the loop took 1.75-1.77 s
-#: against 1.82 s from the thread (bare 1.50 s; ``observer_parts_cpu2_20261126T0926.txt``);
-#: before the windows (dstemr a call) the thread had been the faster there, 1.72-1.88 against
-#: 1.89-1.92 s, and the slower on an H100's 16-CPU host, 4.22-4.47 against 3.76-4.11 s
-#: (``observer_parts_h100x1_20261126T0842.txt``).  At N = 8192 on GPU hosts the thread hides
-#: them (the loop waited 0.05 s for them against 1.05 s in the loop: ``cli_ahead_walls``).
-#: 1024 between the two is a choice, not measured
+#: populations every 10 steps, 8000 steps in process with the windows
+#: (``benchmarks/probes/observer_parts.py``): on 2 CPUs the observables took 1.75-1.79 s
+#: with the pairs from a thread, 1.71-1.81 s from a process, 1.76-1.78 s in the loop (bare
+#: 1.47-1.52 s; ``observer_parts_cpu2_20261126T0932.txt``); on an H100's 16-CPU host 3.61-3.67
+#: / 3.30-3.36 / 3.37-3.38 s (bare 2.90-2.93 s; ``observer_parts_h100x1_20261126T0942.txt``).
+#: At N = 8192 on GPU hosts the thread hides them (the loop waited 0.05 s for them against
+#: 1.05 s in the loop: ``cli_ahead_walls``).  1024 between the two is a choice, not measured
 THREAD_MIN_N = 1024
 
 #: the thread's calls made together (Tracker.many: the potentials of these times in one
