@@ -1,6 +1,7 @@
-"""The 3-point eigenpairs of H(t) from their anchor by inverse iteration
-(states.warm_tridiagonal, the Tracker's default from N = states.WARM_MIN_N, forced here at
-any N) against LAPACK's dstemr from scratch at every
+"""The 3-point eigenpairs of H(t) from their anchor by inverse iteration (the Tracker's
+default from N = states.WARM_MIN_N, forced here at any N: since b29d2d4 by windows,
+states.Tracker.window; the results of 2026-11-26T06 were warm_tridiagonal a call at a
+time) against LAPACK's dstemr from scratch at every
 call (the code before it), in whole runs of the probes' case (`tdse.run.driver.run` of one
 prepared plan, the observers, the file), each where the pairs are computed: the eigenpairs
 thread (TDSE_EIGENPAIRS_AHEAD=auto), the loop (0), a worker process (1, the thread refused):
