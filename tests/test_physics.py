@@ -229,10 +229,11 @@ def test_propagator_band_layout_equals_plain(inputs_dir):
     assert np.abs(a - b).max() < 1e-13 * np.abs(a).max()
 
 
-@pytest.mark.parametrize("stencil", [5, "dvr"])
+@pytest.mark.parametrize("stencil", ["dvr"])
 def test_iterative_eigenpairs_track_the_dense_solver(stencil, inputs_dir):
-    """states.Tracker (#23 item 1): the Davidson iteration warm-started from the previous
-    call along a moving-centre run gives the populations of a random psi in the H(t)
+    """states.Tracker (#23 item 1; the finite-difference stencils' windows:
+    test_warm_banded_pairs_track_the_dense_solver): the DVR's Davidson iteration
+    warm-started from its anchor's block along a moving-centre run gives the populations of a random psi in the H(t)
     eigenstates equal to the dense solver's to 1e-10 (the lowest pair is near-degenerate,
     splitting 9e-5 Ha: its sum too), every residual within the stated bound; a solver that
     cannot converge (no iteration allowed) falls back to the dense one, warned once, with
@@ -326,21 +327,22 @@ def test_iterative_eigenpairs_of_a_degenerate_pair(stencil, inputs_dir):
     assert [0, 1] in tr.clusters
 
 
-@pytest.mark.parametrize("n", [256, 2048])
-def test_warm_tridiagonal_pairs_track_the_dense_solver(n, inputs_dir):
-    """The 3-point Tracker (states.warm_tridiagonal from each call's anchor, #23 item 1;
-    warm at every N here, warm_min=0)
-    along a moving-centre run, calls in time order and in reverse: the populations of a
-    random psi in the H(t) eigenstates equal numpy.linalg.eigh's of the dense H to 1e-10
-    or to within 1.5x of LAPACK's own dstemr (states.eigenstates) where that errs more (the
-    lowest pair, 1e-4 Ha apart, is determined only to ~u ||H|| / 1e-4 each: dstemr errs by
-    2.2e-10 at N = 2048, t = 0), the pair's sum to 1e-12, energies to 1e-9; every call warm
-    (no restart) but the anchors'; a call's pairs the same bits in either order."""
+@pytest.mark.parametrize("stencil, n", [(3, 256), (3, 2048), (5, 256), (5, 1024)])
+def test_warm_banded_pairs_track_the_dense_solver(stencil, n, inputs_dir):
+    """The 3- and 5-point Tracker (windows: states.warm_banded_many from each window's
+    anchor, #23 item 1; the 5-point anchors by the banded solver at N = 256, by Davidson at
+    1024) along a moving-centre run, calls in time order and in reverse: the populations
+    of a random psi in the H(t) eigenstates equal numpy.linalg.eigh's of the dense H to
+    1e-10 or to within 1.5x of the solver from scratch (states.eigenstates) where that errs
+    more (the lowest pair, 1e-4 Ha apart, is determined only to ~u ||H|| / 1e-4 each:
+    dstemr errs by 2.2e-10 at N = 2048, t = 0), the pair's sum to 1e-12, energies to 1e-9;
+    every call warm (no restart) but the anchors'; a call's pairs the same bits in either
+    order."""
     import os
     from tdse import config as cfgmod
     from tdse.model import states
     cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value(
-        "grid.stencil", 3).with_value("grid.dx", 25.6 / n)
+        "grid.stencil", stencil).with_value("grid.dx", 25.6 / n)
     dx = cfg.grid.dx
     rng = np.random.default_rng(n)
     psi = rng.standard_normal(n) + 1j * rng.standard_normal(n)
@@ -364,7 +366,7 @@ def test_warm_tridiagonal_pairs_track_the_dense_solver(n, inputs_dir):
     assert fwd.restarts == 0 and back.restarts == 0
 
 
-def test_warm_tridiagonal_of_a_degenerate_pair(inputs_dir):
+def test_warm_banded_of_a_degenerate_pair(inputs_dir):
     """The symmetric double well at large separation (centres at +-6, the lowest pair ~1e-14
     Ha apart) through the 3-point Tracker: the pair's summed population of a random psi and
     the others equal the dense solver's to 1e-10, energies to 1e-9, the pair reported as a
@@ -395,79 +397,111 @@ def test_warm_tridiagonal_of_a_degenerate_pair(inputs_dir):
     assert [0, 1] in tr.clusters
 
 
-def test_warm_tridiagonal_refuses_what_it_cannot_vouch_for(inputs_dir):
-    """warm_tridiagonal (#23 item 1): shifts between the wrong eigenvalues (the pairs of
+@pytest.mark.parametrize("stencil", [3, 5])
+def test_warm_banded_refuses_what_it_cannot_vouch_for(stencil, inputs_dir):
+    """warm_banded (#23 item 1): shifts between the wrong eigenvalues (the pairs of
     another molecule, centres 4 bohr apart) converge to other states, which the Sturm count
-    refuses (None: the caller solves from scratch); count_below against numpy's eigenvalues;
-    a start close enough gives the lowest pairs to the residual bound."""
+    (of the 3-point H, for the 5-point one too) refuses (None: the caller solves from
+    scratch); count_below against numpy's eigenvalues; a start close enough gives the
+    lowest pairs to the residual bound."""
     import os
     import dataclasses
     from tdse import config as cfgmod
-    from tdse.model import states
+    from tdse.model import hamiltonian, states
     from tdse.model.grid import points
     from tdse.model.hamiltonian import kinetic_bands
     from tdse.model.potential import soft_core
     cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value(
-        "grid.stencil", 3).with_value("grid.dx", 0.1)
+        "grid.stencil", stencil).with_value("grid.dx", 0.1)
     g = cfg.grid
     d0, d1, _ = kinetic_bands(3, g.dx)
     e = np.full(g.n - 1, d1)
     v = soft_core(cfg.potential, points(g), 0.3)
     d = d0 + v
-    T = np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
+    T3 = np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
+    lam3 = np.linalg.eigvalsh(T3)
+    for value in (lam3[0] - 1.0, 0.5 * (lam3[3] + lam3[4]), 0.5 * (lam3[10] + lam3[11]), lam3[-1] + 1):
+        assert states.count_below(d, e, value) == int(np.sum(lam3 <= value))
+    T = hamiltonian.generator_dense(cfg, 1.0, v)
     lam = np.linalg.eigvalsh(T)
-    for value in (lam[0] - 1.0, 0.5 * (lam[3] + lam[4]), 0.5 * (lam[10] + lam[11]), lam[-1] + 1):
-        assert states.count_below(d, e, value) == int(np.sum(lam <= value))
     bound = states.residual_bound(g, v)
-    E0, X0 = states.stemr(d0 + soft_core(cfg.potential, points(g), 0.0), e, 4)
-    E, X = states.warm_tridiagonal(g, v, E0, X0, bound)
+
+    def pairs(potential):
+        w, U = np.linalg.eigh(hamiltonian.generator_dense(cfg, 1.0, soft_core(potential, points(g), 0.0)))
+        return w[:4], U[:, :4]
+    E, X = states.warm_banded(g, v, *pairs(cfg.potential), bound)
     assert np.abs(E - lam[:4]).max() < 1e-9
     R = T @ X - X * E
     assert np.linalg.norm(R, axis=0).max() <= bound
     cs = tuple(dataclasses.replace(c, x0=2.0 * np.sign(c.x0)) for c in cfg.potential.centres)
     far = dataclasses.replace(cfg.potential, centres=cs)
-    Ef, Xf = states.stemr(d0 + soft_core(far, points(g), 0.0), e, 4)
+    Ef, Xf = pairs(far)
     assert abs(Ef[2] - lam[2]) > 1.0                # the other molecule's levels are elsewhere
     shifted = np.array([lam[2], lam[3], lam[5], lam[6]])   # converging to higher states
-    assert states.warm_tridiagonal(g, v, shifted, Xf, bound) is None
+    assert states.warm_banded(g, v, shifted, Xf, bound) is None
 
 
-def test_warm_tridiagonal_many_members_are_solved_and_refused_alone(inputs_dir):
-    """warm_tridiagonal_many (the 3-point windows, #23 item 1): seven potentials of a
+@pytest.mark.parametrize("stencil", [3, 5])
+def test_warm_banded_many_members_are_solved_and_refused_alone(stencil, inputs_dir):
+    """warm_banded_many (the 3- and 5-point windows, #23 item 1): seven potentials of a
     moving-centre run and, among them, one whose spectrum lies 50 Ha lower (the same
     potential less a constant: the anchor's shifts then sit among its excited states),
-    stacked: each member's pairs are those it gets alone (warm_tridiagonal), bit for bit;
-    the good members' energies equal numpy.linalg.eigvalsh's of the dense H to 1e-9 and
-    their residuals are within the bound; the shifted one is refused (None), as alone; no
+    stacked: each member's pairs are those it gets alone (warm_banded), bit for bit; the
+    good members' energies equal numpy.linalg.eigvalsh's of the dense H to 1e-9 and their
+    residuals are within the bound; the shifted one is refused (None), as alone; no
     member, no pairs (a window of one time: a 1-step run)."""
     import os
     from tdse import config as cfgmod
-    from tdse.model import states
+    from tdse.model import hamiltonian, states
     from tdse.model.grid import points
-    from tdse.model.hamiltonian import kinetic_bands
     from tdse.model.potential import soft_core
     cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value(
-        "grid.stencil", 3).with_value("grid.dx", 0.1)
+        "grid.stencil", stencil).with_value("grid.dx", 0.1)
     g = cfg.grid
-    d0, d1, _ = kinetic_bands(3, g.dx)
-    e = np.full(g.n - 1, d1)
     x = points(g)
-    E0, X0 = states.stemr(d0 + soft_core(cfg.potential, x, 0.0), e, 4)
+
+    def dense(v):
+        return hamiltonian.generator_dense(cfg, 1.0, v)
+    lam, W = np.linalg.eigh(dense(soft_core(cfg.potential, x, 0.0)))
+    E0, X0 = lam[:4], W[:, :4]
     V = [soft_core(cfg.potential, x, t) for t in 0.2 * np.arange(1, 8)]
     V.insert(3, V[3] - 50.0)
     bounds = [states.residual_bound(g, v) for v in V]
-    many = states.warm_tridiagonal_many(g, np.array(V), E0, X0, bounds)
+    many = states.warm_banded_many(g, np.array(V), E0, X0, bounds)
     assert many[3] is None
-    assert states.warm_tridiagonal_many(g, np.empty((0, g.n)), E0, X0, []) == []
+    assert states.warm_banded_many(g, np.empty((0, g.n)), E0, X0, []) == []
     for j, (v, got) in enumerate(zip(V, many)):
-        alone = states.warm_tridiagonal(g, v, E0, X0, bounds[j])
+        alone = states.warm_banded(g, v, E0, X0, bounds[j])
         if j == 3:
             assert alone is None
             continue
         assert np.array_equal(got[0], alone[0]) and np.array_equal(got[1], alone[1]), j
-        T = np.diag(d0 + v) + np.diag(e, 1) + np.diag(e, -1)
-        assert np.abs(got[0] - np.linalg.eigvalsh(T)[:4]).max() < 1e-9, j
-        assert np.linalg.norm(T @ got[1] - got[1] * got[0], axis=0).max() <= bounds[j], j
+        H = dense(v)
+        assert np.abs(got[0] - np.linalg.eigvalsh(H)[:4]).max() < 1e-9, j
+        assert np.linalg.norm(H @ got[1] - got[1] * got[0], axis=0).max() <= bounds[j], j
+
+
+def test_the_5_point_spectrum_lies_above_the_3_point_one(inputs_dir, rng):
+    """What warm_banded_many's Sturm count of the 3-point H vouches for the 5-point pairs
+    with: T_5 - T_3 = (1/(24 dx^2)) (D2^2 + e_1 e_1' + e_N e_N') (D2 the second-difference
+    matrix) is positive semidefinite, so each 5-point eigenvalue lies at or above the
+    3-point one of the same index (Weyl) -- checked on the matrices themselves and on
+    numpy.linalg.eigvalsh of both H with a random potential, every index."""
+    import os
+    from tdse import config as cfgmod
+    from tdse.model import hamiltonian
+    cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value("grid.dx", 0.2)
+    n, dx = cfg.grid.n, cfg.grid.dx
+    v = 50.0 * rng.standard_normal(n)
+    H3, H5 = (hamiltonian.generator_dense(cfg.with_value("grid.stencil", st), 1.0, v) for st in (3, 5))
+    D2 = np.diag(np.full(n, -2.0)) + np.diag(np.ones(n - 1), 1) + np.diag(np.ones(n - 1), -1)
+    C = (D2 @ D2) / (24 * dx * dx)
+    C[0, 0] += 1 / (24 * dx * dx)
+    C[-1, -1] += 1 / (24 * dx * dx)
+    assert np.abs((H5 - H3) - C).max() < 1e-12 * np.abs(C).max()
+    assert np.linalg.eigvalsh(C).min() > -1e-12 * np.abs(C).max()
+    l3, l5 = np.linalg.eigvalsh(H3), np.linalg.eigvalsh(H5)
+    assert np.all(l5 >= l3 - 1e-10 * np.abs(l3).max())
 
 
 def scipy_dense_pairs(cfg, t, count):

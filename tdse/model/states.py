@@ -430,14 +430,14 @@ def stemr(d, e, m):
                                          select_range=(0, m - 1), check_finite=False)
 
 
-#: the 3-point tracker's warm calls (:func:`warm_tridiagonal`): inverse iterations at most
+#: the finite-difference tracker's warm calls (:func:`warm_banded_many`): inverse iterations at most
 #: before the call falls back to :func:`stemr` (measured along h2plus_moving's run, calls
 #: 0.1-0.2 a.u. apart: 2 at N = 256 and 8192)
 WARM_MAXITER = 4
 
 #: the 3-point tracker's window (:meth:`Tracker.window`): the populations times of this many
 #: populations intervals, solved together -- the first, the anchor, from scratch
-#: (:func:`stemr`), the others from its pairs (:func:`warm_tridiagonal_many`): so a call's
+#: (:func:`stemr`), the others from its pairs (:func:`warm_banded_many`): so a call's
 #: pairs depend on t alone -- not on which calls came before -- and a resumed run, the
 #: eigenpairs thread, the workers and the loop compute the same bits.  N = 256, calls 0.2
 #: a.u. apart on 2 CPUs: 8 / 16 / 32 / 64 calls a window, 156-162 / 117-128 / 108-125 /
@@ -531,32 +531,67 @@ def count_below(d, e, value) -> int:
     return int(m)
 
 
-def warm_tridiagonal(grid, v, E, X, bound, maxiter=WARM_MAXITER):
-    """The lowest K eigenpairs of the 3-point H = T + diag(v) on ``grid`` from those of a
-    nearby H (energies ``E``, unit columns ``X``, N x K): :func:`warm_tridiagonal_many` of
-    the one potential -- (theta, vectors N x K), or None where they cannot be vouched for."""
-    return warm_tridiagonal_many(grid, np.asarray(v, dtype=np.float64)[None], E, X, [bound], maxiter)[0]
+def _banded_solves(D, d1, d2, X):
+    """D[j]'s banded system (diagonal D[j]; off-diagonals d1 and, for the 5-point stencil,
+    d2, shared) solved for X[:, j], each column j (D: k x N, X: N x k): tridiagonal by
+    :func:`_shifted_solves`; pentadiagonal by LAPACK's dgbsv (banded LU with partial
+    pivoting) on the k systems as one block-diagonal band matrix (the bands' entries
+    between blocks zero: pivoting stays within a block), one call; None where a matrix is
+    singular to working precision."""
+    k, n = D.shape
+    if not d2:
+        return _shifted_solves(D, np.full(n - 1, d1), X)
+    from scipy.linalg import lapack
+    key = (k, n, d1, d2)
+    band = getattr(_WORKSPACES, "band5", None)
+    if band is None or band[0] != key:           # the off-diagonal rows, made once per thread
+        size = k * n
+        ab = np.zeros((7, size), order="F")      # dgbsv's layout, kl = ku = 2: rows 0-1 fill
+        j = np.arange(size) % n                  # each entry's column within its block
+        ab[3, 1:] = np.where(j[1:] >= 1, d1, 0.0)          # A[i-1, i]
+        ab[2, 2:] = np.where(j[2:] >= 2, d2, 0.0)          # A[i-2, i]
+        ab[5, :-1] = np.where(j[:-1] <= n - 2, d1, 0.0)    # A[i+1, i]
+        ab[6, :-2] = np.where(j[:-2] <= n - 3, d2, 0.0)    # A[i+2, i]
+        band = _WORKSPACES.band5 = (key, ab)
+    ab = band[1].copy(order="F")                 # dgbsv overwrites it with its LU
+    ab[4] = D.ravel()
+    *_, y, info = lapack.dgbsv(2, 2, ab, X.T.reshape(-1), overwrite_ab=1, overwrite_b=1)
+    return None if info else y.reshape(k, n).T
 
 
-def warm_tridiagonal_many(grid, V, E, X, bounds, maxiter=WARM_MAXITER):
-    """The lowest K eigenpairs of the 3-point H_b = T + diag(V[b]) on ``grid`` (symmetric
-    tridiagonal: :func:`_tridiagonal_bands`) for each row of ``V`` (B x N: the potentials of
-    B times of a run), all from the pairs of one nearby H (their anchor's along a run,
-    :class:`Tracker`: energies ``E``, unit columns ``X``, N x K): a list of B (theta, vectors
-    N x K), None for a member that cannot be vouched for (then :func:`stemr`).
+def warm_banded(grid, v, E, X, bound, maxiter=WARM_MAXITER):
+    """The lowest K eigenpairs of the finite-difference H = T + diag(v) on ``grid`` (3- or
+    5-point) from those of a nearby H (energies ``E``, unit columns ``X``, N x K):
+    :func:`warm_banded_many` of the one potential -- (theta, vectors N x K), or None where
+    they cannot be vouched for."""
+    return warm_banded_many(grid, np.asarray(v, dtype=np.float64)[None], E, X, [bound], maxiter)[0]
+
+
+def warm_banded_many(grid, V, E, X, bounds, maxiter=WARM_MAXITER):
+    """The lowest K eigenpairs of the finite-difference H_b = T + diag(V[b]) on ``grid``
+    (3-point: symmetric tridiagonal, :func:`_tridiagonal_bands`; 5-point: pentadiagonal)
+    for each row of ``V`` (B x N: the potentials of B times of a run), all from the pairs of
+    one nearby H (their anchor's along a run, :class:`Tracker`: energies ``E``, unit columns
+    ``X``, N x K): a list of B (theta, vectors N x K), None for a member that cannot be
+    vouched for (then the solver from scratch).
 
     Subspace inverse iteration, each column with its own shift (at first E_k, then the
-    Ritz values), one tridiagonal solve a column (O(N)), an orthonormal basis of the
-    iterates (QR) and a Rayleigh-Ritz step on it, until every residual ||H_b phi - theta
-    phi|| is within ``bounds[b]`` (Parlett, *The Symmetric Eigenvalue Problem*, ch. 4 and
-    11: a shifted inverse iteration converges at the ratio of the shift's distances to the
-    wanted and the nearest other eigenvalue; Rayleigh-Ritz separates a (near-)degenerate
-    pair once the pair's subspace has converged).  A member is accepted only where a Sturm
-    count (:func:`count_below`) finds exactly K eigenvalues at or below its largest Ritz
-    value plus its residual and a rounding margin: the K pairs are then the lowest (each
-    Ritz value lies within its residual of an eigenvalue, and orthonormal Ritz vectors with
-    small residuals approximate distinct ones).  The B members are one array each step --
-    the B K solves one block-diagonal dgtsv call (:func:`_shifted_solves`), the QR, the
+    Ritz values), one banded solve a column (O(N)), an orthonormal basis of the iterates
+    (QR) and a Rayleigh-Ritz step on it, until every residual ||H_b phi - theta phi|| is
+    within ``bounds[b]`` (Parlett, *The Symmetric Eigenvalue Problem*, ch. 4 and 11: a
+    shifted inverse iteration converges at the ratio of the shift's distances to the wanted
+    and the nearest other eigenvalue; Rayleigh-Ritz separates a (near-)degenerate pair once
+    the pair's subspace has converged).  A member is accepted only where a Sturm count
+    (:func:`count_below`) of the 3-point H at the same dx and potential finds exactly K
+    eigenvalues at or below its largest Ritz value plus its residual and a rounding margin:
+    the K pairs are then the lowest -- each Ritz value lies within its residual of an
+    eigenvalue and orthonormal Ritz vectors with small residuals approximate distinct ones,
+    so H_b has at least K eigenvalues there, and at most as many as the 3-point H: the
+    5-point T less the 3-point T is (1/(24 dx^2)) (D2^2 + e_1 e_1' + e_N e_N'), D2 the
+    second-difference matrix, positive semidefinite, so each eigenvalue of the 5-point H
+    lies at or above the 3-point H's of the same index (Weyl's monotonicity; Horn &
+    Johnson, *Matrix Analysis*, cor. 4.3.12).  The B members are one array each step -- the
+    B K solves one block-diagonal LAPACK call (:func:`_banded_solves`), the QR, the
     products and the Rayleigh-Ritz eigenproblems stacked -- so a member costs a share of
     ~15 NumPy calls where it took ~40 of its own; a converged member leaves the stack (its
     pairs depend on its own iterations alone).  2 iterations along h2plus_moving's run at N
@@ -566,27 +601,31 @@ def warm_tridiagonal_many(grid, V, E, X, bounds, maxiter=WARM_MAXITER):
     B, n = V.shape
     K = X.shape[1]
     out = [None] * B
-    if B == 0 or K == 0 or n < 2 * K:
+    if B == 0 or K == 0 or n < 2 * K + 2:
         return out
     from .hamiltonian import kinetic_bands
-    d0, d1, _ = kinetic_bands(3, grid.dx)
+    d0, d1, d2 = kinetic_bands(grid.stencil, grid.dx)
+    c0, c1, _ = kinetic_bands(3, grid.dx)             # the 3-point H: the Sturm count's
+    e3 = np.full(n - 1, c1)
     D = d0 + V                                        # the members' diagonals, B x N
-    e = np.full(n - 1, d1)
     bounds = np.broadcast_to(np.asarray(bounds, dtype=np.float64), (B,))
-    hnorm = np.abs(D).max(axis=1) + 2.0 * abs(d1)
+    hnorm = np.abs(D).max(axis=1) + 2.0 * (abs(d1) + abs(d2))
     act = np.arange(B)                                # members still iterating
     sig = np.tile(np.asarray(E, dtype=np.float64), (B, 1))       # B x K shifts
     Xs = np.broadcast_to(X, (B, n, K))
     for _ in range(maxiter):
         Da = D[act]
-        Y = _shifted_solves((Da[:, None, :] - sig[:, :, None]).reshape(-1, n), e,
-                            Xs.transpose(1, 0, 2).reshape(n, -1))
+        Y = _banded_solves((Da[:, None, :] - sig[:, :, None]).reshape(-1, n), d1, d2,
+                           Xs.transpose(1, 0, 2).reshape(n, -1))
         if Y is None:                                 # a singular shift: these go from scratch
             return out
         Q = np.linalg.qr(Y.reshape(n, len(act), K).transpose(1, 0, 2))[0]
         HQ = Da[:, :, None] * Q                       # H Q by the bands' shifted slices
         HQ[:, 1:] += d1 * Q[:, :-1]
         HQ[:, :-1] += d1 * Q[:, 1:]
+        if d2:
+            HQ[:, 2:] += d2 * Q[:, :-2]
+            HQ[:, :-2] += d2 * Q[:, 2:]
         theta, W = np.linalg.eigh(np.matmul(Q.transpose(0, 2, 1), HQ))
         Xn = np.matmul(Q, W)
         R = np.matmul(HQ, W)
@@ -598,7 +637,7 @@ def warm_tridiagonal_many(grid, V, E, X, bounds, maxiter=WARM_MAXITER):
         for i in np.flatnonzero(done):
             b = act[i]
             margin = max(float(res[i]), 1e3 * np.finfo(np.float64).eps * float(hnorm[b]))
-            if count_below(D[b], e, theta[i, -1] + margin) == K:
+            if count_below(c0 + V[b], e3, theta[i, -1] + margin) == K:
                 out[b] = (theta[i], Xn[i])
         keep = ok & ~done
         act, sig, Xs = act[keep], theta[keep], Xn[keep]
@@ -640,17 +679,19 @@ class Tracker:
     reference states, :class:`tdse.run.observers.Observables`), at O(N K) per call where the
     dense solver is O(N^3):
 
-    * 3-point from N = ``warm_min`` (:data:`WARM_MIN_N`, 0: every N) by windows
+    * 3- and 5-point from N = ``warm_min`` (:data:`WARM_MIN_N`, 0: every N) by windows
       (:meth:`window`): the populations times of :data:`WARM_ANCHOR_CALLS` intervals solved
-      together, the first by :func:`stemr`, the others by :func:`warm_tridiagonal_many`
-      (stacked inverse iteration from the first's pairs, O(N K) a call, each member checked
-      by a Sturm count; :func:`stemr` for one it does not vouch for, counted in
-      :attr:`restarts`) -- a call's pairs depend on t alone, the same bits for the same host
-      BLAS threads wherever computed; a time off the populations interval (the last step, a
-      resumed run's first) by :func:`warm_tridiagonal` from its window's first; below
-      ``warm_min`` :func:`stemr` at every call;
-    * 5-point and DVR up to N = ``direct_max`` (:data:`DVR_DENSE_MAX`): :func:`eigenstates`;
-    * 5-point and DVR beyond: :func:`davidson` on a block of count + 2 vectors warm-started from
+      together, the first from scratch (:meth:`_scratch`: 3-point :func:`stemr`; 5-point
+      the banded solver up to N = ``direct_max``, Davidson from the 3-point pairs beyond),
+      the others by :func:`warm_banded_many` (stacked inverse iteration from the first's
+      pairs, O(N K) a call, each member checked by a Sturm count of the 3-point H; from
+      scratch for one it does not vouch for, counted in :attr:`restarts`) -- a call's pairs
+      depend on t alone, the same bits for the same host BLAS threads wherever computed
+      (5-point on :data:`EIGEN_BLAS_THREADS`); a time off the populations interval (the
+      last step, a resumed run's first) by :func:`warm_banded` from its window's first;
+      below ``warm_min`` from scratch at every call;
+    * DVR up to N = ``direct_max`` (:data:`DVR_DENSE_MAX`): :func:`eigenstates`;
+    * DVR beyond: :func:`davidson` on a block of count + 2 vectors warm-started from
       the block at the call's anchor time (itself from the 3-point pairs there: a call's pairs
       depend on t alone, so a resumed run, the worker and the loop give the same bits), H
       applied on ``xp``'s device, the corrections by the banded 5-point H on the host;
@@ -700,8 +741,11 @@ class Tracker:
 
     def __call__(self, t):
         self.calls += 1
-        if self.config.grid.stencil == 3:
-            return self._tridiagonal_call(t)
+        if self.config.grid.stencil in (3, 5):
+            if self.config.grid.stencil == 3:    # its thread must not set the process's BLAS
+                return self._banded_call(t)
+            with _eigen_threads():
+                return self._banded_call(t)
         self.solved += 1
         with _eigen_threads():
             if not self.iterative:
@@ -750,17 +794,17 @@ class Tracker:
         for bit (3-point: from the windows of :meth:`window`, each computed once)."""
         return [self(t) for t in times]
 
-    def _tridiagonal_call(self, t):
-        """The 3-point pairs at t, as :func:`eigenstates` gives them (to the residual bound
-        where warm), the same bits whichever calls came before: below N = ``warm_min``
-        :func:`stemr`; else from t's window (:meth:`window`) where t is one of its times,
-        and otherwise (the last step off the populations interval, a resumed run's first
-        step) by :func:`warm_tridiagonal` from the anchor of t's window."""
+    def _banded_call(self, t):
+        """The finite-difference pairs at t, as :func:`eigenstates` gives them (to the
+        residual bound where warm), the same bits whichever calls came before: below N =
+        ``warm_min`` from scratch (:meth:`_scratch`); else from t's window (:meth:`window`)
+        where t is one of its times, and otherwise (the last step off the populations
+        interval, a resumed run's first step) by :func:`warm_banded` from the anchor of t's
+        window."""
         g = self.config.grid
-        m = min(self.K, g.n)
         if g.n < self.warm_min:
             self.solved += 1
-            got = _tridiagonal(g, self._potentials([t])[0], m)
+            got = self._scratch(t, self._potentials([t])[0])
         else:
             h = self.config.output.populations_interval * self.config.time.dt
             q = round(t / h)                       # t's index among the populations times
@@ -771,19 +815,34 @@ class Tracker:
             v = self._potentials([t])[0]
             self.window(math.floor(t / (h * self.anchor_calls) + 1e-9))
             self.solved += 1
-            got = warm_tridiagonal(g, v, *self._window[2], residual_bound(g, v, self.tol))
+            got = warm_banded(g, v, *self._window[2], residual_bound(g, v, self.tol))
             if got is None:
                 self.restarts += 1
-                got = _tridiagonal(g, v, m)
+                got = self._scratch(t, v)
         self._clusters(got[0])
         return _states(g, *got)
 
+    def _scratch(self, t, v):
+        """(E, unit columns N x K) of the finite-difference H at t (potential ``v``) from
+        scratch: 3-point :func:`stemr`; 5-point up to N = ``direct_max`` the banded solver
+        (:func:`_pentadiagonal`), beyond it :func:`davidson` from the 3-point pairs (the dense
+        solver where it does not converge, said once: :meth:`_iterate`)."""
+        g = self.config.grid
+        m = min(self.K, g.n)
+        if g.stencil == 3:
+            return _tridiagonal(g, v, m)
+        if not self.iterative:
+            return _pentadiagonal(g, v, m)
+        from mgemm.arrays import to_host
+        E, X, _ = self._iterate(t, v, _fd_start(g, v, self.block))
+        return to_host(E)[:m], to_host(X)[:, :m]
+
     @property
     def window_steps(self):
-        """Steps a window spans (:meth:`window`: the 3-point pairs from N = ``warm_min``), or
-        None where each call is solved alone."""
+        """Steps a window spans (:meth:`window`: the 3- and 5-point pairs from N =
+        ``warm_min``), or None where each call is solved alone."""
         c = self.config
-        if c.grid.stencil != 3 or c.grid.n < self.warm_min:
+        if c.grid.stencil not in (3, 5) or c.grid.n < self.warm_min:
             return None
         return self.anchor_calls * c.output.populations_interval
 
@@ -798,12 +857,12 @@ class Tracker:
         return total_many(molecule, points(self.config.grid), np.asarray(times, dtype=np.float64))
 
     def window(self, a):
-        """The 3-point pairs (E, phi as :func:`eigenstates` gives them) at the populations times of window
-        ``a`` -- the steps (a C + j) I, j < C (C = ``anchor_calls``, I the populations
-        interval), those within the run -- computed together and kept until another window
-        is asked for: the first, the anchor, from scratch (:func:`stemr`), the others by
-        :func:`warm_tridiagonal_many` from it (:func:`stemr` for a member it does not vouch
-        for, counted in :attr:`restarts`).  A window depends on ``a`` alone, so a resumed
+        """The finite-difference pairs (E, phi as :func:`eigenstates` gives them) at the
+        populations times of window ``a`` -- the steps (a C + j) I, j < C (C =
+        ``anchor_calls``, I the populations interval), those within the run -- computed
+        together and kept until another window is asked for: the first, the anchor, from
+        scratch (:meth:`_scratch`), the others by :func:`warm_banded_many` from it (from
+        scratch for a member it does not vouch for, counted in :attr:`restarts`).  A window depends on ``a`` alone, so a resumed
         run, the eigenpairs thread, the workers and the loop compute the same bits; its
         times are the steps' own (step x dt, as the loop's)."""
         if self._window is not None and self._window[0] == a:
@@ -815,13 +874,13 @@ class Tracker:
         V = self._potentials([s * c.time.dt for s in steps])
         self.solved += len(steps)
         m = min(self.K, g.n)
-        anchor = _tridiagonal(g, V[0], m)
-        got = [anchor] + warm_tridiagonal_many(
+        anchor = self._scratch(steps[0] * c.time.dt, V[0])
+        got = [anchor] + warm_banded_many(
             g, V[1:], *anchor, [residual_bound(g, v, self.tol) for v in V[1:]])
         for j, pair in enumerate(got):
             if pair is None:
                 self.restarts += 1
-                got[j] = _tridiagonal(g, V[j], m)
+                got[j] = self._scratch(steps[j] * c.time.dt, V[j])
         # as eigenstates() gives them (_states), the window's rows signed at once
         phi = _signed(np.concatenate([X.T for _, X in got]) / np.sqrt(g.dx)).reshape(len(got), m, g.n)
         self._window = (a, [(E, p) for (E, _), p in zip(got, phi)], anchor)

@@ -333,13 +333,13 @@ def ahead_min_seconds() -> float:
 
 def calls_guess(config) -> tuple:
     """(calls, seconds each): H(t)'s eigenpairs a run of ``config`` will ask for, and a
-    low guess of one call's time on one core (measured on 2 cores: the 3-point windows
-    0.3-0.4 us x N, ``window_pairs_cpu2_*``; the dense / banded solvers up to N = 512
-    ~4e-8 N^2 s; Davidson beyond 2.6-5 us x N)."""
+    low guess of one call's time on one core (measured on 2 cores: the windows, 3-point
+    0.3-0.5 us x N, 5-point 0.5-1 us x N, ``window_pairs_cpu2_*``; the DVR's dense solver up
+    to N = 512 ~4e-8 N^2 s, Davidson beyond 2.6-5 us x N)."""
     o, n = config.output, config.grid.n
     calls = config.time.steps // o.populations_interval + 1
-    if config.grid.stencil == 3:
-        return calls, 3e-7 * n
+    if config.grid.stencil in (3, 5):
+        return calls, (3e-7 if config.grid.stencil == 3 else 5e-7) * n
     return calls, (1.5e-8 * n * n if n <= states.DVR_DENSE_MAX else 2.5e-6 * n)
 
 
