@@ -330,8 +330,8 @@ def test_iterative_eigenpairs_of_a_degenerate_pair(stencil, inputs_dir):
 @pytest.mark.parametrize("stencil, n", [(3, 256), (3, 2048), (5, 256), (5, 1024)])
 def test_warm_banded_pairs_track_the_dense_solver(stencil, n, inputs_dir):
     """The 3- and 5-point Tracker (windows: states.warm_banded_many from each window's
-    anchor, #23 item 1; the 5-point anchors by the banded solver at N = 256, by Davidson at
-    1024) along a moving-centre run, calls in time order and in reverse: the populations
+    anchor, #23 item 1; the 5-point anchors by the banded solver at N = 256, at 1024 by
+    warm_banded from the 3-point pairs) along a moving-centre run, calls in time order and in reverse: the populations
     of a random psi in the H(t) eigenstates equal numpy.linalg.eigh's of the dense H to
     1e-10 or to within 1.5x of the solver from scratch (states.eigenstates) where that errs
     more (the lowest pair, 1e-4 Ha apart, is determined only to ~u ||H|| / 1e-4 each:
@@ -395,6 +395,34 @@ def test_warm_banded_of_a_degenerate_pair(inputs_dir):
         assert np.abs(E - Ed).max() < 1e-9
         assert abs(P[:2].sum() - Pd[:2].sum()) < 1e-10 and abs(P[2:].sum() - Pd[2:].sum()) < 1e-10
     assert [0, 1] in tr.clusters
+
+
+def test_5_point_anchors_fall_back_to_davidson_where_refused(inputs_dir, monkeypatch):
+    """A 5-point window's anchor from N = 1024 (Tracker._scratch): the 3-point pairs refined
+    by warm_banded; where that is refused, Davidson from the 3-point pairs -- either way
+    the energies of numpy.linalg.eigh of the dense H to 1e-9 and the vectors' projector
+    to 1e-9."""
+    import os
+    from tdse import config as cfgmod
+    from tdse.model import states
+    from tdse.model.grid import points
+    from tdse.model.potential import soft_core
+    cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value(
+        "grid.stencil", 5).with_value("grid.dx", 25.6 / 1024)
+    v = soft_core(cfg.potential, points(cfg.grid), 0.3)
+    Ed, phid = scipy_dense_pairs(cfg, 0.3, 4)
+    Xd = phid.T * np.sqrt(cfg.grid.dx)
+    calls = []
+    real = states.warm_banded
+    for refuse in (False, True):
+        tr = states.Tracker(cfg, 4)
+        monkeypatch.setattr(states, "warm_banded", lambda *a, **k: calls.append(refuse) or (
+            None if refuse else real(*a, **k)))
+        E, X = tr._scratch(0.3, v)
+        assert np.abs(E - Ed).max() < 1e-9, refuse
+        assert np.abs(X @ X.T - Xd @ Xd.T).max() < 1e-9, refuse
+        assert (tr.iterations > 0) == refuse            # Davidson ran only where refused
+    assert calls == [False, True]
 
 
 @pytest.mark.parametrize("stencil", [3, 5])

@@ -682,6 +682,7 @@ class Tracker:
     * 3- and 5-point from N = ``warm_min`` (:data:`WARM_MIN_N`, 0: every N) by windows
       (:meth:`window`): the populations times of :data:`WARM_ANCHOR_CALLS` intervals solved
       together, the first from scratch (:meth:`_scratch`: 3-point :func:`stemr`; 5-point
+      from N = 1024 the 3-point pairs refined by :func:`warm_banded`, else or where refused
       the banded solver up to N = ``direct_max``, Davidson from the 3-point pairs beyond),
       the others by :func:`warm_banded_many` (stacked inverse iteration from the first's
       pairs, O(N K) a call, each member checked by a Sturm count of the 3-point H; from
@@ -824,13 +825,21 @@ class Tracker:
 
     def _scratch(self, t, v):
         """(E, unit columns N x K) of the finite-difference H at t (potential ``v``) from
-        scratch: 3-point :func:`stemr`; 5-point up to N = ``direct_max`` the banded solver
-        (:func:`_pentadiagonal`), beyond it :func:`davidson` from the 3-point pairs (the dense
-        solver where it does not converge, said once: :meth:`_iterate`)."""
+        scratch: 3-point :func:`stemr`; 5-point from N = 1024 the 3-point pairs refined by
+        :func:`warm_banded` (vouched for by the 3-point Sturm count; 2 CPUs, h2plus_moving's
+        molecule: 4.6-4.8 ms against Davidson's 11-13 ms at N = 2048, 20-21 against 28 ms at
+        8192, the same at 256), else -- or where that is refused -- the banded solver
+        (:func:`_pentadiagonal`) up to N = ``direct_max``, beyond it :func:`davidson` from
+        the 3-point pairs (the dense solver where it does not converge, said once:
+        :meth:`_iterate`)."""
         g = self.config.grid
         m = min(self.K, g.n)
         if g.stencil == 3:
             return _tridiagonal(g, v, m)
+        if g.n >= 1024:
+            got = warm_banded(g, v, *_tridiagonal(g, v, m), residual_bound(g, v, self.tol))
+            if got is not None:
+                return got
         if not self.iterative:
             return _pentadiagonal(g, v, m)
         from mgemm.arrays import to_host
