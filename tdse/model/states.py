@@ -435,22 +435,23 @@ def stemr(d, e, m):
 #: 0.1-0.2 a.u. apart: 2 at N = 256 and 8192)
 WARM_MAXITER = 4
 
-#: the 3-point tracker's window (:meth:`Tracker.window`): the populations times of this many
-#: populations intervals, solved together -- the first, the anchor, from scratch
-#: (:func:`stemr`), the others from its pairs (:func:`warm_banded_many`): so a call's
-#: pairs depend on t alone -- not on which calls came before -- and a resumed run, the
-#: eigenpairs thread, the workers and the loop compute the same bits.  N = 256, calls 0.2
-#: a.u. apart on 2 CPUs: 8 / 16 / 32 / 64 calls a window, 156-162 / 117-128 / 108-125 /
-#: 145-154 us a call (dstemr alone: 240-320 us); 16 keeps a window's far members at 2-3
-#: iterations
+#: the 3- and 5-point tracker's window (:meth:`Tracker.window`): the populations times of this
+#: many populations intervals, solved together -- the first, the anchor, from scratch
+#: (:meth:`Tracker._scratch`), the others from its pairs (:func:`warm_banded_many`): so a
+#: call's pairs depend on t alone -- not on which calls came before -- and a resumed run,
+#: the eigenpairs thread, the workers and the loop compute the same bits.  3-point, N = 256,
+#: calls 0.2 a.u. apart on 2 CPUs: 8 / 16 / 32 / 64 calls a window, 123 / 99 / 90 / 89 us a
+#: call (dstemr alone: 310 us; ``window_pairs_cpu2_20261126T1009.txt``); 16 keeps a
+#: window's far members at 2-3 iterations and its first call's wait short
 WARM_ANCHOR_CALLS = 16
 
-#: the 3-point tracker solves every call from scratch (:func:`stemr`) below this N, by
-#: windows from it.  A window's member costs a share of ~15 NumPy calls on the stacked
-#: members and of their LAPACK solves: h2plus_moving's 3-point molecule, 800 calls 0.2 a.u.
-#: apart on 2 CPUs, 117-138 us a call against dstemr's 319-334 at N = 256, 764 against 3244
-#: at N = 2048 (``benchmarks/probes/window_pairs.py``); before the windows, the warm solver
-#: a call at a time (~40 NumPy calls each) had lost to dstemr at N = 256 and won from ~1024
+#: the 3- and 5-point tracker solves every call from scratch below this N, by windows from
+#: it.  A window's member costs a share of ~15 NumPy calls on the stacked members and of
+#: their LAPACK solves: h2plus_moving's molecule, 800 calls 0.2 a.u. apart on 2 CPUs, a call
+#: 3-point 106 / 636 us against dstemr's 310 / 3118 at N = 256 / 2048, 5-point 196 / 998
+#: against 614 / 6129 (``benchmarks/probes/window_pairs.py``,
+#: ``window_pairs_cpu2_20261126T1009.txt``); before the windows, the 3-point warm solver a
+#: call at a time (~40 NumPy calls each) had lost to dstemr at N = 256 and won from ~1024
 #: (N = 8192 on one H100's host: 4.5-5.6 ms a call against dstemr's 22 ms;
 #: ``benchmarks/results/warm_pairs_*_20261126T06*``)
 WARM_MIN_N = 0
