@@ -144,19 +144,20 @@ def residual_bound(grid, v, tol=RESIDUAL_TOL):
 
 def _real_operator(grid, v, xp):
     """X -> (T + diag(v)) X for a real block X (N x m): the stencil's bands as shifted
-    slices, the DVR through the circulant embedding by real FFTs (the symbol is even)."""
+    slices -- also for a stack of potentials v (B x N) and blocks X (B x N x m) --, the DVR
+    through the circulant embedding by real FFTs (the symbol is even)."""
     from .hamiltonian import dvr_symbol, kinetic_bands
     if grid.stencil != "dvr":                          # the bands by shifted slices
         d0, d1, d2 = kinetic_bands(grid.stencil, grid.dx)
-        main = xp.asarray(d0 + np.asarray(v, dtype=np.float64))[:, None]
+        main = xp.asarray(d0 + np.asarray(v, dtype=np.float64))[..., None]
 
         def band(X):
             out = main * X
-            out[1:] += d1 * X[:-1]
-            out[:-1] += d1 * X[1:]
+            out[..., 1:, :] += d1 * X[..., :-1, :]
+            out[..., :-1, :] += d1 * X[..., 1:, :]
             if d2:
-                out[2:] += d2 * X[:-2]
-                out[:-2] += d2 * X[2:]
+                out[..., 2:, :] += d2 * X[..., :-2, :]
+                out[..., :-2, :] += d2 * X[..., 2:, :]
             return out
         return band
     n = grid.n
@@ -172,13 +173,28 @@ def _real_operator(grid, v, xp):
     return h
 
 
+def _band5(d1, d2, diag, block=None):
+    """LAPACK's general band layout (dgbtrf / dgbsv, kl = ku = 2: 2 rows of fill above) of
+    the symmetric pentadiagonal matrix with diagonal ``diag`` and off-diagonals d1, d2 --
+    block diagonal in blocks of ``block`` rows (the entries between blocks zero: pivoting
+    stays within a block; default one block)."""
+    size = len(diag)
+    b = block or size
+    j = np.arange(size) % b                        # each entry's column within its block
+    ab = np.zeros((7, size), order="F")
+    ab[2, 2:] = np.where(j[2:] >= 2, d2, 0.0)      # A[i-2, i]
+    ab[3, 1:] = np.where(j[1:] >= 1, d1, 0.0)      # A[i-1, i]
+    ab[4] = diag
+    ab[5, :-1] = np.where(j[:-1] <= b - 2, d1, 0.0)    # A[i+1, i]
+    ab[6, :-2] = np.where(j[:-2] <= b - 3, d2, 0.0)    # A[i+2, i]
+    return ab
+
+
 def _band5_lu(d1, d2, diag):
     """LAPACK's banded LU (dgbtrf, kl = ku = 2) of the symmetric pentadiagonal matrix with
     diagonal ``diag`` and off-diagonals d1, d2: (lu, piv, info)."""
     from scipy.linalg import lapack
-    ab = np.zeros((7, len(diag)), order="F")   # dgbtrf's layout: 2 rows of fill above
-    ab[2, 2:], ab[3, 1:], ab[4], ab[5, :-1], ab[6, :-2] = d2, d1, diag, d1, d2
-    return lapack.dgbtrf(ab, 2, 2, overwrite_ab=1)
+    return lapack.dgbtrf(_band5(d1, d2, diag), 2, 2, overwrite_ab=1)
 
 
 def _banded_shift_solver(grid, v):
@@ -546,14 +562,7 @@ def _banded_solves(D, d1, d2, X):
     key = (k, n, d1, d2)
     band = getattr(_WORKSPACES, "band5", None)
     if band is None or band[0] != key:           # the off-diagonal rows, made once per thread
-        size = k * n
-        ab = np.zeros((7, size), order="F")      # dgbsv's layout, kl = ku = 2: rows 0-1 fill
-        j = np.arange(size) % n                  # each entry's column within its block
-        ab[3, 1:] = np.where(j[1:] >= 1, d1, 0.0)          # A[i-1, i]
-        ab[2, 2:] = np.where(j[2:] >= 2, d2, 0.0)          # A[i-2, i]
-        ab[5, :-1] = np.where(j[:-1] <= n - 2, d1, 0.0)    # A[i+1, i]
-        ab[6, :-2] = np.where(j[:-2] <= n - 3, d2, 0.0)    # A[i+2, i]
-        band = _WORKSPACES.band5 = (key, ab)
+        band = _WORKSPACES.band5 = (key, _band5(d1, d2, np.zeros(k * n), n))
     ab = band[1].copy(order="F")                 # dgbsv overwrites it with its LU
     ab[4] = D.ravel()
     *_, y, info = lapack.dgbsv(2, 2, ab, X.T.reshape(-1), overwrite_ab=1, overwrite_b=1)
@@ -606,8 +615,6 @@ def warm_banded_many(grid, V, E, X, bounds, maxiter=WARM_MAXITER):
         return out
     from .hamiltonian import kinetic_bands
     d0, d1, d2 = kinetic_bands(grid.stencil, grid.dx)
-    c0, c1, _ = kinetic_bands(3, grid.dx)             # the 3-point H: the Sturm count's
-    e3 = np.full(n - 1, c1)
     D = d0 + V                                        # the members' diagonals, B x N
     bounds = np.broadcast_to(np.asarray(bounds, dtype=np.float64), (B,))
     hnorm = np.abs(D).max(axis=1) + 2.0 * (abs(d1) + abs(d2))
@@ -621,12 +628,7 @@ def warm_banded_many(grid, V, E, X, bounds, maxiter=WARM_MAXITER):
         if Y is None:                                 # a singular shift: these go from scratch
             return out
         Q = np.linalg.qr(Y.reshape(n, len(act), K).transpose(1, 0, 2))[0]
-        HQ = Da[:, :, None] * Q                       # H Q by the bands' shifted slices
-        HQ[:, 1:] += d1 * Q[:, :-1]
-        HQ[:, :-1] += d1 * Q[:, 1:]
-        if d2:
-            HQ[:, 2:] += d2 * Q[:, :-2]
-            HQ[:, :-2] += d2 * Q[:, 2:]
+        HQ = _real_operator(grid, V[act], np)(Q)     # H Q by the bands' shifted slices
         theta, W = np.linalg.eigh(np.matmul(Q.transpose(0, 2, 1), HQ))
         Xn = np.matmul(Q, W)
         R = np.matmul(HQ, W)
@@ -638,7 +640,7 @@ def warm_banded_many(grid, V, E, X, bounds, maxiter=WARM_MAXITER):
         for i in np.flatnonzero(done):
             b = act[i]
             margin = max(float(res[i]), 1e3 * np.finfo(np.float64).eps * float(hnorm[b]))
-            if count_below(c0 + V[b], e3, theta[i, -1] + margin) == K:
+            if count_below(*_tridiagonal_bands(grid, V[b]), theta[i, -1] + margin) == K:
                 out[b] = (theta[i], Xn[i])
         keep = ok & ~done
         act, sig, Xs = act[keep], theta[keep], Xn[keep]
@@ -728,8 +730,8 @@ class Tracker:
         # the pairs at the last anchor time (anchor_time): (t_a, E, unit columns N x K -- for
         # Davidson its block -- and the dense solver's phi where it stood in, else None)
         self.anchor = None
-        self.restarts = 0             # 3-point: warm calls not vouched for (stemr instead)
-        self._window = None           # 3-point: (a, window a's (E, phi), its anchor's (E, X))
+        self.restarts = 0             # 3-/5-point: warm pairs not vouched for (from scratch instead)
+        self._window = None           # 3-/5-point: (a, window a's (E, phi), its anchor's (E, X))
         self.solved = 0               # the times whose pairs were computed (a window's all at once)
 
     def settings(self) -> dict:
@@ -743,13 +745,13 @@ class Tracker:
 
     def __call__(self, t):
         self.calls += 1
-        if self.config.grid.stencil in (3, 5):
-            if self.config.grid.stencil == 3:    # its thread must not set the process's BLAS
-                return self._banded_call(t)
-            with _eigen_threads():
-                return self._banded_call(t)
-        self.solved += 1
+        stencil = self.config.grid.stencil
+        if stencil == 3:                  # (its thread must not set the process's BLAS)
+            return self._banded_call(t)
         with _eigen_threads():
+            if stencil == 5:
+                return self._banded_call(t)
+            self.solved += 1
             if not self.iterative:
                 return eigenstates(self.config, t, self.K)
             return self._davidson_call(t)
@@ -793,7 +795,7 @@ class Tracker:
 
     def many(self, times):
         """[(E, phi), ...] at each of ``times``: what calling the tracker at each gives, bit
-        for bit (3-point: from the windows of :meth:`window`, each computed once)."""
+        for bit (3- and 5-point: from the windows of :meth:`window`, each computed once)."""
         return [self(t) for t in times]
 
     def _banded_call(self, t):
@@ -872,9 +874,9 @@ class Tracker:
         ``anchor_calls``, I the populations interval), those within the run -- computed
         together and kept until another window is asked for: the first, the anchor, from
         scratch (:meth:`_scratch`), the others by :func:`warm_banded_many` from it (from
-        scratch for a member it does not vouch for, counted in :attr:`restarts`).  A window depends on ``a`` alone, so a resumed
-        run, the eigenpairs thread, the workers and the loop compute the same bits; its
-        times are the steps' own (step x dt, as the loop's)."""
+        scratch for a member it does not vouch for, counted in :attr:`restarts`).  A window
+        depends on ``a`` alone, so a resumed run, the eigenpairs thread, the workers and the
+        loop compute the same bits; its times are the steps' own (step x dt, as the loop's)."""
         if self._window is not None and self._window[0] == a:
             return self._window[1]
         c = self.config

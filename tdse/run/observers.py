@@ -82,8 +82,8 @@ AHEAD_MIN_SECONDS_THREAD = 0.02
 #: 1.05 s in the loop: ``cli_ahead_walls``).  1024 between the two is a choice, not measured
 THREAD_MIN_N = 1024
 
-#: the thread's calls made together (Tracker.many: the potentials of these times in one
-#: array pass), between which it looks whether the run has ended
+#: the thread's calls made together (Tracker.many; a window's calls are computed at its
+#: first), between which it looks whether the run has ended
 THREAD_BATCH = 4
 
 #: tasks queued ahead in each worker
