@@ -830,8 +830,8 @@ class Tracker:
         """(E, unit columns N x K) of the finite-difference H at t (potential ``v``) from
         scratch: 3-point :func:`stemr`; 5-point from N = 1024 the 3-point pairs refined by
         :func:`warm_banded` (vouched for by the 3-point Sturm count; 2 CPUs, h2plus_moving's
-        molecule: 4.6-4.8 ms against Davidson's 11-13 ms at N = 2048, 20-21 against 28 ms at
-        8192, the same at 256), else -- or where that is refused -- the banded solver
+        molecule: 4.8 ms against Davidson's 11.8 ms at N = 2048, 19.9 against 27.8 ms at
+        8192; ``benchmarks/probes/anchor_5point.py``, ``anchor_5point_cpu2_20261126T1109.txt``), else -- or where that is refused -- the banded solver
         (:func:`_pentadiagonal`) up to N = ``direct_max``, beyond it :func:`davidson` from
         the 3-point pairs (the dense solver where it does not converge, said once:
         :meth:`_iterate`)."""
