@@ -182,19 +182,24 @@ def test_an_even_block_writes_the_slot_before_first(held, tmp_path, inputs_dir, 
     assert st["count"] == 1 + held and st["step"] == 5 * held
 
 
-@pytest.mark.parametrize("stencil, n, warm", [(3, None, False), (3, None, True), ("dvr", 600, False)])
-def test_an_interrupt_writes_the_held_snapshots(stencil, n, warm, tmp_path, inputs_dir, monkeypatch):
+@pytest.mark.parametrize("stencil, n, warm, offload", [(3, None, False, "0"), (3, None, True, "0"),
+                                                      ("dvr", 600, False, "0"), (5, None, True, "1"),
+                                                      (5, None, True, "0")])
+def test_an_interrupt_writes_the_held_snapshots(stencil, n, warm, offload, tmp_path, inputs_dir,
+                                                monkeypatch):
     """KeyboardInterrupt at step 23 with every snapshot held: the file is closed valid with
     the snapshots up to step 20 (none lost), and resuming it gives the uninterrupted file,
     bit for bit -- with H(t)'s 3-point pairs by windows (``warm``: states.WARM_MIN_N = 0,
     the default) and each from scratch, and with the DVR's Davidson pairs beyond DVR_DENSE_MAX (the
     resumed run's first call has no earlier call to start from: each starts from its
-    anchor's pairs)."""
+    anchor's pairs); ``offload``: the rows measured by the observables' worker process
+    (TDSE_OBSERVER_PROCESS=1: the interrupted run's rows up to the interrupt written)."""
     from tdse.model import states
     from tdse.run.interrupts import Interrupted
     if stencil == 3:                          # by windows, or each call from scratch
         monkeypatch.setattr(states, "WARM_MIN_N", 0 if warm else 10 ** 9)
     monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "0")     # the loop's pairs, in this process
+    monkeypatch.setenv("TDSE_OBSERVER_PROCESS", offload)
     kw = {} if n is None else {"n": n}
     cfg = _moving(inputs_dir, stencil, **kw, **{"output.every": 5, "output.flush_seconds": 1e9})
     assert states.Tracker(cfg, 4).iterative == (stencil == "dvr")
@@ -658,3 +663,138 @@ def test_the_eigenpairs_thread_stops_its_task_when_the_run_ends(inputs_dir, monk
     assert ahead.thread is not None and not ahead.stop.is_set()
     ahead.close()
     assert ahead.stop.is_set()
+
+
+# ------------------------------------------------ the observables in a worker process (#23)
+def _file(cfg, path, mode, monkeypatch):
+    """The run file of ``cfg`` with TDSE_OBSERVER_PROCESS = ``mode``, and its rows measured
+    by the worker (the file's ``observables_process``)."""
+    monkeypatch.setenv("TDSE_OBSERVER_PROCESS", mode)
+    res = run(cfg, str(path), backend="numpy")
+    data = read(res.path)
+    return data, int(data["attrs"]["observables_process"])
+
+
+@pytest.mark.parametrize("stencil, n", [(3, 256), (5, 256), ("dvr", 200), ("static", 160)])
+def test_observables_in_a_worker_process_equal_those_in_the_loop(stencil, n, tmp_path, inputs_dir,
+                                                               monkeypatch):
+    """TDSE_OBSERVER_PROCESS=1: every row measured by the worker process (through the ring in
+    shared memory, a backlog while it starts; the file written every snapshot,
+    flush_seconds = 0, so that the loop takes what the worker has measured many times), and
+    the file the same as the loop's own rows, bit for bit in every dataset: the worker runs
+    the loop's code on one BLAS thread, as the loop does at this N, and H(t)'s pairs depend
+    on t alone.  Moving centres (3-, 5-point, DVR: H(t)'s populations every 4 steps and at
+    the last step, off the cadence) and static ones."""
+    monkeypatch.setattr(observers, "OFFLOAD_RING_BLOCKS", 2)      # a ring that wraps often
+    monkeypatch.setattr(observers, "TIME_BLOCK", 16)
+    st = 3 if stencil == "static" else stencil
+    cfg = _moving(inputs_dir, st, n=n, **{"output.populations_every": 4, "output.every": 7,
+                                          "output.flush_seconds": 0.0})
+    cfg = cfg.with_value("time.t_end", 203 * cfg.time.dt)
+    if stencil == "static":
+        cfg = dataclasses.replace(cfg, potential=dataclasses.replace(cfg.potential, centres=tuple(
+            dataclasses.replace(c, amplitude=0.0) for c in cfg.potential.centres)))
+    a, rows_a = _file(cfg, tmp_path / "worker", "1", monkeypatch)
+    b, rows_b = _file(cfg, tmp_path / "loop", "0", monkeypatch)
+    assert rows_a == 204 and rows_b == 0
+    _files_equal(a, b)
+    assert np.isfinite(a["observables/populations_ht"][[0, 4, 200, 203]]).all()
+    assert np.isnan(a["observables/populations_ht"][[1, 2, 3, 201, 202]]).all()
+    assert a["attrs"]["eigenpairs_calls"] == b["attrs"]["eigenpairs_calls"] == 52
+
+
+def test_the_ring_is_freed_after_the_run(tmp_path, inputs_dir, monkeypatch):
+    """The ring's shared memory is removed at the run's end (and the worker's task has
+    ended: its process takes the next run's)."""
+    created = []
+    init = observers._SharedRows.__init__
+
+    def kept(self, *a, **kw):
+        init(self, *a, **kw)
+        created.append(self.shm.name)
+    monkeypatch.setattr(observers._SharedRows, "__init__", kept)
+    cfg = _moving(inputs_dir, 3, n=128)
+    for k in range(2):
+        _file(cfg, tmp_path / str(k), "1", monkeypatch)
+    assert len(created) == 2
+    from multiprocessing import shared_memory
+    for name in created:
+        with pytest.raises(FileNotFoundError):
+            shared_memory.SharedMemory(name=name)
+
+
+def test_a_killed_observables_worker_leaves_the_rows_to_the_loop(tmp_path, inputs_dir, monkeypatch):
+    """The worker's process killed once it has begun: said once (a RuntimeWarning), the loop
+    measures the rows the worker had not (from the ring and the backlog) and every row
+    after; the file the same as the loop's own, bit for bit; the next run spawns a worker."""
+    init = observers._SharedRows.__init__
+
+    def killed(self, *a, **kw):
+        init(self, *a, **kw)
+        import time
+        t0 = time.time()
+        while not self.ctrl[observers._ALIVE]:
+            assert time.time() - t0 < 120
+            time.sleep(0.01)
+        for p in list(self.pool._processes.values()):
+            p.kill()
+            p.join()
+    monkeypatch.setattr(observers._SharedRows, "__init__", killed)
+    cfg = _moving(inputs_dir, 5, n=256, **{"output.populations_every": 4})
+    cfg = cfg.with_value("time.t_end", 150 * cfg.time.dt)
+    with pytest.warns(RuntimeWarning, match="observables' worker process stopped") as rec:
+        a, rows_a = _file(cfg, tmp_path / "killed", "1", monkeypatch)
+    assert sum("observables' worker process stopped" in str(w.message) for w in rec) == 1
+    monkeypatch.setattr(observers._SharedRows, "__init__", init)
+    b, _ = _file(cfg, tmp_path / "loop", "0", monkeypatch)
+    _files_equal(a, b)
+    c, rows_c = _file(cfg, tmp_path / "again", "1", monkeypatch)     # a fresh worker
+    assert rows_c == 151
+    _files_equal(c, b)
+
+
+def test_the_observables_workers_warnings_reach_the_run(inputs_dir, monkeypatch):
+    """What the worker's tracker says (Davidson held to 0 iterations beyond the DVR's dense
+    N: each call falls back to the dense solver) is said in the run, at its end."""
+    from tdse.run.snapshots import MemoryWriter
+    init = observers._SharedRows.__init__
+
+    def held(self, plan, K, pool, tracker):
+        tracker.maxiter = 0
+        init(self, plan, K, pool, tracker)
+    monkeypatch.setattr(observers._SharedRows, "__init__", held)
+    cfg = _moving(inputs_dir, "dvr", n=600, **{"output.populations_every": 4})
+    cfg = cfg.with_value("time.t_end", 12 * cfg.time.dt)
+    plan = dataclasses.replace(tdse.prepare(cfg, backend="numpy", check_resolution=False),
+                               observer_process=True)
+    w = MemoryWriter(config=cfg, x=plan.x, v0=np.zeros(cfg.grid.n), energies=plan.energies,
+                     phi=plan.states, attrs={})
+    obs = observers.Observables(plan, w)
+    with pytest.warns(RuntimeWarning, match="did not reach its residual bound"):
+        evolve(plan, plan.psi0.copy(), [obs])
+    assert obs.offloaded_rows == 13 and obs.eigen_calls == 4
+
+
+def test_offload_wanted(inputs_dir, monkeypatch):
+    """TDSE_OBSERVER_PROCESS: 1 wherever it can (the CPU), 0 never, by default where the
+    rows and pairs would cost the loop more than OFFLOAD_MIN_SECONDS up to OFFLOAD_MAX_N
+    with a CPU spare beside the run's BLAS threads; a typo named in one line."""
+    from tdse.run import backend as be
+    long = _moving(inputs_dir, 3, n=256).with_value("time.t_end", 8000 * 0.02)
+    short = _moving(inputs_dir, 3, n=256)
+    monkeypatch.setattr(be, "usable_cpus", lambda: 2)
+    monkeypatch.setenv("TDSE_OBSERVER_PROCESS", "auto")
+    assert observers.offload_wanted(long, "numpy")
+    assert not observers.offload_wanted(short, "numpy")                 # 61 rows
+    assert not observers.offload_wanted(long, "cupy")                   # rows on the device
+    big = long.with_value("grid.dx", 25.6 / (2 * observers.OFFLOAD_MAX_N))
+    assert not observers.offload_wanted(big, "numpy")
+    monkeypatch.setattr(be, "usable_cpus", lambda: 1)                   # no CPU spare
+    assert not observers.offload_wanted(long, "numpy")
+    monkeypatch.setenv("TDSE_OBSERVER_PROCESS", "1")
+    assert observers.offload_wanted(short, "numpy") and not observers.offload_wanted(short, "cupy")
+    monkeypatch.setenv("TDSE_OBSERVER_PROCESS", "0")
+    assert not observers.offload_wanted(long, "numpy")
+    monkeypatch.setenv("TDSE_OBSERVER_PROCESS", "yes")
+    with pytest.raises(cfgmod.ConfigError, match="TDSE_OBSERVER_PROCESS = 'yes': must be auto, 0 or 1"):
+        observers.offload_wanted(long, "numpy")

@@ -3,11 +3,13 @@ prepared plan's `evolve` with no observer, with the observables alone, the snaps
 the progress bar alone, and all three (as a run chooses: TDSE_EIGENPAIRS_AHEAD=auto); then
 the observables with H(t)'s populations only at the ends, and every 10 steps from the
 eigenpairs thread, from a thread that hands back fixed pairs (the hand-over alone), from a
-worker process, and computed in the loop.  Alternated,
-REPEAT times; seconds of the whole loop.
+worker process, and computed in the loop; then the observables (and all three) with their
+rows measured by the observables' worker process (observers._SharedRows), and the same in
+the loop.  Alternated, REPEAT times; seconds of the whole loop.
 
-    python benchmarks/probes/observer_parts.py [N] [STEPS] [REPEAT]
+    python benchmarks/probes/observer_parts.py [N] [STEPS] [REPEAT] [STENCIL]
 """
+import dataclasses
 import os
 import sys
 import time
@@ -26,15 +28,16 @@ from tdse.run.loop import evolve  # noqa: E402
 from tdse.run.snapshots import MemoryWriter  # noqa: E402
 
 
-def main(n=256, steps=8000, repeat=2):
+def main(n=256, steps=8000, repeat=2, stencil="3"):
     warnings.simplefilter("ignore")
     cfg = case_config(os.path.join(os.path.dirname(os.path.dirname(HERE)), "inputs",
-                                   "h2plus_moving.toml"), n, "3", steps, 10)
+                                   "h2plus_moving.toml"), n, stencil, steps, 10)
     plans = {10: tdse.prepare(cfg, backend="numpy", check_resolution=False),
              steps: tdse.prepare(cfg.with_value("output.populations_every", steps),
                                  backend="numpy", check_resolution=False)}
 
-    def go(plan, which):
+    def go(plan, which, worker=False):
+        plan = dataclasses.replace(plan, observer_process=worker)
         c = plan.config
         wr = MemoryWriter(config=c, x=plan.x, v0=np.zeros(c.grid.n), energies=plan.energies,
                           phi=plan.states, attrs={})
@@ -66,7 +69,8 @@ def main(n=256, steps=8000, repeat=2):
             return go(plans[10], "O")
         finally:
             O.THREAD_MIN_N, O._thread_pairs = default_min, real
-    print(f"# N = {n}, {steps} steps, 3-point, h2plus_moving; seconds of evolve (one process); "
+    O.worker_pools(1)[0][1].result()          # the observables' worker started
+    print(f"# N = {n}, {steps} steps, {stencil}-point, h2plus_moving; seconds of evolve (one process); "
           f"the default here: the pairs {'in a thread' if n >= default_min else 'in the loop or a process'}",
           flush=True)
     for _ in range(repeat):
@@ -77,8 +81,11 @@ def main(n=256, steps=8000, repeat=2):
         row["O, fixed pairs from a thread"] = ahead("thread", fixed)
         row["O, pairs from a process"] = ahead("process")
         row["O, pairs in the loop"] = ahead("loop")
+        os.environ["TDSE_EIGENPAIRS_AHEAD"] = "auto"
+        row["O, rows in the worker"] = go(plans[10], "O", worker=True)
+        row["OSP, rows in the worker"] = go(plans[10], "OSP", worker=True)
         print("  ".join(f"{k}: {v:.3f}" for k, v in row.items()), flush=True)
 
 
 if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:4]))
+    main(*(int(a) for a in sys.argv[1:4]), *sys.argv[4:5])

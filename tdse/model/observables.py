@@ -63,14 +63,22 @@ def n_mean(P):
 
 
 def _kept_real(psi, eps):
-    """(kept, r): r the real part of psi rotated real where |psi| is largest, kept the
-    points where |psi| > eps * max|psi|; None for psi = 0 (:func:`node_positions`)."""
+    """(kept, r): r the real part of psi rotated real where |psi| is largest (times that
+    |psi|), kept the points where |psi| > eps * max|psi| (compared squared); None for psi =
+    0 (:func:`node_positions`)."""
     psi = np.asarray(psi)
-    a = np.abs(psi)
-    j = int(np.argmax(a))
-    if a[j] == 0:
+    re, im = psi.real, psi.imag
+    a2 = re * re
+    a2 += im * im                              # |psi|^2: no square root a point
+    j = int(np.argmax(a2))
+    if a2[j] == 0:
         return None
-    return a > eps * a[j], (psi * np.exp(-1j * np.angle(psi[j]))).real
+    # Re(conj(psi_j) psi) = |psi_j| Re(psi e^{-i arg psi_j}): the rotated real part times
+    # |psi_j| > 0 -- the same signs, and the same zeros by linear interpolation
+    c = complex(psi[j])
+    r = re * c.real
+    r += im * c.imag
+    return a2 > (eps * eps) * a2[j], r
 
 
 def node_positions(x, psi, eps=1e-2):
@@ -268,9 +276,14 @@ class BlockMeasure:
         c0 = np.einsum("nb,nb->b", self.psi0.conj(), X)
         F = np.fft.fft(X, axis=0)
         layers = np.einsum("nb,nb->b", w, self.layers) if self._any_layer else np.zeros(X.shape[1])
+        # the grid sums of a column by einsum, not a matrix-vector product: BLAS's gemv gives
+        # the last M mod 4 columns other bits than the same state in another column, and a
+        # row's bits must not depend on where in a block it is measured (a resumed run's
+        # blocks, the observables' worker's: the same file, bit for bit)
         sums = np.stack([
-            w.sum(axis=0), layers, self.x.ravel() @ w, np.einsum("nb,nb->b", w, dV),
-            energy, c0.real, c0.imag, self.k @ (F.real ** 2 + F.imag ** 2),
+            w.sum(axis=0), layers, np.einsum("n,nb->b", self.x.ravel(), w),
+            np.einsum("nb,nb->b", w, dV), energy, c0.real, c0.imag,
+            np.einsum("n,nb->b", self.k, F.real ** 2 + F.imag ** 2),
             w[:10].sum(axis=0) + w[max(10, n - 10):].sum(axis=0)])
         return self._raw_out(sums, X, also, t)
 

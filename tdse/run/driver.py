@@ -235,7 +235,8 @@ def _close(writer, complete, ran, new_file):
                          exponentials=stepper.exponentials,
                          chebyshev_terms_applied=stepper.cheb_terms,
                          eigenpairs_seconds=obs.eigen_seconds, eigenpairs_calls=obs.eigen_calls,
-                         eigenpairs_wait_seconds=obs.eigen_wait)
+                         eigenpairs_wait_seconds=obs.eigen_wait,
+                         observables_process=obs.offloaded_rows)
     if writer.f:
         writer.close(complete)
     if not complete and new_file and writer.count == 0 and os.path.exists(new_file):

@@ -6,6 +6,7 @@ the HDF5 file, or memory); computing and writing are apart.  Atomic units.
 """
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import itertools
 import os
@@ -132,6 +133,10 @@ class Observables(Observer):
         cfg = plan.config
         K = cfg.output.populations
         self.config, self.writer = cfg, writer
+        # the cadences as plain ints: after() runs every step (a config property each
+        # recomputes a rounding: ~1 us a step at N = 256, where a step is ~0.2 ms)
+        self._every, self._pop_every = cfg.output.observables_every, cfg.output.populations_interval
+        self._last = cfg.time.steps
         self.measure = observables.Measure(cfg, plan.x, plan.states[:K], np.asarray(plan.psi0))
         self.moving = any(c.moving for c in cfg.potential.centres)
         self._static = None
@@ -152,12 +157,22 @@ class Observables(Observer):
         # (TDSE_BLOCK_OBSERVABLES=0: a row at a time by Measure, on the host)
         self.rows = None
         self._started = None           # the device rows whose copy to the host is under way
+        # on the CPU, where a row costs a small step much (N = 256: 10-15 us against 0.2 ms),
+        # the rows go to a worker process (:class:`_SharedRows`, :func:`offload_wanted`)
+        self.remote, self._offloaded_rows, self._remote_stopped = None, 0, False
+        self.gpu = False
         if os.environ.get("TDSE_BLOCK_OBSERVABLES", "1") != "0":
             self.rows = _BlockRows(plan, self.measure)
             self.gpu = self.rows.xp is not np
             hooks = getattr(writer, "before_write", None)
             if hooks is not None:
                 hooks.append(self.hand_over)
+            offload = getattr(plan, "observer_process", None)
+            if offload is None:      # a plan not made by prepare(): decided here
+                offload = offload_wanted(cfg, plan.backend.name, plan.backend.threads)
+            if not self.gpu and offload:
+                self.remote = _SharedRows(plan, K, worker_pools(1)[0][0], self.tracker)
+                self._ahead_asked = True       # the worker computes H(t)'s pairs itself
 
     def molecular_states(self, t):
         """Eigenpairs of the molecular H(t) (no field, no absorber); once when no centre
@@ -174,21 +189,22 @@ class Observables(Observer):
             self.record(state)
 
     def after(self, state):
-        if due(state.step, self.config.output.observables_every, self.config):
+        step = state.step
+        if step % self._every == 0 or step == self._last:
             self.record(state)
 
     def hand_over(self, final=False):
         """The writer is about to write to its file: the rows measured so far to it (on a
         GPU, unless ``final``, those whose copy began at its previous write, and the copy of
         the rest begun: the device is not waited for)."""
-        self.flush(defer=self.gpu and not final)
+        self.flush(defer=self.gpu and not final, final=final)
 
     def with_populations(self, state) -> bool:
         """Whether this observation has the populations in H(t)'s eigenstates
         (``output.populations_every``; always at step 0, the first of a resumed run and
         the last)."""
-        return due(state.step, self.config.output.populations_interval, self.config) or \
-            state.resumed or state.step == 0
+        step = state.step
+        return step % self._pop_every == 0 or step == self._last or state.resumed or step == 0
 
     def eigenpairs(self, state):
         """:meth:`molecular_states` at the state's time (from the worker when ahead), its
@@ -224,7 +240,10 @@ class Observables(Observer):
 
     def end(self, state):
         self._close_ahead()
-        self.flush()
+        try:
+            self.flush()
+        finally:
+            self._close_remote()
 
     def fail(self, state, error):
         self._close_ahead()
@@ -232,25 +251,45 @@ class Observables(Observer):
             self.flush()
         except Exception:  # noqa: BLE001 -- the run's own error is the one to report
             pass
+        finally:
+            self._close_remote()
 
     def _close_ahead(self):
         if self.ahead is not None:
             self.ahead.close()
             self.eigen_seconds = self.ahead.seconds
 
-    def flush(self, defer=False):
+    def _close_remote(self):
+        """Stop the observables' worker; its H(t) pairs' seconds and calls counted."""
+        if self.remote is not None:
+            remote, self.remote = self.remote, None
+            self._offloaded_rows += remote.rows
+            stats = remote.close()
+            if stats is not None:
+                self.eigen_seconds += stats[0]
+                self.eigen_calls += stats[1]
+                for m in stats[2]:           # what the worker's tracker said, said here
+                    warnings.warn(m, RuntimeWarning, stacklevel=3)
+
+    def flush(self, defer=False, final=True):
         """The measured rows to the writer.  ``defer`` (a GPU): the rows whose copy began at
         the previous call are written and the copy of these only begun (no wait for the
         device: the snapshot observer writes one interval behind alike, :class:`Snapshots`)."""
         if self._started is not None:
             started, self._started = self._started, None
             self._write(self.rows.finish(started))
-        if self.rows is None or not self.rows.pending:
-            return
-        if defer:
-            self._started = self.rows.start()
-        else:
-            self._write(self.rows.take())
+        if self.remote is not None and self.remote.pending:    # the worker's: the first rows
+            try:
+                cols = self.remote.take(self.rows, wait=final and not self._remote_stopped)
+            except _WorkerStopped as e:
+                self._take_over(e)
+                cols = self.remote.take(self.rows, wait=False)
+            self._write(cols)
+        if self.rows is not None and self.rows.pending:        # the loop's (after a take-over)
+            if defer:
+                self._started = self.rows.start()
+            else:
+                self._write(self.rows.take())
 
     def _write(self, cols):
         """A block of rows (:meth:`_BlockRows.finish`'s columns) to the writer."""
@@ -264,8 +303,31 @@ class Observables(Observer):
             if over.size:
                 self._check_edge(float(edge[over[0]]), float(cols["t"][over[0]]))
 
+    @property
+    def offloaded_rows(self) -> int:
+        """Rows measured by the observables' worker process (0: all in the loop)."""
+        return self._offloaded_rows + (self.remote.rows if self.remote is not None else 0)
+
+    def _take_over(self, error):
+        """The observables' worker has stopped: said once; the rows it had not measured
+        are measured here, as every row after them."""
+        from .loop import State
+        self._remote_stopped = True
+        _drop_pool(self.remote.pool)          # the next run spawns another
+        warnings.warn(f"{error}: the run measures its observables itself from here on",
+                      RuntimeWarning, stacklevel=4)
+        for step, t, psi, due_pairs in self.remote.rescue():
+            st = State(step, t, psi)
+            self.rows.record(step, t, psi, self.eigenpairs(st) if due_pairs else None)
+
     def record(self, state):
         cfg, t = self.config, state.t
+        if self.remote is not None and not self._remote_stopped:
+            try:
+                self.remote.record(state.step, t, state.psi, self.with_populations(state))
+                return
+            except _WorkerStopped as e:
+                self._take_over(e)
         molecular = self.eigenpairs(state) if self.with_populations(state) else None
         if self.rows is not None and self.rows.holds(state.psi):
             self.rows.record(state.step, t, state.psi, molecular)
@@ -354,15 +416,31 @@ def workers_for(tracker) -> int:
     return max(1, min(AHEAD_WORKERS, cpu_count() - 1))
 
 
-def prewarm(config):
+def prewarm(config, backend=None, threads=None):
     """Start the process's eigenpairs workers now (:func:`worker_pools`) when a run of
-    ``config`` will want them (:func:`ahead_wanted` on :func:`calls_guess`): their start-up
-    (~0.3 s on 2 cores, ~1.5 s on a GPU machine) then overlaps the run's preparation."""
-    if any(c.moving for c in config.potential.centres):
+    ``config`` will want them (:func:`ahead_wanted` on :func:`calls_guess`), or one for its
+    observables (:func:`offload_wanted` on ``backend``, "auto" taken as NumPy on a machine
+    without GPUs): their start-up (~0.3 s on 2 cores, ~1.5 s on a GPU machine) then
+    overlaps the run's preparation.  Whether the observables' worker is wanted (None where
+    the backend is not known yet: ``auto`` on a GPU machine)."""
+    if backend == "auto":
+        from .backend import gpu_count
+        backend = "numpy" if gpu_count() == 0 else None
+    offload = None if backend is None else offload_start(config, backend, threads)
+    if not offload and any(c.moving for c in config.potential.centres):
         calls, each = calls_guess(config)
         tracker = states.Tracker(config, config.output.populations)
         if calls > 1 and not threaded(tracker) and ahead_wanted(calls * each):
             worker_pools(workers_for(tracker))
+    return offload
+
+
+def offload_start(config, backend, threads=None) -> bool:
+    """:func:`offload_wanted`, and where it is, the worker started: whether it is."""
+    if offload_wanted(config, backend, threads):
+        worker_pools(1)
+        return True
+    return False
 
 
 #: the process's eigenpairs workers: [(pool of one process, future done when it has started)]
@@ -698,6 +776,8 @@ class _BlockRows:
         self.up = PinnedUpload(xp) if xp is not np else np.asarray
         self._phit = None            # (host array, device copy) of the last H(t) states
         self.pending, self.also = [], []   # (step, t, E_n(t)) per row; <phi_n(t)|psi> or None
+        self._no_energies = np.full(self.K, np.nan)     # a row without H(t)'s (read only)
+        self._no_energies.flags.writeable = False
 
     def holds(self, psi):
         """Whether ``psi`` is a vector on this device (else the host path measures it)."""
@@ -712,9 +792,10 @@ class _BlockRows:
         populations in them (NaN)."""
         also = None
         if molecular is None:
-            Et = np.full(self.K, np.nan)
+            Et = self._no_energies
         else:
             Et, phi_all = molecular
+            Et = np.asarray(Et[:self.K])
             if self._phit is None or self._phit[0] is not phi_all:  # new eigenpairs: one upload
                 phit = np.ascontiguousarray(phi_all[:self.K])
                 self._phit = (phi_all, self.up(phit.ravel()).reshape(phit.shape))
@@ -726,7 +807,7 @@ class _BlockRows:
             row[...] = psi
         self.cols += 1
         self.ts.append(t)
-        self.pending.append((step, t, np.asarray(Et[:self.K])))
+        self.pending.append((step, t, Et))
         self.also.append(also)
         if self.cols == self.M:
             self._measure()
@@ -767,6 +848,13 @@ class _BlockRows:
         (name -> array, a row each along the first axis; "_edge": the norm near the walls)."""
         pend, due, copy = handle
         c = copy.result()
+        return self.columns(pend, due, c)
+
+    def columns(self, pend, due, c):
+        """The columns of rows ``pend`` ((step, t, E_n(t)) each) from their host arrays ``c``:
+        "sums" (9, S), "amps" (K, S) and, for the rows ``due`` (indices) with populations in
+        H(t)'s states, "also" (len(due), K) -- :meth:`finish`'s, and the observables
+        worker's (:class:`_SharedRows`)."""
         ts = [t for _, t, _ in pend]
         sums = np.ascontiguousarray(c["sums"].T)[:, :, None]               # (S, 9, 1)
         obs = self.block.finish(ts, {"sums": sums, "amps": c["amps"].T[:, :, None]})
@@ -779,6 +867,315 @@ class _BlockRows:
                      "n_mean": (Pt * np.arange(self.K)).sum(axis=1),
                      "_edge": sums[:, 8, 0] * self.dx})
         return cols
+
+
+#: a CPU run's observables (the rows, H(t)'s pairs and populations) are measured in a
+#: worker process beside the loop (:class:`_SharedRows`) when measuring them in the loop
+#: would take more than this many seconds (:func:`offload_wanted`; a row ~6e-8 N s, a pair
+#: :func:`calls_guess`'s).  On 2 cores at N = 256 (a 0.2 ms step, populations every 10
+#: steps, 8000 steps) they cost the loop 17 / 22 / 33 % of its steps (3-point / 5-point /
+#: DVR), against 4 / 6 / 0 % with the worker (``benchmarks/probes/observer_parts.py``); the
+#: worker's start (~0.3 s of a spare CPU) overlaps the run's preparation and first steps,
+#: whose rows the loop measures itself until it has begun
+OFFLOAD_MIN_SECONDS = 0.1
+
+#: ... only up to this N: beyond it the step outweighs a row by so much that the loop's
+#: own measuring costs it a few per cent (N = 2048 on 2 cores: 1.04 x the bare step with
+#: every observable each step, ``run-overhead_cpu2_20261126T095041.json``)
+OFFLOAD_MAX_N = 1024
+
+#: rows of the ring that the loop fills and the worker measures, in blocks of TIME_BLOCK
+OFFLOAD_RING_BLOCKS = 4
+
+#: rows wait in the loop's memory up to this many bytes while the worker starts (~0.3 s on
+#: 2 cores, ~1.5 s on a GPU machine's host) or is behind
+OFFLOAD_BACKLOG_BYTES = 1 << 28
+
+# the ring's control words (int64): rows written by the loop, rows measured by the worker,
+# the row up to which the loop asks it to measure now (a partial block), stop, and
+# whether the worker has begun
+_W, _D, _F, _STOP, _ALIVE = range(5)
+
+
+def offload_wanted(config, backend, threads=None) -> bool:
+    """Whether a run of ``config`` measures its observables in a worker process
+    (:class:`_SharedRows`): TDSE_OBSERVER_PROCESS=1 wherever it can (a script's run
+    guarded by ``if __name__ == "__main__"``), 0 never; by default
+    ("auto") on the CPU (``backend`` "numpy"), up to N = :data:`OFFLOAD_MAX_N`, when a CPU
+    is spare beside the run's BLAS threads (:func:`tdse.run.backend.usable_cpus`), the
+    process may spawn one (:func:`_spawn_safe`) and the rows and pairs would cost the loop
+    more than :data:`OFFLOAD_MIN_SECONDS` (a row ~6e-8 N s, :func:`calls_guess` a pair).
+    x86-64 only: the loop and the worker hand rows over by plain loads and stores to shared
+    memory, whose order x86's memory model keeps (a weaker one, ARM's, would need fences
+    that Python does not give)."""
+    import platform
+    mode = os.environ.get("TDSE_OBSERVER_PROCESS", "auto")
+    if mode not in ("auto", "0", "1"):
+        from ..config import ConfigError
+        raise ConfigError("TDSE_OBSERVER_PROCESS", mode, "must be auto, 0 or 1")
+    if mode == "0" or backend != "numpy" or platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    if mode == "1":
+        return True
+    if not _spawn_safe():
+        return False
+    from .backend import blas_threads, usable_cpus
+    n, o = config.grid.n, config.output
+    if n > OFFLOAD_MAX_N or usable_cpus() <= blas_threads(config, threads):
+        return False
+    rows = config.time.steps // o.observables_every + 1
+    seconds = rows * 6e-8 * n
+    if any(c.moving for c in config.potential.centres):
+        calls, each = calls_guess(config)
+        seconds += calls * each
+    return seconds > OFFLOAD_MIN_SECONDS
+
+
+class _SharedRows:
+    """The loop's side of a run's observables measured in a worker process (one of
+    :func:`worker_pools`, spawned during the run's preparation): a ring of R rows of psi in
+    shared memory (:mod:`multiprocessing.shared_memory`), with each row's step, time and
+    whether its populations in H(t)'s states are due; the worker (:func:`_observe_task`)
+    measures them by the loop's own code (a :class:`_BlockRows`; H(t)'s pairs by a
+    :class:`tdse.model.states.Tracker` with the loop's settings: they depend on t alone) a
+    block of TIME_BLOCK rows at a time and writes each row's sums, amplitudes,
+    <phi_n(t)|psi> and E_n(t) back beside it; the loop finishes them
+    (:meth:`_BlockRows.columns`) when it writes.  A row costs the loop one copy of psi and
+    two stores.  While the worker starts (or falls behind) and the ring is full, rows wait
+    in the loop's memory (a backlog, up to :data:`OFFLOAD_BACKLOG_BYTES`; beyond, the loop
+    waits); the loop waits for the worker only there and at the end.  A worker that stops
+    (its process killed) stops the run with that error, its file resumable."""
+
+    def __init__(self, plan, K, pool, tracker):
+        from multiprocessing import shared_memory
+        cfg = plan.config
+        self.n, self.K, self.M = cfg.grid.n, K, TIME_BLOCK
+        self.R = OFFLOAD_RING_BLOCKS * self.M
+        sizes = _ring_sizes(self.R, self.n, K)
+        self.shm = shared_memory.SharedMemory(create=True, size=int(sum(sizes)))
+        import weakref
+        self._gone = weakref.finalize(self, _unlink, self.shm)
+        self.ctrl, self.meta, self.ring, self.out = _ring_views(self.shm.buf, self.R, self.n, K)
+        self.ctrl[:] = 0
+        self.written = self.taken = 0
+        self.got = []                  # (meta, out) copies of the rows taken, in order
+        self.backlog = collections.deque()    # (step, t, psi copy, due) not yet in the ring
+        self.backlog_max = max(self.R, OFFLOAD_BACKLOG_BYTES // (16 * self.n))
+        spec = (cfg, np.asarray(plan.x), np.asarray(plan.states[:K]), np.asarray(plan.psi0),
+                K, self.R, None if tracker is None else tracker.settings())
+        self.pool = pool
+        self.future = pool.submit(_observe_task, self.shm.name, spec)
+
+    def _check(self):
+        if self.future.done():
+            err = self.future.exception()
+            raise _WorkerStopped("the observables' worker process stopped" +
+                                 (f" ({err!r})" if err else " early"))
+
+    def rescue(self) -> list:
+        """The worker has stopped: the rows it had not measured, (step, t, psi, due) each,
+        in order, taken back (those it had are kept for :meth:`take`)."""
+        done = int(self.ctrl[_D])
+        self._collect(done)
+        rest = [(int(self.meta[r % self.R, 0]), float(self.meta[r % self.R, 1]),
+                 self.ring[r % self.R].copy(), bool(self.meta[r % self.R, 2]))
+                for r in range(done, self.written)] + list(self.backlog)
+        self.written = done
+        self.backlog.clear()
+        return rest
+
+    def _wait(self, upto):
+        """Until the worker has measured the rows before ``upto`` (asked to, a partial block
+        included)."""
+        ctrl = self.ctrl
+        if ctrl[_D] >= upto:
+            return
+        ctrl[_F] = max(int(ctrl[_F]), upto)
+        while ctrl[_D] < upto:
+            self._check()
+            time.sleep(2e-5)
+
+    def _put(self, step, t, psi, due_pairs):
+        i = self.written % self.R
+        self.ring[i] = psi
+        self.meta[i] = (step, t, 1.0 if due_pairs else 0.0)
+        self.written += 1
+        self.ctrl[_W] = self.written                    # after the row (x86's store order)
+
+    def _drain(self):
+        """The rows the worker has measured copied out, and the backlog moved into the
+        space that frees (no wait)."""
+        self._collect(int(self.ctrl[_D]))
+        while self.backlog and self.written - self.taken < self.R:
+            self._put(*self.backlog.popleft())
+
+    def record(self, step, t, psi, due_pairs):
+        if self.backlog or self.written - self.taken >= self.R:
+            self._drain()
+            if self.backlog or self.written - self.taken >= self.R:
+                self._check()                 # behind, or stopped
+                if len(self.backlog) >= self.backlog_max:     # the worker's oldest block
+                    self._collect(self.taken + self.M)
+                    self._drain()
+                self.backlog.append((step, t, np.array(psi), due_pairs))
+                return
+        self._put(step, t, psi, due_pairs)
+
+    def _collect(self, upto):
+        """The rows up to ``upto`` measured (waited for), copied out of the ring."""
+        self._wait(upto)
+        while self.taken < upto:
+            i = self.taken % self.R
+            j = min(upto - self.taken, self.R - i)
+            self.got.append((self.meta[i:i + j].copy(), self.out[i:i + j].copy()))
+            self.taken += j
+
+    @property
+    def rows(self) -> int:
+        """Rows handed to the worker (or waiting for it)."""
+        return self.written + len(self.backlog)
+
+    @property
+    def pending(self) -> bool:
+        return self.written > self.taken or bool(self.got) or bool(self.backlog)
+
+    def take(self, rows, wait=True):
+        """The rows recorded so far (``wait``; else those the worker has measured), as
+        ``rows``'s (a :class:`_BlockRows`) columns."""
+        if wait:
+            while self.backlog:
+                self._collect(min(self.written, self.taken + self.M))
+                self._drain()
+            self._collect(self.written)
+        else:
+            self._drain()
+        got, self.got = self.got, []
+        if not got:
+            return {"_edge": np.zeros(0)}
+        meta = np.concatenate([g[0] for g in got])
+        out = np.concatenate([g[1] for g in got])
+        K = self.K
+        pend = [(int(s), float(t), out[r, 9 + 4 * K:]) for r, (s, t, _) in enumerate(meta)]
+        due = [int(r) for r in np.flatnonzero(meta[:, 2])]
+        c = {"sums": out[:, :9].T, "amps": (out[:, 9:9 + K] + 1j * out[:, 9 + K:9 + 2 * K]).T}
+        if due:
+            a = out[due]
+            c["also"] = a[:, 9 + 2 * K:9 + 3 * K] + 1j * a[:, 9 + 3 * K:9 + 4 * K]
+        return rows.columns(pend, due, c)
+
+    def close(self):
+        """Stop the worker (its task ends: the process stays for the next run) and free the
+        ring: its statistics (seconds of H(t)'s pairs, calls, warnings' texts), or None
+        where it failed."""
+        self.ctrl[_STOP] = 1
+        try:
+            return self.future.result(timeout=30)
+        except Exception:  # noqa: BLE001 -- a failed worker has said so at its rows
+            return None
+        finally:
+            self.ctrl = self.meta = self.ring = self.out = None     # the views, then the map
+            self._gone()
+
+
+class _WorkerStopped(RuntimeError):
+    """The observables' worker process has stopped (killed, or failed)."""
+
+
+def _ring_sizes(R, n, K):
+    """Bytes of the ring's parts: control words, (step, t, due) a row, psi a row, a row's
+    results (9 sums, Re/Im of K amplitudes and K <phi_n(t)|psi>, K energies)."""
+    return [8 * 8, 8 * 3 * R, 16 * R * n, 8 * (9 + 5 * K) * R]
+
+
+def _ring_views(buf, R, n, K):
+    """(ctrl, meta, ring, out): the arrays on the shared buffer."""
+    off = np.cumsum([0] + _ring_sizes(R, n, K))
+    return (np.ndarray((8,), np.int64, buf, off[0]), np.ndarray((R, 3), np.float64, buf, off[1]),
+            np.ndarray((R, n), np.complex128, buf, off[2]),
+            np.ndarray((R, 9 + 5 * K), np.float64, buf, off[3]))
+
+
+def _unlink(shm):
+    """Unmap (where no view is left) and remove a run's ring."""
+    try:
+        shm.close()
+    except BufferError:  # pragma: no cover -- a view still held: unmapped with it
+        pass
+    try:
+        shm.unlink()
+    except FileNotFoundError:  # pragma: no cover
+        pass
+
+
+def _observe_task(name, spec):
+    """The worker's side of :class:`_SharedRows`: measure the ring's rows as the loop writes
+    them, a block of TIME_BLOCK at a time (or fewer where the loop asks for them), until
+    told to stop with none left: (seconds of H(t)'s pairs, their calls, the texts of the
+    warnings it met: the run says them at its end)."""
+    import types
+    from multiprocessing import shared_memory
+    # mapped, not owned: the loop's process unlinks it (a spawned worker shares that
+    # process's resource tracker, where attaching registers the same name again)
+    shm = shared_memory.SharedMemory(name=name)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            seconds, calls = _observe(shm, spec, types.SimpleNamespace)
+        return seconds, calls, [str(w.message) for w in caught]
+    finally:
+        shm.close()
+
+
+def _observe(shm, spec, ns):
+    cfg, x, phi, psi0, K, R, settings = spec
+    ctrl, meta, ring, out = _ring_views(shm.buf, R, cfg.grid.n, K)
+    plan = ns(config=cfg, backend=ns(xp=np), x=x, psi0=psi0)
+    rows = _BlockRows(plan, ns(phi0=phi))
+    moving = any(c.moving for c in cfg.potential.centres)
+    tracker = states.Tracker(cfg, K, **settings) if moving and settings is not None else None
+    static = None
+    seconds = calls = 0
+    done, M = 0, rows.M
+    ctrl[_ALIVE] = 1
+    while True:
+        w, asked, stop = int(ctrl[_W]), int(ctrl[_F]), int(ctrl[_STOP])
+        upto = done + (w - done) // M * M
+        if asked > upto or stop:
+            upto = max(upto, min(w, asked) if not stop else w)
+        if upto <= done:
+            if stop:
+                break
+            time.sleep(2e-4)
+            continue
+        idx = [r % R for r in range(done, upto)]
+        for i in idx:
+            step, t, due_pairs = meta[i]
+            molecular = None
+            if due_pairs:
+                t0 = time.perf_counter()
+                if tracker is not None:
+                    molecular = tracker(float(t))
+                else:
+                    static = static or states.eigenstates(cfg, 0.0, K)
+                    molecular = static
+                seconds += time.perf_counter() - t0
+                calls += 1
+            rows.record(int(step), float(t), ring[i], molecular)
+        pend, due, copy = rows.start()
+        c = copy.result()
+        o = out[idx]
+        o[:, :9] = c["sums"].T
+        o[:, 9:9 + K] = c["amps"].T.real
+        o[:, 9 + K:9 + 2 * K] = c["amps"].T.imag
+        o[:, 9 + 2 * K:9 + 4 * K] = np.nan
+        if due:
+            o[due, 9 + 2 * K:9 + 3 * K] = c["also"].real
+            o[due, 9 + 3 * K:9 + 4 * K] = c["also"].imag
+        o[:, 9 + 4 * K:] = [p[2] for p in pend]
+        out[idx] = o
+        done = upto
+        ctrl[_D] = done                      # after the rows (x86's store order)
+    return seconds, calls
 
 
 class Snapshots(Observer):

@@ -46,6 +46,10 @@ class RunPlan:
     #: seconds of each phase of :func:`prepare` (the run file's ``prepare_seconds``):
     #: eigenstates of H(0), the precheck, auto's calibration, the backends' timed steps
     prepare_seconds: dict | None = None
+    #: whether the run's observables are measured in a worker process
+    #: (:func:`tdse.run.observers.offload_wanted`, decided here, where its worker starts;
+    #: None: decided by the observer)
+    observer_process: bool | None = None
 
     @property
     def steps(self) -> int:
@@ -108,7 +112,7 @@ def prepare(config: Config, *, backend="auto", devices=None, threads=None,
     t0 = time.perf_counter()
     memory_check(config)          # before any work: the method's matrices must fit
     from .observers import prewarm
-    prewarm(config)               # H(t)'s eigenpairs' worker starts while this prepares
+    offload = prewarm(config, backend, threads)   # a worker starts while this prepares
     x = points(config.grid)
     t1 = time.perf_counter()
     E, phi = model_states.eigenstates(config, 0.0, min(states_needed(config), config.grid.n))
@@ -128,7 +132,11 @@ def prepare(config: Config, *, backend="auto", devices=None, threads=None,
         phases["backend_choice"] = time.perf_counter() - t4 - plan.prepare_seconds["calibration"]
     else:
         plan = build(backend)
-    return dataclasses.replace(plan, prepare_seconds={**phases, **plan.prepare_seconds})
+    if offload is None:       # auto on a GPU machine: decided now that the backend is known
+        from .observers import offload_start
+        offload = offload_start(plan.config, plan.backend.name, threads)
+    return dataclasses.replace(plan, prepare_seconds={**phases, **plan.prepare_seconds},
+                               observer_process=offload)
 
 
 def _on(backend, config, pc, x, E, phi, devices, threads, operator, steps) -> RunPlan:
