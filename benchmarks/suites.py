@@ -1351,7 +1351,7 @@ def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
 
     from tdse import config as cfgmod
     import json
-    walls, loops, run_threads, prep = {}, {}, None, {}
+    walls, loops, run_threads, prep, offloaded = {}, {}, None, {}, {}
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "in.toml")
         args = ["run", path, "--out", d, "--backend", a.backend, "--quiet", "--no-plots",
@@ -1372,6 +1372,8 @@ def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
                     with h5py.File(os.path.join(d, f"{c.name}.h5"), "r") as f:
                         lp.append(float(f.attrs["wall_seconds"]))
                         run_threads = f.attrs.get("blas_threads")
+                        # rows measured by the observables' worker process (0: in the loop)
+                        offloaded[label] = int(f.attrs.get("observables_process", 0))
                         ph.append(json.loads(f.attrs.get("prepare_seconds", "{}")))
             walls[label] = float(np.median(w))
             if lp:
@@ -1413,7 +1415,9 @@ def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
            "threads_pinned": a.threads,
            # the host's BLAS threads of the bare loop (this process's plan) and of the run
            "bare_blas_threads": plan.backend.threads,
-           "run_blas_threads": None if run_threads is None else int(run_threads)}
+           "run_blas_threads": None if run_threads is None else int(run_threads),
+           "rows_in_worker_process": offloaded.get("full"),
+           "rows_in_worker_process_one_step": offloaded.get("one_step")}
     _say(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
     return row
 
