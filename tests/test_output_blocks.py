@@ -462,6 +462,25 @@ def test_plan_ahead_is_0_or_1(monkeypatch):
         graphs.plan_ahead()
 
 
+def _blas_env_of_the_worker():
+    return {k: os.environ.get(k) for k in observers.BLAS_ENV}
+
+
+def test_the_worker_process_starts_its_blas_on_one_thread(monkeypatch):
+    """The worker is spawned with its BLAS's thread variables at EIGEN_BLAS_THREADS (its
+    import does not start a thread per CPU), and this process's own are restored."""
+    from tdse.model import states
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    for pool, _ in list(observers._POOLS):          # a fresh worker, spawned here
+        observers._drop_pool(pool, wait=True)
+    pool, ready = observers.worker_pools(1)[0]
+    assert ready.result(timeout=60) is True
+    got = pool.submit(_blas_env_of_the_worker).result(timeout=60)
+    assert got == {k: str(states.EIGEN_BLAS_THREADS) for k in observers.BLAS_ENV}
+    assert os.environ["OMP_NUM_THREADS"] == "7" and "OPENBLAS_NUM_THREADS" not in os.environ
+
+
 def test_the_worker_process_starts_without_cupy():
     """The eigenpairs worker (host solvers only) shuts CuPy out before its imports
     (tdse.run.ahead_child): `import cupy` there fails whether or not CuPy is installed, and
