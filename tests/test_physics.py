@@ -509,6 +509,31 @@ def test_warm_banded_many_members_are_solved_and_refused_alone(stencil, inputs_d
         assert np.linalg.norm(H @ got[1] - got[1] * got[0], axis=0).max() <= bounds[j], j
 
 
+@pytest.mark.parametrize("stencil", [3, 5])
+def test_a_single_call_equals_the_windows(stencil, inputs_dir):
+    """Tracker.single (the loop's own calls while the workers start: a window's anchor and
+    the one member asked for) gives what a call gives from the whole window, bit for bit,
+    at every populations time of two windows, asked in an order that leaves and re-enters a
+    window; a time off the populations interval goes to the call as before."""
+    import os
+    from tdse import config as cfgmod
+    from tdse.model import states
+    cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value(
+        "grid.stencil", stencil).with_value("grid.dx", 0.1).with_value(
+        "output.populations_every", 10).with_value("time.t_end", 10.0)
+    h = 10 * cfg.time.dt
+    times = [q * h for q in (0, 5, 17, 3, 16, 31, 1, 15)]
+    ref = states.Tracker(cfg, 4, warm_min=0)
+    one = states.Tracker(cfg, 4, warm_min=0)
+    for t in times:
+        (E, phi), (E1, phi1) = ref(t), one.single(t)
+        assert np.array_equal(E, E1) and np.array_equal(phi, phi1), t
+        assert states.Tracker(cfg, 4, warm_min=0).single(t)[1].tobytes() == phi.tobytes()
+    assert one._window is None and one.solved < ref.solved       # no window computed
+    off = 3.3 * h
+    assert np.array_equal(one.single(off)[1], states.Tracker(cfg, 4, warm_min=0)(off)[1])
+
+
 def test_the_5_point_spectrum_lies_above_the_3_point_one(inputs_dir, rng):
     """What warm_banded_many's Sturm count of the 3-point H vouches for the 5-point pairs
     with: T_5 - T_3 = (1/(24 dx^2)) (D2^2 + e_1 e_1' + e_N e_N') (D2 the second-difference

@@ -692,9 +692,12 @@ class _Ahead:
                 _drop_pool(pool)
 
     def _local(self, t):
-        """The pairs computed in the loop (the worker is starting, or failed)."""
+        """The pairs computed in the loop (the worker is starting, or failed): while it
+        starts, the one call alone (:meth:`tdse.model.states.Tracker.single`: its window's
+        anchor and its own member, the same bits -- the worker computes whole windows), after
+        a failure by windows."""
         t0 = time.perf_counter()
-        out = self.tracker(t)
+        out = self.tracker(t) if self.broken else self.tracker.single(t)
         self.seconds += time.perf_counter() - t0
         self.local_calls += 1
         self._size(self.seconds, self.local_calls)
