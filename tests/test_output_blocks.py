@@ -268,10 +268,11 @@ def _worker_from_the_start(monkeypatch, kill=False):
     return made
 
 
-@pytest.mark.parametrize("stencil, n, cpus", [(3, 160, 2), (3, 1024, 2), ("dvr", 600, 2)])
+@pytest.mark.parametrize("stencil, n, cpus", [(3, 160, 2), (3, 1024, 2), (3, 1024, 16), ("dvr", 600, 2)])
 def test_eigenpairs_ahead_in_a_worker_equal_those_in_the_loop(stencil, n, cpus, inputs_dir, monkeypatch):
     """H(t)'s eigenpairs computed ahead (TDSE_EIGENPAIRS_AHEAD=1: 3-point in a thread from N
-    = THREAD_MIN_N, in a worker process below it, the DVR's Davidson in a worker process) give
+    = THREAD_MIN_N on fewer than 4 CPUs, in a worker process below it or on more, the DVR's
+    Davidson in a worker process) give
     the populations and energies computed in the loop: bit for bit where a call is one
     LAPACK solve (3-point), to 1e-10 where it is Davidson's iteration (the DVR beyond N =
     512, each call converged to its residual bound; the worker continues the loop's warm
@@ -281,7 +282,7 @@ def test_eigenpairs_ahead_in_a_worker_equal_those_in_the_loop(stencil, n, cpus, 
     made = _worker_from_the_start(monkeypatch)
     cfg = _moving(inputs_dir, stencil, n=n, **{"output.populations_every": 4})
     cfg = cfg.with_value("time.t_end", 41 * cfg.time.dt)      # the last step off the cadence
-    thread = stencil == 3 and n >= observers.THREAD_MIN_N
+    thread = stencil == 3 and n >= observers.THREAD_MIN_N and cpus < observers.AHEAD_MANY_CPUS
     runs = {}
     for ahead in ("1", "0"):
         monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", ahead)
@@ -564,10 +565,11 @@ def test_stateless_calls_are_shared_by_several_workers(inputs_dir, monkeypatch):
     monkeypatch.setattr(observers, "AHEAD_CHUNK_MAX", 2)          # several tasks in a short run
     assert observers.workers_for(states.Tracker(_moving(inputs_dir, "dvr", n=600), 4)) == 2
     assert not observers.threaded(states.Tracker(_moving(inputs_dir, 5, n=160), 4))
-    for cpus in (3, 16):                                        # the 3-point thread from N = 1024
+    for cpus in (3, 16):              # the 3-point thread from N = 1024 on fewer than 4 CPUs
         monkeypatch.setattr(observers, "cpu_count", lambda: cpus)
         assert not observers.threaded(states.Tracker(_moving(inputs_dir, 3, n=160), 4))
-        assert observers.threaded(states.Tracker(_moving(inputs_dir, 3, n=observers.THREAD_MIN_N), 4))
+        assert observers.threaded(states.Tracker(_moving(inputs_dir, 3, n=observers.THREAD_MIN_N), 4)) \
+            == (cpus < observers.AHEAD_MANY_CPUS)
     monkeypatch.setattr(observers, "cpu_count", lambda: 3)
     made = _worker_from_the_start(monkeypatch)
     sent = []

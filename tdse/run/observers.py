@@ -216,6 +216,12 @@ class Observables(Observer):
         if self.ahead is not None:
             out = self.ahead(state.step, state.t)
             self.eigen_seconds = self.ahead.seconds
+        elif not self._ahead_asked and self.moving:
+            # the first call, before a worker may take the rest: t's own pairs alone (a
+            # window's anchor and member: Tracker.single), not its whole window (the worker
+            # computes windows; ~0.2 s of the loop at N = 8192)
+            out = self.tracker.single(state.t)
+            self.eigen_seconds += time.perf_counter() - t0
         else:
             out = self.molecular_states(state.t)
             self.eigen_seconds += time.perf_counter() - t0
@@ -382,9 +388,17 @@ def threaded(tracker) -> bool:
     """Whether ``tracker``'s calls run in a thread beside the loop rather than a worker
     process or the loop: the 3-point solver's, whose LAPACK calls hold no GIL (where
     SciPy's LAPACK table is reachable) -- no process to spawn, no pickling -- from N =
-    :data:`THREAD_MIN_N`.  The other solvers' Python and f2py calls hold it."""
+    :data:`THREAD_MIN_N`, on a machine of fewer than :data:`AHEAD_MANY_CPUS` CPUs (where
+    a worker process would take a CPU from the run's BLAS).  The other solvers' Python and
+    f2py calls hold it; and on a GPU machine's many CPUs the windows' NumPy calls between
+    the LAPACK calls cost the loop more in a thread than two processes do: one H100, N =
+    8192, 40000 steps, populations every 50, the loop 6.75 / 7.09 s with the thread, 6.39 /
+    6.51 s with the processes, bare 5.56 s
+    (``benchmarks/results/pairs_where_h100x1_20261126T1231_3point.txt``; N = 256 on an H100
+    host: 3.61-3.67 against 3.30-3.36 s, ``observer_parts_h100x1_20261126T0942.txt``)."""
     return (not getattr(tracker, "iterative", True) and tracker.config.grid.stencil == 3
-            and states._stemr_function() is not None and tracker.config.grid.n >= THREAD_MIN_N)
+            and states._stemr_function() is not None and tracker.config.grid.n >= THREAD_MIN_N
+            and cpu_count() < AHEAD_MANY_CPUS)
 
 
 def ahead_min_seconds() -> float:
