@@ -819,3 +819,22 @@ def test_offload_wanted(inputs_dir, monkeypatch):
     monkeypatch.setenv("TDSE_OBSERVER_PROCESS", "yes")
     with pytest.raises(cfgmod.ConfigError, match="TDSE_OBSERVER_PROCESS = 'yes': must be auto, 0 or 1"):
         observers.offload_wanted(long, "numpy")
+
+
+def test_a_run_stopped_before_its_loop_leaves_the_worker_free(tmp_path, inputs_dir, monkeypatch):
+    """A run interrupted after its observers are made but before its loop (here: while the
+    time-error estimate is set up) sends the observables' worker nothing: its process takes
+    the next task at once (a task sent with the observers and never stopped had held the
+    process's exit: `tdse run` hung after "interrupted by SIGINT during start-up")."""
+    from tdse.run import driver
+    from tdse.run.interrupts import Interrupted
+
+    def cut(*a, **kw):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(driver, "_time_error", cut)
+    monkeypatch.setenv("TDSE_OBSERVER_PROCESS", "1")
+    cfg = _moving(inputs_dir, 3, n=128)
+    with pytest.raises((KeyboardInterrupt, Interrupted)):
+        run(cfg, str(tmp_path / "o"), backend="numpy")
+    pool, ready = observers.worker_pools(1)[0]
+    assert pool.submit(observers._worker_ready).result(timeout=20) is True

@@ -161,6 +161,7 @@ class Observables(Observer):
         # on the CPU, where a row costs a small step much (N = 256: 10-15 us against 0.2 ms),
         # the rows go to a worker process (:class:`_SharedRows`, :func:`offload_wanted`)
         self.remote, self._offloaded_rows, self._remote_stopped = None, 0, False
+        self._offload_pool, self._plan = None, plan
         self.gpu = False
         if os.environ.get("TDSE_BLOCK_OBSERVABLES", "1") != "0":
             self.rows = _BlockRows(plan, self.measure)
@@ -172,7 +173,10 @@ class Observables(Observer):
             if offload is None:      # a plan not made by prepare(): decided here
                 offload = offload_wanted(cfg, plan.backend.name, plan.backend.threads)
             if not self.gpu and offload:
-                self.remote = _SharedRows(plan, K, worker_pools(1)[0][0], self.tracker)
+                # the worker's task is sent at begin(): from there on the loop's end or
+                # failure stops it (a task sent here and never stopped -- the run
+                # interrupted before its loop -- held the process's exit, which waits for it)
+                self._offload_pool = worker_pools(1)[0][0]
                 self._ahead_asked = True       # the worker computes H(t)'s pairs itself
 
     def molecular_states(self, t):
@@ -186,6 +190,9 @@ class Observables(Observer):
         return self._static
 
     def begin(self, state):
+        if self._offload_pool is not None and self.remote is None:
+            self.remote = _SharedRows(self._plan, self.config.output.populations,
+                                      self._offload_pool, self.tracker)
         if not state.resumed:
             self.record(state)
 
@@ -1179,6 +1186,7 @@ def _observe(shm, spec, ns):
     seconds = calls = 0
     done, M = 0, rows.M
     ctrl[_ALIVE] = 1
+    parent, idle = os.getppid(), 0
     while True:
         w, asked, stop = int(ctrl[_W]), int(ctrl[_F]), int(ctrl[_STOP])
         upto = done + (w - done) // M * M
@@ -1187,8 +1195,12 @@ def _observe(shm, spec, ns):
         if upto <= done:
             if stop:
                 break
+            idle += 1
+            if idle % 1000 == 0 and os.getppid() != parent:    # the loop's process is gone
+                break
             time.sleep(2e-4)
             continue
+        idle = 0
         idx = [r % R for r in range(done, upto)]
         for i in idx:
             step, t, due_pairs = meta[i]
