@@ -819,6 +819,13 @@ def test_offload_wanted(inputs_dir, monkeypatch):
     monkeypatch.setenv("TDSE_OBSERVER_PROCESS", "yes")
     with pytest.raises(cfgmod.ConfigError, match="TDSE_OBSERVER_PROCESS = 'yes': must be auto, 0 or 1"):
         observers.offload_wanted(long, "numpy")
+    import multiprocessing                        # a daemonic process (a Dask worker's): never
+    monkeypatch.setattr(multiprocessing.current_process(), "_config",
+                        {**multiprocessing.current_process()._config, "daemon": True})
+    for mode in ("1", "auto"):
+        monkeypatch.setenv("TDSE_OBSERVER_PROCESS", mode)
+        assert not observers.offload_wanted(long, "numpy")
+    assert not observers._spawn_safe()
 
 
 def test_a_run_stopped_before_its_loop_leaves_the_worker_free(tmp_path, inputs_dir, monkeypatch):

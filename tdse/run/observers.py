@@ -363,7 +363,11 @@ def _spawn_safe() -> bool:
     the run was started by ``tdse`` (``python -m tdse``, the console script, whose module is
     guarded), by pytest or the benchmarks, or from an interactive session (no main file).
     A script that calls :func:`tdse.simulate` at its top level is not, unless it guards it
-    (``if __name__ == "__main__"``) and asks with TDSE_EIGENPAIRS_AHEAD=1."""
+    (``if __name__ == "__main__"``) and asks with TDSE_EIGENPAIRS_AHEAD=1.  Nor is a daemonic
+    process (a Dask worker's: it may not have children)."""
+    import multiprocessing
+    if multiprocessing.current_process().daemon:
+        return False
     main = sys.modules.get("__main__")
     spec = getattr(main, "__spec__", None)
     if spec is not None and spec.name.split(".")[0] in ("tdse", "benchmarks", "pytest"):
@@ -962,7 +966,9 @@ def offload_wanted(config, backend, threads=None) -> bool:
     if mode not in ("auto", "0", "1"):
         from ..config import ConfigError
         raise ConfigError("TDSE_OBSERVER_PROCESS", mode, "must be auto, 0 or 1")
-    if mode == "0" or backend != "numpy" or platform.machine().lower() not in ("x86_64", "amd64"):
+    import multiprocessing
+    if mode == "0" or backend != "numpy" or platform.machine().lower() not in ("x86_64", "amd64") \
+            or multiprocessing.current_process().daemon:      # a daemon may have no children
         return False
     if mode == "1":
         return True
