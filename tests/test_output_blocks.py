@@ -845,3 +845,43 @@ def test_a_run_stopped_before_its_loop_leaves_the_worker_free(tmp_path, inputs_d
         run(cfg, str(tmp_path / "o"), backend="numpy")
     pool, ready = observers.worker_pools(1)[0]
     assert pool.submit(observers._worker_ready).result(timeout=20) is True
+
+
+def test_no_shared_memory_leaves_the_rows_to_the_loop(tmp_path, inputs_dir, monkeypatch):
+    """Where no shared memory can be had (/dev/shm full or absent: an OSError), the run says
+    so once and measures its rows itself: the file is the loop's."""
+    from multiprocessing import shared_memory
+
+    class NoShm:
+        def __init__(self, *a, **kw):
+            raise OSError(28, "No space left on device")
+    cfg = _moving(inputs_dir, 3, n=128)
+    b, _ = _file(cfg, tmp_path / "loop", "0", monkeypatch)
+    monkeypatch.setattr(shared_memory, "SharedMemory", NoShm)
+    with pytest.warns(RuntimeWarning, match="has no shared memory") as rec:
+        a, rows = _file(cfg, tmp_path / "noshm", "1", monkeypatch)
+    assert rows == 0 and sum("no shared memory" in str(w.message) for w in rec) == 1
+    _files_equal(a, b)
+
+
+def test_a_broken_pool_at_begin_leaves_the_rows_to_the_loop(tmp_path, inputs_dir, monkeypatch):
+    """The worker's pool broken before the run's loop (its process killed between runs): the
+    run says so once, measures its rows itself, and the next run spawns a fresh worker."""
+    cfg = _moving(inputs_dir, 3, n=128)
+    b, _ = _file(cfg, tmp_path / "loop", "0", monkeypatch)
+    pool, ready = observers.worker_pools(1)[0]
+    ready.result(timeout=60)
+    for p in list(pool._processes.values()):
+        p.kill()
+        p.join()
+    import time
+    t0 = time.time()
+    while not pool._broken and time.time() - t0 < 30:         # the pool notices
+        time.sleep(0.05)
+    with pytest.warns(RuntimeWarning, match="cannot take the task"):
+        a, rows = _file(cfg, tmp_path / "broken", "1", monkeypatch)
+    assert rows == 0
+    _files_equal(a, b)
+    c, rows_c = _file(cfg, tmp_path / "again", "1", monkeypatch)
+    assert rows_c == 61
+    _files_equal(c, b)

@@ -191,8 +191,17 @@ class Observables(Observer):
 
     def begin(self, state):
         if self._offload_pool is not None and self.remote is None:
-            self.remote = _SharedRows(self._plan, self.config.output.populations,
-                                      self._offload_pool, self.tracker)
+            try:
+                self.remote = _SharedRows(self._plan, self.config.output.populations,
+                                          self._offload_pool, self.tracker)
+            except (OSError, concurrent.futures.BrokenExecutor) as e:
+                # no shared memory to be had (/dev/shm full or absent), or the worker gone
+                if isinstance(e, concurrent.futures.BrokenExecutor):
+                    _drop_pool(self._offload_pool)            # the next run spawns another
+                self._offload_pool = None
+                why = "has no shared memory" if isinstance(e, OSError) else "cannot take the task"
+                warnings.warn(f"the observables' worker process {why} ({e}): the run measures "
+                              f"its observables itself", RuntimeWarning, stacklevel=3)
         if not state.resumed:
             self.record(state)
 
