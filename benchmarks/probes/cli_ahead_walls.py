@@ -7,17 +7,14 @@ the CLI's S-step run carries more fixed cost than its 1-step run).
     python benchmarks/probes/cli_ahead_walls.py INPUT N STENCIL S POP_EVERY BACKEND REPEAT
 """
 import os
-import subprocess
 import sys
 import tempfile
-import time
 
-import h5py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(os.path.dirname(HERE))]
 
-from run_profile import case_config  # noqa: E402  (the probes' case)
+from run_profile import case_config, cli_run  # noqa: E402  (the probes' case, the CLI's run)
 from tdse import config as cfgmod  # noqa: E402
 
 if __name__ == "__main__":
@@ -32,14 +29,8 @@ if __name__ == "__main__":
             f.write(cfgmod.to_toml(c))
         for _ in range(int(rep)):
             for ah in ("0", "auto"):
-                t = time.perf_counter()
-                r = subprocess.run([sys.executable, "-m", "tdse", "run", path, "--out", d, "--backend",
-                                    backend, "--quiet", "--no-plots", "--force", "--yes"],
-                                   env={**env, "TDSE_EIGENPAIRS_AHEAD": ah}, capture_output=True, text=True)
-                wall = time.perf_counter() - t
-                with h5py.File(os.path.join(d, f"{c.name}.h5")) as f:
-                    loop, calls = float(f.attrs["wall_seconds"]), int(f.attrs["eigenpairs_calls"])
-                    waited = float(f.attrs["eigenpairs_wait_seconds"])
+                wall, loop, calls, waited, rc, _ = cli_run([sys.executable, "-m", "tdse"], path, d, c.name,
+                                                         backend, {**env, "TDSE_EIGENPAIRS_AHEAD": ah})
                 print(f"steps {steps:6d} ahead {ah:4s} wall {wall:6.2f} s  loop {loop:6.3f} s  rest "
-                      f"{wall - loop:5.2f} s  pairs {calls} (loop waited {waited:.3f} s)  rc {r.returncode}",
+                      f"{wall - loop:5.2f} s  pairs {calls} (loop waited {waited:.3f} s)  rc {rc}",
                       flush=True)

@@ -1,24 +1,22 @@
 """Where H(t)'s eigenpairs are computed against a run's loop (#23 item 3), `tdse run` as a
 user starts it: in the loop (TDSE_EIGENPAIRS_AHEAD=0), by default (3-point from N =
-THREAD_MIN_N in a thread of the run's process), and in worker processes (THREAD_MIN_N moved
-above N for that run); the file's loop clock and the seconds the loop waited for the pairs,
+THREAD_MIN_N in a thread of the run's process on fewer than 4 CPUs -- the thread's
+measurement at c5addc4's parent -- in worker processes on more), and in worker processes
+(THREAD_MIN_N moved above N for that run); the file's loop clock and the seconds the loop waited for the pairs,
 alternated, REPEAT times.
 
     python benchmarks/probes/pairs_where.py INPUT N STENCIL S POP_EVERY BACKEND REPEAT
 """
 import os
-import subprocess
 import sys
 import tempfile
-import time
 
-import h5py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [HERE, ROOT]
 
-from run_profile import case_config  # noqa: E402  (the probes' case)
+from run_profile import case_config, cli_run  # noqa: E402  (the probes' case, the CLI's run)
 from tdse import config as cfgmod  # noqa: E402
 
 #: the CLI with THREAD_MIN_N moved (the 3-point pairs to worker processes)
@@ -33,18 +31,11 @@ if __name__ == "__main__":
     with open(path, "w") as f:
         f.write(cfgmod.to_toml(cfg))
     env = {**os.environ, "PYTHONPATH": ROOT}
-    args = ["run", path, "--out", d, "--backend", backend, "--quiet", "--no-plots", "--force",
-            "--yes", "--allow-inaccurate"]
     for _ in range(int(rep)):
         for where in ("loop", "default", "processes"):
             cmd = [sys.executable, "-c", PROCESS] if where == "processes" else [sys.executable, "-m", "tdse"]
-            t = time.perf_counter()
-            r = subprocess.run(cmd + args, env={**env, "TDSE_EIGENPAIRS_AHEAD": "0" if where == "loop" else "auto"},
-                               capture_output=True, text=True)
-            wall = time.perf_counter() - t
-            with h5py.File(os.path.join(d, f"{cfg.name}.h5")) as f:
-                loop, waited = float(f.attrs["wall_seconds"]), float(f.attrs["eigenpairs_wait_seconds"])
-                calls = int(f.attrs["eigenpairs_calls"])
+            wall, loop, calls, waited, rc, err = cli_run(
+                cmd, path, d, cfg.name, backend,
+                {**env, "TDSE_EIGENPAIRS_AHEAD": "0" if where == "loop" else "auto"})
             print(f"{where:9s} wall {wall:6.2f} s  loop {loop:6.3f} s  pairs {calls} (loop waited "
-                  f"{waited:.3f} s)  rc {r.returncode} {r.stderr.strip()[-200:] if r.returncode else ''}",
-                  flush=True)
+                  f"{waited:.3f} s)  rc {rc} {err if rc else ''}", flush=True)

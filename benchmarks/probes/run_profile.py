@@ -1,6 +1,7 @@
 """cProfile of one `tdse.run` in process (where a run's time goes besides its steps):
 python benchmarks/probes/run_profile.py INPUT N STENCIL STEPS POP_EVERY BACKEND."""
 import cProfile
+import os
 import dataclasses
 import pstats
 import sys
@@ -32,6 +33,25 @@ def case_config(inp, n, st, steps, pe, method="chebyshev"):
     if int(pe):
         cfg = cfg.with_value("output.populations_every", int(pe))
     return cfg
+
+
+def cli_run(cmd, path, out, name, backend, env):
+    """`tdse run` of the input at ``path`` (``cmd``: how the CLI is started, e.g.
+    [python, "-m", "tdse"]) into ``out``, as a user starts it (quiet, no plots): (wall
+    seconds, the file's loop clock, H(t)'s pair calls, the seconds the loop waited for
+    them, the return code and the end of stderr)."""
+    import subprocess
+
+    import h5py
+    t = time.perf_counter()
+    r = subprocess.run(cmd + ["run", path, "--out", out, "--backend", backend, "--quiet",
+                              "--no-plots", "--force", "--yes", "--allow-inaccurate"],
+                       env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    with h5py.File(os.path.join(out, f"{name}.h5")) as f:
+        a = f.attrs
+        return (wall, float(a["wall_seconds"]), int(a["eigenpairs_calls"]),
+                float(a["eigenpairs_wait_seconds"]), r.returncode, r.stderr.strip()[-200:])
 
 
 def case(inp, n, st, steps, pe, backend):

@@ -2,7 +2,6 @@
 (atomic units; psi normalised as sum |psi|^2 dx = 1)."""
 from __future__ import annotations
 
-import contextlib
 import math
 import threading
 
@@ -733,7 +732,7 @@ class Tracker:
         self.anchor = None
         self.restarts = 0             # 3-/5-point: warm pairs not vouched for (from scratch instead)
         self._window = None           # 3-/5-point: (a, window a's (E, phi), its anchor's (E, X))
-        self._single = None           # 3-/5-point: (a, window a's anchor's (E, X)) for single()
+        self._single = None           # 3-/5-point: (a, window a's anchor's (E, X)) alone (_anchor)
         self.solved = 0               # the times whose pairs were computed (a window's all at once)
 
     def settings(self) -> dict:
@@ -745,14 +744,14 @@ class Tracker:
         """:func:`residual_bound` at this H with this tracker's ``tol``."""
         return residual_bound(self.config.grid, v, self.tol)
 
-    def __call__(self, t):
+    def __call__(self, t, alone=False):
         self.calls += 1
         stencil = self.config.grid.stencil
         if stencil == 3:                  # (its thread must not set the process's BLAS)
-            return self._banded_call(t)
+            return self._banded_call(t, alone)
         with _eigen_threads():
             if stencil == 5:
-                return self._banded_call(t)
+                return self._banded_call(t, alone)
             self.solved += 1
             if not self.iterative:
                 return eigenstates(self.config, t, self.K)
@@ -800,33 +799,54 @@ class Tracker:
         for bit (3- and 5-point: from the windows of :meth:`window`, each computed once)."""
         return [self(t) for t in times]
 
-    def _banded_call(self, t):
+    def _banded_call(self, t, alone=False):
         """The finite-difference pairs at t, as :func:`eigenstates` gives them (to the
         residual bound where warm), the same bits whichever calls came before: below N =
         ``warm_min`` from scratch (:meth:`_scratch`); else from t's window (:meth:`window`)
-        where t is one of its times, and otherwise (the last step off the populations
-        interval, a resumed run's first step) by :func:`warm_banded` from the anchor of t's
-        window."""
-        g = self.config.grid
+        where t is one of its times -- ``alone`` (:meth:`single`), unless that window is
+        at hand, from the window's anchor and t's member alone --, and otherwise (the last
+        step off the populations interval, a resumed run's first step) by
+        :func:`warm_banded` from the anchor of t's window (:meth:`_anchor`)."""
+        g, c = self.config.grid, self.config
         if g.n < self.warm_min:
             self.solved += 1
             got = self._scratch(t, self._potentials([t])[0])
         else:
-            h = self.config.output.populations_interval * self.config.time.dt
+            every, calls = c.output.populations_interval, self.anchor_calls
+            h = every * c.time.dt
             q = round(t / h)                       # t's index among the populations times
-            if q >= 0 and abs(t - q * h) <= 1e-9 * h:
-                E, phi = self.window(q // self.anchor_calls)[q % self.anchor_calls]
+            member = q >= 0 and abs(t - q * h) <= 1e-9 * h
+            a = q // calls if member else math.floor(t / (h * calls) + 1e-9)
+            if member and not (alone and (self._window is None or self._window[0] != a)):
+                E, phi = self.window(a)[q % calls]
                 self._clusters(E)
                 return E, phi
-            v = self._potentials([t])[0]
-            self.window(math.floor(t / (h * self.anchor_calls) + 1e-9))
-            self.solved += 1
-            got = warm_banded(g, v, *self._window[2], residual_bound(g, v, self.tol))
-            if got is None:
-                self.restarts += 1
-                got = self._scratch(t, v)
+            if member:                             # the step's own time, as the window's
+                t = q * every * c.time.dt
+            anchor = self._anchor(a)
+            if member and q % calls == 0:
+                got = anchor
+            else:
+                v = self._potentials([t])[0]
+                self.solved += 1
+                got = warm_banded(g, v, *anchor, residual_bound(g, v, self.tol))
+                if got is None:
+                    self.restarts += 1
+                    got = self._scratch(t, v)
         self._clusters(got[0])
         return _states(g, *got)
+
+    def _anchor(self, a):
+        """(E, unit columns N x K) at the anchor of window ``a`` (its first time): the
+        window's where it is at hand, else from scratch alone (kept for the next call)."""
+        if self._window is not None and self._window[0] == a:
+            return self._window[2]
+        if self._single is None or self._single[0] != a:
+            c = self.config
+            ta = a * self.anchor_calls * c.output.populations_interval * c.time.dt
+            self._single = (a, self._scratch(ta, self._potentials([ta])[0]))
+            self.solved += 1
+        return self._single[1]
 
     def _scratch(self, t, v):
         """(E, unit columns N x K) of the finite-difference H at t (potential ``v``) from
@@ -903,42 +923,11 @@ class Tracker:
     def single(self, t):
         """The pairs at t as a call gives them (:meth:`__call__`, the same bits), where t is
         a populations time of a 3- or 5-point window computing only what t needs: the
-        window's anchor (kept) and t's member alone (:func:`warm_banded_many` of one
-        potential: a member's pairs depend on its own iterations alone) -- the loop's own
-        calls while the workers that compute whole windows start (~25 ms a call against
-        ~0.2 s a window at N = 8192, 5-point).  Anything else: :meth:`__call__`."""
-        c = self.config
-        g, every, calls = c.grid, c.output.populations_interval, self.anchor_calls
-        h = every * c.time.dt
-        q = round(t / h)
-        if g.stencil not in (3, 5) or g.n < self.warm_min or q < 0 or abs(t - q * h) > 1e-9 * h \
-                or (self._window is not None and self._window[0] == q // calls):
-            return self(t)
-        self.calls += 1
-        a, j = divmod(q, calls)
-        first = a * calls * every
-        with contextlib.ExitStack() as stack:
-            if g.stencil == 5:          # (3-point: its thread must not set the process's BLAS)
-                stack.enter_context(_eigen_threads())
-            if self._single is None or self._single[0] != a:
-                self._single = (a, self._scratch(first * c.time.dt,
-                                                 self._potentials([first * c.time.dt])[0]))
-                self.solved += 1
-            anchor = self._single[1]
-            if j == 0:
-                got = anchor
-            else:
-                v = self._potentials([(first + j * every) * c.time.dt])
-                got = warm_banded_many(g, v, *anchor, [residual_bound(g, v[0], self.tol)])[0]
-                self.solved += 1
-                if got is None:
-                    self.restarts += 1
-                    got = self._scratch((first + j * every) * c.time.dt, v[0])
-        m = min(self.K, g.n)
-        E = got[0]
-        phi = _signed(got[1].T / np.sqrt(g.dx)).reshape(m, g.n)
-        self._clusters(E)
-        return E, phi
+        window's anchor (kept) and t's member alone (:func:`warm_banded`: a member's pairs
+        depend on its own iterations alone) -- the loop's own calls while the workers that
+        compute whole windows start (~25 ms a call against ~0.2 s a window at N = 8192,
+        5-point).  Anything else: as :meth:`__call__`."""
+        return self(t, alone=True)
 
     def anchor_time(self, t):
         """The anchor of a call at t: the latest multiple of ``anchor_calls``

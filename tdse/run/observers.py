@@ -232,7 +232,7 @@ class Observables(Observer):
         if self.ahead is not None:
             out = self.ahead(state.step, state.t)
             self.eigen_seconds = self.ahead.seconds
-        elif not self._ahead_asked and self.moving:
+        elif not self._ahead_asked:      # (a moving run's: the others' is asked already)
             # the first call, before a worker may take the rest: t's own pairs alone (a
             # window's anchor and member: Tracker.single), not its whole window (the worker
             # computes windows; ~0.2 s of the loop at N = 8192)
