@@ -173,9 +173,11 @@ def test_an_even_block_writes_the_slot_before_first(held, tmp_path, inputs_dir, 
     from tdse.run.timeerror import CompanionEstimate
     est = CompanionEstimate(plan, w, snaps, None)
     evolve(plan, plan.psi0.copy(), [est, snaps], stop=5 * held)
+    w.settle()                                # the first block's write (the writer's thread)
     assert w.count == 1 and len(w._held) == held     # the first written, the rest held
     seen.clear()
     w.write()
+    w.settle()
     assert seen == ([1 + held - 1, 1 + held] if (held % 2 == 0) else [1 + held]), seen
     w.close(False)
     st = resume_state(str(path))
@@ -265,6 +267,9 @@ def _worker_from_the_start(monkeypatch, kill=False):
         self.task_sizes = []
         start(self, s)
     monkeypatch.setattr(observers._Ahead, "start", waiting)
+    # every call after the first waits for the worker (not computed in the loop while its
+    # first task is under way: test_calls_before_the_first_answer_are_the_loops)
+    monkeypatch.setenv("TDSE_AHEAD_FIRST_LOCAL", "0")
     return made
 
 
@@ -304,6 +309,53 @@ def test_eigenpairs_ahead_in_a_worker_equal_those_in_the_loop(stencil, n, cpus, 
             assert np.nanmax(np.abs(a - b)) < 1e-10 * max(1.0, np.nanmax(np.abs(b))), k
     P = np.asarray(runs["1"]["populations_ht"])
     assert np.isfinite(P[[0, 4, 40, 41]]).all() and np.isnan(P[[1, 2, 3, 5, 39]]).all()
+
+
+@pytest.mark.parametrize("first_local", ["1", "0"])
+def test_calls_before_the_first_answer_are_the_loops(first_local, inputs_dir, monkeypatch):
+    """Until a worker has answered, a call whose task is not done is computed in the loop
+    (Tracker.single from the anchor it holds) instead of waited for -- here the thread's
+    first task held for a second, far longer than the run's 41 steps: every call the
+    loop's, none waited for; TDSE_AHEAD_FIRST_LOCAL=0 waits (all but the first from the
+    thread).  The populations are the loop's alone, bit for bit, either way."""
+    import threading
+    import time as _time
+    monkeypatch.setattr(observers, "cpu_count", lambda: 2)        # the 3-point thread
+    made = _worker_from_the_start(monkeypatch)
+    monkeypatch.setenv("TDSE_AHEAD_FIRST_LOCAL", first_local)
+    real, held = observers._thread_pairs, threading.Event()
+
+    def slow_first(tracker, times, stop):
+        if not held.is_set():
+            held.set()
+            _time.sleep(1.0)
+        return real(tracker, times, stop)
+    monkeypatch.setattr(observers, "_thread_pairs", slow_first)
+    cfg = _moving(inputs_dir, 3, n=observers.THREAD_MIN_N, **{"output.populations_every": 4})
+    cfg = cfg.with_value("time.t_end", 41 * cfg.time.dt)
+    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "1")
+    t0 = _time.perf_counter()
+    a = tdse.simulate(cfg, backend="numpy").observables
+    wall = _time.perf_counter() - t0
+    ahead = made[0]
+    assert ahead.thread is not None and held.is_set()
+    if first_local == "1":
+        assert ahead.from_worker == 0 and ahead.local_calls == 12      # steps 0, 4, ..., 40, 41
+    else:
+        assert ahead.from_worker == 11 and wall > 1.0
+    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "0")
+    b = tdse.simulate(cfg, backend="numpy").observables
+    for k in ("populations_ht", "energies_ht"):
+        assert np.array_equal(np.asarray(a[k]), np.asarray(b[k]), equal_nan=True), k
+
+
+def test_ahead_first_local_is_0_or_1(inputs_dir, monkeypatch):
+    """A typo in TDSE_AHEAD_FIRST_LOCAL is one line naming it."""
+    from tdse.config import ConfigError
+    from tdse.model import states
+    monkeypatch.setenv("TDSE_AHEAD_FIRST_LOCAL", "yes")
+    with pytest.raises(ConfigError, match="TDSE_AHEAD_FIRST_LOCAL"):
+        observers._Ahead(states.Tracker(_moving(inputs_dir, 5, n=160), 4), 0.01, 40, 4)
 
 
 def test_a_killed_worker_leaves_the_eigenpairs_to_the_loop(inputs_dir, monkeypatch):
@@ -403,6 +455,7 @@ def test_a_failed_write_of_the_last_rows_at_the_close_says_so(tmp_path, inputs_d
     obs = observers.Observables(plan, w)
     snaps = observers.Snapshots(plan, w)
     evolve(plan, plan.psi0.copy(), [obs, snaps], stop=3)      # one snapshot, at step 0
+    w.settle()                                # its write (the writer's thread) done
     assert w.count == 1 and not w._held and w.obs_count - w._obs_flushed == 3    # rows 1-3 in memory
     monkeypatch.setattr(SnapshotWriter, "_free", lambda self: 12345)
 
@@ -531,6 +584,7 @@ def test_the_worker_tasks_skipped_and_unforeseen_steps(inputs_dir, monkeypatch):
     monkeypatch.setattr(observers, "_WORKER", {})
     cfg = _moving(inputs_dir, 3)
     dt = cfg.time.dt
+    monkeypatch.setenv("TDSE_AHEAD_FIRST_LOCAL", "0")    # each call waits for its task
     ahead = observers._Ahead(states.Tracker(cfg, 4), dt, 40, 2)
     ahead.local_calls, ahead.seconds = 1, 1e-5          # a short call: the largest tasks
     sizes = []

@@ -168,20 +168,34 @@ def test_step_seconds_times_the_runs_own_step():
     assert 0 < step_seconds(plan, 2) < 5 and 0 < step_seconds(plan, 1, operator=True) < 5
 
 
+@pytest.mark.parametrize("pooled", [False, True])
 @pytest.mark.parametrize("name,key,values", [
     ("atom_hhg.toml", "field.E0", [0.02, 0.05, 0.08]),          # field, absorber
     ("h2plus_moving.toml", "potential.centres.amplitude", [0.1, 0.4]),   # moving centres
 ])
-def test_graph_planner_equals_the_per_step_scalars(name, key, values, inputs_dir):
+def test_graph_planner_equals_the_per_step_scalars(name, key, values, pooled, inputs_dir,
+                                                   monkeypatch):
     """The host side of the CUDA-graph step (tdse.numerics.graphs.Planner: CHUNK steps of
     bounds, term counts, coefficients, phases and potential parameters at once, vectorised)
     against what BatchStepper.step / expm_apply compute one step at a time, and the single
-    run's bounds against Stepper.generators + the method's bounds: exactly equal."""
+    run's bounds against Stepper.generators + the method's bounds: exactly equal.
+    ``pooled``: the Bessel values and the single run's bounds in groups of a few steps on
+    the threads of graphs.bounds_pool (a machine of 16 CPUs), the same bits."""
     import os
+
+    import mgemm.arrays
     import tdse
     from tdse.model import hamiltonian
     from tdse.numerics import chebyshev, graphs
     from tdse.numerics.stepper import BatchStepper, Stepper
+    if pooled:
+        monkeypatch.setattr(mgemm.arrays, "cpu_count", lambda: 16)
+        monkeypatch.setattr(graphs, "BOUNDS_GROUP_ELEMENTS", 3000)     # a few steps a group
+        monkeypatch.setattr(graphs, "BESSEL_GROUP", 5)
+        assert graphs.bounds_pool() is not None
+    else:
+        monkeypatch.setattr(mgemm.arrays, "cpu_count", lambda: 2)
+        assert graphs.bounds_pool() is None
     cfg = tdse.load_config(os.path.join(inputs_dir, name)).with_value(
         "propagator.time_error", "none").with_value("propagator.method", "chebyshev")
     configs = [cfg.with_value(key, v) for v in values]
@@ -204,10 +218,11 @@ def test_graph_planner_equals_the_per_step_scalars(name, key, values, inputs_dir
         assert np.array_equal(P[i], np.concatenate(heads + [st.potential.blocks(times)]))
         assert np.array_equal(A[i, :sizes[i]], np.concatenate(coefs))
     one = Stepper(configs[0], None, np)
-    js = np.arange(j0, j0 + 5)
-    times = (js * dt)[:, None] + np.asarray(one.scheme.nodes)[None, :] * dt
-    ref = [[one.method.bounds(s, v) for s, v in one.generators(j)] for j in js]
-    assert np.array_equal(one._bounds_many(js, times), np.array(ref))
+    for start in (j0, j0 + 29):      # two windows (a row left unwritten holds other values)
+        js = np.arange(start, start + 23)
+        times = (js * dt)[:, None] + np.asarray(one.scheme.nodes)[None, :] * dt
+        ref = [[one.method.bounds(s, v) for s, v in one.generators(j)] for j in js]
+        assert np.array_equal(one._bounds_many(js, times), np.array(ref))
 
 
 def test_graph_planner_term_counts_equal_terms(inputs_dir):

@@ -78,5 +78,5 @@ if __name__ == "__main__":
     cfg, plan = case(*sys.argv[1:7])
     s, wall = profiled(plan)
     print(f"wall {wall:.3f} s for {cfg.time.steps} steps")
-    s.sort_stats("tottime").print_stats(18)
+    s.sort_stats("tottime").print_stats(45)
     s.sort_stats("cumulative").print_stats(30)

@@ -7,6 +7,9 @@ fixed cost: the run's loop less the bare step times the steps.  Each run twice (
 warms kernels, graphs and the worker's imports).
 
     python benchmarks/probes/step_timeline.py INPUT N STENCIL STEPS POP_EVERY BACKEND [W]
+
+STAMPS_OUT=PREFIX saves each repeat's step end times (PREFIX_<repeat>.npz: bare and run,
+their start first and their end last).
 """
 import os
 import sys
@@ -75,6 +78,9 @@ def windows(t0, stamps, w):
 
 
 if __name__ == "__main__":
+    # a script's run is not spawn-safe by default (tdse.run.observers._spawn_safe): this
+    # one is guarded, and its pairs go to the workers as the CLI's do
+    os.environ.setdefault("TDSE_EIGENPAIRS_AHEAD", "1")
     inp, n, st, steps, pe, backend = sys.argv[1:7]
     w = int(sys.argv[7]) if len(sys.argv) > 7 else 500
     cfg, plan = case(inp, n, st, steps, pe, backend)
@@ -91,6 +97,9 @@ if __name__ == "__main__":
               f"beyond a bare first step), its steps {rs[-1] - rs[0]:.3f} s, after its last "
               f"{r1 - rs[-1]:.3f} s; the steps' excess over the steady bare step "
               f"{rs[-1] - rs[0] - (len(rs) - 1) * steady * 1e-6:.3f} s")
+        if os.environ.get("STAMPS_OUT"):      # every step's end time, for a closer look
+            np.savez(f"{os.environ['STAMPS_OUT']}_{rep}.npz", bare=np.array([b0] + bs + [b1]),
+                     run=np.array([r0] + rs + [r1]))
         print("  window start   bare us/step   run us/step")
         for (a, ub), (_, ur) in zip(bw, rw):
             print(f"  {a:12d} {ub:14.1f} {ur:13.1f}")

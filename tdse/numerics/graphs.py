@@ -33,6 +33,8 @@ import os
 
 import numpy as np
 
+from mgemm.arrays import copy_async
+
 #: steps the host may queue ahead of the device (:class:`mgemm.arrays.PinnedUpload`'s ring)
 RUN_AHEAD = 64
 
@@ -368,17 +370,20 @@ def _capture(cp, body, pool=None):
 
 
 def _copy_in(cp, dst, src):
-    """dst := src on the device: one memcpy where the layouts agree (no kernel)."""
-    if src.flags.c_contiguous and src.dtype == dst.dtype and src.shape == dst.shape:
-        dst.data.copy_from_device_async(src.data, src.nbytes)
+    """dst := src on the device (a vector may fill an N x 1 buffer): one memcpy where both
+    are C-contiguous of one dtype and size (no kernel)."""
+    if src.flags.c_contiguous and src.dtype == dst.dtype and src.size == dst.size \
+            and dst.flags.c_contiguous:
+        copy_async(dst, src)
     else:
-        cp.copyto(dst, src)
+        cp.copyto(dst, src.reshape(dst.shape))
 
 
-def _copy_out(cp, src):
-    """A new array holding ``src`` (one memcpy): the caller keeps it past the next step."""
-    out = cp.empty_like(src)
-    out.data.copy_from_device_async(src.data, out.nbytes)
+def _copy_out(cp, src, shape=None):
+    """A new array holding ``src`` (one memcpy), of ``shape`` (default src's): the caller
+    keeps it past the next step."""
+    out = cp.ndarray(src.shape if shape is None else shape, dtype=src.dtype)
+    copy_async(out, src)
     return out
 
 
@@ -392,6 +397,7 @@ def plan_ahead() -> bool:
         raise ConfigError("TDSE_PLAN_AHEAD", mode, "must be 0 or 1")
     return mode == "1"
 
+
 _PLANNING = []
 
 
@@ -401,6 +407,56 @@ def _planning_thread():
         import concurrent.futures
         _PLANNING.append(concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tdse-plan"))
     return _PLANNING[0]
+
+
+#: grid values of one group of steps of :meth:`tdse.numerics.stepper.Stepper._bounds_many`
+#: (steps x times x N; 512 KB, in a core's cache, where one pass over a chunk of 64 steps
+#: at N = 8192 streams 4 MB a NumPy operation: 2.6 against 5.1-5.5 ms on 2 cores, one thread)
+BOUNDS_GROUP_ELEMENTS = 1 << 16
+
+#: threads of :func:`bounds_pool` at most (fewer where the process may use fewer CPUs: one
+#: is the loop's, one the planner's)
+BOUNDS_THREADS = 4
+
+_BOUNDS_POOL = []
+
+
+def bounds_pool():
+    """The process's threads for the groups of :func:`_bessel_rows` and
+    :meth:`tdse.numerics.stepper.Stepper._bounds_many` (NumPy's and SciPy's element-wise
+    loops release the GIL), made at first use; None where the process may use fewer than
+    4 CPUs (the groups then run in the calling thread)."""
+    from mgemm.arrays import cpu_count
+    threads = min(BOUNDS_THREADS, cpu_count() - 2)
+    if threads < 2:
+        return None
+    if not _BOUNDS_POOL:
+        from concurrent.futures import ThreadPoolExecutor
+        _BOUNDS_POOL.append(ThreadPoolExecutor(threads, thread_name_prefix="tdse-bounds"))
+    return _BOUNDS_POOL[0]
+
+
+def _bessel_rows(k, R):
+    """J_k(R) (steps, E, len(k)): scipy.special.jv of each step's R, the steps in groups on
+    :func:`bounds_pool`'s threads where it has them (the same values
+    element by element; ~1 us an element, 3-4 ms a chunk at N = 8192: with the exact bounds
+    the planner's work, as long as 64 steps on the GPU)."""
+    import scipy.special
+    out = np.empty((*R.shape, k.size))
+    pool = bounds_pool()
+    if pool is None:
+        out[...] = scipy.special.jv(k[None, None, :], R[:, :, None])
+        return out
+
+    def part(a):
+        out[a:a + BESSEL_GROUP] = scipy.special.jv(k[None, None, :], R[a:a + BESSEL_GROUP, :, None])
+    for f in [pool.submit(part, a) for a in range(0, R.shape[0], BESSEL_GROUP)]:
+        f.result()
+    return out
+
+
+#: steps of one group of :func:`_bessel_rows`
+BESSEL_GROUP = 16
 
 
 class Planner:
@@ -426,7 +482,6 @@ class Planner:
         same operations): per step the pattern of term counts, the parameter row (headers,
         then the times' field and centres) and the coefficient row ([eps_k (-i)^k J_k(R)
         ..., e^(-i dt c)] per exponential).  None where an exponential has r = 0."""
-        import scipy.special
         st, cfg = self.st, self.st.config
         dt, E = cfg.time.dt, len(self.rows)
         js = np.arange(j0, j0 + CHUNK)
@@ -440,7 +495,7 @@ class Planner:
         R = dt * r
         K = self._terms_many(R)
         k = np.arange(K.max() + 1)
-        coef = scipy.special.jv(k[None, None, :], R[:, :, None]) * (-1j) ** k
+        coef = _bessel_rows(k, R) * (-1j) ** k
         coef[..., 1:] *= 2.0
         phase = np.exp(-1j * dt * c)
         sizes = (K + 2).sum(axis=1)
@@ -679,7 +734,7 @@ class GraphStep:
             row = self._row = np.zeros(n_p + 2 * max(As.shape[1], 512))
         row[:Ps.shape[1]] = Ps[i]
         row[n_p:n_p + 2 * sizes[i]] = As[i, :sizes[i]].view(np.float64)
-        self.up(row[:n_p + 2 * sizes[i]])               # one upload a step
+        self.up.put(row[:n_p + 2 * sizes[i]])           # one upload a step
         dev = self.up.dev
         if self.P is None or dev.data.ptr != self._dev or self.P.size != Ps.shape[1]:
             if self.P is not None:
@@ -698,7 +753,7 @@ class GraphStep:
         # potential, [mask], a fused term or (product, pass) per term, the phase [and mask]
         self.nodes_per_step = (len(pattern) if self.chain else (1 if self.fused else 2) * K
                                + len(pattern) * (2 + (1 if self.masks else 0)))
-        return _copy_out(self.cp, self.result)
+        return _copy_out(self.cp, self.result, X.shape)
 
     def _warm(self, pattern):
         """Run the body once eagerly on a copy of the buffers (kernels compile here, not
@@ -853,7 +908,7 @@ class DenseGraphStep:
             o = e * seg
             row[o], row[o + 1], row[o + 2] = shift.imag, ph.real, ph.imag
             row[o + 3:o + seg] = v
-        self.up(row)
+        self.up.put(row)
         if self.P is None or self.up.dev.data.ptr != self.P.data.ptr:
             self.P, self.graph = self.up.dev, None      # a new buffer: capture again
         _copy_in(self.cp, self.Xin, psi.reshape(-1))

@@ -114,17 +114,38 @@ class Stepper:
 
     def _bounds_many(self, js, times):
         """(steps, E, 2): each exponential's spectral bounds at the steps js (times (steps, nt)),
-        as :meth:`generators` and the method's ``bounds`` give them one step at a time."""
+        as :meth:`generators` and the method's ``bounds`` give them one step at a time: V
+        exactly on the grid at every time (:func:`tdse.model.potential.total_many`).  In
+        groups of steps that stay in cache (:data:`BOUNDS_GROUP_ELEMENTS`), on the threads
+        of :func:`tdse.numerics.graphs.bounds_pool` where there are CPUs for them: a GPU run's planner computes
+        this for every chunk of steps (~5-10 ms at N = 8192 in one NumPy pass on a GPU
+        machine's host, as long as 64 steps on the GPU: the loop waited for it).  The same
+        operations element by element, the same bits."""
         from ..model.hamiltonian import kinetic_max
         from ..model.potential import total_many
+        from .graphs import BOUNDS_GROUP_ELEMENTS, bounds_pool
         x, g = self.x_host, self.config.grid
         S, nt = times.shape
-        v = total_many(self.config.potential, x, times.ravel())
-        v = v.reshape(S, nt, x.size)
-        out = np.empty((S, len(self.scheme.factors), 2))
-        for e, (s, row) in enumerate(zip(self.scheme.scales(), self.scheme.factors)):
-            vk = sum(w * v[:, i] for i, w in enumerate(row) if w)
-            out[:, e, 0], out[:, e, 1] = vk.min(axis=1), s * kinetic_max(g.stencil, g.dx) + vk.max(axis=1)
+        rows = list(zip(self.scheme.scales(), self.scheme.factors))
+        tmax = kinetic_max(g.stencil, g.dx)
+        out = np.empty((S, len(rows), 2))
+        group = max(1, BOUNDS_GROUP_ELEMENTS // (nt * x.size))
+
+        def part(a):
+            b = min(S, a + group)
+            v = total_many(self.config.potential, x, times[a:b].ravel()).reshape(b - a, nt, x.size)
+            for e, (s, row) in enumerate(rows):
+                vk = sum(w * v[:, i] for i, w in enumerate(row) if w)
+                out[a:b, e, 0], out[a:b, e, 1] = vk.min(axis=1), s * tmax + vk.max(axis=1)
+
+        starts = range(0, S, group)
+        pool = bounds_pool() if len(starts) > 1 else None
+        if pool is None:
+            for a in starts:
+                part(a)
+        else:
+            for f in [pool.submit(part, a) for a in starts]:
+                f.result()
         return out
 
     def _graph_step(self, psi, j):
@@ -135,12 +156,12 @@ class Stepper:
         if not self._graph:
             return None
         e0, k0 = self._graph.exponentials, self._graph.cheb_terms
-        out = self._graph.step(psi.reshape(-1, 1), j)
+        out = self._graph.step(psi, j)         # a vector in, a vector out (no reshapes)
         if out is None:
             return None
         self.method.exponentials += self._graph.exponentials - e0
         self.method.cheb_terms += self._graph.cheb_terms - k0
-        return out.reshape(-1)
+        return out
 
     def step_operator(self, Ut, j: int):
         """U(t_j + dt) = F_K ... F_1 U(t_j) (column bands on several GPUs)."""

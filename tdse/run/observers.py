@@ -21,7 +21,7 @@ import numpy as np
 # cpu_count: the CPUs this process may run on, not less those busy (the load average lags
 # by a minute and counts this run's own preparation; where another process keeps the spare
 # CPU busy the worker shares it, costing the loop what the pairs would)
-from mgemm.arrays import cpu_count, to_host
+from mgemm.arrays import copy_async, cpu_count, to_host
 
 from ..model import observables, states
 from ..model.potential import centre_positions
@@ -367,6 +367,15 @@ class Observables(Observer):
                           f"box or add an [absorber]", BoundaryWarning, stacklevel=2)
 
 
+def _flag(name, default="1") -> bool:
+    """An on/off environment variable: "1" or "0" (anything else: a ConfigError naming it)."""
+    mode = os.environ.get(name, default)
+    if mode not in ("0", "1"):
+        from ..config import ConfigError
+        raise ConfigError(name, mode, "must be 0 or 1")
+    return mode == "1"
+
+
 def _spawn_safe() -> bool:
     """Whether a worker process may be spawned without running the user's script again:
     the run was started by ``tdse`` (``python -m tdse``, the console script, whose module is
@@ -651,6 +660,9 @@ class _Ahead:
         self.chunk = 1              # calls a task (:meth:`_size`)
         self.broken = False
         self.from_worker = 0        # calls the worker answered
+        # until a worker has answered, a call whose task is not done is computed in the loop
+        # (TDSE_AHEAD_FIRST_LOCAL=0: waited for, as before)
+        self.first_local = _flag("TDSE_AHEAD_FIRST_LOCAL")
 
     @property
     def ready(self):
@@ -779,6 +791,16 @@ class _Ahead:
                 self._break(e)
                 return self._local(t)
         f, i = entry
+        if not self.from_worker and not f.done() and self.first_local:
+            # no worker has answered yet: their first task (the tracker's set-up, a whole
+            # window from its anchor: ~0.15 s at N = 8192, 5-point) is still under way, and
+            # t's member alone from the anchor the loop already holds costs a few ms
+            # (Tracker.single, the same bits); waiting here cost the loop 0.14 s in one
+            # H100 run (benchmarks/probes/step_attrib.py)
+            self._drop(f)
+            out = self._local(t)
+            self._fill(step + 1)
+            return out
         try:
             E, phi = self._read(f)[i]
         except Exception as e:  # noqa: BLE001 -- a broken worker: the loop computes the rest
@@ -847,7 +869,7 @@ class _BlockRows:
         if xp is np:
             return isinstance(psi, np.ndarray) and psi.ndim == 1
         return isinstance(psi, xp.ndarray) and psi.ndim == 1 and \
-            psi.device.id == xp.cuda.Device().id
+            psi.data.device_id == xp.cuda.runtime.getDevice()
 
     def record(self, step, t, psi, molecular):
         """One row; ``molecular``: H(t)'s (E, phi), or None where this row has no
@@ -864,7 +886,7 @@ class _BlockRows:
             also = self._phit[1] @ psi
         row = self.slots[self.cols]
         if self.xp is not np and psi.flags.c_contiguous and psi.dtype == row.dtype:
-            row.data.copy_from_device_async(psi.data, row.nbytes)     # queued on the stream
+            copy_async(row, psi)                  # one memcpy, queued on the stream
         else:
             row[...] = psi
         self.cols += 1
