@@ -173,11 +173,9 @@ def test_an_even_block_writes_the_slot_before_first(held, tmp_path, inputs_dir, 
     from tdse.run.timeerror import CompanionEstimate
     est = CompanionEstimate(plan, w, snaps, None)
     evolve(plan, plan.psi0.copy(), [est, snaps], stop=5 * held)
-    w.settle()                                # the first block's write (the writer's thread)
     assert w.count == 1 and len(w._held) == held     # the first written, the rest held
     seen.clear()
     w.write()
-    w.settle()
     assert seen == ([1 + held - 1, 1 + held] if (held % 2 == 0) else [1 + held]), seen
     w.close(False)
     st = resume_state(str(path))
@@ -267,9 +265,9 @@ def _worker_from_the_start(monkeypatch, kill=False):
         self.task_sizes = []
         start(self, s)
     monkeypatch.setattr(observers._Ahead, "start", waiting)
-    # every call after the first waits for the worker (not computed in the loop while its
-    # first task is under way: test_calls_before_the_first_answer_are_the_loops)
-    monkeypatch.setenv("TDSE_AHEAD_FIRST_LOCAL", "0")
+    # every call asked of the workers by the run's own _Ahead (none by prepare's prefetch:
+    # test_the_first_windows_asked_for_while_the_run_prepares)
+    monkeypatch.setenv("TDSE_AHEAD_PREFETCH", "0")
     return made
 
 
@@ -311,51 +309,49 @@ def test_eigenpairs_ahead_in_a_worker_equal_those_in_the_loop(stencil, n, cpus, 
     assert np.isfinite(P[[0, 4, 40, 41]]).all() and np.isnan(P[[1, 2, 3, 5, 39]]).all()
 
 
-@pytest.mark.parametrize("first_local", ["1", "0"])
-def test_calls_before_the_first_answer_are_the_loops(first_local, inputs_dir, monkeypatch):
-    """Until a worker has answered, a call whose task is not done is computed in the loop
-    (Tracker.single from the anchor it holds) instead of waited for -- here the thread's
-    first task held for a second, far longer than the run's 41 steps: every call the
-    loop's, none waited for; TDSE_AHEAD_FIRST_LOCAL=0 waits (all but the first from the
-    thread).  The populations are the loop's alone, bit for bit, either way."""
-    import threading
-    import time as _time
-    monkeypatch.setattr(observers, "cpu_count", lambda: 2)        # the 3-point thread
-    made = _worker_from_the_start(monkeypatch)
-    monkeypatch.setenv("TDSE_AHEAD_FIRST_LOCAL", first_local)
-    real, held = observers._thread_pairs, threading.Event()
-
-    def slow_first(tracker, times, stop):
-        if not held.is_set():
-            held.set()
-            _time.sleep(1.0)
-        return real(tracker, times, stop)
-    monkeypatch.setattr(observers, "_thread_pairs", slow_first)
-    cfg = _moving(inputs_dir, 3, n=observers.THREAD_MIN_N, **{"output.populations_every": 4})
-    cfg = cfg.with_value("time.t_end", 41 * cfg.time.dt)
+@pytest.mark.parametrize("stencil", [3, 5])
+def test_the_first_windows_asked_for_while_the_run_prepares(stencil, inputs_dir, monkeypatch):
+    """prepare() asks the workers for the pairs of the run's first windows (one a worker,
+    after step 0: observers._prefetch); the run's _Ahead takes them over (its run id, every
+    due step of them answered by them, none asked again) and the populations are the
+    loop's own, bit for bit; TDSE_AHEAD_PREFETCH=0 asks for nothing."""
+    from tdse.model import states
+    monkeypatch.setattr(observers, "cpu_count", lambda: 16)        # worker processes
     monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "1")
-    t0 = _time.perf_counter()
-    a = tdse.simulate(cfg, backend="numpy").observables
-    wall = _time.perf_counter() - t0
-    ahead = made[0]
-    assert ahead.thread is not None and held.is_set()
-    if first_local == "1":
-        assert ahead.from_worker == 0 and ahead.local_calls == 12      # steps 0, 4, ..., 40, 41
-    else:
-        assert ahead.from_worker == 11 and wall > 1.0
+    made = []
+    init = observers._Ahead.__init__
+
+    def keep(self, *a, **k):
+        init(self, *a, **k)
+        made.append(self)
+    monkeypatch.setattr(observers._Ahead, "__init__", keep)
+    cfg = _moving(inputs_dir, stencil, n=256, **{"output.populations_every": 2})
+    cfg = cfg.with_value("time.t_end", 100 * cfg.time.dt)
+    span = states.Tracker(cfg, 4).window_steps
+    assert span == 32                               # 16 calls a window: steps 2, ..., 62 first
+    plan = tdse.prepare(cfg, backend="numpy", check_resolution=False)
+    (key, run_id, tasks), = observers._PREFETCH
+    assert [[s for s, _ in g] for _, g, _ in tasks] == [list(range(2, 32, 2)), list(range(32, 64, 2))]
+    submitted = []
+    real_submit = observers._Ahead._submit
+    monkeypatch.setattr(observers._Ahead, "_submit",
+                        lambda self, group: submitted.append([s for s, _ in group]) or real_submit(self, group))
+    a = run(plan, None).observables
+    assert made[0].run == run_id and not observers._PREFETCH
+    assert made[0].from_worker == 50                # steps 2, 4, ..., 100
+    assert all(s >= 64 for g in submitted for s in g)       # nothing of the first two asked again
     monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "0")
     b = tdse.simulate(cfg, backend="numpy").observables
     for k in ("populations_ht", "energies_ht"):
         assert np.array_equal(np.asarray(a[k]), np.asarray(b[k]), equal_nan=True), k
-
-
-def test_ahead_first_local_is_0_or_1(inputs_dir, monkeypatch):
-    """A typo in TDSE_AHEAD_FIRST_LOCAL is one line naming it."""
+    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "1")
+    monkeypatch.setenv("TDSE_AHEAD_PREFETCH", "0")
+    tdse.prepare(cfg, backend="numpy", check_resolution=False)
+    assert not observers._PREFETCH
     from tdse.config import ConfigError
-    from tdse.model import states
-    monkeypatch.setenv("TDSE_AHEAD_FIRST_LOCAL", "yes")
-    with pytest.raises(ConfigError, match="TDSE_AHEAD_FIRST_LOCAL"):
-        observers._Ahead(states.Tracker(_moving(inputs_dir, 5, n=160), 4), 0.01, 40, 4)
+    monkeypatch.setenv("TDSE_AHEAD_PREFETCH", "yes")               # a typo: one line naming it
+    with pytest.raises(ConfigError, match="TDSE_AHEAD_PREFETCH"):
+        tdse.prepare(cfg, backend="numpy", check_resolution=False)
 
 
 def test_a_killed_worker_leaves_the_eigenpairs_to_the_loop(inputs_dir, monkeypatch):
@@ -455,7 +451,6 @@ def test_a_failed_write_of_the_last_rows_at_the_close_says_so(tmp_path, inputs_d
     obs = observers.Observables(plan, w)
     snaps = observers.Snapshots(plan, w)
     evolve(plan, plan.psi0.copy(), [obs, snaps], stop=3)      # one snapshot, at step 0
-    w.settle()                                # its write (the writer's thread) done
     assert w.count == 1 and not w._held and w.obs_count - w._obs_flushed == 3    # rows 1-3 in memory
     monkeypatch.setattr(SnapshotWriter, "_free", lambda self: 12345)
 
@@ -584,7 +579,6 @@ def test_the_worker_tasks_skipped_and_unforeseen_steps(inputs_dir, monkeypatch):
     monkeypatch.setattr(observers, "_WORKER", {})
     cfg = _moving(inputs_dir, 3)
     dt = cfg.time.dt
-    monkeypatch.setenv("TDSE_AHEAD_FIRST_LOCAL", "0")    # each call waits for its task
     ahead = observers._Ahead(states.Tracker(cfg, 4), dt, 40, 2)
     ahead.local_calls, ahead.seconds = 1, 1e-5          # a short call: the largest tasks
     sizes = []
@@ -939,3 +933,57 @@ def test_a_broken_pool_at_begin_leaves_the_rows_to_the_loop(tmp_path, inputs_dir
     c, rows_c = _file(cfg, tmp_path / "again", "1", monkeypatch)
     assert rows_c == 61
     _files_equal(c, b)
+
+
+def test_snapshots_in_flight_write_the_same_rows_in_order(inputs_dir, monkeypatch):
+    """Deferred snapshots (a GPU's: here the host's psi taken as a device's, its copy a
+    pass-through) are written once SNAPSHOTS_IN_FLIGHT later ones have started, never more
+    under way; the rows are those written at once, bit for bit and in order; a run that
+    fails mid-way writes every snapshot taken."""
+    import mgemm.arrays
+    from tdse.run.snapshots import MemoryWriter
+    cfg = _moving(inputs_dir, 3, **{"output.every": 3})
+    plan = tdse.prepare(cfg, backend="numpy", check_resolution=False)
+    most = []
+
+    class Count(Observer):
+        def __init__(self, snaps):
+            self.snaps = snaps
+
+        def after(self, state):
+            most.append(len(self.snaps.pending))
+
+    class Boom(Observer):
+        def after(self, state):
+            if state.step == 40:
+                raise RuntimeError("boom")
+
+    class HostCopy:           # a device's copy stood in for: the arrays kept as they were
+        def __init__(self, arrays):
+            self.host = {k: np.array(v) for k, v in arrays.items()}
+
+        def result(self):
+            return self.host
+
+    monkeypatch.setattr(mgemm.arrays, "HostCopy", HostCopy)
+
+    def rows(defer, boom=False):
+        monkeypatch.setattr(observers, "DEFER_SNAPSHOTS", defer)
+        monkeypatch.setattr(mgemm.arrays, "is_device_array", lambda a: defer)
+        w = MemoryWriter(config=cfg, x=plan.x, v0=np.zeros(cfg.grid.n), energies=plan.energies,
+                         phi=plan.states, attrs={})
+        snaps = observers.Snapshots(plan, w)
+        obs = [snaps, Count(snaps)] + ([Boom()] if boom else [])
+        if boom:
+            with pytest.raises(RuntimeError, match="boom"):
+                evolve(plan, plan.psi0.copy(), obs)
+        else:
+            evolve(plan, plan.psi0.copy(), obs)
+        return w.data(), snaps
+    now, _ = rows(False)
+    later, _ = rows(True)
+    assert max(most) == observers.SNAPSHOTS_IN_FLIGHT and len(now["snapshots/step"]) == 21
+    for k in ("snapshots/step", "snapshots/t", "snapshots/psi", "snapshots/nodes", "snapshots/centres"):
+        assert np.array_equal(np.asarray(now[k]), np.asarray(later[k])), k
+    cut, snaps = rows(True, boom=True)
+    assert list(cut["snapshots/step"]) == list(range(0, 40, 3)) and snaps.last_step == 39

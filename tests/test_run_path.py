@@ -168,34 +168,27 @@ def test_step_seconds_times_the_runs_own_step():
     assert 0 < step_seconds(plan, 2) < 5 and 0 < step_seconds(plan, 1, operator=True) < 5
 
 
-@pytest.mark.parametrize("pooled", [False, True])
+@pytest.mark.parametrize("grouped", [False, True])
 @pytest.mark.parametrize("name,key,values", [
     ("atom_hhg.toml", "field.E0", [0.02, 0.05, 0.08]),          # field, absorber
     ("h2plus_moving.toml", "potential.centres.amplitude", [0.1, 0.4]),   # moving centres
 ])
-def test_graph_planner_equals_the_per_step_scalars(name, key, values, pooled, inputs_dir,
+def test_graph_planner_equals_the_per_step_scalars(name, key, values, grouped, inputs_dir,
                                                    monkeypatch):
     """The host side of the CUDA-graph step (tdse.numerics.graphs.Planner: CHUNK steps of
     bounds, term counts, coefficients, phases and potential parameters at once, vectorised)
     against what BatchStepper.step / expm_apply compute one step at a time, and the single
     run's bounds against Stepper.generators + the method's bounds: exactly equal.
-    ``pooled``: the Bessel values and the single run's bounds in groups of a few steps on
-    the threads of graphs.bounds_pool (a machine of 16 CPUs), the same bits."""
+    ``grouped``: the single run's bounds in groups of a few steps (as at N = 8192), the same
+    bits."""
     import os
 
-    import mgemm.arrays
     import tdse
     from tdse.model import hamiltonian
     from tdse.numerics import chebyshev, graphs
     from tdse.numerics.stepper import BatchStepper, Stepper
-    if pooled:
-        monkeypatch.setattr(mgemm.arrays, "cpu_count", lambda: 16)
+    if grouped:
         monkeypatch.setattr(graphs, "BOUNDS_GROUP_ELEMENTS", 3000)     # a few steps a group
-        monkeypatch.setattr(graphs, "BESSEL_GROUP", 5)
-        assert graphs.bounds_pool() is not None
-    else:
-        monkeypatch.setattr(mgemm.arrays, "cpu_count", lambda: 2)
-        assert graphs.bounds_pool() is None
     cfg = tdse.load_config(os.path.join(inputs_dir, name)).with_value(
         "propagator.time_error", "none").with_value("propagator.method", "chebyshev")
     configs = [cfg.with_value(key, v) for v in values]

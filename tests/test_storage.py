@@ -406,21 +406,3 @@ def test_a_resumed_run_that_fails_again_stays_resumable(tmp_path, monkeypatch):
     assert st2["count"] == st["count"] + 1
     res = run(cfg, None, backend="numpy", resume=(st2, part))
     _same(read(res.path), ref)
-
-
-def test_background_writes_give_the_same_file(tmp_path, monkeypatch):
-    """A run file's blocks written on the writer's thread (the default) or in the loop
-    (TDSE_BACKGROUND_WRITES=0): the same datasets, bit for bit, and the same counts; a typo
-    in the variable is one line naming it."""
-    from tdse.config import ConfigError
-    cfg = cfgmod.loads(TEXT).with_value("output.flush_seconds", 0.0)
-    files = {}
-    for mode in ("1", "0"):
-        monkeypatch.setenv("TDSE_BACKGROUND_WRITES", mode)
-        files[mode] = read(run(cfg, tmp_path / mode, backend="numpy").path)
-    _same(files["1"], files["0"])
-    for k in ("snapshots_complete", "observables_complete", "complete"):
-        assert files["1"]["attrs"][k] == files["0"]["attrs"][k], k
-    monkeypatch.setenv("TDSE_BACKGROUND_WRITES", "yes")
-    with pytest.raises(ConfigError, match="TDSE_BACKGROUND_WRITES"):
-        run(cfg, tmp_path / "typo", backend="numpy")

@@ -1,9 +1,10 @@
 """The GPU run's host planner (tdse.numerics.graphs.Planner.chunk: the scalars of 64 steps)
 at N = 8192 (#23 item 3: a chunk's ~10 ms on a GPU machine's host is as long as its 64
 steps on the GPU, so the loop waited for it): the exact bounds in one NumPy pass (the
-former Stepper._bounds_many) against the cache-sized groups, on one thread and on
-graphs.bounds_pool's; scipy.special.jv of a chunk serial and in groups; the whole chunk
-with the pool and without.  Milliseconds, medians of REPS chunks.
+former Stepper._bounds_many) against the cache-sized groups; scipy.special.jv of a chunk;
+the whole chunk.  Milliseconds, medians of REPS chunks.  (The recorded H100 runs of
+2026-11-26 also timed the groups and the Bessel values on 4 threads: the chunk 4.8 against
+7.3 ms, but a run in process was no faster with them, so they were dropped.)
 
     python benchmarks/probes/planner_chunk.py INPUT N STENCIL [REPS]
 """
@@ -16,7 +17,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(os.path.dirname(HERE))]
 
-import mgemm.arrays  # noqa: E402
+import scipy.special  # noqa: E402
 import tdse  # noqa: E402
 from run_profile import case_config  # noqa: E402
 from tdse.model.hamiltonian import kinetic_max  # noqa: E402
@@ -58,20 +59,13 @@ if __name__ == "__main__":
     def window(r):
         js = np.arange(64 * (r + 3), 64 * (r + 4))
         return js, js[:, None] * dt + nodes[None, :] * dt
-    real = mgemm.arrays.cpu_count
     row = {}
     row["bounds, one pass"] = ms(lambda r: one_pass(s, *window(r)), reps)
-    mgemm.arrays.cpu_count = lambda: 2           # no pool: the groups in this thread
-    row["bounds, groups, one thread"] = ms(lambda r: s._bounds_many(*window(r)), reps)
+    row["bounds, groups"] = ms(lambda r: s._bounds_many(*window(r)), reps)
     planner = graphs.Planner(BatchStepper([plan.config], np), s._bounds_many)
-    row["chunk, no pool"] = ms(lambda r: planner.chunk(64 * (r + 3)), reps)
+    row["chunk"] = ms(lambda r: planner.chunk(64 * (r + 3)), reps)
     R = np.full((64, len(s.scheme.factors)), 30.0) * (1 + 1e-3 * np.arange(64))[:, None]
     k = np.arange(60)
-    row["jv of 64 x E x 60, serial"] = ms(lambda r: graphs._bessel_rows(k, R), reps)
-    mgemm.arrays.cpu_count = real
-    print(f"# {inp}, N = {n}, {st}-point, scheme {cfg.propagator.scheme}, CPUs {real()}, "
-          f"pool {graphs.bounds_pool()}")
-    row["bounds, groups, pool"] = ms(lambda r: s._bounds_many(*window(r)), reps)
-    row["jv, pool"] = ms(lambda r: graphs._bessel_rows(k, R), reps)
-    row["chunk, pool"] = ms(lambda r: planner.chunk(64 * (r + 3)), reps)
+    row["jv of 64 x E x 60"] = ms(lambda r: scipy.special.jv(k[None, None, :], R[:, :, None]), reps)
+    print(f"# {inp}, N = {n}, {st}-point, scheme {cfg.propagator.scheme}")
     print("  ".join(f"{k}: {v:.2f} ms" for k, v in row.items()))

@@ -411,52 +411,9 @@ def _planning_thread():
 
 #: grid values of one group of steps of :meth:`tdse.numerics.stepper.Stepper._bounds_many`
 #: (steps x times x N; 512 KB, in a core's cache, where one pass over a chunk of 64 steps
-#: at N = 8192 streams 4 MB a NumPy operation: 2.6 against 5.1-5.5 ms on 2 cores, one thread)
+#: at N = 8192 streams 4 MB a NumPy operation: 2.6 against 5.1-5.5 ms on 2 cores; on an
+#: H100's host the planner's chunk 4.8-5 against 7-9 ms, benchmarks/probes/planner_chunk.py)
 BOUNDS_GROUP_ELEMENTS = 1 << 16
-
-#: threads of :func:`bounds_pool` at most (fewer where the process may use fewer CPUs: one
-#: is the loop's, one the planner's)
-BOUNDS_THREADS = 4
-
-_BOUNDS_POOL = []
-
-
-def bounds_pool():
-    """The process's threads for the groups of :func:`_bessel_rows` and
-    :meth:`tdse.numerics.stepper.Stepper._bounds_many` (NumPy's and SciPy's element-wise
-    loops release the GIL), made at first use; None where the process may use fewer than
-    4 CPUs (the groups then run in the calling thread)."""
-    from mgemm.arrays import cpu_count
-    threads = min(BOUNDS_THREADS, cpu_count() - 2)
-    if threads < 2:
-        return None
-    if not _BOUNDS_POOL:
-        from concurrent.futures import ThreadPoolExecutor
-        _BOUNDS_POOL.append(ThreadPoolExecutor(threads, thread_name_prefix="tdse-bounds"))
-    return _BOUNDS_POOL[0]
-
-
-def _bessel_rows(k, R):
-    """J_k(R) (steps, E, len(k)): scipy.special.jv of each step's R, the steps in groups on
-    :func:`bounds_pool`'s threads where it has them (the same values
-    element by element; ~1 us an element, 3-4 ms a chunk at N = 8192: with the exact bounds
-    the planner's work, as long as 64 steps on the GPU)."""
-    import scipy.special
-    out = np.empty((*R.shape, k.size))
-    pool = bounds_pool()
-    if pool is None:
-        out[...] = scipy.special.jv(k[None, None, :], R[:, :, None])
-        return out
-
-    def part(a):
-        out[a:a + BESSEL_GROUP] = scipy.special.jv(k[None, None, :], R[a:a + BESSEL_GROUP, :, None])
-    for f in [pool.submit(part, a) for a in range(0, R.shape[0], BESSEL_GROUP)]:
-        f.result()
-    return out
-
-
-#: steps of one group of :func:`_bessel_rows`
-BESSEL_GROUP = 16
 
 
 class Planner:
@@ -482,6 +439,7 @@ class Planner:
         same operations): per step the pattern of term counts, the parameter row (headers,
         then the times' field and centres) and the coefficient row ([eps_k (-i)^k J_k(R)
         ..., e^(-i dt c)] per exponential).  None where an exponential has r = 0."""
+        import scipy.special
         st, cfg = self.st, self.st.config
         dt, E = cfg.time.dt, len(self.rows)
         js = np.arange(j0, j0 + CHUNK)
@@ -495,7 +453,7 @@ class Planner:
         R = dt * r
         K = self._terms_many(R)
         k = np.arange(K.max() + 1)
-        coef = _bessel_rows(k, R) * (-1j) ** k
+        coef = scipy.special.jv(k[None, None, :], R[:, :, None]) * (-1j) ** k
         coef[..., 1:] *= 2.0
         phase = np.exp(-1j * dt * c)
         sizes = (K + 2).sum(axis=1)

@@ -115,15 +115,15 @@ class Stepper:
     def _bounds_many(self, js, times):
         """(steps, E, 2): each exponential's spectral bounds at the steps js (times (steps, nt)),
         as :meth:`generators` and the method's ``bounds`` give them one step at a time: V
-        exactly on the grid at every time (:func:`tdse.model.potential.total_many`).  In
-        groups of steps that stay in cache (:data:`BOUNDS_GROUP_ELEMENTS`), on the threads
-        of :func:`tdse.numerics.graphs.bounds_pool` where there are CPUs for them: a GPU run's planner computes
-        this for every chunk of steps (~5-10 ms at N = 8192 in one NumPy pass on a GPU
-        machine's host, as long as 64 steps on the GPU: the loop waited for it).  The same
-        operations element by element, the same bits."""
+        exactly on the grid at every time (:func:`tdse.model.potential.total_many`), in
+        groups of steps that stay in cache (:data:`tdse.numerics.graphs.BOUNDS_GROUP_ELEMENTS`):
+        a GPU run's planner computes this for every chunk of 64 steps, in one NumPy pass
+        ~5-7 ms at N = 8192 on an H100's host, the chunk 7-9 ms -- as long as its 64 steps
+        on the GPU, so the loop waited for it (a bare step 150-235 us, 150-155 after).  The
+        same operations element by element, the same bits."""
         from ..model.hamiltonian import kinetic_max
         from ..model.potential import total_many
-        from .graphs import BOUNDS_GROUP_ELEMENTS, bounds_pool
+        from .graphs import BOUNDS_GROUP_ELEMENTS
         x, g = self.x_host, self.config.grid
         S, nt = times.shape
         rows = list(zip(self.scheme.scales(), self.scheme.factors))
@@ -138,14 +138,8 @@ class Stepper:
                 vk = sum(w * v[:, i] for i, w in enumerate(row) if w)
                 out[a:b, e, 0], out[a:b, e, 1] = vk.min(axis=1), s * tmax + vk.max(axis=1)
 
-        starts = range(0, S, group)
-        pool = bounds_pool() if len(starts) > 1 else None
-        if pool is None:
-            for a in starts:
-                part(a)
-        else:
-            for f in [pool.submit(part, a) for a in starts]:
-                f.result()
+        for a in range(0, S, group):
+            part(a)
         return out
 
     def _graph_step(self, psi, j):

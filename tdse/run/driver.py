@@ -228,28 +228,19 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
 def _close(writer, complete, ran, new_file):
     """Close the run's writer: the loop's counts when it ran (``ran``: (t0, stepper,
     observables), or None when it stopped while being set up); a new run file
-    (``new_file``) that holds no snapshot is removed -- nothing to resume from.  A block
-    still being written is waited for first (its StorageError raised: the run is then not
-    complete)."""
-    whole = False
-    try:
-        settle = getattr(writer, "settle", None)
-        if settle is not None:
-            settle()
-        if writer.f and ran:
-            t0, stepper, obs = ran
-            writer.set_attrs(wall_seconds=time.perf_counter() - t0,
-                             exponentials=stepper.exponentials,
-                             chebyshev_terms_applied=stepper.cheb_terms,
-                             eigenpairs_seconds=obs.eigen_seconds, eigenpairs_calls=obs.eigen_calls,
-                             eigenpairs_wait_seconds=obs.eigen_wait,
-                             observables_process=obs.offloaded_rows)
-        if writer.f:
-            writer.close(complete)
-        whole = complete
-    finally:
-        if not whole and new_file and writer.count == 0 and os.path.exists(new_file):
-            os.remove(new_file)
+    (``new_file``) that holds no snapshot is removed -- nothing to resume from."""
+    if writer.f and ran:
+        t0, stepper, obs = ran
+        writer.set_attrs(wall_seconds=time.perf_counter() - t0,
+                         exponentials=stepper.exponentials,
+                         chebyshev_terms_applied=stepper.cheb_terms,
+                         eigenpairs_seconds=obs.eigen_seconds, eigenpairs_calls=obs.eigen_calls,
+                         eigenpairs_wait_seconds=obs.eigen_wait,
+                         observables_process=obs.offloaded_rows)
+    if writer.f:
+        writer.close(complete)
+    if not complete and new_file and writer.count == 0 and os.path.exists(new_file):
+        os.remove(new_file)
 
 
 #: the closing note suggests ``output.populations_every`` when H(t)'s eigenpairs took more

@@ -33,9 +33,16 @@ __all__ = ["Observables", "Snapshots", "Progress", "BoundaryWarning", "EDGE_NORM
 #: warn when more of the norm than this sits within 10 points of a wall (no absorber)
 EDGE_NORM = 1e-6
 
-#: psi on a GPU: a snapshot is written one interval later, from a copy started at its
+#: psi on a GPU: a snapshot is written a few intervals later, from a copy started at its
 #: step (:meth:`Snapshots.write`); TDSE_DEFER_SNAPSHOTS=0 writes each at once
 DEFER_SNAPSHOTS = os.environ.get("TDSE_DEFER_SNAPSHOTS", "1") != "0"
+
+#: ... at most this many copies under way: the oldest is finished (waited for) when one more
+#: starts.  One (finished at the next snapshot) cut the host's lead over the device to an
+#: interval at every snapshot (25 steps of h2plus_moving_large: the loop waited there ~1 ms
+#: a snapshot, one H100, N = 8192, benchmarks/probes/step_attrib.py), where the stepper lets
+#: it run RUN_AHEAD = 64 steps ahead
+SNAPSHOTS_IN_FLIGHT = 4
 
 #: rows measured in blocks of up to this many states (:class:`_BlockRows`) on the CPU (a
 #: row's cost there is its share of the block's passes, whatever the block's size)
@@ -297,7 +304,7 @@ class Observables(Observer):
     def flush(self, defer=False, final=True):
         """The measured rows to the writer.  ``defer`` (a GPU): the rows whose copy began at
         the previous call are written and the copy of these only begun (no wait for the
-        device: the snapshot observer writes one interval behind alike, :class:`Snapshots`)."""
+        device: the snapshot observer writes a few intervals behind alike, :class:`Snapshots`)."""
         if self._started is not None:
             started, self._started = self._started, None
             self._write(self.rows.finish(started))
@@ -475,8 +482,53 @@ def prewarm(config, backend=None, threads=None):
         calls, each = calls_guess(config)
         tracker = states.Tracker(config, config.output.populations)
         if calls > 1 and not threaded(tracker) and ahead_wanted(calls * each):
-            worker_pools(workers_for(tracker))
+            _prefetch(tracker, worker_pools(workers_for(tracker)))
     return offload
+
+
+#: the first windows' pairs asked of the workers by :func:`prewarm`: [(key, run, tasks)]
+_PREFETCH = []
+
+
+def _prefetch_key(tracker, dt, steps, interval):
+    c = tracker.config
+    return (c.grid, c.potential, tracker.K, tuple(sorted(tracker.settings().items())), dt,
+            steps, interval)
+
+
+def _prefetch(tracker, pools):
+    """Ask the workers, while the run prepares, for the pairs of its first windows (one a
+    worker; the 3- and 5-point trackers': :attr:`tdse.model.states.Tracker.window_steps`)
+    after step 0, which the loop computes itself: a window from scratch in a fresh worker
+    took ~0.15 s at N = 8192 (5-point), which the loop waited for at its first due step.
+    The run's :class:`_Ahead` takes them over (:func:`_take_prefetch`)."""
+    span = tracker.window_steps
+    c = tracker.config
+    dt, steps, every = c.time.dt, c.time.steps, c.output.populations_interval
+    if not span or not _flag("TDSE_AHEAD_PREFETCH"):
+        return
+    run = (os.getpid(), next(_RUN_IDS))
+    begin = (c, tracker.K, tracker.settings())
+    tasks = []
+    for k, (pool, _) in enumerate(pools):
+        group = [(s, s * dt) for s in range(max(every, k * span), min((k + 1) * span, steps), every)]
+        if not group:
+            break
+        try:
+            f = pool.submit(_worker_pairs, run, tuple(t for _, t in group), begin)
+        except Exception:  # noqa: BLE001 -- a broken pool: the run's _Ahead finds it
+            return
+        tasks.append((k, group, f))
+    _PREFETCH[:] = [(_prefetch_key(tracker, dt, steps, every), run, tasks)]
+
+
+def _take_prefetch(tracker, dt, steps, interval):
+    """The (run, tasks) :func:`_prefetch` asked for this run's tracker, once; else None."""
+    if _PREFETCH and _PREFETCH[0][0] == _prefetch_key(tracker, dt, steps, interval):
+        _, run, tasks = _PREFETCH.pop()
+        return run, tasks
+    _PREFETCH.clear()
+    return None
 
 
 def offload_start(config, backend, threads=None) -> bool:
@@ -645,6 +697,7 @@ class _Ahead:
         self.workers = thread_pool() if self.thread is not None else \
             worker_pools(workers_for(tracker))     # [(pool, ready)]
         self.run = (os.getpid(), next(_RUN_IDS))
+        pre = None if self.thread is not None else _take_prefetch(tracker, dt, steps, interval)
         # the tracker's state goes with the calls until one has come back (a task: queued,
         # not written to the worker's pipe by the loop, which would block it while the
         # worker starts: 1.4 s measured on a GPU machine with it among the initargs)
@@ -660,9 +713,13 @@ class _Ahead:
         self.chunk = 1              # calls a task (:meth:`_size`)
         self.broken = False
         self.from_worker = 0        # calls the worker answered
-        # until a worker has answered, a call whose task is not done is computed in the loop
-        # (TDSE_AHEAD_FIRST_LOCAL=0: waited for, as before)
-        self.first_local = _flag("TDSE_AHEAD_FIRST_LOCAL")
+        if pre is not None:          # the first windows, asked for while the run prepared
+            self.run, tasks = pre
+            for k, group, f in tasks:
+                self.worker_of[f] = k
+                self.waiting[f] = len(group)
+                for i, (s, _) in enumerate(group):
+                    self.futures[s] = (f, i)
 
     @property
     def ready(self):
@@ -698,7 +755,10 @@ class _Ahead:
         return min((s // self.interval + 1) * self.interval, self.steps)
 
     def start(self, s):
-        """Begin with step ``s`` (None: nothing to foresee)."""
+        """Begin with step ``s`` (None: nothing to foresee; the steps asked for already,
+        :func:`prewarm`'s, passed over)."""
+        while s is not None and s in self.futures:
+            s = self.following(s)
         self.next = s
         self._size(self.seconds, self.local_calls)
 
@@ -791,16 +851,6 @@ class _Ahead:
                 self._break(e)
                 return self._local(t)
         f, i = entry
-        if not self.from_worker and not f.done() and self.first_local:
-            # no worker has answered yet: their first task (the tracker's set-up, a whole
-            # window from its anchor: ~0.15 s at N = 8192, 5-point) is still under way, and
-            # t's member alone from the anchor the loop already holds costs a few ms
-            # (Tracker.single, the same bits); waiting here cost the loop 0.14 s in one
-            # H100 run (benchmarks/probes/step_attrib.py)
-            self._drop(f)
-            out = self._local(t)
-            self._fill(step + 1)
-            return out
         try:
             E, phi = self._read(f)[i]
         except Exception as e:  # noqa: BLE001 -- a broken worker: the loop computes the rest
@@ -1282,7 +1332,7 @@ class Snapshots(Observer):
         # what other observers add to the next snapshot: row values (e.g. time_error), arrays
         # kept for resuming (e.g. the time-error companion's psi), file attributes
         self.row_extras, self.resume_extras, self.attr_extras = {}, {}, {}
-        self.pending = None          # (step, t, HostCopy, extras): a snapshot being copied
+        self.pending = collections.deque()   # (step, t, HostCopy, extras): snapshots being copied
 
     def begin(self, state):
         if not state.resumed:
@@ -1306,24 +1356,29 @@ class Snapshots(Observer):
 
     def write(self, state):
         """A snapshot of ``state``.  psi on a GPU (no U): its copy to the host is started
-        and the snapshot is written at the next snapshot (or the end), one interval behind,
-        so that the device never waits for the file (a copy at once waits for every step
-        queued); the file's last whole snapshot is then one interval older while the run
-        goes on.  Otherwise written now."""
+        and the snapshot is written once :data:`SNAPSHOTS_IN_FLIGHT` later ones have been
+        started (or at the end), so that the device never waits for the file and the host
+        keeps its lead over the device (a copy at once waits for every step queued); the
+        file's last whole snapshot is then a few intervals older while the run goes on.
+        Otherwise written now."""
         from mgemm.arrays import HostCopy, is_device_array
-        self.finish()
         extras = (self.row_extras, self.resume_extras, self.attr_extras)
         self.row_extras = {}
         if state.U is None and is_device_array(state.psi) and DEFER_SNAPSHOTS:
-            self.pending = (state.step, state.t, HostCopy({"psi": state.psi}), extras)
+            self.pending.append((state.step, state.t, HostCopy({"psi": state.psi}), extras))
+            while len(self.pending) > SNAPSHOTS_IN_FLIGHT:
+                self._finish_one()
         else:
+            self.finish()
             self._write(state.step, state.t, host_psi(state), state.U, extras)
 
     def finish(self):
-        """Write the snapshot whose copy was started (waits for that copy only)."""
-        if self.pending is None:
-            return
-        (step, t, copy, extras), self.pending = self.pending, None
+        """Write the snapshots whose copies were started, in order (waits for those copies)."""
+        while self.pending:
+            self._finish_one()
+
+    def _finish_one(self):
+        (step, t, copy, extras) = self.pending.popleft()
         # psi out of the pinned buffer (which goes back to CuPy's pool for the next copy:
         # held by the writer until its next write, each snapshot took a new cudaHostAlloc,
         # ~0.3 ms of the host's time)

@@ -203,11 +203,6 @@ class SnapshotWriter:
         self.flush_seconds = config.output.flush_seconds
         self._held, self._held_since = [], None     # snapshots appended, not yet written
         self.before_write = []
-        # a block's HDF5 calls on a thread of their own (background_writes()): the loop
-        # goes on while they run (h5py lets go of the GIL in them); one at a time, the next
-        # write, set_attrs and close wait for it and raise what it raised
-        self._background = background_writes()
-        self._commit = None            # the block being written (a future), or None
         if reopen:
             self._reopen(attrs)
             return
@@ -247,7 +242,6 @@ class SnapshotWriter:
         self._tables({"n": n, "c": c, "k": k}, {"x": xs, "centre": cs, "state": ns})
         f.flush()
         self.count, self.obs_count = 0, 0
-        self._queued = 0           # snapshots handed to a write (count: those on disk)
         self._rows = []            # observations not yet written (see :meth:`observe`)
         self._shapes, self._obs_flushed = {}, 0   # dataset geometry; observation rows on disk
 
@@ -283,7 +277,6 @@ class SnapshotWriter:
         self.f = h5py.File(self.path, "r+")
         f = self.f
         self.count = int(f.attrs.get("snapshots_complete", 0))
-        self._queued = self.count
         self.snap = {name: f[f"{g}/{name}"] for name, (g, *_) in {**_SNAPSHOT, **self.extra}.items()
                      if f"{g}/{name}" in f}  # a file of an earlier version may lack a column
         self.obs = {name: f[f"observables/{name}"] for name in _OBSERVABLE}
@@ -315,7 +308,7 @@ class SnapshotWriter:
         now = time.monotonic()
         if self._held_since is None:
             self._held_since = now
-        if self._queued == 0 or now - self._held_since >= self.flush_seconds:
+        if self.count == 0 or now - self._held_since >= self.flush_seconds:
             self.write()
 
     def write(self, final=False):
@@ -324,16 +317,9 @@ class SnapshotWriter:
         free space first and raises :class:`StorageError` (the file closed valid at its last
         whole snapshot) when the write cannot be made.  The resume arrays go to the slot of
         the new count's parity; where that is the slot of the file's last whole snapshot (an
-        even number held), the snapshot before goes first into the other, flushed.
-
-        The HDF5 calls run on the writer's thread (:func:`background_writes`; not for the
-        ``final`` write): this call waits for the write before it (:meth:`settle`, which
-        raises its StorageError), then hands this block over and returns.  A run on a GPU
-        had waited ~45-110 ms for each 2 s block at N = 8192 (67 MB of snapshots), more
-        than the steps it had queued: the device idled (benchmarks/probes/step_attrib.py)."""
+        even number held), the snapshot before goes first into the other, flushed."""
         for hook in self.before_write:
             hook(final)
-        self.settle()
         held = self._held
         if not held:
             return
@@ -343,20 +329,8 @@ class SnapshotWriter:
             self._fail(need, free, "no space left on the device")
         c0, c1 = self.count, self.count + len(held)
         stages = self._stages()
-        block = (held, self._rows, self.obs_count, c0, c1, stages, need, free)
-        if self._background and not final:
-            from .interrupts import deferred
-            with deferred():         # handed over and no longer held, or neither
-                self._commit = _writer_thread().submit(self._write_block, *block)
-                self._rows, self._held, self._held_since, self._queued = [], [], None, c1
-        else:
-            self._write_block(*block)
-            self._rows, self._held, self._held_since, self._queued = [], [], None, c1
-
-    def _write_block(self, held, rows, obs_count, c0, c1, stages, need, free):
-        """:meth:`write`'s HDF5 calls for one block (on the writer's thread, or here)."""
         try:
-            self._write_observations(rows, obs_count)
+            self._write_observations()
             for name, ds in self.snap.items():
                 self._extent(ds, c1)
                 self._write_rows(ds, c0, [r[name] for r, _ in held])
@@ -371,23 +345,13 @@ class SnapshotWriter:
                     else:
                         self.f[name][...] = arr
                 self.f.attrs["snapshots_complete"] = c
-                self.f.attrs["observables_complete"] = obs_count
+                self.f.attrs["observables_complete"] = self.obs_count
                 self._flush()
-            self._obs_flushed = obs_count
+            self._obs_flushed = self.obs_count
         except (OSError, RuntimeError) as e:   # h5py reports a failed flush as either
             self._fail(need, free, str(e).splitlines()[0][:160])
         self.count = c1
-
-    def settle(self):
-        """Wait for the block being written on the writer's thread; its StorageError (the
-        file closed at its last whole snapshot) raised here."""
-        f = self._commit
-        if f is not None:
-            try:
-                f.result()         # (an interrupt while waiting: still awaited by the next)
-            finally:
-                if f.done():
-                    self._commit = None
+        self._held, self._held_since = [], None
 
     def _stages(self):
         """The counts at which the next write flushes: the new count, preceded by the one
@@ -457,11 +421,12 @@ class SnapshotWriter:
         self._rows.append(_HeldRows(count, cols))
         self.obs_count += count
 
-    def _write_observations(self, rows, i1):
-        """``rows`` (those kept since the last write, the last ending at row ``i1``), one
-        slice a dataset."""
+    def _write_observations(self):
+        """The rows kept since the last write, one slice a dataset."""
+        rows, self._rows = self._rows, []
         if not rows:
             return
+        i1 = self.obs_count
         i0 = i1 - sum(r.count for r in rows)
         for name, ds in self.obs.items():
             rows_now = self._geometry_of(ds)[0]
@@ -495,18 +460,15 @@ class SnapshotWriter:
         ds.id.write(h5py.h5s.create_simple(arr.shape), fs, arr)
 
     def set_attrs(self, **attrs):
-        self.settle()
         for k, v in attrs.items():
             self.f.attrs[k] = _jsonable(v)
 
     def close(self, complete: bool):
         """Write what is held (:meth:`write`) and close; ``complete``: the run finished."""
-        self.settle()
         if self.f:
             self.write(final=True)
-            rows, self._rows = self._rows, []
             try:
-                self._write_observations(rows, self.obs_count)
+                self._write_observations()
             except (OSError, RuntimeError) as e:
                 self._fail(0, self._free(), str(e).splitlines()[0][:160])
             for ds in self.obs.values():  # drop the capacity grown ahead of the rows
@@ -515,29 +477,6 @@ class SnapshotWriter:
             self.f.attrs["complete"] = bool(complete)
             self.f.close()
             self.f = None
-
-
-def background_writes() -> bool:
-    """Whether a run file's blocks are written on the writer's thread
-    (:meth:`SnapshotWriter.write`): TDSE_BACKGROUND_WRITES=1 (the default) or 0; another
-    value is a ConfigError naming it."""
-    mode = os.environ.get("TDSE_BACKGROUND_WRITES", "1")
-    if mode not in ("0", "1"):
-        from ..config import ConfigError
-        raise ConfigError("TDSE_BACKGROUND_WRITES", mode, "must be 0 or 1")
-    return mode == "1"
-
-
-_WRITER = []
-
-
-def _writer_thread():
-    """The process's one writer thread (a ThreadPoolExecutor of one, made at first use): a
-    file's blocks are written in order, one at a time."""
-    if not _WRITER:
-        import concurrent.futures
-        _WRITER.append(concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tdse-writer"))
-    return _WRITER[0]
 
 
 class MemoryWriter:
