@@ -1191,8 +1191,9 @@ def test_deferred_snapshots_write_the_same_file(tmp_path, monkeypatch):
         files[defer] = read(res.path)
     a, b = files[True], files[False]
     assert a["attrs"]["lib_cupy"] == b["attrs"]["lib_cupy"] == cp.__version__   # the GPU run's library
+    # more snapshots than copies in flight: the oldest finished while the run goes on
     assert a["attrs"]["snapshots_complete"] == b["attrs"]["snapshots_complete"] > \
-        observers.SNAPSHOTS_IN_FLIGHT + 2
+        observers.SNAPSHOTS_IN_FLIGHT + 1
     assert a["attrs"]["observables_complete"] == b["attrs"]["observables_complete"]
     for k, v in b.items():
         if k == "attrs":
