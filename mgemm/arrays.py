@@ -65,8 +65,9 @@ def unit_roundoff(dtype) -> float:
 def copy_async(dst, src, nbytes=None):
     """dst := src (CuPy arrays on the current device, both C-contiguous, the same bytes):
     one cudaMemcpyAsync on the current stream, called directly -- the same copy as
-    ``dst.data.copy_from_device_async(src.data, n)``, whose checks cost ~10 us of host time
-    a call on an H100's host against ~2 us here (a run's loop makes three a step)."""
+    ``dst.data.copy_from_device_async(src.data, n)``, and on an H100's host no cheaper
+    (5.6-8.8 against 6.3-6.9 us a call: the driver's call is most of it,
+    benchmarks/results/host_calls_gpu_h100x1_20261126T1353.txt)."""
     rt = _cupy.cuda.runtime
     rt.memcpyAsync(dst.data.ptr, src.data.ptr, src.nbytes if nbytes is None else nbytes,
                    rt.memcpyDeviceToDevice, _cupy.cuda.get_current_stream().ptr)
@@ -111,8 +112,9 @@ class PinnedUpload:
             rt.eventSynchronize(self.events[k].ptr)
         self.host[k][:values.size] = values
         stream = cp.cuda.get_current_stream().ptr
-        # the copy and the slot's event by the runtime's calls (CuPy's wrappers' checks cost
-        # ~15 us of host time a call on an H100's host; a run uploads once a step)
+        # the copy and the slot's event by the runtime's calls; with no view made, a call
+        # took 11 us of an H100 host's time against 15-16 us (a run uploads once a step;
+        # benchmarks/results/host_calls_gpu_h100x1_20261126T1353.txt)
         rt.memcpyAsync(self.dev.data.ptr, self.host[k].ctypes.data, values.nbytes,
                        rt.memcpyHostToDevice, stream)
         rt.eventRecord(self.events[k].ptr, stream)   # one event a slot, recorded again each use
