@@ -62,17 +62,6 @@ def unit_roundoff(dtype) -> float:
     return float(np.finfo(np.dtype(dtype)).eps) / 2.0
 
 
-def copy_async(dst, src, nbytes=None):
-    """dst := src (CuPy arrays on the current device, both C-contiguous, the same bytes):
-    one cudaMemcpyAsync on the current stream, called directly -- the same copy as
-    ``dst.data.copy_from_device_async(src.data, n)``, and on an H100's host no cheaper
-    (5.6-8.8 against 6.3-6.9 us a call: the driver's call is most of it,
-    benchmarks/results/host_calls_gpu_h100x1_20261126T1353.txt)."""
-    rt = _cupy.cuda.runtime
-    rt.memcpyAsync(dst.data.ptr, src.data.ptr, src.nbytes if nbytes is None else nbytes,
-                   rt.memcpyDeviceToDevice, _cupy.cuda.get_current_stream().ptr)
-
-
 class PinnedUpload:
     """Host vectors to one device buffer through a ring of pinned host buffers: the copy is
     asynchronous (no wait for the stream to drain, as a copy from pageable memory may), and

@@ -51,6 +51,15 @@ class ConfigError(ValueError):
         super().__init__(f"{key} = {shown}: {problem}" if key else problem)
 
 
+def env_switch(name: str, default: str = "1", choices=("0", "1")) -> str:
+    """The value of environment switch ``name`` (``default`` where unset), one of
+    ``choices``; anything else is a ConfigError naming the variable."""
+    mode = os.environ.get(name, default)
+    if mode not in choices:
+        raise ConfigError(name, mode, f"must be {', '.join(choices[:-1])} or {choices[-1]}")
+    return mode
+
+
 # ---------------------------------------------------------------- the keys
 @dataclass(frozen=True)
 class Key:

@@ -186,9 +186,10 @@ def test_graph_planner_equals_the_per_step_scalars(name, key, values, grouped, i
     import tdse
     from tdse.model import hamiltonian
     from tdse.numerics import chebyshev, graphs
+    from tdse.numerics import stepper
     from tdse.numerics.stepper import BatchStepper, Stepper
     if grouped:
-        monkeypatch.setattr(graphs, "BOUNDS_GROUP_ELEMENTS", 3000)     # a few steps a group
+        monkeypatch.setattr(stepper, "BOUNDS_GROUP_ELEMENTS", 3000)    # a few steps a group
     cfg = tdse.load_config(os.path.join(inputs_dir, name)).with_value(
         "propagator.time_error", "none").with_value("propagator.method", "chebyshev")
     configs = [cfg.with_value(key, v) for v in values]

@@ -19,8 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(os.path.dirname(HERE))]
 
 import tdse  # noqa: E402
-from run_profile import case_config  # noqa: E402  (the probes' case)
-from tdse.run import observers as O  # noqa: E402
+from run_profile import case_config, observers_of  # noqa: E402  (the probes' case)
 from tdse.run.driver import run  # noqa: E402
 from tdse.run.loop import evolve  # noqa: E402
 from tdse.run.snapshots import MemoryWriter, SnapshotWriter  # noqa: E402
@@ -56,25 +55,18 @@ def main(inp, n, stencil, steps, pe, repeat=2):
         return SnapshotWriter(os.path.join(d, "p.h5"), force=True, **kw) if file else MemoryWriter(**kw)
 
     def go(plan, which, file=False):
-        c = plan.config
         wr = writer(plan, file)
-        obs = []
-        if "O" in which:
-            obs.append(O.Observables(plan, wr))
-        if "S" in which:
-            obs.append(O.Snapshots(plan, wr))
-        if "P" in which:
-            obs.append(O.Progress(c.time.steps, 0, c.name, disable=True))
+        obs = observers_of(plan, wr, which)
         st = plan.stepper()
         psi = xp.asarray(plan.psi0)
         sync()
-        t, c = time.perf_counter(), time.thread_time()
+        t, cpu = time.perf_counter(), time.thread_time()
         with plan.backend.limit():
             evolve(plan, psi, obs, stepper=st)
         if file:
             wr.close(True)
         sync()
-        CPU[(which or "none") + (" file" if file else "")] = time.thread_time() - c
+        CPU[(which or "none") + (" file" if file else "")] = time.thread_time() - cpu
         return time.perf_counter() - t
 
     def whole(plan):

@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(os.path.dirname(HERE))]
 
 import tdse  # noqa: E402
-from run_profile import case_config  # noqa: E402  (the probes' case)
+from run_profile import case_config, observers_of  # noqa: E402  (the probes' case)
 from tdse.model import states  # noqa: E402
 from tdse.run import observers as O  # noqa: E402
 from tdse.run.loop import evolve  # noqa: E402
@@ -41,13 +41,7 @@ def main(n=256, steps=8000, repeat=2, stencil="3"):
         c = plan.config
         wr = MemoryWriter(config=c, x=plan.x, v0=np.zeros(c.grid.n), energies=plan.energies,
                           phi=plan.states, attrs={})
-        obs = []
-        if "O" in which:
-            obs.append(O.Observables(plan, wr))
-        if "S" in which:
-            obs.append(O.Snapshots(plan, wr))
-        if "P" in which:
-            obs.append(O.Progress(c.time.steps, 0, c.name, disable=True))
+        obs = observers_of(plan, wr, which)
         t = time.perf_counter()
         with plan.backend.limit():
             evolve(plan, plan.psi0.copy(), obs)

@@ -54,6 +54,21 @@ def cli_run(cmd, path, out, name, backend, env):
                 float(a["eigenpairs_wait_seconds"]), r.returncode, r.stderr.strip()[-200:])
 
 
+def observers_of(plan, writer, which):
+    """The run's observers named in ``which`` ("O" observables, "S" snapshots, "P" a
+    disabled progress bar), in a run's order, writing to ``writer`` (the in-process probes')."""
+    from tdse.run import observers as O
+    c = plan.config
+    obs = []
+    if "O" in which:
+        obs.append(O.Observables(plan, writer))
+    if "S" in which:
+        obs.append(O.Snapshots(plan, writer))
+    if "P" in which:
+        obs.append(O.Progress(c.time.steps, 0, c.name, disable=True))
+    return obs
+
+
 def case(inp, n, st, steps, pe, backend):
     """The probes' case (also :mod:`observer_cost`): :func:`case_config` with Chebyshev, and
     its prepared plan."""

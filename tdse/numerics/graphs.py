@@ -33,8 +33,6 @@ import os
 
 import numpy as np
 
-from mgemm.arrays import copy_async
-
 #: steps the host may queue ahead of the device (:class:`mgemm.arrays.PinnedUpload`'s ring)
 RUN_AHEAD = 64
 
@@ -374,7 +372,7 @@ def _copy_in(cp, dst, src):
     are C-contiguous of one dtype and size (no kernel)."""
     if src.flags.c_contiguous and src.dtype == dst.dtype and src.size == dst.size \
             and dst.flags.c_contiguous:
-        copy_async(dst, src)
+        dst.data.copy_from_device_async(src.data, src.nbytes)
     else:
         cp.copyto(dst, src.reshape(dst.shape))
 
@@ -383,7 +381,7 @@ def _copy_out(cp, src, shape=None):
     """A new array holding ``src`` (one memcpy), of ``shape`` (default src's): the caller
     keeps it past the next step."""
     out = cp.ndarray(src.shape if shape is None else shape, dtype=src.dtype)
-    copy_async(out, src)
+    out.data.copy_from_device_async(src.data, out.nbytes)
     return out
 
 
@@ -391,11 +389,8 @@ def plan_ahead() -> bool:
     """Whether to plan the next chunk's scalars in a thread while this one steps
     (:meth:`GraphStep._plan`): TDSE_PLAN_AHEAD=1 (the default) or 0 (each planned when it
     is reached); another value is a ConfigError naming it."""
-    mode = os.environ.get("TDSE_PLAN_AHEAD", "1")
-    if mode not in ("0", "1"):
-        from ..config import ConfigError
-        raise ConfigError("TDSE_PLAN_AHEAD", mode, "must be 0 or 1")
-    return mode == "1"
+    from ..config import env_switch
+    return env_switch("TDSE_PLAN_AHEAD") == "1"
 
 
 _PLANNING = []
@@ -407,13 +402,6 @@ def _planning_thread():
         import concurrent.futures
         _PLANNING.append(concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tdse-plan"))
     return _PLANNING[0]
-
-
-#: grid values of one group of steps of :meth:`tdse.numerics.stepper.Stepper._bounds_many`
-#: (steps x times x N; 512 KB, in a core's cache, where one pass over a chunk of 64 steps
-#: at N = 8192 streams 4 MB a NumPy operation: 2.6 against 5.1-5.5 ms on 2 cores; on an
-#: H100's host the planner's chunk 4.8-5 against 7-9 ms, benchmarks/probes/planner_chunk.py)
-BOUNDS_GROUP_ELEMENTS = 1 << 16
 
 
 class Planner:

@@ -20,6 +20,12 @@ from . import exponentials, schemes
 
 __all__ = ["Stepper"]
 
+#: grid values of one group of steps of :meth:`Stepper._bounds_many` (steps x times x N;
+#: 512 KB, in a core's cache, where one pass over a chunk of 64 steps at N = 8192 streams
+#: 4 MB a NumPy operation: 2.1-2.6 against 4.1-5.5 ms on 2 cores; on an H100's host the
+#: planner's chunk 4.5-5 against 7-9 ms, benchmarks/probes/planner_chunk.py)
+BOUNDS_GROUP_ELEMENTS = 1 << 16
+
 
 def _layout(config, method, xp, gemm_opts):
     """The column-band layout over several devices, or None on one."""
@@ -116,30 +122,25 @@ class Stepper:
         """(steps, E, 2): each exponential's spectral bounds at the steps js (times (steps, nt)),
         as :meth:`generators` and the method's ``bounds`` give them one step at a time: V
         exactly on the grid at every time (:func:`tdse.model.potential.total_many`), in
-        groups of steps that stay in cache (:data:`tdse.numerics.graphs.BOUNDS_GROUP_ELEMENTS`):
+        groups of steps that stay in cache (:data:`BOUNDS_GROUP_ELEMENTS`):
         a GPU run's planner computes this for every chunk of 64 steps, in one NumPy pass
         ~5-7 ms at N = 8192 on an H100's host, the chunk 7-9 ms -- as long as its 64 steps
         on the GPU, so the loop waited for it (a bare step 150-235 us, 150-155 after).  The
         same operations element by element, the same bits."""
         from ..model.hamiltonian import kinetic_max
         from ..model.potential import total_many
-        from .graphs import BOUNDS_GROUP_ELEMENTS
         x, g = self.x_host, self.config.grid
         S, nt = times.shape
         rows = list(zip(self.scheme.scales(), self.scheme.factors))
         tmax = kinetic_max(g.stencil, g.dx)
         out = np.empty((S, len(rows), 2))
         group = max(1, BOUNDS_GROUP_ELEMENTS // (nt * x.size))
-
-        def part(a):
+        for a in range(0, S, group):
             b = min(S, a + group)
             v = total_many(self.config.potential, x, times[a:b].ravel()).reshape(b - a, nt, x.size)
             for e, (s, row) in enumerate(rows):
                 vk = sum(w * v[:, i] for i, w in enumerate(row) if w)
                 out[a:b, e, 0], out[a:b, e, 1] = vk.min(axis=1), s * tmax + vk.max(axis=1)
-
-        for a in range(0, S, group):
-            part(a)
         return out
 
     def _graph_step(self, psi, j):

@@ -21,8 +21,9 @@ import numpy as np
 # cpu_count: the CPUs this process may run on, not less those busy (the load average lags
 # by a minute and counts this run's own preparation; where another process keeps the spare
 # CPU busy the worker shares it, costing the loop what the pairs would)
-from mgemm.arrays import copy_async, cpu_count, to_host
+from mgemm.arrays import cpu_count, to_host
 
+from ..config import env_switch
 from ..model import observables, states
 from ..model.potential import centre_positions
 from ..model.states import DTYPE
@@ -374,15 +375,6 @@ class Observables(Observer):
                           f"box or add an [absorber]", BoundaryWarning, stacklevel=2)
 
 
-def _flag(name, default="1") -> bool:
-    """An on/off environment variable: "1" or "0" (anything else: a ConfigError naming it)."""
-    mode = os.environ.get(name, default)
-    if mode not in ("0", "1"):
-        from ..config import ConfigError
-        raise ConfigError(name, mode, "must be 0 or 1")
-    return mode == "1"
-
-
 def _spawn_safe() -> bool:
     """Whether a worker process may be spawned without running the user's script again:
     the run was started by ``tdse`` (``python -m tdse``, the console script, whose module is
@@ -409,10 +401,7 @@ def ahead_wanted(seconds_left: float, thread: bool = False) -> bool:
     :data:`AHEAD_MIN_SECONDS_THREAD`) of what is left of the run (``seconds_left``: the
     first call's time x the calls to come), the process may use two CPUs (:func:`cpu_count`)
     and, for a process, may spawn one (:func:`_spawn_safe`)."""
-    mode = os.environ.get("TDSE_EIGENPAIRS_AHEAD", "auto")
-    if mode not in ("auto", "0", "1"):
-        from ..config import ConfigError
-        raise ConfigError("TDSE_EIGENPAIRS_AHEAD", mode, "must be auto, 0 or 1")
+    mode = env_switch("TDSE_EIGENPAIRS_AHEAD", "auto", ("auto", "0", "1"))
     if mode != "auto":
         return mode == "1"
     if thread:
@@ -505,7 +494,7 @@ def _prefetch(tracker, pools):
     span = tracker.window_steps
     c = tracker.config
     dt, steps, every = c.time.dt, c.time.steps, c.output.populations_interval
-    if not span or not _flag("TDSE_AHEAD_PREFETCH"):
+    if not span or env_switch("TDSE_AHEAD_PREFETCH") == "0":
         return
     run = (os.getpid(), next(_RUN_IDS))
     begin = (c, tracker.K, tracker.settings())
@@ -936,7 +925,7 @@ class _BlockRows:
             also = self._phit[1] @ psi
         row = self.slots[self.cols]
         if self.xp is not np and psi.flags.c_contiguous and psi.dtype == row.dtype:
-            copy_async(row, psi)                  # one memcpy, queued on the stream
+            row.data.copy_from_device_async(psi.data, row.nbytes)     # queued on the stream
         else:
             row[...] = psi
         self.cols += 1
@@ -1043,10 +1032,7 @@ def offload_wanted(config, backend, threads=None) -> bool:
     memory, whose order x86's memory model keeps (a weaker one, ARM's, would need fences
     that Python does not give)."""
     import platform
-    mode = os.environ.get("TDSE_OBSERVER_PROCESS", "auto")
-    if mode not in ("auto", "0", "1"):
-        from ..config import ConfigError
-        raise ConfigError("TDSE_OBSERVER_PROCESS", mode, "must be auto, 0 or 1")
+    mode = env_switch("TDSE_OBSERVER_PROCESS", "auto", ("auto", "0", "1"))
     import multiprocessing
     if mode == "0" or backend != "numpy" or platform.machine().lower() not in ("x86_64", "amd64") \
             or multiprocessing.current_process().daemon:      # a daemon may have no children
