@@ -1337,16 +1337,44 @@ def _run_overhead(a):
             plan = tdse.prepare(cfg, backend=a.backend, check_resolution=False, threads=a.threads)
             t_prepare = time.perf_counter() - t0
             S = cfg.time.steps
-            # warm 2 steps, then S - 2 timed; the median of --repeat
-            step_bare = float(np.median([_bare_steps(plan, S - 2)[0] for _ in range(a.repeat)]))
+            # warm 2 steps, then S - 2 timed; --repeat times before the runs and again after
+            # them (a GPU's bare step moved by up to 40 % between minutes on one machine, the
+            # DVR's 9.6 against 13.7 ms: the median of both sets is the ratio's step)
+            before = [_bare_steps(plan, S - 2)[0] for _ in range(a.repeat)]
+            done = []
             for pe in a.populations_every:
                 c = cfg.with_value("output.populations_every", pe) if pe else cfg
-                rows.append(_overhead_row(a, c, plan, S, step_bare, t_prepare, stencil))
+                done.append(_overhead_row(a, c, plan, S, before, t_prepare, stencil))
+            after = [_bare_steps(plan, S - 2)[0] for _ in range(a.repeat)]
+            bare = float(np.median(before + after))
+            for row in done:
+                _rescale(row, bare, before, after)
+                _say(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()
+                              if not isinstance(v, (list, dict))))
+            rows += done
     return rows, {}
 
 
-def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
-    """One run-overhead row: the CLI's wall for 1, S/2 and S steps (and S with the companion)."""
+#: the run-overhead row's ratios over the bare step (rescaled by :func:`_rescale`)
+_OVER_BARE = ("wall_over_steps", "wall_over_steps_start_up_apart", "loop_over_steps",
+              "loop_slope_over_steps", "wall_slope_over_steps")
+
+
+def _rescale(row, bare, before, after):
+    """A run-overhead row's ratios over the bare step ``bare`` (the median of the bare loops
+    timed ``before`` and ``after`` the row's runs), each set kept."""
+    old = row["step_seconds_bare"]
+    for k in _OVER_BARE:
+        row[k] = row[k] * old / bare
+    row.update(step_seconds_bare=bare, step_seconds_bare_before=[float(v) for v in before],
+               step_seconds_bare_after=[float(v) for v in after])
+
+
+def _overhead_row(a, cfg, plan, S, bare_before, t_prepare, stencil):
+    """One run-overhead row: the CLI's wall for 1, S/2 and S steps (and S with the companion);
+    its ratios over the median of ``bare_before`` (:func:`_rescale` puts in the bare loops
+    timed after the runs as well)."""
+    step_bare = float(np.median(bare_before))
     import tempfile
 
     from tdse import config as cfgmod
@@ -1418,7 +1446,6 @@ def _overhead_row(a, cfg, plan, S, step_bare, t_prepare, stencil):
            "run_blas_threads": None if run_threads is None else int(run_threads),
            "rows_in_worker_process": offloaded.get("full"),
            "rows_in_worker_process_one_step": offloaded.get("one_step")}
-    _say(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()))
     return row
 
 

@@ -66,15 +66,31 @@ class PinnedUpload:
     """Host vectors to one device buffer through a ring of pinned host buffers: the copy is
     asynchronous (no wait for the stream to drain, as a copy from pageable memory may), and
     a slot is written again only after its last copy ran (an event per slot).  Calls on one
-    stream see their own values: copy k+1 is queued after the kernels that read copy k."""
+    stream see their own values: copy k+1 is queued after the kernels that read copy k.
+
+    ``lead_seconds``: how far (in the device's time) the calls may run ahead of the device
+    -- a call waits for the copy ``lead`` calls back, ``lead`` re-estimated every
+    :attr:`ADAPT` calls from the device's own time between two copies' events, between
+    ``min_lead`` and ``ring - ADAPT`` calls.  A loop that uploads once a step so keeps a
+    lead of about that many seconds over the device whatever a step costs, where a fixed
+    ring of R slots is R steps (64 steps of 0.13 ms are 8 ms: less than a file write's
+    burst on the host).  Without it, the lead is the ring."""
 
     RING = 4
+    ADAPT = 64
 
-    def __init__(self, cp, ring=None):
+    def __init__(self, cp, ring=None, lead_seconds=None, min_lead=None):
         self.cp, self.size, self.slot = cp, 0, 0
         self.ring = ring or self.RING
         self.host, self.events, self.recorded, self.dev = [], [], [], None
         self._dtype, self._last = None, 0
+        self.lead_seconds = lead_seconds
+        if lead_seconds is not None and self.ring <= self.ADAPT:
+            raise ValueError(f"a ring of {self.ring} slots cannot adapt its lead (more than {self.ADAPT})")
+        self.min_lead = min(self.ring - self.ADAPT, min_lead or self.ADAPT)
+        self.lead = self.min_lead if lead_seconds is not None else self.ring
+        self.count = 0                   # calls since the ring was made
+        self.step_seconds = None         # the device's seconds between two calls (last estimate)
 
     def __call__(self, values):
         """``values`` on the device: a view of the first ``values.size`` of :attr:`dev`."""
@@ -95,10 +111,14 @@ class PinnedUpload:
             self.events = [cp.cuda.Event() for _ in range(self.ring)]
             self.recorded = [False] * self.ring
             self.dev = cp.empty(self.size, dtype=values.dtype)
+            self.count = 0
         k = self.slot
         rt = cp.cuda.runtime
-        if self.recorded[k]:
-            rt.eventSynchronize(self.events[k].ptr)
+        if self.lead_seconds is None:
+            if self.recorded[k]:
+                rt.eventSynchronize(self.events[k].ptr)
+        else:
+            self._wait_lead(rt)
         self.host[k][:values.size] = values
         stream = cp.cuda.get_current_stream().ptr
         # the copy and the slot's event by the runtime's calls; with no view made, a call
@@ -110,6 +130,23 @@ class PinnedUpload:
         self.recorded[k] = True
         self.slot = (k + 1) % self.ring
         self._last = values.size
+        self.count += 1
+
+    def _wait_lead(self, rt):
+        """Wait for the copy :attr:`lead` calls back (it and every one before it have run:
+        this slot's last copy, ``ring`` calls back, among them); every ADAPT calls, the
+        lead from the device's seconds between that copy and the one ADAPT calls before it
+        (both done; neither slot written since, as lead + ADAPT <= ring)."""
+        back = self.count - self.lead
+        if back < 0:
+            return
+        rt.eventSynchronize(self.events[back % self.ring].ptr)
+        if back >= self.ADAPT and back % self.ADAPT == 0:
+            ms = rt.eventElapsedTime(self.events[(back - self.ADAPT) % self.ring].ptr,
+                                     self.events[back % self.ring].ptr)
+            self.step_seconds = max(ms * 1e-3 / self.ADAPT, 1e-7)
+            self.lead = int(min(self.ring - self.ADAPT,
+                                max(self.min_lead, self.lead_seconds / self.step_seconds)))
 
 
 class HostCopy:
@@ -136,6 +173,10 @@ class HostCopy:
             import cupy as cp
             self.event = cp.cuda.Event()
             self.event.record()
+
+    def done(self) -> bool:
+        """Whether the copies have run (no wait)."""
+        return self.event is None or self.event.done
 
     def result(self) -> dict:
         """The host arrays (waits for the copies only)."""

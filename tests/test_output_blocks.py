@@ -937,9 +937,10 @@ def test_a_broken_pool_at_begin_leaves_the_rows_to_the_loop(tmp_path, inputs_dir
 
 def test_snapshots_in_flight_write_the_same_rows_in_order(inputs_dir, monkeypatch):
     """Deferred snapshots (a GPU's: here the host's psi taken as a device's, its copy a
-    pass-through) are written once SNAPSHOTS_IN_FLIGHT later ones have started, never more
-    under way; the rows are those written at once, bit for bit and in order; a run that
-    fails mid-way writes every snapshot taken."""
+    pass-through that has "run" for some) are written once their copy has run (those before
+    them first) or SNAPSHOTS_IN_FLIGHT later ones have started, never more under way; the
+    rows are those written at once, bit for bit and in order; a run that fails mid-way
+    writes every snapshot taken."""
     import mgemm.arrays
     from tdse.run.snapshots import MemoryWriter
     cfg = _moving(inputs_dir, 3, **{"output.every": 3})
@@ -958,14 +959,22 @@ def test_snapshots_in_flight_write_the_same_rows_in_order(inputs_dir, monkeypatc
             if state.step == 40:
                 raise RuntimeError("boom")
 
-    class HostCopy:           # a device's copy stood in for: the arrays kept as they were
-        def __init__(self, arrays):
+    made = []
+
+    class HostCopy:           # a device's copy stood in for: the arrays kept as they were;
+        def __init__(self, arrays):        # its copy "run" only for some of them (each 4th)
             self.host = {k: np.array(v) for k, v in arrays.items()}
+            made.append(self)
+            self.ran = len(made) % 4 == 0
+
+        def done(self):
+            return self.ran
 
         def result(self):
             return self.host
 
     monkeypatch.setattr(mgemm.arrays, "HostCopy", HostCopy)
+    monkeypatch.setattr(observers, "SNAPSHOTS_IN_FLIGHT", 5)
 
     def rows(defer, boom=False):
         monkeypatch.setattr(observers, "DEFER_SNAPSHOTS", defer)
@@ -982,7 +991,9 @@ def test_snapshots_in_flight_write_the_same_rows_in_order(inputs_dir, monkeypatc
         return w.data(), snaps
     now, _ = rows(False)
     later, _ = rows(True)
-    assert max(most) == observers.SNAPSHOTS_IN_FLIGHT and len(now["snapshots/step"]) == 21
+    assert max(most) == 5 and len(now["snapshots/step"]) == 21
+    # at the snapshots whose copy had run the pending ones up to it were written: fewer
+    assert min(most[3 * 12 - 1:]) < 4 and any(m < most[i] for i, m in enumerate(most[1:]))
     for k in ("snapshots/step", "snapshots/t", "snapshots/psi", "snapshots/nodes", "snapshots/centres"):
         assert np.array_equal(np.asarray(now[k]), np.asarray(later[k])), k
     cut, snaps = rows(True, boom=True)

@@ -99,6 +99,74 @@ def test_observers_see_every_step_in_order():
                     ("after", 4, 4), ("before", 4, 4), ("after", 5, 5), ("end", 5)]
 
 
+def test_the_loop_keeps_the_heap_it_found_out_of_the_collector(monkeypatch):
+    """evolve freezes the objects alive at its start (gc.freeze: a full collection then
+    skips them) for as long as any loop runs -- a nested one, one in another thread, one
+    that fails -- and unfreezes them when the last ends; with the collector off it freezes
+    nothing.  Cyclic garbage made during the loop is still collected."""
+    import gc
+    import threading
+    plan = _plan("chebyshev", steps=4)
+    seen = []
+
+    class Spy(tdse.Observer):
+        def __init__(self, inner=False, boom=False):
+            self.inner, self.boom = inner, boom
+
+        def after(self, state):
+            seen.append(gc.get_freeze_count())
+            if self.inner and state.step == 1:
+                tdse.evolve(plan, plan.psi0, [Spy()], stop=2)     # nested: the freeze stays
+                seen.append(gc.get_freeze_count())
+            if self.boom:
+                raise RuntimeError("boom")
+    assert gc.get_freeze_count() == 0
+    tdse.evolve(plan, plan.psi0, [Spy(inner=True)])
+    assert min(seen) > 1000 and gc.get_freeze_count() == 0
+    with pytest.raises(RuntimeError, match="boom"):
+        tdse.evolve(plan, plan.psi0, [Spy(boom=True)])
+    assert gc.get_freeze_count() == 0
+    # two threads: the second's loop ends last; the heap stays frozen until then
+    go, held = threading.Event(), threading.Event()
+
+    class Hold(tdse.Observer):
+        def after(self, state):
+            if state.step == 1:
+                held.set()
+                go.wait(10)
+    t = threading.Thread(target=tdse.evolve, args=(plan, plan.psi0, [Hold()]))
+    t.start()
+    held.wait(10)
+    seen.clear()
+    tdse.evolve(plan, plan.psi0, [Spy()])
+    assert gc.get_freeze_count() > 1000          # the other thread's loop still runs
+    go.set()
+    t.join()
+    assert gc.get_freeze_count() == 0
+
+    class Cycle:
+        pass
+    collected = []
+
+    class MakeGarbage(tdse.Observer):
+        def after(self, state):
+            a = Cycle()
+            a.self = a
+            import weakref
+            collected.append(weakref.ref(a))
+            if state.step == 3:
+                gc.collect()
+    tdse.evolve(plan, plan.psi0, [MakeGarbage()])
+    assert collected[0]() is None                   # made in the loop: collected in it
+    gc.disable()
+    try:
+        seen.clear()
+        tdse.evolve(plan, plan.psi0, [Spy()])
+        assert seen == [0] * 4
+    finally:
+        gc.enable()
+
+
 def test_a_new_method_needs_no_loop(monkeypatch):
     """Register a method (SciPy's expm_multiply of the dense generator) and step with it:
     the loop, the stepper and the plan are untouched; it agrees with the dense exponent."""
@@ -219,6 +287,102 @@ def test_graph_planner_equals_the_per_step_scalars(name, key, values, grouped, i
         assert np.array_equal(one._bounds_many(js, times), np.array(ref))
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_bounds_at_the_extreme_points_equal_the_whole_grid(seed, inputs_dir, monkeypatch):
+    """Stepper._bounds_many where V's extremes are looked for only at the grid's ends and
+    between the outermost centres (_extreme_points) against every grid point (the points
+    forced to all): the same bits, for random moving centres (two or three, some crossing
+    each other, one near or past a wall), at random times; the fast path taken where it
+    holds (attractive centres, no field, weights >= 0) and not otherwise (a field, a
+    repulsive centre, CFM4's negative weight), where the bounds are equal as well."""
+    import dataclasses
+    import os
+
+    import tdse
+    from tdse.config import Centre, Field
+    from tdse.numerics import stepper
+    from tdse.numerics.stepper import Stepper
+    rng = np.random.default_rng(seed)
+    base = tdse.load_config(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value(
+        "propagator.time_error", "none").with_value("propagator.method", "chebyshev")
+    g = base.grid
+    width = g.x_max - g.x_min
+    wall = g.x_max - rng.uniform(0.0, 0.3) if seed != 2 else g.x_max + 0.5   # a centre past it
+    centres = tuple(Centre(x0=float(x0), Z=float(rng.uniform(0.5, 3.0)),
+                           amplitude=float(rng.uniform(0.2, 2.0)), frequency=float(rng.uniform(0.5, 40.0)),
+                           phase=float(rng.uniform(0, 6.3)))
+                    for x0 in [rng.uniform(-3, 0), rng.uniform(0, 3), wall][:2 + (seed > 0)])
+    attractive = dataclasses.replace(base.potential, centres=centres, a=float(rng.uniform(0.05, 2.0)))
+    repulsive = dataclasses.replace(attractive, centres=centres[:1] + (
+        dataclasses.replace(centres[1], Z=-0.7),) + centres[2:])
+    field = dataclasses.replace(attractive, field=Field(E0=0.05, omega=0.057, duration=100.0))
+    whole = lambda self, times: None  # noqa: E731 -- every grid point
+    for pot, scheme, fast in [(attractive, "midpoint", True), (attractive, "cfm4", False),
+                              (repulsive, "midpoint", False), (field, "midpoint", False)]:
+        cfg = dataclasses.replace(base, potential=pot).with_value("propagator.scheme", scheme)
+        one = Stepper(cfg, None, np)
+        dt = cfg.time.dt
+        js = np.sort(rng.integers(0, cfg.time.steps, 40))
+        times = (js * dt)[:, None] + np.asarray(one.scheme.nodes)[None, :] * dt
+        for k in (1, 40):                          # a step's points; 40 steps' (their union)
+            cols = one._extreme_points(times[:k])
+            assert (cols is not None) == fast, (scheme, pot)
+            if fast:
+                assert cols.size < (g.n // 4 if seed == 0 else g.n) and cols[0] == 0 and cols[-1] == g.n - 1
+        got = one._bounds_many(js, times)
+        with monkeypatch.context() as m:
+            m.setattr(Stepper, "_extreme_points", whole)
+            ref = one._bounds_many(js, times)
+            m.setattr(stepper, "BOUNDS_GROUP_ELEMENTS", 1 << 30)
+            assert np.array_equal(one._bounds_many(js, times), ref)
+        assert np.array_equal(got, ref), (scheme, np.abs(got - ref).max())
+    assert width > 0
+
+
+@pytest.mark.parametrize("ahead", ["1", "0"])
+def test_graph_chunks_planned_ahead_in_order_and_taken_over(ahead, monkeypatch):
+    """GraphStep._plan (no GPU needed: a stand-in planner): each chunk asked for is the
+    planner's chunk at that step; with TDSE_PLAN_AHEAD=1 up to PLAN_DEPTH chunks are under
+    way in the planning thread and taken over when asked for (each planned once, in step
+    order, by one thread at a time); a step out of order waits for those under way, drops
+    them and plans its own; with 0 nothing is planned ahead."""
+    import collections
+    import threading
+    import time
+
+    from tdse.numerics import graphs as G
+    calls, busy = [], []
+
+    class Planner:
+        def chunk(self, j):
+            busy.append(j)
+            assert len(busy) == 1, "two threads in the planner at once"
+            time.sleep(0.002)
+            calls.append((j, threading.current_thread() is threading.main_thread()))
+            busy.pop()
+            return (j, "scalars of", j)
+
+    monkeypatch.setenv("TDSE_PLAN_AHEAD", ahead)
+    g = object.__new__(G.GraphStep)
+    g.planner, g._ahead = Planner(), collections.deque()
+    for j in (0, 64, 128, 192, 256):
+        assert g._plan(j) == (j, "scalars of", j)
+        if ahead == "1":
+            assert [a for a, _ in g._ahead] == [j + 64 * (i + 1) for i in range(G.PLAN_DEPTH)]
+    assert g._plan(1000) == (1000, "scalars of", 1000)           # out of order
+    assert g._plan(1064) == (1064, "scalars of", 1064)
+    for _, f in list(g._ahead):
+        f.result()
+    steps = [j for j, _ in calls]
+    if ahead == "1":
+        assert steps == [0, *range(64, 256 + 64 * G.PLAN_DEPTH + 1, 64), 1000,
+                         *range(1064, 1064 + 64 * G.PLAN_DEPTH + 1, 64)]
+        assert [j for j, main in calls if main] == [0, 1000]   # the rest in the thread
+    else:
+        assert steps == [0, 64, 128, 192, 256, 1000, 1064] and all(m for _, m in calls)
+        assert not g._ahead
+
+
 def test_graph_planner_term_counts_equal_terms(inputs_dir):
     """The planner's cached R-intervals of each term count give chebyshev.terms exactly, for
     random R over the ranges runs meet (the intervals' ends come from a bisection)."""
@@ -257,3 +421,67 @@ def test_term_counts_new_interval_leaves_an_iteration_alone():
     next(walk)
     assert counts(55.0) == chebyshev.terms(55.0, 1e-12)   # a new interval meanwhile
     assert len(list(walk)) == 2 and len(counts.intervals) == 4
+
+
+def test_pinned_upload_keeps_a_lead_of_seconds_and_never_reuses_a_busy_slot(monkeypatch):
+    """mgemm.arrays.PinnedUpload with lead_seconds, on a stand-in CUDA (no GPU needed): each
+    call waits for the copy `lead` calls back; every ADAPT calls the lead becomes
+    lead_seconds / the device's seconds a call (from two events' elapsed time), clamped to
+    [min_lead, ring - ADAPT]; a slot is written only after its previous copy is known done;
+    the values reach the device buffer."""
+    import sys
+    import types
+
+    from mgemm.arrays import PinnedUpload
+    recorded, waited, tau = {}, [], [1e-4]     # event ptr -> the call it marks; device s a call
+    calls = [0]
+
+    class Event:
+        n = 0
+
+        def __init__(self):
+            Event.n += 1
+            self.ptr = Event.n
+
+    def record(ptr, stream):
+        recorded[ptr] = (calls[0], tau[0])
+
+    def elapsed(p0, p1):
+        (c0, _), (c1, t1) = recorded[p0], recorded[p1]
+        return (c1 - c0) * t1 * 1e3
+
+    dev = {}
+    rt = types.SimpleNamespace(eventSynchronize=lambda p: waited.append((calls[0], recorded[p][0])),
+                               eventElapsedTime=elapsed, eventRecord=record, memcpyHostToDevice=1,
+                               memcpyAsync=lambda d, h, nb, kind, s: dev.__setitem__("last", h))
+    stream = types.SimpleNamespace(ptr=0, synchronize=lambda: None)
+    cp = types.SimpleNamespace(cuda=types.SimpleNamespace(Event=Event, runtime=rt,
+                                                          get_current_stream=lambda: stream),
+                               empty=lambda n, dtype: types.SimpleNamespace(
+                                   data=types.SimpleNamespace(ptr=0)))
+    monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(empty_pinned=lambda n, dtype: np.zeros(n, dtype)))
+    ring = 600
+    up = PinnedUpload(cp, ring=ring, lead_seconds=0.02, min_lead=40)
+    assert up.lead == 40
+    leads = []
+    for c in range(3000):
+        if c == 1500:
+            tau[0] = 4e-6               # the device's call got cheaper: the lead grows to its cap
+        calls[0] = c
+        v = np.full(5, float(c))
+        up.put(v)
+        assert np.array_equal(up.host[c % ring][:5], v)
+        leads.append(up.lead)
+    # by each call, the copies up to `lead` calls back were waited for (so its slot's last
+    # use, `ring` calls back, ran), and none closer than min_lead
+    got, known = dict(waited), -1
+    for c in range(3000):
+        known = max(known, got.get(c, -1))
+        assert known >= c - leads[c - 1 if c else 0] and known >= c - ring, c
+        assert c not in got or got[c] <= c - 40
+    assert len(got) > 2500
+    assert leads[1000] == 200                       # 0.02 s / 1e-4 s
+    assert leads[-1] == ring - PinnedUpload.ADAPT   # 0.02 / 4e-6 = 5000: capped
+    assert up.step_seconds == pytest.approx(4e-6)
+    with pytest.raises(ValueError, match="cannot adapt"):
+        PinnedUpload(cp, ring=64, lead_seconds=0.1)

@@ -27,6 +27,20 @@ from tdse.run.driver import run  # noqa: E402
 
 T = collections.defaultdict(list)       # part -> [(step, seconds)]
 EVENTS = []
+NOW = [0]                               # the step the loop is at (for the inner parts)
+
+
+def timed_inner(cls, name, part):
+    """Time ``cls.name`` (any signature) as ``part`` at the loop's current step: a part
+    inside another (its seconds also counted in the outer part)."""
+    f = getattr(cls, name)
+
+    def g(self, *a, **k):
+        t = time.perf_counter()
+        out = f(self, *a, **k)
+        T[part].append((NOW[0], time.perf_counter() - t))
+        return out
+    setattr(cls, name, g)
 
 
 def timed(cls, name, part):
@@ -51,6 +65,7 @@ def step(self, psi, j):
     e.record()
     EVENTS.append(e)
     T["step"].append((j + 1, time.perf_counter() - t))
+    NOW[0] = j + 1
     return out
 
 
@@ -63,6 +78,24 @@ if __name__ == "__main__":
     timed(observers.Progress, "after", "progress")
     timed(interrupts.Interrupts, "after", "interrupts")
     stmod.Stepper.step = step
+    from mgemm import arrays as marr
+    from tdse.run import snapshots as snmod
+    INNER = ("eigenpairs", "file_write", "block_measure", "snapshot_copy", "snapshot_write")
+    timed_inner(observers.Observables, "eigenpairs", "eigenpairs")
+    timed_inner(snmod.SnapshotWriter, "write", "file_write")
+    timed_inner(observers._BlockRows, "_measure", "block_measure")
+    timed_inner(marr.HostCopy, "__init__", "snapshot_copy")
+    timed_inner(observers.Snapshots, "_write", "snapshot_write")
+    import gc
+    gc_t = {}
+
+    def gc_cb(phase, info):     # the collector's pauses, by generation, at the loop's step
+        if phase == "start":
+            gc_t["t"] = time.perf_counter()
+        elif "t" in gc_t:
+            T[f"gc{info['generation']}"].append((NOW[0], time.perf_counter() - gc_t.pop("t")))
+    gc.callbacks.append(gc_cb)
+    INNER += ("gc0", "gc1", "gc2")
     d = tempfile.mkdtemp()
     for rep in range(2):
         T.clear()
@@ -78,12 +111,22 @@ if __name__ == "__main__":
     S = int(steps)
     host = np.zeros(S + 1)
     for k, v in arrays.items():
-        np.add.at(host, v[:, 0].astype(int), v[:, 1])
+        if k not in INNER:
+            np.add.at(host, v[:, 0].astype(int), v[:, 1])
     print(f"# {inp}, N = {n}, {st}-point, {S} steps, populations every {pe}: run() {wall:.3f} s")
-    print("  host seconds: " + "  ".join(f"{k} {v[:, 1].sum():.3f}" for k, v in arrays.items()))
+    print("  host seconds: " + "  ".join(f"{k} {v[:, 1].sum():.3f}" for k, v in arrays.items()
+                                         if k not in INNER) + f"  (all {host.sum():.3f})")
+    print("  per part: calls, seconds, median / p90 / max us")
+    for k, v in arrays.items():
+        q = np.percentile(v[:, 1], [50, 90]) * 1e6
+        print(f"    {k:15s} {len(v):6d} {v[:, 1].sum():7.3f}  {q[0]:8.1f} {q[1]:8.1f} {v[:, 1].max() * 1e6:9.1f}")
     stall = np.flatnonzero(host > 1e-3)
     print(f"  steps whose host work > 1 ms: {stall.size}, {host[stall].sum():.3f} s; there: " +
           "  ".join(f"{k} {v[np.isin(v[:, 0], stall), 1].sum():.3f}" for k, v in arrays.items()))
+    gap = np.flatnonzero(np.r_[0, 0, gpu] > 1.5 * np.median(gpu))   # step index of the device's gaps
+    print("  device gaps (> 1.5 x median) by what the host did in the 3 steps before: " +
+          "  ".join(f"{k} {np.isin(v[:, 0], np.r_[gap - 1, gap - 2, gap - 3]).sum()}/{len(v)}"
+                    for k, v in arrays.items() if k != "step"))
     for m in (25, 50, 64):
         c = collections.Counter(stall % m).most_common(3)
         print(f"    mod {m}: {c}")

@@ -27,19 +27,43 @@ whole term is one kernel (:data:`_GEMV_TERM`).
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import ctypes
 import os
 
 import numpy as np
 
-#: steps the host may queue ahead of the device (:class:`mgemm.arrays.PinnedUpload`'s ring)
+#: steps the host may always queue ahead of the device, and the device's seconds it may
+#: queue where that is more steps (:class:`mgemm.arrays.PinnedUpload`'s adaptive lead:
+#: 64 steps of 0.13 ms, the 3-point step at N = 8192 on an H100, were 8 ms, and the host's
+#: bursts -- a block of snapshots written to the file, ~46 ms every 2 s on an H100's host --
+#: left the device idle, ``step_attrib_h100x1_20261126T1600_3point.txt``)
 RUN_AHEAD = 64
+RUN_AHEAD_SECONDS = 0.1
+#: the most steps a run's ring may hold (pinned host memory: a row a step)
+RUN_AHEAD_MAX = 2048
+RUN_AHEAD_BYTES = 32 << 20
+
+
+def _upload_ring(cp, floats):
+    """The step rows' :class:`mgemm.arrays.PinnedUpload` for rows of up to ``floats``
+    float64 values: a ring of up to RUN_AHEAD_MAX slots (RUN_AHEAD_BYTES of pinned memory
+    at most), a lead of RUN_AHEAD_SECONDS of the device's time, at least RUN_AHEAD steps."""
+    from mgemm.arrays import PinnedUpload
+    ring = int(min(RUN_AHEAD_MAX, max(2 * RUN_AHEAD, RUN_AHEAD_BYTES // (8 * floats))))
+    up = PinnedUpload(cp, ring=ring + PinnedUpload.ADAPT, lead_seconds=RUN_AHEAD_SECONDS,
+                      min_lead=RUN_AHEAD)
+    up(np.zeros(floats))
+    return up
 
 __all__ = ["available", "GraphStep", "CHUNK", "dense_available", "DenseGraphStep"]
 
 #: steps whose scalars are planned at once on the host (vectorised)
 CHUNK = 64
+
+#: chunks planned ahead of the one stepping (:meth:`GraphStep._plan`)
+PLAN_DEPTH = 3
 
 #: the one-kernel exponential (:data:`_CHAIN`): warps a block, and the largest shared
 #: memory for x (16 N bytes: N <= 3072)
@@ -497,7 +521,7 @@ class GraphStep:
         self.exponentials = self.cheb_terms = 0
         self.nodes_per_step = None
         self._chunk = None      # the planned steps (Planner.chunk)
-        self._ahead = None      # (j0, future): the next chunk, planned in a thread (_plan)
+        self._ahead = collections.deque()   # (j0, future): the next chunks, planned in a thread (_plan)
         cfg, pot = stepper.config, stepper.potential
         g = cfg.grid
         self.n, self.B, self.C = g.n, pot.B, len(pot.Z)
@@ -517,12 +541,11 @@ class GraphStep:
         # coefficients (and phases) of every exponential of the step
         self.seg = 3 + self.nt
         self.base = len(self.rows) * self.seg
-        from mgemm.arrays import PinnedUpload
-        # one row a step: parameters, then coefficients; a ring of 64 lets the host run up to
-        # 64 steps ahead of the device (host work between steps -- an eigensolve for the
-        # populations, a file write -- then overlaps the queued steps instead of idling it)
-        self.up = PinnedUpload(cp, ring=RUN_AHEAD)
-        self.up(np.zeros(len(self.rows) * self.seg + self.nt * B * (1 + self.C) + 2 + 2 * 512))
+        # one row a step: parameters, then coefficients; the ring lets the host run up to
+        # RUN_AHEAD_SECONDS of the device's time ahead of it (host work between steps -- an
+        # eigensolve for the populations, a file write -- then overlaps the queued steps
+        # instead of idling it)
+        self.up = _upload_ring(cp, len(self.rows) * self.seg + self.nt * B * (1 + self.C) + 2 + 2 * 512)
         self.P = self.A = self._row = self._dev = None
         buf = lambda: cp.zeros((n, B), dtype=np.complex128)  # noqa: E731
         self.Xin, self.Xw, self.kin, self.Y = buf(), buf(), buf(), buf()
@@ -645,23 +668,30 @@ class GraphStep:
 
     def _plan(self, j):
         """:meth:`Planner.chunk` at ``j``: the chunk planned ahead when it is the one asked
-        for (the steps run in order), else planned now; then the next chunk's planning is
-        started in a thread (:func:`_planning_thread`), beside the GPU's stepping and the
-        loop's observers.  The planner is called by one thread at a time, in the same order
-        as without the thread (its caches alike: the same scalars, bit for bit): ~10 ms of
-        NumPy a chunk at N = 8192 (V on the grid at each step's times for the spectral
-        bounds; its array passes release the GIL), two thirds of the bare step's host time
-        on an H100's host, where the GPU needs less."""
-        ahead, self._ahead = self._ahead, None
+        for (the steps run in order), else planned now; then the planning of the next
+        :data:`PLAN_DEPTH` chunks is under way in a thread (:func:`_planning_thread`),
+        beside the GPU's stepping and the loop's observers.  The planner is called by one
+        thread at a time, in the same order as without the thread (its caches alike: the
+        same scalars, bit for bit).  A chunk is ~2 ms of NumPy and SciPy at N = 8192 on 2
+        cores (the Bessel values, and V at the points where its extremes lie:
+        ``Stepper._extreme_points``), and in a thread it waits for the GIL behind the loop's
+        own calls: with one chunk ahead the loop still waited ~2 ms at most chunks on an
+        H100's host (``step_attrib_h100x1_20261126T1600_3point.txt``)."""
+        ahead = self._ahead
         ch = None
-        if ahead is not None:
-            ch = ahead[1].result()              # waited for also when not the one asked for
-            if ahead[0] != j:
-                ch = None
+        if ahead and ahead[0][0] == j:
+            ch = ahead.popleft()[1].result()
+        elif ahead:                            # not the one asked for: all waited for, dropped
+            for _, f in ahead:
+                f.result()
+            ahead.clear()
         if ch is None:
             ch = self.planner.chunk(j)
         if ch is not None and plan_ahead():
-            self._ahead = (ch[0] + CHUNK, _planning_thread().submit(self.planner.chunk, ch[0] + CHUNK))
+            nxt = (ahead[-1][0] if ahead else ch[0]) + CHUNK
+            while len(ahead) < PLAN_DEPTH:
+                ahead.append((nxt, _planning_thread().submit(self.planner.chunk, nxt)))
+                nxt += CHUNK
         return ch
 
     def step(self, X, j):
@@ -801,7 +831,7 @@ class DenseGraphStep:
         self.T = cp.ascontiguousarray(hamiltonian.kinetic_dense(cfg.grid, cp))
         self.B = cp.zeros((self.n, self.n))
         self.Xin, self.Xw = cp.zeros(self.n, np.complex128), cp.zeros(self.n, np.complex128)
-        self.up = PinnedUpload(cp, ring=RUN_AHEAD)
+        self.up = PinnedUpload(cp, ring=RUN_AHEAD)      # a dense step is long: 64 is ample
         self.row = np.zeros(len(self.scales) * self.seg)
         self.P = self.graph = self.result = None
         self.pool = cp.cuda.MemoryPool()    # the capture's temporaries, never handed out again

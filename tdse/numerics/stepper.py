@@ -122,11 +122,12 @@ class Stepper:
         """(steps, E, 2): each exponential's spectral bounds at the steps js (times (steps, nt)),
         as :meth:`generators` and the method's ``bounds`` give them one step at a time: V
         exactly on the grid at every time (:func:`tdse.model.potential.total_many`), in
-        groups of steps that stay in cache (:data:`BOUNDS_GROUP_ELEMENTS`):
-        a GPU run's planner computes this for every chunk of 64 steps, in one NumPy pass
-        ~5-7 ms at N = 8192 on an H100's host, the chunk 7-9 ms -- as long as its 64 steps
-        on the GPU, so the loop waited for it (a bare step 150-235 us, 150-155 after).  The
-        same operations element by element, the same bits."""
+        groups of steps that stay in cache (:data:`BOUNDS_GROUP_ELEMENTS`), and only at the
+        grid points where its extremes can lie (:meth:`_extreme_points`; all of them where
+        that cannot be said): a GPU run's planner computes this for every chunk of 64 steps,
+        at N = 8192 ~5-7 ms on an H100's host over the whole grid, the chunk 7-9 ms -- as
+        long as its 64 steps on the GPU, so the loop waited for it (a bare step 150-235 us,
+        150-155 after the groups).  The same operations element by element, the same bits."""
         from ..model.hamiltonian import kinetic_max
         from ..model.potential import total_many
         x, g = self.x_host, self.config.grid
@@ -134,6 +135,9 @@ class Stepper:
         rows = list(zip(self.scheme.scales(), self.scheme.factors))
         tmax = kinetic_max(g.stencil, g.dx)
         out = np.empty((S, len(rows), 2))
+        cols = self._extreme_points(times)
+        if cols is not None:
+            x = x[cols]
         group = max(1, BOUNDS_GROUP_ELEMENTS // (nt * x.size))
         for a in range(0, S, group):
             b = min(S, a + group)
@@ -142,6 +146,31 @@ class Stepper:
                 vk = sum(w * v[:, i] for i, w in enumerate(row) if w)
                 out[a:b, e, 0], out[a:b, e, 1] = vk.min(axis=1), s * tmax + vk.max(axis=1)
         return out
+
+    def _extreme_points(self, times):
+        """Indices of the grid points that hold the least and the greatest value of each
+        exponential's sum_i w_i V(x, t_i) at every one of ``times``, or None (all points).
+
+        Where every centre attracts (Z > 0, a > 0), there is no field and every weight is
+        >= 0, each Coulomb term -Z / sqrt((x - X)^2 + a) rises as x moves away from its
+        centre, so left of every centre (at every time) the sum falls with x and right of
+        every centre it rises -- in floating point too: the operations (x - X, its square,
+        + a, sqrt, Z / d, the sums, w * v) are each correctly rounded and so monotone.  Its
+        extremes on the grid then lie at the two ends of the grid or between the leftmost
+        and rightmost centre (two points of margin each side): a few hundred points of
+        8192 for H2+ (:meth:`_bounds_many`'s min and max of the same values, the same bits;
+        ``tests/test_run_path.py``)."""
+        pot, x = self.config.potential, self.x_host
+        if (pot.field is not None or not pot.a > 0 or not all(c.Z > 0 for c in pot.centres)
+                or any(w < 0 for row in self.scheme.factors for w in row)):
+            return None
+        from ..model.potential import centre_positions
+        X = centre_positions(pot, np.asarray(times, dtype=np.float64).ravel())
+        lo = max(0, int(np.searchsorted(x, X.min())) - 2)
+        hi = min(x.size - 1, int(np.searchsorted(x, X.max())) + 2)
+        if hi - lo + 3 >= x.size:
+            return None
+        return np.unique(np.concatenate([[0], np.arange(lo, hi + 1), [x.size - 1]]))
 
     def _graph_step(self, psi, j):
         from . import graphs

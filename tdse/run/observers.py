@@ -38,12 +38,18 @@ EDGE_NORM = 1e-6
 #: step (:meth:`Snapshots.write`); TDSE_DEFER_SNAPSHOTS=0 writes each at once
 DEFER_SNAPSHOTS = os.environ.get("TDSE_DEFER_SNAPSHOTS", "1") != "0"
 
-#: ... at most this many copies under way: the oldest is finished (waited for) when one more
-#: starts.  One (finished at the next snapshot) cut the host's lead over the device to an
-#: interval at every snapshot (25 steps of h2plus_moving_large: the loop waited there ~1 ms
-#: a snapshot, one H100, N = 8192, benchmarks/probes/step_attrib.py), where the stepper lets
-#: it run RUN_AHEAD = 64 steps ahead
-SNAPSHOTS_IN_FLIGHT = 4
+#: ... at most this many copies (and SNAPSHOT_BYTES_IN_FLIGHT of them) under way: the oldest
+#: is finished (waited for) when one more would pass either; those whose copies have run are
+#: finished at each snapshot, in order.  One (finished at the next snapshot) cut the host's
+#: lead over the device to an interval at every snapshot (25 steps of h2plus_moving_large:
+#: the loop waited there ~1 ms a snapshot, one H100, N = 8192,
+#: benchmarks/probes/step_attrib.py); four, to 100 steps, where the stepper lets it run
+#: ahead by up to graphs.RUN_AHEAD_SECONDS of the device's time (~750 such steps)
+SNAPSHOTS_IN_FLIGHT = 64
+SNAPSHOT_BYTES_IN_FLIGHT = 64 << 20
+
+#: slots of the ring through which a GPU run's H(t) states are uploaded (:class:`_BlockRows`)
+PAIRS_RING = 16
 
 #: rows measured in blocks of up to this many states (:class:`_BlockRows`) on the CPU (a
 #: row's cost there is its share of the block's passes, whatever the block's size)
@@ -896,7 +902,9 @@ class _BlockRows:
         self.cols, self.ts = 0, []     # rows of buf filled, and their times
         self.done = []                 # (sums (9, m), amps (K, m)) of measured blocks, on the device
         self.K = cfg.output.populations
-        self.up = PinnedUpload(xp) if xp is not np else np.asarray
+        # H(t)'s states, a call's upload each: a slot is reused only after its copy ran, so
+        # the ring bounds the host's lead over the device to ring x populations_every steps
+        self.up = PinnedUpload(xp, ring=PAIRS_RING) if xp is not np else np.asarray
         self._phit = None            # (host array, device copy) of the last H(t) states
         self.pending, self.also = [], []   # (step, t, E_n(t)) per row; <phi_n(t)|psi> or None
         self._no_energies = np.full(self.K, np.nan)     # a row without H(t)'s (read only)
@@ -1342,17 +1350,20 @@ class Snapshots(Observer):
 
     def write(self, state):
         """A snapshot of ``state``.  psi on a GPU (no U): its copy to the host is started
-        and the snapshot is written once :data:`SNAPSHOTS_IN_FLIGHT` later ones have been
-        started (or at the end), so that the device never waits for the file and the host
-        keeps its lead over the device (a copy at once waits for every step queued); the
-        file's last whole snapshot is then a few intervals older while the run goes on.
-        Otherwise written now."""
+        and the snapshot is written at a later snapshot once its copy has run, or when
+        :data:`SNAPSHOTS_IN_FLIGHT` later ones have been started (or at the end), in order,
+        so that the device never waits for the file and the host keeps its lead over the
+        device (a copy at once waits for every step queued); the file's last whole
+        snapshot is then a few intervals older while the run goes on.  Otherwise written
+        now."""
         from mgemm.arrays import HostCopy, is_device_array
         extras = (self.row_extras, self.resume_extras, self.attr_extras)
         self.row_extras = {}
         if state.U is None and is_device_array(state.psi) and DEFER_SNAPSHOTS:
-            self.pending.append((state.step, state.t, HostCopy({"psi": state.psi}), extras))
-            while len(self.pending) > SNAPSHOTS_IN_FLIGHT:
+            pending = self.pending
+            pending.append((state.step, state.t, HostCopy({"psi": state.psi}), extras))
+            most = max(1, min(SNAPSHOTS_IN_FLIGHT, SNAPSHOT_BYTES_IN_FLIGHT // max(1, state.psi.nbytes)))
+            while pending and (len(pending) > most or pending[0][2].done()):
                 self._finish_one()
         else:
             self.finish()
