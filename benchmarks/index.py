@@ -283,7 +283,7 @@ def _run_overhead(d):
     # apart (the target's "steps x step time + start-up"); then the run's own loop clock
     out = ["| N | stencil | method | backend | steps | obs every | H(t) pops every | bare ms/step | in run ms/step | run / bare | start-up apart | run's loop / bare | loop's slope / bare | start-up s | fixed s | wall s | wall with companion s |",
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    opt = lambda r, k, f: format(r[k], f) if k in r else "--"  # noqa: E731 -- older records lack it
+    opt = lambda r, k, f: format(r[k], f) if r.get(k) is not None else "--"  # noqa: E731 -- older records lack it
     for r in d["rows"]:
         out.append(f"| {r['n']} | {r['stencil']} | {r['method']} | {r['backend']} | {r['steps']} | "
                    f"{r['observables_every']} | {r.get('populations_every', r['observables_every'])} | {_ms(r['step_seconds_bare'])} | {_ms(r['step_seconds_in_run'])} | "
@@ -291,7 +291,7 @@ def _run_overhead(d):
                    f"{opt(r, 'loop_over_steps', '.2f')} | "
                    f"{opt(r, 'loop_slope_over_steps', '.2f')} | {opt(r, 'start_up_seconds', '.2f')} | "
                    f"{r['fixed_seconds']:.2f} | {r['cli_wall_seconds']:.2f} | "
-                   f"{r['cli_wall_with_companion_seconds']:.2f} |")
+                   f"{opt(r, 'cli_wall_with_companion_seconds', '.2f')} |")
     return out
 
 

@@ -1299,6 +1299,9 @@ def _run_overhead_args(p):
     p.add_argument("--threads", type=_at_least(1), default=None,
                    help="host BLAS threads of the bare loop and of the CLI's runs (tdse run "
                         "--threads) alike; default: each chooses its own, as a user's run does")
+    p.add_argument("--companion", action=argparse.BooleanOptionalAction, default=True,
+                   help="also time the S-step run with propagator.time_error = \"companion\" "
+                        "(its own column; not part of the target)")
 
 
 def _timed_cli(args):
@@ -1390,6 +1393,8 @@ def _overhead_row(a, cfg, plan, S, bare_before, t_prepare, stencil):
                          ("half", cfg.with_value("time.t_end", half * cfg.time.dt)),
                          ("full", cfg),
                          ("companion", cfg.with_value("propagator.time_error", "companion"))):
+            if label == "companion" and not a.companion:
+                continue
             with open(path, "w") as f:
                 f.write(cfgmod.to_toml(c))
             w, lp, ph = [], [], []
@@ -1439,7 +1444,7 @@ def _overhead_row(a, cfg, plan, S, bare_before, t_prepare, stencil):
            "start_up_seconds": walls["full"] - S * slope,
            "cli_wall_seconds": walls["full"], "fixed_seconds": walls["one_step"],
            "prepare_seconds_in_process": t_prepare,
-           "cli_wall_with_companion_seconds": walls["companion"], "repeat": a.repeat,
+           "cli_wall_with_companion_seconds": walls.get("companion"), "repeat": a.repeat,
            "threads_pinned": a.threads,
            # the host's BLAS threads of the bare loop (this process's plan) and of the run
            "bare_blas_threads": plan.backend.threads,

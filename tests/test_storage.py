@@ -80,7 +80,15 @@ def _cut_at(cfg, k, tmp_path, monkeypatch):
     return ref, ei, str(tmp_path / "cut" / "h.h5.part")
 
 
-def test_injected_full_disk_then_resume_is_bit_identical(tmp_path, monkeypatch):
+@pytest.fixture(params=["0", "1"], ids=["in-the-loop", "background"])
+def writes(request, monkeypatch):
+    """The run file's blocks written in the loop's thread, or in a thread beside it (as a
+    GPU run's: TDSE_BACKGROUND_WRITES=1, its failure raised at the next write)."""
+    monkeypatch.setenv("TDSE_BACKGROUND_WRITES", request.param)
+    return request.param
+
+
+def test_injected_full_disk_then_resume_is_bit_identical(tmp_path, monkeypatch, writes):
     cfg = cfgmod.loads(TEXT)
     ref, ei, part = _cut_at(cfg, 4, tmp_path, monkeypatch)
     assert ei.value.path == part and "tdse resume" in str(ei.value.strerror)
@@ -90,7 +98,7 @@ def test_injected_full_disk_then_resume_is_bit_identical(tmp_path, monkeypatch):
     _same(read(res.path), ref)
 
 
-def test_a_full_disk_at_a_held_blocks_write_loses_only_that_block(tmp_path, monkeypatch):
+def test_a_full_disk_at_a_held_blocks_write_loses_only_that_block(tmp_path, monkeypatch, writes):
     """Snapshots held in memory (flush_seconds = 1e9: the first written at once, the rest at
     the close): the write of the held block fails -- StorageError, the file valid at its one
     whole snapshot (step 0), and resuming it gives the uninterrupted file bit for bit."""
@@ -101,6 +109,45 @@ def test_a_full_disk_at_a_held_blocks_write_loses_only_that_block(tmp_path, monk
     assert st["count"] == 1 and st["step"] == 0
     res = run(cfg, None, backend="numpy", resume=(st, part))
     _same(read(res.path), ref)
+
+
+@pytest.mark.parametrize("flush", [0, 0.02, 1e9])
+def test_blocks_written_in_the_background_make_the_same_file(flush, tmp_path, monkeypatch):
+    """TDSE_BACKGROUND_WRITES=1 (a block's HDF5 calls in a thread, psi's rows gathered as
+    they come, attributes set with the next block) against 0: the same datasets bit for
+    bit, the same counts and attributes (the time-error estimate's, set during the run;
+    the loop's clock and counts, set at the close), for blocks of a few snapshots and for
+    one block of all but the first (its rows' array grown as they come), and the writer's
+    thread used."""
+    import json
+    import threading
+
+    import h5py
+    cfg = cfgmod.loads(TEXT).with_value("output.flush_seconds", flush).with_value(
+        "propagator.time_error", "companion").with_value("output.every", 3)
+    names, files = [], {}
+    real = threading.Thread.start
+
+    def start(self):
+        names.append(self.name)
+        return real(self)
+    monkeypatch.setattr(threading.Thread, "start", start)
+    for mode in ("0", "1"):
+        monkeypatch.setenv("TDSE_BACKGROUND_WRITES", mode)
+        names.clear()
+        files[mode] = run(cfg, tmp_path / mode, backend="numpy").path
+        assert ("tdse-write" in names) == (mode == "1")
+    a, b = read(files["0"]), read(files["1"])
+    for k in set(a) - {"attrs"}:
+        assert np.array_equal(np.asarray(a[k]), np.asarray(b[k]), equal_nan=True), k
+    with h5py.File(files["0"]) as f, h5py.File(files["1"]) as g:
+        assert f.attrs["snapshots_complete"] == g.attrs["snapshots_complete"] == 35
+        for k in ("observables_complete", "complete", "exponentials", "eigenpairs_calls"):
+            assert str(f.attrs[k]) == str(g.attrs[k]), k
+        assert g.attrs["wall_seconds"] > 0
+        te = [{k: v for k, v in json.loads(h.attrs["time_error"]).items()
+               if not k.startswith("companion_") or k == "companion_dt"} for h in (f, g)]
+        assert te[0] == te[1] and te[0]["comparisons"] == 35   # its seconds apart
 
 
 def test_cli_reports_a_storage_fault_in_one_line(tmp_path, monkeypatch):

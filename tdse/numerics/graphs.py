@@ -38,11 +38,13 @@ import numpy as np
 #: queue where that is more steps (:class:`mgemm.arrays.PinnedUpload`'s adaptive lead:
 #: 64 steps of 0.13 ms, the 3-point step at N = 8192 on an H100, were 8 ms, and the host's
 #: bursts -- a block of snapshots written to the file, ~46 ms every 2 s on an H100's host --
-#: left the device idle, ``step_attrib_h100x1_20261126T1600_3point.txt``)
+#: left the device idle, ``step_attrib_h100x1_20261126T1600_3point.txt``).  CUDA's own queue
+#: of stream calls then stops the host at ~170 such steps (~1024 calls, 6 a step of a run:
+#: ``lead_depth_h100x1_20261126T1620_3point.txt``), ~22 ms
 RUN_AHEAD = 64
 RUN_AHEAD_SECONDS = 0.1
 #: the most steps a run's ring may hold (pinned host memory: a row a step)
-RUN_AHEAD_MAX = 2048
+RUN_AHEAD_MAX = 512
 RUN_AHEAD_BYTES = 32 << 20
 
 

@@ -132,13 +132,26 @@ def _open_writer(plan, work, attrs, resume):
     if work is None:  # in memory (tdse.simulate without out)
         return MemoryWriter(config=config, x=x, v0=total(config.potential, x, 0.0),
                             energies=E0[:K], phi=phi0[:K], attrs=attrs, extra=extra)
+    background = background_writes(plan)
     if resume is None:
         return SnapshotWriter(work, config=config, x=x, v0=total(config.potential, x, 0.0),
                               energies=E0[:K], phi=phi0[:K], attrs=attrs, force=True,
-                              extra=extra)
+                              extra=extra, background=background)
     return SnapshotWriter(work, config=config, x=x, v0=None, energies=E0[:K], phi=None,
                           attrs={"resumed_at_step": resume[0]["step"], **attrs}, extra=extra,
-                          reopen=True)
+                          reopen=True, background=background)
+
+
+def background_writes(plan) -> bool:
+    """Whether the run file's blocks are written in a thread beside the loop
+    (:class:`SnapshotWriter`'s ``background``): TDSE_BACKGROUND_WRITES=1 always, 0 never,
+    by default ("auto") where psi lives on a GPU -- there the loop's thread is what keeps
+    the device fed, and a block held it 45-80 ms on an H100's host (N = 8192, 3-point:
+    ``step_attrib_h100x1_20261126T1620_3point.txt``); on a CPU the block's calls would take
+    a core from the run's BLAS threads."""
+    from ..config import env_switch
+    mode = env_switch("TDSE_BACKGROUND_WRITES", "auto", ("auto", "0", "1"))
+    return mode == "1" or (mode == "auto" and plan.backend.xp is not np)
 
 
 def _start_state(plan, resume, work):

@@ -62,8 +62,9 @@ def _frozen_heap():
     full collection during a run otherwise walks every object the imports and the set-up
     made -- 47-50 ms of the loop's thread on an H100's host, twice in 20000 steps of
     N = 8192 (``step_attrib_h100x1_20261126T1612_3point.txt``; one of 5 ms with the freeze,
-    ``..._1620_3point.txt``), where the host runs ~22 ms ahead of the device at most.  Collections still run; they look only at what the loops
-    make.  Nothing is frozen where the collector is off."""
+    ``..._1620_3point.txt``), where the host runs ~22 ms ahead of the device at most.
+    Collections still run; they look only at what the loops make.  Nothing is frozen
+    where the collector is off."""
     with _FREEZE_LOCK:
         if _FREEZE["depth"] == 0 and gc.isenabled():
             gc.freeze()

@@ -44,7 +44,8 @@ DEFER_SNAPSHOTS = os.environ.get("TDSE_DEFER_SNAPSHOTS", "1") != "0"
 #: lead over the device to an interval at every snapshot (25 steps of h2plus_moving_large:
 #: the loop waited there ~1 ms a snapshot, one H100, N = 8192,
 #: benchmarks/probes/step_attrib.py); four, to 100 steps, where the stepper lets it run
-#: ahead by up to graphs.RUN_AHEAD_SECONDS of the device's time (~750 such steps)
+#: ahead by up to graphs.RUN_AHEAD_SECONDS of the device's time (CUDA's queue stops it at
+#: ~170 such steps)
 SNAPSHOTS_IN_FLIGHT = 64
 SNAPSHOT_BYTES_IN_FLIGHT = 64 << 20
 
@@ -1378,8 +1379,10 @@ class Snapshots(Observer):
         (step, t, copy, extras) = self.pending.popleft()
         # psi out of the pinned buffer (which goes back to CuPy's pool for the next copy:
         # held by the writer until its next write, each snapshot took a new cudaHostAlloc,
-        # ~0.3 ms of the host's time)
-        self._write(step, t, np.array(copy.result()["psi"]), None, extras)
+        # ~0.3 ms of the host's time); a background writer copies it into its block itself
+        psi = copy.result()["psi"]
+        self._write(step, t, psi if getattr(self.writer, "background", False) else np.array(psi),
+                    None, extras)
 
     def _write(self, step, t, psi, U, extras):
         cfg = self.config
