@@ -1,0 +1,125 @@
+"""Whether `method = "auto"`'s calibration (tdse.numerics.cost.calibrate: mgemm.expm, a
+ZGEMM, Chebyshev terms on the GPU) leaves the process's bare GPU loop slower afterwards
+(run-overhead's bare loop: 141 us a step after an auto plan's `prepare`, 127 us with an
+explicit Chebyshev plan, the same graph of 74 nodes and 36 terms: bare_drift_*.txt).  An
+explicit Chebyshev plan's bare loop, then calibrate() once, then the loop again, then each
+part of it alone; the other threads' frames sampled during each loop.
+
+    python -m benchmarks.probes.calib_side INPUT N STENCIL STEPS
+"""
+import collections
+import os
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.dirname(os.path.dirname(HERE))]
+
+from run_profile import case_config  # noqa: E402
+
+
+def sampled(f):
+    """f() with the other threads' innermost frames sampled every 2 ms: (f's value, counts)."""
+    seen, stop = collections.Counter(), threading.Event()
+    me = threading.get_ident()
+
+    def sample():
+        while not stop.wait(0.002):
+            for tid, fr in sys._current_frames().items():
+                if tid not in (me, threading.get_ident()):
+                    seen[f"{fr.f_code.co_filename.split('/')[-1]}:{fr.f_code.co_name}"] += 1
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    out = f()
+    stop.set()
+    t.join()
+    return out, seen.most_common(4)
+
+
+if __name__ == "__main__":
+    import cupy as cp
+    import numpy as np
+    import mgemm
+    import tdse
+    from benchmarks.suites import _bare_steps
+    from tdse.numerics import cost
+    inp, n, st, steps = sys.argv[1:5]
+    S = int(steps)
+    cfg = case_config(inp, n, st, S + 4, 0, "chebyshev")
+    plan = tdse.prepare(cfg, backend="cupy", check_resolution=False)
+
+    def timeline(S=3000):
+        """(the host's own call before CUDA's queue fills, the device's step, the steps
+        queued ahead at the end), as lead_depth.py."""
+        stp = plan.stepper()
+        psi = cp.asarray(plan.psi0)
+        for j in range(4):
+            psi = stp.step(psi, j)
+        cp.cuda.Device().synchronize()
+        start = cp.cuda.Event()
+        start.record()
+        t0 = time.perf_counter()
+        host, ev = np.empty(S), []
+        for j in range(4, 4 + S):
+            psi = stp.step(psi, j)
+            e = cp.cuda.Event()
+            e.record()
+            ev.append(e)
+            host[j - 4] = time.perf_counter() - t0
+        ev[-1].synchronize()
+        dev = np.array([cp.cuda.get_elapsed_time(start, e) for e in ev]) * 1e-3
+        lead = np.arange(1, S + 1) - np.searchsorted(dev, host)
+        return (np.median(np.diff(host[:80])) * 1e6, np.median(np.diff(dev)) * 1e6,
+                int(np.median(lead[S // 2:])), float(thread_cpu(lambda: None)))
+
+    def thread_cpu(f):
+        return 0.0
+
+    def loop(label):
+        h, d, q, _ = timeline()
+        print(f"    timeline: host's own call {h:.1f} us, device step {d:.1f} us, queued {q}")
+        s, seen = sampled(lambda: _bare_steps(plan, S)[0])
+        print(f"  {label:34s} {s * 1e6:7.1f} us a step; stream {cp.cuda.get_current_stream().ptr}; "
+              f"threads {[t.name for t in threading.enumerate()]}; others' frames {seen}")
+    print(f"# {inp}, N = {n}, {st}-point, {S} steps a loop")
+    loop("explicit chebyshev plan")
+    loop("again")
+    part = os.environ.get("CALIB_PART", "all")
+    t = time.perf_counter()
+    rng = np.random.default_rng(1)
+    if part == "all":
+        cost.calibrate(cfg.with_value("propagator.method", "auto"), plan.precheck, cp)
+    elif part == "expm":
+        A = cp.asarray(1j * rng.standard_normal((2048, 2048)) * 0.01)
+        mgemm.expm(A, plan=plan.precheck.plan)
+    elif part == "zgemm":
+        Z = cp.asarray(rng.standard_normal((2048, 2048)) + 1j)
+        Z @ Z
+        Z @ Z[:, 0].copy()
+    elif part in ("dgemm", "dgemm+reset"):
+        D = cp.asarray(rng.standard_normal((2048, 2048)))
+        D @ D
+        cp.cuda.Device().synchronize()
+        if part == "dgemm+reset":        # a kernel that prefers the most L1 (carveout 0)
+            k = cp.RawKernel(r'''extern "C" __global__ void tdse_l1(double* x) { x[threadIdx.x] += 1.0; }''',
+                             "tdse_l1")
+            k.preferred_shared_memory_carveout = 0
+            y = cp.zeros(256)
+            sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+            for _ in range(4):
+                k((sms * 4,), (256,), (y,))
+    elif part == "chebyshev":
+        from tdse.numerics import chebyshev
+        from tdse.model import hamiltonian
+        from tdse.numerics.stepper import Stepper
+        prop = Stepper(cfg, None, cp)
+        s0, v = prop.generators(0)[0]
+        lo, hi = prop.bounds(s0, v)
+        X = cp.asarray(rng.standard_normal(cfg.grid.n) + 1j)
+        chebyshev.expm_apply(None, X, cfg.time.dt, lo, hi, 1e-12, cp,
+                             scaled=lambda alpha, shift: hamiltonian.Operator(cfg, s0, v, cp, alpha, shift))
+    cp.cuda.Device().synchronize()
+    print(f"  ({part} of calibrate: {time.perf_counter() - t:.2f} s)")
+    loop("after calibrate()")
+    loop("again")
