@@ -281,14 +281,14 @@ def _small_n(d):
 def _run_overhead(d):
     # "run / bare": the CLI's walls; "start-up apart": the same with the run's start-up phases
     # apart (the target's "steps x step time + start-up"); then the run's own loop clock
-    out = ["| N | stencil | method | backend | steps | obs every | H(t) pops every | bare ms/step | in run ms/step | run / bare | start-up apart | run's loop / bare | loop's slope / bare | start-up s | fixed s | wall s | wall with companion s |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out = ["| N | stencil | method | backend | steps | obs every | H(t) pops every | bare ms/step | in run ms/step | run / bare | start-up apart | run's loop / bare | loop / bare around it | loop's slope / bare | start-up s | fixed s | wall s | wall with companion s |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     opt = lambda r, k, f: format(r[k], f) if r.get(k) is not None else "--"  # noqa: E731 -- older records lack it
     for r in d["rows"]:
         out.append(f"| {r['n']} | {r['stencil']} | {r['method']} | {r['backend']} | {r['steps']} | "
                    f"{r['observables_every']} | {r.get('populations_every', r['observables_every'])} | {_ms(r['step_seconds_bare'])} | {_ms(r['step_seconds_in_run'])} | "
                    f"{r['wall_over_steps']:.2f} | {opt(r, 'wall_over_steps_start_up_apart', '.3f')} | "
-                   f"{opt(r, 'loop_over_steps', '.2f')} | "
+                   f"{opt(r, 'loop_over_steps', '.2f')} | {opt(r, 'loop_over_bare_around_full', '.2f')} | "
                    f"{opt(r, 'loop_slope_over_steps', '.2f')} | {opt(r, 'start_up_seconds', '.2f')} | "
                    f"{r['fixed_seconds']:.2f} | {r['cli_wall_seconds']:.2f} | "
                    f"{opt(r, 'cli_wall_with_companion_seconds', '.2f')} |")

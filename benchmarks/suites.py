@@ -1347,7 +1347,8 @@ def _run_overhead(a):
             done = []
             for pe in a.populations_every:
                 c = cfg.with_value("output.populations_every", pe) if pe else cfg
-                done.append(_overhead_row(a, c, plan, S, before, t_prepare, stencil))
+                done.append(_overhead_row(a, c, plan, S, before, t_prepare, stencil,
+                                          bare=lambda: _bare_steps(plan, S - 2)[0]))
             after = [_bare_steps(plan, S - 2)[0] for _ in range(a.repeat)]
             bare = float(np.median(before + after))
             for row in done:
@@ -1373,11 +1374,15 @@ def _rescale(row, bare, before, after):
                step_seconds_bare_after=[float(v) for v in after])
 
 
-def _overhead_row(a, cfg, plan, S, bare_before, t_prepare, stencil):
+def _overhead_row(a, cfg, plan, S, bare_before, t_prepare, stencil, bare=None):
     """One run-overhead row: the CLI's wall for 1, S/2 and S steps (and S with the companion);
     its ratios over the median of ``bare_before`` (:func:`_rescale` puts in the bare loops
-    timed after the runs as well)."""
+    timed after the runs as well).  ``bare()``: one more bare loop, timed just before and
+    just after the S-step runs -- the loop ratio over their mean is its own column (a
+    GPU's bare step drifted by 10-25 % over the minutes of a row: the DVR's 8.9 to 11.2 ms
+    on one H100, ``run-overhead_h100x1_20261126T165210.json``)."""
     step_bare = float(np.median(bare_before))
+    around = []
     import tempfile
 
     from tdse import config as cfgmod
@@ -1398,6 +1403,8 @@ def _overhead_row(a, cfg, plan, S, bare_before, t_prepare, stencil):
             with open(path, "w") as f:
                 f.write(cfgmod.to_toml(c))
             w, lp, ph = [], [], []
+            if label == "full" and bare is not None:
+                around.append(bare())
             for _ in range(1 if label == "companion" else a.repeat):
                 w.append(_timed_cli(args))
                 if label != "companion":     # the run's own clock: its loop, start-up excluded
@@ -1408,6 +1415,8 @@ def _overhead_row(a, cfg, plan, S, bare_before, t_prepare, stencil):
                         # rows measured by the observables' worker process (0: in the loop)
                         offloaded[label] = int(f.attrs.get("observables_process", 0))
                         ph.append(json.loads(f.attrs.get("prepare_seconds", "{}")))
+            if label == "full" and bare is not None:
+                around.append(bare())
             walls[label] = float(np.median(w))
             if lp:
                 loops[label] = float(np.median(lp))
@@ -1438,6 +1447,10 @@ def _overhead_row(a, cfg, plan, S, bare_before, t_prepare, stencil):
            # noise that the difference of two CLI walls carries (+-1 s over S steps)
            "loop_seconds": loops["full"], "loop_seconds_one_step": loops["one_step"],
            "loop_over_steps": (loops["full"] - loops["one_step"]) / ((S - 1) * step_bare),
+           # the same over the bare loops just before and after the S-step runs
+           "step_seconds_bare_around_full": [float(v) for v in around],
+           "loop_over_bare_around_full": ((loops["full"] - loops["one_step"]) /
+                                          ((S - 1) * float(np.mean(around))) if around else None),
            "loop_seconds_half": loops["half"], "half_steps": half,
            "loop_slope_over_steps": slope / step_bare,
            "wall_slope_over_steps": (walls["full"] - walls["half"]) / ((S - half) * step_bare),
