@@ -5,7 +5,13 @@ explicit Chebyshev plan, the same graph of 74 nodes and 36 terms: bare_drift_*.t
 explicit Chebyshev plan's bare loop, then calibrate() once, then the loop again, then each
 part of it alone; the other threads' frames sampled during each loop.
 
+    CALIB_PART=all|expm|zgemm|chebyshev|dgemm|dgemm+reset|mgemm.gemm|stream-dgemm|dgemm*K|expm-gemm-layout \
     python -m benchmarks.probes.calib_side INPUT N STENCIL STEPS
+
+Found (one H100, calib_side_h100x1_20261126T1655_3point.txt and ..._1725_3point.txt): only
+mgemm.expm itself (the split path, Paterson-Stockmeyer, 14 products) leaves the step slower;
+one product through mgemm.gemm, DGEMMs (one, 20 or 200, on the legacy or a non-blocking
+stream), a ZGEMM and the Chebyshev terms do not.
 """
 import collections
 import os
@@ -109,6 +115,24 @@ if __name__ == "__main__":
             sms = cp.cuda.Device().attributes["MultiProcessorCount"]
             for _ in range(4):
                 k((sms * 4,), (256,), (y,))
+    elif part == "mgemm.gemm":             # one real product through the band engine
+        D = cp.asarray(rng.standard_normal((2048, 2048)))
+        mgemm.gemm(D, D)
+    elif part.startswith("dgemm*"):       # a burst of real products, as expm's
+        D = cp.asarray(rng.standard_normal((2048, 2048)))
+        for _ in range(int(part[6:])):
+            D = D @ D
+            D /= cp.abs(D).max()
+    elif part == "expm-gemm-layout":       # expm through the gemm layout, its plan printed
+        A = cp.asarray(1j * rng.standard_normal((2048, 2048)) * 0.01)
+        U, used = mgemm.expm(A, plan=plan.precheck.plan, return_plan=True)
+        print(f"  (expm's plan: {used})")
+    elif part == "stream-dgemm":           # a cuBLAS DGEMM on a non-blocking stream
+        D = cp.asarray(rng.standard_normal((2048, 2048)))
+        st = cp.cuda.Stream(non_blocking=True)
+        with st:
+            D @ D
+        st.synchronize()
     elif part == "chebyshev":
         from tdse.numerics import chebyshev
         from tdse.model import hamiltonian
