@@ -150,6 +150,54 @@ def test_blocks_written_in_the_background_make_the_same_file(flush, tmp_path, mo
         assert te[0] == te[1] and te[0]["comparisons"] == 35   # its seconds apart
 
 
+def test_an_interrupt_while_waiting_for_a_background_block_loses_nothing(tmp_path, monkeypatch):
+    """A background writer interrupted while it waits for its block (KeyboardInterrupt in
+    the join): the block is still waited for by the close, which then writes the rest --
+    every snapshot appended is in the file, in order, the file complete."""
+    import threading
+    import time
+
+    from tdse.run.snapshots import SnapshotWriter as W
+    cfg = cfgmod.loads(TEXT).with_value("output.flush_seconds", 1e9)
+    n = cfg.grid.n
+    x = np.linspace(cfg.grid.x_min, cfg.grid.x_max, n, endpoint=False)
+    w = W(str(tmp_path / "f.h5"), config=cfg, x=x, v0=np.zeros(n), energies=np.zeros(4),
+          phi=np.zeros((4, n)), attrs={}, background=True)
+    slow = W._write_observations
+
+    def observations(self, *a):         # the block still under way when the next write
+        if threading.current_thread().name == "tdse-write":   # waits, before its extents
+            time.sleep(0.3)
+        return slow(self, *a)
+    monkeypatch.setattr(W, "_write_observations", observations)
+    rng = np.random.default_rng(5)
+    rows = [rng.standard_normal(n) + 1j * rng.standard_normal(n) for _ in range(7)]
+
+    def add(k):
+        w.append(t=0.1 * k, step=k, psi=rows[k], centres=np.zeros(2), nodes=k,
+                 time_error=np.nan, time_error_populations=np.nan)
+    add(0)                                   # the first: written at once, in the background
+    for k in range(1, 4):
+        add(k)
+    real_join, hits = threading.Thread.join, []
+
+    def join(self, *a, **k):
+        if not hits:
+            hits.append(1)
+            raise KeyboardInterrupt
+        return real_join(self, *a, **k)
+    monkeypatch.setattr(threading.Thread, "join", join)
+    with pytest.raises(KeyboardInterrupt):
+        w.write()
+    for k in range(4, 7):
+        add(k)
+    w.close(True)
+    got = read(str(tmp_path / "f.h5"))
+    assert list(got["snapshots/step"]) == list(range(7))
+    assert np.array_equal(np.asarray(got["snapshots/psi"]), np.array(rows))
+    assert got["attrs"]["snapshots_complete"] == 7 and got["attrs"]["complete"]
+
+
 def test_cli_reports_a_storage_fault_in_one_line(tmp_path, monkeypatch):
     p = tmp_path / "h.toml"
     p.write_text(TEXT)

@@ -383,10 +383,13 @@ class SnapshotWriter:
         t.start()
 
     def _wait(self):
-        """The block under way in the background written (its error raised here)."""
-        job, self._job = self._job, None
+        """The block under way in the background written (its error raised here).  Forgotten
+        only once joined: an interrupt during the join leaves it for the close to wait for
+        (a block written beside the close's own could set a dataset's extent back)."""
+        job = self._job
         if job is not None:
             job[0].join()
+            self._job = None
             if job[1]:
                 raise job[1][0]
 
