@@ -198,6 +198,59 @@ def test_an_interrupt_while_waiting_for_a_background_block_loses_nothing(tmp_pat
     assert got["attrs"]["snapshots_complete"] == 7 and got["attrs"]["complete"]
 
 
+def test_a_hard_crash_with_rows_one_write_behind_resumes_without_a_gap(tmp_path, monkeypatch):
+    """A GPU run hands its observation rows to the file one write behind its snapshots
+    (here forced on the CPU: Observables.gpu); cut as a hard crash cuts it (no handler, no
+    close) the file lacks the rows before its last snapshot.  resume_state then continues
+    from the last snapshot the rows reach, and the resumed file equals the uninterrupted
+    run's bit for bit: no row missing.  (Without the companion's time-error estimate: its
+    resume arrays hold the last two snapshots only, so such a file still resumes at its
+    last and keeps the gap.)"""
+    from tdse.run import observers, snapshots
+    cfg = cfgmod.loads(TEXT).with_value("propagator.time_error", "none")   # a write a snapshot
+    ref = read(run(cfg, tmp_path / "ref", backend="numpy").path)
+
+    class Crash(Exception):
+        pass
+    with monkeypatch.context() as m:
+        init = observers.Observables.__init__
+
+        def gpu_like(self, *a, **k):
+            init(self, *a, **k)
+            self.gpu = True             # the hand-over one write behind, as on a GPU
+        m.setattr(observers.Observables, "__init__", gpu_like)
+        m.setattr(observers.Observables, "fail", lambda self, state, error: None)
+        m.setattr(observers.Snapshots, "fail", lambda self, state, error: None)
+
+        def crash_close(self, complete):
+            self._wait()
+            self.f.close()
+            self.f = None
+        m.setattr(snapshots.SnapshotWriter, "close", crash_close)
+        after = observers.Progress.after
+
+        def cut(self, state):
+            if state.step == 67:
+                raise Crash()
+            after(self, state)
+        m.setattr(observers.Progress, "after", cut)
+        with pytest.raises(Crash):
+            run(cfg, tmp_path / "cut", backend="numpy")
+    part = str(tmp_path / "cut" / "h.h5.part")
+    import h5py
+    with h5py.File(part) as f:
+        whole = int(f.attrs["snapshots_complete"])
+        last_snap = int(f["snapshots/step"][whole - 1])
+        last_row = int(f["observables/step"][int(f.attrs["observables_complete"]) - 1])
+    assert last_row < last_snap == 60                # the gap a resumption at 60 would leave
+    st = resume_state(part)
+    assert st["step"] <= last_row and st["count"] < whole
+    res = run(cfg, None, backend="numpy", resume=(st, part))
+    got = read(res.path)
+    _same(got, ref)
+    assert list(np.asarray(got["observables/step"])) == list(range(cfg.time.steps + 1))
+
+
 def test_cli_reports_a_storage_fault_in_one_line(tmp_path, monkeypatch):
     p = tmp_path / "h.toml"
     p.write_text(TEXT)

@@ -3,9 +3,11 @@
 lacks the rows between its last observation and its last whole snapshot, which a resumed
 run -- continuing from that snapshot -- never measures.  Shown on the CPU: the same
 hand-over (Observables.gpu forced True; HostCopy passes host arrays through), the run cut
-at step 1500 as a hard crash would (no fail handlers, no close).  Not fixed: handing every
-row over at each write (flush without defer) closes it, at a wait for the device each
-write -- unmeasured on a GPU.
+at step 1500 as a hard crash would (no fail handlers, no close).  A resumption now starts
+from the last snapshot the rows reach (tdse.run.snapshots.resumable_count), except where
+resume arrays (the companion's psi, operator mode's U) tie it to the last one; handing
+every row over at each write (flush without defer) would close the gap at its source, at a
+wait for the device each write -- unmeasured on a GPU.
 
     python benchmarks/probes/resume_gap.py cpu|gpu
 """

@@ -286,7 +286,7 @@ class SnapshotWriter:
     def _reopen(self, attrs):
         self.f = h5py.File(self.path, "r+")
         f = self.f
-        self.count = int(f.attrs.get("snapshots_complete", 0))
+        self.count = resumable_count(f)           # as resume_state's
         self.snap = {name: f[f"{g}/{name}"] for name, (g, *_) in {**_SNAPSHOT, **self.extra}.items()
                      if f"{g}/{name}" in f}  # a file of an earlier version may lack a column
         self.obs = {name: f[f"observables/{name}"] for name in _OBSERVABLE}
@@ -666,6 +666,27 @@ def open_checked(path, mode="r"):
     return f
 
 
+def resumable_count(f) -> int:
+    """The whole snapshots of open run file ``f`` that a resumed run keeps (it continues
+    from the last): ``snapshots_complete``, no more than each snapshot dataset holds, less
+    the last ones past the reach of the file's whole observation rows -- a GPU run's rows
+    reach the file one write behind its snapshots, so a file cut by a hard crash may lack
+    rows before its last snapshot, which a run resumed there would never measure
+    (``benchmarks/probes/resume_gap.py``) -- except where resume arrays (operator mode's
+    U(t), the companion's psi) tie it to the last whole snapshot."""
+    count = int(f.attrs.get("snapshots_complete", f["snapshots/step"].shape[0]))
+    count = min([count] + [f[k].shape[0] for k in ("snapshots/step", "snapshots/psi", "snapshots/t")])
+    whole = int(f.attrs.get("observables_complete", 0))
+    if count <= 1 or whole < 1 or "resume" in f:
+        return count
+    every = max(1, int(f.attrs.get("observables_every", 1)))
+    reach = int(f["observables/step"][whole - 1]) + every     # the next row due past them
+    steps = f["snapshots/step"][:count]
+    while count > 1 and int(steps[count - 1]) >= reach:
+        count -= 1
+    return count
+
+
 def resume_state(path) -> dict:
     """What resuming needs from a run file: the effective input (``input_toml`` here: the
     file's effective_toml, so a run started with a changed config continues it), the number of whole
@@ -674,9 +695,7 @@ def resume_state(path) -> dict:
         if bool(f.attrs.get("complete", False)):
             raise NotOurFile(f"{path}: the run is already complete; nothing to resume")
         try:
-            count = int(f.attrs.get("snapshots_complete", f["snapshots/step"].shape[0]))
-            count = min([count] + [f[k].shape[0] for k in ("snapshots/step", "snapshots/psi",
-                                                          "snapshots/t")])
+            count = resumable_count(f)
             if count < 1:
                 raise NotOurFile(f"{path}: holds no whole snapshot to resume from")
             text = f.attrs["effective_toml"] if "effective_toml" in f.attrs else f.attrs["input_toml"]
