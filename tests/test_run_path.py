@@ -360,7 +360,7 @@ def test_graph_chunks_planned_ahead_in_order_and_taken_over(ahead, monkeypatch):
             time.sleep(0.002)
             calls.append((j, threading.current_thread() is threading.main_thread()))
             busy.pop()
-            return (j, "scalars of", j)
+            return None if j == 2000 else (j, "scalars of", j)   # r = 0 there: no graph step
 
     monkeypatch.setenv("TDSE_PLAN_AHEAD", ahead)
     g = object.__new__(G.GraphStep)
@@ -371,6 +371,15 @@ def test_graph_chunks_planned_ahead_in_order_and_taken_over(ahead, monkeypatch):
             assert [a for a, _ in g._ahead] == [j + 64 * (i + 1) for i in range(G.PLAN_DEPTH)]
     assert g._plan(1000) == (1000, "scalars of", 1000)           # out of order
     assert g._plan(1064) == (1064, "scalars of", 1064)
+    if ahead == "1":                  # a chunk planned ahead that is None: taken as it is
+        g._ahead.clear()
+        g._ahead.append((2000, G._planning_thread().submit(g.planner.chunk, 2000)))
+        g._ahead.append((2064, G._planning_thread().submit(g.planner.chunk, 2064)))
+        assert g._plan(2000) is None
+        for _, f in list(g._ahead):
+            f.result()
+        assert [j for j, _ in calls].count(2000) == 1
+        calls[:] = [c for c in calls if c[0] < 2000]
     for _, f in list(g._ahead):
         f.result()
     steps = [j for j, _ in calls]

@@ -680,14 +680,12 @@ class GraphStep:
         own calls: with one chunk ahead the loop still waited ~2 ms at most chunks on an
         H100's host (``step_attrib_h100x1_20261126T1600_3point.txt``)."""
         ahead = self._ahead
-        ch = None
         if ahead and ahead[0][0] == j:
-            ch = ahead.popleft()[1].result()
-        elif ahead:                            # not the one asked for: all waited for, dropped
-            for _, f in ahead:
+            ch = ahead.popleft()[1].result()   # (None too: the planner's answer for j)
+        else:
+            for _, f in ahead:                 # not the one asked for: all waited for, dropped
                 f.result()
             ahead.clear()
-        if ch is None:
             ch = self.planner.chunk(j)
         if ch is not None and plan_ahead():
             nxt = (ahead[-1][0] if ahead else ch[0]) + CHUNK
