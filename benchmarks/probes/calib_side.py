@@ -22,6 +22,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(os.path.dirname(HERE))]
 
+import lead_depth  # noqa: E402
+from lead_depth import queued  # noqa: E402
 from run_profile import case_config  # noqa: E402
 
 
@@ -57,33 +59,18 @@ if __name__ == "__main__":
 
     def timeline(S=3000):
         """(the host's own call before CUDA's queue fills, the device's step, the steps
-        queued ahead at the end), as lead_depth.py."""
+        queued ahead at the end): lead_depth.py's measure of a new stepper of the plan."""
         stp = plan.stepper()
         psi = cp.asarray(plan.psi0)
         for j in range(4):
             psi = stp.step(psi, j)
         cp.cuda.Device().synchronize()
-        start = cp.cuda.Event()
-        start.record()
-        t0 = time.perf_counter()
-        host, ev = np.empty(S), []
-        for j in range(4, 4 + S):
-            psi = stp.step(psi, j)
-            e = cp.cuda.Event()
-            e.record()
-            ev.append(e)
-            host[j - 4] = time.perf_counter() - t0
-        ev[-1].synchronize()
-        dev = np.array([cp.cuda.get_elapsed_time(start, e) for e in ev]) * 1e-3
-        lead = np.arange(1, S + 1) - np.searchsorted(dev, host)
+        host, dev, _ = lead_depth.timeline(stp, psi, 4, S)
         return (np.median(np.diff(host[:80])) * 1e6, np.median(np.diff(dev)) * 1e6,
-                int(np.median(lead[S // 2:])), float(thread_cpu(lambda: None)))
-
-    def thread_cpu(f):
-        return 0.0
+                int(np.median(queued(host, dev)[S // 2:])))
 
     def loop(label):
-        h, d, q, _ = timeline()
+        h, d, q = timeline()
         print(f"    timeline: host's own call {h:.1f} us, device step {d:.1f} us, queued {q}")
         s, seen = sampled(lambda: _bare_steps(plan, S)[0])
         print(f"  {label:34s} {s * 1e6:7.1f} us a step; stream {cp.cuda.get_current_stream().ptr}; "

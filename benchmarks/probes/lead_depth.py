@@ -20,6 +20,33 @@ sys.path[:0] = [HERE, os.path.dirname(os.path.dirname(HERE))]
 
 from run_profile import case  # noqa: E402
 
+
+def timeline(stp, psi, j0, S):
+    """S steps of stepper ``stp`` from ``psi`` at step j0, no synchronisation: (host clock
+    after each step call, the device's end of each step (CUDA events), both from one zero;
+    the last psi).  The steps queued ahead when the host returned from step i: (i + 1) -
+    searchsorted(dev, host)[i]."""
+    import cupy as cp
+    start = cp.cuda.Event()
+    start.record()
+    t0 = time.perf_counter()
+    host, ev = np.empty(S), []
+    for j in range(j0, j0 + S):
+        psi = stp.step(psi, j)
+        e = cp.cuda.Event()
+        e.record()
+        ev.append(e)
+        host[j - j0] = time.perf_counter() - t0
+    ev[-1].synchronize()
+    dev = np.array([cp.cuda.get_elapsed_time(start, e) for e in ev]) * 1e-3
+    return host, dev, psi
+
+
+def queued(host, dev):
+    """Steps queued ahead of the device when the host returned from each step."""
+    return np.arange(1, host.size + 1) - np.searchsorted(dev, host)
+
+
 if __name__ == "__main__":
     import cupy as cp
     from tdse.numerics import graphs
@@ -34,24 +61,10 @@ if __name__ == "__main__":
     for lead_s in (graphs.RUN_AHEAD_SECONDS, 1.0):
         stp._graph.up.lead_seconds = lead_s
         gc.disable()
-        start = cp.cuda.Event()
-        start.record()
-        t0 = time.perf_counter()
-        host, ev = np.empty(S), []
-        for j in range(4, 4 + S):
-            psi = stp.step(psi, j)
-            e = cp.cuda.Event()
-            e.record()
-            ev.append(e)
-            host[j - 4] = time.perf_counter() - t0
-        ev[-1].synchronize()
-        wall = time.perf_counter() - t0
+        host, dev, psi = timeline(stp, psi, 4, S)
         gc.enable()
-        dev = np.array([cp.cuda.get_elapsed_time(start, e) for e in ev]) * 1e-3  # device end of step i
-        # the device clock's zero is `start`, recorded just before t0: steps done by host time h
-        done = np.searchsorted(dev, host)
-        lead = np.arange(1, S + 1) - done
-        print(f"# {inp}, N = {n}, {st}-point, {S} steps, lead_seconds {lead_s}: wall {wall:.3f} s, "
+        lead = queued(host, dev)
+        print(f"# {inp}, N = {n}, {st}-point, {S} steps, lead_seconds {lead_s}: wall {max(host[-1], dev[-1]):.3f} s, "
               f"device {dev[-1]:.3f} s ({np.median(np.diff(dev)) * 1e6:.1f} us a step); host call median "
               f"{np.median(np.diff(host)) * 1e6:.1f} us; the ring's lead now {stp._graph.up.lead} steps")
         print(f"  the host's own call (the first 80 steps, before the queue fills): median "
