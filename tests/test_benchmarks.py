@@ -82,9 +82,10 @@ def test_run_overhead_refuses_bad_values_in_one_line(capsys):
                  "--populations-every", "3", "--out", "/nonexistent"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "output.populations_every" in err[0] and "3" in err[0]
-    for bad in (["--steps", "2"], ["--populations-every", "-1"], ["--steps", "x"], ["--threads", "0"]):
+    for bad in (["--steps", "2"], ["--populations-every", "-1"], ["--steps", "x"], ["--threads", "0"],
+                ["--companion=no"]):
         with pytest.raises(SystemExit) as e:
             main(["run-overhead", *bad])
         assert e.value.code == 2
         msg = capsys.readouterr().err
-        assert "must be >= " in msg or "not an integer" in msg
+        assert "must be >= " in msg or "not an integer" in msg or "--companion" in msg
