@@ -587,6 +587,42 @@ def test_graph_step_equals_the_launched_step(name, stencil, scheme, sets):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("name,scheme,dt,n", [
+    ("h2plus_moving.toml", "midpoint", 5e-4, 4200),   # moving centres, one exponential a step
+    ("atom_hhg.toml", "cfm4", 0.1, 4200),             # field, absorber masks, two exponentials
+])
+def test_graph_dvr_by_fft_beyond_the_gemm_equals_the_launched_step(name, scheme, dt, n):
+    """The DVR beyond DVR_GEMM_MAX_N, one member: the graph's kinetic product by two cuFFT
+    nodes on padded buffers (graphs._FFTKinetic) against the launched path's FFT
+    (BlockOperator._kinetic) over 30 steps: psi to 1e-12 of its scale (the same products,
+    the normalisation 1/2N and the scale k applied in another order: a few ulps a term over
+    some 30 x 60-200 terms), the same Chebyshev work, the FFT path taken (no dense T)."""
+    from tdse.model import hamiltonian, states
+    from tdse.model.grid import points
+    from tdse.numerics.stepper import BatchStepper
+    cfg = _batch_case(name, 3.0, ("propagator.scheme", [scheme]))[0].with_value(
+        "grid.stencil", "dvr").with_value("time.dt", dt)
+    cfg = cfg.with_value("grid.dx", (cfg.grid.x_max - cfg.grid.x_min) / n)
+    assert cfg.grid.n > hamiltonian.DVR_GEMM_MAX_N
+    x = points(cfg.grid)
+    rng = np.random.default_rng(n)
+    X0 = states.initial_state(cfg, x, states.eigenstates(cfg, 0.0, 1)[1])[:, None]
+    X0 = X0 + 0.01 * (rng.standard_normal(X0.shape) + 1j * rng.standard_normal(X0.shape))
+    runs = {}
+    for graphs in (True, False):
+        st = BatchStepper([cfg], cp)
+        st.graphs = graphs
+        X = cp.asarray(X0)
+        for j in range(30):
+            X = st.step(X, j)
+        runs[graphs] = (cp.asnumpy(X), st.cheb_terms, st._graph)
+    (a, terms_a, g), (b, terms_b, _) = runs[True], runs[False]
+    assert g and g.fft is not None and g.T is None, "the graph's FFT path was not taken"
+    assert terms_a == terms_b and terms_a > 30 * 30
+    assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max()
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("name,scheme,n,reg", [
     ("atom_hhg.toml", "cfm4", None, "1"),          # field, absorber masks; T's rows in registers
     ("atom_hhg.toml", "cfm4", None, "0"),          # the same, T read from L2 every term

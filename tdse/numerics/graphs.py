@@ -352,13 +352,14 @@ def _dgemm_fn(cp):
 
 def available(stepper) -> bool:
     """Whether ``stepper`` (a BatchStepper) can step by graphs: CuPy, the kinetic product a
-    GEMM (DVR up to DVR_GEMM_MAX_N) or a stencil, and TDSE_CUDA_GRAPHS not "0"."""
+    GEMM (DVR up to DVR_GEMM_MAX_N), two FFTs (the DVR beyond it, one member) or a stencil,
+    and TDSE_CUDA_GRAPHS not "0"."""
     if os.environ.get("TDSE_CUDA_GRAPHS", "1") == "0" or stepper.xp is np:
         return False
     from ..model.hamiltonian import DVR_GEMM_MAX_N
     g = stepper.config.grid
-    if g.stencil == "dvr" and g.n > DVR_GEMM_MAX_N:
-        return False
+    if g.stencil == "dvr" and g.n > DVR_GEMM_MAX_N and stepper.potential.B != 1:
+        return False        # beyond the GEMM's N one member only (:class:`_FFTKinetic`)
     try:
         _dgemm_fn(stepper.xp)
     except (OSError, AttributeError):
@@ -512,6 +513,45 @@ class Planner:
         return out
 
 
+class _FFTKinetic:
+    """T X for the sinc-DVR's Toeplitz T beyond DVR_GEMM_MAX_N, one member (B = 1), as graph
+    nodes: T embedded in a circulant of size 2N (its eigenvalues ``dvr_symbol``, module
+    docstring of :mod:`tdse.model.hamiltonian`), so T X is the first N rows of
+    IFFT(lam FFT([X; 0])) -- the launched path's product (``BlockOperator._kinetic``), here
+    with a cuFFT plan made once (its work area fixed: capturable) and no temporaries: X is
+    one of this object's :meth:`buffer` views (the first N rows of 2N whose rest stays zero,
+    so no copy pads it), FFT into F, F *= lam / 2N (the inverse's 1/2N folded in), inverse
+    FFT in place, T X the first N rows of F.  Four graph nodes a term (with the recurrence's
+    pass) instead of the dense T's N^2 reads: at N = 8192 the launched path's ~0.15 ms of
+    Python a term, or a GEMV's 0.5 GB a term."""
+
+    def __init__(self, cp, grid, B):
+        from cupy.cuda import cufft
+        from ..model.hamiltonian import dvr_symbol
+        if B != 1:
+            raise ValueError(f"the graphs' DVR FFT is for one member, not B = {B}")
+        n = self.n = grid.n
+        self.cp, self.cufft = cp, cufft
+        self.plan = cufft.Plan1d(2 * n, cufft.CUFFT_Z2Z, B)
+        self.lam = cp.ascontiguousarray((dvr_symbol(n, grid.dx, cp) / (2 * n))[:, None])
+        self.F = cp.empty((2 * n, B), dtype=np.complex128)
+        self._full = {}          # a buffer's data pointer -> its padded 2N x B array
+
+    def buffer(self):
+        """An N x B block whose storage goes on to 2N rows of zeros (the FFT's input)."""
+        full = self.cp.zeros((2 * self.n, self.F.shape[1]), dtype=np.complex128)
+        self._full[full.data.ptr] = full
+        return full[:self.n]
+
+    def __call__(self, X):
+        full = self._full[X.data.ptr]        # a KeyError: X is not one of the buffers
+        F, plan, cufft = self.F, self.plan, self.cufft
+        plan.fft(full, F, cufft.CUFFT_FORWARD)
+        self.cp.multiply(F, self.lam, out=F)
+        plan.fft(F, F, cufft.CUFFT_INVERSE)
+        return F[:self.n]
+
+
 class GraphStep:
     """Steps an N x B block as :meth:`BatchStepper.step` does, one graph launch a step."""
 
@@ -531,7 +571,11 @@ class GraphStep:
         self.scheme, self.rows, self.nt = self.planner.scheme, self.planner.rows, self.planner.nt
         self.k = _kernels(cp)
         n, B = self.n, self.B
-        if g.stencil == "dvr":
+        self.fft = None
+        if g.stencil == "dvr" and n > hamiltonian.DVR_GEMM_MAX_N:
+            self.T = self.bands = None
+            self.fft = _FFTKinetic(cp, g, B)
+        elif g.stencil == "dvr":
             self.T = cp.ascontiguousarray(hamiltonian.kinetic_dense(g, cp))
             self.bands = None
         else:
@@ -549,7 +593,9 @@ class GraphStep:
         # instead of idling it)
         self.up = _upload_ring(cp, len(self.rows) * self.seg + self.nt * B * (1 + self.C) + 2 + 2 * 512)
         self.P = self.A = self._row = self._dev = None
-        buf = lambda: cp.zeros((n, B), dtype=np.complex128)  # noqa: E731
+        # (by FFT: the first N rows of 2N, the rest zero for good: the FFT's padded input)
+        buf = (self.fft.buffer if self.fft is not None
+               else lambda: cp.zeros((n, B), dtype=np.complex128))
         self.Xin, self.Xw, self.kin, self.Y = buf(), buf(), buf(), buf()
         self.work = [buf(), buf(), buf()]
         self.d = cp.zeros((n, B))
@@ -576,6 +622,8 @@ class GraphStep:
 
     # ---------------------------------------------------------------- device side
     def _kinetic(self, X):
+        if self.fft is not None:
+            return self.fft(X)
         if self.T is not None:
             h = self.cp.cuda.device.get_cublas_handle()
             err = _dgemm_fn(self.cp)(h, 0, 0, 2 * self.B, self.n, self.n, self.one.ctypes.data,
@@ -727,7 +775,8 @@ class GraphStep:
         self.cheb_terms += K
         # the step's kernel nodes: an exponential a node (chain); else per exponential the
         # potential, [mask], a fused term or (product, pass) per term, the phase [and mask]
-        self.nodes_per_step = (len(pattern) if self.chain else (1 if self.fused else 2) * K
+        per_term = 1 if self.fused else 4 if self.fft is not None else 2
+        self.nodes_per_step = (len(pattern) if self.chain else per_term * K
                                + len(pattern) * (2 + (1 if self.masks else 0)))
         return _copy_out(self.cp, self.result, X.shape)
 
