@@ -590,20 +590,28 @@ def test_graph_step_equals_the_launched_step(name, stencil, scheme, sets):
 @pytest.mark.parametrize("name,scheme,dt,n", [
     ("h2plus_moving.toml", "midpoint", 5e-4, 4200),   # moving centres, one exponential a step
     ("atom_hhg.toml", "cfm4", 0.1, 4200),             # field, absorber masks, two exponentials
+    ("h2plus_moving.toml", "cfm4", 0.02, 700),        # FFT_MIN_N lowered: the launched GEMM
 ])
-def test_graph_dvr_by_fft_beyond_the_gemm_equals_the_launched_step(name, scheme, dt, n):
-    """The DVR beyond DVR_GEMM_MAX_N, one member: the graph's kinetic product by two cuFFT
-    nodes on padded buffers (graphs._FFTKinetic) against the launched path's FFT
-    (BlockOperator._kinetic) over 30 steps: psi to 1e-12 of its scale (the same products,
+@pytest.mark.parametrize("four", ["1", "0"])
+def test_graph_dvr_by_fft_beyond_the_gemm_equals_the_launched_step(name, scheme, dt, n, four,
+                                                                     monkeypatch):
+    """The DVR beyond DVR_GEMM_MAX_N (and at N = 700 with graphs.FFT_MIN_N lowered), one
+    member: the graph's kinetic product by cuFFT nodes on padded buffers
+    (graphs._FFTKinetic; the four-step FFT of 84 x 100, or one cuFFT call of 8400 with
+    TDSE_DVR_FOUR_STEP=0) against the launched path (BlockOperator._kinetic: its FFT, its
+    GEMM at N = 700) over 30 steps: psi to 1e-12 of its scale (the same products,
     the normalisation 1/2N and the scale k applied in another order: a few ulps a term over
     some 30 x 60-200 terms), the same Chebyshev work, the FFT path taken (no dense T)."""
     from tdse.model import hamiltonian, states
     from tdse.model.grid import points
+    from tdse.numerics import graphs as G
     from tdse.numerics.stepper import BatchStepper
     cfg = _batch_case(name, 3.0, ("propagator.scheme", [scheme]))[0].with_value(
         "grid.stencil", "dvr").with_value("time.dt", dt)
     cfg = cfg.with_value("grid.dx", (cfg.grid.x_max - cfg.grid.x_min) / n)
-    assert cfg.grid.n > hamiltonian.DVR_GEMM_MAX_N
+    assert (cfg.grid.n > hamiltonian.DVR_GEMM_MAX_N) == (n > 1000)
+    monkeypatch.setenv("TDSE_DVR_FOUR_STEP", four)
+    monkeypatch.setattr(G, "FFT_MIN_N", 700)
     x = points(cfg.grid)
     rng = np.random.default_rng(n)
     X0 = states.initial_state(cfg, x, states.eigenstates(cfg, 0.0, 1)[1])[:, None]
@@ -618,7 +626,8 @@ def test_graph_dvr_by_fft_beyond_the_gemm_equals_the_launched_step(name, scheme,
         runs[graphs] = (cp.asnumpy(X), st.cheb_terms, st._graph)
     (a, terms_a, g), (b, terms_b, _) = runs[True], runs[False]
     assert g and g.fft is not None and g.T is None, "the graph's FFT path was not taken"
-    assert terms_a == terms_b and terms_a > 30 * 30
+    assert g.fft.four_step == (four == "1")
+    assert terms_a == terms_b and terms_a > 30 * 20
     assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max()
 
 
