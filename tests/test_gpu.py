@@ -1266,3 +1266,21 @@ def test_deferred_snapshots_write_the_same_file(tmp_path, monkeypatch):
         evolve(plan, cp.asarray(plan.psi0), [snaps, Boom()])
     d = w.data()
     assert list(d["snapshots/step"]) == [0, 5] and snaps.last_step == 5
+
+
+@pytest.mark.gpu
+def test_context_switch_on_the_gpu_leaves_this_context_working():
+    """mgemm.arrays.context_switch on the real driver: True, this thread's context the same
+    afterwards, arrays made before still readable, new work correct, and no memory of the
+    second context left (free memory back within 64 MiB).  (What it is for -- the step's
+    speed after work on a second stream -- is a measurement:
+    benchmarks/probes/stream_side.py.)"""
+    from mgemm.arrays import context_switch
+    x = cp.arange(1000, dtype=np.float64)
+    before = cp.cuda.driver.ctxGetCurrent()
+    cp.cuda.Device().synchronize()
+    free0 = cp.cuda.runtime.memGetInfo()[0]
+    assert context_switch(cp, cp.cuda.Device().id)
+    assert cp.cuda.driver.ctxGetCurrent() == before
+    assert float((x * 2).sum()) == 999 * 1000
+    assert abs(cp.cuda.runtime.memGetInfo()[0] - free0) < 64 << 20

@@ -57,10 +57,11 @@ if __name__ == "__main__":
     cfg = case_config(inp, n, st, S + 4, 0, "chebyshev")
     plan = tdse.prepare(cfg, backend="cupy", check_resolution=False)
 
-    def timeline(S=3000):
+    def timeline(S=3000, stp=None):
         """(the host's own call before CUDA's queue fills, the device's step, the steps
-        queued ahead at the end): lead_depth.py's measure of a new stepper of the plan."""
-        stp = plan.stepper()
+        queued ahead at the end): lead_depth.py's measure of a new stepper of the plan (or
+        of ``stp``, one made before)."""
+        stp = plan.stepper() if stp is None else stp
         psi = cp.asarray(plan.psi0)
         for j in range(4):
             psi = stp.step(psi, j)
@@ -78,6 +79,8 @@ if __name__ == "__main__":
     print(f"# {inp}, N = {n}, {st}-point, {S} steps a loop")
     loop("explicit chebyshev plan")
     loop("again")
+    kept = plan.stepper()                   # made before: its buffers placed before the part
+    print(f"    kept stepper before: device step {timeline(stp=kept)[1]:.1f} us")
     part = os.environ.get("CALIB_PART", "all")
     t = time.perf_counter()
     rng = np.random.default_rng(1)
@@ -114,6 +117,47 @@ if __name__ == "__main__":
         A = cp.asarray(1j * rng.standard_normal((2048, 2048)) * 0.01)
         U, used = mgemm.expm(A, plan=plan.precheck.plan, return_plan=True)
         print(f"  (expm's plan: {used})")
+    elif part.startswith("expm:"):         # a piece of mgemm.expm alone (its own order)
+        import importlib
+        E = importlib.import_module("mgemm.expm")
+        A = cp.asarray(1j * rng.standard_normal((2048, 2048)) * 0.01)
+        pl = plan.precheck.plan
+        piece = part[5:]
+        if piece == "plan_for":
+            print(f"  ({E.expm_plan_for(A)[0]})")
+        elif piece == "fitting":
+            E.fitting_plan(pl, 2048, A.dtype, 1, E.usable(E.free_bytes(cp, 0)))
+        elif piece in ("evaluate-cupy", "evaluate-mgemm"):
+            M = cp.ascontiguousarray(A.imag)
+            if piece == "evaluate-cupy":
+                def mm(X, Y, C=None, alpha=1.0, beta=0.0):
+                    out = alpha * (X @ Y)
+                    return out if C is None else out + beta * C
+            else:
+                def mm(X, Y, C=None, alpha=1.0, beta=0.0):
+                    return mgemm.gemm(X, Y, C, alpha, beta)
+            E._evaluate(cp, mm, M, pl)
+        elif piece in ("gemm14", "gemm14-onetile"):
+            M = cp.ascontiguousarray(A.imag)
+            for _ in range(14):
+                M = mgemm.gemm(M, M, tile=2048 if piece.endswith("onetile") else None)
+                M /= cp.abs(M).max()
+        elif piece.startswith("streams"):     # streams4 / streams1: DGEMMs round-robin
+            k = int(piece[7:])
+            M = cp.ascontiguousarray(A.imag)
+            sts = [cp.cuda.Stream(non_blocking=True) for _ in range(k)]
+            ev = None
+            for i in range(14):
+                s_ = sts[i % k]
+                if ev is not None:
+                    s_.wait_event(ev)
+                with s_:
+                    M = M @ M
+                    M /= cp.abs(M).max()
+                ev = cp.cuda.Event()
+                ev.record(s_)
+            for s_ in sts:
+                s_.synchronize()
     elif part == "stream-dgemm":           # a cuBLAS DGEMM on a non-blocking stream
         D = cp.asarray(rng.standard_normal((2048, 2048)))
         st = cp.cuda.Stream(non_blocking=True)
@@ -132,5 +176,12 @@ if __name__ == "__main__":
                              scaled=lambda alpha, shift: hamiltonian.Operator(cfg, s0, v, cp, alpha, shift))
     cp.cuda.Device().synchronize()
     print(f"  ({part} of calibrate: {time.perf_counter() - t:.2f} s)")
+    print(f"    kept stepper after: device step {timeline(stp=kept)[1]:.1f} us")
     loop("after calibrate()")
     loop("again")
+    if os.environ.get("CALIB_FREE") == "1":      # the pool's cached blocks given back
+        import gc
+        gc.collect()
+        cp.get_default_memory_pool().free_all_blocks()
+        loop("after free_all_blocks()")
+    print(f"    kept stepper at the end: device step {timeline(stp=kept)[1]:.1f} us")

@@ -80,6 +80,29 @@ def _frozen_heap():
                 _FREEZE["frozen"] = False
 
 
+#: a GPU loop of at least this many steps starts with a context switch on its GPUs
+#: (:func:`_settle`)
+SETTLE_MIN_STEPS = 1000
+
+
+def _settle(plan, steps):
+    """Before a GPU loop of SETTLE_MIN_STEPS or more: :func:`mgemm.arrays.context_switch`
+    on each of the run's GPUs, so that its steps are scheduled as before any work on a
+    second stream -- which ``method = "auto"``'s calibration (mgemm's band engine) has done
+    in this process: a 3-point step at N = 8192 then takes 143 against 130 us on an H100
+    for the rest of the process (``stream_side_h100x1_20261126T1905.txt``).  ~0.2 s a
+    loop; TDSE_CONTEXT_SWITCH=0 turns it off."""
+    backend = getattr(plan, "backend", None)
+    if backend is None or backend.name != "cupy" or steps < SETTLE_MIN_STEPS:
+        return
+    from ..config import env_switch
+    if env_switch("TDSE_CONTEXT_SWITCH") != "1":
+        return
+    from mgemm.arrays import context_switch
+    for d in backend.devices or (backend.xp.cuda.Device().id,):
+        context_switch(backend.xp, d)
+
+
 def evolve(plan, psi0, observers=(), *, start=0, stop=None, U0=None, resumed=False,
            stepper=None) -> State:
     """Step ``psi0`` (and ``U0``: the propagator, or None) from step ``start`` to ``stop``
@@ -90,6 +113,7 @@ def evolve(plan, psi0, observers=(), *, start=0, stop=None, U0=None, resumed=Fal
     dt = plan.config.time.dt
     stop = plan.steps if stop is None else stop
     state = State(start, start * dt, psi0, U0, resumed)
+    _settle(plan, stop - start)
     with _frozen_heap():
         return _steps(stepper, dt, start, stop, state, observers)
 
