@@ -549,9 +549,9 @@ def four_step_tables(n, dx):
     order [k1, k2].  The symbol is multiplied in that order and the inverse runs the same
     steps backwards (conjugate twiddles), so no transpose is ever made.  Returns (N1, N2,
     twiddles (N1, N2), the symbol / M in the order [k1, k2] (N1, N2)), NumPy; the twiddle's
-    angle from (k1 j2 mod M), exact integers.  Each pass is N1 or N2 FFTs side by side: a
-    16384-point FFT by one cuFFT call is 25 us on an H100 (its few blocks), which is the
-    term's cost (``fft_parts_h100x1_20261126T1842.txt``)."""
+    angle from (k1 j2 mod M), exact integers.  Each pass is N1 or N2 FFTs side by side
+    (2-3 us on an H100 at M = 16384), where one cuFFT call of 16384 points takes 25 us
+    (its few blocks): a DVR term 16 against 53 us (``fft_parts_h100x1_20261126T1842.txt``)."""
     from ..model.hamiltonian import dvr_symbol
     m = 2 * n
     n1 = max(d for d in range(1, int(np.sqrt(m)) + 1) if m % d == 0)
