@@ -551,6 +551,22 @@ def _batch_case(name, t_end, sets):
     return [cfg.with_value(key, v) for v in values]
 
 
+def _graph_and_launched(configs, X0, steps=30):
+    """``steps`` steps of the block X0 by a BatchStepper of ``configs`` with its graphs and
+    launched from Python: [(final X on the host, Chebyshev terms, the graph step or False)]
+    in that order."""
+    from tdse.numerics.stepper import BatchStepper
+    runs = []
+    for graphs in (True, False):
+        st = BatchStepper(configs, cp)
+        st.graphs = graphs
+        X = cp.asarray(X0)
+        for j in range(steps):
+            X = st.step(X, j)
+        runs.append((cp.asnumpy(X), st.cheb_terms, st._graph))
+    return runs
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("name,stencil,scheme,sets", [
     ("atom_hhg.toml", "dvr", "cfm4", ("field.E0", [0.02, 0.05, 0.08])),       # field, absorber masks
@@ -565,22 +581,13 @@ def test_graph_step_equals_the_launched_step(name, stencil, scheme, sets):
     the same Chebyshev work counted, and more than one graph when the term counts change."""
     from tdse.model.grid import points
     from tdse.model import states
-    from tdse.numerics.stepper import BatchStepper
     configs = [c.with_value("grid.stencil", stencil).with_value("propagator.scheme", scheme)
                for c in _batch_case(name, 3.0, sets)]
     x = points(configs[0].grid)
     X0 = np.stack([states.initial_state(c, x, states.eigenstates(c, 0.0, 1)[1]) for c in configs], 1)
     rng = np.random.default_rng(7)      # a generic block, not only eigenstates
     X0 = X0 + 0.01 * (rng.standard_normal(X0.shape) + 1j * rng.standard_normal(X0.shape))
-    runs = {}
-    for graphs in (True, False):
-        st = BatchStepper(configs, cp)
-        st.graphs = graphs
-        X = cp.asarray(X0)
-        for j in range(30):
-            X = st.step(X, j)
-        runs[graphs] = (cp.asnumpy(X), st.cheb_terms, st._graph)
-    (a, terms_a, g), (b, terms_b, _) = runs[True], runs[False]
+    (a, terms_a, g), (b, terms_b, _) = _graph_and_launched(configs, X0)
     assert g, "the graph path was not taken"
     assert terms_a == terms_b
     assert np.abs(a - b).max() <= 1e-13 * np.abs(b).max()
@@ -605,7 +612,6 @@ def test_graph_dvr_by_fft_beyond_the_gemm_equals_the_launched_step(name, scheme,
     from tdse.model import hamiltonian, states
     from tdse.model.grid import points
     from tdse.numerics import graphs as G
-    from tdse.numerics.stepper import BatchStepper
     cfg = _batch_case(name, 3.0, ("propagator.scheme", [scheme]))[0].with_value(
         "grid.stencil", "dvr").with_value("time.dt", dt)
     cfg = cfg.with_value("grid.dx", (cfg.grid.x_max - cfg.grid.x_min) / n)
@@ -616,15 +622,7 @@ def test_graph_dvr_by_fft_beyond_the_gemm_equals_the_launched_step(name, scheme,
     rng = np.random.default_rng(n)
     X0 = states.initial_state(cfg, x, states.eigenstates(cfg, 0.0, 1)[1])[:, None]
     X0 = X0 + 0.01 * (rng.standard_normal(X0.shape) + 1j * rng.standard_normal(X0.shape))
-    runs = {}
-    for graphs in (True, False):
-        st = BatchStepper([cfg], cp)
-        st.graphs = graphs
-        X = cp.asarray(X0)
-        for j in range(30):
-            X = st.step(X, j)
-        runs[graphs] = (cp.asnumpy(X), st.cheb_terms, st._graph)
-    (a, terms_a, g), (b, terms_b, _) = runs[True], runs[False]
+    (a, terms_a, g), (b, terms_b, _) = _graph_and_launched([cfg], X0)
     assert g and g.fft is not None and g.T is None, "the graph's FFT path was not taken"
     assert g.fft.four_step == (four == "1")
     assert terms_a == terms_b and terms_a > 30 * 20
