@@ -1388,6 +1388,7 @@ def _overhead_row(a, cfg, plan, S, bare_before, t_prepare, stencil, bare=None):
     from tdse import config as cfgmod
     import json
     walls, loops, run_threads, prep, offloaded = {}, {}, None, {}, {}
+    every_wall, every_loop = {}, {}   # each repeat's CLI wall and loop clock, per label
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "in.toml")
         args = ["run", path, "--out", d, "--backend", a.backend, "--quiet", "--no-plots",
@@ -1418,8 +1419,10 @@ def _overhead_row(a, cfg, plan, S, bare_before, t_prepare, stencil, bare=None):
             if label == "full" and bare is not None:
                 around.append(bare())
             walls[label] = float(np.median(w))
+            every_wall[label] = [float(v) for v in w]
             if lp:
                 loops[label] = float(np.median(lp))
+                every_loop[label] = [float(v) for v in lp]
                 # the run's own start-up phases (tdse.run.plan.prepare), medians per phase
                 prep[label] = {k: float(np.median([p.get(k, 0.0) for p in ph])) for k in ph[0]}
     per_step_run = (walls["full"] - walls["one_step"]) / (S - 1)
@@ -1463,7 +1466,9 @@ def _overhead_row(a, cfg, plan, S, bare_before, t_prepare, stencil, bare=None):
            "bare_blas_threads": plan.backend.threads,
            "run_blas_threads": None if run_threads is None else int(run_threads),
            "rows_in_worker_process": offloaded.get("full"),
-           "rows_in_worker_process_one_step": offloaded.get("one_step")}
+           "rows_in_worker_process_one_step": offloaded.get("one_step"),
+           # every repeat (the medians above): the CLI walls' spread between processes
+           "cli_walls_each": every_wall, "loop_seconds_each": every_loop}
     return row
 
 
