@@ -535,6 +535,7 @@ def _dvr_by_fft(cp, n, B):
         return n >= FFT_MIN_N
     return 8 * n * n > L2_FRACTION * cp.cuda.Device().attributes["L2CacheSize"]
 
+
 #: the four-step FFT (:func:`four_step_tables`) where 2N = N1 N2 has a factor N1 >= this
 #: (else one cuFFT call of 2N); TDSE_DVR_FOUR_STEP=0 turns it off
 FOUR_STEP_MIN = 16
@@ -563,8 +564,9 @@ def four_step_tables(n, dx):
 
 
 class _FFTKinetic:
-    """T X for the sinc-DVR's Toeplitz T beyond DVR_GEMM_MAX_N, one member (B = 1), as graph
-    nodes: T embedded in a circulant of size 2N (its eigenvalues ``dvr_symbol``, module
+    """T X for the sinc-DVR's Toeplitz T of one member (B = 1) where its graph takes the FFT
+    (:func:`_dvr_by_fft`: T past 0.8 of L2, or N beyond DVR_GEMM_MAX_N), as graph nodes: T
+    embedded in a circulant of size 2N (its eigenvalues ``dvr_symbol``, module
     docstring of :mod:`tdse.model.hamiltonian`), so T X is the first N rows of
     IFFT(lam FFT([X; 0])) -- the launched path's product (``BlockOperator._kinetic``), here
     with cuFFT plans made once (their work areas fixed: capturable) and no temporaries: X is
