@@ -1347,41 +1347,41 @@ def _run_overhead(a):
             done = []
             for pe in a.populations_every:
                 c = cfg.with_value("output.populations_every", pe) if pe else cfg
-                done.append(_overhead_row(a, c, plan, S, before, t_prepare, stencil,
+                done.append(_overhead_row(a, c, plan, S, t_prepare, stencil,
                                           bare=lambda: _bare_steps(plan, S - 2)[0]))
             after = [_bare_steps(plan, S - 2)[0] for _ in range(a.repeat)]
-            bare = float(np.median(before + after))
             for row in done:
-                _rescale(row, bare, before, after)
+                _over_bare(row, before, after)
                 _say(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()
                               if not isinstance(v, (list, dict))))
             rows += done
     return rows, {}
 
 
-#: the run-overhead row's ratios over the bare step (rescaled by :func:`_rescale`)
-_OVER_BARE = ("wall_over_steps", "wall_over_steps_start_up_apart", "loop_over_steps",
-              "loop_slope_over_steps", "wall_slope_over_steps")
+#: the run-overhead row's ratios over the bare step: each from its seconds a step
+_OVER_BARE = {"wall_over_steps": "step_seconds_in_run",
+              "wall_over_steps_start_up_apart": "step_seconds_start_up_apart",
+              "loop_over_steps": "step_seconds_loop", "loop_slope_over_steps": "step_seconds_loop_slope",
+              "wall_slope_over_steps": "step_seconds_wall_slope"}
 
 
-def _rescale(row, bare, before, after):
-    """A run-overhead row's ratios over the bare step ``bare`` (the median of the bare loops
-    timed ``before`` and ``after`` the row's runs), each set kept."""
-    old = row["step_seconds_bare"]
-    for k in _OVER_BARE:
-        row[k] = row[k] * old / bare
+def _over_bare(row, before, after):
+    """A run-overhead row's ratios over the bare step: the median of the bare loops timed
+    ``before`` and ``after`` the row's runs (each set kept)."""
+    bare = float(np.median(list(before) + list(after)))
+    for k, per_step in _OVER_BARE.items():
+        row[k] = row[per_step] / bare
     row.update(step_seconds_bare=bare, step_seconds_bare_before=[float(v) for v in before],
                step_seconds_bare_after=[float(v) for v in after])
 
 
-def _overhead_row(a, cfg, plan, S, bare_before, t_prepare, stencil, bare=None):
-    """One run-overhead row: the CLI's wall for 1, S/2 and S steps (and S with the companion);
-    its ratios over the median of ``bare_before`` (:func:`_rescale` puts in the bare loops
-    timed after the runs as well).  ``bare()``: one more bare loop, timed just before and
+def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
+    """One run-overhead row: the CLI's wall for 1, S/2 and S steps (and S with the companion),
+    and their seconds a step (:func:`_over_bare` makes them ratios over the bare loops timed
+    before and after the runs).  ``bare()``: one more bare loop, timed just before and
     just after the S-step runs -- the loop ratio over their mean is its own column (a
     GPU's bare step drifted by 10-25 % over the minutes of a row: the DVR's 8.9 to 11.2 ms
     on one H100, ``run-overhead_h100x1_20261126T165210.json``)."""
-    step_bare = float(np.median(bare_before))
     around = []
     import tempfile
 
@@ -1435,13 +1435,13 @@ def _overhead_row(a, cfg, plan, S, bare_before, t_prepare, stencil, bare=None):
     # (start-up, the eigenpairs worker's start and its overlap with the first steps, the
     # first blocks) in the intercept -- what the target's "steps x step time + start-up" reads
     slope = (loops["full"] - loops["half"]) / (S - half)
+    loop_step = (loops["full"] - loops["one_step"]) / (S - 1)
     row = {"n": cfg.grid.n, "stencil": str(stencil), "method": plan.config.propagator.method,
            "backend": a.backend, "steps": S,
            "observables_every": cfg.output.observables_every,
            "populations_every": cfg.output.populations_interval,
-           "step_seconds_bare": step_bare, "step_seconds_in_run": per_step_run,
-           "wall_over_steps": per_step_run / step_bare, "target": 1.15,
-           "wall_over_steps_start_up_apart": per_step_apart / step_bare,
+           "step_seconds_in_run": per_step_run, "target": 1.15,
+           "step_seconds_start_up_apart": per_step_apart,
            "prepare_seconds": prep["full"], "prepare_seconds_one_step": prep["one_step"],
            "precheck_seconds": prep["full"].get("precheck"),
            "calibration_seconds": prep["full"].get("calibration"),
@@ -1449,14 +1449,13 @@ def _overhead_row(a, cfg, plan, S, bare_before, t_prepare, stencil, bare=None):
            # the last writes): (loop(S) - loop(1)) / (S - 1), free of the process start-up's
            # noise that the difference of two CLI walls carries (+-1 s over S steps)
            "loop_seconds": loops["full"], "loop_seconds_one_step": loops["one_step"],
-           "loop_over_steps": (loops["full"] - loops["one_step"]) / ((S - 1) * step_bare),
+           "step_seconds_loop": loop_step,
            # the same over the bare loops just before and after the S-step runs
            "step_seconds_bare_around_full": [float(v) for v in around],
-           "loop_over_bare_around_full": ((loops["full"] - loops["one_step"]) /
-                                          ((S - 1) * float(np.mean(around))) if around else None),
+           "loop_over_bare_around_full": loop_step / float(np.mean(around)) if around else None,
            "loop_seconds_half": loops["half"], "half_steps": half,
-           "loop_slope_over_steps": slope / step_bare,
-           "wall_slope_over_steps": (walls["full"] - walls["half"]) / ((S - half) * step_bare),
+           "step_seconds_loop_slope": slope,
+           "step_seconds_wall_slope": (walls["full"] - walls["half"]) / (S - half),
            "start_up_seconds": walls["full"] - S * slope,
            "cli_wall_seconds": walls["full"], "fixed_seconds": walls["one_step"],
            "prepare_seconds_in_process": t_prepare,
