@@ -605,3 +605,14 @@ def test_four_step_tables_give_the_dvr_kinetic_product(n):
     assert np.abs(got - ref).max() <= 1e-14 * bound
     assert (n1 >= graphs.FOUR_STEP_MIN) == (n in (4200, 8192))
     assert np.allclose(np.abs(tw), 1.0, rtol=0, atol=1e-15)
+
+
+def test_a_bad_four_step_switch_names_the_variable(monkeypatch):
+    """TDSE_DVR_FOUR_STEP other than 0 or 1: a ConfigError naming it, raised by the graphs'
+    DVR FFT before it touches CuPy (so on this CPU-only machine too)."""
+    from tdse.config import ConfigError
+    from tdse.numerics import graphs
+    monkeypatch.setenv("TDSE_DVR_FOUR_STEP", "yes")
+    grid = make_config(stencil="dvr", n=64).grid
+    with pytest.raises(ConfigError, match="TDSE_DVR_FOUR_STEP = 'yes': must be 0 or 1"):
+        graphs._FFTKinetic(None, grid, 1)

@@ -577,20 +577,19 @@ class _FFTKinetic:
     >= FOUR_STEP_MIN, else one cuFFT call each way.  Instead of the dense T's N^2 reads: at
     N = 8192 the launched path's ~0.15 ms of Python a term, or a GEMV's 0.5 GB a term."""
 
-    def __init__(self, cp, grid, B, four_step=None):
-        from cupy.cuda import cufft
-
+    def __init__(self, cp, grid, B):
         from ..config import env_switch
         from ..model.hamiltonian import dvr_symbol
         if B != 1:
             raise ValueError(f"the graphs' DVR FFT is for one member, not B = {B}")
+        wanted = env_switch("TDSE_DVR_FOUR_STEP") == "1"     # a bad value: before any work
+        from cupy.cuda import cufft
         n = self.n = grid.n
         self.cp, self.cufft = cp, cufft
         self.F = cp.empty((2 * n, B), dtype=np.complex128)
         self._full = {}          # a buffer's data pointer -> its padded 2N x B array (or N1 x N2 view)
         n1, n2, tw, lam = four_step_tables(n, grid.dx)
-        if four_step is None:
-            four_step = n1 >= FOUR_STEP_MIN and env_switch("TDSE_DVR_FOUR_STEP") == "1"
+        four_step = wanted and n1 >= FOUR_STEP_MIN
         if four_step:
             self.shape = (n1, n2)
             self.F2 = self.F.reshape(self.shape)
