@@ -17,10 +17,8 @@ def main():
     from benchmarks.suites import _bare_steps
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 8192
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
-    cfg = tdse.load_config("inputs/h2plus_moving_large.toml").with_value(
-        "grid.stencil", "dvr").with_value("propagator.method", "chebyshev").with_value(
-        "propagator.time_error", "none")
-    cfg = cfg.with_value("grid.dx", (cfg.grid.x_max - cfg.grid.x_min) / n)
+    from benchmarks.probes.run_profile import case_config
+    cfg = case_config("inputs/h2plus_moving_large.toml", n, "dvr", 500, 0)   # the input's 500 steps
     plan = tdse.prepare(cfg, backend="cupy", check_resolution=False)
     print(f"N = {cfg.grid.n}, dt = {cfg.time.dt}, {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
     rows = {True: [], False: []}

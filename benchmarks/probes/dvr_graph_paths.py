@@ -16,14 +16,12 @@ def main():
     import tdse
     from benchmarks.suites import _bare_steps
     from tdse.numerics import graphs
-    base = tdse.load_config("inputs/h2plus_moving_large.toml").with_value(
-        "grid.stencil", "dvr").with_value("propagator.method", "chebyshev").with_value(
-        "propagator.time_error", "none")
+    from benchmarks.probes.run_profile import case_config
     print(cp.cuda.runtime.getDeviceProperties(0)["name"].decode())
     print(f"{'N':>6} {'terms':>6} {'dense ms':>9} {'fft ms':>8} {'dense/fft':>9} {'|dpsi|':>9}")
     keep = graphs.FFT_MIN_N
     for n in [int(a) for a in sys.argv[1:]] or [1024, 2048, 3072, 4096]:
-        cfg = base.with_value("grid.dx", (base.grid.x_max - base.grid.x_min) / n)
+        cfg = case_config("inputs/h2plus_moving_large.toml", n, "dvr", 500, 0)   # the input's 500 steps
         plan = tdse.prepare(cfg, backend="cupy", check_resolution=False)
         sec, psi = {}, {}
         for fft in (False, True, False, True):
