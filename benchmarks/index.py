@@ -431,6 +431,9 @@ def tables() -> str:
     docs = []
     for path in _files():
         d = json.load(open(path))
+        if not isinstance(d, dict):
+            raise ValueError(f"{path}: not a result file (a JSON object with its kind, date and "
+                             f"machine); a probe's own output belongs in a .txt beside it")
         if d.get("kind") == "mgemm-profile":
             continue  # machine profiles are inputs, summarised in the text
         if "machine" not in d:  # an early tune file: its profile names the GPUs
@@ -464,8 +467,11 @@ def write_readme(path=None) -> str:
     path = path or os.path.join(HERE, "README.md")
     text = open(path).read()
     a, b = text.index(BEGIN) + len(BEGIN), text.index(END)
-    with open(path, "w") as f:
-        f.write(text[:a] + "\n" + tables() + "\n" + text[b:])
+    new = text[:a] + "\n" + tables() + "\n" + text[b:]    # made before the file is opened:
+    tmp = path + ".part"                                  # a failure leaves it as it was
+    with open(tmp, "w") as f:
+        f.write(new)
+    os.replace(tmp, path)
     return path
 
 

@@ -1296,6 +1296,10 @@ def _run_overhead_args(p):
                    help="output.populations_every, a row each (0: the input's, with every observation)")
     p.add_argument("--repeat", type=_at_least(1), default=1,
                    help="the bare loop and the 1- and S-step runs this many times each, medians kept")
+    p.add_argument("--start-up-repeat", type=_at_least(1), default=None,
+                   help="the 1-step run (the start-up the target leaves apart) this many times, "
+                        "its median kept (default: max(3, --repeat): a GPU process's start-up "
+                        "moved by ~1 s between runs, 5 %% of a 150000-step 3-point run)")
     p.add_argument("--threads", type=_at_least(1), default=None,
                    help="host BLAS threads of the bare loop and of the CLI's runs (tdse run "
                         "--threads) alike; default: each chooses its own, as a user's run does")
@@ -1388,6 +1392,7 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
     from tdse import config as cfgmod
     import json
     walls, loops, run_threads, prep, offloaded = {}, {}, None, {}, {}
+    pairs = {}    # H(t)'s eigenpairs per label: the loop's wait for them, their seconds, calls
     every_wall, every_loop = {}, {}   # each repeat's CLI wall and loop clock, per label
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "in.toml")
@@ -1406,7 +1411,8 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
             w, lp, ph = [], [], []
             if label == "full" and bare is not None:
                 around.append(bare())
-            for _ in range(1 if label == "companion" else a.repeat):
+            times = {"companion": 1, "one_step": a.start_up_repeat or max(3, a.repeat)}
+            for _ in range(times.get(label, a.repeat)):
                 w.append(_timed_cli(args))
                 if label != "companion":     # the run's own clock: its loop, start-up excluded
                     import h5py
@@ -1416,6 +1422,9 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
                         # rows measured by the observables' worker process (0: in the loop)
                         offloaded[label] = int(f.attrs.get("observables_process", 0))
                         ph.append(json.loads(f.attrs.get("prepare_seconds", "{}")))
+                        pairs.setdefault(label, []).append(
+                            [float(f.attrs.get(k, 0.0)) for k in
+                             ("eigenpairs_wait_seconds", "eigenpairs_seconds", "eigenpairs_calls")])
             if label == "full" and bare is not None:
                 around.append(bare())
             walls[label] = float(np.median(w))
@@ -1460,6 +1469,7 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
            "cli_wall_seconds": walls["full"], "fixed_seconds": walls["one_step"],
            "prepare_seconds_in_process": t_prepare,
            "cli_wall_with_companion_seconds": walls.get("companion"), "repeat": a.repeat,
+           "start_up_repeat": len(every_wall["one_step"]),
            "threads_pinned": a.threads,
            # the host's BLAS threads of the bare loop (this process's plan) and of the run
            "bare_blas_threads": plan.backend.threads,
@@ -1467,7 +1477,12 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
            "rows_in_worker_process": offloaded.get("full"),
            "rows_in_worker_process_one_step": offloaded.get("one_step"),
            # every repeat (the medians above): the CLI walls' spread between processes
-           "cli_walls_each": every_wall, "loop_seconds_each": every_loop}
+           "cli_walls_each": every_wall, "loop_seconds_each": every_loop,
+           # the S-step run's wait for H(t)'s eigenpairs (seconds the loop stood), their
+           # seconds (in a worker, a thread or the loop) and calls, each repeat
+           "eigenpairs_wait_seconds_each": [p[0] for p in pairs.get("full", [])],
+           "eigenpairs_seconds_each": [p[1] for p in pairs.get("full", [])],
+           "eigenpairs_calls": int(pairs["full"][0][2]) if pairs.get("full") else None}
     return row
 
 

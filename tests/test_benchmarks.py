@@ -65,6 +65,26 @@ def test_readme_tables_are_the_generated_ones():
     assert text[a:b].strip() == index.tables().strip(), "run `python -m benchmarks index`"
 
 
+def test_a_failed_index_leaves_the_readme_as_it_was(tmp_path, monkeypatch):
+    """The tables are made before the README is opened: a result file they cannot read
+    (here a stand-in failure) leaves the README whole -- it once truncated it to its text
+    before the tables."""
+    readme = tmp_path / "README.md"
+    before = f"intro\n{index.BEGIN}\nold tables\n{index.END}\nafter\n"
+    readme.write_text(before)
+
+    def broken():
+        raise AttributeError("'list' object has no attribute 'get'")
+    monkeypatch.setattr(index, "tables", broken)
+    with pytest.raises(AttributeError):
+        index.write_readme(str(readme))
+    assert readme.read_text() == before
+    monkeypatch.setattr(index, "tables", lambda: "new tables")
+    index.write_readme(str(readme))
+    assert readme.read_text() == f"intro\n{index.BEGIN}\nnew tables\n{index.END}\nafter\n"
+    assert os.listdir(tmp_path) == ["README.md"]
+
+
 @pytest.mark.parametrize("gpus, tag", [(["NVIDIA H200"] * 4, "h200x4"),
                                        (["NVIDIA H100 80GB HBM3"], "h100x1"),
                                        ([], "cpu2")])

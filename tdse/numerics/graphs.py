@@ -681,7 +681,9 @@ class GraphStep:
         # (by FFT: the first N rows of 2N, the rest zero for good: the FFT's padded input)
         buf = (self.fft.buffer if self.fft is not None
                else lambda: cp.zeros((n, B), dtype=np.complex128))
-        self.Xin, self.Xw, self.kin, self.Y = buf(), buf(), buf(), buf()
+        self.Xin, self.Xw, self.Y = buf(), buf(), buf()
+        # T X's buffer of the dense and banded products (the FFT returns its own)
+        self.kin = buf() if self.fft is None else None
         self.work = [buf(), buf(), buf()]
         self.d = cp.zeros((n, B))
         # one member with the DVR's dense T: a term is one fused GEMV kernel (else a cuBLAS
