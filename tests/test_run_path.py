@@ -163,23 +163,31 @@ def test_a_long_gpu_loop_starts_with_a_context_switch_on_each_gpu(monkeypatch):
     cuda = _FakeCuda()
     gpu = types.SimpleNamespace(backend=types.SimpleNamespace(name="cupy", devices=(0, 2), xp=cuda))
     cpu = types.SimpleNamespace(backend=types.SimpleNamespace(name="numpy", devices=None, xp=np))
-    loop._settle(gpu, loop.SETTLE_MIN_STEPS)
+    assert loop._settle(gpu, loop.SETTLE_MIN_STEPS) >= 0.0
     assert done == [0, 2]
     done.clear()
-    loop._settle(gpu, loop.SETTLE_MIN_STEPS - 1)
-    loop._settle(cpu, 10 ** 6)
+    assert loop._settle(gpu, loop.SETTLE_MIN_STEPS - 1) == 0.0
+    assert loop._settle(cpu, 10 ** 6) == 0.0
     monkeypatch.setenv("TDSE_CONTEXT_SWITCH", "0")
-    loop._settle(gpu, 10 ** 6)
+    assert loop._settle(gpu, 10 ** 6) == 0.0
     assert done == []
     monkeypatch.setenv("TDSE_CONTEXT_SWITCH", "yes")
     with pytest.raises(ConfigError, match="TDSE_CONTEXT_SWITCH"):
         loop._settle(gpu, 10 ** 6)
-    # evolve itself asks for it with its own number of steps (a CPU plan: no call)
+    # evolve itself asks for it with its own number of steps (a CPU plan: no call), adds
+    # its seconds to the stepper's (the run file's context_switch_seconds), and not with
+    # settle=False (a caller that made it before its clock)
     seen = []
-    monkeypatch.setattr(loop, "_settle", lambda plan, steps: seen.append(steps))
+    monkeypatch.setattr(loop, "_settle", lambda plan, steps: seen.append(steps) or 0.25)
     plan = _plan("chebyshev", steps=4)
-    tdse.evolve(plan, plan.psi0, start=1)
-    assert seen == [plan.steps - 1]
+    st = plan.stepper()
+    assert st.context_switch_seconds == 0.0
+    tdse.evolve(plan, plan.psi0, start=1, stepper=st)
+    tdse.evolve(plan, plan.psi0, start=2, stepper=st)
+    assert seen == [plan.steps - 1, plan.steps - 2]
+    assert st.context_switch_seconds == 0.5
+    tdse.evolve(plan, plan.psi0, stepper=st, settle=False)
+    assert seen == [plan.steps - 1, plan.steps - 2] and st.context_switch_seconds == 0.5
 
 
 def test_the_loop_keeps_the_heap_it_found_out_of_the_collector(monkeypatch):

@@ -65,6 +65,7 @@ class Stepper:
         # (tdse.numerics.graphs.DenseGraphStep), made at the first step
         self.dense_graphs = xp is not np and not cls.matrix_free
         self._dense_graph = None
+        self.context_switch_seconds = 0.0   # the loops' starts on a GPU (tdse.run.loop._settle)
 
     @property
     def exponentials(self) -> int:
@@ -222,6 +223,7 @@ class BatchStepper:
         from ..model.potential import BatchPotential
         self.potential = BatchPotential([c.potential for c in configs], self.x_host, xp)
         self.exponentials, self.cheb_terms = 0, 0
+        self.context_switch_seconds = 0.0   # the loops' starts on a GPU (tdse.run.loop._settle)
         self._masks = {}
         self._graph = None            # a GraphStep on a GPU (made at the first step)
         self.graphs = xp is not np    # False: launch every kernel from Python

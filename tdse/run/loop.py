@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
+import time
 from dataclasses import dataclass
 
 __all__ = ["State", "Observer", "evolve"]
@@ -85,35 +86,43 @@ def _frozen_heap():
 SETTLE_MIN_STEPS = 1000
 
 
-def _settle(plan, steps):
+def _settle(plan, steps) -> float:
     """Before a GPU loop of SETTLE_MIN_STEPS or more: :func:`mgemm.arrays.context_switch`
     on each of the run's GPUs, so that its steps are scheduled as before any work on a
     second stream -- which ``method = "auto"``'s calibration (mgemm's band engine) has done
     in this process: a 3-point step at N = 8192 then takes 143 against 130 us on an H100
     for the rest of the process (``stream_side_h100x1_20261126T1905.txt``).  ~0.2 s a
-    loop; TDSE_CONTEXT_SWITCH=0 turns it off."""
+    GPU, a fixed cost of the loop's start (the seconds are returned: the run file keeps
+    them as ``context_switch_seconds``); TDSE_CONTEXT_SWITCH=0 turns it off."""
     backend = getattr(plan, "backend", None)
     if backend is None or backend.name != "cupy" or steps < SETTLE_MIN_STEPS:
-        return
+        return 0.0
     from ..config import env_switch
     if env_switch("TDSE_CONTEXT_SWITCH") != "1":
-        return
+        return 0.0
     from mgemm.arrays import context_switch
+    t0 = time.perf_counter()
     for d in backend.devices or (backend.xp.cuda.Device().id,):
         context_switch(backend.xp, d)
+    return time.perf_counter() - t0
 
 
 def evolve(plan, psi0, observers=(), *, start=0, stop=None, U0=None, resumed=False,
-           stepper=None) -> State:
+           stepper=None, settle=True) -> State:
     """Step ``psi0`` (and ``U0``: the propagator, or None) from step ``start`` to ``stop``
     (default the plan's last step) with the plan's scheme and exponentials, calling the
     observers; returns the final :class:`State`.  ``psi0`` may be None (U only).
-    ``stepper``: one already built for this plan (default: a new one)."""
+    ``stepper``: one already built for this plan (default: a new one); ``settle``: start a
+    GPU loop of :data:`SETTLE_MIN_STEPS` or more with a context switch (:func:`_settle`;
+    its seconds added to ``stepper.context_switch_seconds``) -- False where the caller has
+    made it already, e.g. before a clock that times the steps alone."""
     stepper = stepper or plan.stepper()
     dt = plan.config.time.dt
     stop = plan.steps if stop is None else stop
     state = State(start, start * dt, psi0, U0, resumed)
-    _settle(plan, stop - start)
+    if settle:
+        stepper.context_switch_seconds = (getattr(stepper, "context_switch_seconds", 0.0)
+                                          + _settle(plan, stop - start))
     with _frozen_heap():
         return _steps(stepper, dt, start, stop, state, observers)
 
