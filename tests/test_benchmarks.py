@@ -95,15 +95,15 @@ def test_machine_tag(gpus, tag):
 def test_run_overhead_refuses_bad_values_in_one_line(capsys):
     """run-overhead: a populations cadence that is not a multiple of observables_every is
     the input's ConfigError as one line (exit 2); --steps below 3, a negative
-    --populations-every and --threads 0 are refused by the argument parser (exit 2) before
-    any work."""
+    --populations-every, --threads 0 and --start-up-repeat 0 are refused by the argument
+    parser (exit 2) before any work."""
     from benchmarks.runner import main
     assert main(["run-overhead", "--n", "64", "--stencils", "3", "--steps", "6", "--every", "2",
                  "--populations-every", "3", "--out", "/nonexistent"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "output.populations_every" in err[0] and "3" in err[0]
     for bad in (["--steps", "2"], ["--populations-every", "-1"], ["--steps", "x"], ["--threads", "0"],
-                ["--companion=no"]):
+                ["--companion=no"], ["--start-up-repeat", "0"], ["--start-up-repeat", "two"]):
         with pytest.raises(SystemExit) as e:
             main(["run-overhead", *bad])
         assert e.value.code == 2

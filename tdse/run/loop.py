@@ -121,8 +121,7 @@ def evolve(plan, psi0, observers=(), *, start=0, stop=None, U0=None, resumed=Fal
     stop = plan.steps if stop is None else stop
     state = State(start, start * dt, psi0, U0, resumed)
     if settle:
-        stepper.context_switch_seconds = (getattr(stepper, "context_switch_seconds", 0.0)
-                                          + _settle(plan, stop - start))
+        stepper.context_switch_seconds += _settle(plan, stop - start)
     with _frozen_heap():
         return _steps(stepper, dt, start, stop, state, observers)
 
