@@ -244,8 +244,10 @@ class BlockMeasure:
             self._split((G, B), (256,), args + (part,))
             sums = part.sum(axis=1)
         else:
-            sums = xp.empty((9, B))
-            self._kern(((B + 31) // 32,), (32, 8), args + (sums,))
+            G = measure_splits(n)
+            part = xp.empty((9, G, B))
+            self._kern(((B + 31) // 32, G), (32, 8), args + (part,))
+            sums = part.sum(axis=1) if G > 1 else part[:, 0]
         return self._raw_out(sums, X, also, t)
 
     def _raw_out(self, sums, X, also, t) -> dict:
@@ -392,17 +394,19 @@ __device__ __forceinline__ void tdse_point(
     if (i < 10 || i >= n - 10) s[8] += w;
 }
 
-// many members: 32 members a block, 8 threads along the grid each
+// many members: 32 members a block, 8 threads along the grid each; the grid split over
+// gridDim.y blocks, each block's partial sums to part[(j * gridDim.y + blockIdx.y) * nb + b],
+// summed over them by one reduction after (deterministic: no atomics)
 extern "C" __global__ void tdse_block_measure(
         const complex<double>* X, const complex<double>* KX, const complex<double>* psi0,
         const complex<double>* F, const double* k, const double* x, const bool* layers,
-        const double* P, const double* Q, int n, int nb, int nc, int field, double* out) {
+        const double* P, const double* Q, int n, int nb, int nc, int field, double* part) {
     __shared__ double sh[9][8][33];
-    int tx = threadIdx.x, ty = threadIdx.y;
+    int tx = threadIdx.x, ty = threadIdx.y, g = blockIdx.y, G = gridDim.y;
     int b = blockIdx.x * 32 + tx;
     double s[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     if (b < nb) {
-        for (int i = ty; i < n; i += 8)
+        for (int i = g * 8 + ty; i < n; i += 8 * G)
             tdse_point(s, i, b, X, KX, psi0, F, k, x, layers, P, Q, n, nb, nc, field);
     }
     for (int j = 0; j < 9; ++j) sh[j][ty][tx] = s[j];
@@ -411,7 +415,7 @@ extern "C" __global__ void tdse_block_measure(
         for (int j = 0; j < 9; ++j) {
             double t = 0.0;
             for (int y = 0; y < 8; ++y) t += sh[j][y][tx];
-            out[j * nb + b] = t;
+            part[(j * G + g) * nb + b] = t;
         }
     }
 }
@@ -445,3 +449,15 @@ extern "C" __global__ void tdse_block_measure_split(
 #: (8 threads along N each: at B = 1 that kernel took ~0.5 ms at N = 8192 on an H200,
 #: twice the step)
 SPLIT_MAX_MEMBERS = 16
+
+#: ... and beyond, the grid split in MEASURE_SPLIT_POINTS-point parts (at most
+#: MEASURE_MAX_SPLITS; a function of N alone, so a member's sums never depend on how many
+#: members share its block): a single run's time block of 512 states at N = 8192 was
+#: 16 blocks of threads on a 132-SM H100, ~2.5 ms a block (~5 us a step of the run)
+MEASURE_SPLIT_POINTS = 256
+MEASURE_MAX_SPLITS = 32
+
+
+def measure_splits(n: int) -> int:
+    """The parts the 32-members-a-block kernel splits an N-point grid into."""
+    return max(1, min(MEASURE_MAX_SPLITS, n // MEASURE_SPLIT_POINTS))
