@@ -118,26 +118,43 @@ def test_blocks_written_in_the_background_make_the_same_file(flush, tmp_path, mo
     bit, the same counts and attributes (the time-error estimate's, set during the run;
     the loop's clock and counts, set at the close), for blocks of a few snapshots and for
     one block of all but the first (its rows' array grown as they come), and the writer's
-    thread used."""
+    thread used -- where the node counts are made there (SnapshotWriter._count_nodes), off
+    the loop's thread."""
     import json
     import threading
 
     import h5py
+
+    from tdse.model import observables
     cfg = cfgmod.loads(TEXT).with_value("output.flush_seconds", flush).with_value(
-        "propagator.time_error", "companion").with_value("output.every", 3)
-    names, files = [], {}
+        "propagator.time_error", "companion").with_value("output.every", 3).with_value(
+        "initial.state", "gaussian").with_value("initial.k0", 3.0)   # node counts that vary
+    names, files, counted = [], {}, {}
     real = threading.Thread.start
+    real_count = observables.node_count
 
     def start(self):
         names.append(self.name)
         return real(self)
+
+    def node_count(*a, **k):
+        counted[mode].append(threading.current_thread().name)
+        return real_count(*a, **k)
     monkeypatch.setattr(threading.Thread, "start", start)
+    monkeypatch.setattr(observables, "node_count", node_count)
     for mode in ("0", "1"):
         monkeypatch.setenv("TDSE_BACKGROUND_WRITES", mode)
         names.clear()
+        counted[mode] = []
         files[mode] = run(cfg, tmp_path / mode, backend="numpy").path
         assert ("tdse-write" in names) == (mode == "1")
+    # every snapshot counted once; with the background writer, the blocks written during the
+    # run (the first snapshot's at least) counted in its thread, the last block at the close
+    # in the caller's
+    assert len(counted["0"]) == len(counted["1"]) == 35
+    assert "tdse-write" not in counted["0"] and "tdse-write" in counted["1"]
     a, b = read(files["0"]), read(files["1"])
+    assert len(set(np.asarray(a["snapshots/nodes"]).tolist())) > 1      # counts that differ
     for k in set(a) - {"attrs"}:
         assert np.array_equal(np.asarray(a[k]), np.asarray(b[k]), equal_nan=True), k
     with h5py.File(files["0"]) as f, h5py.File(files["1"]) as g:
