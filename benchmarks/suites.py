@@ -1312,14 +1312,41 @@ def _run_overhead_args(p):
                         "(its own column; not part of the target)")
 
 
-def _timed_cli(args):
+def _timed_cli(args, marks=None):
+    """The wall of ``python -m tdse ARGS``; ``marks``: a list given the process's spawn and
+    end in epoch seconds (``time.time()``, the run file's ``timeline`` clock)."""
     import subprocess
-    t0 = time.perf_counter()
+    t0, e0 = time.perf_counter(), time.time()
     r = subprocess.run([sys.executable, "-m", "tdse", *args], capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")})
+    wall = time.perf_counter() - t0
+    if marks is not None:
+        marks[:] = [e0, time.time()]
     if r.returncode:
         raise RuntimeError(f"tdse {' '.join(args)}: {r.stderr.strip()[-300:]}")
-    return time.perf_counter() - t0
+    return wall
+
+
+#: a CLI run's wall split by its file's ``timeline`` (tdse.run.driver._close): the mark each
+#: phase ends at, from the process's spawn to its end
+CLI_PHASES = (("before_prepare", "prepare0"), ("prepare", "prepare1"), ("set_up", "loop"),
+              ("loop", "loop_end"), ("to_close", "close"), ("close_and_exit", "gone"))
+
+
+def cli_phases(spawn, gone, timeline) -> dict:
+    """Seconds of each :data:`CLI_PHASES` phase of one CLI run: before :func:`tdse.prepare`
+    (the interpreter, the imports, the CLI's parsing), prepare, the set-up before the loop's
+    clock (resources, the writer, the stepper and observers), the loop with its observers'
+    ends, what follows up to the close (the loop's counts), and the close with the process's
+    exit (the last block's write, the file's close and rename, the interpreter's teardown).
+    Their sum is the wall from ``spawn`` to ``gone``."""
+    t = dict(timeline, gone=gone)
+    t["prepare0"], t["prepare1"] = t.pop("prepare", (t["run"], t["run"]))
+    out, last = {}, spawn
+    for name, mark in CLI_PHASES:
+        out[name] = t[mark] - last
+        last = t[mark]
+    return out
 
 
 def _run_overhead(a):
@@ -1398,6 +1425,7 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
     walls, loops, run_threads, prep, offloaded = {}, {}, None, {}, {}
     pairs = {}    # H(t)'s eigenpairs per label: the loop's wait for them, their seconds, calls
     every_wall, every_loop = {}, {}   # each repeat's CLI wall and loop clock, per label
+    split = {}       # per label, the medians of cli_phases: where each CLI run's wall went
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "in.toml")
         args = ["run", path, "--out", d, "--backend", a.backend, "--quiet", "--no-plots",
@@ -1412,16 +1440,18 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
                 continue
             with open(path, "w") as f:
                 f.write(cfgmod.to_toml(c))
-            w, lp, ph = [], [], []
+            w, lp, ph, marks, phases = [], [], [], [], []
             if label == "full" and bare is not None:
                 around.append(bare())
             times = {"companion": 1, "one_step": a.start_up_repeat or max(3, a.repeat)}
             for _ in range(times.get(label, a.repeat)):
-                w.append(_timed_cli(args))
+                w.append(_timed_cli(args, marks))
                 if label != "companion":     # the run's own clock: its loop, start-up excluded
                     import h5py
                     with h5py.File(os.path.join(d, f"{c.name}.h5"), "r") as f:
                         lp.append(float(f.attrs["wall_seconds"]))
+                        if "timeline" in f.attrs:
+                            phases.append(cli_phases(*marks, json.loads(f.attrs["timeline"])))
                         run_threads = f.attrs.get("blas_threads")
                         # rows measured by the observables' worker process (0: in the loop)
                         offloaded[label] = int(f.attrs.get("observables_process", 0))
@@ -1436,6 +1466,8 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
                 around.append(bare())
             walls[label] = float(np.median(w))
             every_wall[label] = [float(v) for v in w]
+            if phases:
+                split[label] = {k: float(np.median([p[k] for p in phases])) for k in phases[0]}
             if lp:
                 loops[label] = float(np.median(lp))
                 every_loop[label] = [float(v) for v in lp]
@@ -1492,7 +1524,14 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
            # seconds (in a worker, a thread or the loop) and calls, each repeat
            "eigenpairs_wait_seconds_each": [p[0] for p in pairs.get("full", [])],
            "eigenpairs_seconds_each": [p[1] for p in pairs.get("full", [])],
-           "eigenpairs_calls": int(pairs["full"][0][2]) if pairs.get("full") else None}
+           "eigenpairs_calls": int(pairs["full"][0][2]) if pairs.get("full") else None,
+           # each CLI run's wall by phase (cli_phases; medians per label), and what the S-step
+           # run spends beyond the 1-step run in each: the loop's is the steps', the others
+           # are fixed costs that the 1-step run (the target's start-up) does not pay
+           "cli_phases": split,
+           "cli_phases_full_minus_one_step": ({k: split["full"][k] - split["one_step"][k]
+                                               for k in split["full"]}
+                                              if "full" in split and "one_step" in split else None)}
     return row
 
 

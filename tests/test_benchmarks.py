@@ -109,3 +109,19 @@ def test_run_overhead_refuses_bad_values_in_one_line(capsys):
         assert e.value.code == 2
         msg = capsys.readouterr().err
         assert "must be >= " in msg or "not an integer" in msg or "--companion" in msg
+
+
+def test_cli_phases_split_a_runs_wall_by_its_file_timeline():
+    """run-overhead's split of a CLI run's wall (cli_phases): each phase from the mark before
+    it to its own, in order from the spawn to the process's end, their sum the whole wall; a
+    file without prepare's marks (a plan made elsewhere) puts prepare at run() entered."""
+    from benchmarks.suites import CLI_PHASES, cli_phases
+    tl = {"run": 100.5, "prepare": [100.6, 102.0], "loop": 102.25, "loop_end": 110.0, "close": 110.125}
+    got = cli_phases(100.0, 111.0, tl)
+    assert list(got) == [name for name, _ in CLI_PHASES]
+    assert got == pytest.approx({"before_prepare": 0.6, "prepare": 1.4, "set_up": 0.25,
+                                 "loop": 7.75, "to_close": 0.125, "close_and_exit": 0.875})
+    assert sum(got.values()) == pytest.approx(11.0)
+    bare = cli_phases(100.0, 111.0, {k: v for k, v in tl.items() if k != "prepare"})
+    assert bare["before_prepare"] == pytest.approx(0.5) and bare["prepare"] == 0.0
+    assert bare["set_up"] == pytest.approx(1.75)

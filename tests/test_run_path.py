@@ -63,6 +63,34 @@ def test_prepare_times_its_phases_into_the_plan_and_the_file(tmp_path):
         assert json.loads(f.attrs["prepare_seconds"]) == pytest.approx(auto.prepare_seconds)
 
 
+def test_the_run_file_places_its_phases_on_a_timeline(tmp_path):
+    """The run file's ``timeline`` (#23: where a CLI run's wall goes beyond its loop):
+    epoch seconds of run() entered, prepare's start and end, the loop's clock started and
+    its end, the close -- in that order when run() prepares (a plan prepared before: its
+    prepare first), within the call's own wall-clock window; the loop's marks bracket the
+    file's loop clock (wall_seconds)."""
+    import json
+    import time
+
+    import h5py
+    from tdse.run.driver import run
+    plan = _plan("chebyshev", steps=30)
+    for given in (plan.config, plan):
+        a = time.time()
+        path = run(given, str(tmp_path), force=True).path
+        b = time.time()
+        with h5py.File(path, "r") as f:
+            tl = json.loads(f.attrs["timeline"])
+            loop_clock = float(f.attrs["wall_seconds"])
+        assert set(tl) == {"run", "prepare", "loop", "loop_end", "close"}
+        p0, p1 = tl["prepare"]
+        marks = [tl["run"], p0, p1] if given is plan.config else [p0, p1, tl["run"]]
+        marks += [tl["loop"], tl["loop_end"], tl["close"]]
+        assert marks == sorted(marks)
+        assert (a <= marks[0] if given is plan.config else p1 <= a) and marks[-1] <= b
+        assert tl["loop_end"] - tl["loop"] <= loop_clock <= tl["close"] - tl["loop"] + 1e-3
+
+
 @pytest.mark.parametrize("method,stencil", [("dense", 3), ("chebyshev", 3), ("chebyshev", "dvr"),
                                             ("dense", "dvr"), ("taylor", 5)])
 def test_a_block_of_states_is_the_same_loop(method, stencil, rng):

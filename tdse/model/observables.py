@@ -453,7 +453,8 @@ SPLIT_MAX_MEMBERS = 16
 #: ... and beyond, the grid split in MEASURE_SPLIT_POINTS-point parts (at most
 #: MEASURE_MAX_SPLITS; a function of N alone, so a member's sums never depend on how many
 #: members share its block): a single run's time block of 512 states at N = 8192 was
-#: 16 blocks of threads on a 132-SM H100, ~2.5 ms a block (~5 us a step of the run)
+#: 16 blocks of threads on a 132-SM H100, 2.2 ms a block (~4 us a step of the run), now
+#: 0.18 ms (``benchmarks/results/block_parts_h100x1_20261126T2106.txt``)
 MEASURE_SPLIT_POINTS = 256
 MEASURE_MAX_SPLITS = 32
 

@@ -7,6 +7,7 @@ completes; without, nothing is written and the arrays stay in memory.  Atomic un
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -193,6 +194,7 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
     :class:`tdse.run.interrupts.Interrupted`.  ``force``: overwrite an existing output;
     ``allow_inaccurate``: run although the exponential misses its tolerance;
     ``threads``: the host's BLAS threads, on a GPU run too (default: :func:`tdse.run.backend.blas_threads`)."""
+    entered = time.time()
     plan = config if isinstance(config, RunPlan) else prepare(
         config, backend=backend, devices=devices, threads=threads,
         allow_inaccurate=allow_inaccurate, pc=precheck_result)
@@ -203,6 +205,7 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
                     None if work is None else os.path.dirname(os.path.abspath(work)),
                     existing=os.path.getsize(work) if resume else 0)
     writer, complete, bar, t0 = None, False, None, None
+    timeline = _timeline(entered, plan)
     try:    # from here a failure closes the file (none is left without a whole snapshot)
         writer = _open_writer(plan, work, plan.attrs(allow_inaccurate), resume)
         stepper = plan.stepper()
@@ -214,18 +217,19 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
         if estimate is not None:
             observers.insert(0, estimate)
         bar = Progress(config.time.steps, start, config.name, disable=not progress)
-        t0 = time.perf_counter()
+        t0, timeline["loop"] = time.perf_counter(), time.time()
         observers += [bar, Interrupts(writer, lambda: snaps.last_step * config.time.dt, t0)]
         with plan.backend.limit():
             evolve(plan, psi, observers, start=start, U0=Ut, resumed=resume is not None,
                    stepper=stepper)
+        timeline["loop_end"] = time.time()
         complete = True
     finally:  # finish: a crash leaves the .part file valid, not complete
         if bar is not None:
             bar.close()
         if writer is not None:
             _close(writer, complete, None if t0 is None else (t0, stepper, obs),
-                   None if resume else work)
+                   None if resume else work, timeline)
         elif resume is None and work is not None and os.path.exists(work):
             os.remove(work)     # stopped while the new file was being made: nothing in it
     if work != path:
@@ -238,13 +242,28 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
                                         time.perf_counter() - t0, config.time.steps - start))
 
 
-def _close(writer, complete, ran, new_file):
+def _timeline(entered, plan) -> dict:
+    """The run's epoch marks so far (the file's ``timeline``, :func:`_close`): :func:`run`
+    entered and, where the plan holds it, :func:`tdse.run.plan.prepare`'s [start, end]."""
+    return {"run": entered, **({"prepare": list(plan.prepare_window)} if plan.prepare_window else {})}
+
+
+def _close(writer, complete, ran, new_file, timeline=None):
     """Close the run's writer: the loop's counts when it ran (``ran``: (t0, stepper,
     observables), or None when it stopped while being set up); a new run file
-    (``new_file``) that holds no snapshot is removed -- nothing to resume from."""
+    (``new_file``) that holds no snapshot is removed -- nothing to resume from.
+
+    ``timeline``: epoch seconds (``time.time()``) of the run's marks, written as the JSON
+    attribute ``timeline`` with "close" (now, before the last block's write and the file's
+    close): "run" (:func:`run` entered), "prepare" ([start, end] of
+    :func:`tdse.run.plan.prepare`), "loop" (the loop's clock started: the writer, stepper
+    and observers made), "loop_end" (the loop and its observers' ends done) -- so that a
+    caller who knows when the process started and ended (the run-overhead suite) can
+    split its wall: imports, preparation, set-up, loop, close and exit."""
     if writer.f and ran:
         t0, stepper, obs = ran
-        writer.set_attrs(wall_seconds=time.perf_counter() - t0,
+        writer.set_attrs(timeline=json.dumps({**(timeline or {}), "close": time.time()}),
+                         wall_seconds=time.perf_counter() - t0,
                          exponentials=stepper.exponentials,
                          chebyshev_terms_applied=stepper.cheb_terms,
                          context_switch_seconds=stepper.context_switch_seconds,

@@ -50,6 +50,9 @@ class RunPlan:
     #: (:func:`tdse.run.observers.offload_wanted`, decided here, where its worker starts;
     #: None: decided by the observer)
     observer_process: bool | None = None
+    #: (start, end) of :func:`prepare` in epoch seconds (``time.time()``): the run file's
+    #: ``timeline`` places it between the process's start and the loop's
+    prepare_window: tuple | None = None
 
     @property
     def steps(self) -> int:
@@ -109,7 +112,7 @@ def prepare(config: Config, *, backend="auto", devices=None, threads=None,
     ``operator``/``steps``: what auto's cost estimate assumes (default: the config's).
     ``backend = "auto"`` on a machine with GPUs takes the backend whose step of this very
     run is faster, timed here (:func:`fastest`); without GPUs it is NumPy."""
-    t0 = time.perf_counter()
+    t0, e0 = time.perf_counter(), time.time()
     memory_check(config)          # before any work: the method's matrices must fit
     from .observers import prewarm
     offload = prewarm(config, backend, threads)   # a worker starts while this prepares
@@ -136,7 +139,7 @@ def prepare(config: Config, *, backend="auto", devices=None, threads=None,
         from .observers import offload_start
         offload = offload_start(plan.config, plan.backend.name, threads)
     return dataclasses.replace(plan, prepare_seconds={**phases, **plan.prepare_seconds},
-                               observer_process=offload)
+                               observer_process=offload, prepare_window=(e0, time.time()))
 
 
 def _on(backend, config, pc, x, E, phi, devices, threads, operator, steps) -> RunPlan:

@@ -198,10 +198,8 @@ class SnapshotWriter:
                  reopen=False, background=False):
         from ..config import to_toml
         from ..version import __version__
-        path = os.fspath(path)
-        self.path = path
-        self.extra = dict(extra or {})
-        self.flush_seconds = config.output.flush_seconds
+        self.path = path = os.fspath(path)
+        self.extra, self.flush_seconds = dict(extra or {}), config.output.flush_seconds
         self._held, self._held_since = [], None     # snapshots appended, not yet written
         self.before_write = []
         # background (a GPU run, whose loop's thread is what keeps the device fed): each
@@ -213,8 +211,7 @@ class SnapshotWriter:
         self._psi = None                 # psi's rows of the held snapshots (background)
         self._psi_rows = 0               # ... the rows that array was made for
         self._attrs = {}                 # attributes waiting for the next block (background)
-        # a snapshot appended with nodes=None has them counted here (:meth:`_count_nodes`;
-        # a background writer: in its thread, off the loop's)
+        # nodes=None in a snapshot: counted by :meth:`_count_nodes` (in the background's thread)
         self._node_x, self._node_eps = np.asarray(x), config.output.node_eps
         if reopen:
             self._reopen(attrs)
