@@ -69,6 +69,29 @@ def test_block_rows_equal_the_row_at_a_time_measure(stencil, driven, inputs_dir,
     assert np.ptp(host.observables["x_mean"]) > 1e-3
 
 
+def test_a_block_of_one_configuration_is_made_from_one_state(inputs_dir, rng):
+    """BlockMeasure of M members of one configuration (a single run's time block) given
+    psi(0) once as (N, 1), H(0)'s states as a broadcast view and the same config object M
+    times (its absorbing layers computed once) measures the same bits as the block given
+    every member's arrays in full and M equal but distinct configs."""
+    from tdse.model.observables import BlockMeasure
+    cfg = _field_absorber(_moving(inputs_dir, 3), inputs_dir)
+    n, K, M = cfg.grid.n, 3, 6
+    x = np.linspace(cfg.grid.x_min, cfg.grid.x_max, n, endpoint=False)
+    phi0 = rng.standard_normal((K, n))
+    psi0 = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+    X = rng.standard_normal((n, M)) + 1j * rng.standard_normal((n, M))
+    times = rng.uniform(0.0, 2.0, M)
+    full = BlockMeasure([dataclasses.replace(cfg) for _ in range(M)], x,
+                        np.repeat(phi0[None], M, 0), np.repeat(psi0[:, None], M, 1))
+    once = BlockMeasure([cfg] * M, x, np.broadcast_to(phi0[None], (M, K, n)), psi0[:, None])
+    assert full.shared and once.shared and once.psi0.shape == (n, M)
+    assert np.array_equal(once.layers, full.layers) and once.layers.any()
+    a, b = full.raw(None, X, times=times), once.raw(None, X, times=times)
+    for k in ("sums", "amps"):
+        assert np.array_equal(a[k], b[k]), k
+
+
 @pytest.mark.parametrize("own_states", [False, True])
 def test_block_sums_at_their_own_times_equal_a_column_at_a_time(own_states, inputs_dir, rng):
     """BlockMeasure.raw on NumPy with each column at its own time: the nine sums equal those

@@ -160,7 +160,8 @@ class BlockMeasure:
     eigenstates of H(0) -- the definitions of :class:`Measure`, vectorised over the columns
     and computed where psi lives; only the B-vectors come back to the host.  (Populations in
     the eigenstates of H(t) and <n> need an eigensolve per member and observation: a scan
-    leaves them out.)"""
+    leaves them out.)  ``phi0`` (B, K, N); ``psi0`` (N, B), or (N, 1) for one psi(0) of every
+    member."""
 
     NAMES = ("norm", "yield", "layer_norm", "yield_flux", "energy", "x_mean", "p_mean",
              "acceleration", "acceleration_normalised", "field", "autocorrelation",
@@ -172,14 +173,25 @@ class BlockMeasure:
         self.configs, self.xp = list(configs), xp
         self.dx = configs[0].grid.dx
         self.x = xp.asarray(x)
+        B = len(self.configs)
         phi0 = np.asarray(phi0)                    # (B, K, N)
         # members sharing one molecule share their eigenstates: one GEMM for all populations
-        self.shared = bool(np.all(phi0 == phi0[:1]))
+        # (a broadcast array shares them by its strides: no B K N comparisons)
+        self.shared = phi0.shape[0] == 1 or phi0.strides[0] == 0 or bool(np.all(phi0 == phi0[:1]))
         self.phi0 = xp.asarray(phi0[0] if self.shared else phi0)
-        self.psi0 = xp.ascontiguousarray(xp.asarray(psi0, dtype=np.complex128))   # (N, B)
+        # (N, B), or (N, 1): one psi(0) for every member, repeated where it lives -- a single
+        # run's time block of 512 states at N = 8192 repeated it on the host (64 MB made and
+        # uploaded at the run's start)
+        psi0 = xp.asarray(psi0, dtype=np.complex128)
+        if psi0.shape[1] == 1 and B > 1:
+            psi0 = xp.broadcast_to(psi0, (psi0.shape[0], B))
+        self.psi0 = xp.ascontiguousarray(psi0)
         self.potential = BatchPotential([c.potential for c in configs], x, xp)
-        self.kinetic = BlockOperator(configs[0].grid, 1.0, xp.zeros((len(x), len(configs))), xp)
-        layers = np.stack([absorber_profile(c, np.asarray(x)) > 0 for c in configs], axis=1)
+        self.kinetic = BlockOperator(configs[0].grid, 1.0, xp.zeros((len(x), B)), xp)
+        one = all(c is self.configs[0] for c in self.configs)       # one configuration, B times
+        layers = np.stack([absorber_profile(c, np.asarray(x)) > 0
+                           for c in (self.configs[:1] if one else self.configs)], axis=1)
+        layers = np.ascontiguousarray(np.broadcast_to(layers, (len(x), B)))
         self.layers, self._any_layer = xp.asarray(layers), bool(layers.any())
         if xp is np:
             self.layers = layers.astype(np.float64)     # summed against |psi|^2 (einsum)

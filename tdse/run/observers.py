@@ -894,7 +894,7 @@ class _BlockRows:
         self.M = max(1, min(cap, rows))
         self.tblock = observables.BlockMeasure(
             [cfg] * self.M, plan.x, np.broadcast_to(phi0[None], (self.M, *phi0.shape)),
-            np.repeat(psi0[:, None], self.M, axis=1), xp)
+            psi0[:, None], xp)
         # the states a row each (a contiguous copy a state: one memcpy on a GPU, where a
         # column of an N x M block took a strided-copy kernel and ~20 us of CuPy's indexing)
         # (zeros: the rows past those filled are measured with them, then dropped)
