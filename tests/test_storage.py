@@ -118,8 +118,8 @@ def test_blocks_written_in_the_background_make_the_same_file(flush, tmp_path, mo
     bit, the same counts and attributes (the time-error estimate's, set during the run;
     the loop's clock and counts, set at the close), for blocks of a few snapshots and for
     one block of all but the first (its rows' array grown as they come), and the writer's
-    thread used -- where the node counts are made there (SnapshotWriter._count_nodes), off
-    the loop's thread."""
+    thread used -- where the node counts are made there (the writer's _NodeCounter), off
+    the loop's thread; each row's count is its own psi's (counted here, row by row)."""
     import json
     import threading
 
@@ -155,6 +155,9 @@ def test_blocks_written_in_the_background_make_the_same_file(flush, tmp_path, mo
     assert "tdse-write" not in counted["0"] and "tdse-write" in counted["1"]
     a, b = read(files["0"]), read(files["1"])
     assert len(set(np.asarray(a["snapshots/nodes"]).tolist())) > 1      # counts that differ
+    x = np.asarray(a["grid/x"])
+    assert list(a["snapshots/nodes"]) == [real_count(x, p, cfg.output.node_eps)
+                                           for p in np.asarray(a["snapshots/psi"])]
     for k in set(a) - {"attrs"}:
         assert np.array_equal(np.asarray(a[k]), np.asarray(b[k]), equal_nan=True), k
     with h5py.File(files["0"]) as f, h5py.File(files["1"]) as g:
@@ -166,6 +169,19 @@ def test_blocks_written_in_the_background_make_the_same_file(flush, tmp_path, mo
         te = [{k: v for k, v in json.loads(h.attrs["time_error"]).items()
                if not k.startswith("companion_") or k == "companion_dt"} for h in (f, g)]
         assert te[0] == te[1] and te[0]["comparisons"] == 35   # its seconds apart
+
+
+def test_a_run_in_memory_counts_each_snapshots_own_nodes():
+    """tdse.simulate without a file (MemoryWriter): each snapshot's node count is its own
+    psi's (node_count, counted here row by row), and the counts vary (a moving packet)."""
+    import tdse
+    from tdse.model.observables import node_count
+    cfg = cfgmod.loads(TEXT).with_value("output.every", 3).with_value(
+        "initial.state", "gaussian").with_value("initial.k0", 3.0)
+    d = tdse.simulate(cfg, backend="numpy").data
+    x, psi, nodes = d["grid/x"], d["snapshots/psi"], list(d["snapshots/nodes"])
+    assert len(set(nodes)) > 1
+    assert nodes == [node_count(x, p, cfg.output.node_eps) for p in psi]
 
 
 def test_an_interrupt_while_waiting_for_a_background_block_loses_nothing(tmp_path, monkeypatch):
@@ -192,7 +208,7 @@ def test_an_interrupt_while_waiting_for_a_background_block_loses_nothing(tmp_pat
     rows = [rng.standard_normal(n) + 1j * rng.standard_normal(n) for _ in range(7)]
 
     def add(k):
-        w.append(t=0.1 * k, step=k, psi=rows[k], centres=np.zeros(2), nodes=k,
+        w.append(t=0.1 * k, step=k, psi=rows[k], centres=np.zeros(2),
                  time_error=np.nan, time_error_populations=np.nan)
     add(0)                                   # the first: written at once, in the background
     for k in range(1, 4):

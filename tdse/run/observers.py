@@ -1399,11 +1399,9 @@ class Snapshots(Observer):
         row = {"time_error": np.nan, "time_error_populations": np.nan, **row, **row_extras}
         if attr_extras:
             self.writer.set_attrs(**attr_extras)
-        # a background writer counts the nodes in its own thread (SnapshotWriter._count_nodes)
-        nodes = (None if getattr(self.writer, "background", False)
-                 else observables.node_count(self.x, psi, cfg.output.node_eps))
+        # (the node count: the writer's, from psi, when it writes: _NodeCounter)
         self.writer.append(state=keep, t=t, step=step, psi=psi,
-                           centres=centre_positions(cfg.potential, t), nodes=nodes, **row)
+                           centres=centre_positions(cfg.potential, t), **row)
         self.last_step = step
 
 

@@ -182,6 +182,21 @@ def _one_row(row, names):
     return _HeldRows(1, {name: np.asarray(row[name])[None] for name in names})
 
 
+class _NodeCounter:
+    """A writer's node counts of the psi rows it writes (:func:`tdse.model.observables.node_count`
+    with ``output.node_eps``): the writer makes them, not the loop -- a GPU run's writer in
+    its block's thread, where they took ~0.2 ms of the loop's host time every
+    ``output.every`` steps at N = 8192 (5 % of its samples,
+    ``spy_loop_h100x1_20261126T2110_3point.txt``)."""
+
+    def __init__(self, x, config):
+        self.x, self.eps = np.asarray(x), config.output.node_eps
+
+    def __call__(self, rows):
+        from ..model.observables import node_count
+        return [node_count(self.x, psi, self.eps) for psi in rows]
+
+
 class SnapshotWriter:
     """Create (or reopen, to resume) a run file; append snapshots (:meth:`append`, held
     up to ``flush_seconds`` and written in blocks, each block flushed: :meth:`write`) and
@@ -211,8 +226,7 @@ class SnapshotWriter:
         self._psi = None                 # psi's rows of the held snapshots (background)
         self._psi_rows = 0               # ... the rows that array was made for
         self._attrs = {}                 # attributes waiting for the next block (background)
-        # nodes=None in a snapshot: counted by :meth:`_count_nodes` (in the background's thread)
-        self._node_x, self._node_eps = np.asarray(x), config.output.node_eps
+        self._nodes = _NodeCounter(x, config)     # the node counts: made when written
         if reopen:
             self._reopen(attrs)
             return
@@ -360,7 +374,7 @@ class SnapshotWriter:
         c0, c1 = self.count, self.count + len(held)
         stages = self._stages()
         cols = {name: ([r[name] for r, _ in held] if name != "psi" or self._psi is None
-                       else self._psi[:len(held)]) for name in self.snap}
+                       else self._psi[:len(held)]) for name in self.snap if name != "nodes"}
         rows, self._rows = self._rows, []
         attrs, self._attrs = self._attrs, {}
         obs = (rows, self.obs_count)
@@ -398,7 +412,7 @@ class SnapshotWriter:
         observation rows ``obs`` (rows, the count after them), the attributes waiting, the
         resume arrays, the counts; flushed."""
         try:
-            self._count_nodes(cols)
+            cols["nodes"] = self._nodes(cols["psi"])
             self._write_observations(*obs)
             for k, v in attrs.items():
                 self.f.attrs[k] = _jsonable(v)
@@ -420,19 +434,6 @@ class SnapshotWriter:
                 self._flush()
         except (OSError, RuntimeError) as e:   # h5py reports a failed flush as either
             self._fail(need, free, str(e).splitlines()[0][:160], count=c0)
-
-    def _count_nodes(self, cols):
-        """The node counts (:func:`tdse.model.observables.node_count`) of the rows appended
-        with ``nodes=None``, from their psi: a GPU run's snapshot counted them in the loop's
-        thread, ~0.2 ms of its host time every ``output.every`` steps at N = 8192 (5 % of
-        the loop's samples, ``spy_loop_h100x1_20261126T2110_3point.txt``)."""
-        nodes = cols.get("nodes")
-        if nodes is None or all(v is not None for v in nodes):
-            return
-        from ..model.observables import node_count
-        psi = cols["psi"]
-        cols["nodes"] = [node_count(self._node_x, psi[i], self._node_eps) if v is None else v
-                         for i, v in enumerate(nodes)]
 
     def _stages(self):
         """The counts at which the next write flushes: the new count, preceded by the one
@@ -590,12 +591,14 @@ class MemoryWriter:
                       "states/n": np.arange(len(energies)), "states/energies": np.asarray(energies),
                       "states/phi": np.asarray(phi)}
         self.snap = {name: [] for name in {**_SNAPSHOT, **(extra or {})}}
+        self._nodes = _NodeCounter(x, config)
         self.groups = {name: g for name, (g, *_) in {**_SNAPSHOT, **(extra or {})}.items()}
         self.obs = {name: [] for name in _OBSERVABLE}
         self.count = self.obs_count = 0
         self.before_write = []
 
     def append(self, state=None, **row):
+        row = {**row, "nodes": self._nodes([row["psi"]])[0]}
         for name in self.snap:
             self.snap[name].append(np.asarray(row[name]))
         self.count += 1
