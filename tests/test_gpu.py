@@ -804,6 +804,42 @@ def test_single_run_graph_steps_and_device_observables(name, stencil, t_end, mon
 
 
 @pytest.mark.gpu
+def test_steps_written_into_the_observables_block_give_the_copied_rows_bits(tmp_path, monkeypatch):
+    """Observables.destination: a GPU run's graph step writes psi into the next slot of the
+    observables' block (no copy) -- the run file's every dataset equals, bit for bit, the
+    same run's with each psi copied into its slot (TDSE_STEP_INTO_ROWS=0), over blocks of 7 rows
+    measured full and cut short by the writer's block every snapshot (flush_seconds = 0);
+    and the slot path was taken at every step but the first."""
+    import h5py
+    import tdse
+    from tdse.run import observers as O
+    monkeypatch.setattr(O, "TIME_BLOCK", 7)
+    monkeypatch.setattr(O, "TIME_BLOCK_GPU", 7)
+    cfg = _batch_case("h2plus_moving.toml", 0.8, ("propagator.method", ["chebyshev"]))[0]
+    cfg = cfg.with_value("output.flush_seconds", 0.0).with_value("output.every", 5)
+    record, seen = O._BlockRows.record, []
+
+    def counted(self, step, t, psi, molecular):
+        seen.append(psi is self.slots[self.cols])
+        return record(self, step, t, psi, molecular)
+    monkeypatch.setattr(O._BlockRows, "record", counted)
+    files = {}
+    for into in (True, False):
+        monkeypatch.setenv("TDSE_STEP_INTO_ROWS", "1" if into else "0")
+        seen.clear()
+        out = tmp_path / str(into)
+        files[into] = tdse.simulate(cfg, backend="cupy", out=str(out)).path
+        hits = sum(seen)
+        assert hits == (cfg.time.steps if into else 0), (hits, len(seen))
+    with h5py.File(files[True]) as a, h5py.File(files[False]) as b:
+        names = []
+        a.visititems(lambda k, v: names.append(k) if isinstance(v, h5py.Dataset) else None)
+        assert "observables/norm" in names and "snapshots/psi" in names
+        for k in names:
+            assert np.array_equal(a[k][()], b[k][()], equal_nan=a[k].dtype.kind in "fc"), k
+
+
+@pytest.mark.gpu
 def test_graph_steps_planned_ahead_in_a_thread_are_the_same_bit_for_bit(monkeypatch):
     """GraphStep._plan: the next chunk's scalars planned in a thread while this chunk steps
     give the run planned chunk by chunk in the loop, bit for bit, over several chunks (and

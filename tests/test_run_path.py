@@ -127,6 +127,30 @@ def test_observers_see_every_step_in_order():
                     ("after", 4, 4), ("before", 4, 4), ("after", 5, 5), ("end", 5)]
 
 
+def test_the_loop_asks_the_observer_that_offers_a_destination_for_each_new_psi():
+    """Observer.destination: before step j the loop asks for psi(t_{j+1})'s place and hands
+    it to the stepper as ``out`` (None from observers that offer none; the psi the stepper
+    returns is the state's either way)."""
+    plan = _plan("chebyshev", steps=6)
+    stepper, asked, given = plan.stepper(), [], []
+    step = stepper.step
+
+    def spy_step(psi, j, out=None):
+        given.append((j, out))
+        return step(psi, j, out=out)
+    stepper.step = spy_step
+
+    class Offers(tdse.Observer):
+        def destination(self, step):
+            asked.append(step)
+            return f"slot {step}" if step % 2 == 0 else None
+
+    final = tdse.evolve(plan, plan.psi0, [tdse.Observer(), Offers()], stepper=stepper)
+    assert asked == [1, 2, 3, 4, 5, 6]
+    assert given == [(0, None), (1, "slot 2"), (2, None), (3, "slot 4"), (4, None), (5, "slot 6")]
+    assert np.array_equal(final.psi, tdse.evolve(plan, plan.psi0).psi)
+
+
 class _FakeCuda:
     """A stand-in for cupy.cuda's driver and runtime calls context_switch makes: records
     them; ``fail`` names a call that raises."""

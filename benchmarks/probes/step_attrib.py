@@ -57,10 +57,10 @@ def timed(cls, name, part):
 _step = stmod.Stepper.step
 
 
-def step(self, psi, j):
+def step(self, psi, j, out=None):
     import cupy as cp
     t = time.perf_counter()
-    out = _step(self, psi, j)
+    out = _step(self, psi, j, out)
     e = cp.cuda.Event()
     e.record()
     EVENTS.append(e)

@@ -404,10 +404,16 @@ def _copy_in(cp, dst, src):
         cp.copyto(dst, src.reshape(dst.shape))
 
 
-def _copy_out(cp, src, shape=None):
-    """A new array holding ``src`` (one memcpy), of ``shape`` (default src's): the caller
-    keeps it past the next step."""
-    out = cp.ndarray(src.shape if shape is None else shape, dtype=src.dtype)
+def _copy_out(cp, src, shape=None, dest=None):
+    """An array holding ``src`` (one memcpy), of ``shape`` (default src's), that the caller
+    keeps past the next step: ``dest`` where given and it fits (C-contiguous, src's dtype,
+    size, shape and device: :meth:`tdse.run.loop.Observer.destination`), else a new one."""
+    shape = src.shape if shape is None else shape
+    if dest is not None and dest.dtype == src.dtype and dest.shape == tuple(shape) \
+            and dest.flags.c_contiguous and dest.data.device_id == src.data.device_id:
+        out = dest
+    else:
+        out = cp.ndarray(shape, dtype=src.dtype)
     out.data.copy_from_device_async(src.data, out.nbytes)
     return out
 
@@ -829,7 +835,7 @@ class GraphStep:
                 nxt += CHUNK
         return ch
 
-    def step(self, X, j):
+    def step(self, X, j, dest=None):
         ch = self._chunk
         if ch is None or not ch[0] <= j < ch[0] + CHUNK:
             ch = self._chunk = self._plan(j)
@@ -866,7 +872,7 @@ class GraphStep:
                     else 8 if self.fft.four_step else 4)
         self.nodes_per_step = (len(pattern) if self.chain else per_term * K
                                + len(pattern) * (2 + (1 if self.masks else 0)))
-        return _copy_out(self.cp, self.result, X.shape)
+        return _copy_out(self.cp, self.result, X.shape, dest)
 
     def _warm(self, pattern):
         """Run the body once eagerly on a copy of the buffers (kernels compile here, not

@@ -45,6 +45,12 @@ class Observer:
     def after(self, state: State):
         pass
 
+    def destination(self, step: int):
+        """Where the step that makes psi(t_step) may write it (a device array this observer
+        will read it from, e.g. its block of rows: a copy a step saved), or None.  The step
+        returns psi either way; it is written there where the stepper can."""
+        return None
+
     def end(self, state: State):
         pass
 
@@ -127,13 +133,16 @@ def evolve(plan, psi0, observers=(), *, start=0, stop=None, U0=None, resumed=Fal
 
 
 def _steps(stepper, dt, start, stop, state, observers):
+    # the observer that offers where each psi goes (Observer.destination), if one does
+    to = next((o for o in observers if type(o).destination is not Observer.destination), None)
     try:
         for o in observers:
             o.begin(state)
         for j in range(start, stop):
             for o in observers:
                 o.before(j, state)
-            psi = None if state.psi is None else stepper.step(state.psi, j)
+            out = None if to is None else to.destination(j + 1)
+            psi = None if state.psi is None else stepper.step(state.psi, j, out=out)
             U = None if state.U is None else stepper.step_operator(state.U, j)
             state = State(j + 1, (j + 1) * dt, psi, U)
             for o in observers:
