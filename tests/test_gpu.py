@@ -828,7 +828,7 @@ def test_steps_written_into_the_observables_block_give_the_copied_rows_bits(tmp_
         monkeypatch.setenv("TDSE_STEP_INTO_ROWS", "1" if into else "0")
         seen.clear()
         out = tmp_path / str(into)
-        files[into] = tdse.simulate(cfg, backend="cupy", out=str(out)).path
+        files[into] = tdse.simulate(cfg, backend="cupy", devices=[0], out=str(out)).path
         hits = sum(seen)
         assert hits == (cfg.time.steps if into else 0), (hits, len(seen))
     with h5py.File(files[True]) as a, h5py.File(files[False]) as b:

@@ -603,3 +603,35 @@ def test_a_resumed_run_that_fails_again_stays_resumable(tmp_path, monkeypatch):
     assert st2["count"] == st["count"] + 1
     res = run(cfg, None, backend="numpy", resume=(st2, part))
     _same(read(res.path), ref)
+
+
+def test_a_forced_run_renames_its_file_to_a_free_name(tmp_path, monkeypatch):
+    """snapshots.publish: a run with --force over an earlier output removes that file just
+    before renaming its finished .part to the name, so the rename never lands on an
+    existing file (ext4 writes a file renamed over another out before the rename returns:
+    ~0.1 s a 205 MB run file); the new file is the run's, the .part gone, and until the
+    new run completes the earlier file stays."""
+    import tdse.run.snapshots as S
+    cfg = cfgmod.loads(TEXT).with_value("time.t_end", 0.1)
+    first = run(cfg, tmp_path, backend="numpy").path
+    old = read(first)
+    assert old["attrs"]["complete"]
+    renames, real = [], os.replace
+
+    def spy(src, dst):
+        renames.append((os.path.basename(src), os.path.basename(dst), os.path.lexists(dst)))
+        return real(src, dst)
+    monkeypatch.setattr(S.os, "replace", spy)
+    seen_old = []
+    hook = SnapshotWriter.close
+
+    def close(self, complete):   # the earlier file is still there while the run closes its own
+        seen_old.append(os.path.exists(first) and read(first)["snapshots/t"].size)
+        return hook(self, complete)
+    monkeypatch.setattr(SnapshotWriter, "close", close)
+    second = run(cfg.with_value("time.t_end", 0.2), tmp_path, backend="numpy", force=True).path
+    assert second == first and renames == [("h.h5.part", "h.h5", False)]
+    assert seen_old == [old["snapshots/t"].size]
+    new = read(second)
+    assert new["attrs"]["complete"] and new["snapshots/t"].size > old["snapshots/t"].size
+    assert not os.path.exists(second + ".part")

@@ -61,6 +61,7 @@ def child(stamps_file, args):
     _wrap(driver, "check_resources", "resources")
     _wrap(driver, "_open_writer", "open_writer")
     _wrap(snapshots.SnapshotWriter, "close", "writer_close")
+    _wrap(os, "replace", "replace")         # the .part renamed over an earlier run's file
     for cls in ("Observables", "Snapshots", "Progress"):
         c = getattr(observers, cls)
         if hasattr(c, "end"):
@@ -93,7 +94,12 @@ def parent(inp, n, st, S, pe, backend, repeat, out):
         r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", sf, "run", path,
                             "--out", d, "--backend", backend, "--quiet", "--no-plots", "--force",
                             "--yes", "--allow-inaccurate"], capture_output=True, text=True,
-                           env={**os.environ, "PYTHONPATH": ROOT})
+                           # the child's main module is this file, not tdse: the run would
+                           # not spawn its eigenpairs workers (observers._spawn_safe) and would
+                           # compute H(t)'s pairs in the loop (~4 s of a 40000-step 3-point
+                           # run: the 233-247 us steps of earlier probes); this file guards
+                           # its main, so they are asked for as `tdse run` has them
+                           env={**os.environ, "PYTHONPATH": ROOT, "TDSE_EIGENPAIRS_AHEAD": "1"})
         t_gone = time.time()
         with open(sf) as f:
             st_ = json.load(f)

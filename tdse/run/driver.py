@@ -24,7 +24,7 @@ from .loop import evolve
 from .observers import Observables, Progress, Snapshots
 from .plan import RunPlan, prepare
 from .resources import check_resources
-from .snapshots import MemoryWriter, OutputExists, SnapshotWriter, final_path, part_path
+from .snapshots import MemoryWriter, OutputExists, SnapshotWriter, final_path, part_path, publish
 from .timeerror import CompanionEstimate, TimeErrorEstimate, window_start
 
 __all__ = ["Result", "run"]
@@ -233,7 +233,7 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
         elif resume is None and work is not None and os.path.exists(work):
             os.remove(work)     # stopped while the new file was being made: nothing in it
     if work != path:
-        os.replace(work, path)
+        publish(work, path)
     return Result(config, path, plan.precheck, config.time.steps, writer.count,
                   time.perf_counter() - t0, plan.backend.name,
                   estimate.result if estimate else None, stepper.exponentials,

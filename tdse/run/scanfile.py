@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 
 import h5py
 import numpy as np
 
 from ..config import key_unit, to_toml
 from ..version import __version__
+from .snapshots import publish
 
 FORMAT = "tdse-scan/1"
 
@@ -85,7 +85,7 @@ def write(path, res: dict, spectra: dict | None = None) -> str:
             o.make_scale("hhg_order")
             _put(f, "hhg_power", spectra["power"], dims + [o], "a.u.",
                  "|FFT of the acceleration|^2 (hann window) of each member")
-    os.replace(tmp, path)
+    publish(tmp, path)         # (an earlier file removed first: snapshots.publish)
     return path
 
 

@@ -639,6 +639,20 @@ def final_path(path: str) -> str:
     return path[:-5] if path.endswith(".part") else path
 
 
+def publish(work: str, path: str):
+    """A finished file ``work`` renamed to its final name ``path``, an earlier file there
+    (``--force``) removed just before: a rename over an existing file makes ext4 write the
+    new file's data out before the rename returns (its ``auto_da_alloc`` heuristic), ~0.1 s
+    for a 205 MB run file on an H100 machine's disk and growing with the file
+    (``cli_phases_h100x2_20261126T2248.txt``), where a rename to a free name is a metadata
+    update.  Between the two calls the new file, whole, still has its ``.part`` name."""
+    if work == path:
+        return
+    if os.path.lexists(path):
+        os.remove(path)
+    os.replace(work, path)
+
+
 def library_versions() -> dict:
     """Versions of everything that can change the numbers (determinism record)."""
     import platform
