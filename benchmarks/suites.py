@@ -1441,6 +1441,7 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
             with open(path, "w") as f:
                 f.write(cfgmod.to_toml(c))
             w, lp, ph, marks, phases = [], [], [], [], []
+            out_file = os.path.join(d, f"{c.name}.h5")
             if label == "full" and bare is not None:
                 around.append(bare())
             times = {"companion": 1, "one_step": a.start_up_repeat or max(3, a.repeat)}
@@ -1448,12 +1449,12 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
                 # each run into a fresh output, as a user's new run: the earlier run's file
                 # (786 MB after 150000 steps at N = 8192) removed outside the clock, where
                 # --force would remove it inside the run's close (snapshots.publish)
-                if os.path.exists(os.path.join(d, f"{c.name}.h5")):
-                    os.remove(os.path.join(d, f"{c.name}.h5"))
+                if os.path.exists(out_file):
+                    os.remove(out_file)
                 w.append(_timed_cli(args, marks))
                 if label != "companion":     # the run's own clock: its loop, start-up excluded
                     import h5py
-                    with h5py.File(os.path.join(d, f"{c.name}.h5"), "r") as f:
+                    with h5py.File(out_file, "r") as f:
                         lp.append(float(f.attrs["wall_seconds"]))
                         if "timeline" in f.attrs:
                             phases.append(cli_phases(*marks, json.loads(f.attrs["timeline"])))

@@ -232,8 +232,7 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
                    None if resume else work, timeline)
         elif resume is None and work is not None and os.path.exists(work):
             os.remove(work)     # stopped while the new file was being made: nothing in it
-    if work != path:
-        publish(work, path)
+    publish(work, path)     # (nothing where the run was resumed in place or kept in memory)
     return Result(config, path, plan.precheck, config.time.steps, writer.count,
                   time.perf_counter() - t0, plan.backend.name,
                   estimate.result if estimate else None, stepper.exponentials,
