@@ -296,17 +296,19 @@ def test_cli_reports_a_storage_fault_in_one_line(tmp_path, monkeypatch):
     assert "tdse resume" in lines[0] and "KiB" in lines[0]
 
 
-def test_a_bad_background_writes_switch_is_one_line_and_writes_nothing(tmp_path, monkeypatch):
-    """TDSE_BACKGROUND_WRITES must be auto, 0 or 1: another value is one line naming the
-    variable and the value, exit 2, no run file left."""
+@pytest.mark.parametrize("switch", ["TDSE_BACKGROUND_WRITES", "TDSE_STEP_INTO_ROWS"])
+def test_a_bad_writes_switch_is_one_line_and_writes_nothing(switch, tmp_path, monkeypatch):
+    """TDSE_BACKGROUND_WRITES must be auto, 0 or 1, TDSE_STEP_INTO_ROWS 0 or 1 (read on
+    the CPU too): another value is one line naming the variable and the value, exit 2, no
+    run file left."""
     p = tmp_path / "h.toml"
     p.write_text(TEXT)
-    monkeypatch.setenv("TDSE_BACKGROUND_WRITES", "yes")
+    monkeypatch.setenv(switch, "yes")
     out = tmp_path / "o"
     r = CliRunner().invoke(main, ["run", str(p), "--out", str(out), "--no-plots", "-q"])
     assert r.exit_code == 2, r.output
     lines = [ln for ln in r.output.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "TDSE_BACKGROUND_WRITES" in lines[0] and "yes" in lines[0], r.output
+    assert len(lines) == 1 and switch in lines[0] and "yes" in lines[0], r.output
     assert "Traceback" not in r.output
     assert not list(out.glob("*.h5*")) if out.exists() else True
 

@@ -181,8 +181,10 @@ class Observables(Observer):
         if os.environ.get("TDSE_BLOCK_OBSERVABLES", "1") != "0":
             self.rows = _BlockRows(plan, self.measure)
             self.gpu = self.rows.xp is not np
-            # TDSE_STEP_INTO_ROWS=0: each psi copied into its slot (:meth:`destination` off)
-            self._into = self.gpu and env_switch("TDSE_STEP_INTO_ROWS") == "1"
+            # TDSE_STEP_INTO_ROWS=0: each psi copied into its slot (:meth:`destination` off;
+            # read on every backend: a bad value is an error before the loop, CPU or GPU)
+            into = env_switch("TDSE_STEP_INTO_ROWS") == "1"
+            self._into = self.gpu and into
             hooks = getattr(writer, "before_write", None)
             if hooks is not None:
                 hooks.append(self.hand_over)
