@@ -37,15 +37,16 @@ def scan(config, sets, **kw) -> dict:
 
 
 def simulate(config, *, backend="auto", devices=None, out=None, force=False,
-             allow_inaccurate=False, progress=False, threads=None) -> Result:
+             allow_inaccurate=False, progress=False, threads=None, options=None) -> Result:
     """Run ``config`` (a Config, a TOML path or text, or a dict of sections).
 
     Writes ``out/<name>.h5`` only when ``out`` is given (never overwriting without
     ``force``); refuses a Taylor run whose exponential misses its tolerance unless
-    ``allow_inaccurate``.  Bad input raises :class:`tdse.config.ConfigError` naming the key."""
+    ``allow_inaccurate``; ``options``: performance options over the config's ``[run]``
+    table (:class:`tdse.options.RunOptions` or a dict, e.g. ``{"graphs": False}``).  Bad input raises :class:`tdse.config.ConfigError` naming the key."""
     cfg = load_config(config)
     if not isinstance(cfg, Config):  # pragma: no cover
         raise ConfigError("config", type(config).__name__, "must be a Config, path, TOML text or dict")
     plan = prepare(cfg, backend=backend, devices=devices, threads=threads,
-                   allow_inaccurate=allow_inaccurate)
+                   allow_inaccurate=allow_inaccurate, options=options)
     return run(plan, out, force=force, allow_inaccurate=allow_inaccurate, progress=progress)

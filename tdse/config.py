@@ -18,9 +18,12 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import ConfigError
+from .options import OPTIONS, RunOptions, parse_options
+
 __all__ = ["ConfigError", "Config", "Grid", "Centre", "Potential", "Field", "Absorber",
            "Initial", "Time", "Propagator", "Output", "load", "loads", "load_config", "parse",
-           "to_toml", "input_reference", "KEYS", "available_memory",
+           "to_toml", "input_reference", "parse_assignment", "KEYS", "available_memory",
            "STENCILS", "SCHEMES", "METHODS", "TIME_ERRORS", "ENVELOPES", "WHOLE_RTOL", "with_value", "key_unit"]
 
 #: how close to a whole number (relative) a count such as (x_max - x_min)/dx must be
@@ -40,27 +43,11 @@ ABSORBER_ETA_WIDTH = 40.0
 ABSORBER_MIN_WIDTH = 15.0
 
 
-class ConfigError(ValueError):
-    """Bad input: ``key``, its ``value`` and what is wrong, as one line."""
-
-    def __init__(self, key: str, value: Any, problem: str):
-        self.key, self.value, self.problem = key, value, problem
-        shown = repr(value)
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
-        super().__init__(f"{key} = {shown}: {problem}" if key else problem)
-
-
-def env_switch(name: str, default: str = "1", choices=("0", "1")) -> str:
-    """The value of environment switch ``name`` (``default`` where unset), one of
-    ``choices``; anything else is a ConfigError naming the variable."""
-    mode = os.environ.get(name, default)
-    if mode not in choices:
-        raise ConfigError(name, mode, f"must be {', '.join(choices[:-1])} or {choices[-1]}")
-    return mode
-
-
 # ---------------------------------------------------------------- the keys
+def _toml_default(v) -> str:
+    return ("true" if v else "false") if isinstance(v, bool) else f'"{v}"'
+
+
 @dataclass(frozen=True)
 class Key:
     name: str          # dotted: "grid.dx", "potential.centres.x0" (an array of tables)
@@ -88,7 +75,7 @@ KEYS = (
     Key("potential.centres.ramp", "number", "hbar/E_h", "0", "T_r: s(t) = sin^2(pi t / (2 T_r)) for t < T_r, "
         "else 1 (0: the abrupt start of the thesis)"),
     Key("field.intensity", "number", "W/cm^2", "instead of E0",
-        "peak intensity I (linear polarisation, cycle-averaged): E0 = sqrt(I / 3.50944506e16 W/cm^2) "
+        "peak intensity I (linear polarisation, cycle-averaged): E0 = sqrt(I / 3.50944552e16 W/cm^2) "
         "(the atomic unit of intensity, 1/2 eps0 c (5.14220675e11 V/m)^2; CODATA 2018)"),
     Key("field.wavelength", "number", "nm", "instead of omega",
         "carrier wavelength lambda: omega = 2 pi c / lambda = 45.5633525 / lambda[nm] E_h/hbar "
@@ -151,8 +138,12 @@ KEYS = (
         "long before it is written to the file with the ones before it (one slice a dataset, "
         "then a flush; the first at once): a hard crash (SIGKILL, power) loses at most this "
         "much, an interrupt, an error or a full disk loses nothing held; 0 writes each at once"),
-)
-SECTIONS = ("name", "grid", "potential", "field", "absorber", "initial", "time", "propagator", "output")
+) + tuple(Key(f"run.{o.name}", "bool" if isinstance(o.default, bool) else
+              " | ".join(f'"{c}"' for c in o.choices), "", _toml_default(o.default),
+              o.meaning + " (a performance option, tdse.options: it changes no result)")
+          for o in OPTIONS)
+SECTIONS = ("name", "grid", "potential", "field", "absorber", "initial", "time", "propagator", "output",
+            "run")
 _REQUIRED_SECTIONS = ("name", "grid", "potential", "time")
 
 
@@ -287,6 +278,9 @@ class Config:
     output: Output
     absorber: Absorber | None = None
     source: str = field(default="", repr=False, compare=False)
+    #: the performance options (:class:`tdse.options.RunOptions`, the ``[run]`` table): not
+    #: compared, since they change no result (a scan's members batch whatever they say)
+    run: RunOptions = field(default_factory=RunOptions, compare=False)
 
     @property
     def time_dependent(self) -> bool:
@@ -382,7 +376,7 @@ def _grid(t):
 
 
 #: the atomic unit of intensity (W/cm^2) and omega * lambda (E_h/hbar nm), CODATA 2018
-INTENSITY_AU = 3.50944506e16
+INTENSITY_AU = 3.50944552e16
 OMEGA_NM = 45.5633525
 
 
@@ -582,7 +576,7 @@ def parse(data: dict, source: str | None = None) -> Config:
     prop = _propagator(sec["propagator"], time, not potential.static, absorber is None)
     n = grid.n
     cfg = Config(name, grid, potential, _initial(sec["initial"], n), time, prop,
-                 _output(sec["output"], n), absorber)
+                 _output(sec["output"], n), absorber, run=parse_options(sec["run"]))
     return _with_source(cfg, source if source is not None else to_toml(cfg))
 
 
@@ -690,6 +684,21 @@ def with_values(cfg: Config, pairs, source: dict | None = None) -> Config:
     return parse(data)          # its source: the effective TOML with the new values
 
 
+def parse_assignment(text: str):
+    """'KEY=VALUE' (``tdse run --set``) -> (KEY, value): the value as TOML reads it (a
+    number, true/false, a quoted string), else the bare text as a string (``grid.stencil=dvr``);
+    ConfigError (one line) for text that is not an assignment."""
+    key, eq, raw = text.partition("=")
+    key, raw = key.strip(), raw.strip()
+    if not eq or not key or not raw:
+        raise ConfigError("--set", text, "must be KEY=VALUE, e.g. time.dt=0.02 or run.graphs=false")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key, value
+
+
 def to_toml(cfg: Config) -> str:
     """The effective input: every key with its value (defaults resolved), as TOML that
     :func:`loads` reads back to an equal Config."""
@@ -731,7 +740,8 @@ def to_toml(cfg: Config) -> str:
               f"every = {o.every}", f"observables_every = {o.observables_every}",
               *([f"populations_every = {o.populations_every}"] if o.populations_every else []),
               f"populations = {o.populations}", f"node_eps = {o.node_eps!r}",
-              f"flush_seconds = {o.flush_seconds!r}", ""]
+              f"flush_seconds = {o.flush_seconds!r}", "", "[run]",
+              *[f"{k} = {_toml_value(v)}" for k, v in cfg.run.as_dict().items()], ""]
     return "\n".join(lines)
 
 

@@ -81,3 +81,22 @@ def interrupt_after(monkeypatch):
         monkeypatch.setattr(SnapshotWriter, "append", flaky)
         return Armed()
     return arm
+
+
+@pytest.fixture
+def run_python_doc():
+    """``run_python_doc(index, backend, **names)``: the index-th ```python block of
+    docs/PYTHON.md executed with ``names`` defined and its ``backend="numpy"`` (and a
+    ``threads=1``) replaced by ``backend``; returns the block's namespace.  The docs'
+    examples are then what the tests run, on the CPU and on a GPU (#58 item 0)."""
+    import re
+    text = open(os.path.join(ROOT, "docs", "PYTHON.md"), encoding="utf-8").read()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+
+    def run(index, backend, **names):
+        code = blocks[index].replace('backend="numpy", threads=1', f'backend="{backend}"')
+        code = code.replace('backend="numpy"', f'backend="{backend}"')
+        ns = dict(names)
+        exec(compile(code, f"docs/PYTHON.md block {index}", "exec"), ns)   # noqa: S102 -- our docs
+        return ns
+    return run

@@ -169,6 +169,57 @@ def test_plot_command_redraws(runner, inputs_dir, tmp_path):
     runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(tmp_path), "--no-plots"])
     r = runner.invoke(main, ["plot", str(tmp_path / "tiny.h5"), "--out", str(tmp_path / "p")])
     assert r.exit_code == 0 and (tmp_path / "p" / "tiny_spacetime.png").exists()
+    # #58 item 2: as every other command, plot refuses to overwrite without --force
+    before = (tmp_path / "p" / "tiny_drift.png").read_bytes()
+    r = runner.invoke(main, ["plot", str(tmp_path / "tiny.h5"), "--out", str(tmp_path / "p")])
+    assert r.exit_code == 2 and "--force" in r.output and r.output.count("\n") == 1, r.output
+    assert (tmp_path / "p" / "tiny_drift.png").read_bytes() == before
+    r = runner.invoke(main, ["plot", str(tmp_path / "tiny.h5"), "--out", str(tmp_path / "p"), "--force"])
+    assert r.exit_code == 0, r.output
+
+
+UNWRITABLE = "/proc/tdse-out"        # not writable for root either (os.access says it is)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
+@pytest.mark.parametrize("command", [
+    ["run", "{tiny}", "--no-plots"],
+    ["scan", "{tiny}", "--set", "potential.a=0.5,0.6"],
+    ["converge", "{tiny}", "--levels", "2"],
+    ["floquet", "{tiny}", "--steps", "20"],
+    ["plot", "{h5}"],
+    ["spectrum", "{h5}", "--kind", "autocorrelation"],
+    ["animate", "{h5}"],
+])
+def test_every_command_refuses_an_unwritable_out_before_any_work(command, runner, inputs_dir,
+                                                                 tmp_path, monkeypatch):
+    """#58 items 2 and 6: a folder that cannot be written (here under /proc) is one line
+    naming --out and "not writable", exit 2, before any work (the studies' entry points
+    fail the test if reached) -- scan and converge computed everything first."""
+    from tdse.studies import converge, scan
+    from tdse.run import driver
+    h5 = tmp_path / "tiny.h5"
+    if "{h5}" in command:
+        assert runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(tmp_path),
+                                    "--no-plots", "-q"]).exit_code == 0
+    for mod, name in ((scan, "run_batch"), (converge, "study"), (driver, "run")):
+        monkeypatch.setattr(mod, name, lambda *a, **k: pytest.fail("work started"))
+    args = [a.format(tiny=tiny(inputs_dir), h5=h5) for a in command]
+    out = UNWRITABLE + "/x.gif" if command[0] == "animate" else UNWRITABLE
+    r = runner.invoke(main, args + ["--out", out])
+    assert r.exit_code == 2, r.output
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "--out" in lines[0] and "not writable" in lines[0], r.output
+    assert "Traceback" not in r.output
+
+
+def test_animate_makes_its_out_folder(runner, inputs_dir, tmp_path):
+    """#58 item 2: `tdse animate --out missing/x.gif` makes the folder (it was a traceback)."""
+    runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(tmp_path), "--no-plots", "-q"])
+    gif = tmp_path / "missing" / "x.gif"
+    r = runner.invoke(main, ["animate", str(tmp_path / "tiny.h5"), "--out", str(gif), "--fps", "30"])
+    assert r.exit_code == 0, r.output
+    assert gif.stat().st_size > 1000
 
 
 def test_bad_devices_and_missing_cupy_backend(runner, inputs_dir, tmp_path):

@@ -97,6 +97,18 @@ def test_shipped_inputs_load(inputs_dir):
         loads(open(os.path.join(inputs_dir, f)).read())
 
 
+def test_the_lab_unit_constants_are_codata_2018():
+    """#58 item 7: the atomic unit of intensity 1/2 eps0 c E_au^2 and omega * lambda =
+    2 pi c a0 from CODATA 2018's values (E_au = 5.14220674763e11 V/m, eps0 =
+    8.8541878128e-12 F/m, c = 137.035999084 a.u., a0 = 0.0529177210903 nm), to the nine
+    digits the constants are written with (it was CODATA 2014's 3.50944506e16, 1.3e-8 off)."""
+    import math
+    from tdse.config import INTENSITY_AU, OMEGA_NM
+    I_au = 0.5 * 8.8541878128e-12 * 299792458.0 * 5.14220674763e11 ** 2 / 1e4     # W/cm^2
+    assert abs(INTENSITY_AU / I_au - 1) < 5e-9
+    assert abs(OMEGA_NM / (2 * math.pi * 137.035999084 * 0.0529177210903) - 1) < 5e-9
+
+
 def test_laser_in_lab_units():
     """#25: intensity (W/cm^2), wavelength (nm), cycles in place of E0, omega, duration:
     converted with the stated constants, exactly one of each pair, kept as given."""

@@ -605,7 +605,7 @@ def test_graph_dvr_by_fft_beyond_the_gemm_equals_the_launched_step(name, scheme,
     """The DVR beyond DVR_GEMM_MAX_N (and at N = 700 with graphs.FFT_MIN_N lowered), one
     member: the graph's kinetic product by cuFFT nodes on padded buffers
     (graphs._FFTKinetic; the four-step FFT of 84 x 100, or one cuFFT call of 8400 with
-    TDSE_DVR_FOUR_STEP=0) against the launched path (BlockOperator._kinetic: its FFT, its
+    graphs.FOUR_STEP off) against the launched path (BlockOperator._kinetic: its FFT, its
     GEMM at N = 700) over 30 steps: psi to 1e-12 of its scale (the same products,
     the normalisation 1/2N and the scale k applied in another order: a few ulps a term over
     some 30 x 60-200 terms), the same Chebyshev work, the FFT path taken (no dense T)."""
@@ -616,7 +616,7 @@ def test_graph_dvr_by_fft_beyond_the_gemm_equals_the_launched_step(name, scheme,
         "grid.stencil", "dvr").with_value("time.dt", dt)
     cfg = cfg.with_value("grid.dx", (cfg.grid.x_max - cfg.grid.x_min) / n)
     assert (cfg.grid.n > hamiltonian.DVR_GEMM_MAX_N) == (n > 1000)
-    monkeypatch.setenv("TDSE_DVR_FOUR_STEP", four)
+    monkeypatch.setattr(G, "FOUR_STEP", four == "1")
     monkeypatch.setattr(G, "FFT_MIN_N", 700)
     x = points(cfg.grid)
     rng = np.random.default_rng(n)
@@ -651,10 +651,11 @@ def test_one_kernel_exponential_equals_a_kernel_a_term(name, scheme, n, reg, mon
     rng = np.random.default_rng(5)
     X0 = states.initial_state(cfg, x, states.eigenstates(cfg, 0.0, 1)[1])[:, None]
     X0 = X0 + 0.01 * (rng.standard_normal(X0.shape) + 1j * rng.standard_normal(X0.shape))
-    monkeypatch.setenv("TDSE_CHAIN_REG", reg)
+    from tdse.numerics import graphs as G
+    monkeypatch.setattr(G, "CHAIN_REG_ROWS", reg == "1")
     runs = {}
     for chain in ("1", "0"):
-        monkeypatch.setenv("TDSE_CHEB_CHAIN", chain)
+        monkeypatch.setattr(G, "CHEB_CHAIN", chain == "1")
         st = BatchStepper([cfg], cp)
         X = cp.asarray(X0)
         for j in range(40):
@@ -792,9 +793,9 @@ def test_single_run_graph_steps_and_device_observables(name, stencil, t_end, mon
             assert st.cheb_terms == terms
     assert np.abs(finals[True] - finals[False]).max() <= 1e-10 * np.abs(finals[False]).max()
     dev = tdse.simulate(cfg, backend="cupy")
-    monkeypatch.setenv("TDSE_BLOCK_OBSERVABLES", "0")
-    monkeypatch.setenv("TDSE_CUDA_GRAPHS", "0")
-    host = tdse.simulate(cfg, backend="cupy")
+    from tdse.run import observers as O
+    monkeypatch.setattr(O, "BLOCK_OBSERVABLES", False)
+    host = tdse.simulate(cfg, backend="cupy", options={"graphs": False})
     cpu = tdse.simulate(cfg, backend="numpy")
     assert set(dev.observables) == set(host.observables)
     for k, ref in host.observables.items():
@@ -807,7 +808,7 @@ def test_single_run_graph_steps_and_device_observables(name, stencil, t_end, mon
 def test_steps_written_into_the_observables_block_give_the_copied_rows_bits(tmp_path, monkeypatch):
     """Observables.destination: a GPU run's graph step writes psi into the next slot of the
     observables' block (no copy) -- the run file's every dataset equals, bit for bit, the
-    same run's with each psi copied into its slot (TDSE_STEP_INTO_ROWS=0), over blocks of 7 rows
+    same run's with each psi copied into its slot (observers.STEP_INTO_ROWS off), over blocks of 7 rows
     measured full and cut short by the writer's block every snapshot (flush_seconds = 0);
     and the slot path was taken at every step but the first."""
     import h5py
@@ -825,7 +826,7 @@ def test_steps_written_into_the_observables_block_give_the_copied_rows_bits(tmp_
     monkeypatch.setattr(O._BlockRows, "record", counted)
     files = {}
     for into in (True, False):
-        monkeypatch.setenv("TDSE_STEP_INTO_ROWS", "1" if into else "0")
+        monkeypatch.setattr(O, "STEP_INTO_ROWS", into)
         seen.clear()
         out = tmp_path / str(into)
         files[into] = tdse.simulate(cfg, backend="cupy", devices=[0], out=str(out)).path
@@ -854,7 +855,7 @@ def test_graph_steps_planned_ahead_in_a_thread_are_the_same_bit_for_bit(monkeypa
     real = pool.submit
     monkeypatch.setattr(pool, "submit", lambda *a: submitted.append(G.plan_ahead()) or real(*a))
     for ahead in (True, False):
-        monkeypatch.setenv("TDSE_PLAN_AHEAD", "1" if ahead else "0")
+        monkeypatch.setattr(G, "PLAN_AHEAD", ahead)
         st = plan.stepper()
         st.graphs = True
         finals[ahead] = cp.asnumpy(tdse.evolve(plan, cp.asarray(plan.psi0), stepper=st).psi)
@@ -1318,3 +1319,24 @@ def test_context_switch_on_the_gpu_leaves_this_context_working():
     assert cp.cuda.driver.ctxGetCurrent() == before
     assert float((x * 2).sum()) == 999 * 1000
     assert abs(cp.cuda.runtime.memGetInfo()[0] - free0) < 64 << 20
+
+
+@pytest.mark.gpu
+def test_the_docs_prepare_and_evolve_block_runs_on_a_gpu_plan(run_python_doc, inputs_dir):
+    """#58 item 0: docs/PYTHON.md's prepare/evolve block on a CuPy plan (it raised TypeError
+    where evolve took plan.psi0 -- a host array -- into the graph step's device copy): the
+    same numbers as the block on the CPU, to 1e-10."""
+    import tdse
+    from tdse import config as cfgmod
+    cfg = cfgmod.load(f"{inputs_dir}/h2plus_moving.toml")
+    cfg = cfg.with_value("propagator.method", "chebyshev").with_value("grid.dx", 0.2)
+    cfg = cfg.with_value("time.t_end", 120 * cfg.time.dt)
+    gpu = run_python_doc(2, "cupy", tdse=tdse, cfg=cfg)
+    cpu = run_python_doc(2, "numpy", tdse=tdse, cfg=cfg)
+    assert gpu["plan"].backend.name == "cupy"
+    for name in ("final", "block", "U"):
+        a, b = gpu[name], cpu[name]
+        a, b = (a.psi, b.psi) if name == "final" else (a, b)
+        a = cp.asnumpy(a)
+        assert np.abs(a - b).max() <= 1e-10 * np.abs(b).max(), name
+    assert np.allclose(gpu["obs"].norms, cpu["obs"].norms, rtol=0, atol=1e-10)

@@ -292,6 +292,25 @@ def test_peaks_plateaus_thresholds_and_the_strongest():
     assert peaks(x, y, most=9).tolist() == [1.0, 3.0, 5.0, 7.0, 9.0]
 
 
+def test_hhg_spectrum_of_a_field_given_by_wavelength(inputs_dir):
+    """#58 item 7: a run whose field was given by wavelength (its effective input holds omega
+    only as a comment) gives its HHG spectrum in harmonic orders of omega = 45.5633525 /
+    lambda[nm] (it exited 2 with `error: 'omega'`)."""
+    from tdse.studies import spectra
+    src = open(os.path.join(inputs_dir, "atom_hhg.toml")).read().replace(
+        "omega = 0.057", "wavelength = 800.0")
+    from tdse.config import loads, to_toml
+    eff = to_toml(loads(src))
+    assert "wavelength = 800.0" in eff and "\nomega" not in eff
+    t = 0.5 * np.arange(64)
+    acc = np.random.default_rng(4).standard_normal(64)
+    d = {"observables/t": t, "observables/acceleration": acc,
+         "attrs": {"name": "w", "input_toml": src, "effective_toml": eff}}
+    h = spectra.from_file(d, "hhg", "none")
+    assert h["omega0"] == 45.5633525 / 800.0
+    assert h["order"] == spectra.hhg(t, acc, 45.5633525 / 800.0, "none")["order"]
+
+
 def test_spectrum_from_a_run_file_keeps_its_window_and_twelve_peaks(inputs_dir):
     """from_file passes the window on for the autocorrelation and keeps the 12 strongest
     peaks of a signal holding 14 energies."""
@@ -580,7 +599,7 @@ def test_resume_state_of_a_file_without_the_counting_attributes(tmp_path, inputs
 def test_the_in_memory_writer_returns_what_the_file_reader_does(tmp_path, inputs_dir):
     """tdse.simulate without a file (MemoryWriter) against the same run written and read
     back (SnapshotWriter + read): the same datasets with the same values, the same
-    attributes (the file adds ``created``), equal where they are not timings."""
+    attributes (the file adds ``created`` and ``storage_error``), equal where they are not timings."""
     from tdse import config as cfgmod
     from tdse.api import simulate
     from tdse.run.driver import run
@@ -594,7 +613,7 @@ def test_the_in_memory_writer_returns_what_the_file_reader_does(tmp_path, inputs
         if k != "attrs":
             a, b = np.asarray(mem[k]), np.asarray(disk[k])
             assert a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"), k
-    assert set(disk["attrs"]) - set(mem["attrs"]) == {"created"}
+    assert set(disk["attrs"]) - set(mem["attrs"]) == {"created", "storage_error"}   # (a file's own: its disk)
     assert set(mem["attrs"]) <= set(disk["attrs"])
     for k in ("format", "version", "units", "input_toml", "effective_toml", "name", "complete",
               "snapshots_complete", "observables_complete", "method", "scheme", "steps"):
@@ -732,7 +751,7 @@ def test_a_full_disk_at_a_snapshot_says_the_free_space(tmp_path, inputs_dir, mon
     assert ": no space left on the device (the next" in str(e.value) and "3 KiB free" in str(e.value)
     import h5py
     with h5py.File(e.value.path) as f:           # the file says why it stopped, and where
-        assert f.attrs["storage_error"] == "no space left on the device"
+        assert f.attrs["storage_error"].decode() == "no space left on the device"
         assert f.attrs["snapshots_complete"] == 2 and f["snapshots/psi"].shape[0] == 2
         assert not f.attrs["complete"]
 

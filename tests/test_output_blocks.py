@@ -53,7 +53,7 @@ def test_block_rows_equal_the_row_at_a_time_measure(stencil, driven, inputs_dir,
         cfg = _field_absorber(cfg, inputs_dir)
     monkeypatch.setattr(observers, "TIME_BLOCK", 7)       # several blocks and a partial one
     block = tdse.simulate(cfg, backend="numpy")
-    monkeypatch.setenv("TDSE_BLOCK_OBSERVABLES", "0")
+    monkeypatch.setattr(observers, "BLOCK_OBSERVABLES", False)
     host = tdse.simulate(cfg, backend="numpy")
     assert set(block.observables) == set(host.observables)
     for k, ref in host.observables.items():
@@ -205,9 +205,9 @@ def test_an_even_block_writes_the_slot_before_first(held, tmp_path, inputs_dir, 
     assert st["count"] == 1 + held and st["step"] == 5 * held
 
 
-@pytest.mark.parametrize("stencil, n, warm, offload", [(3, None, False, "0"), (3, None, True, "0"),
-                                                      ("dvr", 600, False, "0"), (5, None, True, "1"),
-                                                      (5, None, True, "0")])
+@pytest.mark.parametrize("stencil, n, warm, offload", [(3, None, False, "off"), (3, None, True, "off"),
+                                                      ("dvr", 600, False, "off"), (5, None, True, "on"),
+                                                      (5, None, True, "off")])
 def test_an_interrupt_writes_the_held_snapshots(stencil, n, warm, offload, tmp_path, inputs_dir,
                                                 monkeypatch):
     """KeyboardInterrupt at step 23 with every snapshot held: the file is closed valid with
@@ -216,15 +216,15 @@ def test_an_interrupt_writes_the_held_snapshots(stencil, n, warm, offload, tmp_p
     the default) and each from scratch, and with the DVR's Davidson pairs beyond DVR_DENSE_MAX (the
     resumed run's first call has no earlier call to start from: each starts from its
     anchor's pairs); ``offload``: the rows measured by the observables' worker process
-    (TDSE_OBSERVER_PROCESS=1: the interrupted run's rows up to the interrupt written)."""
+    (run.observer_process = "on": the interrupted run's rows up to the interrupt written)."""
     from tdse.model import states
     from tdse.run.interrupts import Interrupted
     if stencil == 3:                          # by windows, or each call from scratch
         monkeypatch.setattr(states, "WARM_MIN_N", 0 if warm else 10 ** 9)
-    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "0")     # the loop's pairs, in this process
-    monkeypatch.setenv("TDSE_OBSERVER_PROCESS", offload)
     kw = {} if n is None else {"n": n}
-    cfg = _moving(inputs_dir, stencil, **kw, **{"output.every": 5, "output.flush_seconds": 1e9})
+    cfg = _moving(inputs_dir, stencil, **kw, **{"output.every": 5, "output.flush_seconds": 1e9,
+                                                "run.eigen_workers": "off",   # the loop's pairs
+                                                "run.observer_process": offload})
     assert states.Tracker(cfg, 4).iterative == (stencil == "dvr")
     ref = read(run(cfg, str(tmp_path / "ref"), backend="numpy").path)
 
@@ -290,13 +290,13 @@ def _worker_from_the_start(monkeypatch, kill=False):
     monkeypatch.setattr(observers._Ahead, "start", waiting)
     # every call asked of the workers by the run's own _Ahead (none by prepare's prefetch:
     # test_the_first_windows_asked_for_while_the_run_prepares)
-    monkeypatch.setenv("TDSE_AHEAD_PREFETCH", "0")
+    monkeypatch.setattr(observers, "_prefetch", lambda *a: None)
     return made
 
 
 @pytest.mark.parametrize("stencil, n, cpus", [(3, 160, 2), (3, 1024, 2), (3, 1024, 16), ("dvr", 600, 2)])
 def test_eigenpairs_ahead_in_a_worker_equal_those_in_the_loop(stencil, n, cpus, inputs_dir, monkeypatch):
-    """H(t)'s eigenpairs computed ahead (TDSE_EIGENPAIRS_AHEAD=1: 3-point in a thread from N
+    """H(t)'s eigenpairs computed ahead (run.eigen_workers = "on": 3-point in a thread from N
     = THREAD_MIN_N on fewer than 4 CPUs, in a worker process below it or on more, the DVR's
     Davidson in a worker process) give
     the populations and energies computed in the loop: bit for bit where a call is one
@@ -311,8 +311,8 @@ def test_eigenpairs_ahead_in_a_worker_equal_those_in_the_loop(stencil, n, cpus, 
     thread = stencil == 3 and n >= observers.THREAD_MIN_N and cpus < observers.AHEAD_MANY_CPUS
     runs = {}
     for ahead in ("1", "0"):
-        monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", ahead)
-        runs[ahead] = tdse.simulate(cfg, backend="numpy").observables
+        runs[ahead] = tdse.simulate(cfg, backend="numpy",
+                                    options={"eigen_workers": {"1": "on", "0": "off"}[ahead]}).observables
     assert len(made) == 1 and made[0].from_worker == 11      # steps 4, 8, ..., 40 and 41
     # the 3-point windows (their LAPACK calls without the GIL) in a thread from THREAD_MIN_N,
     # else in a process, as Davidson
@@ -337,10 +337,9 @@ def test_the_first_windows_asked_for_while_the_run_prepares(stencil, inputs_dir,
     """prepare() asks the workers for the pairs of the run's first windows (one a worker,
     after step 0: observers._prefetch); the run's _Ahead takes them over (its run id, every
     due step of them answered by them, none asked again) and the populations are the
-    loop's own, bit for bit; TDSE_AHEAD_PREFETCH=0 asks for nothing."""
+    loop's own, bit for bit; run.eigen_workers = "off" asks for nothing."""
     from tdse.model import states
     monkeypatch.setattr(observers, "cpu_count", lambda: 16)        # worker processes
-    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "1")
     made = []
     init = observers._Ahead.__init__
 
@@ -348,7 +347,8 @@ def test_the_first_windows_asked_for_while_the_run_prepares(stencil, inputs_dir,
         init(self, *a, **k)
         made.append(self)
     monkeypatch.setattr(observers._Ahead, "__init__", keep)
-    cfg = _moving(inputs_dir, stencil, n=256, **{"output.populations_every": 2})
+    cfg = _moving(inputs_dir, stencil, n=256, **{"output.populations_every": 2,
+                                                 "run.eigen_workers": "on"})
     cfg = cfg.with_value("time.t_end", 100 * cfg.time.dt)
     span = states.Tracker(cfg, 4).window_steps
     assert span == 32                               # 16 calls a window: steps 2, ..., 62 first
@@ -363,18 +363,11 @@ def test_the_first_windows_asked_for_while_the_run_prepares(stencil, inputs_dir,
     assert made[0].run == run_id and not observers._PREFETCH
     assert made[0].from_worker == 50                # steps 2, 4, ..., 100
     assert all(s >= 64 for g in submitted for s in g)       # nothing of the first two asked again
-    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "0")
-    b = tdse.simulate(cfg, backend="numpy").observables
+    b = tdse.simulate(cfg, backend="numpy", options={"eigen_workers": "off"}).observables
     for k in ("populations_ht", "energies_ht"):
         assert np.array_equal(np.asarray(a[k]), np.asarray(b[k]), equal_nan=True), k
-    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "1")
-    monkeypatch.setenv("TDSE_AHEAD_PREFETCH", "0")
-    tdse.prepare(cfg, backend="numpy", check_resolution=False)
+    tdse.prepare(cfg, backend="numpy", check_resolution=False, options={"eigen_workers": "off"})
     assert not observers._PREFETCH
-    from tdse.config import ConfigError
-    monkeypatch.setenv("TDSE_AHEAD_PREFETCH", "yes")               # a typo: one line naming it
-    with pytest.raises(ConfigError, match="TDSE_AHEAD_PREFETCH"):
-        tdse.prepare(cfg, backend="numpy", check_resolution=False)
 
 
 def test_a_killed_worker_leaves_the_eigenpairs_to_the_loop(inputs_dir, monkeypatch):
@@ -382,13 +375,11 @@ def test_a_killed_worker_leaves_the_eigenpairs_to_the_loop(inputs_dir, monkeypat
     computes the rest, the run's populations those of a run without the worker."""
     made = _worker_from_the_start(monkeypatch, kill=True)
     cfg = _moving(inputs_dir, 5, **{"output.populations_every": 4})     # a process's solver
-    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "1")
     with pytest.warns(RuntimeWarning, match=r"the worker computing H\(t\)'s eigenpairs ahead failed") as rec:
-        a = tdse.simulate(cfg, backend="numpy").observables
+        a = tdse.simulate(cfg, backend="numpy", options={"eigen_workers": "on"}).observables
     assert sum("eigenpairs ahead failed" in str(w.message) for w in rec) == 1
     assert made[0].broken and made[0].from_worker == 0
-    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "0")
-    b = tdse.simulate(cfg, backend="numpy").observables
+    b = tdse.simulate(cfg, backend="numpy", options={"eigen_workers": "off"}).observables
     assert np.array_equal(np.asarray(a["populations_ht"]), np.asarray(b["populations_ht"]), equal_nan=True)
 
 
@@ -398,8 +389,8 @@ def test_the_workers_warnings_reach_the_run(inputs_dir, monkeypatch):
     call its own anchor: anchor_calls = 1, passed to the worker with the settings)."""
     from tdse.run.snapshots import MemoryWriter
     _worker_from_the_start(monkeypatch)
-    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "1")
-    cfg = _moving(inputs_dir, "dvr", n=600, **{"output.populations_every": 4})
+    cfg = _moving(inputs_dir, "dvr", n=600, **{"output.populations_every": 4,
+                                               "run.eigen_workers": "on"})
     cfg = cfg.with_value("time.t_end", 12 * cfg.time.dt)
     plan = tdse.prepare(cfg, backend="numpy", check_resolution=False)
     w = MemoryWriter(config=cfg, x=plan.x, v0=np.zeros(cfg.grid.n), energies=plan.energies,
@@ -416,7 +407,7 @@ def test_the_workers_warnings_reach_the_run(inputs_dir, monkeypatch):
 
 
 def test_when_the_eigenpairs_go_ahead(monkeypatch):
-    """TDSE_EIGENPAIRS_AHEAD: 1 always, 0 never, by default when the loop would spend more
+    """run.eigen_workers: "on" always, "off" never, by default ("auto") when the loop would spend more
     than ahead_min_seconds() on them (AHEAD_MIN_SECONDS, or the larger one of a machine of
     few CPUs), two CPUs are there and a process may be spawned (the tdse command, pytest,
     an interactive session; not a script's unguarded top level)."""
@@ -432,14 +423,8 @@ def test_when_the_eigenpairs_go_ahead(monkeypatch):
     assert not observers.ahead_wanted(0.5 * (few + many)) and observers.ahead_wanted(1.1 * few)
     monkeypatch.undo()
     big, small = 10 * observers.AHEAD_MIN_SECONDS_FEW_CPUS, 0.5 * observers.AHEAD_MIN_SECONDS
-    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "1")
-    assert observers.ahead_wanted(0.0)
-    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "0")
-    assert not observers.ahead_wanted(big)
-    monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", "yes")      # a typo is not taken as auto
-    with pytest.raises(cfgmod.ConfigError, match="TDSE_EIGENPAIRS_AHEAD = 'yes': must be auto, 0 or 1"):
-        observers.ahead_wanted(big)
-    monkeypatch.delenv("TDSE_EIGENPAIRS_AHEAD")
+    assert observers.ahead_wanted(0.0, mode="on")
+    assert not observers.ahead_wanted(big, mode="off")
     monkeypatch.setattr(observers, "cpu_count", lambda: 2)
     monkeypatch.setattr(observers, "_spawn_safe", lambda: True)
     assert observers.ahead_wanted(big) and not observers.ahead_wanted(small)
@@ -520,22 +505,9 @@ def test_a_members_own_time_is_its_field_and_centres_at_that_time(envelope, inpu
     assert rows.shape == (M, M) and all(np.array_equal(rows[i], bp.field(t)) for i, t in enumerate(times))
 
 
-def test_plan_ahead_is_0_or_1(monkeypatch):
-    """TDSE_PLAN_AHEAD (the GPU graph step's next chunk planned in a thread): on by default,
-    1 / 0, and any other value a one-line ConfigError naming the variable and value."""
-    from tdse.numerics import graphs
-    monkeypatch.delenv("TDSE_PLAN_AHEAD", raising=False)
-    assert graphs.plan_ahead() is True
-    for v, want in (("1", True), ("0", False)):
-        monkeypatch.setenv("TDSE_PLAN_AHEAD", v)
-        assert graphs.plan_ahead() is want
-    monkeypatch.setenv("TDSE_PLAN_AHEAD", "yes")
-    with pytest.raises(cfgmod.ConfigError, match="TDSE_PLAN_AHEAD = 'yes': must be 0 or 1"):
-        graphs.plan_ahead()
-
-
 def _blas_env_of_the_worker():
-    return {k: os.environ.get(k) for k in observers.BLAS_ENV}
+    from tdse.options import BLAS_ENV
+    return {k: os.environ.get(k) for k in BLAS_ENV}
 
 
 def test_the_worker_process_starts_its_blas_on_one_thread(monkeypatch):
@@ -549,7 +521,8 @@ def test_the_worker_process_starts_its_blas_on_one_thread(monkeypatch):
     pool, ready = observers.worker_pools(1)[0]
     assert ready.result(timeout=60) is True
     got = pool.submit(_blas_env_of_the_worker).result(timeout=60)
-    assert got == {k: str(states.EIGEN_BLAS_THREADS) for k in observers.BLAS_ENV}
+    from tdse.options import BLAS_ENV
+    assert got == {k: str(states.EIGEN_BLAS_THREADS) for k in BLAS_ENV}
     assert os.environ["OMP_NUM_THREADS"] == "7" and "OPENBLAS_NUM_THREADS" not in os.environ
 
 
@@ -657,8 +630,8 @@ def test_stateless_calls_are_shared_by_several_workers(inputs_dir, monkeypatch):
         runs = {}
         sent.clear()
         for ahead in ("1", "0"):
-            monkeypatch.setenv("TDSE_EIGENPAIRS_AHEAD", ahead)
-            runs[ahead] = tdse.simulate(cfg, backend="numpy").observables
+            runs[ahead] = tdse.simulate(cfg, backend="numpy",
+                                        options={"eigen_workers": {"1": "on", "0": "off"}[ahead]}).observables
         assert len(made) == i + 1 and len(made[i].workers) == 2 and made[i].from_worker == 30
         assert set(sent) == {0, 1}
         for k in ("populations_ht", "energies_ht"):
@@ -759,10 +732,9 @@ def test_the_eigenpairs_thread_stops_its_task_when_the_run_ends(inputs_dir, monk
 
 # ------------------------------------------------ the observables in a worker process (#23)
 def _file(cfg, path, mode, monkeypatch):
-    """The run file of ``cfg`` with TDSE_OBSERVER_PROCESS = ``mode``, and its rows measured
+    """The run file of ``cfg`` with run.observer_process = ``mode``, and its rows measured
     by the worker (the file's ``observables_process``)."""
-    monkeypatch.setenv("TDSE_OBSERVER_PROCESS", mode)
-    res = run(cfg, str(path), backend="numpy")
+    res = run(cfg.with_value("run.observer_process", mode), str(path), backend="numpy")
     data = read(res.path)
     return data, int(data["attrs"]["observables_process"])
 
@@ -770,7 +742,7 @@ def _file(cfg, path, mode, monkeypatch):
 @pytest.mark.parametrize("stencil, n", [(3, 256), (5, 256), ("dvr", 200), ("static", 160)])
 def test_observables_in_a_worker_process_equal_those_in_the_loop(stencil, n, tmp_path, inputs_dir,
                                                                monkeypatch):
-    """TDSE_OBSERVER_PROCESS=1: every row measured by the worker process (through the ring in
+    """run.observer_process = "on": every row measured by the worker process (through the ring in
     shared memory, a backlog while it starts; the file written every snapshot,
     flush_seconds = 0, so that the loop takes what the worker has measured many times), and
     the file the same as the loop's own rows, bit for bit in every dataset: the worker runs
@@ -786,8 +758,8 @@ def test_observables_in_a_worker_process_equal_those_in_the_loop(stencil, n, tmp
     if stencil == "static":
         cfg = dataclasses.replace(cfg, potential=dataclasses.replace(cfg.potential, centres=tuple(
             dataclasses.replace(c, amplitude=0.0) for c in cfg.potential.centres)))
-    a, rows_a = _file(cfg, tmp_path / "worker", "1", monkeypatch)
-    b, rows_b = _file(cfg, tmp_path / "loop", "0", monkeypatch)
+    a, rows_a = _file(cfg, tmp_path / "worker", "on", monkeypatch)
+    b, rows_b = _file(cfg, tmp_path / "loop", "off", monkeypatch)
     assert rows_a == 204 and rows_b == 0
     _files_equal(a, b)
     assert np.isfinite(a["observables/populations_ht"][[0, 4, 200, 203]]).all()
@@ -807,7 +779,7 @@ def test_the_ring_is_freed_after_the_run(tmp_path, inputs_dir, monkeypatch):
     monkeypatch.setattr(observers._SharedRows, "__init__", kept)
     cfg = _moving(inputs_dir, 3, n=128)
     for k in range(2):
-        _file(cfg, tmp_path / str(k), "1", monkeypatch)
+        _file(cfg, tmp_path / str(k), "on", monkeypatch)
     assert len(created) == 2
     from multiprocessing import shared_memory
     for name in created:
@@ -835,12 +807,12 @@ def test_a_killed_observables_worker_leaves_the_rows_to_the_loop(tmp_path, input
     cfg = _moving(inputs_dir, 5, n=256, **{"output.populations_every": 4})
     cfg = cfg.with_value("time.t_end", 150 * cfg.time.dt)
     with pytest.warns(RuntimeWarning, match="observables' worker process stopped") as rec:
-        a, rows_a = _file(cfg, tmp_path / "killed", "1", monkeypatch)
+        a, rows_a = _file(cfg, tmp_path / "killed", "on", monkeypatch)
     assert sum("observables' worker process stopped" in str(w.message) for w in rec) == 1
     monkeypatch.setattr(observers._SharedRows, "__init__", init)
-    b, _ = _file(cfg, tmp_path / "loop", "0", monkeypatch)
+    b, _ = _file(cfg, tmp_path / "loop", "off", monkeypatch)
     _files_equal(a, b)
-    c, rows_c = _file(cfg, tmp_path / "again", "1", monkeypatch)     # a fresh worker
+    c, rows_c = _file(cfg, tmp_path / "again", "on", monkeypatch)     # a fresh worker
     assert rows_c == 151
     _files_equal(c, b)
 
@@ -868,14 +840,14 @@ def test_the_observables_workers_warnings_reach_the_run(inputs_dir, monkeypatch)
 
 
 def test_offload_wanted(inputs_dir, monkeypatch):
-    """TDSE_OBSERVER_PROCESS: 1 wherever it can (the CPU), 0 never, by default where the
+    """run.observer_process: "on" wherever it can (the CPU), "off" never, by default where the
     rows and pairs would cost the loop more than OFFLOAD_MIN_SECONDS up to OFFLOAD_MAX_N
     with a CPU spare beside the run's BLAS threads; a typo named in one line."""
+    opt = lambda cfg, mode: cfg.with_value("run.observer_process", mode)  # noqa: E731
     from tdse.run import backend as be
     long = _moving(inputs_dir, 3, n=256).with_value("time.t_end", 8000 * 0.02)
     short = _moving(inputs_dir, 3, n=256)
     monkeypatch.setattr(be, "usable_cpus", lambda: 2)
-    monkeypatch.setenv("TDSE_OBSERVER_PROCESS", "auto")
     assert observers.offload_wanted(long, "numpy")
     assert not observers.offload_wanted(short, "numpy")                 # 61 rows
     assert not observers.offload_wanted(long, "cupy")                   # rows on the device
@@ -883,19 +855,16 @@ def test_offload_wanted(inputs_dir, monkeypatch):
     assert not observers.offload_wanted(big, "numpy")
     monkeypatch.setattr(be, "usable_cpus", lambda: 1)                   # no CPU spare
     assert not observers.offload_wanted(long, "numpy")
-    monkeypatch.setenv("TDSE_OBSERVER_PROCESS", "1")
-    assert observers.offload_wanted(short, "numpy") and not observers.offload_wanted(short, "cupy")
-    monkeypatch.setenv("TDSE_OBSERVER_PROCESS", "0")
-    assert not observers.offload_wanted(long, "numpy")
-    monkeypatch.setenv("TDSE_OBSERVER_PROCESS", "yes")
-    with pytest.raises(cfgmod.ConfigError, match="TDSE_OBSERVER_PROCESS = 'yes': must be auto, 0 or 1"):
-        observers.offload_wanted(long, "numpy")
+    assert observers.offload_wanted(opt(short, "on"), "numpy")
+    assert not observers.offload_wanted(opt(short, "on"), "cupy")
+    assert not observers.offload_wanted(opt(long, "off"), "numpy")
+    with pytest.raises(cfgmod.ConfigError, match="run.observer_process = 'yes': must be"):
+        opt(long, "yes")
     import multiprocessing                        # a daemonic process (a Dask worker's): never
     monkeypatch.setattr(multiprocessing.current_process(), "_config",
                         {**multiprocessing.current_process()._config, "daemon": True})
-    for mode in ("1", "auto"):
-        monkeypatch.setenv("TDSE_OBSERVER_PROCESS", mode)
-        assert not observers.offload_wanted(long, "numpy")
+    for mode in ("on", "auto"):
+        assert not observers.offload_wanted(opt(long, mode), "numpy")
     assert not observers._spawn_safe()
 
 
@@ -910,8 +879,7 @@ def test_a_run_stopped_before_its_loop_leaves_the_worker_free(tmp_path, inputs_d
     def cut(*a, **kw):
         raise KeyboardInterrupt
     monkeypatch.setattr(driver, "_time_error", cut)
-    monkeypatch.setenv("TDSE_OBSERVER_PROCESS", "1")
-    cfg = _moving(inputs_dir, 3, n=128)
+    cfg = _moving(inputs_dir, 3, n=128, **{"run.observer_process": "on"})
     with pytest.raises((KeyboardInterrupt, Interrupted)):
         run(cfg, str(tmp_path / "o"), backend="numpy")
     pool, ready = observers.worker_pools(1)[0]
@@ -927,10 +895,10 @@ def test_no_shared_memory_leaves_the_rows_to_the_loop(tmp_path, inputs_dir, monk
         def __init__(self, *a, **kw):
             raise OSError(28, "No space left on device")
     cfg = _moving(inputs_dir, 3, n=128)
-    b, _ = _file(cfg, tmp_path / "loop", "0", monkeypatch)
+    b, _ = _file(cfg, tmp_path / "loop", "off", monkeypatch)
     monkeypatch.setattr(shared_memory, "SharedMemory", NoShm)
     with pytest.warns(RuntimeWarning, match="has no shared memory") as rec:
-        a, rows = _file(cfg, tmp_path / "noshm", "1", monkeypatch)
+        a, rows = _file(cfg, tmp_path / "noshm", "on", monkeypatch)
     assert rows == 0 and sum("no shared memory" in str(w.message) for w in rec) == 1
     _files_equal(a, b)
 
@@ -939,7 +907,7 @@ def test_a_broken_pool_at_begin_leaves_the_rows_to_the_loop(tmp_path, inputs_dir
     """The worker's pool broken before the run's loop (its process killed between runs): the
     run says so once, measures its rows itself, and the next run spawns a fresh worker."""
     cfg = _moving(inputs_dir, 3, n=128)
-    b, _ = _file(cfg, tmp_path / "loop", "0", monkeypatch)
+    b, _ = _file(cfg, tmp_path / "loop", "off", monkeypatch)
     pool, ready = observers.worker_pools(1)[0]
     ready.result(timeout=60)
     for p in list(pool._processes.values()):
@@ -950,10 +918,10 @@ def test_a_broken_pool_at_begin_leaves_the_rows_to_the_loop(tmp_path, inputs_dir
     while not pool._broken and time.time() - t0 < 30:         # the pool notices
         time.sleep(0.05)
     with pytest.warns(RuntimeWarning, match="cannot take the task"):
-        a, rows = _file(cfg, tmp_path / "broken", "1", monkeypatch)
+        a, rows = _file(cfg, tmp_path / "broken", "on", monkeypatch)
     assert rows == 0
     _files_equal(a, b)
-    c, rows_c = _file(cfg, tmp_path / "again", "1", monkeypatch)
+    c, rows_c = _file(cfg, tmp_path / "again", "on", monkeypatch)
     assert rows_c == 61
     _files_equal(c, b)
 

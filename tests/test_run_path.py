@@ -205,27 +205,27 @@ def test_context_switch_restores_the_context_and_frees_what_it_made(fail):
 def test_a_long_gpu_loop_starts_with_a_context_switch_on_each_gpu(monkeypatch):
     """evolve's _settle: a loop of SETTLE_MIN_STEPS or more on a CuPy backend calls
     context_switch once per GPU of the run; a shorter loop, a NumPy run and
-    TDSE_CONTEXT_SWITCH=0 call none; another value is a ConfigError naming the variable."""
+    run.context_switch = false call none."""
     import types
     import mgemm.arrays
-    from tdse.config import ConfigError
+    from tdse.options import RunOptions
     from tdse.run import loop
     done = []
     monkeypatch.setattr(mgemm.arrays, "context_switch", lambda cp, d: done.append(d) or True)
     cuda = _FakeCuda()
-    gpu = types.SimpleNamespace(backend=types.SimpleNamespace(name="cupy", devices=(0, 2), xp=cuda))
-    cpu = types.SimpleNamespace(backend=types.SimpleNamespace(name="numpy", devices=None, xp=np))
+    on = types.SimpleNamespace(run=RunOptions())
+    gpu = types.SimpleNamespace(backend=types.SimpleNamespace(name="cupy", devices=(0, 2), xp=cuda),
+                                config=on)
+    cpu = types.SimpleNamespace(backend=types.SimpleNamespace(name="numpy", devices=None, xp=np),
+                                config=on)
     assert loop._settle(gpu, loop.SETTLE_MIN_STEPS) >= 0.0
     assert done == [0, 2]
     done.clear()
     assert loop._settle(gpu, loop.SETTLE_MIN_STEPS - 1) == 0.0
     assert loop._settle(cpu, 10 ** 6) == 0.0
-    monkeypatch.setenv("TDSE_CONTEXT_SWITCH", "0")
+    gpu.config = types.SimpleNamespace(run=RunOptions(context_switch=False))
     assert loop._settle(gpu, 10 ** 6) == 0.0
     assert done == []
-    monkeypatch.setenv("TDSE_CONTEXT_SWITCH", "yes")
-    with pytest.raises(ConfigError, match="TDSE_CONTEXT_SWITCH"):
-        loop._settle(gpu, 10 ** 6)
     # evolve itself asks for it with its own number of steps (a CPU plan: no call), adds
     # its seconds to the stepper's (the run file's context_switch_seconds), and not with
     # settle=False (a caller that made it before its clock)
@@ -484,8 +484,9 @@ def test_bounds_at_the_extreme_points_equal_the_whole_grid(seed, inputs_dir, mon
 
 @pytest.mark.parametrize("ahead", ["1", "0"])
 def test_graph_chunks_planned_ahead_in_order_and_taken_over(ahead, monkeypatch):
+    # (graphs.PLAN_AHEAD: the branch forced here, off the fast path's default)
     """GraphStep._plan (no GPU needed: a stand-in planner): each chunk asked for is the
-    planner's chunk at that step; with TDSE_PLAN_AHEAD=1 up to PLAN_DEPTH chunks are under
+    planner's chunk at that step; with PLAN_AHEAD up to PLAN_DEPTH chunks are under
     way in the planning thread and taken over when asked for (each planned once, in step
     order, by one thread at a time); a step out of order waits for those under way, drops
     them and plans its own; with 0 nothing is planned ahead."""
@@ -505,7 +506,7 @@ def test_graph_chunks_planned_ahead_in_order_and_taken_over(ahead, monkeypatch):
             busy.pop()
             return None if j == 2000 else (j, "scalars of", j)   # r = 0 there: no graph step
 
-    monkeypatch.setenv("TDSE_PLAN_AHEAD", ahead)
+    monkeypatch.setattr(G, "PLAN_AHEAD", ahead == "1")
     g = object.__new__(G.GraphStep)
     g.planner, g._ahead = Planner(), collections.deque()
     for j in (0, 64, 128, 192, 256):
@@ -667,12 +668,43 @@ def test_four_step_tables_give_the_dvr_kinetic_product(n):
     assert np.allclose(np.abs(tw), 1.0, rtol=0, atol=1e-15)
 
 
-def test_a_bad_four_step_switch_names_the_variable(monkeypatch):
-    """TDSE_DVR_FOUR_STEP other than 0 or 1: a ConfigError naming it, raised by the graphs'
-    DVR FFT before it touches CuPy (so on this CPU-only machine too)."""
-    from tdse.config import ConfigError
-    from tdse.numerics import graphs
-    monkeypatch.setenv("TDSE_DVR_FOUR_STEP", "yes")
-    grid = make_config(stencil="dvr", n=64).grid
-    with pytest.raises(ConfigError, match="TDSE_DVR_FOUR_STEP = 'yes': must be 0 or 1"):
-        graphs._FFTKinetic(None, grid, 1)
+def test_evolve_holds_the_plans_blas_threads():
+    """#58 item 3: ``tdse.prepare(cfg, threads=1)`` then ``tdse.evolve``: BLAS held to the
+    plan's one thread during the loop (it took every core: 6-9x slower than simulate on a
+    shared box), and given back after it."""
+    from threadpoolctl import threadpool_info
+    blas = lambda: [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]  # noqa: E731
+    if not blas():
+        pytest.skip("no BLAS library seen by threadpoolctl")
+    cfg = make_config(n=64, stencil=3, dt=0.005, steps=4, method="dense", scheme="cfm4")
+    plan = tdse.prepare(cfg, backend="numpy", threads=1, check_resolution=False)
+    seen = []
+
+    class Threads(tdse.Observer):
+        def after(self, state):
+            seen.append(blas())
+    outside = blas()
+    tdse.evolve(plan, plan.psi0, [Threads()])
+    assert seen and all(t == [1] * len(t) for t in seen), seen
+    assert blas() == outside
+
+
+def _docs_config(inputs_dir, steps=120):
+    cfg = cfgmod.load(f"{inputs_dir}/h2plus_moving.toml")
+    cfg = cfg.with_value("propagator.method", "chebyshev").with_value("grid.dx", 0.2)
+    return cfg.with_value("time.t_end", steps * cfg.time.dt)
+
+
+def test_the_docs_prepare_and_evolve_block_runs(run_python_doc, inputs_dir):
+    """docs/PYTHON.md's prepare/evolve block, as written (backend numpy, threads=1): psi at
+    t_end of unit norm, the block's columns each equal to its own evolve, U(t) psi0 = psi(t),
+    the observer's norms over its 100 steps (the GPU test runs the same block on CuPy)."""
+    import tdse
+    cfg = _docs_config(inputs_dir)
+    ns = run_python_doc(2, "numpy", tdse=tdse, cfg=cfg)
+    plan, final, block, U = ns["plan"], ns["final"], ns["block"], ns["U"]
+    dx = cfg.grid.dx
+    assert final.step == cfg.time.steps and abs(np.sum(abs(final.psi) ** 2) * dx - 1) < 1e-9
+    np.testing.assert_allclose(block[:, 0], final.psi, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(U @ plan.psi0, final.psi, rtol=0, atol=1e-10)
+    assert len(ns["obs"].norms) == 100 and np.allclose(ns["obs"].norms, 1.0, atol=1e-9)

@@ -87,6 +87,15 @@ def test_zip_and_lists_and_bad_sets(base):
         scan_mod.members(base, [("field.E0", [0.1, float("nan")])])
     with pytest.raises(tdse.config.ConfigError, match="nope"):
         scan_mod.members(base, [("grid.nope", [1.0])])
+    # #58 items 6 and 7: string values say why; a time axis that differs is refused in
+    # one line (it was `ValueError: shape mismatch` after the work)
+    with pytest.raises(tdse.config.ConfigError, match=r"values are numbers .* run each of 3, dvr "
+                       r"with `tdse run INPUT --set grid.stencil=VALUE`"):
+        scan_mod.parse_set("grid.stencil=3,dvr")
+    dt = base.time.dt
+    for key, vals in (("time.dt", [dt, dt / 2]), ("time.t_end", [base.time.t_end, 2 * base.time.t_end])):
+        with pytest.raises(tdse.config.ConfigError, match=rf"^{key} = .*changes the members' time axis"):
+            scan_mod.members(base, [("field.E0", [0.01, 0.02]), (key, vals)])
 
 
 @pytest.mark.slow
@@ -214,6 +223,7 @@ def test_cli_writes_a_file_xarray_reads_with_named_dimensions(tmp_path):
     r = CliRunner().invoke(main, ["scan", str(p), "--set", "field.E0=0.02:0.06:3", "--set",
                                   "potential.a=1.5,2.0", "--out", str(tmp_path), "-q"])
     assert r.exit_code == 0, r.output
+    assert not (tmp_path / "atom_scan.parts").exists()     # #58 item 6: gone once written
     ds = xr.open_dataset(tmp_path / "atom_scan.h5", engine="h5netcdf")
     assert ds["yield_flux"].dims == ("field.E0", "potential.a", "t")
     assert ds["populations_h0"].dims == ("field.E0", "potential.a", "t", "state")
@@ -320,6 +330,25 @@ def test_gpu_workers_need_dask_cuda_and_say_so_before_any_work(base):
         pass
     with pytest.raises(tdse.config.ConfigError, match="dask-cuda"):
         scan_mod.scan(base, {"field.E0": [0.02, 0.03]}, workers=2, backend="cupy")
+
+
+@pytest.mark.parametrize("where", [{"workers": 2}, {"scheduler": "tcp://127.0.0.1:1"}])
+def test_a_scan_across_processes_without_dask_says_so_before_any_work(base, where, monkeypatch):
+    """#58 item 11: Dask is the ``cluster`` extra; without it --workers / --scheduler are one
+    line naming the option and the extra, before any member runs; the in-process scan needs
+    no Dask (its members equal their serial runs: test_scan_members_equal_serial_runs)."""
+    import sys
+    monkeypatch.setitem(sys.modules, "dask", None)          # `import dask` fails
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)
+    run_batch = scan_mod.run_batch
+    monkeypatch.setattr(scan_mod, "run_batch", lambda *a, **k: pytest.fail("work started"))
+    option = "--workers" if "workers" in where else "--scheduler"
+    with pytest.raises(tdse.config.ConfigError, match=rf"^{option} = 'given': .*\[cluster\]"):
+        scan_mod.scan(base, {"field.E0": [0.02, 0.03]}, **where)
+    monkeypatch.setattr(scan_mod, "run_batch", run_batch)     # in this process: no Dask asked
+    short = base.with_value("time.t_end", 4 * base.time.dt)
+    res = scan_mod.scan(short, {"field.E0": [0.02, 0.03]})
+    assert res["batches"] == 1 and np.isfinite(res["norm"]).all() and res["norm"].shape[0] == 2
 
 
 def test_batch_size_follows_the_memory(base):

@@ -80,16 +80,15 @@ def _cut_at(cfg, k, tmp_path, monkeypatch):
     return ref, ei, str(tmp_path / "cut" / "h.h5.part")
 
 
-@pytest.fixture(params=["0", "1"], ids=["in-the-loop", "background"])
-def writes(request, monkeypatch):
-    """The run file's blocks written in the loop's thread, or in a thread beside it (as a
-    GPU run's: TDSE_BACKGROUND_WRITES=1, its failure raised at the next write)."""
-    monkeypatch.setenv("TDSE_BACKGROUND_WRITES", request.param)
+@pytest.fixture(params=["off", "on"], ids=["in-the-loop", "background"])
+def writes(request):
+    """run.io_thread: the run file's blocks written in the loop's thread, or in a thread
+    beside it (as a GPU run's, its failure raised at the next write)."""
     return request.param
 
 
 def test_injected_full_disk_then_resume_is_bit_identical(tmp_path, monkeypatch, writes):
-    cfg = cfgmod.loads(TEXT)
+    cfg = cfgmod.loads(TEXT).with_value("run.io_thread", writes)
     ref, ei, part = _cut_at(cfg, 4, tmp_path, monkeypatch)
     assert ei.value.path == part and "tdse resume" in str(ei.value.strerror)
     st = resume_state(part)                       # valid, at its last whole snapshot
@@ -102,7 +101,7 @@ def test_a_full_disk_at_a_held_blocks_write_loses_only_that_block(tmp_path, monk
     """Snapshots held in memory (flush_seconds = 1e9: the first written at once, the rest at
     the close): the write of the held block fails -- StorageError, the file valid at its one
     whole snapshot (step 0), and resuming it gives the uninterrupted file bit for bit."""
-    cfg = cfgmod.loads(TEXT).with_value("output.flush_seconds", 1e9)
+    cfg = cfgmod.loads(TEXT).with_value("output.flush_seconds", 1e9).with_value("run.io_thread", writes)
     ref, ei, part = _cut_at(cfg, 2, tmp_path, monkeypatch)
     assert ei.value.count == 1
     st = resume_state(part)
@@ -113,7 +112,7 @@ def test_a_full_disk_at_a_held_blocks_write_loses_only_that_block(tmp_path, monk
 
 @pytest.mark.parametrize("flush", [0, 0.02, 1e9])
 def test_blocks_written_in_the_background_make_the_same_file(flush, tmp_path, monkeypatch):
-    """TDSE_BACKGROUND_WRITES=1 (a block's HDF5 calls in a thread, psi's rows gathered as
+    """run.io_thread = "on" (a block's HDF5 calls in a thread, psi's rows gathered as
     they come, attributes set with the next block) against 0: the same datasets bit for
     bit, the same counts and attributes (the time-error estimate's, set during the run;
     the loop's clock and counts, set at the close), for blocks of a few snapshots and for
@@ -143,10 +142,10 @@ def test_blocks_written_in_the_background_make_the_same_file(flush, tmp_path, mo
     monkeypatch.setattr(threading.Thread, "start", start)
     monkeypatch.setattr(observables, "node_count", node_count)
     for mode in ("0", "1"):
-        monkeypatch.setenv("TDSE_BACKGROUND_WRITES", mode)
         names.clear()
         counted[mode] = []
-        files[mode] = run(cfg, tmp_path / mode, backend="numpy").path
+        files[mode] = run(cfg.with_value("run.io_thread", {"0": "off", "1": "on"}[mode]),
+                          tmp_path / mode, backend="numpy").path
         assert ("tdse-write" in names) == (mode == "1")
     # every snapshot counted once; with the background writer, the blocks written during the
     # run (the first snapshot's at least) counted in its thread, the last block at the close
@@ -296,34 +295,39 @@ def test_cli_reports_a_storage_fault_in_one_line(tmp_path, monkeypatch):
     assert "tdse resume" in lines[0] and "KiB" in lines[0]
 
 
-@pytest.mark.parametrize("switch", ["TDSE_BACKGROUND_WRITES", "TDSE_STEP_INTO_ROWS"])
-def test_a_bad_writes_switch_is_one_line_and_writes_nothing(switch, tmp_path, monkeypatch):
-    """TDSE_BACKGROUND_WRITES must be auto, 0 or 1, TDSE_STEP_INTO_ROWS 0 or 1 (read on
-    the CPU too): another value is one line naming the variable and the value, exit 2, no
-    run file left."""
+@pytest.mark.parametrize("how", ["input", "--set"])
+def test_a_bad_run_option_is_one_line_and_writes_nothing(how, tmp_path):
+    """A run option (here run.io_thread, which must be "auto", "on" or "off") given another
+    value in the input's [run] table or by --set: one line naming the key and the value,
+    exit 2, no run file left."""
     p = tmp_path / "h.toml"
-    p.write_text(TEXT)
-    monkeypatch.setenv(switch, "yes")
+    p.write_text(TEXT + ("\n[run]\nio_thread = \"yes\"\n" if how == "input" else ""))
     out = tmp_path / "o"
-    r = CliRunner().invoke(main, ["run", str(p), "--out", str(out), "--no-plots", "-q"])
+    extra = ["--set", "run.io_thread=yes"] if how == "--set" else []
+    r = CliRunner().invoke(main, ["run", str(p), "--out", str(out), "--no-plots", "-q", *extra])
     assert r.exit_code == 2, r.output
     lines = [ln for ln in r.output.splitlines() if ln.strip()]
-    assert len(lines) == 1 and switch in lines[0] and "yes" in lines[0], r.output
+    assert len(lines) == 1 and "run.io_thread" in lines[0] and "yes" in lines[0], r.output
     assert "Traceback" not in r.output
     assert not list(out.glob("*.h5*")) if out.exists() else True
 
 
-@pytest.fixture
-def small_fs(tmp_path):
-    """A real 512 KiB tmpfs (skipped where mounting is not allowed)."""
-    mnt = tmp_path / "small"
+def _tmpfs(mnt, size):
+    """A real tmpfs of ``size`` at ``mnt`` (root's mount; the test skipped where mounting
+    is not allowed), unmounted after."""
     mnt.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)],
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
                        capture_output=True)
     if r.returncode:
         pytest.skip("cannot mount a tmpfs here")
     yield mnt
-    subprocess.run(["umount", str(mnt)], capture_output=True)
+    subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A real 512 KiB tmpfs."""
+    yield from _tmpfs(tmp_path / "small", "512k")
 
 
 def test_a_real_full_file_system(small_fs, tmp_path, monkeypatch):
@@ -637,3 +641,48 @@ def test_a_forced_run_renames_its_file_to_a_free_name(tmp_path, monkeypatch):
     new = read(second)
     assert new["attrs"]["complete"] and new["snapshots/t"].size > old["snapshots/t"].size
     assert not os.path.exists(second + ".part")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MiB tmpfs."""
+    yield from _tmpfs(tmp_path / "disk", "4m")
+
+
+@pytest.mark.slow
+def test_a_disk_filled_by_another_process_leaves_a_file_that_resumes(small_disk, tmp_path,
+                                                                      inputs_dir):
+    """#58 item 1, as a user's disk fills: a `tdse run` writing to a 4 MiB disk, a second
+    process (dd) filling that disk mid-run; the run exits 2 saying the .part is resumable;
+    after the filler is removed `tdse resume` finishes it (it exited 1 with a traceback:
+    attributes written while the disk was full could not be read) into the uninterrupted
+    run's file, bit for bit in every snapshot and observable, its time error included."""
+    import sys
+    import time
+    src = open(os.path.join(inputs_dir, "tiny.toml")).read()
+    p = tmp_path / "tiny.toml"
+    p.write_text(src.replace("t_end = 1.0", "t_end = 8.0").replace(
+        "[output]\nevery = 20", "[output]\nevery = 5\nflush_seconds = 0.0"))
+    ref = read(run(cfgmod.load(p), tmp_path / "ref", backend="numpy").path)
+    cmd = [sys.executable, "-m", "tdse.ui.cli"]
+    proc = subprocess.Popen(cmd + ["run", str(p), "--out", str(small_disk), "--no-plots", "-q",
+                                   "--backend", "numpy"], stderr=subprocess.PIPE, text=True)
+    part = small_disk / "tiny.h5.part"
+    t0 = time.monotonic()
+    while not part.exists() and proc.poll() is None and time.monotonic() - t0 < 60:
+        time.sleep(0.05)
+    time.sleep(0.5)                                        # some snapshots written
+    subprocess.run(["dd", "if=/dev/zero", f"of={small_disk / 'filler'}", "bs=4k"],
+                   capture_output=True)
+    err = proc.communicate(timeout=300)[1]
+    assert proc.returncode == 2, err
+    assert "resumable" in err and "Traceback" not in err, err
+    (small_disk / "filler").unlink()
+    r = subprocess.run(cmd + ["resume", str(part), "--no-plots", "-q"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    got = read(str(small_disk / "tiny.h5"))
+    assert got["attrs"]["complete"] and got["attrs"]["storage_error"] == ""
+    names = [k for k in ref if k.split("/")[0] in ("snapshots", "observables")]
+    assert "snapshots/time_error" in names and "observables/populations_ht" in names
+    for k in names:
+        assert np.array_equal(got[k], ref[k], equal_nan=True), k

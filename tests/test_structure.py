@@ -42,7 +42,7 @@ TDSE_LAYERS = {
     "tdse.run": 3,
     "tdse.numerics": 2,
     "tdse.model": 1,
-    "tdse.config": 0, "tdse.version": 0,
+    "tdse.config": 0, "tdse.version": 0, "tdse.options": 0, "tdse.errors": 0,
 }
 #: the longest function allowed in the run path (issue #22: no function over ~60 lines)
 RUN_PATH_MAX_LINES = 60

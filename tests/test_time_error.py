@@ -78,6 +78,10 @@ def test_window_and_none_are_still_available():
     cfg = cfg.with_value("propagator.method", "dense")
     w = tdse.simulate(cfg.with_value("propagator.time_error", "window"), backend="numpy")
     assert "error_at_window" in w.time_error and np.all(np.isnan(w.arrays()["snapshots/time_error"]))
+    # #58 item 7: no number past the window (its linear extrapolation was 8x under on a
+    # ramped drive), and the file says the window covers nothing later
+    assert not any(k.startswith("error_at_t_end") for k in w.time_error), w.time_error
+    assert "says nothing about later times" in w.time_error["meaning"]
     n = tdse.simulate(cfg.with_value("propagator.time_error", "none"), backend="numpy")
     assert n.time_error is None
     with pytest.raises(tdse.config.ConfigError, match="error_window"):

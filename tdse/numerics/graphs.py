@@ -30,7 +30,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import ctypes
-import os
 
 import numpy as np
 
@@ -69,8 +68,13 @@ PLAN_DEPTH = 3
 
 #: the one-kernel exponential (:data:`_CHAIN`): warps a block, and the largest shared
 #: memory for x (16 N bytes: N <= 3072)
-CHAIN_WARPS = int(os.environ.get("TDSE_CHAIN_WARPS", "8"))
+CHAIN_WARPS = 8
 CHAIN_SMEM = 48 * 1024
+#: the paths' own switches, each measured against the path without it and kept on (tests
+#: turn one off to check the paths agree): one fused GEMV kernel a Chebyshev term (one
+#: member, the DVR's dense T), a whole exponential as one cooperative kernel, T's rows in
+#: registers, the DVR's FFT by the four-step method
+FUSED_GEMV = CHEB_CHAIN = CHAIN_REG_ROWS = FOUR_STEP = True
 #: T's row in registers (tdse_cheb_chain_reg): up to 32 CHAIN_REG columns, one row a warp
 CHAIN_REG = 32
 
@@ -353,8 +357,8 @@ def _dgemm_fn(cp):
 def available(stepper) -> bool:
     """Whether ``stepper`` (a BatchStepper) can step by graphs: CuPy, the kinetic product a
     GEMM (DVR up to DVR_GEMM_MAX_N), two FFTs (the DVR beyond it, one member) or a stencil,
-    and TDSE_CUDA_GRAPHS not "0"."""
-    if os.environ.get("TDSE_CUDA_GRAPHS", "1") == "0" or stepper.xp is np:
+    and the option ``run.graphs`` on."""
+    if not stepper.config.run.graphs or stepper.xp is np:
         return False
     from ..model.hamiltonian import DVR_GEMM_MAX_N
     g = stepper.config.grid
@@ -418,12 +422,14 @@ def _copy_out(cp, src, shape=None, dest=None):
     return out
 
 
+#: plan the next chunk's scalars in a thread while this one steps (:meth:`GraphStep._plan`;
+#: False: each planned when it is reached -- a test's way to force that branch)
+PLAN_AHEAD = True
+
+
 def plan_ahead() -> bool:
-    """Whether to plan the next chunk's scalars in a thread while this one steps
-    (:meth:`GraphStep._plan`): TDSE_PLAN_AHEAD=1 (the default) or 0 (each planned when it
-    is reached); another value is a ConfigError naming it."""
-    from ..config import env_switch
-    return env_switch("TDSE_PLAN_AHEAD") == "1"
+    """Whether to plan the next chunk's scalars in a thread (:data:`PLAN_AHEAD`)."""
+    return PLAN_AHEAD
 
 
 _PLANNING = []
@@ -543,7 +549,7 @@ def _dvr_by_fft(cp, n, B):
 
 
 #: the four-step FFT (:func:`four_step_tables`) where 2N = N1 N2 has a factor N1 >= this
-#: (else one cuFFT call of 2N); TDSE_DVR_FOUR_STEP=0 turns it off
+#: (else one cuFFT call of 2N; FOUR_STEP: tests force the single call)
 FOUR_STEP_MIN = 16
 
 
@@ -584,11 +590,10 @@ class _FFTKinetic:
     N = 8192 the launched path's ~0.15 ms of Python a term, or a GEMV's 0.5 GB a term."""
 
     def __init__(self, cp, grid, B):
-        from ..config import env_switch
         from ..model.hamiltonian import dvr_symbol
         if B != 1:
             raise ValueError(f"the graphs' DVR FFT is for one member, not B = {B}")
-        wanted = env_switch("TDSE_DVR_FOUR_STEP") == "1"     # a bad value: before any work
+        wanted = FOUR_STEP
         from cupy.cuda import cufft
         n = self.n = grid.n
         self.cp, self.cufft = cp, cufft
@@ -693,20 +698,19 @@ class GraphStep:
         self.work = [buf(), buf(), buf()]
         self.d = cp.zeros((n, B))
         # one member with the DVR's dense T: a term is one fused GEMV kernel (else a cuBLAS
-        # GEMM or the stencil kernel, then the recurrence's pass); TDSE_FUSED_GEMV=0 turns it off
-        self.fused = B == 1 and self.T is not None and os.environ.get("TDSE_FUSED_GEMV", "1") != "0"
+        # GEMM or the stencil kernel, then the recurrence's pass; FUSED_GEMV: tests force it off)
+        self.fused = B == 1 and self.T is not None and FUSED_GEMV
         self.masks = {s: stepper._mask(s) for s, _ in self.rows} if stepper.W is not None else {}
         # ... and, where x fits in a block's shared memory, a whole exponential is one
-        # cooperative kernel (:data:`_CHAIN`; TDSE_CHEB_CHAIN=0 turns it off)
-        self.chain = (self.fused and 16 * n <= CHAIN_SMEM
-                      and os.environ.get("TDSE_CHEB_CHAIN", "1") != "0")
+        # cooperative kernel (:data:`_CHAIN`; CHEB_CHAIN: tests force it off)
+        self.chain = self.fused and 16 * n <= CHAIN_SMEM and CHEB_CHAIN
         if self.chain:
             sms = cp.cuda.Device().attributes["MultiProcessorCount"]
             self.chain_grid = (min(-(-n // CHAIN_WARPS), sms),)
             # T's rows held in registers where every row has its own warp
             self.chain_kernel = ("tdse_cheb_chain_reg" if n <= 32 * CHAIN_REG
                                  and -(-n // CHAIN_WARPS) <= sms else "tdse_cheb_chain")
-            if os.environ.get("TDSE_CHAIN_REG", "1") == "0":
+            if not CHAIN_REG_ROWS:
                 self.chain_kernel = "tdse_cheb_chain"
             self.bar = cp.zeros(2, dtype=np.uint32)
             self.coop = True        # a cooperative launch (all blocks resident, or an error)
@@ -932,13 +936,12 @@ _DENSE_KERNELS = None
 def dense_available(stepper) -> bool:
     """Whether ``stepper`` (a single run's Stepper) steps psi by :class:`DenseGraphStep`: the
     dense exponent (or Taylor) with the split (Hermitian) plan, on one GPU, H time-dependent,
-    no U(t), N <= DENSE_GRAPH_MAX_N, and TDSE_DENSE_GRAPHS not "0"."""
+    no U(t), N <= DENSE_GRAPH_MAX_N, and the option ``run.graphs`` on."""
     m, cfg = stepper.method, stepper.config
     if (stepper.xp is np or m.matrix_free or stepper.layout is not None or stepper.static
             or not cfg.hermitian or cfg.propagator.operator or cfg.grid.n > DENSE_GRAPH_MAX_N
             or getattr(m.plan, "path", None) != "split"
-            or os.environ.get("TDSE_DENSE_GRAPHS", "1") == "0"
-            or os.environ.get("TDSE_CUDA_GRAPHS", "1") == "0"):
+            or not cfg.run.graphs):
         return False
     try:
         _dgemm_fn(stepper.xp)

@@ -10,6 +10,7 @@ import numpy as np
 
 from mgemm.arrays import cupy_or_none, gpu_count
 
+from ..options import THREAD_ENV, env_threads  # noqa: F401 -- re-exported
 from ..config import Config, ConfigError
 
 __all__ = ["Backend", "backend_for", "resolve_backend", "blas_threads", "usable_cpus",
@@ -75,20 +76,6 @@ def resolve_backend(backend: str, devices=None):
     if bad:
         raise ConfigError("--devices", devices, f"only GPUs 0..{n - 1} exist")
     return "cupy", cupy_or_none(), devices
-
-
-#: the environment's thread counts, read in this order; the first positive integer caps
-#: :func:`usable_cpus` (a launcher's word: Dask's nanny sets them to 1 in each worker)
-THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def env_threads() -> int | None:
-    """The thread count the environment sets (:data:`THREAD_ENV`), or None."""
-    for key in THREAD_ENV:
-        v = os.environ.get(key, "").strip()
-        if v.isdigit() and int(v) > 0:
-            return int(v)
-    return None
 
 
 def running_others(samples=5, interval=0.002, cpus=None) -> float | None:

@@ -145,14 +145,13 @@ def _open_writer(plan, work, attrs, resume):
 
 def background_writes(plan) -> bool:
     """Whether the run file's blocks are written in a thread beside the loop
-    (:class:`SnapshotWriter`'s ``background``): TDSE_BACKGROUND_WRITES=1 always, 0 never,
-    by default ("auto") where psi lives on a GPU -- there the loop's thread is what keeps
+    (:class:`SnapshotWriter`'s ``background``): the option ``run.io_thread`` = "on" always,
+    "off" never, "auto" (the default) where psi lives on a GPU -- there the loop's thread is what keeps
     the device fed, and a block held it 45-80 ms on an H100's host (N = 8192, 3-point:
     ``step_attrib_h100x1_20261126T1620_3point.txt``); on a CPU the block's calls would take
     a core from the run's BLAS threads."""
-    from ..config import env_switch
-    mode = env_switch("TDSE_BACKGROUND_WRITES", "auto", ("auto", "0", "1"))
-    return mode == "1" or (mode == "auto" and plan.backend.xp is not np)
+    mode = plan.config.run.io_thread
+    return mode == "on" or (mode == "auto" and plan.backend.xp is not np)
 
 
 def _start_state(plan, resume, work):

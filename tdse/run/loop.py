@@ -99,12 +99,12 @@ def _settle(plan, steps) -> float:
     in this process: a 3-point step at N = 8192 then takes 143 against 130 us on an H100
     for the rest of the process (``stream_side_h100x1_20261126T1905.txt``).  ~0.2 s a
     GPU, a fixed cost of the loop's start (the seconds are returned: the run file keeps
-    them as ``context_switch_seconds``); TDSE_CONTEXT_SWITCH=0 turns it off."""
+    them as ``context_switch_seconds``); the option ``run.context_switch = false`` turns it
+    off."""
     backend = getattr(plan, "backend", None)
     if backend is None or backend.name != "cupy" or steps < SETTLE_MIN_STEPS:
         return 0.0
-    from ..config import env_switch
-    if env_switch("TDSE_CONTEXT_SWITCH") != "1":
+    if not plan.config.run.context_switch:
         return 0.0
     from mgemm.arrays import context_switch
     t0 = time.perf_counter()
@@ -117,18 +117,25 @@ def evolve(plan, psi0, observers=(), *, start=0, stop=None, U0=None, resumed=Fal
            stepper=None, settle=True) -> State:
     """Step ``psi0`` (and ``U0``: the propagator, or None) from step ``start`` to ``stop``
     (default the plan's last step) with the plan's scheme and exponentials, calling the
-    observers; returns the final :class:`State`.  ``psi0`` may be None (U only).
+    observers; returns the final :class:`State` (psi and U on the plan's device: NumPy or
+    CuPy arrays).  ``psi0`` may be None (U only), and a host array on a GPU plan (it is
+    copied there: ``tdse.evolve(plan, plan.psi0)`` as docs/PYTHON.md has it).
     ``stepper``: one already built for this plan (default: a new one); ``settle``: start a
     GPU loop of :data:`SETTLE_MIN_STEPS` or more with a context switch (:func:`_settle`;
     its seconds added to ``stepper.context_switch_seconds``) -- False where the caller has
     made it already, e.g. before a clock that times the steps alone."""
     stepper = stepper or plan.stepper()
+    xp = stepper.xp          # psi(0) and U(0) given on the host go where the plan steps
+    psi0 = None if psi0 is None else xp.asarray(psi0)
+    U0 = None if U0 is None else xp.asarray(U0)
     dt = plan.config.time.dt
     stop = plan.steps if stop is None else stop
     state = State(start, start * dt, psi0, U0, resumed)
     if settle:
         stepper.context_switch_seconds += _settle(plan, stop - start)
-    with _frozen_heap():
+    backend = getattr(plan, "backend", None)
+    limit = backend.limit() if backend is not None else contextlib.nullcontext()
+    with limit, _frozen_heap():        # the plan's BLAS threads (prepare(threads=...))
         return _steps(stepper, dt, start, stop, state, observers)
 
 

@@ -23,7 +23,7 @@ import numpy as np
 # CPU busy the worker shares it, costing the loop what the pairs would)
 from mgemm.arrays import cpu_count, to_host
 
-from ..config import env_switch
+from ..options import blas_env
 from ..model import observables, states
 from ..model.potential import centre_positions
 from ..model.states import DTYPE
@@ -35,8 +35,9 @@ __all__ = ["Observables", "Snapshots", "Progress", "BoundaryWarning", "EDGE_NORM
 EDGE_NORM = 1e-6
 
 #: psi on a GPU: a snapshot is written a few intervals later, from a copy started at its
-#: step (:meth:`Snapshots.write`); TDSE_DEFER_SNAPSHOTS=0 writes each at once
-DEFER_SNAPSHOTS = os.environ.get("TDSE_DEFER_SNAPSHOTS", "1") != "0"
+#: step (:meth:`Snapshots.write`; False: each written at once -- a test's way to force that
+#: branch)
+DEFER_SNAPSHOTS = True
 
 #: ... at most this many copies (and SNAPSHOT_BYTES_IN_FLIGHT of them) under way: the oldest
 #: is finished (waited for) when one more would pass either; those whose copies have run are
@@ -48,6 +49,11 @@ DEFER_SNAPSHOTS = os.environ.get("TDSE_DEFER_SNAPSHOTS", "1") != "0"
 #: ~170 such steps)
 SNAPSHOTS_IN_FLIGHT = 64
 SNAPSHOT_BYTES_IN_FLIGHT = 64 << 20
+
+#: the rows measured in blocks (:class:`_BlockRows`), and on a GPU the stepper writing psi
+#: into its block's slot (:meth:`Observables.destination`): measured against the paths
+#: without them and kept on; tests turn one off to check the paths agree
+BLOCK_OBSERVABLES = STEP_INTO_ROWS = True
 
 #: slots of the ring through which a GPU run's H(t) states are uploaded (:class:`_BlockRows`)
 PAIRS_RING = 16
@@ -170,7 +176,7 @@ class Observables(Observer):
         # member; on a GPU kept there), handed to the writer when it writes to its file (its
         # before_write hook) and at the end: no synchronisation per observation, and a row
         # costs a share of a block's few array passes instead of a dozen calls of its own
-        # (TDSE_BLOCK_OBSERVABLES=0: a row at a time by Measure, on the host)
+        # (BLOCK_OBSERVABLES False, a test's switch: a row at a time by Measure, on the host)
         self.rows = None
         self._started = None           # the device rows whose copy to the host is under way
         # on the CPU, where a row costs a small step much (N = 256: 10-15 us against 0.2 ms),
@@ -178,13 +184,11 @@ class Observables(Observer):
         self.remote, self._offloaded_rows, self._remote_stopped = None, 0, False
         self._offload_pool, self._plan = None, plan
         self.gpu = self._into = False
-        if os.environ.get("TDSE_BLOCK_OBSERVABLES", "1") != "0":
+        if BLOCK_OBSERVABLES:
             self.rows = _BlockRows(plan, self.measure)
             self.gpu = self.rows.xp is not np
-            # TDSE_STEP_INTO_ROWS=0: each psi copied into its slot (:meth:`destination` off;
-            # read on every backend: a bad value is an error before the loop, CPU or GPU)
-            into = env_switch("TDSE_STEP_INTO_ROWS") == "1"
-            self._into = self.gpu and into
+            # STEP_INTO_ROWS False (a test's switch): each psi copied into its slot
+            self._into = self.gpu and STEP_INTO_ROWS
             hooks = getattr(writer, "before_write", None)
             if hooks is not None:
                 hooks.append(self.hand_over)
@@ -283,7 +287,7 @@ class Observables(Observer):
         cfg = self.config
         every = cfg.output.populations_interval
         calls = (cfg.time.steps - step) // every + 1
-        if calls > 1 and ahead_wanted(seconds * calls, threaded(self.tracker)):
+        if calls > 1 and ahead_wanted(seconds * calls, threaded(self.tracker), cfg.run.eigen_workers):
             ahead = _Ahead(self.tracker, cfg.time.dt, cfg.time.steps, every)
             ahead.seconds, ahead.local_calls = self.eigen_seconds, max(self.eigen_calls, self.tracker.solved)
             ahead.start(ahead.following(step))
@@ -400,7 +404,7 @@ def _spawn_safe() -> bool:
     the run was started by ``tdse`` (``python -m tdse``, the console script, whose module is
     guarded), by pytest or the benchmarks, or from an interactive session (no main file).
     A script that calls :func:`tdse.simulate` at its top level is not, unless it guards it
-    (``if __name__ == "__main__"``) and asks with TDSE_EIGENPAIRS_AHEAD=1.  Nor is a daemonic
+    (``if __name__ == "__main__"``) and asks with the option ``run.eigen_workers = "on"``.  Nor is a daemonic
     process (a Dask worker's: it may not have children)."""
     import multiprocessing
     if multiprocessing.current_process().daemon:
@@ -413,17 +417,16 @@ def _spawn_safe() -> bool:
     return path is None or os.path.basename(path) in ("tdse", "tdse.exe", "pytest")
 
 
-def ahead_wanted(seconds_left: float, thread: bool = False) -> bool:
+def ahead_wanted(seconds_left: float, thread: bool = False, mode: str = "auto") -> bool:
     """Whether to compute H(t)'s eigenpairs ahead in a worker (:class:`_Ahead`; ``thread``:
     a thread of this process, :func:`threaded`, else a worker process):
-    TDSE_EIGENPAIRS_AHEAD=1 always, 0 never; by default ("auto") when computing them in the
+    ``mode`` (the option ``run.eigen_workers``) "on" always, "off" never, "auto" when computing them in the
     loop would take more than :func:`ahead_min_seconds` (a thread:
     :data:`AHEAD_MIN_SECONDS_THREAD`) of what is left of the run (``seconds_left``: the
     first call's time x the calls to come), the process may use two CPUs (:func:`cpu_count`)
     and, for a process, may spawn one (:func:`_spawn_safe`)."""
-    mode = env_switch("TDSE_EIGENPAIRS_AHEAD", "auto", ("auto", "0", "1"))
     if mode != "auto":
-        return mode == "1"
+        return mode == "on"
     if thread:
         return seconds_left > AHEAD_MIN_SECONDS_THREAD and cpu_count() >= 2
     return seconds_left > ahead_min_seconds() and cpu_count() >= 2 and _spawn_safe()
@@ -490,7 +493,8 @@ def prewarm(config, backend=None, threads=None):
     if not offload and any(c.moving for c in config.potential.centres):
         calls, each = calls_guess(config)
         tracker = states.Tracker(config, config.output.populations)
-        if calls > 1 and not threaded(tracker) and ahead_wanted(calls * each):
+        if calls > 1 and not threaded(tracker) and ahead_wanted(calls * each, False,
+                                                                  config.run.eigen_workers):
             _prefetch(tracker, worker_pools(workers_for(tracker)))
     return offload
 
@@ -514,7 +518,7 @@ def _prefetch(tracker, pools):
     span = tracker.window_steps
     c = tracker.config
     dt, steps, every = c.time.dt, c.time.steps, c.output.populations_interval
-    if not span or env_switch("TDSE_AHEAD_PREFETCH") == "0":
+    if not span:
         return
     run = (os.getpid(), next(_RUN_IDS))
     begin = (c, tracker.K, tracker.settings())
@@ -565,7 +569,7 @@ def worker_pools(n=1):
     while len(_POOLS) < n:
         # an interrupt is raised after the spawn, not in it: cut between the new process and
         # its start-up data, it left that process failing, its traceback on the terminal
-        with deferred(), _blas_env(states.EIGEN_BLAS_THREADS):
+        with deferred(), blas_env(states.EIGEN_BLAS_THREADS):
             pool = concurrent.futures.ProcessPoolExecutor(
                 1, mp_context=multiprocessing.get_context("spawn"), initializer=ahead_child.start,
                 initargs=(states.EIGEN_BLAS_THREADS,))
@@ -576,30 +580,6 @@ def worker_pools(n=1):
         # on the terminal
         atexit.register(_drop_pool, pool, wait=True)     # before the interpreter's teardown
     return _POOLS[:n]
-
-
-#: the variables that set the BLAS libraries' threads at their start (OpenBLAS, OpenMP, MKL)
-BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-@contextlib.contextmanager
-def _blas_env(threads):
-    """This process's environment, while a worker is spawned, set to start its BLAS with
-    ``threads`` threads (the child inherits it; restored after): the spawned process
-    imports NumPy before its initializer runs (the parent's main module first), and an
-    OpenBLAS started with a thread per CPU spins them up at the import -- on one H100's
-    16-CPU host two workers were ready after 0.98 s, `import numpy, scipy.linalg` alone
-    taking 0.88 s of wall and 4.6 s of CPU."""
-    old = {k: os.environ.get(k) for k in BLAS_ENV}
-    os.environ.update({k: str(threads) for k in BLAS_ENV})
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 #: the process's eigenpairs thread: [(pool of one thread, a future already done)]
@@ -1050,8 +1030,8 @@ _W, _D, _F, _STOP, _ALIVE = range(5)
 
 def offload_wanted(config, backend, threads=None) -> bool:
     """Whether a run of ``config`` measures its observables in a worker process
-    (:class:`_SharedRows`): TDSE_OBSERVER_PROCESS=1 wherever it can (a script's run
-    guarded by ``if __name__ == "__main__"``), 0 never; by default
+    (:class:`_SharedRows`): the option ``run.observer_process`` "on" wherever it can (a
+    script's run guarded by ``if __name__ == "__main__"``), "off" never; by default
     ("auto") on the CPU (``backend`` "numpy"), up to N = :data:`OFFLOAD_MAX_N`, when a CPU
     is spare beside the run's BLAS threads (:func:`tdse.run.backend.usable_cpus`), the
     process may spawn one (:func:`_spawn_safe`) and the rows and pairs would cost the loop
@@ -1060,12 +1040,12 @@ def offload_wanted(config, backend, threads=None) -> bool:
     memory, whose order x86's memory model keeps (a weaker one, ARM's, would need fences
     that Python does not give)."""
     import platform
-    mode = env_switch("TDSE_OBSERVER_PROCESS", "auto", ("auto", "0", "1"))
+    mode = config.run.observer_process
     import multiprocessing
-    if mode == "0" or backend != "numpy" or platform.machine().lower() not in ("x86_64", "amd64") \
+    if mode == "off" or backend != "numpy" or platform.machine().lower() not in ("x86_64", "amd64") \
             or multiprocessing.current_process().daemon:      # a daemon may have no children
         return False
-    if mode == "1":
+    if mode == "on":
         return True
     if not _spawn_safe():
         return False

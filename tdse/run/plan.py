@@ -58,6 +58,12 @@ class RunPlan:
     def steps(self) -> int:
         return self.config.time.steps
 
+    @property
+    def options(self):
+        """The run's performance options (:class:`tdse.options.RunOptions`; the config's
+        ``[run]`` table, or ``prepare(..., options=...)``)."""
+        return self.config.run
+
     def stepper(self, config: Config | None = None) -> Stepper:
         """A :class:`~tdse.numerics.stepper.Stepper` on this plan's backend (for ``config``,
         e.g. the same run at dt/2; default the plan's own)."""
@@ -77,6 +83,7 @@ class RunPlan:
                               f"exponentials by {cfg.propagator.method}",
                 "allow_inaccurate": bool(allow_inaccurate and not pc.ok),
                 "blas_threads": b.threads, **effective_attrs(cfg), **pc.attrs(),
+                "run_options": json.dumps(cfg.run.as_dict()),
                 **({"method_choice": json.dumps(self.method_choice)} if self.method_choice else {}),
                 **({"backend_choice": json.dumps(self.backend_choice)} if self.backend_choice else {}),
                 **({"prepare_seconds": json.dumps(self.prepare_seconds)} if self.prepare_seconds else {})}
@@ -105,14 +112,18 @@ TIMED_STEPS = 2
 
 def prepare(config: Config, *, backend="auto", devices=None, threads=None,
             allow_inaccurate=False, check_resolution=True, pc: Precheck | None = None,
-            operator: bool | None = None, steps: int | None = None) -> RunPlan:
+            operator: bool | None = None, steps: int | None = None, options=None) -> RunPlan:
     """The :class:`RunPlan` of ``config`` (module docstring), or a ConfigError naming the
     key: a Taylor exponential that misses its tolerance is refused unless
     ``allow_inaccurate``.  ``pc``: a precheck already made for this config;
     ``operator``/``steps``: what auto's cost estimate assumes (default: the config's).
     ``backend = "auto"`` on a machine with GPUs takes the backend whose step of this very
-    run is faster, timed here (:func:`fastest`); without GPUs it is NumPy."""
+    run is faster, timed here (:func:`fastest`); without GPUs it is NumPy.  ``options``: the
+    performance options (:class:`tdse.options.RunOptions`, or a dict of some of its
+    fields), set over the config's ``[run]`` table."""
     t0, e0 = time.perf_counter(), time.time()
+    if options is not None:
+        config = _with_options(config, options)
     memory_check(config)          # before any work: the method's matrices must fit
     from .observers import prewarm
     offload = prewarm(config, backend, threads)   # a worker starts while this prepares
@@ -140,6 +151,14 @@ def prepare(config: Config, *, backend="auto", devices=None, threads=None,
         offload = offload_start(plan.config, plan.backend.name, threads)
     return dataclasses.replace(plan, prepare_seconds={**phases, **plan.prepare_seconds},
                                observer_process=offload, prepare_window=(e0, time.time()))
+
+
+def _with_options(config: Config, options) -> Config:
+    """``config`` with its ``[run]`` options replaced by ``options`` (a RunOptions, or a dict
+    of fields over the config's own), validated (a ConfigError names ``run.<key>``)."""
+    from ..options import RunOptions
+    opts = options if isinstance(options, RunOptions) else config.run.replace(**dict(options))
+    return dataclasses.replace(config, run=opts)
 
 
 def _on(backend, config, pc, x, E, phi, devices, threads, operator, steps) -> RunPlan:

@@ -241,6 +241,7 @@ class SnapshotWriter:
                 "snapshots_complete": 0, "observables_complete": 0, **library_versions()}
         for k, v in {**base, **attrs}.items():
             f.attrs[k] = _jsonable(v)
+        _storage_error_room(f)
         n, c, k = len(x), len(config.potential.centres), len(energies)
         # the shared coordinates live in the root group: a netCDF reader (h5netcdf, xarray)
         # sees a dimension scale from its own group and the groups above it
@@ -315,6 +316,8 @@ class SnapshotWriter:
             ds.resize(self.obs_count, axis=0)  # observations after that snapshot follow again
         self._shapes, self._obs_flushed = {}, self.obs_count
         f.attrs["complete"] = False
+        if "storage_error" in f.attrs:
+            f.attrs.modify("storage_error", np.bytes_(b""))     # the resumed run has not failed
         for k, v in attrs.items():
             f.attrs[k] = _jsonable(v)
         f.flush()
@@ -479,8 +482,9 @@ class SnapshotWriter:
         try:
             for ds in self.snap.values():
                 ds.resize(count, axis=0)
-            self.f.attrs["snapshots_complete"] = count
-            self.f.attrs["storage_error"] = cause
+            self.f.attrs["snapshots_complete"] = count      # existing attributes, rewritten
+            self.f.attrs.modify("storage_error",            # in place: nothing allocated
+                                np.bytes_(cause.encode()[:STORAGE_ERROR_BYTES]))
             self.f.close()
         except Exception:  # noqa: BLE001 -- the device refuses: what is on disk stays
             try:
@@ -705,12 +709,13 @@ def resumable_count(f) -> int:
     rows before its last snapshot, which a run resumed there would never measure
     (``benchmarks/probes/resume_gap.py``) -- except where resume arrays (operator mode's
     U(t), the companion's psi) tie it to the last whole snapshot."""
-    count = int(f.attrs.get("snapshots_complete", f["snapshots/step"].shape[0]))
+    attrs = readable_attrs(f)
+    count = int(attrs.get("snapshots_complete", f["snapshots/step"].shape[0]))
     count = min([count] + [f[k].shape[0] for k in ("snapshots/step", "snapshots/psi", "snapshots/t")])
-    whole = int(f.attrs.get("observables_complete", 0))
+    whole = int(attrs.get("observables_complete", 0))
     if count <= 1 or whole < 1 or "resume" in f:
         return count
-    every = max(1, int(f.attrs.get("observables_every", 1)))
+    every = max(1, int(attrs.get("observables_every", 1)))
     reach = int(f["observables/step"][whole - 1]) + every     # the next row due past them
     steps = f["snapshots/step"][:count]
     while count > 1 and int(steps[count - 1]) >= reach:
@@ -718,25 +723,56 @@ def resumable_count(f) -> int:
     return count
 
 
+#: the room kept for the attribute ``storage_error`` (its cause, cut to this many bytes)
+STORAGE_ERROR_BYTES = 160
+
+
+def _storage_error_room(f):
+    """The attribute ``storage_error`` (why the run stopped, if the disk filled) made empty
+    at the file's start with room for STORAGE_ERROR_BYTES, so that saying it then allocates
+    nothing: a new attribute written to a full disk pointed past the file's end, and the
+    file read back with an error and did not resume (#58 item 1)."""
+    f.attrs.create("storage_error", data=np.bytes_(b""), dtype=f"S{STORAGE_ERROR_BYTES}")
+
+
+def readable_attrs(f) -> dict:
+    """The attributes of open file ``f`` that can be read, decoded (one that was being
+    written when the disk filled can point past the file's end: left out, not an error --
+    what resuming needs is in the datasets and the attributes written with them)."""
+    out = {}
+    for k in list(f.attrs.keys()):
+        try:
+            v = f.attrs[k]
+        except (OSError, RuntimeError):
+            continue
+        out[k] = v.decode() if isinstance(v, bytes) else v
+    return out
+
+
 def resume_state(path) -> dict:
     """What resuming needs from a run file: the effective input (``input_toml`` here: the
     file's effective_toml, so a run started with a changed config continues it), the number of whole
-    snapshots, the last step, psi and (operator mode) U(t); NotOurFile if unusable."""
+    snapshots, the last step, psi and (operator mode) U(t), the companion's psi and its
+    rows (t, time_error, time_error_populations) up to there; NotOurFile if unusable.
+    Attributes that cannot be read (written as the disk filled) are left out."""
     with open_checked(path) as f:
-        if bool(f.attrs.get("complete", False)):
+        attrs = readable_attrs(f)
+        if bool(attrs.get("complete", False)):
             raise NotOurFile(f"{path}: the run is already complete; nothing to resume")
         try:
             count = resumable_count(f)
             if count < 1:
                 raise NotOurFile(f"{path}: holds no whole snapshot to resume from")
-            text = f.attrs["effective_toml"] if "effective_toml" in f.attrs else f.attrs["input_toml"]
-            state = {"input_toml": text.decode() if isinstance(text, bytes) else str(text),
+            text = attrs["effective_toml"] if "effective_toml" in attrs else attrs["input_toml"]
+            rows = ("snapshots/t", "snapshots/time_error", "snapshots/time_error_populations")
+            state = {"input_toml": str(text),
                      "count": count, "step": int(f["snapshots/step"][count - 1]),
                      "psi": f["snapshots/psi"][count - 1],
                      "U": _resume_array(f, "U", count),
                      "companion": _resume_array(f, "companion", count),
-                     "attrs": {k: (v.decode() if isinstance(v, bytes) else v)
-                               for k, v in f.attrs.items()}}
+                     "companion_rows": (np.stack([f[k][:count] for k in rows], axis=1)
+                                        if all(k in f for k in rows) else None),
+                     "attrs": attrs}
         except KeyError as e:
             raise NotOurFile(f"{path}: damaged run file (missing {e})") from None
     return state
@@ -759,7 +795,7 @@ def read(path) -> dict:
     """Read a whole run file into a dict of NumPy arrays + ``attrs`` (for plots/tests)."""
     f = open_checked(path)
     with f:
-        out = {"attrs": {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}}
+        out = {"attrs": readable_attrs(f)}
         for key, name in (("grid/x", "x"), ("states/n", "state"), ("potential/centre", "centre")):
             if name not in f:
                 raise NotOurFile(f"{path}: missing /{name}")

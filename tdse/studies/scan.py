@@ -36,6 +36,7 @@ import tomllib
 import numpy as np
 
 from ..config import Config, ConfigError, to_toml, with_values
+from ..options import environ_restore, environ_saved
 from ..model import states
 from ..model.grid import points
 from ..model.observables import BlockMeasure, stack_rows
@@ -66,12 +67,31 @@ def parse_set(text: str):
             if not (math.isfinite(a) and math.isfinite(b)) or not 2 <= n <= 100_000:
                 raise ValueError
             return key, np.linspace(a, b, n).tolist()
-        vals = [float(v) for v in rng.split(",")]
+        vals = rng.split(",")
+        try:
+            vals = [float(v) for v in vals]
+        except ValueError:
+            if all(v.strip() for v in vals) and not all(_numeric(v) for v in vals):
+                raise ConfigError("--set", text, "a scan's values are numbers (one batch runs "
+                                  "one grid and scheme); run each of "
+                                  f"{', '.join(v.strip() for v in vals)} with `tdse run INPUT "
+                                  f"--set {key}=VALUE`") from None
+            raise
         if not vals or not all(math.isfinite(v) for v in vals):
             raise ValueError
         return key, vals
+    except ConfigError:
+        raise
     except ValueError:
         raise ConfigError("--set", text, usage) from None
+
+
+def _numeric(text) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
 
 
 @dataclasses.dataclass
@@ -102,7 +122,20 @@ def members(config: Config, sets, zipped=False) -> Scan:
     configs = [with_values(config, [(key, vals[idx[0] if zipped else idx[a]])
                                     for a, (key, vals) in enumerate(axes)], source)
                for idx in index]
+    _one_time_axis(configs, axes)
     return Scan(config, axes, zipped, index, configs)
+
+
+def _one_time_axis(configs, axes):
+    """The members' rows share one time axis (the scan's arrays are (values..., t)): a key
+    whose values change dt, t_end or observables_every is one line, before any work."""
+    def axis(c):
+        return (c.time.dt, c.time.steps, c.output.observables_every)
+    if len({axis(c) for c in configs}) > 1:
+        key, vals = next(((k, v) for k, v in axes if k.split(".")[0] in ("time", "output")), axes[0])
+        raise ConfigError(key, vals, "changes the members' time axis (time.dt, time.t_end or "
+                          "output.observables_every): a scan's members share one; run each "
+                          f"with `tdse run INPUT --set {key}=VALUE`")
 
 
 def _signature(cfg: Config):
@@ -255,6 +288,14 @@ def _parts_dir(out, name):
     return None if out is None else os.path.join(out, f"{name}_scan.parts")
 
 
+def remove_parts(out, name):
+    """The finished batches' folder of a scan removed, once its file is written (an
+    interrupted scan keeps it: run again, it continues from there)."""
+    import shutil
+    folder = _parts_dir(os.path.abspath(out), name)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def _load_part(folder, k, fp):
     """Batch ``k``'s part if written for these members (fingerprint ``fp``), else None; its
     arrays memory-mapped (read when the scan is assembled, not here)."""
@@ -332,6 +373,8 @@ def scan(config: Config, sets, *, zipped=False, out=None, workers=None, schedule
     t_members = time.perf_counter()
     sc = members(config, sets, zipped)
     t_members = time.perf_counter() - t_members
+    if workers is not None or scheduler is not None:
+        _need_dask("--workers" if workers is not None else "--scheduler")
     if workers is not None and backend == "cupy":
         _need_dask_cuda()
     groups = batches(sc, batch, device_memory(backend) if workers is None and scheduler is None else None)
@@ -371,6 +414,17 @@ def scan(config: Config, sets, *, zipped=False, out=None, workers=None, schedule
                         "batch_collect_seconds": [m.get("collect_seconds", np.nan) for m in meta],
                         "worker_write_seconds": written}
     return result
+
+
+def _need_dask(option):
+    """Dask's distributed scheduler, for a scan across processes (the ``cluster`` extra);
+    a one-line ConfigError before any work where it is not installed."""
+    try:
+        import dask.distributed  # noqa: F401
+    except ImportError:
+        raise ConfigError(option, "given", "a scan across processes needs Dask (pip install -e "
+                          "\".[cluster]\"); without it the scan runs in this process (no "
+                          "--workers, no --scheduler)") from None
 
 
 def _need_dask_cuda():
@@ -437,7 +491,7 @@ def _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi, o
     # a LocalCluster's nannies run in this process and write their pre-spawn environment
     # (OMP_NUM_THREADS=1, ...) into its os.environ, where this process's later runs would
     # read one BLAS thread: put back as it was once they have started, and at the end
-    saved = dict(os.environ)
+    saved = environ_saved()
     with dask.config.set(WORKER_CONFIG):   # the nannies pass it to their workers
         if scheduler is None and backend == "cupy":   # one worker per GPU (checked before any work)
             from dask_cuda import LocalCUDACluster
@@ -446,7 +500,7 @@ def _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi, o
         elif scheduler is None:
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                    dashboard_address=None)
-    _restore_environ(saved)
+    environ_restore(saved)
     client = Client(cluster if cluster is not None else scheduler)
     token = _mark(folder) if folder else None
     try:
@@ -461,16 +515,7 @@ def _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi, o
         client.close()
         if cluster is not None:
             cluster.close()
-        _restore_environ(saved)
-
-
-def _restore_environ(saved):
-    """os.environ back to ``saved`` (what a nanny set or changed since, undone)."""
-    for k in [k for k in os.environ if k not in saved]:
-        del os.environ[k]
-    for k, v in saved.items():
-        if os.environ.get(k) != v:
-            os.environ[k] = v
+        environ_restore(saved)
 
 
 class _Assembly:

@@ -89,20 +89,20 @@ def drive_frequency(config) -> float | None:
 
 def from_file(d: dict, kind: str, win: str) -> dict:
     """The spectrum of a run file read by :func:`tdse.snapshots.read`."""
-    import tomllib
+    from ..config import loads
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got kind={kind!r}")
     t = d["observables/t"]
+    # the run's config parsed as a run reads it (a field given by wavelength has its omega
+    # there, not as a key of the TOML: `error: 'omega'` when read as a key)
+    config = loads(d["attrs"].get("effective_toml") or d["attrs"]["input_toml"])
     if kind == "hhg":
-        omega0 = None
-        field = tomllib.loads(d["attrs"].get("effective_toml") or d["attrs"]["input_toml"]).get("field")
-        if field:
-            omega0 = float(field["omega"])
-        res = hhg(t, d["observables/acceleration"], omega0, win)
+        field = config.potential.field
+        res = hhg(t, d["observables/acceleration"], None if field is None else float(field.omega), win)
     elif kind == "autocorrelation":
-        from ..config import loads
         res = autocorrelation(t, d["observables/autocorrelation"], win)
         res["eigenenergies_h0"] = d["states/energies"].tolist()
-        res["drive_omega"] = drive_frequency(loads(d["attrs"].get("effective_toml") or
-                                                   d["attrs"]["input_toml"]))
+        res["drive_omega"] = drive_frequency(config)
         res["peaks"] = peaks(res["energy"], res["power"], most=12).tolist()
     else:
         raise ValueError(f"kind must be one of {KINDS}, got kind={kind!r}")

@@ -41,7 +41,9 @@ def _devices(value):
 
 
 def _fresh_outputs(out_dir, base, force, exts=(".json", ".png")):
-    """Refuse to overwrite BASE.<ext> without --force; create OUT (one-line errors)."""
+    """Refuse to overwrite BASE.<ext> without --force, or an OUT that cannot be written;
+    create OUT (one-line errors, before any work)."""
+    _check_out(out_dir)
     for ext in exts:
         if os.path.exists(base + ext) and not force:
             raise InputError(f"output {base + ext!r} exists; pass --force to overwrite it")
@@ -143,25 +145,43 @@ def _run_options(f):
 @click.option("--out", "out_dir", default="outputs", show_default=True, help="results folder")
 @click.option("--resume", "resume_file", default=None, metavar="FILE.h5",
               help="continue an interrupted run (same as `tdse resume FILE.h5`)")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="set an input key over the file's value (repeatable), e.g. time.dt=0.02, "
+                   "grid.stencil=dvr, run.graphs=false (`tdse keys` lists them)")
 @_run_options
-def run(input_file, out_dir, resume_file, **opts):
+def run(input_file, out_dir, resume_file, sets, **opts):
     """Propagate INPUT and write OUT/<name>.h5 and its plots."""
     if resume_file:
+        if sets:
+            raise InputError("--set: a resumed run continues with the file's own input")
         return _resume(resume_file, input_file, **opts)
     cfg = _load(input_file)
+    if sets:
+        from ..config import parse_assignment, with_values
+        try:
+            cfg = with_values(cfg, [parse_assignment(s) for s in sets])
+        except ConfigError as e:
+            raise InputError(f"{input_file}: {e}") from None
     _check_out(out_dir)   # made only when the run starts: a refusal leaves no empty folder
     _go(cfg, input_file, out_dir, None, **opts)
 
 
-def _check_out(out_dir):
-    """--out must be a folder we can write, or one we can create (one-line errors)."""
-    probe = os.path.abspath(out_dir)
+def _check_out(out_dir, option="--out"):
+    """``out_dir`` must be a folder we can write, or one we can create (one-line errors):
+    a file made and removed in it, or in the nearest folder above it that exists (a
+    read-only mount, /proc and permissions alike: os.access says yes to root on /proc)."""
+    import tempfile
+    probe = os.path.abspath(out_dir or ".")
     while not os.path.exists(probe):
         probe = os.path.dirname(probe)
     if not os.path.isdir(probe):
-        raise InputError(f"--out = {out_dir!r}: {probe} is not a folder")
-    if not os.access(probe, os.W_OK):
-        raise InputError(f"--out = {out_dir!r}: folder {probe} is not writable")
+        raise InputError(f"{option} = {out_dir!r}: {probe} is not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=probe, prefix=".tdse-probe-"):
+            pass
+    except OSError as e:
+        raise InputError(f"{option} = {out_dir!r}: folder {probe} is not writable "
+                         f"({e.strerror or e})") from None
 
 
 @main.command()
@@ -243,7 +263,7 @@ def _start(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_in
         out(line)
     if not no_plots:
         from .plots import plot_run
-        for p in plot_run(res.path, out_dir):
+        for p in plot_run(res.path, out_dir, force=True):   # the run's own, drawn anew
             out(f"wrote {p}")
 
 
@@ -446,6 +466,9 @@ def animate(h5file, out_file, fps, force):
         out_file = os.path.join(os.path.dirname(os.path.abspath(h5file)), base + ".gif")
     if os.path.exists(out_file) and not force:
         raise InputError(f"output {out_file!r} exists; pass --force to overwrite it")
+    folder = os.path.dirname(os.path.abspath(out_file))
+    _check_out(folder, "--out")
+    os.makedirs(folder, exist_ok=True)
     try:
         click.echo(f"wrote {animate_(h5file, out_file, fps)}")
     except (NotOurFile, ValueError, KeyError) as e:
@@ -475,12 +498,17 @@ def validate(as_json, quick):
 @main.command()
 @click.argument("h5file", metavar="FILE.h5", type=click.Path(dir_okay=False))
 @click.option("--out", "out_dir", default=None, help="folder for the PNGs (default: beside FILE)")
-def plot(h5file, out_dir):
+@click.option("--force", is_flag=True, help="overwrite existing pictures")
+def plot(h5file, out_dir, force):
     """Draw the pictures of a run file."""
     from .plots import plot_run
     from ..run.snapshots import NotOurFile
+    if out_dir is not None:
+        _check_out(out_dir)
     try:
-        files = plot_run(h5file, out_dir)
+        files = plot_run(h5file, out_dir, force=force)
+    except FileExistsError as e:
+        raise InputError(f"output {e.filename!r} exists; pass --force to overwrite it") from None
     except (NotOurFile, ValueError, KeyError) as e:
         raise InputError(str(e)) from None
     for p in files:
@@ -616,7 +644,7 @@ def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, 
     """INPUT over a grid of parameter values, many runs at once: OUT/<name>_scan.h5 (xarray
     reads it) and a map PNG."""
     from ..run.scanfile import write
-    from ..studies.scan import members, parse_set, scan as scan_, spectra
+    from ..studies.scan import members, parse_set, remove_parts, scan as scan_, spectra
     from .plots import plot_scan_map
     cfg = _load(input_file)
     try:
@@ -633,6 +661,7 @@ def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, 
         raise InputError(f"{input_file}: {e}") from None
     spec = spectra(res)
     write(base + ".h5", res, spec)
+    remove_parts(out_dir, cfg.name)      # the file holds every batch now
     plot_scan_map(base + ".h5", base + ".png")
     sc = res["scan"]
     click.echo(f"{len(sc.configs)} members in {res['batches']} batch(es), {res['seconds']:.1f} s "

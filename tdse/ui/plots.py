@@ -23,14 +23,24 @@ import numpy as np  # noqa: E402
 from ..run.snapshots import read  # noqa: E402
 
 
-def plot_run(h5path, out_dir=None, node_eps=None) -> list[str]:
-    """Every picture of a run file (OUT/<name>_<what>.png); returns their paths."""
+#: the pictures of a run (OUT/<name>_<what>.png; transitions only in operator mode)
+RUN_PICTURES = ("spacetime", "nodes", "populations", "drift", "snapshots", "transitions")
+
+
+def plot_run(h5path, out_dir=None, node_eps=None, force=True) -> list[str]:
+    """Every picture of a run file (OUT/<name>_<what>.png); returns their paths.  Without
+    ``force``, a FileExistsError (its ``filename``) before anything is drawn where one of
+    them exists."""
     d = read(h5path)
     name = d["attrs"].get("name", os.path.splitext(os.path.basename(h5path))[0])
     out_dir = out_dir or os.path.dirname(os.path.abspath(h5path))
-    os.makedirs(out_dir, exist_ok=True)
     if d["snapshots/t"].size == 0:
         raise ValueError(f"{h5path}: holds no snapshots to plot")
+    for what in RUN_PICTURES if not force else ():
+        p = os.path.join(out_dir, f"{name}_{what}.png")
+        if os.path.exists(p):
+            raise FileExistsError(17, "exists", p)
+    os.makedirs(out_dir, exist_ok=True)
     eps = node_eps if node_eps is not None else _eps_from(d)
     files = []
     figs = [("spacetime", spacetime_figure(d, name)), ("nodes", nodes_figure(d, name, eps)),

@@ -1,0 +1,158 @@
+"""Every performance knob of a run, declared once (JAX's ``jax/_src/config.py``; STYLE.md
+item 16): :data:`OPTIONS` gives each its type, default, choices and what it does;
+:class:`RunOptions` holds a run's values, frozen.  They change where and how the work is
+done, never the numbers' meaning: a run file records them (its ``run_options`` attribute
+and the ``[run]`` table of its effective input), so a timing can be traced to the options
+that made it.
+
+Set from the input (a ``[run]`` table), the command line (``tdse run INPUT --set
+run.graphs=false``) or the API (``tdse.prepare(cfg, options={"graphs": False})``); a bad
+value is one line naming ``run.<key>`` and the value (exit code 2).  This is also the one
+module of ``tdse`` that reads the process's environment (:func:`env_threads`,
+:func:`environ_saved`, :func:`blas_env`): a test greps the others.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from dataclasses import dataclass
+
+from .errors import ConfigError
+
+__all__ = ["Option", "OPTIONS", "RunOptions", "parse_options", "THREAD_ENV", "env_threads",
+           "environ_saved", "environ_restore", "blas_env"]
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    choices: tuple      # allowed values (a bool option: (True, False))
+    default: object
+    meaning: str
+
+
+#: the knobs, each once (the input reference's ``[run]`` rows are made from this table)
+OPTIONS = (
+    Option("graphs", (True, False), True,
+           "on a GPU, each step is one CUDA graph launch where the method allows "
+           "(tdse.numerics.graphs); false launches each kernel from Python (slower; for "
+           "comparing the two paths)"),
+    Option("io_thread", ("auto", "on", "off"), "auto",
+           "the run file's blocks written in a thread beside the loop: auto = where psi lives "
+           "on a GPU (a block held the loop 45-80 ms on an H100's host at N = 8192); on a CPU "
+           "the thread would take a core from the run's BLAS"),
+    Option("eigen_workers", ("auto", "on", "off"), "auto",
+           "moving centres: H(t)'s eigenpairs for the populations computed ahead in a worker "
+           "(a thread or a process) beside the loop: auto = where computing them in the loop "
+           "would cost more than a few tenths of a second and a CPU is free"),
+    Option("observer_process", ("auto", "on", "off"), "auto",
+           "on the CPU, the observables measured in a worker process beside the loop: auto = "
+           "up to N = 4096 when a CPU is spare beside the BLAS threads and the rows would "
+           "cost the loop more than 0.2 s (x86-64 only)"),
+    Option("context_switch", (True, False), True,
+           "a GPU loop of 1000 steps or more starts with a context switch on its GPUs, so "
+           "that its steps are scheduled as before auto's calibration ran on a second stream "
+           "(~0.2 s a GPU, recorded as context_switch_seconds)"),
+)
+
+_BY_NAME = {o.name: o for o in OPTIONS}
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """A run's options (:data:`OPTIONS` says what each does); every field is validated by
+    :func:`parse_options` and recorded in the run file."""
+    graphs: bool = True
+    io_thread: str = "auto"
+    eigen_workers: str = "auto"
+    observer_process: str = "auto"
+    context_switch: bool = True
+
+    def replace(self, **values) -> "RunOptions":
+        """These options with ``values`` set, validated (one-line ConfigError)."""
+        return parse_options({**self.as_dict(), **values})
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _check(name, value):
+    opt = _BY_NAME.get(name)
+    if opt is None:
+        raise ConfigError(f"run.{name}", value,
+                          f"unknown key; allowed here: {', '.join(_BY_NAME)}")
+    if isinstance(opt.default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"run.{name}", value, "must be true or false")
+    elif not isinstance(value, str) or value not in opt.choices:
+        raise ConfigError(f"run.{name}", value,
+                          "must be " + ", ".join(f'"{c}"' for c in opt.choices[:-1])
+                          + f' or "{opt.choices[-1]}"')
+    return value
+
+
+def parse_options(table=None) -> RunOptions:
+    """A :class:`RunOptions` from a ``[run]`` table (a dict; a RunOptions or None passes
+    through as itself or the defaults); each key and value checked, one-line ConfigError."""
+    if table is None:
+        return RunOptions()
+    if isinstance(table, RunOptions):
+        return table
+    if not isinstance(table, dict):
+            raise ConfigError("run", table, "must be a table of options")
+    return RunOptions(**{k: _check(k, v) for k, v in table.items()})
+
+
+# ---------------------------------------------------------------- the environment
+#: the environment's thread counts, read in this order; the first positive integer caps
+#: :func:`tdse.run.backend.usable_cpus` (a launcher's word: Dask's nanny sets them to 1 in
+#: each worker)
+THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def env_threads() -> int | None:
+    """The thread count the environment sets (:data:`THREAD_ENV`), or None."""
+    for key in THREAD_ENV:
+        v = os.environ.get(key, "").strip()
+        if v.isdigit() and int(v) > 0:
+            return int(v)
+    return None
+
+
+def environ_saved() -> dict:
+    """A copy of the process's environment, for :func:`environ_restore`."""
+    return dict(os.environ)
+
+
+def environ_restore(saved: dict):
+    """The process's environment back to ``saved`` (what was set or changed since, undone:
+    a Dask LocalCluster's nannies write OMP_NUM_THREADS=1 and the like into it)."""
+    for k in [k for k in os.environ if k not in saved]:
+        del os.environ[k]
+    for k, v in saved.items():
+        if os.environ.get(k) != v:
+            os.environ[k] = v
+
+
+#: the variables that set the BLAS libraries' threads at their start (OpenBLAS, OpenMP, MKL)
+BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@contextlib.contextmanager
+def blas_env(threads):
+    """This process's environment, while a worker is spawned, set to start its BLAS with
+    ``threads`` threads (the child inherits it; restored after): the spawned process
+    imports NumPy before its initializer runs, and an OpenBLAS started with a thread per
+    CPU spins them up at the import -- on one H100's 16-CPU host two workers were ready
+    after 0.98 s, `import numpy, scipy.linalg` alone taking 0.88 s of wall and 4.6 s of CPU."""
+    old = {k: os.environ.get(k) for k in BLAS_ENV}
+    os.environ.update({k: str(threads) for k in BLAS_ENV})
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
