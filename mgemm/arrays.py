@@ -146,7 +146,10 @@ class PinnedUpload:
             self.events = [cp.cuda.Event() for _ in range(self.ring)]
             self.recorded = [False] * self.ring
             self.dev = cp.empty(self.size, dtype=values.dtype)
-            self.count = 0
+            # calls counted from the remake, from slot 0: _wait_lead finds call c's event in
+            # slot c % ring (a remake that kept the old slot read unrecorded events' times:
+            # cudaErrorInvalidResourceHandle, #58 item 0)
+            self.count, self.slot = 0, 0
         k = self.slot
         rt = cp.cuda.runtime
         if self.lead_seconds is None:

@@ -638,6 +638,22 @@ def test_pinned_upload_keeps_a_lead_of_seconds_and_never_reuses_a_busy_slot(monk
     assert up.step_seconds == pytest.approx(4e-6)
     with pytest.raises(ValueError, match="cannot adapt"):
         PinnedUpload(cp, ring=64, lead_seconds=0.1)
+    _pinned_upload_regrown(cp, recorded)
+
+
+def _pinned_upload_regrown(cp, recorded):
+    """#58 item 0: a ring remade for larger values mid-stream (here at call 777, slot 177 of
+    600) starts again at slot 0 -- its lead's clock reads the events of calls counted from
+    the remake; left at slot 177 it asked the elapsed time of a slot not yet recorded
+    (KeyError here; cudaErrorInvalidResourceHandle on the GPU: run-overhead's bare loop)."""
+    from mgemm.arrays import PinnedUpload
+    up = PinnedUpload(cp, ring=600, lead_seconds=0.02, min_lead=40)
+    for c in range(2000):
+        v = np.full(5 if c < 777 else 11, float(c))
+        up.put(v)
+        first = 0 if c < 777 else 777
+        assert np.array_equal(up.host[(c - first) % 600][:v.size], v), c
+    assert up.step_seconds is not None and up.count == 2000 - 777
 
 
 @pytest.mark.parametrize("n", [4200, 8192, 11, 1009])
