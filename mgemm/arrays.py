@@ -61,7 +61,7 @@ def context_switch(cp, device) -> bool:
     """A memset in a short-lived second CUDA context on GPU ``device`` (then this thread's
     context restored): the GPU switches contexts, which leaves the process's later work
     scheduled as before its first substantial work on a second stream.  Measured on an
-    H100 (CUDA 13, CuPy 14.2; ``benchmarks/probes/stream_side.py``,
+    H100 (CUDA 13, CuPy 14.2; ``benchmarks/archive/stream_side.py``,
     ``stream_side_h100x1_20261126T1905.txt``): after 14 DGEMMs on a non-blocking stream
     (as mgemm's band engine issues them, e.g. in ``method = "auto"``'s calibration), or a
     CUDA graph launched on a second stream, a graph of 74 small kernels (a 3-point

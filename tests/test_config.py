@@ -82,6 +82,30 @@ def test_grid_too_large_for_memory():
         memory_check(cfg, 2**30)
 
 
+@pytest.mark.parametrize("method", ["chebyshev", "dense", "auto"])
+def test_the_memory_refusal_counts_what_each_method_keeps(method):
+    """#58 item 4: a matrix-free (Chebyshev) run is estimated by its vectors of N -- not the
+    dense matrices it does not keep -- and says so; the largest N it names is the largest
+    whose estimate fits; auto is held to its least-needing candidate (it was held to the
+    dense method's matrices: a Chebyshev-sized run refused)."""
+    import re
+    from tdse.numerics import exponentials, precheck as pc
+    cfg = loads(GOOD.replace("dx = 0.2", "dx = 0.0001")).with_value("propagator.method", method)
+    n = cfg.grid.n
+    cls = exponentials.Chebyshev if method != "dense" else exponentials.Dense
+    need = pc.host_bytes(cls, n, False)
+    assert need == cls.host_matrices(False) * 16 * n * n + pc.RUN_VECTORS * 16 * n + pc.BASE_BYTES
+    assert pc.memory_check(cfg, need) == need
+    with pytest.raises(ConfigError) as e:
+        pc.memory_check(cfg, need - 1)
+    msg = str(e.value)
+    assert msg.startswith("grid.dx = 0.0001: gives N = ") and "\n" not in msg
+    assert ("no N x N matrix" in msg) == (method != "dense")
+    n_fit = int(re.search(r"largest N that fits is about (\d+)", msg).group(1))
+    assert pc.host_bytes(cls, n_fit, False) <= need - 1 < pc.host_bytes(cls, n_fit + 1, False)
+    assert n_fit < n
+
+
 def test_missing_file_and_non_utf8(tmp_path):
     with pytest.raises(ConfigError, match="no such file"):
         load(tmp_path / "nope.toml")

@@ -100,6 +100,23 @@ def test_choice_follows_the_smaller_estimate(fast, expected):
     assert f"method auto -> {expected}" in info["why"]
 
 
+def test_auto_on_the_cpu_leaves_out_a_method_that_cannot_fit(monkeypatch):
+    """#58 item 4: with less memory than the dense method's matrices need (but what the
+    matrix-free one needs), auto takes Chebyshev even where dense is estimated faster."""
+    from tdse import config as config_mod
+    from tdse.numerics import exponentials
+    from tdse.numerics.precheck import host_bytes
+    c = cfg()
+    pc = precheck(c, check_resolution=False)
+    fast_dense = timings(expm=1e-6, matvec=1e-9)
+    assert cost.choose(c, pc, "numpy", timings=fast_dense)[0] == "dense"
+    n = c.grid.n
+    monkeypatch.setattr(config_mod, "available_memory",
+                        lambda: host_bytes(exponentials.Dense, n, False) - 1)
+    method, info = cost.choose(c, pc, "numpy", timings=fast_dense)
+    assert method == "chebyshev" and info["seconds_per_step"]["dense"] is None
+
+
 @pytest.mark.parametrize("fast", ["dense", "chebyshev"])
 def test_with_an_absorber_auto_takes_the_faster_and_says_the_mask(fast):
     """With an absorber both methods stay candidates (the dense exponent exact, Chebyshev

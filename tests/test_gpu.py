@@ -1309,7 +1309,7 @@ def test_context_switch_on_the_gpu_leaves_this_context_working():
     afterwards, arrays made before still readable, new work correct, and no memory of the
     second context left (free memory back within 64 MiB).  (What it is for -- the step's
     speed after work on a second stream -- is a measurement:
-    benchmarks/probes/stream_side.py.)"""
+    benchmarks/archive/stream_side.py.)"""
     from mgemm.arrays import context_switch
     x = cp.arange(1000, dtype=np.float64)
     before = cp.cuda.driver.ctxGetCurrent()

@@ -490,7 +490,7 @@ class FoldedBlockOperator:
     GEMM (beta = -1, P's buffer overwritten: the series owns it), three element-wise
     products with the diagonals, and one zaxpy: 125 against 140 us a term for 16 members at
     N = 500 (BlockOperator folds and unfolds in every term), the 16-member atom_hhg batch
-    3.99 against 4.15 s on 2 CPU cores (``benchmarks/probes/folded_term.py``,
+    3.99 against 4.15 s on 2 CPU cores (``benchmarks/archive/folded_term.py``,
     ``benchmarks/results/folded_term_cpu2_20261126T0758.txt``).  Same operator: the series'
     result agrees with :class:`BlockOperator`'s to rounding (tests)."""
 

@@ -465,7 +465,7 @@ WARM_ANCHOR_CALLS = 16
 #: it.  A window's member costs a share of ~15 NumPy calls on the stacked members and of
 #: their LAPACK solves: h2plus_moving's molecule, 800 calls 0.2 a.u. apart on 2 CPUs, a call
 #: 3-point 106 / 636 us against dstemr's 310 / 3118 at N = 256 / 2048, 5-point 196 / 998
-#: against 614 / 6129 (``benchmarks/probes/window_pairs.py``,
+#: against 614 / 6129 (``benchmarks/archive/window_pairs.py``,
 #: ``window_pairs_cpu2_20261126T1009.txt``); before the windows, the 3-point warm solver a
 #: call at a time (~40 NumPy calls each) had lost to dstemr at N = 256 and won from ~1024
 #: (N = 8192 on one H100's host: 4.5-5.6 ms a call against dstemr's 22 ms;
@@ -703,7 +703,7 @@ class Tracker:
       does not converge (said once, as a warning) uses :func:`eigenstates`.
 
     Measured (2 cores, h2plus_moving's molecule, 48 calls 0.2 a.u. apart,
-    benchmarks/probes/davidson_anchor.py, davidson_anchor_cpu2_20261126T0737.txt): from the anchors 2.5-4.5 iterations a call
+    benchmarks/archive/davidson_anchor.py, davidson_anchor_cpu2_20261126T0737.txt): from the anchors 2.5-4.5 iterations a call
     (N = 8192: 5-point 0.86 s, DVR 1.39 s), from the previous call as before 2.0-4.0
     (0.55 s; 1.05 s).  (Near-)degenerate pairs -- the symmetric double well's lowest two
     states at large separation -- are determined only as a pair when their splitting is
@@ -853,7 +853,7 @@ class Tracker:
         scratch: 3-point :func:`stemr`; 5-point from N = 1024 the 3-point pairs refined by
         :func:`warm_banded` (vouched for by the 3-point Sturm count; 2 CPUs, h2plus_moving's
         molecule: 4.8 ms against Davidson's 11.8 ms at N = 2048, 19.9 against 27.8 ms at
-        8192; ``benchmarks/probes/anchor_5point.py``, ``anchor_5point_cpu2_20261126T1109.txt``), else -- or where that is refused -- the banded solver
+        8192; ``benchmarks/archive/anchor_5point.py``, ``anchor_5point_cpu2_20261126T1109.txt``), else -- or where that is refused -- the banded solver
         (:func:`_pentadiagonal`) up to N = ``direct_max``, beyond it :func:`davidson` from
         the 3-point pairs (the dense solver where it does not converge, said once:
         :meth:`_iterate`)."""

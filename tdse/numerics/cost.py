@@ -169,6 +169,13 @@ def choose(config: Config, pc, backend: str = "numpy", devices=None, *, xp=None,
             xp = np if backend == "numpy" else importlib.import_module("cupy")
         timings = calibrate(config, pc, xp, gpus, operator)
     est = estimate(config, pc, timings, gpus, operator, steps)
+    if backend == "numpy":      # a candidate whose matrices cannot fit in memory is out
+        from ..config import available_memory
+        from .precheck import host_bytes
+        op = config.propagator.operator if operator is None else operator
+        free = available_memory()
+        est = {k: (v if host_bytes(exponentials.get(k), config.grid.n, op) <= free else math.inf)
+               for k, v in est.items()}
     method = min(est, key=lambda name: est[name])
     terms = exponentials.Chebyshev.estimate_terms(config, pc)
     products = pc.plan.products

@@ -4,7 +4,7 @@ series of :class:`tdse.numerics.stepper.BatchStepper` on a GPU.
 Launched from Python, a step of atom_hhg is some 70 kernels (2 exponentials x 11 terms x
 (one GEMM + one fused pass), the potentials, masks), each costing ~30-50 us of host time
 in CuPy, far more than its device time; a 1000-member batch and a one-member run then take
-about the same wall (3.5 ms a step on an H200, benchmarks/probes/scan_profile.py).  Here
+about the same wall (3.5 ms a step on an H200, benchmarks/archive/scan_profile.py).  Here
 the step's kernels are captured once into a graph (``cudaStreamBeginCapture``) and
 replayed by one launch a step.  What changes from step to step is read by the kernels from
 device buffers that the host fills before each launch (one pinned-memory copy):

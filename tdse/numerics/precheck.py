@@ -118,21 +118,52 @@ def resolution(config: Config, E0=None) -> dict:
             "tolerance": RESOLUTION_TOL, "dx_that_passes": dx_ok}
 
 
+#: a run's vectors of N besides its method's matrices (psi, the Chebyshev recurrence, the
+#: observables' block of 64 states, H(0)'s eigenstates, the snapshots held before a write):
+#: measured 5.5 KB a grid point (~343 complex vectors) on a Chebyshev 3-point run at N =
+#: 80000 and 160000 on the CPU (peak RSS 514 / 953 MB; 2026-11-28, /usr/bin/time -v); 512
+#: vectors with the margin
+RUN_VECTORS = 512
+#: the interpreter and its libraries (~75 MB measured in those runs), with the margin
+BASE_BYTES = 128 << 20
+
+
+def host_bytes(method, n: int, operator: bool) -> int:
+    """Host bytes a run at N = ``n`` keeps with exponential ``method`` (a class of
+    :mod:`tdse.numerics.exponentials`): its dense N x N complex matrices (none where it is
+    matrix-free), :data:`RUN_VECTORS` vectors of N and :data:`BASE_BYTES`."""
+    return method.host_matrices(operator) * 16 * n * n + RUN_VECTORS * 16 * n + BASE_BYTES
+
+
+def _largest_n(method, operator, limit) -> int:
+    """The largest N whose :func:`host_bytes` fit in ``limit``."""
+    a, b, c = method.host_matrices(operator) * 16, RUN_VECTORS * 16, BASE_BYTES - limit
+    if c >= 0:
+        return 0
+    return int(-c / b) if a == 0 else int((-b + math.sqrt(b * b - 4 * a * c)) / (2 * a))
+
+
 def memory_check(config: Config, limit: int | None = None) -> int:
-    """Host bytes the run's method keeps in dense N x N complex matrices (plus vectors);
+    """Host bytes a run of ``config`` keeps (:func:`host_bytes` of its method; ``auto``: of
+    its candidate that needs least, which it then takes where the other cannot fit);
     ConfigError naming grid.dx when more than ``limit`` (default: the memory available
     now) -- before any work."""
     n, op = config.grid.n, config.propagator.operator
-    need = exponentials.get(config.propagator.method).host_matrices(op) * 16 * n * n + 64 * n * 1024
+    name = config.propagator.method
+    methods = exponentials.candidates() if exponentials.is_auto(name) else [exponentials.get(name)]
+    method = min(methods, key=lambda m: host_bytes(m, n, op))
+    need = host_bytes(method, n, op)
     limit = available_memory() if limit is None else limit
     if need > limit:
         g = config.grid
-        mats = max(1, exponentials.get(config.propagator.method).host_matrices(op))
-        n_fit = int(math.sqrt(max(limit - 64 * 1024 * 1024, 0) / (mats * 16)))
+        mats = method.host_matrices(op)
+        kept = (f"{mats} dense N x N complex matrices and" if mats else "no N x N matrix but")
+        n_fit = _largest_n(method, op, limit)
         raise ConfigError("grid.dx", g.dx, (
-            f"gives N = {n} points, whose dense matrices need {need / 2**30:.1f} GiB, "
-            f"more than the {limit / 2**30:.1f} GiB available; the largest N that fits is "
-            f"about {n_fit} (dx >= {(g.x_max - g.x_min) / max(n_fit, 1):.4g})"))
+            f"gives N = {n} points; the {method.name} exponential keeps {kept} about "
+            f"{RUN_VECTORS} vectors of N there: {need / 2**30:.1f} GiB, more than the "
+            f"{limit / 2**30:.1f} GiB available; the largest N that fits is about {n_fit} "
+            f"(dx >= {(g.x_max - g.x_min) / max(n_fit, 1):.4g})"))
     return need
 
 

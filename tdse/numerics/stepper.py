@@ -23,7 +23,7 @@ __all__ = ["Stepper"]
 #: grid values of one group of steps of :meth:`Stepper._bounds_many` (steps x times x N;
 #: 512 KB, in a core's cache, where one pass over a chunk of 64 steps at N = 8192 streams
 #: 4 MB a NumPy operation: 2.1-2.6 against 4.1-5.5 ms on 2 cores; on an H100's host the
-#: planner's chunk 4.5-5 against 7-9 ms, benchmarks/probes/planner_chunk.py)
+#: planner's chunk 4.5-5 against 7-9 ms, benchmarks/archive/planner_chunk.py)
 BOUNDS_GROUP_ELEMENTS = 1 << 16
 
 

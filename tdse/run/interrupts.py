@@ -76,7 +76,7 @@ def _clear_unhandled_note():
     in `tdse run`'s start-up) and, at the exit of ``python -m ...``, kills the process with
     SIGINT (status -2) though the interrupt was caught and exit 130 asked for: 1 in 42
     SIGINTs 0.3-0.6 s into `python -m tdse.ui.cli run` before this, none in 28 after
-    (benchmarks/probes/sigint_startup.py, benchmarks/results/sigint_startup_cpu2_20261126*).
+    (benchmarks/archive/sigint_startup.py, benchmarks/results/sigint_startup_cpu2_20261126*).
     Each ``PyRun_*`` call clears the note first: an empty one clears it."""
     try:
         import ctypes

@@ -44,7 +44,7 @@ DEFER_SNAPSHOTS = True
 #: finished at each snapshot, in order.  One (finished at the next snapshot) cut the host's
 #: lead over the device to an interval at every snapshot (25 steps of h2plus_moving_large:
 #: the loop waited there ~1 ms a snapshot, one H100, N = 8192,
-#: benchmarks/probes/step_attrib.py); four, to 100 steps, where the stepper lets it run
+#: benchmarks/archive/step_attrib.py); four, to 100 steps, where the stepper lets it run
 #: ahead by up to graphs.RUN_AHEAD_SECONDS of the device's time (CUDA's queue stops it at
 #: ~170 such steps)
 SNAPSHOTS_IN_FLIGHT = 64
@@ -73,7 +73,7 @@ TIME_BLOCK_BYTES = 1 << 26
 #: AHEAD_MANY_CPUS CPUs (the process takes ~1.5 s to start on a GPU machine, on spare
 #: CPUs, mostly while the run prepares (:func:`prewarm`); the loop computes them itself
 #: meanwhile; a task then costs the loop ~0.2 ms).  On one H100's 16-core host (2026-11-26,
-#: ``benchmarks/probes/cli_ahead_walls.py``, results in README) the 3-point N = 8192 run of
+#: ``benchmarks/archive/cli_ahead_walls.py``, results in README) the 3-point N = 8192 run of
 #: 10000 steps, populations every 250 -- 41 calls, 0.48 s in the loop, under the 0.5 s this
 #: was -- took 4.71-4.96 s with the worker against 5.51-5.92 s without (5-point: 4.63-4.71
 #: against 5.47-5.49 s)
@@ -97,7 +97,7 @@ AHEAD_MIN_SECONDS_THREAD = 0.02
 #: (:meth:`tdse.model.states.Tracker.window`) is ~15 NumPy calls on arrays of 16 x N x 4
 #: between its GIL-free LAPACK calls, which wait for the loop's GIL.  N = 256, 3-point,
 #: populations every 10 steps, 8000 steps in process with the windows
-#: (``benchmarks/probes/observer_parts.py``): on 2 CPUs the observables took 1.75-1.79 s
+#: (``benchmarks/archive/observer_parts.py``): on 2 CPUs the observables took 1.75-1.79 s
 #: with the pairs from a thread, 1.71-1.81 s from a process, 1.76-1.78 s in the loop (bare
 #: 1.47-1.52 s; ``observer_parts_cpu2_20261126T0932.txt``); on an H100's 16-CPU host 3.61-3.67
 #: / 3.30-3.36 / 3.37-3.38 s (bare 2.90-2.93 s; ``observer_parts_h100x1_20261126T0942.txt``).
@@ -122,7 +122,7 @@ AHEAD_WORKERS = 2
 #: a task of the worker computes the pairs of this many seconds' calls at least (up to
 #: AHEAD_CHUNK_MAX calls): a task costs the loop ~0.2 ms of its host time whatever it
 #: computes (the executor's threads pickling and reading it; measured on 2 cores,
-#: `benchmarks/probes/ipc_probe.py`), more than the tridiagonal solver at N = 256 (0.3 ms)
+#: `benchmarks/archive/ipc_probe.py`), more than the tridiagonal solver at N = 256 (0.3 ms)
 AHEAD_CHUNK_SECONDS = 0.005
 AHEAD_CHUNK_MAX = 32
 
@@ -473,7 +473,7 @@ def workers_for(tracker) -> int:
     the loop), for every solver -- each call depends on t alone (Davidson's start from
     their anchor's block, :class:`tdse.model.states.Tracker`), so workers may share them
     and give the loop's bits.  One H100, N = 8192, 5000 steps, populations every 50
-    (``benchmarks/probes/davidson_workers.py``): 5-point loop 2.18-2.20 s with two against
+    (``benchmarks/archive/davidson_workers.py``): 5-point loop 2.18-2.20 s with two against
     3.58-3.91 s with one (Davidson's ~35 ms a call against 50 steps of 0.2 ms); DVR, whose
     steps leave time for the calls, 41-44 s either way."""
     return max(1, min(AHEAD_WORKERS, cpu_count() - 1))
@@ -1005,7 +1005,7 @@ class _BlockRows:
 #: would take more than this many seconds (:func:`offload_wanted`; a row ~6e-8 N s, a pair
 #: :func:`calls_guess`'s).  On 2 cores at N = 256 (a 0.2 ms step, populations every 10
 #: steps, 8000 steps) they cost the loop 17 / 22 / 33 % of its steps (3-point / 5-point /
-#: DVR), against 4 / 6 / 0 % with the worker (``benchmarks/probes/observer_parts.py``); the
+#: DVR), against 4 / 6 / 0 % with the worker (``benchmarks/archive/observer_parts.py``); the
 #: worker's start (~0.3 s of a spare CPU) overlaps the run's preparation and first steps,
 #: whose rows the loop measures itself until it has begun
 OFFLOAD_MIN_SECONDS = 0.1

@@ -707,7 +707,7 @@ def resumable_count(f) -> int:
     the last ones past the reach of the file's whole observation rows -- a GPU run's rows
     reach the file one write behind its snapshots, so a file cut by a hard crash may lack
     rows before its last snapshot, which a run resumed there would never measure
-    (``benchmarks/probes/resume_gap.py``) -- except where resume arrays (operator mode's
+    (``benchmarks/archive/resume_gap.py``) -- except where resume arrays (operator mode's
     U(t), the companion's psi) tie it to the last whole snapshot."""
     attrs = readable_attrs(f)
     count = int(attrs.get("snapshots_complete", f["snapshots/step"].shape[0]))

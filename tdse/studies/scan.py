@@ -443,7 +443,7 @@ def _need_dask_cuda():
 #: a worker with it, 7.53 s without; ``dask_gpus.sh``, 2026-11-24), and the event loop's
 #: tick, the system monitor and the memory monitor at 1 s, 5 s, 1 s (Dask's defaults 20 ms,
 #: 500 ms, 100 ms): a small host-bound CPU batch 7-17 % slower in a worker than in process
-#: with the defaults, 1-4 % with these (``benchmarks/probes/worker_tick.py``) -- and glibc's
+#: with the defaults, 1-4 % with these (``benchmarks/archive/worker_tick.py``) -- and glibc's
 #: own heap trimming: a nanny starts its worker with MALLOC_TRIM_THRESHOLD_=65536 (Dask's
 #: ``distributed.nanny.pre-spawn-environ``), which made a 1000-member GPU batch's loop
 #: 5.41-5.48 s against 5.04-5.10 s without, in a worker or a plain child process alike
