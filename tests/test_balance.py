@@ -103,7 +103,7 @@ def test_emulated_with_shares_matches_numpy(rng, method, dtype, devices, placeme
     assert np.abs(out - ref).max() <= 4 * TOL[dtype] * scale * max(k, 1) ** 0.5
 
 
-@pytest.mark.parametrize("method", ["native", "3m"])
+@pytest.mark.parametrize("method", ["native", pytest.param("3m", marks=pytest.mark.slow)])  # 3m: 20 s
 def test_removed_dependency_is_caught_with_shares(rng, method):
     """Unequal band heights (tallest band sets the buffer slots): every dependency still
     matters and its removal is still caught."""

@@ -281,18 +281,24 @@ def test_the_printed_table_line_by_line():
         "1.00e-05 (x2 the larger), <H> 2.00e-07, final psi infidelity 3.00e-09",
         "input numerics (3, dx = 0.2, cfm4, dt = 0.01): estimated population error 6.10e-04 (meets "
         "the target 0.001)",
+        "the rule: the study's coarsest levels whose space and whose time error are each <= "
+        "(target - box error)/2 = 4.9e-04",
         "coarsest meeting 0.001: stencil 3, dx = 0.2 (N = 100), cfm4 dt = 0.01 (100 steps, 200 "
         "exponentials); estimated errors: space 4.0e-04, time 2.0e-04, box 1.0e-05; run and checked "
         "against the finest levels: 3.3e-04 (+ box) meets the target",
     ]
     assert lines == want
+    # #58 item 12: where the input meets the target but the per-half rule picks finer
+    # levels, the line says the input's numerics need not change
+    doc["recommendation"] = dict(doc["recommendation"], dx=0.1, n=200)
+    assert converge.table(doc)[-2].endswith("(a looser rule: they need not change)")
     doc["input_numerics"]["meets_target"] = False
     doc["recommendation"] = {"found": False, "why": "the box alone exceeds the target"}
     doc["space"]["3"]["populations"]["order"] = None
     doc["space"]["3"]["energy"]["order"] = None
     lines = converge.table(doc)
     assert lines[6] == "           observed order (populations): n/a, used 2 (nominal 2); <H>: n/a; errors x2"
-    assert lines[-2].endswith("(misses the target 0.001)")
+    assert lines[-3].endswith("(misses the target 0.001)")
     assert lines[-1] == "no recommendation: the box alone exceeds the target"
     del doc["box"]
     assert not any(line.startswith("box:") for line in converge.table(doc))
@@ -352,7 +358,7 @@ def test_table_with_two_target_groups_a_missing_group_and_no_order_kind():
     assert lines[0] == ("made_up: convergence of P_n(t) in the eigenstates of H(0) and of H(t), "
                         "<H(t)> (hartree) at 3 times up to t = 2; exponentials: chebyshev")
     assert lines[3].split()[-3] == "nan"                # the acceleration column of space 3
-    assert lines[-4].startswith("           observed order (populations): 2.00")   # the time rows'
+    assert lines[-5].startswith("           observed order (populations): 2.00")   # the time rows'
     assert "box 0.0e+00;" in lines[-1]
 
 

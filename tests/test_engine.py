@@ -152,8 +152,9 @@ def _run(sched, A, B, C, beta, seed):
     run_schedule(sched, arrays, 1.0, beta, np.random.default_rng(seed), A.dtype)
 
 
-@pytest.mark.parametrize("method, plane_copies", [("native", "first"), ("3m", "first"),
-                                                  ("3m", "all"), ("3m", "none")])
+@pytest.mark.parametrize("method, plane_copies", [  # the 3m cases 5-14 s each: CI's second stage
+    ("native", "first"), pytest.param("3m", "first", marks=pytest.mark.slow),
+    pytest.param("3m", "all", marks=pytest.mark.slow), pytest.param("3m", "none", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("beta", [0.0, 0.5])
 def test_removed_dependency_is_caught(rng, beta, method, plane_copies):
     dt = np.float64 if method == "native" else np.complex128

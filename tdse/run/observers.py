@@ -394,9 +394,10 @@ class Observables(Observer):
     def _check_edge(self, edge, t):
         if not self.warned_edge and edge > EDGE_NORM:
             self.warned_edge = True
-            warnings.warn(f"at t = {t:.4g} more than {EDGE_NORM:g} of the norm ({edge:.2g}) "
-                          f"is within 10 grid points of a wall: it reflects there; widen the "
-                          f"box or add an [absorber]", BoundaryWarning, stacklevel=2)
+            warnings.warn(f"at t = {t:.4g}, {edge:.3g} of the norm (more than {EDGE_NORM:g}) "
+                          f"is within 10 grid points of a wall: it reflects there; `tdse "
+                          f"converge` measures what a wider box changes (its box check); widen "
+                          f"the box or add an [absorber]", BoundaryWarning, stacklevel=2)
 
 
 def _spawn_safe() -> bool:

@@ -400,6 +400,14 @@ def table(doc) -> list[str]:
                f"estimated population error {i['estimated_error']:.2e} "
                f"({'meets' if i['meets_target'] else 'misses'} the target {doc['target']:g})")
     r = doc["recommendation"]
+    budget = 0.5 * (doc["target"] - (r.get("box_error") or _box_error(doc) or 0.0))
+    rule = (f"the rule: the study's coarsest levels whose space and whose time error are each "
+            f"<= (target - box error)/2 = {budget:.1e}")
+    same = r["found"] and (str(r["stencil"]), r["dx"], r["dt"]) == (str(i["stencil"]), i["dx"], i["dt"])
+    if r["found"] and i["meets_target"] and not same:
+        rule += ("; the input's own numerics meet the target on the sum of their errors "
+                 "(a looser rule: they need not change)")
+    out.append(rule)
     if r["found"]:
         out.append(f"coarsest meeting {doc['target']:g}: stencil {r['stencil']}, dx = {r['dx']:g} "
                    f"(N = {r['n']}), {r['scheme']} dt = {r['dt']:g} ({r['steps']} steps, "
