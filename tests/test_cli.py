@@ -252,3 +252,34 @@ def test_run_that_cannot_fit_its_exponent_is_one_line_exit_2(runner, inputs_dir,
     assert "Traceback" not in r.output
     line = [x for x in r.output.splitlines() if x.startswith("error:")]
     assert len(line) == 1 and "largest N that fits (with its input) is 21" in line[0]
+
+
+def test_spectrum_prints_paths_as_they_were_given(runner, inputs_dir, tmp_path, monkeypatch):
+    """#58 item 6: `tdse spectrum FILE` writes beside FILE and prints the paths relative or
+    absolute as FILE and --out were given (it printed absolute paths without --out and
+    relative ones with it)."""
+    monkeypatch.chdir(tmp_path)
+    assert runner.invoke(main, ["run", tiny(inputs_dir), "--out", "runs", "--no-plots", "-q"]).exit_code == 0
+    r = runner.invoke(main, ["spectrum", "runs/tiny.h5", "--kind", "autocorrelation"])
+    assert r.exit_code == 0 and "wrote runs/tiny_spectrum_autocorrelation.json, " in r.output, r.output
+    r = runner.invoke(main, ["spectrum", "runs/tiny.h5", "--kind", "autocorrelation", "--out", "sp"])
+    assert r.exit_code == 0 and "wrote sp/tiny_spectrum_autocorrelation.json, " in r.output, r.output
+    absolute = str(tmp_path / "runs" / "tiny.h5")
+    r = runner.invoke(main, ["spectrum", absolute, "--kind", "autocorrelation", "--force"])
+    assert r.exit_code == 0 and f"wrote {tmp_path / 'runs'}/tiny_spectrum" in r.output, r.output
+
+
+def test_the_yield_line_says_what_it_is_worth(inputs_dir):
+    """#58 item 7: a yield within the exponentials' own norm error (tolerance x exponentials)
+    is said to be unresolved (weak-field runs printed -1e-8 as a yield); the line says which
+    observables are divided by the remaining norm and that the populations and <n> are not."""
+    import types
+    from tdse import config as cfgmod
+    from tdse.ui.cli import _yield_lines
+    cfg = cfgmod.load(os.path.join(inputs_dir, "atom_hhg.toml")).with_value("propagator.tolerance", 1e-10)
+    for y, unresolved in ((-1e-8, True), (2e-8, True), (0.0567, False)):
+        obs = {"t": np.array([0.0, 441.0]), "yield": np.array([0.0, y]),
+               "yield_flux": np.array([0.0, y]), "layer_norm": np.array([0.0, 0.0])}
+        line, = _yield_lines(cfg, types.SimpleNamespace(observables=obs, exponentials=8820))
+        assert ("not resolved" in line) == unresolved and ("9e-07" in line) == unresolved, line
+        assert "the populations and <n> are not" in line

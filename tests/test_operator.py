@@ -221,3 +221,28 @@ def test_floquet_scan_batched_equals_point_by_point(key, values, steps):
     cfgs = [floquet.floquet_config(cfgmod.with_value(c, key, v), kw["period"], steps) for v in values]
     groups = floquet._floquet_batches([p[0] for p in cfgs], [p[2] for p in cfgs], 2 ** 30)
     assert len(groups) == (1 if steps else 2)
+
+
+@pytest.mark.parametrize("c2, tied", [(0.54, True), (0.7, True), (0.9, False)])
+def test_floquet_ties_a_two_level_mixing_of_known_weight(c2, tied):
+    """#58 item 7: U(T) made from H(0)'s eigenvectors with states 0 and 1 rotated into each
+    other (cos^2 = c2: each Floquet state holds c2 of one and 1 - c2 of the other).  A
+    near 50/50 mixing (0.54 / 0.46: the states' largest overlaps are with different Floquet
+    states) and a 0.7 / 0.3 one are reported as ties; a 0.9 / 0.1 one is not (below
+    MIX_OVERLAP); no other state is tied."""
+    from tdse.studies import floquet
+    c = cfg(amp=0.0, t_end=1.0)
+    n = c.grid.n
+    E, phi = eigenstates(c, 0.0, n)
+    F = (phi * math.sqrt(c.grid.dx)).T.astype(complex)            # columns: orthonormal
+    th = math.acos(math.sqrt(c2))
+    R = np.array([[math.cos(th), -math.sin(th)], [math.sin(th), math.cos(th)]])
+    F[:, :2] = F[:, :2] @ R
+    phases = np.linspace(0.1, 6.0, n)                               # distinct: eig is unique
+    U = F @ np.diag(np.exp(-1j * phases)) @ F.conj().T
+    res = floquet._analysis(c, 1.0, 10, "", U, {}, None, 6)
+    assert res["ties"] == ([[0, 1]] if tied else [])
+    assert res["states"][0]["shared_with"] == ([1] if tied else [])
+    assert all(s["shared_with"] == [] for s in res["states"][2:])
+    got = sorted(s["overlap"] for s in res["states"][:2])
+    assert np.allclose(got, max(c2, 1 - c2), atol=1e-10)

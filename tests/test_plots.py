@@ -54,6 +54,50 @@ def test_spacetime_centre_lines_stand_out_and_no_node_noise(moving_run):
     plots.plt.close(fig)
 
 
+def test_spacetime_shows_the_whole_box_in_log_colour_legend_off_the_data(moving_run):
+    """#58 item 13: the whole box, symmetric about x = 0; log colour from LOG_RANGE of the
+    peak by default (linear on request); the legend below the map; a static atom draws no
+    centre paths and no legend."""
+    from matplotlib.colors import LogNorm
+    d = moving_run
+    fig = plots.spacetime_figure(d, "mv")
+    ax = fig.axes[0]
+    half = max(abs(d["grid/x"][0]), abs(d["grid/x"][-1]))
+    assert ax.get_xlim() == pytest.approx((-half, half))
+    norm = ax.collections[0].norm
+    assert isinstance(norm, LogNorm)
+    peak = float((abs(d["snapshots/psi"]) ** 2).max())
+    assert norm.vmax == pytest.approx(peak) and norm.vmin == pytest.approx(plots.LOG_RANGE * peak)
+    leg = ax.get_legend()
+    assert leg is not None and leg.get_bbox_to_anchor().transformed(ax.transAxes.inverted()).y1 < 0.01
+    plots.plt.close(fig)
+    fig = plots.spacetime_figure(d, "mv", log=False)
+    assert not isinstance(fig.axes[0].collections[0].norm, LogNorm)
+    plots.plt.close(fig)
+    static = dict(d, **{"snapshots/centres": np.zeros_like(d["snapshots/centres"])})
+    fig = plots.spacetime_figure(static, "st")
+    assert not fig.axes[0].get_lines() and fig.axes[0].get_legend() is None
+    plots.plt.close(fig)
+
+
+def test_node_number_on_its_own_axis_and_no_node_picture_for_one_atom(moving_run, tmp_path):
+    """#58 item 13: <n>(t) on its own axis (its range its own, not the node counts'), the
+    counts below; a run of one centre gets no node picture."""
+    d = moving_run
+    fig = plots.nodes_figure(d, "mv", 0.01)
+    top, bottom = fig.axes
+    (line,) = top.get_lines()
+    n = d["observables/n_mean"]
+    assert np.allclose(line.get_ydata(), n[np.isfinite(n)])
+    assert top.get_ylim()[1] < 1.2 * np.nanmax(n) + 0.1          # not squashed by the counts
+    assert np.allclose(bottom.get_lines()[0].get_ydata(), d["snapshots/nodes"])
+    plots.plt.close(fig)
+    atom = {**MOVING, "name": "one", "potential": {"a": 0.5, "centres": [{"x0": 0.0, "Z": 1.0}]}}
+    path = tdse.simulate(atom, backend="numpy", out=str(tmp_path)).path
+    names = [p.rsplit("_", 1)[1] for p in plots.plot_run(path, str(tmp_path))]
+    assert "nodes.png" not in names and "spacetime.png" in names
+
+
 def test_populations_carry_the_stated_error_as_a_floor(moving_run):
     d = moving_run
     floor, what = plots.population_floor(d)

@@ -216,6 +216,30 @@ def test_an_interrupted_scan_resumes_from_its_finished_batches(base, tmp_path, m
     assert calls["n"] == 22 and kept["psi"].shape == (4, base.grid.n)
 
 
+def test_an_interrupted_cli_scan_says_what_it_kept(tmp_path, monkeypatch):
+    """#58 item 6: SIGINT during `tdse scan` (here the second batch's KeyboardInterrupt) is
+    one line, exit 130, saying how many finished batches were kept, where, and that the
+    same command continues from them."""
+    calls = {"n": 0}
+    orig = scan_mod.run_batch
+
+    def dies_on_second(*a, **k):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return orig(*a, **k)
+    monkeypatch.setattr(scan_mod, "run_batch", dies_on_second)
+    p = tmp_path / "atom.toml"
+    p.write_text(ATOM)
+    r = CliRunner().invoke(main, ["scan", str(p), "--set", "field.E0=0.02,0.04,0.06,0.08",
+                                  "--batch", "2", "--out", str(tmp_path), "-q"])
+    assert r.exit_code == 130, r.output
+    line = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(line) == 1 and line[0].startswith("error: interrupted by SIGINT: 1 finished batch(es) "
+                                                 f"kept in {tmp_path / 'atom_scan.parts'}"), r.output
+    assert "the same command continues from them" in line[0]
+
+
 def test_cli_writes_a_file_xarray_reads_with_named_dimensions(tmp_path):
     import xarray as xr
     p = tmp_path / "atom.toml"

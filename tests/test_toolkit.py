@@ -316,8 +316,15 @@ def test_animate_writes_a_gif_with_one_frame_per_snapshot(tmp_path, inputs_dir):
     from PIL import Image
     im = Image.open(tmp_path / "a.gif")
     assert im.n_frames == 11
-    r = CliRunner().invoke(main, ["animate", str(path), "--out", str(tmp_path / "a.avi")])
-    assert r.exit_code == 2 and ".gif or .mp4" in r.output
+    import warnings
+    from matplotlib import animation
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")     # #58 item 6: a refusal is one line, no warning
+        r = CliRunner().invoke(main, ["animate", str(path), "--out", str(tmp_path / "a.avi")])
+        assert r.exit_code == 2 and ".gif or .mp4" in r.output and len(r.output.splitlines()) == 1
+        if not animation.writers.is_available("ffmpeg"):
+            r = CliRunner().invoke(main, ["animate", str(path), "--out", str(tmp_path / "a.mp4")])
+            assert r.exit_code == 2 and "needs ffmpeg" in r.output and len(r.output.splitlines()) == 1
     r = CliRunner().invoke(main, ["animate", str(path), "--out", str(tmp_path / "a.gif")])
     assert r.exit_code == 2 and "exists" in r.output
 

@@ -94,14 +94,28 @@ def one_period_propagator(cfg: Config, M: int, *, backend="numpy", devices=None,
     return to_host(U), plan.precheck, plan.config, plan.method_choice
 
 
-def _ties(best) -> list:
-    """Groups of H(0) states whose largest overlap is with the same Floquet state (an
-    avoided crossing or strong mixing: the assignment n -> Floquet state is not one to one
-    there, and each group's quasi-energy is one number, not one per state)."""
-    groups = {}
-    for n, k in enumerate(best):
-        groups.setdefault(int(k), []).append(n)
-    return [g for g in groups.values() if len(g) > 1]
+#: two H(0) states are mixed where one Floquet state holds at least this much of each (a
+#: two-level mixing whose weaker part is a quarter or more)
+MIX_OVERLAP = 0.25
+
+
+def _ties(best, ov=None) -> list:
+    """Groups of H(0) states that share a Floquet state: whose largest overlap is with the
+    same one, or each of which it holds at least MIX_OVERLAP of (an avoided crossing or
+    strong mixing: the assignment n -> Floquet state is not one to one there, and each
+    group's quasi-energy is one number, not one per state).  A resonant 50/50 mixing
+    (overlaps 0.50 / 0.46 with two Floquet states) has different largest overlaps: the
+    first rule alone missed it (#58 item 7)."""
+    links = [{n for n, k2 in enumerate(best) if k2 == k} for k in set(int(k) for k in best)]
+    if ov is not None:
+        links += [set(np.flatnonzero(ov[:, k] >= MIX_OVERLAP).tolist()) for k in range(ov.shape[1])]
+    groups = []
+    for g in (s for s in links if len(s) > 1):
+        for h in [h for h in groups if h & g]:
+            groups.remove(h)
+            g = g | h
+        groups.append(g)
+    return sorted(sorted(int(n) for n in g) for g in groups)
 
 
 def analyse(config: Config, *, period=None, steps=None, count=8, backend="numpy", devices=None,
@@ -123,6 +137,7 @@ def _analysis(cfg, T, M, note, U, plan, choice, count) -> dict:
     # phi0 rows are normalised with dx; F columns have unit 2-norm
     ov = np.abs((phi0 * math.sqrt(cfg.grid.dx)) @ F) ** 2          # (K, N)
     best = np.argmax(ov, axis=1)
+    ties = _ties(best, ov)
     unitarity = float(np.linalg.norm(U.conj().T @ U - np.eye(cfg.grid.n)) / math.sqrt(cfg.grid.n))
     return {
         "name": cfg.name, "units": "atomic units (hbar = m_e = e = 1)",
@@ -138,9 +153,9 @@ def _analysis(cfg, T, M, note, U, plan, choice, count) -> dict:
                     "phase": float(phases[best[n]]),
                     "quasi_energy": float(eps[best[n]]),
                     "shift": float(fold(eps[best[n]] - E0[n], T)),
-                    "shared_with": [int(m) for m in range(K) if m != n and best[m] == best[n]]}
+                    "shared_with": next((sorted(set(g) - {n}) for g in ties if n in g), [])}
                    for n in range(K)],
-        "ties": _ties(best),
+        "ties": ties,
         "overlaps": ov.tolist() if cfg.grid.n <= 512 else None,
     }
 

@@ -288,6 +288,14 @@ def _parts_dir(out, name):
     return None if out is None else os.path.join(out, f"{name}_scan.parts")
 
 
+def parts_kept(out, name):
+    """(folder, count): a scan's finished batches kept in its parts folder."""
+    folder = _parts_dir(os.path.abspath(out), name)
+    count = (sum(1 for d in os.listdir(folder) if d.startswith("batch_") and
+                 os.path.isdir(os.path.join(folder, d))) if os.path.isdir(folder) else 0)
+    return folder, count
+
+
 def remove_parts(out, name):
     """The finished batches' folder of a scan removed, once its file is written (an
     interrupted scan keeps it: run again, it continues from there)."""

@@ -100,7 +100,8 @@ def _interruptible(work, what):
     except KeyboardInterrupt as e:
         acknowledge()
         sig = "SIGTERM" if str(e) == "SIGTERM" else "SIGINT"
-        click.echo(f"error: interrupted by {sig}{what}", err=True)
+        # a command may say what it kept (KeyboardInterrupt.kept, e.g. a scan's batches)
+        click.echo(f"error: interrupted by {sig}{getattr(e, 'kept', what)}", err=True)
         sys.exit(143 if sig == "SIGTERM" else 130)
     finally:
         restore()
@@ -309,13 +310,22 @@ def _header(plan, resume_arg, out):
 
 
 def _yield_lines(cfg, res):
+    """The absorber's yield, with what it is worth (#58 item 7): the exponentials' own norm
+    error (tolerance each, summed) below which it is not resolved -- a weak field's yield
+    of -1e-8 is that, not a negative probability -- and which observables are divided by
+    the remaining norm."""
     if cfg.absorber is None:
         return []
     obs = res.observables
-    return [f"yield at t = {obs['t'][-1]:.4g}: {obs['yield'][-1]:.5g} as 1 - norm; "
+    drift = cfg.propagator.tolerance * max(res.exponentials, 1)
+    y = float(obs["yield"][-1])
+    resolved = (f"; below the exponentials' own norm error ({drift:.1g}: their tolerance "
+                f"summed) it is not resolved" if abs(y) <= drift else "")
+    return [f"yield at t = {obs['t'][-1]:.4g}: {y:.5g} as 1 - norm; "
             f"{obs['yield_flux'][-1]:.5g} as the flux into the absorbing layers "
-            f"({obs['layer_norm'][-1]:.3g} of the norm is still inside them); <H>, <x>, "
-            f"<p> are divided by the remaining norm, the acceleration is not"]
+            f"({obs['layer_norm'][-1]:.3g} of the norm is still inside them){resolved}; <H>, "
+            f"<x>, <p> are divided by the remaining norm, the acceleration, the populations "
+            f"and <n> are not (they are of psi as it is: the populations sum to the norm)"]
 
 
 def error_summary(cfg, pc, time_error):
@@ -439,7 +449,9 @@ def spectrum(h5file, kind, win, out_dir, force):
         res = from_file(d, kind, win)
     except (NotOurFile, ValueError, KeyError) as e:
         raise InputError(str(e)) from None
-    out_dir = out_dir or os.path.dirname(os.path.abspath(h5file))
+    # beside FILE as the user named it: the printed paths relative or absolute as FILE and
+    # --out were given (#58 item 6: absolute in one mode, relative in the other)
+    out_dir = out_dir or os.path.dirname(h5file) or "."
     base = os.path.join(out_dir, f"{res['name']}_spectrum_{kind}")
     _fresh_outputs(out_dir, base, force)
     _write_json(base + ".json", res)
@@ -463,7 +475,7 @@ def animate(h5file, out_file, fps, force):
     from ..run.snapshots import NotOurFile
     if out_file is None:
         base = os.path.splitext(os.path.basename(h5file))[0]
-        out_file = os.path.join(os.path.dirname(os.path.abspath(h5file)), base + ".gif")
+        out_file = os.path.join(os.path.dirname(h5file) or ".", base + ".gif")
     if os.path.exists(out_file) and not force:
         raise InputError(f"output {out_file!r} exists; pass --force to overwrite it")
     folder = os.path.dirname(os.path.abspath(out_file))
@@ -499,14 +511,16 @@ def validate(as_json, quick):
 @click.argument("h5file", metavar="FILE.h5", type=click.Path(dir_okay=False))
 @click.option("--out", "out_dir", default=None, help="folder for the PNGs (default: beside FILE)")
 @click.option("--force", is_flag=True, help="overwrite existing pictures")
-def plot(h5file, out_dir, force):
+@click.option("--linear", is_flag=True, help="the spacetime map in linear colour (default: log, "
+              "from 1e-6 of the peak: excitation and ionised flux show)")
+def plot(h5file, out_dir, force, linear):
     """Draw the pictures of a run file."""
     from .plots import plot_run
     from ..run.snapshots import NotOurFile
     if out_dir is not None:
         _check_out(out_dir)
     try:
-        files = plot_run(h5file, out_dir, force=force)
+        files = plot_run(h5file, out_dir, force=force, log=not linear)
     except FileExistsError as e:
         raise InputError(f"output {e.filename!r} exists; pass --force to overwrite it") from None
     except (NotOurFile, ValueError, KeyError) as e:
@@ -659,6 +673,12 @@ def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, 
                     backend=backend, batch=batch, keep_psi=keep_psi, progress=not quiet)
     except ConfigError as e:
         raise InputError(f"{input_file}: {e}") from None
+    except KeyboardInterrupt as e:       # #58 item 6: say what was kept and how to go on
+        from ..studies.scan import parts_kept
+        folder, kept = parts_kept(out_dir, cfg.name)
+        e.kept = (f": {kept} finished batch(es) kept in {folder}; the same command continues "
+                  f"from them" if kept else ": no batch had finished; nothing was kept")
+        raise
     spec = spectra(res)
     write(base + ".h5", res, spec)
     remove_parts(out_dir, cfg.name)      # the file holds every batch now

@@ -27,7 +27,7 @@ from ..run.snapshots import read  # noqa: E402
 RUN_PICTURES = ("spacetime", "nodes", "populations", "drift", "snapshots", "transitions")
 
 
-def plot_run(h5path, out_dir=None, node_eps=None, force=True) -> list[str]:
+def plot_run(h5path, out_dir=None, node_eps=None, force=True, log=True) -> list[str]:
     """Every picture of a run file (OUT/<name>_<what>.png); returns their paths.  Without
     ``force``, a FileExistsError (its ``filename``) before anything is drawn where one of
     them exists."""
@@ -43,7 +43,9 @@ def plot_run(h5path, out_dir=None, node_eps=None, force=True) -> list[str]:
     os.makedirs(out_dir, exist_ok=True)
     eps = node_eps if node_eps is not None else _eps_from(d)
     files = []
-    figs = [("spacetime", spacetime_figure(d, name)), ("nodes", nodes_figure(d, name, eps)),
+    one_atom = d["snapshots/centres"].shape[1] == 1     # no molecule: no node picture
+    figs = [("spacetime", spacetime_figure(d, name, log=log)),
+            *([] if one_atom else [("nodes", nodes_figure(d, name, eps))]),
             ("populations", populations_figure(d, name, population_floor(d, out_dir))),
             ("drift", drift_figure(d)), ("snapshots", snapshots_figure(d, name))]
     if "operator/P" in d and len(d["operator/P"]):
@@ -67,49 +69,68 @@ def _config(d):
     return loads(d["attrs"].get("effective_toml") or d["attrs"]["input_toml"])
 
 
-def spacetime_figure(d, name):
-    """|psi(x, t)|^2 over the snapshots with the centres' paths (bright dashed lines with a
-    dark edge: visible on every colour of the map)."""
+#: the spacetime map's colour range in log scale: |psi|^2 from this fraction of its maximum
+#: up (excitation and ionised flux, 1e-3 to 1e-6 of the peak, are invisible in linear)
+LOG_RANGE = 1e-6
+
+
+def spacetime_figure(d, name, log=True):
+    """|psi(x, t)|^2 over the snapshots on the whole box, symmetric about x = 0 (log colour
+    from LOG_RANGE of the maximum by default; ``log=False``: linear), with the centres' paths
+    where they move (bright dashed lines with a dark edge: visible on every colour of the
+    map), the legend below the map, off the data."""
     import matplotlib.patheffects as pe
+    from matplotlib.colors import LogNorm
     x, t, psi = d["grid/x"], d["snapshots/t"], d["snapshots/psi"]
     dens = np.abs(psi) ** 2
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(8, 5.4))
     tt = t if t.size > 1 else np.array([t[0], t[0] + 1e-9])
+    top = float(dens.max()) or 1.0
+    norm = LogNorm(vmin=LOG_RANGE * top, vmax=top, clip=True) if log else None
     im = ax.pcolormesh(x, tt, dens if t.size > 1 else np.vstack([dens, dens]),
-                       shading="auto", cmap="magma")
-    for c in range(d["snapshots/centres"].shape[1]):
-        ax.plot(d["snapshots/centres"][:, c], t, "--", color="deepskyblue", lw=1.4,
+                       shading="auto", cmap="magma", norm=norm)
+    centres = d["snapshots/centres"]
+    moving = centres.size and float(np.ptp(centres, axis=0).max()) > 0
+    for c in range(centres.shape[1] if moving else 0):
+        ax.plot(centres[:, c], t, "--", color="deepskyblue", lw=1.4,
                 path_effects=[pe.Stroke(linewidth=3, foreground="black"), pe.Normal()],
                 label="nuclear centres X_c(t)" if c == 0 else None)
-    ax.set_xlim(*_xlim(d))
+    half = max(abs(float(x[0])), abs(float(x[-1])))
+    ax.set_xlim(-half, half)
     ax.set(xlabel="x (bohr)", ylabel="t (a.u. of time)",
-           title=f"{name}: |psi(x,t)|^2 and the centres (node counts: {name}_nodes.png)")
-    ax.legend(loc="upper right", fontsize=8)
-    fig.colorbar(im, ax=ax, label="|psi|^2 (bohr^-1)")
+           title=f"{name}: |psi(x,t)|^2" + (" and the centres" if moving else ""))
+    if moving:
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
+    fig.colorbar(im, ax=ax, label="|psi|^2 (bohr^-1)" + (", log scale" if log else ""))
     return fig
 
 
 def nodes_figure(d, name, eps):
-    """<n>(t) -- the observable that converges -- and the node count, each drawn as what it
-    is: the count as small grey marks with its noise explained."""
+    """<n>(t) -- the observable that converges -- on its own axis above the node count at
+    the snapshots (small grey marks, with its noise explained): the count's jumps no longer
+    squash <n> (#58 item 13)."""
     t, to = d["snapshots/t"], d["observables/t"]
-    fig, ax = plt.subplots(figsize=(8, 3.6))
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 5), sharex=True,
+                                      gridspec_kw={"height_ratios": [1.2, 1]})
     K = d["observables/populations_ht"].shape[1] if to.size else 0
     if to.size:
         ok = np.isfinite(d["observables/n_mean"])  # rows with H(t)'s populations (populations_every)
-        ax.plot(to[ok], d["observables/n_mean"][ok], "C0", lw=1.6,
-                label=f"<n> = sum n P_n(t), eigenstates of H(t), n < {K}: the signal (converges)")
-    ax.plot(t, d["snapshots/nodes"], "x", color="0.55", ms=4,
-            label=f"sign changes of Re psi at the snapshots (eps = {eps:g}): not converged")
-    top = max([float(np.max(d["snapshots/nodes"]))] +
-              ([float(np.nanmax(d["observables/n_mean"]))] if to.size else []))
-    ax.set_ylim(-0.3, 1.45 * top + 1.0)   # room for the caption above the marks
-    ax.set(xlabel="t (a.u. of time)", ylabel="nodes",
-           title=f"{name}: population-weighted node number <n>(t) and the node count")
-    ax.text(0.01, 0.97, "a driven complex psi has no true nodes: its sign-change count changes "
-            "with eps and the time sampling\n(it equals n only in an eigenstate n); <n>(t) is the "
-            "number to read", transform=ax.transAxes, fontsize=7, va="top", color="0.3")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1, frameon=False)
+        top.plot(to[ok], d["observables/n_mean"][ok], "C0", lw=1.6)
+    top.set(ylabel="<n>", title=f"{name}: population-weighted node number <n>(t) = sum n P_n(t), "
+                                f"eigenstates of H(t), n < {K}")
+    top.text(0.01, 0.95, "the signal: it converges (docs/convergence)", transform=top.transAxes,
+             fontsize=7, va="top", color="0.3")
+    bottom.plot(t, d["snapshots/nodes"], "x", color="0.55", ms=4)
+    hi = float(np.max(d["snapshots/nodes"])) if t.size else 1.0
+    bottom.set_ylim(-0.3, 1.35 * hi + 1.0)
+    bottom.set(xlabel="t (a.u. of time)", ylabel="sign changes",
+               title=f"sign changes of Re psi at the snapshots (eps = {eps:g}): not converged",
+               )
+    bottom.title.set_fontsize(9)
+    bottom.text(0.01, 0.95, "a driven complex psi has no true nodes: this count changes with eps "
+                "and the time sampling (it equals n only in an eigenstate n)",
+                transform=bottom.transAxes, fontsize=7, va="top", color="0.3")
+    fig.tight_layout()
     return fig
 
 
@@ -345,6 +366,16 @@ def animate(h5path, out, fps=15):
 
     from ..config import loads
     from ..model.potential import total
+    # the format refused before anything is read or drawn (an animation made and dropped
+    # unsaved makes matplotlib warn: the refusal was one line plus its warning)
+    if out.endswith(".mp4"):
+        if not animation.writers.is_available("ffmpeg"):
+            raise ValueError(f"--out = {out!r}: MP4 needs ffmpeg, which is not installed; use a .gif")
+        writer = animation.FFMpegWriter(fps=fps)
+    elif out.endswith(".gif"):
+        writer = animation.PillowWriter(fps=fps)
+    else:
+        raise ValueError(f"--out = {out!r}: must end in .gif or .mp4")
     d = read(h5path)
     attrs = d["attrs"]
     cfg = loads(attrs.get("effective_toml") or attrs["input_toml"])
@@ -370,16 +401,6 @@ def animate(h5path, out, fps=15):
         title.set_text(f"{attrs.get('name')}: t = {t[i]:.3f} a.u. of time")
         return line, vline, title
     anim = animation.FuncAnimation(fig, frame, frames=t.size, blit=False)
-    if out.endswith(".gif"):
-        writer = animation.PillowWriter(fps=fps)
-    elif out.endswith(".mp4"):
-        if not animation.writers.is_available("ffmpeg"):
-            plt.close(fig)
-            raise ValueError(f"--out = {out!r}: MP4 needs ffmpeg, which is not installed; use a .gif")
-        writer = animation.FFMpegWriter(fps=fps)
-    else:
-        plt.close(fig)
-        raise ValueError(f"--out = {out!r}: must end in .gif or .mp4")
     anim.save(out, writer=writer)
     plt.close(fig)
     return out
