@@ -283,3 +283,17 @@ def test_the_yield_line_says_what_it_is_worth(inputs_dir):
         line, = _yield_lines(cfg, types.SimpleNamespace(observables=obs, exponentials=8820))
         assert ("not resolved" in line) == unresolved and ("9e-07" in line) == unresolved, line
         assert "the populations and <n> are not" in line
+
+
+def test_a_run_prints_its_wall_and_where_it_went(runner, inputs_dir, tmp_path):
+    """#58 item 10: the last line of `tdse run` is the process's wall split into the time
+    before the run, the run and its file, and the pictures -- the three add up to it."""
+    import re
+    r = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(tmp_path), "--backend", "numpy"])
+    assert r.exit_code == 0, r.output
+    last = r.output.strip().splitlines()[-1]
+    m = re.match(r"wall ([\d.]+) s: ([\d.]+) s before the run .*, ([\d.]+) s the run and its file, "
+                 r"([\d.]+) s the pictures \(--no-plots skips them\)$", last)
+    assert m, last
+    wall, before, run_, plots = map(float, m.groups())
+    assert abs(before + run_ + plots - wall) <= 0.15 and run_ > 0 and plots > 0

@@ -9,11 +9,14 @@ import json
 import os
 import platform
 import sys
+import time
 
 import click
 
 from ..config import ConfigError, load
 from ..version import __version__
+
+_IMPORTED = time.perf_counter()
 
 
 class InputError(click.ClickException):
@@ -237,6 +240,7 @@ def _start(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_in
         existing = os.path.getsize(resume_arg[1]) if resume_arg else 0
         plan = _plan(cfg, label, out_dir, backend, devices, threads, allow_inaccurate, yes, existing)
         _header(plan, resume_arg, out)
+        t_run = process_seconds()
         try:
             res = run_(plan, out_dir, force=force, progress=not quiet, resume=resume_arg,
                        allow_inaccurate=allow_inaccurate)
@@ -262,10 +266,26 @@ def _start(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_in
         out(f"note: {note}", err=True)
     for line in error_summary(plan.config, plan.precheck, res.time_error) + _yield_lines(plan.config, res):
         out(line)
+    t_plots = process_seconds()
     if not no_plots:
         from .plots import plot_run
         for p in plot_run(res.path, out_dir, force=True):   # the run's own, drawn anew
             out(f"wrote {p}")
+    wall = process_seconds()
+    out(f"wall {wall:.1f} s: {t_run:.1f} s before the run (start-up, the input, H(0), the "
+        f"precheck, auto's choice), {t_plots - t_run:.1f} s the run and its file, "
+        f"{wall - t_plots:.1f} s the pictures" + ("" if no_plots else " (--no-plots skips them)"))
+
+
+def process_seconds() -> float:
+    """Seconds since this process started (Linux: /proc/self/stat's start time against
+    /proc/uptime; elsewhere since this module was imported)."""
+    try:
+        ticks = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19])
+        up = float(open("/proc/uptime").read().split()[0])
+        return max(0.0, up - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return time.perf_counter() - _IMPORTED
 
 
 def _plan(cfg, label, out_dir, backend, devices, threads, allow_inaccurate, yes, existing=0):
