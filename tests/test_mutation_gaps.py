@@ -2011,3 +2011,28 @@ def test_host_stencil_operator_equals_its_dense_definition(stencil):
         ref = H @ X
         assert np.abs(op(X) - ref).max() <= 1e-13 * np.abs(ref).max(), (X.ndim, X.dtype)
     assert op(Z[:, 0].copy()).flags.writeable          # the recurrence updates it in place
+
+
+def test_the_hhg_cutoff_is_the_three_step_formula(tmp_path):
+    """spectra.cutoff: U_p = E0^2 / (4 omega^2), cutoff I_p + 3.17 U_p, in hartree and in
+    orders of omega (atom_hhg: 0.2194 Ha, 1.1955 Ha, order 20.97); from_file adds it for a
+    run with a field, I_p = -E_0; the picture marks it (a dashed line at that order)."""
+    from tdse.studies import spectra
+    from tdse.ui import plots
+    c = spectra.cutoff(0.5, 0.0534, 0.057)
+    assert c["up"] == pytest.approx(0.0534 ** 2 / (4 * 0.057 ** 2), rel=1e-15)
+    assert c["cutoff_energy"] == pytest.approx(0.5 + 3.17 * c["up"], rel=1e-15)
+    assert c["cutoff_order"] == pytest.approx(c["cutoff_energy"] / 0.057, rel=1e-15)
+    assert round(c["cutoff_order"], 2) == 20.97
+    t = 0.1 * np.arange(4096)
+    res = {**spectra.hhg(t, np.sin(0.057 * 21 * t), 0.057, "hann"), **c, "name": "x"}
+    figs = []
+    orig = plots.plt.close
+    plots.plt.close = lambda fig=None: figs.append(fig)
+    try:
+        plots.plot_spectrum(res, str(tmp_path / "s.png"))
+    finally:
+        plots.plt.close = orig
+    ax = figs[0].axes[0]
+    assert any(np.allclose(ln.get_xdata(), c["cutoff_order"]) for ln in ax.get_lines()[1:])
+    orig(figs[0])

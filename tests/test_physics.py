@@ -629,3 +629,23 @@ def test_soft_core_hydrogen_levels_against_the_literature(stencil, dx, tol):
     assert np.abs(E - np.array([-0.6698, -0.2749, -0.1515])).max() <= tol, E
     E, _ = states.eigenstates(loads(_ATOM.format(dx=dx, stencil=stencil, a=2.0)), 0.0, 1)
     assert abs(E[0] + 0.5) <= tol, E
+
+
+@pytest.mark.slow
+def test_the_harmonic_plateau_ends_at_the_three_step_cutoff(inputs_dir, tmp_path):
+    """#55 item 5: atom_hhg (a = 2 atom, I_p = 0.5 Ha, 800 nm, 1e14 W/cm^2, as shipped): the
+    plateau holds up to the three-step model's cutoff I_p + 3.17 U_p (Krause, Schafer &
+    Kulander, PRL 68, 3535 (1992); Corkum, PRL 71, 1994 (1993)) -- the harmonics in the four
+    orders below it within 10x of the plateau's median -- and falls by more than 1e3 within
+    8-14 orders past it (measured: 0.66x and 2.7e-4)."""
+    from tdse.config import load
+    from tdse.run.driver import run
+    from tdse.run.snapshots import read
+    from tdse.studies.spectra import from_file
+    path = run(load(f"{inputs_dir}/atom_hhg.toml"), str(tmp_path), backend="numpy").path
+    r = from_file(read(path), "hhg", "hann")
+    o, p, c = np.asarray(r["order"]), np.asarray(r["power"]), r["cutoff_order"]
+    assert r["ip"] == pytest.approx(0.5, abs=1e-9) and 20 < c < 22
+    plateau = np.median(p[(o >= 5) & (o <= c - 2)])
+    assert np.median(p[(o >= c - 4) & (o <= c)]) >= 0.1 * plateau
+    assert p[(o >= c + 8) & (o <= c + 14)].max() <= 1e-3 * plateau

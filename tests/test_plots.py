@@ -188,3 +188,12 @@ def test_floquet_and_scan_state_one_quasi_energy_for_one_state():
         shift = (a["quasi_energy"] - a["E_n"] + w / 2) % w - w / 2
         assert a["shift"] == pytest.approx(shift, abs=1e-12)
     assert all(-w / 2 <= e < w / 2 for e in one["quasi_energies"])
+
+
+def test_the_drift_picture_names_the_field_only_where_there_is_one(moving_run):
+    """#58 item 13: no field wording on a run without a field (moving centres here), and
+    'per remaining norm' only with an absorber."""
+    fig = plots.drift_figure(moving_run)
+    title = fig.axes[1].get_title()
+    assert title == "energy <T + V(t)>"
+    plots.plt.close(fig)

@@ -78,6 +78,16 @@ def peaks(x, y, rel=1e-3, most=None):
     return x[i]
 
 
+def cutoff(ip: float, E0: float, omega: float) -> dict:
+    """The three-step model's harmonic cutoff I_p + 3.17 U_p, U_p = E0^2 / (4 omega^2)
+    (Krause, Schafer & Kulander, PRL 68, 3535 (1992); Corkum, PRL 71, 1994 (1993)): I_p the
+    ionisation potential (here -E_0 of H(0), whose continuum starts at 0), in hartree and in
+    harmonic orders of omega."""
+    up = E0 ** 2 / (4 * omega ** 2)
+    return {"ip": ip, "up": up, "cutoff_energy": ip + 3.17 * up,
+            "cutoff_order": (ip + 3.17 * up) / omega}
+
+
 def drive_frequency(config) -> float | None:
     """The drive's angular frequency: the laser's omega, else the centres' common frequency
     (None for a static H, or centres moving at different frequencies)."""
@@ -99,6 +109,8 @@ def from_file(d: dict, kind: str, win: str) -> dict:
     if kind == "hhg":
         field = config.potential.field
         res = hhg(t, d["observables/acceleration"], None if field is None else float(field.omega), win)
+        if field is not None and "states/energies" in d and len(d["states/energies"]):
+            res.update(cutoff(float(-d["states/energies"][0]), float(field.E0), float(field.omega)))
     elif kind == "autocorrelation":
         res = autocorrelation(t, d["observables/autocorrelation"], win)
         res["eigenenergies_h0"] = d["states/energies"].tolist()

@@ -205,9 +205,11 @@ def drift_figure(d):
     else:
         axs[0].plot(to, d["observables/norm"] - 1.0)
         axs[0].set(xlabel="t (a.u. of time)", ylabel="norm - 1", title="norm drift")
+    cfg = _config(d)
     axs[1].plot(to, d["observables/energy"])
+    what = "<T + V(t) + x E(t)>" if cfg.field is not None else "<T + V(t)>"
     axs[1].set(xlabel="t (a.u. of time)", ylabel="<H(t)> (hartree)",
-               title="energy <T + V(t)> (with a field: + x E(t)), per remaining norm")
+               title=f"energy {what}" + (", per remaining norm" if cfg.absorber is not None else ""))
     return fig
 
 
@@ -317,10 +319,21 @@ def plot_spectrum(res, path):
         keep = x > 0
         ax.semilogy(x[keep], np.clip(p[keep], floor, None), lw=0.8)
         if "order" in res:
-            ax.set_xlim(0, min(x.max(), 60))
-            for k in range(1, 60, 2):
+            right = min(x.max(), max(60, 1.6 * res.get("cutoff_order", 0)))
+            ax.set_xlim(0, right)
+            for k in range(1, int(right), 2):
                 ax.axvline(k, color="0.9", lw=0.5, zorder=0)
             ax.set_xlabel("harmonic order omega / omega_0")
+            if "cutoff_order" in res:
+                ax.axvline(res["cutoff_order"], color="C3", lw=1, ls="--",
+                           label=f"cutoff I_p + 3.17 U_p = {res['cutoff_energy']:.3g} Ha "
+                                 f"(order {res['cutoff_order']:.1f}; I_p = {res['ip']:.3g}, "
+                                 f"U_p = {res['up']:.3g} Ha)")
+                ax.legend(fontsize=8, loc="upper right")
+            # the decades below the noise floor past the cutoff are empty: cut them
+            shown = p[keep & (x <= right)]
+            if shown.size:
+                ax.set_ylim(max(floor, 0.1 * float(shown.min())), 10 * float(shown.max()))
         else:
             ax.set_xlabel("omega (E_h/hbar)")
         ax.set_ylabel("|a(omega)|^2 (a.u.)")
