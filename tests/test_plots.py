@@ -3,6 +3,7 @@ that a file exists."""
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -197,3 +198,29 @@ def test_the_drift_picture_names_the_field_only_where_there_is_one(moving_run):
     title = fig.axes[1].get_title()
     assert title == "energy <T + V(t)>"
     plots.plt.close(fig)
+
+
+def test_a_laser_run_draws_its_field_and_the_response(tmp_path, monkeypatch):
+    """#58 item 13: a run with a field gets a picture of E(t), <x>(t) and the dipole
+    acceleration on one time axis, each the run's own observable; a run without one none."""
+    laser = {**MOVING, "name": "las", "field": {"E0": 0.05, "omega": 0.5, "duration": 1.0}}
+    path = tdse.simulate(laser, backend="numpy", out=str(tmp_path)).path
+    figs = []
+    real = plots.plt.close
+    monkeypatch.setattr(plots.plt, "close", lambda fig=None: figs.append(fig))
+    files = plots.plot_run(path, str(tmp_path))
+    byname = dict(zip([os.path.basename(f).rsplit("_", 1)[1][:-4] for f in files], figs))
+    d = plots.read(path)
+    top, mid, bottom = byname["field"].axes
+    assert np.allclose(top.get_lines()[0].get_ydata(), d["observables/field"])
+    assert np.allclose(mid.get_lines()[0].get_ydata(), d["observables/x_mean"])
+    assert np.allclose(bottom.get_lines()[0].get_ydata(), d["observables/acceleration"])
+    assert np.ptp(d["observables/field"]) > 0.01
+    for f in figs:
+        real(f)
+    figs.clear()
+    files = plots.plot_run(tdse.simulate(MOVING, backend="numpy", out=str(tmp_path / "b")).path,
+                           str(tmp_path / "b"))
+    assert not any(f.endswith("_field.png") for f in files)
+    for f in figs:
+        real(f)

@@ -383,3 +383,25 @@ def test_batch_size_follows_the_memory(base):
     groups = scan_mod.batches(sc, memory=3 * per_member + 1)
     assert [len(g) for g in groups] == [3, 3, 3, 1]
     assert sorted(i for g in groups for i in g) == list(range(10))
+
+
+@pytest.mark.parametrize("absorber", [True, False])
+def test_the_scan_map_labels_each_key_in_its_unit_and_shows_physics_without_an_absorber(
+        absorber, tmp_path, monkeypatch):
+    """#58 item 13: a scan over field.intensity labels its axis in W/cm^2 (the values as given),
+    not "atomic units"; without an absorber (1 - norm is the exponentials' rounding there) the
+    map shows 1 - P_0 -- what left H(0)'s ground state -- instead of a "yield"."""
+    from tdse.ui import plots
+    text = ATOM if absorber else ATOM.replace("[absorber]\nwidth = 6.0\n", "")
+    p = tmp_path / "atom.toml"
+    p.write_text(text)
+    figs = []
+    real = plots.plt.close
+    monkeypatch.setattr(plots.plt, "close", lambda fig=None: figs.append(fig))
+    r = CliRunner().invoke(main, ["scan", str(p), "--set", "field.intensity=1e13,1e14",
+                                  "--out", str(tmp_path), "-q"])
+    assert r.exit_code == 0, r.output
+    labels = [ax.get_ylabel() for ax in figs[-1].axes] + [ax.get_xlabel() for ax in figs[-1].axes]
+    assert "field.intensity (W/cm^2)" in labels and not any("atomic units)" in s for s in labels)
+    assert ("1 - P_0(t_end)" in labels) == (not absorber) and ("yield" in labels) == absorber
+    real(figs[-1])

@@ -24,7 +24,7 @@ from ..run.snapshots import read  # noqa: E402
 
 
 #: the pictures of a run (OUT/<name>_<what>.png; transitions only in operator mode)
-RUN_PICTURES = ("spacetime", "nodes", "populations", "drift", "snapshots", "transitions")
+RUN_PICTURES = ("spacetime", "nodes", "populations", "drift", "snapshots", "transitions", "field")
 
 
 def plot_run(h5path, out_dir=None, node_eps=None, force=True, log=True) -> list[str]:
@@ -50,6 +50,8 @@ def plot_run(h5path, out_dir=None, node_eps=None, force=True, log=True) -> list[
             ("drift", drift_figure(d)), ("snapshots", snapshots_figure(d, name))]
     if "operator/P" in d and len(d["operator/P"]):
         figs.append(("transitions", transitions_figure(d)))
+    if _config(d).field is not None and d["observables/t"].size:
+        figs.append(("field", field_figure(d, name)))
     for what, fig in figs:
         p = os.path.join(out_dir, f"{name}_{what}.png")
         fig.savefig(p, dpi=110, bbox_inches="tight")
@@ -189,6 +191,23 @@ def populations_figure(d, name, floor=(None, None)):
     axs[1].legend(fontsize=8)
     if what:
         fig.suptitle(f"{name}: populations; grey: the stated error ({what})", fontsize=9)
+    return fig
+
+
+def field_figure(d, name):
+    """A laser run: E(t) above the electron's response, <x>(t) and the dipole acceleration
+    <-dV/dx> (what the harmonic spectrum is made of), on one time axis (#58 item 13)."""
+    t = d["observables/t"]
+    fig, axs = plt.subplots(3, 1, figsize=(8, 6.2), sharex=True)
+    axs[0].plot(t, d["observables/field"], "C3", lw=1)
+    axs[0].set(ylabel="E(t) (E_h/(e bohr))", title=f"{name}: the field and the electron's response")
+    axs[1].plot(t, d["observables/x_mean"], "C0", lw=1)
+    axs[1].set(ylabel="<x> (bohr)")
+    axs[2].plot(t, d["observables/acceleration"], "C2", lw=0.8)
+    axs[2].set(ylabel="<-dV/dx> (bohr/(hbar/E_h)^2)", xlabel="t (a.u. of time)")
+    for ax in axs:
+        ax.axhline(0, color="0.85", lw=0.5, zorder=0)
+    fig.tight_layout()
     return fig
 
 
@@ -491,17 +510,52 @@ def plot_scan(res: dict, path: str):
 
 
 # ---------------------------------------------------------------- scans (tdse scan)
+def _text(v):
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def _scan_without_absorber(fig, axs, d, keys, label, zipped):
+    """A scan without an absorber: 1 - norm is the exponentials' rounding (1e-10), so the
+    picture shows what the members do -- the population left in H(0)'s ground state at
+    t_end, 1 - P_0 (excitation, and ionisation where the box holds it), over the keys."""
+    P0 = d["populations_h0"][..., -1, 0]
+    if len(keys) == 1 or zipped:
+        v = d[keys[0]]
+        axs[0].plot(v, 1.0 - P0, "o-", ms=3)
+        axs[0].set(xlabel=label[keys[0]], ylabel="1 - P_0(t_end)",
+                   title="left the ground state of H(0) by t_end")
+        im = axs[1].pcolormesh(d["t"], v, 1.0 - d["populations_h0"][..., 0], shading="auto",
+                               cmap="magma")
+        axs[1].set(xlabel="t (a.u. of time)", ylabel=label[keys[0]], title="1 - P_0(t)")
+        fig.colorbar(im, ax=axs[1], label="1 - P_0")
+    else:
+        k1, k2 = keys[:2]
+        y = 1.0 - P0
+        while y.ndim > 2:
+            y = y[..., 0]
+        im = axs[0].pcolormesh(d[k2], d[k1], y, shading="auto", cmap="magma")
+        axs[0].set(xlabel=label[k2], ylabel=label[k1], title="1 - P_0 at t_end")
+        fig.colorbar(im, ax=axs[0], label="1 - P_0")
+        axs[1].axis("off")
+
+
 def plot_scan_map(h5path, path):
     """A scan's picture: one scanned key -- the harmonic spectrum against the key and the
     harmonic order (with a [field]; else the yield over the key and time), and the final
     yield (1 - norm and as flux) against the key; two keys -- the final yield over both."""
     import json
     from ..run.scanfile import read as read_scan
+    from ..config import key_unit, loads
     d = read_scan(h5path)
     keys = json.loads(d["attrs"]["keys"])
     zipped = bool(d["attrs"]["zipped"])
+    base = loads(_text(d["attrs"]["input_toml"]))
+    # each key in its own unit (W/cm^2, nm, ...: as the scan's values were given)
+    label = {k: f"{k} ({key_unit(k) or 'no unit'})" for k in keys}
     fig, axs = plt.subplots(1, 2, figsize=(12, 4.4))
-    if len(keys) == 1 or zipped:
+    if base.absorber is None:      # no absorber: 1 - norm is rounding, not a yield
+        _scan_without_absorber(fig, axs, d, keys, label, zipped)
+    elif len(keys) == 1 or zipped:
         key = keys[0]
         v = d[key]
         if "hhg_power" in d:
@@ -509,17 +563,17 @@ def plot_scan_map(h5path, path):
             keep = (order > 0) & (order <= 61)
             logp = np.log10(np.clip(P[:, keep], P.max() * 1e-14, None))
             im = axs[0].pcolormesh(order[keep], v, logp, shading="auto", cmap="viridis")
-            axs[0].set(xlabel="harmonic order omega / omega_0", ylabel=f"{key} (atomic units)",
+            axs[0].set(xlabel="harmonic order omega / omega_0", ylabel=label[key],
                        title="harmonic spectrum |a(omega)|^2 of each member")
             fig.colorbar(im, ax=axs[0], label="log10 power (a.u.)")
         else:
             im = axs[0].pcolormesh(d["t"], v, d["yield"], shading="auto", cmap="magma")
-            axs[0].set(xlabel="t (a.u. of time)", ylabel=f"{key} (atomic units)",
+            axs[0].set(xlabel="t (a.u. of time)", ylabel=label[key],
                        title="1 - norm over time")
             fig.colorbar(im, ax=axs[0], label="1 - norm")
         axs[1].plot(v, d["yield"][:, -1], "o-", ms=3, label="1 - norm at t_end")
         axs[1].plot(v, d["yield_flux"][:, -1], "s--", ms=3, label="flux into the layers at t_end")
-        axs[1].set(xlabel=f"{key} (atomic units)", ylabel="yield", title="yield against the key")
+        axs[1].set(xlabel=label[key], ylabel="yield", title="yield against the key")
         axs[1].legend(fontsize=8)
     else:
         k1, k2 = keys[:2]
@@ -527,12 +581,12 @@ def plot_scan_map(h5path, path):
         while y.ndim > 2:
             y = y[..., 0]
         im = axs[0].pcolormesh(d[k2], d[k1], y, shading="auto", cmap="magma")
-        axs[0].set(xlabel=f"{k2} (atomic units)", ylabel=f"{k1} (atomic units)",
+        axs[0].set(xlabel=label[k2], ylabel=label[k1],
                    title="yield (flux into the layers) at t_end")
         fig.colorbar(im, ax=axs[0], label="yield")
         axs[1].plot(d[k2], d["norm"][0, :, -1] if d["norm"].ndim >= 3 else d["norm"][:, -1], "o-")
-        axs[1].set(xlabel=f"{k2} (atomic units)", ylabel="norm at t_end", title=f"{k1} = {d[k1][0]:g}")
-    fig.suptitle(f"{os.path.basename(h5path)}: atomic units", fontsize=9)
+        axs[1].set(xlabel=label[k2], ylabel="norm at t_end", title=f"{k1} = {d[k1][0]:g}")
+    fig.suptitle(f"{os.path.basename(h5path)}: atomic units but for the keys' own", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
