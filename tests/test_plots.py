@@ -224,3 +224,26 @@ def test_a_laser_run_draws_its_field_and_the_response(tmp_path, monkeypatch):
     assert not any(f.endswith("_field.png") for f in files)
     for f in figs:
         real(f)
+
+
+def test_converge_draws_populations_and_energy_apart_each_with_its_target(tmp_path, monkeypatch):
+    """#58 item 13: the populations and <H> (hartree) on rows of their own, vs dx and vs dt;
+    the target line only on the group the study's target is on (the populations)."""
+    import json
+    doc = json.load(open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                      "docs", "convergence", "h2plus_moving_converge.json")))
+    figs = []
+    real = plots.plt.close
+    monkeypatch.setattr(plots.plt, "close", lambda fig=None: figs.append(fig))
+    plots.plot_converge(doc, str(tmp_path / "c.png"))
+    axs = figs[0].axes
+    assert len(axs) == 4
+    for ax, group in zip(axs, ("populations", "populations", "energy", "energy")):
+        assert group in ax.get_title()
+        dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+        assert bool(dashed) == (group == "populations")
+        if dashed:
+            assert np.allclose(dashed[0].get_ydata(), doc["target"])
+    e = doc["space"]["dvr"]["energy"]["errors"]
+    assert np.allclose(axs[2].get_lines()[-1].get_ydata(), e)   # the DVR's <H> errors, row 2
+    real(figs[0])
