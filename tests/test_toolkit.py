@@ -611,6 +611,14 @@ def test_floquet_labels_of_nearby_states_do_not_overlap(tmp_path, monkeypatch):
     plot_floquet(res, str(tmp_path / "f.png"))
     offsets = [a.xyann for a in figs[0].axes[0].texts]
     assert len(set(offsets)) == 3
+    # #58 item 13: quasi-energies in hartree, as the table prints them, in [-omega/2, omega/2)
+    res = {**res, "period": 2.0, "quasi_energies": [0.1, -0.2, 0.5],
+           "states": [{**st, "quasi_energy": e} for st, e in zip(res["states"], (0.1, -0.2, 0.5))]}
+    plot_floquet(res, str(tmp_path / "g.png"))
+    ax = figs[-1].axes[0]
+    assert ax.get_xlim() == pytest.approx((-math.pi / 2, math.pi / 2))
+    assert [ln.get_xdata()[0] for ln in ax.get_lines()[1:]] == [0.1, -0.2, 0.5]
+    assert "hartree" in ax.get_xlabel()
 
 
 FIELD = {"E0": 0.05, "omega": 0.3, "duration": 10.0}

@@ -451,20 +451,25 @@ def animate(h5path, out, fps=15):
 
 # ---------------------------------------------------------------- Floquet (tdse floquet)
 def plot_floquet(res: dict, path: str):
-    ph = np.asarray(res["phases"])
+    """The Floquet states' quasi-energies eps (hartree, folded into [-omega/2, omega/2): the
+    table's numbers; #58 item 13 -- it drew phases in rad) against their overlaps with the
+    eigenstates n of H(0), nearby labels staggered apart."""
+    w = 2 * math.pi / res["period"]
+    eps = np.asarray(res.get("quasi_energies", np.asarray(res["phases"]) / res["period"]))
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(ph, np.zeros_like(ph), "|", color="0.6", ms=12, label="all Floquet phases")
+    ax.plot(eps, np.zeros_like(eps), "|", color="0.6", ms=12, label="all Floquet quasi-energies")
     placed = []
     for s in res["states"]:
-        ax.plot(s["phase"], s["overlap"], "o", ms=6)
+        e = s.get("quasi_energy", s["phase"] / res["period"])
+        ax.plot(e, s["overlap"], "o", ms=6)
         # stagger labels of nearby points so they do not overlap
-        near = sum(1 for p, o in placed if abs(p - s["phase"]) < 0.25 and abs(o - s["overlap"]) < 0.08)
-        ax.annotate(f"n={s['n']}", (s["phase"], s["overlap"]), textcoords="offset points",
+        near = sum(1 for p, o in placed if abs(p - e) < 0.04 * w and abs(o - s["overlap"]) < 0.08)
+        ax.annotate(f"n={s['n']}", (e, s["overlap"]), textcoords="offset points",
                     xytext=(4, 4 + 9 * near), fontsize=7)
-        placed.append((s["phase"], s["overlap"]))
-    ax.set_xlim(0, 2 * math.pi)
+        placed.append((e, s["overlap"]))
+    ax.set_xlim(-0.5 * w, 0.5 * w)
     ax.set_ylim(-0.05, 1.08)
-    ax.set_xlabel("phase eps T mod 2 pi of the Floquet state (rad)")
+    ax.set_xlabel("quasi-energy eps (hartree), folded into [-omega/2, omega/2)")
     ax.set_ylabel("|<F|n>|^2 with eigenstate n of H(0)")
     ax.set_title(f"{res['name']}: Floquet states, T = {res['period']:.5g} a.u., {res['steps']} steps")
     ax.legend(fontsize=7)
