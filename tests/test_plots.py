@@ -247,3 +247,19 @@ def test_converge_draws_populations_and_energy_apart_each_with_its_target(tmp_pa
     e = doc["space"]["dvr"]["energy"]["errors"]
     assert np.allclose(axs[2].get_lines()[-1].get_ydata(), e)   # the DVR's <H> errors, row 2
     real(figs[0])
+
+
+def test_dvr_snapshots_are_drawn_by_the_sinc_interpolant():
+    """#58 item 13: a DVR run's psi is drawn between its points by its own basis, sum_j psi_j
+    sinc((x - x_j)/dx): a Gaussian of width 1 sampled at dx = 0.2 comes back to 1e-8 between
+    the points (the stencils' runs are drawn at the points themselves)."""
+    from tdse.config import parse
+    cfg = parse({**MOVING, "grid": {**MOVING["grid"], "stencil": "dvr"}})
+    x = np.arange(cfg.grid.n) * cfg.grid.dx + cfg.grid.x_min
+    xs, basis = plots._between_points(x, cfg, (-3.0, 3.0))
+    assert basis is not None and xs.size > 4 * np.count_nonzero(np.abs(x) <= 3.0) - 2
+    g = lambda y: np.exp(-y ** 2 / 2)  # noqa: E731
+    assert np.abs(basis @ g(x) - g(xs)).max() < 1e-8
+    three = parse(MOVING)
+    xs3, none = plots._between_points(x, three, (-3.0, 3.0))
+    assert none is None and xs3 is x

@@ -232,6 +232,20 @@ def drift_figure(d):
     return fig
 
 
+def _between_points(x, cfg, xlim, per_point=4, most=2400):
+    """Where psi is drawn: the grid itself for the stencils; for the sinc-DVR, its own
+    interpolant between the points, psi(x) = sum_j psi_j sinc((x - x_j)/dx) (Colbert &
+    Miller's basis: what the DVR's psi is between them; #58 item 13), on ``per_point`` x the
+    points inside the view (at most ``most``).  (x, basis matrix or None)."""
+    if cfg.grid.stencil != "dvr":
+        return x, None
+    dx = cfg.grid.dx
+    inside = (x >= xlim[0]) & (x <= xlim[1])
+    n = int(min(most, max(2, per_point * inside.sum())))
+    xs = np.linspace(xlim[0], xlim[1], n)
+    return xs, np.sinc((xs[:, None] - x[None, :]) / dx)
+
+
 def snapshots_figure(d, name):
     """psi at up to four snapshots, one panel each, with V(x, t) at that snapshot's own
     time (the wells where they are then)."""
@@ -242,12 +256,14 @@ def snapshots_figure(d, name):
     xlim = _xlim(d)
     fig, axs = plt.subplots(len(picks), 1, figsize=(8, 1.9 * len(picks) + 0.6), sharex=True,
                             squeeze=False)
+    xs, basis = _between_points(x, cfg, xlim)
     for ax, i in zip(axs[:, 0], picks):
-        ax.plot(x, psi[i].real, "C0", lw=1, label="Re psi")
-        ax.plot(x, psi[i].imag, "C1", lw=1, label="Im psi")
-        ax.plot(x, np.abs(psi[i]), "k", lw=1, label="|psi|")
+        f = psi[i] if basis is None else basis @ psi[i]
+        ax.plot(xs, f.real, "C0", lw=1, label="Re psi")
+        ax.plot(xs, f.imag, "C1", lw=1, label="Im psi")
+        ax.plot(xs, np.abs(f), "k", lw=1, label="|psi|")
         ax2 = ax.twinx()
-        ax2.plot(x, total(cfg.potential, x, float(t[i])), color="0.6", lw=1, label="V(x, t)")
+        ax2.plot(xs, total(cfg.potential, xs, float(t[i])), color="0.6", lw=1, label="V(x, t)")
         ax2.set_ylabel("V (Ha)", color="0.5", fontsize=8)
         ax.set_ylabel("psi (bohr^-1/2)", fontsize=8)
         ax.text(0.01, 0.85, f"t = {t[i]:.4g}", transform=ax.transAxes, fontsize=8)
