@@ -686,3 +686,36 @@ def test_a_disk_filled_by_another_process_leaves_a_file_that_resumes(small_disk,
     assert "snapshots/time_error" in names and "observables/populations_ht" in names
     for k in names:
         assert np.array_equal(got[k], ref[k], equal_nan=True), k
+
+
+TICK = 0.3     # blocks whose last is odd and longer than one: the other parity's slot lagged
+
+
+def test_the_same_input_gives_the_same_bits_in_every_dataset_whatever_the_flushes(tmp_path):
+    """#58 item 5: two runs of one input (the companion's time error on, so resume slots
+    exist) written with different flush timings -- every snapshot at once, and all held to
+    the close -- have every dataset equal bit for bit, the resume slots included (the slot
+    of the other parity held whichever snapshot the timing had last written there)."""
+    import h5py
+    from tdse.run import snapshots
+    cfg = cfgmod.loads(TEXT).with_value("propagator.time_error", "companion")
+    files = {}
+    for label, flush, tick in (("each", 0.0, 0.0), ("blocks", 1.0, TICK)):
+        clock = {"t": 0.0}
+
+        def monotonic():        # each call TICK s after the last: blocks of a few snapshots
+            clock["t"] += tick
+            return clock["t"]
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(snapshots.time, "monotonic", monotonic)
+            files[label] = run(cfg.with_value("output.flush_seconds", flush),
+                               tmp_path / label, backend="numpy").path
+    with h5py.File(files["each"]) as a, h5py.File(files["blocks"]) as b:
+        names = []
+        a.visititems(lambda k, v: names.append(k) if isinstance(v, h5py.Dataset) else None)
+        assert any(n.startswith("resume/companion_") for n in names), names
+        other = []
+        b.visititems(lambda k, v: other.append(k) if isinstance(v, h5py.Dataset) else None)
+        assert sorted(names) == sorted(other)
+        for k in names:
+            assert np.array_equal(a[k][()], b[k][()], equal_nan=a[k].dtype.kind in "fc"), k

@@ -571,10 +571,25 @@ class SnapshotWriter:
                 self._fail(0, self._free(), str(e).splitlines()[0][:160])
             for ds in self.obs.values():  # drop the capacity grown ahead of the rows
                 ds.resize(self.obs_count, axis=0)
+            if complete:
+                self._settle_resume_slots()
             self.f.attrs["observables_complete"] = self.obs_count
             self.f.attrs["complete"] = bool(complete)
             self.f.close()
             self.f = None
+
+    def _settle_resume_slots(self):
+        """A finished run's resume slots both hold its last snapshot's arrays: the other
+        parity's slot held whichever earlier snapshot the flush timing had last written
+        there, so two identical runs differed in it (#58 item 5) -- now the same input gives
+        the same bits in every dataset."""
+        if "resume" not in self.f:
+            return
+        for name in list(self.f["resume"].keys()):
+            key, _, parity = name.rpartition("_")
+            last, other = resume_name(key, self.count), resume_name(key, self.count + 1)
+            if parity in ("0", "1") and last in self.f and other in self.f:
+                self.f[other][...] = self.f[last][...]
 
 
 class MemoryWriter:
