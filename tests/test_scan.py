@@ -191,8 +191,8 @@ def test_dask_workers_on_this_machine_write_their_parts_and_send_none(base, tmp_
         assert np.array_equal(part["acceleration"], here["acceleration"][g]), k
 
 
-def test_an_interrupted_scan_resumes_from_its_finished_batches(base, tmp_path, monkeypatch):
-    sets = {"field.E0": [0.02, 0.04, 0.06, 0.08]}
+def _dies_on_second(monkeypatch):
+    """run_batch that raises KeyboardInterrupt at its second call; returns its call count."""
     calls = {"n": 0}
     orig = scan_mod.run_batch
 
@@ -202,6 +202,12 @@ def test_an_interrupted_scan_resumes_from_its_finished_batches(base, tmp_path, m
             raise KeyboardInterrupt
         return orig(*a, **k)
     monkeypatch.setattr(scan_mod, "run_batch", dies_on_second)
+    return calls
+
+
+def test_an_interrupted_scan_resumes_from_its_finished_batches(base, tmp_path, monkeypatch):
+    sets = {"field.E0": [0.02, 0.04, 0.06, 0.08]}
+    calls = _dies_on_second(monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         scan_mod.scan(base, sets, batch=2, out=str(tmp_path))
     parts = sorted(os.listdir(tmp_path / "atom_scan.parts"))
@@ -220,15 +226,7 @@ def test_an_interrupted_cli_scan_says_what_it_kept(tmp_path, monkeypatch):
     """#58 item 6: SIGINT during `tdse scan` (here the second batch's KeyboardInterrupt) is
     one line, exit 130, saying how many finished batches were kept, where, and that the
     same command continues from them."""
-    calls = {"n": 0}
-    orig = scan_mod.run_batch
-
-    def dies_on_second(*a, **k):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        return orig(*a, **k)
-    monkeypatch.setattr(scan_mod, "run_batch", dies_on_second)
+    _dies_on_second(monkeypatch)
     p = tmp_path / "atom.toml"
     p.write_text(ATOM)
     r = CliRunner().invoke(main, ["scan", str(p), "--set", "field.E0=0.02,0.04,0.06,0.08",
