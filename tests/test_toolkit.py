@@ -466,6 +466,7 @@ def test_usable_cpus_falls_back_to_the_load_average(monkeypatch):
         assert be.usable_cpus() == usable, load
 
 
+@pytest.mark.quiet
 def test_running_others_sees_a_busy_process_at_once_and_forgets_it_at_once(monkeypatch):
     """running_others counts another process's running thread while it spins and not once
     it is killed (the load average takes a minute either way), not this process's own
@@ -501,6 +502,7 @@ def test_running_others_sees_a_busy_process_at_once_and_forgets_it_at_once(monke
     assert be.running_others() is None and be.running_others(cpus={0}) is None
 
 
+@pytest.mark.quiet
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to pin a process apart")
 def test_running_others_on_a_set_of_cpus_counts_only_those():
     """Confined to some CPUs (a cpuset, a Slurm allocation), running_others counts the
