@@ -403,3 +403,33 @@ def test_the_scan_map_labels_each_key_in_its_unit_and_shows_physics_without_an_a
     assert "field.intensity (W/cm^2)" in labels and not any("atomic units)" in s for s in labels)
     assert ("1 - P_0(t_end)" in labels) == (not absorber) and ("yield" in labels) == absorber
     real(figs[-1])
+
+
+def test_a_scan_that_cannot_fit_its_disk_refuses_before_any_work(tmp_path, monkeypatch):
+    """#58 item 2: `tdse scan` checks the free space for its estimate (scan_bytes: the file and
+    its parts folder while it runs) up front -- one line naming --out, what it needs and what
+    is free, exit 2, no member run; the estimate bounds what a scan writes (its file, and its
+    parts folder before removal, together)."""
+    import shutil
+    from tdse.run import resources
+    p = tmp_path / "atom.toml"
+    p.write_text(ATOM)
+    sets = ["--set", "field.E0=0.02,0.04,0.06"]
+    sc = scan_mod.members(tdse.config.loads(ATOM), [scan_mod.parse_set(sets[1])])
+    need = scan_mod.scan_bytes(sc)
+    real = shutil.disk_usage
+    monkeypatch.setattr(resources.shutil, "disk_usage",
+                        lambda path: real(path)._replace(free=need - 1))
+    monkeypatch.setattr(scan_mod, "run_batch", lambda *a, **k: pytest.fail("work started"))
+    r = CliRunner().invoke(main, ["scan", str(p), *sets, "--out", str(tmp_path / "o"), "-q"])
+    assert r.exit_code == 2, r.output
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: --out = ") and "the scan" in lines[0]
+    assert "free there" in lines[0]
+    monkeypatch.undo()
+    res = scan_mod.scan(tdse.config.loads(ATOM), [scan_mod.parse_set(sets[1])], out=str(tmp_path / "s"))
+    parts = sum(f.stat().st_size for f in (tmp_path / "s").rglob("*") if f.is_file())
+    from tdse.run.scanfile import write
+    write(str(tmp_path / "s" / "atom_scan.h5"), res, scan_mod.spectra(res))
+    written = sum(f.stat().st_size for f in (tmp_path / "s").rglob("*") if f.is_file())
+    assert parts > 0 and written <= need, (parts, written, need)

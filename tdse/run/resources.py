@@ -86,14 +86,20 @@ def check_disk(config: Config, out_dir, free_disk=None, existing=0):
     """Refuse a run whose file cannot fit in the free space of ``out_dir`` (ConfigError
     naming --out, what it needs and what is free), before any work; warn when it would
     leave less than a tenth free.  ``existing``: bytes a resumed file already holds."""
+    check_space(out_dir, max(0, output_bytes(config) - existing), "the run file", free_disk)
+
+
+def check_space(out_dir, size, what, free_disk=None):
+    """Refuse ``what`` of ``size`` bytes where the free space of ``out_dir`` (or the nearest
+    folder above it that exists) is less (ConfigError naming --out, what it needs and what
+    is free), before any work; warn when it would leave less than a tenth free."""
     probe = out_dir
     while probe and not os.path.isdir(probe):   # the folder may not exist yet
         probe = os.path.dirname(probe)
     if free_disk is None:
         free_disk = shutil.disk_usage(probe or ".").free
-    size = max(0, output_bytes(config) - existing)
     if size > free_disk:
-        raise ConfigError("--out", out_dir, f"the run file needs about {_size(size)}, but only "
+        raise ConfigError("--out", out_dir, f"{what} needs about {_size(size)}, but only "
                           f"{_size(free_disk)} are free there")
     if size > 0.9 * free_disk:
         warnings.warn(f"the output needs about {_size(size)} but only {_size(free_disk)} are "

@@ -288,6 +288,18 @@ def _parts_dir(out, name):
     return None if out is None else os.path.join(out, f"{name}_scan.parts")
 
 
+def scan_bytes(sc: Scan, keep_psi=False) -> int:
+    """Bytes a scan writes at most: its file, and while it runs the same again in its parts
+    folder -- each member's rows (a dozen real observables, the complex autocorrelation, K
+    populations, and its spectrum's share: 120 + 8 K bytes a row; #59 measured ~0.56 MB a
+    member at 4411 rows and K = 4), its final psi with ``keep_psi`` -- and 256 KiB of
+    metadata (a bound: tests/test_scan.py compares it with the files a scan writes)."""
+    rows = max(c.time.steps // c.output.observables_every + 1 for c in sc.configs)
+    K = max(c.output.populations for c in sc.configs)
+    per = rows * (120 + 8 * K) + (16 * sc.base.grid.n if keep_psi else 0)
+    return 2 * len(sc.configs) * per + (1 << 18)
+
+
 def parts_kept(out, name):
     """(folder, count): a scan's finished batches kept in its parts folder."""
     folder = _parts_dir(os.path.abspath(out), name)

@@ -678,16 +678,22 @@ def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, 
     """INPUT over a grid of parameter values, many runs at once: OUT/<name>_scan.h5 (xarray
     reads it) and a map PNG."""
     from ..run.scanfile import write
-    from ..studies.scan import members, parse_set, remove_parts, scan as scan_, spectra
+    from ..run.resources import check_space
+    from ..studies.scan import members, parse_set, remove_parts, scan as scan_, scan_bytes, spectra
     from .plots import plot_scan_map
     cfg = _load(input_file)
     try:
         parsed = [parse_set(s) for s in sets]
-        members(cfg, parsed, zipped)          # every value checked before any work
+        sc = members(cfg, parsed, zipped)     # every value checked before any work
     except ConfigError as e:
         raise InputError(f"{input_file}: {e}") from None
     base = os.path.join(out_dir, f"{cfg.name}_scan")
     _fresh_outputs(out_dir, base, force, exts=(".h5", ".png"))
+    try:                                      # #58 item 2: the space it needs, before any work
+        check_space(out_dir, scan_bytes(sc, keep_psi), "the scan (its file, and its parts "
+                    "folder while it runs)")
+    except ConfigError as e:
+        raise InputError(str(e)) from None
     try:
         res = scan_(cfg, parsed, zipped=zipped, out=out_dir, workers=workers, scheduler=scheduler,
                     backend=backend, batch=batch, keep_psi=keep_psi, progress=not quiet)
