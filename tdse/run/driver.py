@@ -218,9 +218,8 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
         bar = Progress(config.time.steps, start, config.name, disable=not progress)
         t0, timeline["loop"] = time.perf_counter(), time.time()
         observers += [bar, Interrupts(writer, lambda: snaps.last_step * config.time.dt, t0)]
-        with plan.backend.limit():
-            evolve(plan, psi, observers, start=start, U0=Ut, resumed=resume is not None,
-                   stepper=stepper)
+        evolve(plan, psi, observers, start=start, U0=Ut, resumed=resume is not None,
+               stepper=stepper)           # (evolve holds the plan's BLAS threads)
         timeline["loop_end"] = time.time()
         complete = True
     finally:  # finish: a crash leaves the .part file valid, not complete

@@ -87,8 +87,7 @@ def one_period_propagator(cfg: Config, M: int, *, backend="numpy", devices=None,
                    operator=True, steps=M)
     xp = plan.backend.xp
     bar = Progress(M, desc="U(T)", disable=not progress)
-    with plan.backend.limit():
-        U = evolve(plan, None, [bar], U0=xp.eye(cfg.grid.n, dtype=DTYPE), stop=M).U
+    U = evolve(plan, None, [bar], U0=xp.eye(cfg.grid.n, dtype=DTYPE), stop=M).U   # (plan's BLAS threads)
     if hasattr(U, "to_array"):
         U = U.to_array(0)
     return to_host(U), plan.precheck, plan.config, plan.method_choice
@@ -178,8 +177,7 @@ def batch_propagators(cfgs, M: int, *, backend="numpy", devices=None, progress=F
     stepper = BatchStepper([c for c in cheb for _ in range(n)], xp)   # member m: columns m n..
     X0 = xp.tile(xp.eye(n, dtype=DTYPE), (1, len(cfgs)))
     bar = Progress(M, desc=f"U(T) x {len(cfgs)}", disable=not progress)
-    with plan.backend.limit():
-        X = evolve(plan, X0, [bar], stop=M, stepper=stepper).psi
+    X = evolve(plan, X0, [bar], stop=M, stepper=stepper).psi   # (with the plan's BLAS threads)
     X = to_host(X)
     return [X[:, m * n:(m + 1) * n] for m in range(len(cfgs))], plan
 
