@@ -1230,7 +1230,7 @@ def _small_n(a):
 
 def _single_run(a, cp):
     """The input itself (atom_hhg: absorber and all, every step of t_end) stepped on one GPU
-    with no observers (#27's target: <= 0.5 s), a whole exponential one cooperative kernel
+    with no sinks (#27's target: <= 0.5 s), a whole exponential one cooperative kernel
     (graphs._CHAIN) against a graph node a Chebyshev term (TDSE_CHEB_CHAIN=0) and on the CPU,
     final psi compared: (the record, (config, GPU plan) for :func:`_single_run_dynamiqs`)."""
     import tdse
@@ -1336,7 +1336,7 @@ CLI_PHASES = (("before_prepare", "prepare0"), ("prepare", "prepare1"), ("set_up"
 def cli_phases(spawn, gone, timeline) -> dict:
     """Seconds of each :data:`CLI_PHASES` phase of one CLI run: before :func:`tdse.prepare`
     (the interpreter, the imports, the CLI's parsing), prepare, the set-up before the loop's
-    clock (resources, the writer, the stepper and observers), the loop with its observers'
+    clock (resources, the writer, the stepper and sinks), the loop with its sinks'
     ends, what follows up to the close (the loop's counts), and the close with the process's
     exit (the last block's write, the file's close and rename, the interpreter's teardown).
     Their sum is the wall from ``spawn`` to ``gone``."""
@@ -1422,7 +1422,7 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
 
     from tdse import config as cfgmod
     import json
-    walls, loops, run_threads, prep, offloaded = {}, {}, None, {}, {}
+    walls, loops, run_threads, prep = {}, {}, None, {}
     pairs = {}    # H(t)'s eigenpairs per label: the loop's wait for them, their seconds, calls
     every_wall, every_loop = {}, {}   # each repeat's CLI wall and loop clock, per label
     split = {}       # per label, the medians of cli_phases: where each CLI run's wall went
@@ -1459,8 +1459,6 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
                         if "timeline" in f.attrs:
                             phases.append(cli_phases(*marks, json.loads(f.attrs["timeline"])))
                         run_threads = f.attrs.get("blas_threads")
-                        # rows measured by the observables' worker process (0: in the loop)
-                        offloaded[label] = int(f.attrs.get("observables_process", 0))
                         ph.append({**json.loads(f.attrs.get("prepare_seconds", "{}")),
                                    # the loop's context switch (a GPU loop of 1000+ steps):
                                    # a fixed cost at the loop's start, a start-up phase here
@@ -1502,7 +1500,7 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
            "precheck_seconds": prep["full"].get("precheck"),
            "calibration_seconds": prep["full"].get("calibration"),
            "context_switch_seconds": prep["full"].get("context_switch"),
-           # the same from the files' own clock (wall_seconds: the loop with its observers,
+           # the same from the files' own clock (wall_seconds: the loop with its sinks,
            # the last writes): (loop(S) - loop(1)) / (S - 1), free of the process start-up's
            # noise that the difference of two CLI walls carries (+-1 s over S steps)
            "loop_seconds": loops["full"], "loop_seconds_one_step": loops["one_step"],
@@ -1522,8 +1520,6 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
            # the host's BLAS threads of the bare loop (this process's plan) and of the run
            "bare_blas_threads": plan.backend.threads,
            "run_blas_threads": None if run_threads is None else int(run_threads),
-           "rows_in_worker_process": offloaded.get("full"),
-           "rows_in_worker_process_one_step": offloaded.get("one_step"),
            # every repeat (the medians above): the CLI walls' spread between processes
            "cli_walls_each": every_wall, "loop_seconds_each": every_loop,
            # the S-step run's wait for H(t)'s eigenpairs (seconds the loop stood), their

@@ -3,7 +3,7 @@ matrix exponent.  Atomic units throughout (hbar = m_e = e = 1).
 
 Layers (docs/ARCHITECTURE.md; tests/test_structure.py enforces them):
 ``tdse.ui`` and ``tdse.api`` (interfaces) -> ``tdse.studies`` (converge, floquet, validate,
-spectra) -> ``tdse.run`` (backend, plan, the evolve loop, observers, time error, snapshots,
+spectra) -> ``tdse.run`` (backend, plan, the evolve loop and its sinks, time error, snapshots,
 interrupts) -> ``tdse.numerics`` (schemes, exponentials by name, Chebyshev, stepper,
 precheck, cost) -> ``tdse.model`` (grid, potential, field, absorber, Hamiltonian, states,
 observables) -> ``tdse.config`` (the one validation module).
@@ -13,7 +13,7 @@ Python API (docs/PYTHON.md): :func:`load_config`, :func:`simulate` (a :class:`Re
 from .version import __version__
 
 __all__ = ["__version__", "load_config", "simulate", "Result", "prepare", "evolve", "RunPlan",
-           "Observer", "State", "scan"]
+           "Sink", "Observer", "State", "scan"]
 
 
 def __getattr__(name):

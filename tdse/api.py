@@ -9,7 +9,7 @@ the two pieces every run is made of, :func:`prepare` and :func:`evolve` (docs/PY
     res = tdse.simulate(cfg, out="runs")                        # also runs/<name>.h5
 
     plan = tdse.prepare(cfg, backend="numpy")                   # set-up, once (frozen)
-    final = tdse.evolve(plan, plan.psi0)                        # psi(t_end), no observers
+    final = tdse.evolve(plan, plan.psi0)                        # psi(t_end), no sinks
     block = tdse.evolve(plan, np.stack([plan.psi0, psi1], 1))   # N x B: B states at once
 
 A run file records the *effective* configuration (every key with its value, ``method =
@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from .config import Config, ConfigError, load_config
 from .run.driver import Result, run
-from .run.loop import Observer, State, evolve
+from .run.loop import Observer, Sink, State, evolve
 from .run.plan import RunPlan, prepare
 
-__all__ = ["load_config", "simulate", "Result", "prepare", "evolve", "RunPlan", "Observer",
-           "State", "scan"]
+__all__ = ["load_config", "simulate", "Result", "prepare", "evolve", "RunPlan", "Sink",
+           "Observer", "State", "scan"]
 
 
 def scan(config, sets, **kw) -> dict:

@@ -9,7 +9,7 @@ Set from the input (a ``[run]`` table), the command line (``tdse run INPUT --set
 run.graphs=false``) or the API (``tdse.prepare(cfg, options={"graphs": False})``); a bad
 value is one line naming ``run.<key>`` and the value (exit code 2).  This is also the one
 module of ``tdse`` that reads the process's environment (:func:`env_threads`,
-:func:`environ_saved`, :func:`blas_env`): a test greps the others.
+:func:`environ_saved`): a test greps the others.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from .errors import ConfigError
 
 __all__ = ["Option", "OPTIONS", "RunOptions", "parse_options", "THREAD_ENV", "env_threads",
-           "environ_saved", "environ_restore", "blas_env"]
+           "environ_saved", "environ_restore"]
 
 
 @dataclass(frozen=True)
@@ -43,13 +43,9 @@ OPTIONS = (
            "on a GPU (a block held the loop 45-80 ms on an H100's host at N = 8192); on a CPU "
            "the thread would take a core from the run's BLAS"),
     Option("eigen_workers", ("auto", "on", "off"), "auto",
-           "moving centres: H(t)'s eigenpairs for the populations computed ahead in a worker "
-           "(a thread or a process) beside the loop: auto = where computing them in the loop "
-           "would cost more than a few tenths of a second and a CPU is free"),
-    Option("observer_process", ("auto", "on", "off"), "auto",
-           "on the CPU, the observables measured in a worker process beside the loop: auto = "
-           "up to N = 4096 when a CPU is spare beside the BLAS threads and the rows would "
-           "cost the loop more than 0.2 s (x86-64 only)"),
+           "moving centres: H(t)'s eigenpairs for the populations computed ahead on a thread "
+           "beside the loop (tdse.run.eigenpairs): auto = where a CPU is spare (beside the "
+           "loop on a GPU, beside the BLAS threads on the CPU)"),
     Option("context_switch", (True, False), True,
            "a GPU loop of 1000 steps or more starts with a context switch on its GPUs, so "
            "that its steps are scheduled as before auto's calibration ran on a second stream "
@@ -66,7 +62,6 @@ class RunOptions:
     graphs: bool = True
     io_thread: str = "auto"
     eigen_workers: str = "auto"
-    observer_process: str = "auto"
     context_switch: bool = True
 
     def replace(self, **values) -> "RunOptions":
@@ -92,16 +87,22 @@ def _check(name, value):
     return value
 
 
+#: options that were and are gone: a ``[run]`` key of these (a run file written before,
+#: resumed) is passed over
+RETIRED = ("observer_process",)
+
+
 def parse_options(table=None) -> RunOptions:
     """A :class:`RunOptions` from a ``[run]`` table (a dict; a RunOptions or None passes
-    through as itself or the defaults); each key and value checked, one-line ConfigError."""
+    through as itself or the defaults); each key and value checked, one-line ConfigError
+    (a :data:`RETIRED` key passed over)."""
     if table is None:
         return RunOptions()
     if isinstance(table, RunOptions):
         return table
     if not isinstance(table, dict):
             raise ConfigError("run", table, "must be a table of options")
-    return RunOptions(**{k: _check(k, v) for k, v in table.items()})
+    return RunOptions(**{k: _check(k, v) for k, v in table.items() if k not in RETIRED})
 
 
 # ---------------------------------------------------------------- the environment
@@ -133,26 +134,3 @@ def environ_restore(saved: dict):
     for k, v in saved.items():
         if os.environ.get(k) != v:
             os.environ[k] = v
-
-
-#: the variables that set the BLAS libraries' threads at their start (OpenBLAS, OpenMP, MKL)
-BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-@contextlib.contextmanager
-def blas_env(threads):
-    """This process's environment, while a worker is spawned, set to start its BLAS with
-    ``threads`` threads (the child inherits it; restored after): the spawned process
-    imports NumPy before its initializer runs, and an OpenBLAS started with a thread per
-    CPU spins them up at the import -- on one H100's 16-CPU host two workers were ready
-    after 0.98 s, `import numpy, scipy.linalg` alone taking 0.88 s of wall and 4.6 s of CPU."""
-    old = {k: os.environ.get(k) for k in BLAS_ENV}
-    os.environ.update({k: str(threads) for k in BLAS_ENV})
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v

@@ -593,16 +593,15 @@ def test_verify_a_box_error_counts_the_stencil_and_the_walk_to_both_ends():
     assert rec["verified"] and len(seen) == 1
 
 
-def test_observe_hands_over_count_progress_and_lists(monkeypatch):
-    """observe() asks for ``count`` states whatever the input says, calls ``progress`` once
-    a step, times itself, and returns lists (JSON), not arrays."""
+def test_observe_hands_over_count_and_lists(monkeypatch):
+    """observe() asks for ``count`` states whatever the input says, records at the times
+    asked (save points of the loop), times itself, and returns lists (JSON), not arrays."""
     import time as _time
     cfg = converge.with_numerics(cfgmod.load(os.path.join(ROOT, "inputs", "tiny.toml")))
-    ticks = []
     t0 = _time.perf_counter()
-    r = converge.observe(cfg, [0.5, 1.0], 2, progress=lambda: ticks.append(1))
+    r = converge.observe(cfg, [0.5, 1.0], 2)
     wall = _time.perf_counter() - t0
-    assert len(ticks) == 200 and 0 < r["seconds"] <= wall
+    assert r["t"] == [0.5, 1.0] and 0 < r["seconds"] <= wall
     assert len(r["energies"]) == 2 and all(len(p) == 2 for p in r["P_h0"])
     assert all(isinstance(v, list) for v in r["P_h0"]) and isinstance(r["P_ht"][0], list)
 

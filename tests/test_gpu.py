@@ -793,8 +793,8 @@ def test_single_run_graph_steps_and_device_observables(name, stencil, t_end, mon
             assert st.cheb_terms == terms
     assert np.abs(finals[True] - finals[False]).max() <= 1e-10 * np.abs(finals[False]).max()
     dev = tdse.simulate(cfg, backend="cupy")
-    from tdse.run import observers as O
-    monkeypatch.setattr(O, "BLOCK_OBSERVABLES", False)
+    from tdse.run import rows
+    monkeypatch.setattr(rows, "BLOCK_OBSERVABLES", False)
     host = tdse.simulate(cfg, backend="cupy", options={"graphs": False})
     cpu = tdse.simulate(cfg, backend="numpy")
     assert set(dev.observables) == set(host.observables)
@@ -802,42 +802,6 @@ def test_single_run_graph_steps_and_device_observables(name, stencil, t_end, mon
         scale = max(1.0, np.abs(ref).max())     # yield = 1 - norm: its error is relative to 1
         assert np.abs(np.asarray(dev.observables[k]) - ref).max() <= 1e-10 * scale, k
         assert np.abs(np.asarray(cpu.observables[k]) - ref).max() <= 1e-10 * scale, k
-
-
-@pytest.mark.gpu
-def test_steps_written_into_the_observables_block_give_the_copied_rows_bits(tmp_path, monkeypatch):
-    """Observables.destination: a GPU run's graph step writes psi into the next slot of the
-    observables' block (no copy) -- the run file's every dataset equals, bit for bit, the
-    same run's with each psi copied into its slot (observers.STEP_INTO_ROWS off), over blocks of 7 rows
-    measured full and cut short by the writer's block every snapshot (flush_seconds = 0);
-    and the slot path was taken at every step but the first."""
-    import h5py
-    import tdse
-    from tdse.run import observers as O
-    monkeypatch.setattr(O, "TIME_BLOCK", 7)
-    monkeypatch.setattr(O, "TIME_BLOCK_GPU", 7)
-    cfg = _batch_case("h2plus_moving.toml", 0.8, ("propagator.method", ["chebyshev"]))[0]
-    cfg = cfg.with_value("output.flush_seconds", 0.0).with_value("output.every", 5)
-    record, seen = O._BlockRows.record, []
-
-    def counted(self, step, t, psi, molecular):
-        seen.append(psi is self.slots[self.cols])
-        return record(self, step, t, psi, molecular)
-    monkeypatch.setattr(O._BlockRows, "record", counted)
-    files = {}
-    for into in (True, False):
-        monkeypatch.setattr(O, "STEP_INTO_ROWS", into)
-        seen.clear()
-        out = tmp_path / str(into)
-        files[into] = tdse.simulate(cfg, backend="cupy", devices=[0], out=str(out)).path
-        hits = sum(seen)
-        assert hits == (cfg.time.steps if into else 0), (hits, len(seen))
-    with h5py.File(files[True]) as a, h5py.File(files[False]) as b:
-        names = []
-        a.visititems(lambda k, v: names.append(k) if isinstance(v, h5py.Dataset) else None)
-        assert "observables/norm" in names and "snapshots/psi" in names
-        for k in names:
-            assert np.array_equal(a[k][()], b[k][()], equal_nan=a[k].dtype.kind in "fc"), k
 
 
 @pytest.mark.gpu
@@ -1258,23 +1222,26 @@ def test_deferred_snapshots_write_the_same_file(tmp_path, monkeypatch):
     at a snapshot).  The file equals the one of
     the same run written at once (every dataset to 1e-12, the same rows and attributes
     that count them), and a run that fails mid-way still gets the last snapshot taken."""
+    import mgemm.arrays
     import tdse
-    from tdse.run import observers
+    from tdse.run import sinks
     from tdse.run.driver import run
     from tdse.run.loop import Observer, evolve
     from tdse.run.snapshots import MemoryWriter, read
     cfg = _batch_case("h2plus_moving.toml", 0.5, ("propagator.method", ["chebyshev"]))[0]
     files = {}
-    monkeypatch.setattr(observers, "SNAPSHOTS_IN_FLIGHT", 4)   # fewer than the run's snapshots
-    for defer in (True, False):
-        monkeypatch.setattr(observers, "DEFER_SNAPSHOTS", defer)
+    monkeypatch.setattr(sinks, "SNAPSHOTS_IN_FLIGHT", 4)   # fewer than the run's snapshots
+    device_array = mgemm.arrays.is_device_array
+    for defer in (True, False):     # False: psi taken for a host array, written at once
+        monkeypatch.setattr(mgemm.arrays, "is_device_array", device_array if defer else (lambda a: False))
         res = run(cfg, str(tmp_path / str(defer)), backend="cupy")
         files[defer] = read(res.path)
+    monkeypatch.setattr(mgemm.arrays, "is_device_array", device_array)
     a, b = files[True], files[False]
     assert a["attrs"]["lib_cupy"] == b["attrs"]["lib_cupy"] == cp.__version__   # the GPU run's library
     # more snapshots than copies in flight: the oldest finished while the run goes on
     assert a["attrs"]["snapshots_complete"] == b["attrs"]["snapshots_complete"] > \
-        observers.SNAPSHOTS_IN_FLIGHT + 1
+        sinks.SNAPSHOTS_IN_FLIGHT + 1
     assert a["attrs"]["observables_complete"] == b["attrs"]["observables_complete"]
     for k, v in b.items():
         if k == "attrs":
@@ -1292,11 +1259,10 @@ def test_deferred_snapshots_write_the_same_file(tmp_path, monkeypatch):
         def after(self, state):
             if state.step == 7:
                 raise RuntimeError("boom")
-    monkeypatch.setattr(observers, "DEFER_SNAPSHOTS", True)
     plan = tdse.prepare(cfg.with_value("output.every", 5), backend="cupy", check_resolution=False)
     w = MemoryWriter(config=plan.config, x=plan.x, v0=np.zeros(plan.config.grid.n),
                      energies=plan.energies, phi=plan.states, attrs={})
-    snaps = observers.Snapshots(plan, w)
+    snaps = sinks.Snapshots(plan, w)
     with pytest.raises(RuntimeError, match="boom"):
         evolve(plan, cp.asarray(plan.psi0), [snaps, Boom()])
     d = w.data()

@@ -4,7 +4,6 @@ time where psi lives (the same numbers as a row at a time), and the snapshots he
 interrupt, a failed write or a resume)."""
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import os
 
@@ -13,7 +12,7 @@ import pytest
 
 import tdse
 from tdse import config as cfgmod
-from tdse.run import observers
+from tdse.run import rows, sinks
 from tdse.run.driver import run
 from tdse.run.loop import Observer, evolve
 from tdse.run.snapshots import SnapshotWriter, read, resume_state
@@ -51,9 +50,9 @@ def test_block_rows_equal_the_row_at_a_time_measure(stencil, driven, inputs_dir,
     cfg = _moving(inputs_dir, stencil, **{"output.populations_every": 3})
     if driven:
         cfg = _field_absorber(cfg, inputs_dir)
-    monkeypatch.setattr(observers, "TIME_BLOCK", 7)       # several blocks and a partial one
+    monkeypatch.setattr(rows, "TIME_BLOCK", 7)       # several blocks and a partial one
     block = tdse.simulate(cfg, backend="numpy")
-    monkeypatch.setattr(observers, "BLOCK_OBSERVABLES", False)
+    monkeypatch.setattr(rows, "BLOCK_OBSERVABLES", False)
     host = tdse.simulate(cfg, backend="numpy")
     assert set(block.observables) == set(host.observables)
     for k, ref in host.observables.items():
@@ -192,7 +191,7 @@ def test_an_even_block_writes_the_slot_before_first(held, tmp_path, inputs_dir, 
     w = SnapshotWriter(path, config=cfg, x=plan.x, v0=total(cfg.potential, plan.x, 0.0),
                        energies=plan.energies[:4], phi=plan.states[:4], attrs={})
     monkeypatch.setattr(SnapshotWriter, "_flush", flush)
-    snaps = observers.Snapshots(plan, w)
+    snaps = sinks.Snapshots(plan, w)
     from tdse.run.timeerror import CompanionEstimate
     est = CompanionEstimate(plan, w, snaps, None)
     evolve(plan, plan.psi0.copy(), [est, snaps], stop=5 * held)
@@ -205,41 +204,40 @@ def test_an_even_block_writes_the_slot_before_first(held, tmp_path, inputs_dir, 
     assert st["count"] == 1 + held and st["step"] == 5 * held
 
 
-@pytest.mark.parametrize("stencil, n, warm, offload", [(3, None, False, "off"), (3, None, True, "off"),
-                                                      ("dvr", 600, False, "off"), (5, None, True, "on"),
-                                                      (5, None, True, "off")])
-def test_an_interrupt_writes_the_held_snapshots(stencil, n, warm, offload, tmp_path, inputs_dir,
+@pytest.mark.parametrize("stencil, n, warm, ahead", [(3, None, False, "off"), (3, None, True, "on"),
+                                                    ("dvr", 600, False, "off"), (5, None, True, "on"),
+                                                    (5, None, True, "off")])
+def test_an_interrupt_writes_the_held_snapshots(stencil, n, warm, ahead, tmp_path, inputs_dir,
                                                 monkeypatch):
     """KeyboardInterrupt at step 23 with every snapshot held: the file is closed valid with
     the snapshots up to step 20 (none lost), and resuming it gives the uninterrupted file,
     bit for bit -- with H(t)'s 3-point pairs by windows (``warm``: states.WARM_MIN_N = 0,
     the default) and each from scratch, and with the DVR's Davidson pairs beyond DVR_DENSE_MAX (the
     resumed run's first call has no earlier call to start from: each starts from its
-    anchor's pairs); ``offload``: the rows measured by the observables' worker process
-    (run.observer_process = "on": the interrupted run's rows up to the interrupt written)."""
+    anchor's pairs); ``ahead``: the pairs computed ahead on the look-ahead thread
+    (run.eigen_workers = "on") in the runs that are cut and resumed, the reference's in
+    the loop."""
     from tdse.model import states
     from tdse.run.interrupts import Interrupted
     if stencil == 3:                          # by windows, or each call from scratch
         monkeypatch.setattr(states, "WARM_MIN_N", 0 if warm else 10 ** 9)
     kw = {} if n is None else {"n": n}
     cfg = _moving(inputs_dir, stencil, **kw, **{"output.every": 5, "output.flush_seconds": 1e9,
-                                                "run.eigen_workers": "off",   # the loop's pairs
-                                                "run.observer_process": offload})
+                                                "run.eigen_workers": "off"})   # the loop's pairs
     assert states.Tracker(cfg, 4).iterative == (stencil == "dvr")
     ref = read(run(cfg, str(tmp_path / "ref"), backend="numpy").path)
-
-    class Stop(Observer):
-        def after(self, state):
-            if state.step == 23:
-                raise KeyboardInterrupt
+    cfg = cfg.with_value("run.eigen_workers", ahead)
 
     from tdse.run import driver
     orig = driver.Progress
 
-    class Bar(orig):
-        def after(self, state):
-            super().after(state)
-            Stop().after(state)
+    class Bar(orig):           # the progress bar's sink, cut at step 23
+        def next_point(self, step, stop):
+            return step + 1
+
+        def save(self, state):
+            if state.step == 23:
+                raise KeyboardInterrupt
     driver.Progress = Bar
     try:
         with pytest.raises(Interrupted) as ei:
@@ -264,188 +262,6 @@ def test_flush_seconds_is_checked(inputs_dir):
             cfg.with_value("output.flush_seconds", bad)
 
 
-def _worker_from_the_start(monkeypatch, kill=False):
-    """The eigenpairs' worker used from its first call on (a test's short run would end
-    while it starts; a real run computes in the loop meanwhile); ``kill``: its process
-    killed once it has started.  Returns the list of the workers made."""
-    made = []
-    start, submit = observers._Ahead.start, observers._Ahead._submit
-
-    def counted(self, steps_times):
-        self.task_sizes.append(len(steps_times))
-        return submit(self, steps_times)
-    monkeypatch.setattr(observers._Ahead, "_submit", counted)
-
-    def waiting(self, s):
-        for pool, ready in self.workers:
-            ready.result(timeout=120)
-        if kill:
-            for pool, _ in self.workers:
-                for p in list(pool._processes.values()):
-                    p.kill()
-                    p.join()
-        made.append(self)
-        self.task_sizes = []
-        start(self, s)
-    monkeypatch.setattr(observers._Ahead, "start", waiting)
-    # every call asked of the workers by the run's own _Ahead (none by prepare's prefetch:
-    # test_the_first_windows_asked_for_while_the_run_prepares)
-    monkeypatch.setattr(observers, "_prefetch", lambda *a: None)
-    return made
-
-
-@pytest.mark.parametrize("stencil, n, cpus", [(3, 160, 2), (3, 1024, 2), (3, 1024, 16), ("dvr", 600, 2)])
-def test_eigenpairs_ahead_in_a_worker_equal_those_in_the_loop(stencil, n, cpus, inputs_dir, monkeypatch):
-    """H(t)'s eigenpairs computed ahead (run.eigen_workers = "on": 3-point in a thread from N
-    = THREAD_MIN_N on fewer than 4 CPUs, in a worker process below it or on more, the DVR's
-    Davidson in a worker process) give
-    the populations and energies computed in the loop: bit for bit where a call is one
-    LAPACK solve (3-point), to 1e-10 where it is Davidson's iteration (the DVR beyond N =
-    512, each call converged to its residual bound; the worker continues the loop's warm
-    start); every call after the first answered by the worker, the populations at their
-    cadence and at the last step, NaN between."""
-    monkeypatch.setattr(observers, "cpu_count", lambda: cpus)
-    made = _worker_from_the_start(monkeypatch)
-    cfg = _moving(inputs_dir, stencil, n=n, **{"output.populations_every": 4})
-    cfg = cfg.with_value("time.t_end", 41 * cfg.time.dt)      # the last step off the cadence
-    thread = stencil == 3 and n >= observers.THREAD_MIN_N and cpus < observers.AHEAD_MANY_CPUS
-    runs = {}
-    for ahead in ("1", "0"):
-        runs[ahead] = tdse.simulate(cfg, backend="numpy",
-                                    options={"eigen_workers": {"1": "on", "0": "off"}[ahead]}).observables
-    assert len(made) == 1 and made[0].from_worker == 11      # steps 4, 8, ..., 40 and 41
-    # the 3-point windows (their LAPACK calls without the GIL) in a thread from THREAD_MIN_N,
-    # else in a process, as Davidson
-    assert (made[0].thread is not None) == thread
-    assert isinstance(made[0].workers[0][0], concurrent.futures.ThreadPoolExecutor) == thread
-    assert sum(made[0].task_sizes) >= 11
-    if stencil == 3:        # ~0.1 ms a call, far below AHEAD_CHUNK_SECONDS: several a task
-        assert len(made[0].task_sizes) < 11
-    for k in ("populations_ht", "energies_ht", "n_mean"):
-        a, b = np.asarray(runs["1"][k]), np.asarray(runs["0"][k])
-        if stencil == 3:
-            assert np.array_equal(a, b, equal_nan=True), k
-        else:
-            assert np.array_equal(np.isnan(a), np.isnan(b)), k
-            assert np.nanmax(np.abs(a - b)) < 1e-10 * max(1.0, np.nanmax(np.abs(b))), k
-    P = np.asarray(runs["1"]["populations_ht"])
-    assert np.isfinite(P[[0, 4, 40, 41]]).all() and np.isnan(P[[1, 2, 3, 5, 39]]).all()
-
-
-@pytest.mark.parametrize("stencil", [3, 5])
-def test_the_first_windows_asked_for_while_the_run_prepares(stencil, inputs_dir, monkeypatch):
-    """prepare() asks the workers for the pairs of the run's first windows (one a worker,
-    after step 0: observers._prefetch); the run's _Ahead takes them over (its run id, every
-    due step of them answered by them, none asked again) and the populations are the
-    loop's own, bit for bit; run.eigen_workers = "off" asks for nothing."""
-    from tdse.model import states
-    monkeypatch.setattr(observers, "cpu_count", lambda: 16)        # worker processes
-    made = []
-    init = observers._Ahead.__init__
-
-    def keep(self, *a, **k):
-        init(self, *a, **k)
-        made.append(self)
-    monkeypatch.setattr(observers._Ahead, "__init__", keep)
-    cfg = _moving(inputs_dir, stencil, n=256, **{"output.populations_every": 2,
-                                                 "run.eigen_workers": "on"})
-    cfg = cfg.with_value("time.t_end", 100 * cfg.time.dt)
-    span = states.Tracker(cfg, 4).window_steps
-    assert span == 32                               # 16 calls a window: steps 2, ..., 62 first
-    plan = tdse.prepare(cfg, backend="numpy", check_resolution=False)
-    (key, run_id, tasks), = observers._PREFETCH
-    assert [[s for s, _ in g] for _, g, _ in tasks] == [list(range(2, 32, 2)), list(range(32, 64, 2))]
-    submitted = []
-    real_submit = observers._Ahead._submit
-    monkeypatch.setattr(observers._Ahead, "_submit",
-                        lambda self, group: submitted.append([s for s, _ in group]) or real_submit(self, group))
-    a = run(plan, None).observables
-    assert made[0].run == run_id and not observers._PREFETCH
-    assert made[0].from_worker == 50                # steps 2, 4, ..., 100
-    assert all(s >= 64 for g in submitted for s in g)       # nothing of the first two asked again
-    b = tdse.simulate(cfg, backend="numpy", options={"eigen_workers": "off"}).observables
-    for k in ("populations_ht", "energies_ht"):
-        assert np.array_equal(np.asarray(a[k]), np.asarray(b[k]), equal_nan=True), k
-    tdse.prepare(cfg, backend="numpy", check_resolution=False, options={"eigen_workers": "off"})
-    assert not observers._PREFETCH
-
-
-def test_a_killed_worker_leaves_the_eigenpairs_to_the_loop(inputs_dir, monkeypatch):
-    """The worker's process killed once started: said once (a RuntimeWarning), the loop
-    computes the rest, the run's populations those of a run without the worker."""
-    made = _worker_from_the_start(monkeypatch, kill=True)
-    cfg = _moving(inputs_dir, 5, **{"output.populations_every": 4})     # a process's solver
-    with pytest.warns(RuntimeWarning, match=r"the worker computing H\(t\)'s eigenpairs ahead failed") as rec:
-        a = tdse.simulate(cfg, backend="numpy", options={"eigen_workers": "on"}).observables
-    assert sum("eigenpairs ahead failed" in str(w.message) for w in rec) == 1
-    assert made[0].broken and made[0].from_worker == 0
-    b = tdse.simulate(cfg, backend="numpy", options={"eigen_workers": "off"}).observables
-    assert np.array_equal(np.asarray(a["populations_ht"]), np.asarray(b["populations_ht"]), equal_nan=True)
-
-
-def test_the_workers_warnings_reach_the_run(inputs_dir, monkeypatch):
-    """What the worker's tracker says (here: Davidson held to 0 iterations, so each call
-    falls back to the dense solver) is said in the run, with the worker's time in it (each
-    call its own anchor: anchor_calls = 1, passed to the worker with the settings)."""
-    from tdse.run.snapshots import MemoryWriter
-    _worker_from_the_start(monkeypatch)
-    cfg = _moving(inputs_dir, "dvr", n=600, **{"output.populations_every": 4,
-                                               "run.eigen_workers": "on"})
-    cfg = cfg.with_value("time.t_end", 12 * cfg.time.dt)
-    plan = tdse.prepare(cfg, backend="numpy", check_resolution=False)
-    w = MemoryWriter(config=cfg, x=plan.x, v0=np.zeros(cfg.grid.n), energies=plan.energies,
-                     phi=plan.states, attrs={})
-    obs = observers.Observables(plan, w)
-    obs.tracker.maxiter = 0
-    obs.tracker.anchor_calls = 1
-    with pytest.warns(RuntimeWarning, match="did not reach its residual bound") as rec:
-        evolve(plan, plan.psi0.copy(), [obs])
-    said = [str(r.message) for r in rec if "residual bound" in str(r.message)]
-    assert obs.ahead.from_worker == 3 and obs.eigen_calls == 4
-    assert any(m.startswith("at t = 0:") or m.startswith("at t = 0 ") for m in said), said   # the loop's
-    assert any(m.startswith(f"at t = {4 * cfg.time.dt:.4g} ") for m in said), said        # the worker's
-
-
-def test_when_the_eigenpairs_go_ahead(monkeypatch):
-    """run.eigen_workers: "on" always, "off" never, by default ("auto") when the loop would spend more
-    than ahead_min_seconds() on them (AHEAD_MIN_SECONDS, or the larger one of a machine of
-    few CPUs), two CPUs are there and a process may be spawned (the tdse command, pytest,
-    an interactive session; not a script's unguarded top level)."""
-    import sys
-    import types
-
-    few, many = observers.AHEAD_MIN_SECONDS_FEW_CPUS, observers.AHEAD_MIN_SECONDS
-    assert many < few
-    monkeypatch.setattr(observers, "_spawn_safe", lambda: True)
-    monkeypatch.setattr(observers, "cpu_count", lambda: observers.AHEAD_MANY_CPUS)
-    assert observers.ahead_wanted(0.5 * (few + many)) and not observers.ahead_wanted(0.9 * many)
-    monkeypatch.setattr(observers, "cpu_count", lambda: observers.AHEAD_MANY_CPUS - 1)
-    assert not observers.ahead_wanted(0.5 * (few + many)) and observers.ahead_wanted(1.1 * few)
-    monkeypatch.undo()
-    big, small = 10 * observers.AHEAD_MIN_SECONDS_FEW_CPUS, 0.5 * observers.AHEAD_MIN_SECONDS
-    assert observers.ahead_wanted(0.0, mode="on")
-    assert not observers.ahead_wanted(big, mode="off")
-    monkeypatch.setattr(observers, "cpu_count", lambda: 2)
-    monkeypatch.setattr(observers, "_spawn_safe", lambda: True)
-    assert observers.ahead_wanted(big) and not observers.ahead_wanted(small)
-    monkeypatch.setattr(observers, "cpu_count", lambda: 1)
-    assert not observers.ahead_wanted(big)
-    monkeypatch.setattr(observers, "cpu_count", lambda: 2)
-    monkeypatch.setattr(observers, "_spawn_safe", lambda: False)
-    assert not observers.ahead_wanted(big)
-    monkeypatch.undo()
-
-    def main(spec=None, **kw):
-        m = types.SimpleNamespace(__spec__=spec and types.SimpleNamespace(name=spec), **kw)
-        monkeypatch.setitem(sys.modules, "__main__", m)
-        return observers._spawn_safe()
-    assert main("tdse.__main__", __file__="/x/tdse/__main__.py")
-    assert main(None, __file__="/venv/bin/tdse")
-    assert main(None)                                   # an interactive session
-    assert not main(None, __file__="/home/u/study.py")   # a script: it would run again
-    assert not main("mypkg.run", __file__="/home/u/mypkg/run.py")
-
-
 def test_a_failed_write_of_the_last_rows_at_the_close_says_so(tmp_path, inputs_dir, monkeypatch):
     """The rows handed over at the close, after the last snapshot was written, fail to
     write: StorageError naming the cause's first line (cut at 160 characters), the free
@@ -456,8 +272,8 @@ def test_a_failed_write_of_the_last_rows_at_the_close_says_so(tmp_path, inputs_d
     from tdse.model.potential import total
     w = SnapshotWriter(tmp_path / "f.h5", config=cfg, x=plan.x, v0=total(cfg.potential, plan.x, 0.0),
                        energies=plan.energies[:4], phi=plan.states[:4], attrs={})
-    obs = observers.Observables(plan, w)
-    snaps = observers.Snapshots(plan, w)
+    obs = rows.Observables(plan, w)
+    snaps = sinks.Snapshots(plan, w)
     evolve(plan, plan.psi0.copy(), [obs, snaps], stop=3)      # one snapshot, at step 0
     assert w.count == 1 and not w._held and w.obs_count - w._obs_flushed == 3    # rows 1-3 in memory
     monkeypatch.setattr(SnapshotWriter, "_free", lambda self: 12345)
@@ -503,139 +319,6 @@ def test_a_members_own_time_is_its_field_and_centres_at_that_time(envelope, inpu
                               one[head + b * width:head + (b + 1) * width])
     rows = bp.field(times.reshape(-1, 1))
     assert rows.shape == (M, M) and all(np.array_equal(rows[i], bp.field(t)) for i, t in enumerate(times))
-
-
-def _blas_env_of_the_worker():
-    from tdse.options import BLAS_ENV
-    return {k: os.environ.get(k) for k in BLAS_ENV}
-
-
-def test_the_worker_process_starts_its_blas_on_one_thread(monkeypatch):
-    """The worker is spawned with its BLAS's thread variables at EIGEN_BLAS_THREADS (its
-    import does not start a thread per CPU), and this process's own are restored."""
-    from tdse.model import states
-    monkeypatch.setenv("OMP_NUM_THREADS", "7")
-    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
-    for pool, _ in list(observers._POOLS):          # a fresh worker, spawned here
-        observers._drop_pool(pool, wait=True)
-    pool, ready = observers.worker_pools(1)[0]
-    assert ready.result(timeout=60) is True
-    got = pool.submit(_blas_env_of_the_worker).result(timeout=60)
-    from tdse.options import BLAS_ENV
-    assert got == {k: str(states.EIGEN_BLAS_THREADS) for k in BLAS_ENV}
-    assert os.environ["OMP_NUM_THREADS"] == "7" and "OPENBLAS_NUM_THREADS" not in os.environ
-
-
-def test_the_worker_process_starts_without_cupy():
-    """The eigenpairs worker (host solvers only) shuts CuPy out before its imports
-    (tdse.run.ahead_child): `import cupy` there fails whether or not CuPy is installed, and
-    it is ready with the solvers imported."""
-    pool, ready = observers.worker_pools(1)[0]
-    assert ready.result(timeout=60) is True
-    assert pool.submit(eval, "__import__('sys').modules.get('cupy', 'absent')").result(timeout=60) is None
-    assert pool.submit(eval, "'tdse.model.states' in __import__('sys').modules").result(timeout=60)
-
-
-def test_the_worker_keeps_each_runs_tracker_apart(inputs_dir, monkeypatch):
-    """Runs of one process share its worker (e.g. in threads): each run's calls are
-    answered by its own tracker (interleaved calls equal each run's calls in a loop of its
-    own), a run the worker holds no tracker for is refused, and only the newest
-    WORKER_RUNS trackers are kept."""
-    from tdse.model import states
-    monkeypatch.setattr(observers, "_WORKER", {})
-    cfgs = {"a": _moving(inputs_dir, 3, n=160), "b": _moving(inputs_dir, 5, n=600)}
-    begins = {r: (c, 4, states.Tracker(c, 4).settings()) for r, c in cfgs.items()}
-    alone = {r: states.Tracker(c, 4) for r, c in cfgs.items()}
-    for t in (0.0, 0.1, 0.2):
-        for r in ("a", "b"):
-            [(E, phi)], _, _ = observers._worker_pairs(r, (t,), begins[r] if t == 0.0 else None)
-            E1, phi1 = alone[r](t)
-            assert np.allclose(E, E1, rtol=0, atol=1e-12) and np.allclose(np.abs(phi), np.abs(phi1), atol=1e-10)
-    with pytest.raises(RuntimeError, match="no tracker for run c"):
-        observers._worker_pairs("c", (0.0,))
-    monkeypatch.setattr(observers, "WORKER_RUNS", 2)
-    observers._worker_pairs("c", (0.0,), begins["a"])
-    assert list(observers._WORKER["runs"]) == ["b", "c"]
-
-
-def test_the_worker_tasks_skipped_and_unforeseen_steps(inputs_dir, monkeypatch):
-    """_Ahead's bookkeeping with a worker answering in this process (a thread pool running
-    the worker's function): several due steps a task where a call is short; steps passed
-    without being asked (the loop jumped ahead) dropped, their tasks forgotten; a step off
-    the cadence answered by a task of its own; every answer the pairs of H(t) at its time
-    (3-point: from its anchor's pairs, so equal bit for bit to a fresh tracker's call at
-    that time alone, and to the solver from scratch within the residual bound); nothing
-    left after close."""
-    import concurrent.futures
-
-    from tdse.model import states
-    pool = concurrent.futures.ThreadPoolExecutor(1)
-    ready = pool.submit(lambda: True)
-    monkeypatch.setattr(observers, "worker_pools", lambda n=1: [(pool, ready)])
-    monkeypatch.setattr(observers, "_WORKER", {})
-    cfg = _moving(inputs_dir, 3)
-    dt = cfg.time.dt
-    ahead = observers._Ahead(states.Tracker(cfg, 4), dt, 40, 2)
-    ahead.local_calls, ahead.seconds = 1, 1e-5          # a short call: the largest tasks
-    sizes = []
-    submit = ahead._submit
-    ahead._submit = lambda group: sizes.append(len(group)) or submit(group)
-    ahead.start(2)
-    assert ahead.chunk == observers.AHEAD_CHUNK_MAX
-    asked = [2, 4, 20, 22, 40]
-    for s in asked:
-        E, phi = ahead(s, s * dt)
-        E1, phi1 = states.Tracker(cfg, 4)(s * dt)
-        assert np.array_equal(E, E1) and np.array_equal(phi, phi1), s
-        E2, phi2 = states.eigenstates(cfg, s * dt, 4)
-        assert np.abs(E - E2).max() < 1e-9 and np.abs(np.abs(phi) - np.abs(phi2)).max() < 1e-8, s
-    assert sizes[0] == 20                     # steps 2, 4, ..., 40: one task
-    E, phi = ahead(40, 40 * dt + 0.5 * dt)    # not the step's time: a task of its own
-    assert sizes[-1] == 1 and np.array_equal(E, states.Tracker(cfg, 4)(40.5 * dt)[0])
-    assert ahead.from_worker == len(asked) + 1 and not ahead.futures and not ahead.waiting
-    ahead.close()
-    assert not ahead.results
-    pool.shutdown()
-
-
-def test_stateless_calls_are_shared_by_several_workers(inputs_dir, monkeypatch):
-    """Where the solver holds the GIL (5-point up to N = 512: the banded solver; beyond,
-    and the DVR beyond: Davidson, each call from its anchor's block) the calls go to several
-    worker processes, tasks to each, and the populations are those of the loop bit for bit;
-    the 3-point windows' to the one thread from THREAD_MIN_N."""
-    from tdse.model import states
-    monkeypatch.setattr(observers, "cpu_count", lambda: 3)
-    monkeypatch.setattr(observers, "AHEAD_WORKERS", 2)
-    monkeypatch.setattr(observers, "AHEAD_CHUNK_MAX", 2)          # several tasks in a short run
-    assert observers.workers_for(states.Tracker(_moving(inputs_dir, "dvr", n=600), 4)) == 2
-    assert not observers.threaded(states.Tracker(_moving(inputs_dir, 5, n=160), 4))
-    for cpus in (3, 16):              # the 3-point thread from N = 1024 on fewer than 4 CPUs
-        monkeypatch.setattr(observers, "cpu_count", lambda: cpus)
-        assert not observers.threaded(states.Tracker(_moving(inputs_dir, 3, n=160), 4))
-        assert observers.threaded(states.Tracker(_moving(inputs_dir, 3, n=observers.THREAD_MIN_N), 4)) \
-            == (cpus < observers.AHEAD_MANY_CPUS)
-    monkeypatch.setattr(observers, "cpu_count", lambda: 3)
-    made = _worker_from_the_start(monkeypatch)
-    sent = []
-    submit = observers._Ahead._submit
-
-    def which(self, group):
-        f = submit(self, group)
-        sent.append(self.worker_of[f])
-        return f
-    monkeypatch.setattr(observers._Ahead, "_submit", which)
-    for i, (st, n) in enumerate(((5, 160), ("dvr", 600))):
-        cfg = _moving(inputs_dir, st, n=n, **{"output.populations_every": 2})
-        assert states.Tracker(cfg, 4).iterative == (st == "dvr")
-        runs = {}
-        sent.clear()
-        for ahead in ("1", "0"):
-            runs[ahead] = tdse.simulate(cfg, backend="numpy",
-                                        options={"eigen_workers": {"1": "on", "0": "off"}[ahead]}).observables
-        assert len(made) == i + 1 and len(made[i].workers) == 2 and made[i].from_worker == 30
-        assert set(sent) == {0, 1}
-        for k in ("populations_ht", "energies_ht"):
-            assert np.array_equal(np.asarray(runs["1"][k]), np.asarray(runs["0"][k]), equal_nan=True), (st, k)
 
 
 def test_rows_by_blocks_and_one_at_a_time_reach_the_file_in_order(tmp_path, inputs_dir, rng):
@@ -686,244 +369,7 @@ def test_rows_by_blocks_and_one_at_a_time_reach_the_file_in_order(tmp_path, inpu
         assert np.array_equal(np.asarray(got[f"observables/{n}"]), np.stack([r[n] for r in rows])), n
 
 
-def test_the_eigenpairs_thread_stops_its_task_when_the_run_ends(inputs_dir, monkeypatch):
-    """The 3-point solver's thread task (observers._thread_pairs) computes the pairs of its
-    times in order until the run's stop event is set, then returns what it has (a task under
-    way would hold up the process's exit, which waits for its threads); _Ahead.close sets it.
-    Its pairs are those of a fresh tracker called at each time alone, bit for bit (a call's
-    pairs depend on t alone: its anchor's), and the solver's from scratch to rounding."""
-    import threading
-
-    from tdse.model import states
-    cfg = _moving(inputs_dir, 3, n=160)
-    tracker = states.Tracker(cfg, 4)
-    stop = threading.Event()
-    times = (0.0, 0.1, 0.2)
-    pairs, seconds, said = observers._thread_pairs(tracker, times, stop)
-    assert len(pairs) == 3 and seconds > 0 and said == []
-    for (E, phi), t in zip(pairs, times):
-        E2, phi2 = states.Tracker(cfg, 4)(t)
-        assert np.array_equal(E, E2) and np.array_equal(phi, phi2)
-    # Tracker.many (the thread's batches): the potentials of several times in one array pass,
-    # the field left out as eigenstates() leaves it out -- the same bits, with a field too,
-    # from scratch (warm_min above N) and by windows (warm_min=0; times on the populations
-    # interval and off it), and in reverse order (no call depends on the one before)
-    driven = _field_absorber(cfg, inputs_dir)
-    ts = tuple(np.arange(7) * 0.13)
-    assert states.WARM_MIN_N == 0
-    for warm_min in (10 ** 9, 0):
-        back = states.Tracker(driven, 4, warm_min=warm_min)
-        rev = {t: back(t) for t in ts[::-1]}
-        for (E, phi), t in zip(states.Tracker(driven, 4, warm_min=warm_min).many(ts), ts):
-            E2, phi2 = states.Tracker(cfg, 4, warm_min=warm_min)(t)
-            assert np.array_equal(E, E2) and np.array_equal(phi, phi2), t
-            assert np.array_equal(E, rev[t][0]) and np.array_equal(phi, rev[t][1]), t
-            if warm_min:
-                E3, phi3 = states.eigenstates(cfg, t, 4)
-                assert np.array_equal(E, E3) and np.array_equal(phi, phi3), t
-    stop.set()
-    assert observers._thread_pairs(tracker, times, stop)[0] == []
-    ahead = observers._Ahead(states.Tracker(_moving(inputs_dir, 3, n=observers.THREAD_MIN_N), 4),
-                             cfg.time.dt, 40, 4)
-    assert ahead.thread is not None and not ahead.stop.is_set()
-    ahead.close()
-    assert ahead.stop.is_set()
-
-
 # ------------------------------------------------ the observables in a worker process (#23)
-def _file(cfg, path, mode, monkeypatch):
-    """The run file of ``cfg`` with run.observer_process = ``mode``, and its rows measured
-    by the worker (the file's ``observables_process``)."""
-    res = run(cfg.with_value("run.observer_process", mode), str(path), backend="numpy")
-    data = read(res.path)
-    return data, int(data["attrs"]["observables_process"])
-
-
-@pytest.mark.parametrize("stencil, n", [(3, 256), (5, 256), ("dvr", 200), ("static", 160)])
-def test_observables_in_a_worker_process_equal_those_in_the_loop(stencil, n, tmp_path, inputs_dir,
-                                                               monkeypatch):
-    """run.observer_process = "on": every row measured by the worker process (through the ring in
-    shared memory, a backlog while it starts; the file written every snapshot,
-    flush_seconds = 0, so that the loop takes what the worker has measured many times), and
-    the file the same as the loop's own rows, bit for bit in every dataset: the worker runs
-    the loop's code on one BLAS thread, as the loop does at this N, and H(t)'s pairs depend
-    on t alone.  Moving centres (3-, 5-point, DVR: H(t)'s populations every 4 steps and at
-    the last step, off the cadence) and static ones."""
-    monkeypatch.setattr(observers, "OFFLOAD_RING_BLOCKS", 2)      # a ring that wraps often
-    monkeypatch.setattr(observers, "TIME_BLOCK", 16)
-    st = 3 if stencil == "static" else stencil
-    cfg = _moving(inputs_dir, st, n=n, **{"output.populations_every": 4, "output.every": 7,
-                                          "output.flush_seconds": 0.0})
-    cfg = cfg.with_value("time.t_end", 203 * cfg.time.dt)
-    if stencil == "static":
-        cfg = dataclasses.replace(cfg, potential=dataclasses.replace(cfg.potential, centres=tuple(
-            dataclasses.replace(c, amplitude=0.0) for c in cfg.potential.centres)))
-    a, rows_a = _file(cfg, tmp_path / "worker", "on", monkeypatch)
-    b, rows_b = _file(cfg, tmp_path / "loop", "off", monkeypatch)
-    assert rows_a == 204 and rows_b == 0
-    _files_equal(a, b)
-    assert np.isfinite(a["observables/populations_ht"][[0, 4, 200, 203]]).all()
-    assert np.isnan(a["observables/populations_ht"][[1, 2, 3, 201, 202]]).all()
-    assert a["attrs"]["eigenpairs_calls"] == b["attrs"]["eigenpairs_calls"] == 52
-
-
-def test_the_ring_is_freed_after_the_run(tmp_path, inputs_dir, monkeypatch):
-    """The ring's shared memory is removed at the run's end (and the worker's task has
-    ended: its process takes the next run's)."""
-    created = []
-    init = observers._SharedRows.__init__
-
-    def kept(self, *a, **kw):
-        init(self, *a, **kw)
-        created.append(self.shm.name)
-    monkeypatch.setattr(observers._SharedRows, "__init__", kept)
-    cfg = _moving(inputs_dir, 3, n=128)
-    for k in range(2):
-        _file(cfg, tmp_path / str(k), "on", monkeypatch)
-    assert len(created) == 2
-    from multiprocessing import shared_memory
-    for name in created:
-        with pytest.raises(FileNotFoundError):
-            shared_memory.SharedMemory(name=name)
-
-
-def test_a_killed_observables_worker_leaves_the_rows_to_the_loop(tmp_path, inputs_dir, monkeypatch):
-    """The worker's process killed once it has begun: said once (a RuntimeWarning), the loop
-    measures the rows the worker had not (from the ring and the backlog) and every row
-    after; the file the same as the loop's own, bit for bit; the next run spawns a worker."""
-    init = observers._SharedRows.__init__
-
-    def killed(self, *a, **kw):
-        init(self, *a, **kw)
-        import time
-        t0 = time.time()
-        while not self.ctrl[observers._ALIVE]:
-            assert time.time() - t0 < 120
-            time.sleep(0.01)
-        for p in list(self.pool._processes.values()):
-            p.kill()
-            p.join()
-    monkeypatch.setattr(observers._SharedRows, "__init__", killed)
-    cfg = _moving(inputs_dir, 5, n=256, **{"output.populations_every": 4})
-    cfg = cfg.with_value("time.t_end", 150 * cfg.time.dt)
-    with pytest.warns(RuntimeWarning, match="observables' worker process stopped") as rec:
-        a, rows_a = _file(cfg, tmp_path / "killed", "on", monkeypatch)
-    assert sum("observables' worker process stopped" in str(w.message) for w in rec) == 1
-    monkeypatch.setattr(observers._SharedRows, "__init__", init)
-    b, _ = _file(cfg, tmp_path / "loop", "off", monkeypatch)
-    _files_equal(a, b)
-    c, rows_c = _file(cfg, tmp_path / "again", "on", monkeypatch)     # a fresh worker
-    assert rows_c == 151
-    _files_equal(c, b)
-
-
-def test_the_observables_workers_warnings_reach_the_run(inputs_dir, monkeypatch):
-    """What the worker's tracker says (Davidson held to 0 iterations beyond the DVR's dense
-    N: each call falls back to the dense solver) is said in the run, at its end."""
-    from tdse.run.snapshots import MemoryWriter
-    init = observers._SharedRows.__init__
-
-    def held(self, plan, K, pool, tracker):
-        tracker.maxiter = 0
-        init(self, plan, K, pool, tracker)
-    monkeypatch.setattr(observers._SharedRows, "__init__", held)
-    cfg = _moving(inputs_dir, "dvr", n=600, **{"output.populations_every": 4})
-    cfg = cfg.with_value("time.t_end", 12 * cfg.time.dt)
-    plan = dataclasses.replace(tdse.prepare(cfg, backend="numpy", check_resolution=False),
-                               observer_process=True)
-    w = MemoryWriter(config=cfg, x=plan.x, v0=np.zeros(cfg.grid.n), energies=plan.energies,
-                     phi=plan.states, attrs={})
-    obs = observers.Observables(plan, w)
-    with pytest.warns(RuntimeWarning, match="did not reach its residual bound"):
-        evolve(plan, plan.psi0.copy(), [obs])
-    assert obs.offloaded_rows == 13 and obs.eigen_calls == 4
-
-
-def test_offload_wanted(inputs_dir, monkeypatch):
-    """run.observer_process: "on" wherever it can (the CPU), "off" never, by default where the
-    rows and pairs would cost the loop more than OFFLOAD_MIN_SECONDS up to OFFLOAD_MAX_N
-    with a CPU spare beside the run's BLAS threads; a typo named in one line."""
-    opt = lambda cfg, mode: cfg.with_value("run.observer_process", mode)  # noqa: E731
-    from tdse.run import backend as be
-    long = _moving(inputs_dir, 3, n=256).with_value("time.t_end", 8000 * 0.02)
-    short = _moving(inputs_dir, 3, n=256)
-    monkeypatch.setattr(be, "usable_cpus", lambda: 2)
-    assert observers.offload_wanted(long, "numpy")
-    assert not observers.offload_wanted(short, "numpy")                 # 61 rows
-    assert not observers.offload_wanted(long, "cupy")                   # rows on the device
-    big = long.with_value("grid.dx", 25.6 / (2 * observers.OFFLOAD_MAX_N))
-    assert not observers.offload_wanted(big, "numpy")
-    monkeypatch.setattr(be, "usable_cpus", lambda: 1)                   # no CPU spare
-    assert not observers.offload_wanted(long, "numpy")
-    assert observers.offload_wanted(opt(short, "on"), "numpy")
-    assert not observers.offload_wanted(opt(short, "on"), "cupy")
-    assert not observers.offload_wanted(opt(long, "off"), "numpy")
-    with pytest.raises(cfgmod.ConfigError, match="run.observer_process = 'yes': must be"):
-        opt(long, "yes")
-    import multiprocessing                        # a daemonic process (a Dask worker's): never
-    monkeypatch.setattr(multiprocessing.current_process(), "_config",
-                        {**multiprocessing.current_process()._config, "daemon": True})
-    for mode in ("on", "auto"):
-        assert not observers.offload_wanted(opt(long, mode), "numpy")
-    assert not observers._spawn_safe()
-
-
-def test_a_run_stopped_before_its_loop_leaves_the_worker_free(tmp_path, inputs_dir, monkeypatch):
-    """A run interrupted after its observers are made but before its loop (here: while the
-    time-error estimate is set up) sends the observables' worker nothing: its process takes
-    the next task at once (a task sent with the observers and never stopped had held the
-    process's exit: `tdse run` hung after "interrupted by SIGINT during start-up")."""
-    from tdse.run import driver
-    from tdse.run.interrupts import Interrupted
-
-    def cut(*a, **kw):
-        raise KeyboardInterrupt
-    monkeypatch.setattr(driver, "_time_error", cut)
-    cfg = _moving(inputs_dir, 3, n=128, **{"run.observer_process": "on"})
-    with pytest.raises((KeyboardInterrupt, Interrupted)):
-        run(cfg, str(tmp_path / "o"), backend="numpy")
-    pool, ready = observers.worker_pools(1)[0]
-    assert pool.submit(observers._worker_ready).result(timeout=20) is True
-
-
-def test_no_shared_memory_leaves_the_rows_to_the_loop(tmp_path, inputs_dir, monkeypatch):
-    """Where no shared memory can be had (/dev/shm full or absent: an OSError), the run says
-    so once and measures its rows itself: the file is the loop's."""
-    from multiprocessing import shared_memory
-
-    class NoShm:
-        def __init__(self, *a, **kw):
-            raise OSError(28, "No space left on device")
-    cfg = _moving(inputs_dir, 3, n=128)
-    b, _ = _file(cfg, tmp_path / "loop", "off", monkeypatch)
-    monkeypatch.setattr(shared_memory, "SharedMemory", NoShm)
-    with pytest.warns(RuntimeWarning, match="has no shared memory") as rec:
-        a, rows = _file(cfg, tmp_path / "noshm", "on", monkeypatch)
-    assert rows == 0 and sum("no shared memory" in str(w.message) for w in rec) == 1
-    _files_equal(a, b)
-
-
-def test_a_broken_pool_at_begin_leaves_the_rows_to_the_loop(tmp_path, inputs_dir, monkeypatch):
-    """The worker's pool broken before the run's loop (its process killed between runs): the
-    run says so once, measures its rows itself, and the next run spawns a fresh worker."""
-    cfg = _moving(inputs_dir, 3, n=128)
-    b, _ = _file(cfg, tmp_path / "loop", "off", monkeypatch)
-    pool, ready = observers.worker_pools(1)[0]
-    ready.result(timeout=60)
-    for p in list(pool._processes.values()):
-        p.kill()
-        p.join()
-    import time
-    t0 = time.time()
-    while not pool._broken and time.time() - t0 < 30:         # the pool notices
-        time.sleep(0.05)
-    with pytest.warns(RuntimeWarning, match="cannot take the task"):
-        a, rows = _file(cfg, tmp_path / "broken", "on", monkeypatch)
-    assert rows == 0
-    _files_equal(a, b)
-    c, rows_c = _file(cfg, tmp_path / "again", "on", monkeypatch)
-    assert rows_c == 61
-    _files_equal(c, b)
 
 
 def test_snapshots_in_flight_write_the_same_rows_in_order(inputs_dir, monkeypatch):
@@ -965,14 +411,13 @@ def test_snapshots_in_flight_write_the_same_rows_in_order(inputs_dir, monkeypatc
             return self.host
 
     monkeypatch.setattr(mgemm.arrays, "HostCopy", HostCopy)
-    monkeypatch.setattr(observers, "SNAPSHOTS_IN_FLIGHT", 5)
+    monkeypatch.setattr(sinks, "SNAPSHOTS_IN_FLIGHT", 5)
 
     def rows(defer, boom=False):
-        monkeypatch.setattr(observers, "DEFER_SNAPSHOTS", defer)
         monkeypatch.setattr(mgemm.arrays, "is_device_array", lambda a: defer)
         w = MemoryWriter(config=cfg, x=plan.x, v0=np.zeros(cfg.grid.n), energies=plan.energies,
                          phi=plan.states, attrs={})
-        snaps = observers.Snapshots(plan, w)
+        snaps = sinks.Snapshots(plan, w)
         obs = [snaps, Count(snaps)] + ([Boom()] if boom else [])
         if boom:
             with pytest.raises(RuntimeError, match="boom"):
@@ -989,3 +434,99 @@ def test_snapshots_in_flight_write_the_same_rows_in_order(inputs_dir, monkeypatc
         assert np.array_equal(np.asarray(now[k]), np.asarray(later[k])), k
     cut, snaps = rows(True, boom=True)
     assert list(cut["snapshots/step"]) == list(range(0, 40, 3)) and snaps.last_step == 39
+
+
+@pytest.mark.parametrize("stencil, n", [(3, 160), (3, 1024), (5, 256), ("dvr", 600)])
+def test_eigenpairs_ahead_on_the_thread_equal_those_in_the_loop(stencil, n, inputs_dir, monkeypatch):
+    """H(t)'s eigenpairs computed ahead on the look-ahead thread (run.eigen_workers = "on")
+    give the populations and energies computed in the loop ("off"): bit for bit where a call
+    is LAPACK's (3-point, 5-point windows), to 1e-10 where it is Davidson's iteration (the
+    DVR beyond N = 512, each call converged to its residual bound); every call after the
+    first answered by the thread (the last step's, off the cadence, too), the populations at their cadence and at the last step,
+    NaN between; the thread gone when the run has ended."""
+    import threading
+
+    from tdse.run import eigenpairs
+    made = []
+    init = eigenpairs.Lookahead.__init__
+
+    def kept(self, *a, **k):
+        init(self, *a, **k)
+        made.append(self)
+    monkeypatch.setattr(eigenpairs.Lookahead, "__init__", kept)
+    answered = []
+    pairs = eigenpairs._pairs
+
+    def counted(tracker, times, stop):
+        answered.extend(times)
+        return pairs(tracker, times, stop)
+    monkeypatch.setattr(eigenpairs, "_pairs", counted)
+    cfg = _moving(inputs_dir, stencil, n=n, **{"output.populations_every": 4})
+    cfg = cfg.with_value("time.t_end", 41 * cfg.time.dt)      # the last step off the cadence
+    runs = {}
+    for mode in ("on", "off"):
+        runs[mode] = tdse.simulate(cfg, backend="numpy", options={"eigen_workers": mode}).observables
+    assert [m.own is not None for m in made] == [True, False]
+    dt = cfg.time.dt
+    # the loop's first call (step 0) itself; steps 4 .. 40 and the last, 41, from the thread
+    assert answered == [s * dt for s in [*range(4, 41, 4), 41]]
+    assert made[0].calls == made[1].calls == 12
+    for k in ("populations_ht", "energies_ht", "n_mean"):
+        a, b = np.asarray(runs["on"][k]), np.asarray(runs["off"][k])
+        if stencil != "dvr":
+            assert np.array_equal(a, b, equal_nan=True), k
+        else:
+            assert np.array_equal(np.isnan(a), np.isnan(b)), k
+            assert np.nanmax(np.abs(a - b)) < 1e-10 * max(1.0, np.nanmax(np.abs(b))), k
+    P = np.asarray(runs["on"]["populations_ht"])
+    assert np.isfinite(P[[0, 4, 40, 41]]).all() and np.isnan(P[[1, 2, 3, 5, 39]]).all()
+    for t in threading.enumerate():
+        if t.name.startswith("tdse-eigenpairs"):
+            t.join(timeout=30)
+            assert not t.is_alive()
+
+
+def test_the_lookahead_queues_a_bounded_depth_and_drops_steps_passed(inputs_dir):
+    """Lookahead: at most ``depth`` steps queued ahead, in step order; a step the caller
+    passes without asking is dropped; an unforeseen step (off the cadence) is computed by
+    the caller's tracker; after close nothing is queued and no thread is left."""
+    from tdse.model import states
+    from tdse.run.eigenpairs import Lookahead
+    cfg = _moving(inputs_dir, "dvr", n=120, **{"output.populations_every": 2})
+    dt = cfg.time.dt
+    la = Lookahead(states.Tracker(cfg, 4), dt, 40, 2, ahead=True)
+    la.depth = 3
+    ref = states.Tracker(cfg, 4)
+    E, phi = la(0, 0.0)
+    assert list(la.queue) == [2, 4, 6]
+    E6, _ = la(6, 6 * dt)                           # 2 and 4 passed: dropped, 6 taken
+    assert list(la.queue) == [8, 10, 12]
+    assert np.array_equal(E6, ref(6 * dt)[0])
+    E7, _ = la(7, 7 * dt)                           # off the cadence: the caller's own
+    assert np.array_equal(E7, ref(7 * dt)[0]) and list(la.queue) == [8, 10, 12]
+    assert la.calls == 3 and la.wait >= 0 and la.seconds > 0
+    la.close()
+    assert not la.queue and la.pool is None
+    off = Lookahead(states.Tracker(cfg, 4), dt, 40, 2, ahead=False)
+    assert np.array_equal(off(4, 4 * dt)[0], ref(4 * dt)[0]) and off.pool is None and not off.queue
+
+
+def test_when_the_eigenpairs_go_ahead(inputs_dir, monkeypatch):
+    """run.eigen_workers: "on" / "off" whatever; "auto" only with moving centres and a CPU
+    spare -- beside the loop's thread on a GPU, beside the BLAS threads on the CPU."""
+    from tdse.run import backend as bk
+    from tdse.run.eigenpairs import lookahead_wanted
+    moving = _moving(inputs_dir, 3)
+    static = cfgmod.load(os.path.join(inputs_dir, "h2plus_static.toml"))
+    assert not any(c.moving for c in static.potential.centres)
+    cpu = lambda threads: bk.Backend("numpy", np, None, threads)    # noqa: E731
+    gpu = bk.Backend("cupy", np, (0,), 16)
+    for cpus, want in ((2, {1: True, 2: False}), (1, {1: False, 2: False})):
+        monkeypatch.setattr(bk, "usable_cpus", lambda: cpus)
+        for threads, w in want.items():
+            assert lookahead_wanted(moving, cpu(threads)) == w
+        assert lookahead_wanted(moving, gpu) == (cpus >= 2)
+        assert not lookahead_wanted(static, cpu(1))
+        assert lookahead_wanted(moving.with_value("run.eigen_workers", "on"), cpu(8))
+        assert lookahead_wanted(static.with_value("run.eigen_workers", "on"), cpu(8))
+        assert not lookahead_wanted(moving.with_value("run.eigen_workers", "off"), gpu)

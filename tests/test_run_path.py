@@ -1,5 +1,5 @@
-"""The run path (#22): the prepared plan, exponentials by name, the one evolve loop with
-observers, psi as an N x B block."""
+"""The run path (#22): the prepared plan, exponentials by name, the one evolve loop from save
+point to save point with its sinks (and per-step observers), psi as an N x B block."""
 from __future__ import annotations
 
 import dataclasses
@@ -127,28 +127,83 @@ def test_observers_see_every_step_in_order():
                     ("after", 4, 4), ("before", 4, 4), ("after", 5, 5), ("end", 5)]
 
 
-def test_the_loop_asks_the_observer_that_offers_a_destination_for_each_new_psi():
-    """Observer.destination: before step j the loop asks for psi(t_{j+1})'s place and hands
-    it to the stepper as ``out`` (None from observers that offer none; the psi the stepper
-    returns is the state's either way)."""
-    plan = _plan("chebyshev", steps=6)
-    stepper, asked, given = plan.stepper(), [], []
+def test_sinks_get_the_state_at_their_save_points_and_the_loop_only_steps_between():
+    """A Sink is handed the state at the steps it names (``every``, and the last; or its own
+    next_point), in sink order at a shared point; between points the loop calls nothing but
+    the stepper, and the result is the bare loop's bit for bit."""
+    plan = _plan("chebyshev", steps=10)
+    stepper, seen = plan.stepper(), []
     step = stepper.step
+    calls = []
 
-    def spy_step(psi, j, out=None):
-        given.append((j, out))
-        return step(psi, j, out=out)
-    stepper.step = spy_step
+    def counted(psi, j):
+        calls.append(j)
+        return step(psi, j)
+    stepper.step = counted
 
-    class Offers(tdse.Observer):
-        def destination(self, step):
-            asked.append(step)
-            return f"slot {step}" if step % 2 == 0 else None
+    class Every(tdse.Sink):
+        def __init__(self, name, every):
+            self.name, self.every = name, every
 
-    final = tdse.evolve(plan, plan.psi0, [tdse.Observer(), Offers()], stepper=stepper)
-    assert asked == [1, 2, 3, 4, 5, 6]
-    assert given == [(0, None), (1, "slot 2"), (2, None), (3, "slot 4"), (4, None), (5, "slot 6")]
+        def save(self, state):
+            seen.append((self.name, state.step, round(state.t / plan.config.time.dt)))
+
+    class At(tdse.Sink):
+        def next_point(self, step, stop):
+            return next((s for s in (2, 7) if step < s <= stop), None)
+
+        def save(self, state):
+            seen.append(("at", state.step))
+            assert np.array_equal(state.psi, tdse.evolve(plan, plan.psi0, stop=state.step).psi)
+
+    final = tdse.evolve(plan, plan.psi0, [Every("four", 4), At(), Every("three", 3)], stepper=stepper)
+    assert seen == [("at", 2), ("three", 3, 3), ("four", 4, 4), ("three", 6, 6), ("at", 7),
+                    ("four", 8, 8), ("three", 9, 9), ("four", 10, 10), ("three", 10, 10)]
+    assert calls == list(range(10))
     assert np.array_equal(final.psi, tdse.evolve(plan, plan.psi0).psi)
+
+
+def test_a_sink_that_wants_no_point_sees_begin_and_end_only():
+    plan = _plan("chebyshev", steps=5)
+    seen = []
+
+    class Ends(tdse.Sink):
+        def next_point(self, step, stop):
+            return None
+
+        def begin(self, state):
+            seen.append(("begin", state.step))
+
+        def save(self, state):
+            seen.append(("save", state.step))
+
+        def end(self, state):
+            seen.append(("end", state.step))
+
+    assert tdse.evolve(plan, plan.psi0, [Ends()]).step == 5
+    assert seen == [("begin", 0), ("end", 5)]
+
+
+def test_a_failing_sink_lets_every_sink_see_the_failure_at_the_last_state():
+    plan = _plan("chebyshev", steps=8)
+    failed = []
+
+    class Boom(tdse.Sink):
+        every = 3
+
+        def save(self, state):
+            if state.step == 6:
+                raise RuntimeError("boom")
+
+    class Watch(tdse.Sink):
+        every = 2
+
+        def fail(self, state, error):
+            failed.append((state.step, str(error)))
+
+    with pytest.raises(RuntimeError, match="boom"):
+        tdse.evolve(plan, plan.psi0, [Watch(), Boom()])
+    assert failed == [(6, "boom")]
 
 
 class _FakeCuda:

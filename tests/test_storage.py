@@ -239,34 +239,35 @@ def test_a_hard_crash_with_rows_one_write_behind_resumes_without_a_gap(tmp_path,
     run's bit for bit: no row missing.  (Without the companion's time-error estimate: its
     resume arrays hold the last two snapshots only, so such a file still resumes at its
     last and keeps the gap.)"""
-    from tdse.run import observers, snapshots
+    from tdse.run import rows, sinks, snapshots
     cfg = cfgmod.loads(TEXT).with_value("propagator.time_error", "none")   # a write a snapshot
     ref = read(run(cfg, tmp_path / "ref", backend="numpy").path)
 
     class Crash(Exception):
         pass
     with monkeypatch.context() as m:
-        init = observers.Observables.__init__
+        init = rows.Observables.__init__
 
         def gpu_like(self, *a, **k):
             init(self, *a, **k)
             self.gpu = True             # the hand-over one write behind, as on a GPU
-        m.setattr(observers.Observables, "__init__", gpu_like)
-        m.setattr(observers.Observables, "fail", lambda self, state, error: None)
-        m.setattr(observers.Snapshots, "fail", lambda self, state, error: None)
+        m.setattr(rows.Observables, "__init__", gpu_like)
+        m.setattr(rows.Observables, "fail", lambda self, state, error: None)
+        m.setattr(sinks.Snapshots, "fail", lambda self, state, error: None)
 
         def crash_close(self, complete):
             self._wait()
             self.f.close()
             self.f = None
         m.setattr(snapshots.SnapshotWriter, "close", crash_close)
-        after = observers.Progress.after
+        save = sinks.Progress.save
 
         def cut(self, state):
             if state.step == 67:
                 raise Crash()
-            after(self, state)
-        m.setattr(observers.Progress, "after", cut)
+            save(self, state)
+        m.setattr(sinks.Progress, "next_point", lambda self, step, stop: step + 1)
+        m.setattr(sinks.Progress, "save", cut)
         with pytest.raises(Crash):
             run(cfg, tmp_path / "cut", backend="numpy")
     part = str(tmp_path / "cut" / "h.h5.part")
@@ -574,19 +575,19 @@ def test_an_interrupt_while_the_file_is_being_made_leaves_no_file(tmp_path, monk
     assert list((tmp_path / "o").iterdir()) == []
 
 
-@pytest.mark.parametrize("where", ["observers' set-up", "the first observation"])
+@pytest.mark.parametrize("where", ["sinks' set-up", "the first observation"])
 def test_an_interrupt_before_the_first_snapshot_leaves_no_file(where, tmp_path, monkeypatch):
-    """Ctrl-C after the run file was opened but before its first snapshot (the observers'
+    """Ctrl-C after the run file was opened but before its first snapshot (the sinks'
     set-up, the step-0 observation): KeyboardInterrupt goes on, and no .part is left (it
     would hold nothing to resume from)."""
-    from tdse.run import observers
+    from tdse.run import rows
 
     def stop(*a, **k):
         raise KeyboardInterrupt("")
-    if where == "observers' set-up":
-        monkeypatch.setattr(observers._BlockRows, "__init__", stop)
+    if where == "sinks' set-up":
+        monkeypatch.setattr(rows._BlockRows, "__init__", stop)
     else:
-        monkeypatch.setattr(observers.Observables, "begin", stop)
+        monkeypatch.setattr(rows.Observables, "begin", stop)
     with pytest.raises(KeyboardInterrupt):
         run(cfgmod.loads(TEXT), tmp_path / "o", backend="numpy")
     assert list((tmp_path / "o").iterdir()) == []

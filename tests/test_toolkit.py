@@ -232,17 +232,17 @@ def test_masked_chebyshev_agrees_with_the_exact_absorber_inside(tmp_path):
 def test_boundary_warning_once_without_absorber_and_never_with_one():
     moving = atom(initial={"state": "gaussian", "x0": 10.0, "sigma": 1.0, "k0": 3.0},
                   time={"dt": 0.05, "t_end": 8.0})
-    with pytest.warns(tdse.run.observers.BoundaryWarning, match="within 10 grid points of a wall") as rec:
+    with pytest.warns(tdse.run.rows.BoundaryWarning, match="within 10 grid points of a wall") as rec:
         run(cfgmod.parse(moving), None, backend="numpy")
     # #58 item 12: the norm at the wall said once, with three digits, against the threshold,
     # and where its effect is measured
-    msg = str(next(r.message for r in rec if r.category is tdse.run.observers.BoundaryWarning))
+    msg = str(next(r.message for r in rec if r.category is tdse.run.rows.BoundaryWarning))
     assert re.match(r"at t = [\d.]+, [\d.e+-]+ of the norm \(more than 1e-06\) is within", msg), msg
     assert "`tdse converge` measures" in msg
     import warnings
     moving["absorber"] = {"width": 8.0}
     with warnings.catch_warnings():
-        warnings.simplefilter("error", tdse.run.observers.BoundaryWarning)
+        warnings.simplefilter("error", tdse.run.rows.BoundaryWarning)
         run(cfgmod.parse(moving), None, backend="numpy")
 
 

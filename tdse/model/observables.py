@@ -275,7 +275,7 @@ class BlockMeasure:
     def _host_raw(self, t, X, also=None, times=None) -> dict:
         """:meth:`raw` with NumPy: the nine sums of :data:`MEASURE_KERNEL` as whole-block
         operations (a row costs a few array passes over the block instead of a dozen calls
-        on its vector: the single run's rows on the CPU, :class:`tdse.run.observers.Observables`)."""
+        on its vector: the single run's rows on the CPU, :class:`tdse.run.rows.Observables`)."""
         at = t if times is None else np.asarray(times, dtype=np.float64)
         X = np.ascontiguousarray(X, dtype=np.complex128)
         n = X.shape[0]

@@ -332,7 +332,7 @@ _GTSV = []
 def _lapack_capsule(name, ints, argtypes):
     """LAPACK routine ``name`` as a ctypes function (SciPy's own LAPACK, from the table of
     ``scipy.linalg.cython_lapack``): a ctypes call releases the GIL, so a thread can run it
-    beside the loop (:class:`tdse.run.observers._Ahead`); SciPy's f2py wrappers hold it.
+    beside the loop (:class:`tdse.run.eigenpairs.Lookahead`); SciPy's f2py wrappers hold it.
     ``ints``: the count of ``int *`` in its LP64 signature (32-bit int, as SciPy's table
     declares it), checked.  None where that table or ctypes' Python API is not there."""
     try:
@@ -679,7 +679,7 @@ def _eigen_threads():
 
 class Tracker:
     """The lowest ``count`` eigenpairs of the molecular H(t) along a run (the populations'
-    reference states, :class:`tdse.run.observers.Observables`), at O(N K) per call where the
+    reference states, :class:`tdse.run.rows.Observables`), at O(N K) per call where the
     dense solver is O(N^3):
 
     * 3- and 5-point from N = ``warm_min`` (:data:`WARM_MIN_N`, 0: every N) by windows

@@ -408,16 +408,10 @@ def _copy_in(cp, dst, src):
         cp.copyto(dst, src.reshape(dst.shape))
 
 
-def _copy_out(cp, src, shape=None, dest=None):
-    """An array holding ``src`` (one memcpy), of ``shape`` (default src's), that the caller
-    keeps past the next step: ``dest`` where given and it fits (C-contiguous, src's dtype,
-    size, shape and device: :meth:`tdse.run.loop.Observer.destination`), else a new one."""
-    shape = src.shape if shape is None else shape
-    if dest is not None and dest.dtype == src.dtype and dest.shape == tuple(shape) \
-            and dest.flags.c_contiguous and dest.data.device_id == src.data.device_id:
-        out = dest
-    else:
-        out = cp.ndarray(shape, dtype=src.dtype)
+def _copy_out(cp, src, shape=None):
+    """A new array holding ``src`` (one memcpy), of ``shape`` (default src's), that the
+    caller keeps past the next step."""
+    out = cp.ndarray(src.shape if shape is None else shape, dtype=src.dtype)
     out.data.copy_from_device_async(src.data, out.nbytes)
     return out
 
@@ -817,7 +811,7 @@ class GraphStep:
         """:meth:`Planner.chunk` at ``j``: the chunk planned ahead when it is the one asked
         for (the steps run in order), else planned now; then the planning of the next
         :data:`PLAN_DEPTH` chunks is under way in a thread (:func:`_planning_thread`),
-        beside the GPU's stepping and the loop's observers.  The planner is called by one
+        beside the GPU's stepping and the loop's sinks.  The planner is called by one
         thread at a time, in the same order as without the thread (its caches alike: the
         same scalars, bit for bit).  A chunk is ~2 ms of NumPy and SciPy at N = 8192 on 2
         cores (the Bessel values, and V at the points where its extremes lie:
@@ -839,7 +833,7 @@ class GraphStep:
                 nxt += CHUNK
         return ch
 
-    def step(self, X, j, dest=None):
+    def step(self, X, j):
         ch = self._chunk
         if ch is None or not ch[0] <= j < ch[0] + CHUNK:
             ch = self._chunk = self._plan(j)
@@ -876,7 +870,7 @@ class GraphStep:
                     else 8 if self.fft.four_step else 4)
         self.nodes_per_step = (len(pattern) if self.chain else per_term * K
                                + len(pattern) * (2 + (1 if self.masks else 0)))
-        return _copy_out(self.cp, self.result, X.shape, dest)
+        return _copy_out(self.cp, self.result, X.shape)
 
     def _warm(self, pattern):
         """Run the body once eagerly on a copy of the buffers (kernels compile here, not

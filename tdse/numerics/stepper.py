@@ -103,12 +103,10 @@ class Stepper:
             self._factors = fs
         return fs
 
-    def step(self, psi, j: int, out=None):
-        """psi(t_j + dt) for psi a vector or an N x B block of states; ``out``: a device
-        vector the result may be written to (a graph step writes it there and returns it;
-        otherwise a new array is returned: :meth:`tdse.run.loop.Observer.destination`)."""
+    def step(self, psi, j: int):
+        """psi(t_j + dt) for psi a vector or an N x B block of states (a new array)."""
         if self.graphs and psi.ndim == 1:
-            out = self._graph_step(psi, j, out)
+            out = self._graph_step(psi, j)
             if out is not None:
                 return out
         if self.dense_graphs and psi.ndim == 1:
@@ -175,7 +173,7 @@ class Stepper:
             return None
         return np.unique(np.concatenate([[0], np.arange(lo, hi + 1), [x.size - 1]]))
 
-    def _graph_step(self, psi, j, dest=None):
+    def _graph_step(self, psi, j):
         from . import graphs
         if self._graph is None:
             batch = BatchStepper([self.config], self.xp)
@@ -183,7 +181,7 @@ class Stepper:
         if not self._graph:
             return None
         e0, k0 = self._graph.exponentials, self._graph.cheb_terms
-        out = self._graph.step(psi, j, dest)   # a vector in, a vector out (no reshapes)
+        out = self._graph.step(psi, j)   # a vector in, a vector out (no reshapes)
         if out is None:
             return None
         self.method.exponentials += self._graph.exponentials - e0
@@ -248,17 +246,16 @@ class BatchStepper:
             self._masks[scale] = self.xp.asarray(np.exp(-0.5 * self.config.time.dt * scale * self.W))
         return self._masks[scale]
 
-    def step(self, X, j: int, out=None):
+    def step(self, X, j: int):
         """X (N x B) one step on: on a GPU one CUDA graph launch (:mod:`tdse.numerics.graphs`,
-        the same numbers; written to ``out`` where it fits, as :meth:`Stepper.step`),
-        otherwise the block Chebyshev series launched from Python."""
+        the same numbers), otherwise the block Chebyshev series launched from Python."""
         if self.graphs:
             from . import graphs
             if self._graph is None:
                 self._graph = graphs.GraphStep(self) if graphs.available(self) else False
             if self._graph:
                 e0, k0 = self._graph.exponentials, self._graph.cheb_terms
-                out = self._graph.step(X, j, out)
+                out = self._graph.step(X, j)
                 if out is not None:
                     self.exponentials += self._graph.exponentials - e0
                     self.cheb_terms += self._graph.cheb_terms - k0

@@ -1,5 +1,5 @@
 """A run: :func:`run` = set-up (:func:`tdse.run.plan.prepare`, once), the output file,
-the observers, :func:`tdse.run.loop.evolve` under :mod:`tdse.run.interrupts`, finish
+the sinks, :func:`tdse.run.loop.evolve` under :mod:`tdse.run.interrupts`, finish
 (close, rename).  The result is one :class:`Result` (the run's numbers and its arrays).
 
 With ``out_dir`` the run writes OUT/<name>.h5.part and renames it OUT/<name>.h5 when it
@@ -21,7 +21,8 @@ from ..model.states import DTYPE
 from ..numerics.precheck import Precheck
 from .interrupts import Interrupts
 from .loop import evolve
-from .observers import Observables, Progress, Snapshots
+from .rows import Observables
+from .sinks import Progress, Snapshots
 from .plan import RunPlan, prepare
 from .resources import check_resources
 from .snapshots import MemoryWriter, OutputExists, SnapshotWriter, final_path, part_path, publish
@@ -170,7 +171,7 @@ def _start_state(plan, resume, work):
 
 
 def _time_error(plan, writer, snaps, resume, start):
-    """The observer that estimates the time-discretisation error (propagator.time_error)."""
+    """The sink that estimates the time-discretisation error (propagator.time_error)."""
     pr = plan.config.propagator
     if pr.time_error == "companion":
         return CompanionEstimate(plan, writer, snaps, resume[0] if resume else None)
@@ -211,14 +212,14 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
         psi, Ut, start = _start_state(plan, resume, work)
         snaps = Snapshots(plan, writer, start)
         obs = Observables(plan, writer)
-        observers = [obs, snaps]
+        sinks = [obs, snaps]
         estimate = _time_error(plan, writer, snaps, resume, start)
         if estimate is not None:
-            observers.insert(0, estimate)
+            sinks.insert(0, estimate)      # (its row values reach the snapshot's row)
         bar = Progress(config.time.steps, start, config.name, disable=not progress)
         t0, timeline["loop"] = time.perf_counter(), time.time()
-        observers += [bar, Interrupts(writer, lambda: snaps.last_step * config.time.dt, t0)]
-        evolve(plan, psi, observers, start=start, U0=Ut, resumed=resume is not None,
+        sinks += [bar, Interrupts(writer, lambda: snaps.last_step * config.time.dt, t0)]
+        evolve(plan, psi, sinks, start=start, U0=Ut, resumed=resume is not None,
                stepper=stepper)           # (evolve holds the plan's BLAS threads)
         timeline["loop_end"] = time.time()
         complete = True
@@ -254,7 +255,7 @@ def _close(writer, complete, ran, new_file, timeline=None):
     attribute ``timeline`` with "close" (now, before the last block's write and the file's
     close): "run" (:func:`run` entered), "prepare" ([start, end] of
     :func:`tdse.run.plan.prepare`), "loop" (the loop's clock started: the writer, stepper
-    and observers made), "loop_end" (the loop and its observers' ends done) -- so that a
+    and sinks made), "loop_end" (the loop and its sinks' ends done) -- so that a
     caller who knows when the process started and ended (the run-overhead suite) can
     split its wall: imports, preparation, set-up, loop, close and exit."""
     if writer.f and ran:
@@ -265,8 +266,7 @@ def _close(writer, complete, ran, new_file, timeline=None):
                          chebyshev_terms_applied=stepper.cheb_terms,
                          context_switch_seconds=stepper.context_switch_seconds,
                          eigenpairs_seconds=obs.eigen_seconds, eigenpairs_calls=obs.eigen_calls,
-                         eigenpairs_wait_seconds=obs.eigen_wait,
-                         observables_process=obs.offloaded_rows)
+                         eigenpairs_wait_seconds=obs.eigen_wait)
     if writer.f:
         writer.close(complete)
     if not complete and new_file and writer.count == 0 and os.path.exists(new_file):

@@ -1,5 +1,5 @@
-"""Interrupts: SIGINT/SIGTERM stop a run with its file closed valid and resumable -- an
-observer of the evolve loop (:class:`Interrupts`)."""
+"""Interrupts: SIGINT/SIGTERM stop a run with its file closed valid and resumable -- a
+sink of the evolve loop (:class:`Interrupts`)."""
 from __future__ import annotations
 
 import contextlib
@@ -20,7 +20,7 @@ class Interrupted(Exception):
 #: callback, a ``__del__`` or a finalizer of the garbage collector; a KeyboardInterrupt
 #: raised there is printed ("Exception ignored in ...") and dropped, and the run would go
 #: on to its end (seen: SIGINT 0.5 s into `tdse run`, during its set-up).  The loop
-#: (:class:`Interrupts`) raises it again at its next step (:func:`check_pending`).
+#: (:func:`tdse.run.loop.evolve`) raises it again at its next save point (:func:`check_pending`).
 _PENDING = []
 
 
@@ -87,7 +87,7 @@ def _clear_unhandled_note():
 
 def signal_guard():
     """Turn SIGTERM, and SIGINT, into KeyboardInterrupt in the main thread for the run
-    (each noted until acted on: :func:`check_pending`); returns a restore function.  SIGINT
+    (each noted until acted on: :func:`check_pending`, which the loop calls at each save point); returns a restore function.  SIGINT
     is set explicitly: a process started in the background by a non-interactive shell
     inherits SIGINT *ignored*, and Python then never raises KeyboardInterrupt -- a
     `kill -INT` would be lost and the run go on."""
@@ -113,7 +113,8 @@ def signal_guard():
 
 
 class Interrupts:
-    """The evolve loop's observer for signals: SIGINT/SIGTERM become KeyboardInterrupt while
+    """The evolve loop's sink for signals (:class:`tdse.run.loop.Sink`'s methods; no save
+    point of its own): SIGINT/SIGTERM become KeyboardInterrupt while
     the loop runs (:func:`signal_guard`), and when one stops it the writer is closed valid
     (not complete, ``wall_seconds`` since ``started``) and :class:`Interrupted` is raised in
     its place, naming the file, its snapshots and ``last_time()``."""
@@ -126,12 +127,11 @@ class Interrupts:
         self.restore = signal_guard()
         check_pending()          # one that arrived during the set-up and was dropped
 
-    def before(self, j, state):
-        pass
+    def next_point(self, step, stop):
+        return None              # (the loop looks for a dropped signal at every save point)
 
-    def after(self, state):
-        if _PENDING:
-            check_pending()
+    def save(self, state):
+        pass
 
     def end(self, state):
         self._restore()

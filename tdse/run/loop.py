@@ -1,11 +1,16 @@
-"""The one evolve loop: every kind of run steps here (QuTiP's ``Solver.run``, SciPy's
-``solve_ivp`` driver apart from its solvers).
+"""The one evolve loop: every kind of run steps here, from save point to save point (QuTiP's
+``Solver.run`` over ``integrator.run(tlist)``, dynamiqs' ``lax.scan`` saving at ``tsave``,
+SciPy's ``solve_ivp`` driver apart from its solvers).
 
 :func:`evolve` steps psi (a vector, or an N x B block of B states: a batch is an axis, not
-a loop) and, when given, the propagator U(t), and calls its observers around each step;
-what happens each step besides stepping -- observables, snapshots, the time-error
-estimate, the progress bar -- is an :class:`Observer`.  Interrupts and checkpoints are
-the driver's (:mod:`tdse.run.driver`): the loop holds no file.
+a loop) and, when given, the propagator U(t).  What a run keeps -- its observables, its
+snapshots, the time-error estimate, the progress bar -- is a :class:`Sink`: each says at
+which steps it wants the state (:meth:`Sink.next_point`), and between two such save
+points the loop only steps (:func:`advance`: on a GPU one graph launch a step, nothing
+else).  A :class:`Observer` is a sink that wants every step (``before`` and ``after`` each
+one): it is there for users who ask for a per-step hook, and takes the run off that fast
+path.  Interrupts and checkpoints are the driver's (:mod:`tdse.run.driver`): the loop
+holds no file.
 """
 from __future__ import annotations
 
@@ -15,7 +20,9 @@ import threading
 import time
 from dataclasses import dataclass
 
-__all__ = ["State", "Observer", "evolve"]
+from .interrupts import check_pending
+
+__all__ = ["State", "Sink", "Observer", "evolve", "advance"]
 
 
 @dataclass
@@ -29,15 +36,47 @@ class State:
     resumed: bool = False
 
 
-class Observer:
-    """Called by :func:`evolve`: :meth:`begin` with the first state, :meth:`before` each
-    step j with psi(t_j), :meth:`after` with the state after it, :meth:`end` when the loop
-    has finished, :meth:`fail` when it stops on an exception (the last whole state and the
-    exception; an observer may raise another in its place, as the interrupts observer
-    turns a signal into :class:`tdse.run.interrupts.Interrupted`)."""
+class Sink:
+    """What a run keeps, handed the state at its save points by :func:`evolve`:
+    :meth:`begin` with the first state, :meth:`save` at each step :meth:`next_point` names,
+    :meth:`end` when the loop has finished, :meth:`fail` when it stops on an exception (the
+    last state and the exception; a sink may raise another in its place, as the interrupts
+    sink turns a signal into :class:`tdse.run.interrupts.Interrupted`).
+
+    ``every``: a save point every that many steps and at the last step -- ``last``, the
+    run's (None: the loop's stop); with ``every`` None only there.  Override
+    :meth:`next_point` for other points."""
+
+    every: int | None = None
+    last: int | None = None
+
+    def next_point(self, step: int, stop: int):
+        """The first step after ``step`` (and at most ``stop``, the loop's last) at which this
+        sink wants the state, or None for none."""
+        e, end = self.every, (stop if self.last is None else self.last)
+        p = end if not e else min((step // e + 1) * e, end)
+        return p if step < p <= stop else None
 
     def begin(self, state: State):
         pass
+
+    def save(self, state: State):
+        pass
+
+    def end(self, state: State):
+        pass
+
+    def fail(self, state: State, error: BaseException):
+        pass
+
+
+class Observer(Sink):
+    """A per-step hook: :meth:`before` each step j with psi(t_j), :meth:`after` with the
+    state after it (every step is then a save point: the loop calls back into Python each
+    step -- ~1 us a hook, off the fast path; a :class:`Sink` with ``every`` is the way to
+    look at a run every so many steps)."""
+
+    every = 1
 
     def before(self, j: int, state: State):
         pass
@@ -45,17 +84,8 @@ class Observer:
     def after(self, state: State):
         pass
 
-    def destination(self, step: int):
-        """Where the step that makes psi(t_step) may write it (a device array this observer
-        will read it from, e.g. its block of rows: a copy a step saved), or None.  The step
-        returns psi either way; it is written there where the stepper can."""
-        return None
-
-    def end(self, state: State):
-        pass
-
-    def fail(self, state: State, error: BaseException):
-        pass
+    def save(self, state: State):
+        self.after(state)
 
 
 _FREEZE = {"depth": 0, "frozen": False}    # evolve calls under way (in any thread); ours?
@@ -113,17 +143,28 @@ def _settle(plan, steps) -> float:
     return time.perf_counter() - t0
 
 
-def evolve(plan, psi0, observers=(), *, start=0, stop=None, U0=None, resumed=False,
+def advance(stepper, X, j0: int, j1: int, operator: bool = False):
+    """``X`` (psi, an N x B block, or with ``operator`` U(t)) stepped from step ``j0`` to
+    ``j1`` by ``stepper`` (:class:`tdse.numerics.stepper.Stepper` or a batch stepper):
+    nothing but the steps -- on a GPU one graph launch each."""
+    step = stepper.step_operator if operator else stepper.step
+    for j in range(j0, j1):
+        X = step(X, j)
+    return X
+
+
+def evolve(plan, psi0, sinks=(), *, start=0, stop=None, U0=None, resumed=False,
            stepper=None, settle=True) -> State:
     """Step ``psi0`` (and ``U0``: the propagator, or None) from step ``start`` to ``stop``
-    (default the plan's last step) with the plan's scheme and exponentials, calling the
-    observers; returns the final :class:`State` (psi and U on the plan's device: NumPy or
-    CuPy arrays).  ``psi0`` may be None (U only), and a host array on a GPU plan (it is
-    copied there: ``tdse.evolve(plan, plan.psi0)`` as docs/PYTHON.md has it).
-    ``stepper``: one already built for this plan (default: a new one); ``settle``: start a
-    GPU loop of :data:`SETTLE_MIN_STEPS` or more with a context switch (:func:`_settle`;
-    its seconds added to ``stepper.context_switch_seconds``) -- False where the caller has
-    made it already, e.g. before a clock that times the steps alone."""
+    (default the plan's last step) with the plan's scheme and exponentials, handing the
+    state to the ``sinks`` (:class:`Sink`, :class:`Observer`) at their save points; returns
+    the final :class:`State` (psi and U on the plan's device: NumPy or CuPy arrays).
+    ``psi0`` may be None (U only), and a host array on a GPU plan (it is copied there:
+    ``tdse.evolve(plan, plan.psi0)`` as docs/PYTHON.md has it).  ``stepper``: one already
+    built for this plan (default: a new one); ``settle``: start a GPU loop of
+    :data:`SETTLE_MIN_STEPS` or more with a context switch (:func:`_settle`; its seconds
+    added to ``stepper.context_switch_seconds``) -- False where the caller has made it
+    already, e.g. before a clock that times the steps alone."""
     stepper = stepper or plan.stepper()
     xp = stepper.xp          # psi(0) and U(0) given on the host go where the plan steps
     psi0 = None if psi0 is None else xp.asarray(psi0)
@@ -136,28 +177,33 @@ def evolve(plan, psi0, observers=(), *, start=0, stop=None, U0=None, resumed=Fal
     backend = getattr(plan, "backend", None)
     limit = backend.limit() if backend is not None else contextlib.nullcontext()
     with limit, _frozen_heap():        # the plan's BLAS threads (prepare(threads=...))
-        return _steps(stepper, dt, start, stop, state, observers)
+        return _run(stepper, dt, start, stop, state, list(sinks))
 
 
-def _steps(stepper, dt, start, stop, state, observers):
-    # the observer that offers where each psi goes (Observer.destination), if one does
-    to = next((o for o in observers if type(o).destination is not Observer.destination), None)
+def _run(stepper, dt, start, stop, state, sinks):
+    hooks = [s for s in sinks if isinstance(s, Observer)]     # per-step: before each step
     try:
-        for o in observers:
-            o.begin(state)
-        for j in range(start, stop):
-            for o in observers:
-                o.before(j, state)
-            out = None if to is None else to.destination(j + 1)
-            psi = None if state.psi is None else stepper.step(state.psi, j, out=out)
-            U = None if state.U is None else stepper.step_operator(state.U, j)
-            state = State(j + 1, (j + 1) * dt, psi, U)
-            for o in observers:
-                o.after(state)
-    except BaseException as e:   # noqa: BLE001 -- the observers decide; re-raised below
-        for o in observers:
-            o.fail(state, e)
+        for s in sinks:
+            s.begin(state)
+        nexts = [s.next_point(start, stop) for s in sinks]
+        j = start
+        while j < stop:
+            k = min((p for p in nexts if p is not None), default=stop)
+            for h in hooks:
+                h.before(j, state)
+            psi = None if state.psi is None else advance(stepper, state.psi, j, k)
+            U = None if state.U is None else advance(stepper, state.U, j, k, operator=True)
+            state = State(k, k * dt, psi, U)
+            for i, s in enumerate(sinks):
+                if nexts[i] == k:
+                    s.save(state)
+                    nexts[i] = s.next_point(k, stop)
+            check_pending()        # a signal whose KeyboardInterrupt Python dropped
+            j = k
+    except BaseException as e:   # noqa: BLE001 -- the sinks decide; re-raised below
+        for s in sinks:
+            s.fail(state, e)
         raise
-    for o in observers:
-        o.end(state)
+    for s in sinks:
+        s.end(state)
     return state

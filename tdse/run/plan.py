@@ -46,10 +46,6 @@ class RunPlan:
     #: seconds of each phase of :func:`prepare` (the run file's ``prepare_seconds``):
     #: eigenstates of H(0), the precheck, auto's calibration, the backends' timed steps
     prepare_seconds: dict | None = None
-    #: whether the run's observables are measured in a worker process
-    #: (:func:`tdse.run.observers.offload_wanted`, decided here, where its worker starts;
-    #: None: decided by the observer)
-    observer_process: bool | None = None
     #: (start, end) of :func:`prepare` in epoch seconds (``time.time()``): the run file's
     #: ``timeline`` places it between the process's start and the loop's
     prepare_window: tuple | None = None
@@ -125,8 +121,6 @@ def prepare(config: Config, *, backend="auto", devices=None, threads=None,
     if options is not None:
         config = _with_options(config, options)
     memory_check(config)          # before any work: the method's matrices must fit
-    from .observers import prewarm
-    offload = prewarm(config, backend, threads)   # a worker starts while this prepares
     x = points(config.grid)
     t1 = time.perf_counter()
     E, phi = model_states.eigenstates(config, 0.0, min(states_needed(config), config.grid.n))
@@ -146,11 +140,8 @@ def prepare(config: Config, *, backend="auto", devices=None, threads=None,
         phases["backend_choice"] = time.perf_counter() - t4 - plan.prepare_seconds["calibration"]
     else:
         plan = build(backend)
-    if offload is None:       # auto on a GPU machine: decided now that the backend is known
-        from .observers import offload_start
-        offload = offload_start(plan.config, plan.backend.name, threads)
     return dataclasses.replace(plan, prepare_seconds={**phases, **plan.prepare_seconds},
-                               observer_process=offload, prepare_window=(e0, time.time()))
+                               prepare_window=(e0, time.time()))
 
 
 def _with_options(config: Config, options) -> Config:

@@ -201,7 +201,7 @@ class SnapshotWriter:
     """Create (or reopen, to resume) a run file; append snapshots (:meth:`append`, held
     up to ``flush_seconds`` and written in blocks, each block flushed: :meth:`write`) and
     observations (:meth:`observe`).  ``before_write``: callables run before each write
-    (``final`` True at close), where observers hand over the rows they hold.
+    (``final`` True at close), where sinks hand over the rows they hold.
 
     A run writes ``<name>.h5.part`` and renames it to ``<name>.h5`` when it completes
     (:func:`part_path`); an interrupted run leaves the ``.part`` file, valid and

@@ -1,4 +1,4 @@
-"""The in-run estimates of the time-discretisation error, observers of the loop.
+"""The in-run estimates of the time-discretisation error, sinks of the loop.
 
 **Over the whole run** (:class:`CompanionEstimate`, ``time_error = "companion"``, the
 default when H depends on t): a companion psi is propagated beside the run with half its
@@ -41,7 +41,7 @@ from mgemm.arrays import to_host
 
 from ..config import Config
 from ..numerics import schemes
-from .loop import Observer
+from .loop import Sink, advance
 
 __all__ = ["TimeErrorEstimate", "CompanionEstimate", "phase_blind_distance", "window_start",
            "companion_config", "SAFETY"]
@@ -69,9 +69,10 @@ def window_start(config: Config) -> int:
     return int(min(max(0, mid - W // 2), max(0, steps - W)))
 
 
-class TimeErrorEstimate(Observer):
-    """Step doubling over ``window`` steps from step ``start`` (module docstring); an
-    observer of the loop that stores its result in the run file when it is made."""
+class TimeErrorEstimate(Sink):
+    """Step doubling over ``window`` steps from step ``start`` (module docstring); a sink
+    of the loop (its save points: the window's two ends) that stores its result in the run
+    file when it is made."""
 
     def __init__(self, plan, window: int, start=0, writer=None, stored=None, resumed_at=0):
         config = plan.config
@@ -89,26 +90,33 @@ class TimeErrorEstimate(Observer):
         elif resumed_at > self.start_step:     # resumed inside or after its window
             self.start_step = min(resumed_at, max(0, config.time.steps - window))
 
-    def before(self, j, state):
-        self.take(j, state.psi)
+    def next_point(self, step, stop):
+        if self.result is not None:
+            return None
+        for p in (self.start_step, self.start_step + self.window):
+            if step < p <= stop:
+                return p
+        return None
 
-    def after(self, state):
-        if self.advance(state.step - 1, state.psi) is not None and self.writer is not None:
+    def begin(self, state):
+        self.take(state.step, state.psi)
+
+    def save(self, state):
+        self.take(state.step, state.psi)
+        if self.advance(state.step, state.psi) is not None and self.writer is not None:
             self.writer.set_attrs(time_error=self.result)
 
     def take(self, j, psi):
-        """Before main step j: take psi(t_j) when the window starts here."""
+        """At step j: take psi(t_j) when the window starts here."""
         if self.result is None and self.psi is None and j == self.start_step:
             self.psi = self.xp.array(psi, copy=True)
 
     def advance(self, j, psi):
-        """After main step j (psi = psi(t_(j+1))): two half steps; at the window's end the
-        estimate is made (returns it then)."""
-        if self.result is not None or self.psi is None:
+        """At step j (psi = psi(t_j)) the window's end: its steps at dt/2 taken, the
+        estimate made (returned; else None)."""
+        if self.result is not None or self.psi is None or j != self.start_step + self.window:
             return None
-        self.psi = self.half.step(self.half.step(self.psi, 2 * j), 2 * j + 1)
-        if j + 1 < self.start_step + self.window:
-            return None
+        self.psi = advance(self.half, self.psi, 2 * self.start_step, 2 * j)
         cfg, p = self.config, self.order
         a, b = to_host(psi), to_host(self.psi)
         l2 = math.sqrt(float(np.sum(np.abs(a - b) ** 2)) * cfg.grid.dx)
@@ -146,9 +154,9 @@ def companion_config(config: Config) -> Config:
                                                               operator=False, tolerance=tol))
 
 
-class CompanionEstimate(Observer):
+class CompanionEstimate(Sink):
     """The run's time error over the whole run, from a companion at dt/2 (module
-    docstring).  ``snapshots``: the :class:`~tdse.run.observers.Snapshots` observer, which
+    docstring).  ``snapshots``: the :class:`~tdse.run.sinks.Snapshots` sink, which
     stores each comparison in its row and the companion's psi for resuming."""
 
     def __init__(self, plan, writer=None, snapshots=None, resume=None):
@@ -159,6 +167,8 @@ class CompanionEstimate(Observer):
         self.order = schemes.get(cfg.propagator.scheme).order
         self.xp = plan.backend.xp
         self.psi2 = None
+        self.every, self.last = cfg.output.every, cfg.time.steps   # at each snapshot: compared there
+        self.at = 0                          # the step the companion has reached
         self.seconds, self.main_t0 = 0.0, None
         self.points = []          # (t, estimate, population estimate)
         self.resume = resume
@@ -167,6 +177,7 @@ class CompanionEstimate(Observer):
 
     def begin(self, state):
         self.main_t0 = time.perf_counter()
+        self.at = state.step
         if self.resume is not None:
             if self.resume.get("companion") is None:   # a file without the companion's psi
                 return
@@ -180,12 +191,12 @@ class CompanionEstimate(Observer):
         self.psi2 = self.xp.array(state.psi, copy=True)
         self._offer(state)
 
-    def after(self, state):
+    def save(self, state):
         if self.psi2 is None:
             return
-        t0 = time.perf_counter()
-        j = state.step - 1
-        self.psi2 = self.stepper.step(self.stepper.step(self.psi2, 2 * j), 2 * j + 1)
+        t0 = time.perf_counter()      # the companion's two half steps a main step, to here
+        self.psi2 = advance(self.stepper, self.psi2, 2 * self.at, 2 * state.step)
+        self.at = state.step
         self.seconds += time.perf_counter() - t0
         self._offer(state)
 

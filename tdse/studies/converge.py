@@ -49,8 +49,8 @@ import numpy as np
 from ..config import Config, ConfigError, WHOLE_RTOL
 from ..model import hamiltonian, observables, states
 from ..numerics import exponentials, schemes
-from ..run.loop import Observer, evolve
-from ..run.observers import host_psi
+from ..run.loop import Sink, evolve
+from ..run.sinks import host_psi
 from ..run.plan import prepare
 
 #: every run of a convergence study: the Chebyshev exponential at this tolerance
@@ -86,25 +86,25 @@ def with_numerics(config: Config, *, dx=None, dt=None, stencil=None, box=None) -
     return dataclasses.replace(config, grid=grid, time=time_, propagator=prop)
 
 
-class _AtTimes(Observer):
-    """Records the study's quantities at the chosen steps (and step 0)."""
+class _AtTimes(Sink):
+    """Records the study's quantities at the chosen steps (and step 0): a save point each."""
     NAMES = {"P_h0": "populations_h0", "P_ht": "populations_ht", "n_mean": "n_mean",
              "energy": "energy", "yield": "yield", "acceleration": "acceleration", "t": "t"}
 
-    def __init__(self, plan, want, count, progress=None):
-        self.plan, self.want, self.K, self.progress = plan, want, count, progress
+    def __init__(self, plan, want, count):
+        self.plan, self.want, self.K = plan, want, count
         self.measure = observables.Measure(plan.config, plan.x, plan.states[:count], plan.psi0)
         self.out = {k: [] for k in self.NAMES}
+
+    def next_point(self, step, stop):
+        return min((s for s in self.want if step < s <= stop), default=None)
 
     def begin(self, state):
         if 0 in self.want:
             self.record(state)
 
-    def after(self, state):
-        if state.step in self.want:
-            self.record(state)
-        if self.progress:
-            self.progress()
+    def save(self, state):
+        self.record(state)
 
     def record(self, state):
         cfg = self.plan.config
@@ -114,7 +114,7 @@ class _AtTimes(Observer):
             self.out[k].append(v.tolist() if hasattr(v, "tolist") else v)
 
 
-def observe(config: Config, times, count: int, progress=None, backend="numpy") -> dict:
+def observe(config: Config, times, count: int, backend="numpy") -> dict:
     """Run ``config`` (psi only; on the CPU, or stepped on a GPU with ``backend="cupy"``,
     measured on the host at the sample times) and return the quantities at ``times`` (each
     a whole number of steps): energies of H(0), P_n in H(0)/H(t) eigenstates, <n>, <H>, the
@@ -122,7 +122,7 @@ def observe(config: Config, times, count: int, progress=None, backend="numpy") -
     config = dataclasses.replace(config, output=dataclasses.replace(config.output,
                                                                     populations=count))
     plan = prepare(config, backend=backend, check_resolution=False)
-    rec = _AtTimes(plan, {round(t / config.time.dt): t for t in times}, count, progress)
+    rec = _AtTimes(plan, {round(t / config.time.dt): t for t in times}, count)
     stepper = plan.stepper()
     t0 = time.perf_counter()
     final = evolve(plan, plan.backend.xp.asarray(plan.psi0), [rec], stepper=stepper)

@@ -28,7 +28,7 @@ from ..config import Config, ConfigError, WHOLE_RTOL, key_unit, with_value
 from ..model import states
 from ..model.states import DTYPE
 from ..run.loop import evolve
-from ..run.observers import Progress
+from ..run.sinks import Progress
 from ..run.plan import prepare
 
 

@@ -42,8 +42,7 @@ from ..model.grid import points
 from ..model.observables import BlockMeasure, stack_rows
 from ..numerics import exponentials
 from ..numerics.stepper import BatchStepper
-from ..run.loop import Observer, evolve
-from ..run.observers import due
+from ..run.loop import Sink, evolve
 from ..run.plan import prepare
 
 __all__ = ["parse_set", "members", "batches", "run_batch", "batch_task", "scan", "Scan", "spectra"]
@@ -182,7 +181,7 @@ def batches(scan: Scan, limit=None, memory=None) -> list:
     return out
 
 
-class _Recorder(Observer):
+class _Recorder(Sink):
     """Each member's observables every ``observables_every`` steps (and the last): the raw
     grid sums (:meth:`BlockMeasure.raw`; on a GPU kept on the device, a few launches, no
     synchronisation; on the CPU a few whole-block passes, cheaper than the finished row)
@@ -192,14 +191,14 @@ class _Recorder(Observer):
 
     def __init__(self, measure, config):
         self.measure, self.config = measure, config
+        self.every, self.last = config.output.observables_every, config.time.steps
         self.t, self._blocks, self._pending = [], [], []
 
     def begin(self, state):
         self._record(state)
 
-    def after(self, state):
-        if due(state.step, self.config.output.observables_every, self.config):
-            self._record(state)
+    def save(self, state):
+        self._record(state)
 
     def _record(self, state):
         self.t.append(state.t)

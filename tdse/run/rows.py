@@ -1,0 +1,320 @@
+"""The observables of a run, a :class:`~tdse.run.loop.Sink` of the evolve loop
+(:class:`Observables`): one row every ``output.observables_every`` steps -- norm, <H>, <x>,
+<p>, acceleration, E(t), yield, autocorrelation, populations in the eigenstates of H(0)
+and of the molecular H(t), <n> (:mod:`tdse.model.observables`) -- measured a block of rows
+at a time where psi lives (:class:`_BlockRows`) and handed to the writer when it writes
+(:mod:`tdse.run.snapshots`: the HDF5 file, or memory).  H(t)'s eigenpairs come from
+:class:`tdse.run.eigenpairs.Lookahead`.  Atomic units.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+from ..model import observables, states
+from .eigenpairs import Lookahead, lookahead_wanted
+from .loop import Sink
+from .sinks import host_psi
+
+__all__ = ["Observables", "BoundaryWarning", "EDGE_NORM"]
+
+#: warn when more of the norm than this sits within 10 points of a wall (no absorber)
+EDGE_NORM = 1e-6
+
+#: the rows measured in blocks (:class:`_BlockRows`): measured against a row at a time and
+#: kept on; a test turns it off to check the two paths agree
+BLOCK_OBSERVABLES = True
+
+#: slots of the ring through which a GPU run's H(t) states are uploaded (:class:`_BlockRows`)
+PAIRS_RING = 16
+
+#: rows measured in blocks of up to this many states (:class:`_BlockRows`) on the CPU (a
+#: row's cost there is its share of the block's passes, whatever the block's size)
+TIME_BLOCK = 64
+
+#: on a GPU, up to this many (a block's cost there is mostly its ~20 launches' host time,
+#: ~1 ms on an H100's host: 15-19 us a row in blocks of 64), while the block's states stay
+#: within TIME_BLOCK_BYTES
+TIME_BLOCK_GPU = 512
+TIME_BLOCK_BYTES = 1 << 26
+
+
+class BoundaryWarning(UserWarning):
+    """psi reaches the box's walls, where it reflects (a run without an absorber)."""
+
+
+class Observables(Sink):
+    """The run's rows of /observables: every ``observables_every`` steps, at the last step
+    and at step 0 of a new run (a save point each); the populations in H(t)'s eigenstates
+    every ``populations_every`` steps (and at the first and last)."""
+
+    def __init__(self, plan, writer):
+        cfg = plan.config
+        K = cfg.output.populations
+        self.config, self.writer = cfg, writer
+        self.every, self.last = cfg.output.observables_every, cfg.time.steps
+        self._pop_every, self._last = cfg.output.populations_interval, cfg.time.steps
+        self.measure = observables.Measure(cfg, plan.x, plan.states[:K], np.asarray(plan.psi0))
+        self.moving = any(c.moving for c in cfg.potential.centres)
+        self._static = None
+        self.tracker = states.Tracker(cfg, K) if self.moving else None
+        self.ahead = lookahead_wanted(cfg, plan.backend)
+        self.pairs = None                  # the run's Lookahead (begin .. end)
+        # H(t)'s eigenpairs, for the closing note: seconds computing them, calls, and the
+        # seconds the loop waited for them (all of the computing when not ahead)
+        self.eigen_seconds, self.eigen_calls, self.eigen_wait = 0.0, 0, 0.0
+        self.warned_edge = cfg.absorber is not None  # an absorber takes what reaches a wall
+        # the rows measured TIME_BLOCK states at a time where psi lives (on a GPU kept there),
+        # handed to the writer when it writes to its file (its before_write hook) and at the
+        # end: no synchronisation a row, and a row costs a share of a block's few array
+        # passes instead of a dozen calls of its own
+        self.rows = self._started = None   # (_started: the rows whose copy is under way)
+        self.gpu = False
+        if BLOCK_OBSERVABLES:
+            self.rows = _BlockRows(plan, self.measure)
+            self.gpu = self.rows.xp is not np
+            hooks = getattr(writer, "before_write", None)
+            if hooks is not None:
+                hooks.append(self.hand_over)
+
+    def begin(self, state):
+        if self.moving:
+            cfg = self.config
+            self.pairs = Lookahead(self.tracker, cfg.time.dt, cfg.time.steps,
+                                   self._pop_every, ahead=self.ahead)
+        if not state.resumed:
+            self.record(state)
+
+    def save(self, state):
+        self.record(state)
+
+    def end(self, state):
+        self._close_pairs()
+        self.flush()
+
+    def fail(self, state, error):
+        self._close_pairs()
+        try:        # rows already measured reach the file, as they did one by one
+            self.flush()
+        except Exception:  # noqa: BLE001 -- the run's own error is the one to report
+            pass
+
+    def _close_pairs(self):
+        if self.pairs is not None:
+            p, self.pairs = self.pairs, None
+            p.close()
+            self.eigen_seconds, self.eigen_calls, self.eigen_wait = p.seconds, p.calls, p.wait
+
+    def molecular_states(self, t):
+        """Eigenpairs of the molecular H(t) (no field, no absorber); once when no centre
+        moves."""
+        cfg = self.config
+        if self.moving:
+            return self.tracker(t)
+        if self._static is None:
+            self._static = states.eigenstates(cfg, 0.0, cfg.output.populations)
+        return self._static
+
+    def with_populations(self, state) -> bool:
+        """Whether this row has the populations in H(t)'s eigenstates
+        (``output.populations_every``; always at step 0, the first of a resumed run and
+        the last)."""
+        step = state.step
+        return step % self._pop_every == 0 or step == self._last or state.resumed or step == 0
+
+    def eigenpairs(self, state):
+        """H(t)'s pairs at the state's time: from the look-ahead where a centre moves."""
+        if self.pairs is not None:
+            return self.pairs(state.step, state.t)
+        t0 = time.perf_counter()
+        out = self.molecular_states(state.t)
+        dt = time.perf_counter() - t0
+        self.eigen_seconds += dt
+        self.eigen_wait += dt
+        self.eigen_calls += 1
+        return out
+
+    def hand_over(self, final=False):
+        """The writer is about to write to its file: the rows measured so far to it (on a
+        GPU, unless ``final``, those whose copy began at its previous write, and the copy of
+        the rest begun: the device is not waited for)."""
+        self.flush(defer=self.gpu and not final)
+
+    def flush(self, defer=False):
+        """The measured rows to the writer.  ``defer`` (a GPU): the rows whose copy began at
+        the previous call are written and the copy of these only begun (no wait for the
+        device)."""
+        if self._started is not None:
+            started, self._started = self._started, None
+            self._write(self.rows.finish(started))
+        if self.rows is not None and self.rows.pending:
+            if defer:
+                self._started = self.rows.start()
+            else:
+                self._write(self.rows.take())
+
+    def _write(self, cols):
+        """A block of rows (:meth:`_BlockRows.finish`'s columns) to the writer."""
+        edge = cols.pop("_edge")
+        count = len(edge)
+        if not count:
+            return
+        self.writer.observe_block(count, **cols)
+        if not self.warned_edge:
+            over = np.flatnonzero(edge > EDGE_NORM)
+            if over.size:
+                self._check_edge(float(edge[over[0]]), float(cols["t"][over[0]]))
+
+    def record(self, state):
+        t = state.t
+        molecular = self.eigenpairs(state) if self.with_populations(state) else None
+        if self.rows is not None and self.rows.holds(state.psi):
+            self.rows.record(state.step, t, state.psi, molecular)
+            return
+        psi = host_psi(state)
+        self.writer.observe(step=state.step, **self.measure(t, psi, molecular))
+        self._check_edge(observables.edge_norm(psi, self.config.grid.dx), t)
+
+    def _check_edge(self, edge, t):
+        if not self.warned_edge and edge > EDGE_NORM:
+            self.warned_edge = True
+            warnings.warn(f"at t = {t:.4g}, {edge:.3g} of the norm (more than {EDGE_NORM:g}) "
+                          f"is within 10 grid points of a wall: it reflects there; `tdse "
+                          f"converge` measures what a wider box changes (its box check); widen "
+                          f"the box or add an [absorber]", BoundaryWarning, stacklevel=2)
+
+
+class _BlockRows:
+    """The observables of a single run's psi where it lives (NumPy or a GPU), a block of
+    rows at a time: psi is copied into a column of an N x M block, and each full block (or
+    what a write of the file finds) is measured at once -- :class:`BlockMeasure` with the M
+    columns as members, each at its own time (one kinetic product, one FFT, one kernel or a
+    few array passes for M rows, where a row at a time took a dozen launches or NumPy calls:
+    ~0.3 ms of host time at N = 8192 on a GPU, 0.2 ms at N = 256 on the CPU, more than the
+    step).  The populations in the molecular H(t)'s eigenstates: one product at the row (the
+    eigenpairs from the host, uploaded when the centres move); <n> and the norm near the
+    walls from the same sums.  Rows stay where psi is until :meth:`start` / :meth:`take`."""
+
+    def __init__(self, plan, measure):
+        from mgemm.arrays import PinnedUpload
+        cfg = plan.config
+        xp = self.xp = plan.backend.xp
+        self.dx = cfg.grid.dx
+        phi0, psi0 = np.asarray(measure.phi0), np.asarray(plan.psi0)
+        self.block = observables.BlockMeasure([cfg], plan.x, phi0[None], psi0[:, None], xp)
+        rows = cfg.time.steps // cfg.output.observables_every + 2      # rows of the whole run
+        cap = TIME_BLOCK if xp is np else \
+            max(TIME_BLOCK, min(TIME_BLOCK_GPU, TIME_BLOCK_BYTES // (16 * cfg.grid.n)))
+        self.M = max(1, min(cap, rows))
+        self.tblock = observables.BlockMeasure(
+            [cfg] * self.M, plan.x, np.broadcast_to(phi0[None], (self.M, *phi0.shape)),
+            psi0[:, None], xp)
+        # the states a row each (a contiguous copy a state: one memcpy on a GPU, where a
+        # column of an N x M block took a strided-copy kernel and ~20 us of CuPy's indexing)
+        # (zeros: the rows past those filled are measured with them, then dropped)
+        self.buf = xp.zeros((self.M, cfg.grid.n), dtype=np.complex128)
+        self.slots = [self.buf[i] for i in range(self.M)]     # the row views, made once
+        self.cols, self.ts = 0, []     # rows of buf filled, and their times
+        self.done = []                 # (sums (9, m), amps (K, m)) of measured blocks, on the device
+        self.K = cfg.output.populations
+        # H(t)'s states, a call's upload each: a slot is reused only after its copy ran, so
+        # the ring bounds the host's lead over the device to ring x populations_every steps
+        self.up = PinnedUpload(xp, ring=PAIRS_RING) if xp is not np else np.asarray
+        self._phit = None            # (host array, device copy) of the last H(t) states
+        self.pending, self.also = [], []   # (step, t, E_n(t)) per row; <phi_n(t)|psi> or None
+        self._no_energies = np.full(self.K, np.nan)     # a row without H(t)'s (read only)
+        self._no_energies.flags.writeable = False
+
+    def holds(self, psi):
+        """Whether ``psi`` is a vector on this device (else the host path measures it)."""
+        xp = self.xp
+        if xp is np:
+            return isinstance(psi, np.ndarray) and psi.ndim == 1
+        return isinstance(psi, xp.ndarray) and psi.ndim == 1 and \
+            psi.data.device_id == xp.cuda.runtime.getDevice()
+
+    def record(self, step, t, psi, molecular):
+        """One row; ``molecular``: H(t)'s (E, phi), or None where this row has no
+        populations in them (NaN)."""
+        also = None
+        if molecular is None:
+            Et = self._no_energies
+        else:
+            Et, phi_all = molecular
+            Et = np.asarray(Et[:self.K])
+            if self._phit is None or self._phit[0] is not phi_all:  # new eigenpairs: one upload
+                phit = np.ascontiguousarray(phi_all[:self.K])
+                dev = self.up(phit.ravel()).reshape(phit.shape)
+                # complex once an upload: the product with psi would convert them at each
+                # row (what matmul does with real @ complex: the same values, the same bits),
+                # ~0.17 ms of the loop's host time a row at N = 8192 on an H100's host
+                self._phit = (phi_all, dev if self.xp is np else dev.astype(np.complex128))
+            also = self._phit[1] @ psi
+        row = self.slots[self.cols]
+        if self.xp is not np and psi.flags.c_contiguous and psi.dtype == row.dtype:
+            row.data.copy_from_device_async(psi.data, row.nbytes)     # queued on the stream
+        else:
+            row[...] = psi
+        self.cols += 1
+        self.ts.append(t)
+        self.pending.append((step, t, Et))
+        self.also.append(also)
+        if self.cols == self.M:
+            self._measure()
+
+    def _measure(self):
+        """The filled rows of the block measured (as the columns of its transpose), each at
+        its time (rows past them hold older states: measured and dropped)."""
+        m = self.cols
+        if not m:
+            return
+        ts = self.ts + [self.ts[-1]] * (self.M - m)
+        r = self.tblock.raw(None, self.buf.T, times=ts)
+        self.done.append((r["sums"][:, :m], r["amps"][:, :m]))
+        self.cols, self.ts = 0, []
+
+    def take(self):
+        """The pending rows, finished on the host, in order."""
+        return self.finish(self.start())
+
+    def start(self):
+        """The pending rows' sums concatenated on the device and their copy to the host
+        started (no wait): a handle for :meth:`finish`."""
+        from mgemm.arrays import HostCopy
+        xp = self.xp
+        self._measure()
+        pend, self.pending = self.pending, []
+        also, self.also = self.also, []
+        done, self.done = self.done, []
+        cols = {"sums": xp.concatenate([d[0] for d in done], axis=1),
+                "amps": xp.concatenate([d[1] for d in done], axis=1)}
+        due = [i for i, a in enumerate(also) if a is not None]
+        if due:
+            cols["also"] = xp.stack([also[i] for i in due])
+        return pend, due, HostCopy(cols)
+
+    def finish(self, handle):
+        """The rows of a :meth:`start` handle, finished on the host, in order, as columns
+        (name -> array, a row each along the first axis; "_edge": the norm near the walls)."""
+        pend, due, copy = handle
+        c = copy.result()
+        return self.columns(pend, due, c)
+
+    def columns(self, pend, due, c):
+        """The columns of rows ``pend`` ((step, t, E_n(t)) each) from their host arrays ``c``:
+        "sums" (9, S), "amps" (K, S) and, for the rows ``due`` (indices) with populations in
+        H(t)'s states, "also" (len(due), K) (:meth:`finish`'s)."""
+        ts = [t for _, t, _ in pend]
+        sums = np.ascontiguousarray(c["sums"].T)[:, :, None]               # (S, 9, 1)
+        obs = self.block.finish(ts, {"sums": sums, "amps": c["amps"].T[:, :, None]})
+        Pt = np.full((len(pend), self.K), np.nan)
+        if due:
+            Pt[due] = np.abs(c["also"] * self.dx) ** 2
+        cols = {name: v[:, 0] for name, v in obs.items()}
+        cols.update({"step": np.array([p[0] for p in pend]), "t": np.array(ts, dtype=float),
+                     "populations_ht": Pt, "energies_ht": np.array([p[2] for p in pend]),
+                     "n_mean": (Pt * np.arange(self.K)).sum(axis=1),
+                     "_edge": sums[:, 8, 0] * self.dx})
+        return cols

@@ -1,0 +1,161 @@
+"""What a run writes besides its rows, as :class:`~tdse.run.loop.Sink` s of the evolve
+loop: the snapshots (:class:`Snapshots`, every ``output.every`` steps and at the last) and
+the progress bar (:class:`Progress`).  Each writes to a writer (:mod:`tdse.run.snapshots`:
+the HDF5 file, or memory); computing and writing are apart.  Atomic units.
+"""
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+
+from mgemm.arrays import to_host
+
+from ..model.potential import centre_positions
+from ..model.states import DTYPE
+from .loop import Sink
+
+__all__ = ["Snapshots", "Progress", "host_psi", "due"]
+
+#: psi on a GPU: at most this many snapshot copies (and SNAPSHOT_BYTES_IN_FLIGHT of them)
+#: under way (:meth:`Snapshots.write`): the oldest is finished (waited for) when one more
+#: would pass either; those whose copies have run are finished at each snapshot, in order.
+#: One (finished at the next snapshot) cut the host's lead over the device to an interval
+#: at every snapshot (25 steps of h2plus_moving_large: the loop waited there ~1 ms a
+#: snapshot, one H100, N = 8192, benchmarks/archive/step_attrib.py)
+SNAPSHOTS_IN_FLIGHT = 64
+SNAPSHOT_BYTES_IN_FLIGHT = 64 << 20
+
+#: the progress bar moves at least this many times a run (a save point each)
+PROGRESS_POINTS = 1000
+
+
+def host_psi(state):
+    """psi of ``state`` on the host (copied once per state, shared by the sinks)."""
+    h = getattr(state, "_host", None)
+    if h is None:
+        h = to_host(state.psi)
+        state._host = h
+    return h
+
+
+def due(step, every, config):
+    """Whether ``step`` is one to record at: every ``every`` steps, and the last."""
+    return step % every == 0 or step == config.time.steps
+
+
+class Snapshots(Sink):
+    """psi, the centres and the node count every ``output.every`` steps (and at the last
+    step, and at step 0 of a new run), each flushed; in operator mode also
+    P_mn = |<m|U(t)|n>|^2 and U(t) for resuming.  ``last_step``: the last whole snapshot."""
+
+    def __init__(self, plan, writer, start=0):
+        cfg = plan.config
+        self.every, self.last = cfg.output.every, cfg.time.steps
+        self.config, self.writer, self.x = cfg, writer, plan.x
+        self.phi0 = plan.states[:cfg.output.populations]
+        self.last_step = start
+        # what other sinks add to the next snapshot: row values (e.g. time_error), arrays
+        # kept for resuming (e.g. the time-error companion's psi), file attributes
+        self.row_extras, self.resume_extras, self.attr_extras = {}, {}, {}
+        self.pending = collections.deque()   # (step, t, HostCopy, extras): snapshots being copied
+
+    def begin(self, state):
+        if not state.resumed:
+            self.write(state)
+
+    def save(self, state):
+        self.write(state)
+
+    def end(self, state):
+        self.finish()
+
+    def fail(self, state, error):
+        try:        # the last snapshot taken is whole: it reaches the file
+            self.finish()
+        except Exception:  # noqa: BLE001 -- the run's own error is the one to report
+            pass
+
+    def transitions(self, U_host):  # P_mn = |<m|U|n>|^2 = |dx sum_x phi_m (U phi_n)|^2
+        return np.abs(self.phi0 @ (U_host @ self.phi0.T.astype(DTYPE)) * self.config.grid.dx) ** 2
+
+    def write(self, state):
+        """A snapshot of ``state``.  psi on a GPU (no U): its copy to the host is started
+        and the snapshot is written once that copy has run -- at a later save point, or when
+        :data:`SNAPSHOTS_IN_FLIGHT` later ones have been started (or at the end), in order,
+        so that the device never waits for the file and the host keeps its lead over the
+        device (a copy waited for at once waits for every step queued); the file's last
+        whole snapshot is then a few intervals older while the run goes on.  Otherwise
+        written now."""
+        from mgemm.arrays import HostCopy, is_device_array
+        extras = (self.row_extras, self.resume_extras, self.attr_extras)
+        self.row_extras = {}
+        if state.U is None and is_device_array(state.psi):
+            pending = self.pending
+            pending.append((state.step, state.t, HostCopy({"psi": state.psi}), extras))
+            most = max(1, min(SNAPSHOTS_IN_FLIGHT, SNAPSHOT_BYTES_IN_FLIGHT // max(1, state.psi.nbytes)))
+            while pending and (len(pending) > most or pending[0][2].done()):
+                self._finish_one()
+        else:
+            self.finish()
+            self._write(state.step, state.t, host_psi(state), state.U, extras)
+
+    def finish(self):
+        """Write the snapshots whose copies were started, in order (waits for those copies)."""
+        while self.pending:
+            self._finish_one()
+
+    def _finish_one(self):
+        (step, t, copy, extras) = self.pending.popleft()
+        # psi out of the pinned buffer (which goes back to CuPy's pool for the next copy:
+        # held by the writer until its next write, each snapshot took a new cudaHostAlloc,
+        # ~0.3 ms of the host's time); a background writer copies it into its block itself
+        psi = copy.result()["psi"]
+        self._write(step, t, psi if getattr(self.writer, "background", False) else np.array(psi),
+                    None, extras)
+
+    def _write(self, step, t, psi, U, extras):
+        cfg = self.config
+        row_extras, resume_extras, attr_extras = extras
+        row, keep = {}, None
+        if U is not None:
+            U_host = to_host(U.to_array() if hasattr(U, "to_array") else U)
+            row, keep = {"P": self.transitions(U_host)}, {"U": U_host}
+        keep = {**(keep or {}), **resume_extras} or None
+        row = {"time_error": np.nan, "time_error_populations": np.nan, **row, **row_extras}
+        if attr_extras:
+            self.writer.set_attrs(**attr_extras)
+        # (the node count: the writer's, from psi, when it writes: _NodeCounter)
+        self.writer.append(state=keep, t=t, step=step, psi=psi,
+                           centres=centre_positions(cfg.potential, t), **row)
+        self.last_step = step
+
+
+class Progress(Sink):
+    """A tqdm progress bar over the steps (nothing when ``disable``), moved at save points
+    at least every 1/:data:`PROGRESS_POINTS` of the steps."""
+
+    def __init__(self, total, initial=0, desc=None, disable=False, unit="step"):
+        self.args = dict(total=total, initial=initial, desc=desc, disable=disable, unit=unit,
+                         mininterval=0.5)
+        self.bar, self.at = None, initial
+        self.every = None if disable else max(1, total // PROGRESS_POINTS)
+
+    def begin(self, state):
+        from tqdm.auto import tqdm
+        self.bar = tqdm(**self.args)
+        self.at = state.step
+
+    def save(self, state):
+        self.bar.update(state.step - self.at)
+        self.at = state.step
+
+    def end(self, state):
+        if self.bar is not None and state.step > self.at:
+            self.save(state)
+        self.close()
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
