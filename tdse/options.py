@@ -44,8 +44,8 @@ OPTIONS = (
            "the thread would take a core from the run's BLAS"),
     Option("eigen_workers", ("auto", "on", "off"), "auto",
            "moving centres: H(t)'s eigenpairs for the populations computed ahead on a thread "
-           "beside the loop (tdse.run.eigenpairs): auto = where a CPU is spare (beside the "
-           "loop on a GPU, beside the BLAS threads on the CPU)"),
+           "beside the loop (tdse.run.eigenpairs): auto = from N = 1024, where a CPU is spare "
+           "(beside the loop on a GPU, beside the BLAS threads on the CPU)"),
     Option("context_switch", (True, False), True,
            "a GPU loop of 1000 steps or more starts with a context switch on its GPUs, so "
            "that its steps are scheduled as before auto's calibration ran on a second stream "

@@ -1219,10 +1219,9 @@ def test_expm_result_returns_to_the_inputs_gpu():
 def test_deferred_snapshots_write_the_same_file(tmp_path, monkeypatch):
     """psi on a GPU: each snapshot's copy is started at its step and written once it has
     run or SNAPSHOTS_IN_FLIGHT later ones have started (#23 item 3: no wait for the device
-    at a snapshot).  The file equals the one of
-    the same run written at once (every dataset to 1e-12, the same rows and attributes
+    at a snapshot).  The file equals the one of the same run on the CPU, whose snapshots
+    are written at once (every dataset to 1e-10 of its scale, the same rows and attributes
     that count them), and a run that fails mid-way still gets the last snapshot taken."""
-    import mgemm.arrays
     import tdse
     from tdse.run import sinks
     from tdse.run.driver import run
@@ -1231,14 +1230,11 @@ def test_deferred_snapshots_write_the_same_file(tmp_path, monkeypatch):
     cfg = _batch_case("h2plus_moving.toml", 0.5, ("propagator.method", ["chebyshev"]))[0]
     files = {}
     monkeypatch.setattr(sinks, "SNAPSHOTS_IN_FLIGHT", 4)   # fewer than the run's snapshots
-    device_array = mgemm.arrays.is_device_array
-    for defer in (True, False):     # False: psi taken for a host array, written at once
-        monkeypatch.setattr(mgemm.arrays, "is_device_array", device_array if defer else (lambda a: False))
-        res = run(cfg, str(tmp_path / str(defer)), backend="cupy")
+    for defer in (True, False):     # False: the same run on the CPU, each snapshot written at once
+        res = run(cfg, str(tmp_path / str(defer)), backend="cupy" if defer else "numpy")
         files[defer] = read(res.path)
-    monkeypatch.setattr(mgemm.arrays, "is_device_array", device_array)
     a, b = files[True], files[False]
-    assert a["attrs"]["lib_cupy"] == b["attrs"]["lib_cupy"] == cp.__version__   # the GPU run's library
+    assert a["attrs"]["lib_cupy"] == cp.__version__   # the GPU run's library
     # more snapshots than copies in flight: the oldest finished while the run goes on
     assert a["attrs"]["snapshots_complete"] == b["attrs"]["snapshots_complete"] > \
         sinks.SNAPSHOTS_IN_FLIGHT + 1
@@ -1251,7 +1247,7 @@ def test_deferred_snapshots_write_the_same_file(tmp_path, monkeypatch):
         if v.dtype.kind in "fc":
             fin = np.abs(v[np.isfinite(v)])
             scale = max([1.0, *fin.max(keepdims=True)]) if fin.size else 1.0
-            assert np.allclose(w, v, rtol=0, atol=1e-12 * scale, equal_nan=True), k
+            assert np.allclose(w, v, rtol=0, atol=1e-10 * scale, equal_nan=True), k
         else:
             assert (w == v).all(), k
 
@@ -1305,4 +1301,5 @@ def test_the_docs_prepare_and_evolve_block_runs_on_a_gpu_plan(run_python_doc, in
         a, b = (a.psi, b.psi) if name == "final" else (a, b)
         a = cp.asnumpy(a)
         assert np.abs(a - b).max() <= 1e-10 * np.abs(b).max(), name
-    assert np.allclose(gpu["obs"].norms, cpu["obs"].norms, rtol=0, atol=1e-10)
+    assert np.allclose(gpu["sink"].norms, cpu["sink"].norms, rtol=0, atol=1e-10)
+    assert len(gpu["sink"].norms) == 10

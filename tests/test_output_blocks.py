@@ -512,11 +512,13 @@ def test_the_lookahead_queues_a_bounded_depth_and_drops_steps_passed(inputs_dir)
 
 
 def test_when_the_eigenpairs_go_ahead(inputs_dir, monkeypatch):
-    """run.eigen_workers: "on" / "off" whatever; "auto" only with moving centres and a CPU
-    spare -- beside the loop's thread on a GPU, beside the BLAS threads on the CPU."""
+    """run.eigen_workers: "on" / "off" whatever; "auto" only with moving centres, N >=
+    LOOKAHEAD_MIN_N and a CPU spare -- beside the loop's thread on a GPU, beside the BLAS
+    threads on the CPU."""
     from tdse.run import backend as bk
-    from tdse.run.eigenpairs import lookahead_wanted
-    moving = _moving(inputs_dir, 3)
+    from tdse.run.eigenpairs import LOOKAHEAD_MIN_N, lookahead_wanted
+    moving = _moving(inputs_dir, 3, n=LOOKAHEAD_MIN_N)
+    small = _moving(inputs_dir, 3, n=LOOKAHEAD_MIN_N - 2)
     static = cfgmod.load(os.path.join(inputs_dir, "h2plus_static.toml"))
     assert not any(c.moving for c in static.potential.centres)
     cpu = lambda threads: bk.Backend("numpy", np, None, threads)    # noqa: E731
@@ -526,7 +528,7 @@ def test_when_the_eigenpairs_go_ahead(inputs_dir, monkeypatch):
         for threads, w in want.items():
             assert lookahead_wanted(moving, cpu(threads)) == w
         assert lookahead_wanted(moving, gpu) == (cpus >= 2)
-        assert not lookahead_wanted(static, cpu(1))
+        assert not lookahead_wanted(static, cpu(1)) and not lookahead_wanted(small, gpu)
         assert lookahead_wanted(moving.with_value("run.eigen_workers", "on"), cpu(8))
         assert lookahead_wanted(static.with_value("run.eigen_workers", "on"), cpu(8))
         assert not lookahead_wanted(moving.with_value("run.eigen_workers", "off"), gpu)

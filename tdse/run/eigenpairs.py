@@ -34,15 +34,23 @@ __all__ = ["Lookahead", "lookahead_wanted"]
 #: are computed together, at its first), else this many
 DEPTH = 4
 
+#: the look-ahead thread only from this N ("auto"): below it a call is mostly Python and
+#: small NumPy calls that hold the GIL, which the loop's thread wants as much -- measured
+#: on 2 cores, N = 256, 4000 steps, populations every 10, the run's loop 3.34-3.65 s with the
+#: thread against 3.04-3.16 s without (3-point; 5-point 3.62-3.94 against 3.52-3.61, the bare
+#: loop 2.2-2.5 s), where one H200's run at N = 8192 leaves 4.4-4.8 s of pairs to it
+LOOKAHEAD_MIN_N = 1024
+
 
 def lookahead_wanted(config, backend) -> bool:
     """Whether a run of ``config`` on ``backend`` (:class:`tdse.run.backend.Backend`)
     computes H(t)'s pairs ahead in a thread: the option ``run.eigen_workers`` "on" always,
-    "off" never, "auto" when a centre moves and a CPU is spare
-    (:func:`tdse.run.backend.usable_cpus`): beside the loop's thread on a GPU, beside the
-    run's BLAS threads on the CPU."""
+    "off" never, "auto" when a centre moves, N >= :data:`LOOKAHEAD_MIN_N` and a CPU is
+    spare (:func:`tdse.run.backend.usable_cpus`): beside the loop's thread on a GPU, beside
+    the run's BLAS threads on the CPU."""
     mode = config.run.eigen_workers
-    if mode != "auto" or not any(c.moving for c in config.potential.centres):
+    if mode != "auto" or not any(c.moving for c in config.potential.centres) \
+            or config.grid.n < LOOKAHEAD_MIN_N:
         return mode == "on"
     from .backend import usable_cpus
     return usable_cpus() > (1 if backend.devices or backend.name == "cupy" else backend.threads or 1)
