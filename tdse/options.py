@@ -9,7 +9,7 @@ Set from the input (a ``[run]`` table), the command line (``tdse run INPUT --set
 run.graphs=false``) or the API (``tdse.prepare(cfg, options={"graphs": False})``); a bad
 value is one line naming ``run.<key>`` and the value (exit code 2).  This is also the one
 module of ``tdse`` that reads the process's environment (:func:`env_threads`,
-:func:`environ_saved`): a test greps the others.
+:func:`environ_saved`, :func:`blas_env`): a test greps the others.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from .errors import ConfigError
 
 __all__ = ["Option", "OPTIONS", "RunOptions", "parse_options", "THREAD_ENV", "env_threads",
-           "environ_saved", "environ_restore"]
+           "environ_saved", "environ_restore", "blas_env"]
 
 
 @dataclass(frozen=True)
@@ -134,3 +134,26 @@ def environ_restore(saved: dict):
     for k, v in saved.items():
         if os.environ.get(k) != v:
             os.environ[k] = v
+
+
+#: the variables that set the BLAS libraries' threads at their start (OpenBLAS, OpenMP, MKL)
+BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@contextlib.contextmanager
+def blas_env(threads):
+    """This process's environment, while a worker is spawned, set to start its BLAS with
+    ``threads`` threads (the child inherits it; restored after): the spawned process
+    imports NumPy before its initializer runs, and an OpenBLAS started with a thread per
+    CPU spins them up at the import -- on one H100's 16-CPU host two workers were ready
+    after 0.98 s, `import numpy, scipy.linalg` alone taking 0.88 s of wall and 4.6 s of CPU."""
+    old = {k: os.environ.get(k) for k in BLAS_ENV}
+    os.environ.update({k: str(threads) for k in BLAS_ENV})
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

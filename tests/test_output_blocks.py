@@ -436,41 +436,48 @@ def test_snapshots_in_flight_write_the_same_rows_in_order(inputs_dir, monkeypatc
     assert list(cut["snapshots/step"]) == list(range(0, 40, 3)) and snaps.last_step == 39
 
 
-@pytest.mark.parametrize("stencil, n", [(3, 160), (3, 1024), (5, 256), ("dvr", 600)])
-def test_eigenpairs_ahead_on_the_thread_equal_those_in_the_loop(stencil, n, inputs_dir, monkeypatch):
-    """H(t)'s eigenpairs computed ahead on the look-ahead thread (run.eigen_workers = "on")
-    give the populations and energies computed in the loop ("off"): bit for bit where a call
-    is LAPACK's (3-point, 5-point windows), to 1e-10 where it is Davidson's iteration (the
-    DVR beyond N = 512, each call converged to its residual bound); every call after the
-    first answered by the thread (the last step's, off the cadence, too), the populations at their cadence and at the last step,
-    NaN between; the thread gone when the run has ended."""
-    import threading
-
+def _started(monkeypatch):
+    """Lookaheads made from here on wait for their workers to start (a test's short run would
+    end while they start: a real run computes in the loop meanwhile); returns the list of
+    those made, each with ``taken``: the steps the workers answered."""
     from tdse.run import eigenpairs
     made = []
-    init = eigenpairs.Lookahead.__init__
+    init, take = eigenpairs.Lookahead.__init__, eigenpairs.Lookahead._take
 
     def kept(self, *a, **k):
         init(self, *a, **k)
+        if self.ready is not None:
+            assert self.ready.result(timeout=120)
+        self.taken = []
         made.append(self)
-    monkeypatch.setattr(eigenpairs.Lookahead, "__init__", kept)
-    answered = []
-    pairs = eigenpairs._pairs
 
-    def counted(tracker, times, stop):
-        answered.extend(times)
-        return pairs(tracker, times, stop)
-    monkeypatch.setattr(eigenpairs, "_pairs", counted)
+    def counted(self, step, t):
+        out = take(self, step, t)
+        if out is not None:
+            self.taken.append(step)
+        return out
+    monkeypatch.setattr(eigenpairs.Lookahead, "__init__", kept)
+    monkeypatch.setattr(eigenpairs.Lookahead, "_take", counted)
+    return made
+
+
+@pytest.mark.parametrize("stencil, n", [(3, 160), (3, 1024), (5, 256), ("dvr", 600)])
+def test_eigenpairs_ahead_in_the_workers_equal_those_in_the_loop(stencil, n, inputs_dir, monkeypatch):
+    """H(t)'s eigenpairs computed ahead by the look-ahead's worker processes
+    (run.eigen_workers = "on") give the populations and energies computed in the loop
+    ("off"): bit for bit where a call is LAPACK's (3-point, 5-point windows), to 1e-10 where
+    it is Davidson's iteration (the DVR beyond N = 512, each call converged to its residual
+    bound); every call after the first answered by the workers (the last step's, off the
+    cadence, too), the populations at their cadence and at the last step, NaN between."""
+    made = _started(monkeypatch)
     cfg = _moving(inputs_dir, stencil, n=n, **{"output.populations_every": 4})
     cfg = cfg.with_value("time.t_end", 41 * cfg.time.dt)      # the last step off the cadence
     runs = {}
     for mode in ("on", "off"):
         runs[mode] = tdse.simulate(cfg, backend="numpy", options={"eigen_workers": mode}).observables
-    assert [m.own is not None for m in made] == [True, False]
-    dt = cfg.time.dt
-    # the loop's first call (step 0) itself; steps 4 .. 40 and the last, 41, from the thread
-    assert answered == [s * dt for s in [*range(4, 41, 4), 41]]
-    assert made[0].calls == made[1].calls == 12
+    assert [m.ready is not None for m in made] == [True, False]
+    assert made[0].taken == [*range(4, 41, 4), 41] and made[1].taken == []
+    assert made[0].calls == made[1].calls == 12 and made[0].pool is None    # closed
     for k in ("populations_ht", "energies_ht", "n_mean"):
         a, b = np.asarray(runs["on"][k]), np.asarray(runs["off"][k])
         if stencil != "dvr":
@@ -480,35 +487,61 @@ def test_eigenpairs_ahead_on_the_thread_equal_those_in_the_loop(stencil, n, inpu
             assert np.nanmax(np.abs(a - b)) < 1e-10 * max(1.0, np.nanmax(np.abs(b))), k
     P = np.asarray(runs["on"]["populations_ht"])
     assert np.isfinite(P[[0, 4, 40, 41]]).all() and np.isnan(P[[1, 2, 3, 5, 39]]).all()
-    for t in threading.enumerate():
-        if t.name.startswith("tdse-eigenpairs"):
-            t.join(timeout=30)
-            assert not t.is_alive()
 
 
-def test_the_lookahead_queues_a_bounded_depth_and_drops_steps_passed(inputs_dir):
-    """Lookahead: at most ``depth`` steps queued ahead, in step order; a step the caller
-    passes without asking is dropped; an unforeseen step (off the cadence) is computed by
-    the caller's tracker; after close nothing is queued and no thread is left."""
+def test_the_lookahead_keeps_a_bounded_depth_and_drops_steps_passed(inputs_dir, monkeypatch):
+    """Lookahead: at most DEPTH tasks a worker in flight, in step order (a window's steps a
+    task for the 3-point tracker, a step a task for the DVR's); a step the caller passes
+    without asking is dropped; an unforeseen step (off the cadence) is computed by the
+    caller's tracker, the same bits; after close nothing is in flight and the pool is gone."""
     from tdse.model import states
-    from tdse.run.eigenpairs import Lookahead
+    from tdse.run import eigenpairs
+    made = _started(monkeypatch)
+    monkeypatch.setattr(eigenpairs, "DEPTH", 3)
+    monkeypatch.setattr(eigenpairs, "WORKERS", 1)
     cfg = _moving(inputs_dir, "dvr", n=120, **{"output.populations_every": 2})
     dt = cfg.time.dt
-    la = Lookahead(states.Tracker(cfg, 4), dt, 40, 2, ahead=True)
-    la.depth = 3
+    la = eigenpairs.Lookahead(states.Tracker(cfg, 4), dt, 40, 2, ahead=True)
     ref = states.Tracker(cfg, 4)
-    E, phi = la(0, 0.0)
-    assert list(la.queue) == [2, 4, 6]
+    la(0, 0.0)
+    assert la.workers == 1 and list(la.tasks) == [2, 4, 6]
     E6, _ = la(6, 6 * dt)                           # 2 and 4 passed: dropped, 6 taken
-    assert list(la.queue) == [8, 10, 12]
-    assert np.array_equal(E6, ref(6 * dt)[0])
+    assert np.array_equal(E6, ref(6 * dt)[0]) and made[0].taken == [6]
+    assert list(la.tasks) == [8, 10, 12]
     E7, _ = la(7, 7 * dt)                           # off the cadence: the caller's own
-    assert np.array_equal(E7, ref(7 * dt)[0]) and list(la.queue) == [8, 10, 12]
-    assert la.calls == 3 and la.wait >= 0 and la.seconds > 0
+    assert np.array_equal(E7, ref(7 * dt)[0]) and made[0].taken == [6]
+    assert la.calls == 3 and la.seconds > 0
     la.close()
-    assert not la.queue and la.pool is None
-    off = Lookahead(states.Tracker(cfg, 4), dt, 40, 2, ahead=False)
-    assert np.array_equal(off(4, 4 * dt)[0], ref(4 * dt)[0]) and off.pool is None and not off.queue
+    assert not la.tasks and la.pool is None
+    win = eigenpairs.Lookahead(states.Tracker(_moving(inputs_dir, 3, n=160, **{
+        "output.populations_every": 2}), 4), dt, 200, 2, ahead=True)
+    win(0, 0.0)
+    span = win.span // 2                             # a window's steps, one task
+    assert [len(t[1]) for t in win.tasks.values()][:2] == [span - 1, span]
+    win.close()
+    off = eigenpairs.Lookahead(states.Tracker(cfg, 4), dt, 40, 2, ahead=False)
+    assert np.array_equal(off(4, 4 * dt)[0], ref(4 * dt)[0]) and off.pool is None and not off.tasks
+
+
+def test_a_script_without_a_main_guard_runs_once_with_the_workers(tmp_path):
+    """A user's script that runs at its top level (no ``if __name__ == "__main__"``) with the
+    look-ahead's worker processes: they are spawned with __main__ out of sight, so the
+    script runs once, to its end, exit status 0."""
+    import subprocess
+    import sys
+    script = tmp_path / "study.py"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script.write_text(
+        "import tdse\n"
+        f"cfg = tdse.load_config({os.path.join(root, 'inputs', 'h2plus_moving.toml')!r})\n"
+        "cfg = cfg.with_value('time.t_end', 200 * cfg.time.dt).with_value('propagator.method', 'chebyshev')\n"
+        "cfg = cfg.with_value('propagator.time_error', 'none').with_value('output.populations_every', 5)\n"
+        "res = tdse.simulate(cfg, backend='numpy', options={'eigen_workers': 'on'})\n"
+        "print('RAN', len(res.t))\n")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                       cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.count("RAN") == 1, r.stdout
 
 
 def test_when_the_eigenpairs_go_ahead(inputs_dir, monkeypatch):

@@ -778,4 +778,4 @@ def test_the_docs_prepare_and_evolve_block_runs(run_python_doc, inputs_dir):
     assert final.step == cfg.time.steps and abs(np.sum(abs(final.psi) ** 2) * dx - 1) < 1e-9
     np.testing.assert_allclose(block[:, 0], final.psi, rtol=0, atol=1e-12)
     np.testing.assert_allclose(U @ plan.psi0, final.psi, rtol=0, atol=1e-10)
-    assert len(ns["obs"].norms) == 100 and np.allclose(ns["obs"].norms, 1.0, atol=1e-9)
+    assert len(ns["sink"].norms) == 10 and np.allclose(ns["sink"].norms, 1.0, atol=1e-9)

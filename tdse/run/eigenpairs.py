@@ -1,53 +1,60 @@
 """H(t)'s eigenpairs at the populations' save points, by one bounded look-ahead.
 
 With moving centres the populations in the molecular H(t)'s eigenstates need H(t)'s lowest
-pairs at every ``output.populations_every`` steps.  Their times are known before the loop,
+pairs every ``output.populations_every`` steps.  Their times are known before the loop,
 and a call's pairs depend on t alone (:class:`tdse.model.states.Tracker`: each from its
-window's or anchor's pairs), so they can be computed ahead of the loop, by a tracker of
+window's or anchor's pairs), so they can be computed ahead of the loop, by trackers of
 their own, and come out bit for bit as the loop would compute them.  :class:`Lookahead`
-does that on one thread of a :class:`concurrent.futures.ThreadPoolExecutor`, opened when
-the run's loop begins and closed when it ends (never by ``prepare``): the same from the
-CLI, a script and a notebook, nothing to spawn or pickle.
+does that over one :class:`concurrent.futures.ProcessPoolExecutor`, opened when the run's
+loop begins and closed when it ends (never by ``prepare``).
 
-A thread, not a process: the 3-point solver calls LAPACK's dstemr without the GIL
-(:func:`tdse.model.states.stemr`, through SciPy's own LAPACK: SciPy's
-``eigh_tridiagonal(..., lapack_driver="stemr")`` holds the GIL for the call -- a Python
-counter beside it ran 64x slower, 2 cores, N = 8192 -- so it does not serve here), and the
-windows, Davidson and the banded solvers spend their time in NumPy and BLAS calls, which
-let the GIL go.  The look-ahead runs where a CPU is spare beside the run's BLAS threads
-(``run.eigen_workers = "auto"``; "on" always, "off" never): the 5-point and DVR solvers hold
-the process's BLAS to one thread while they run (threadpoolctl's limit is the process's),
-which a CPU run on more BLAS threads would feel.
+Processes, spawned, not threads: a call is mostly NumPy and SciPy calls on N x K arrays
+between LAPACK calls, each taking the GIL the loop's thread wants -- one H200, N = 8192,
+40000 steps, populations every 50, the loop 5.76 s with a thread against 5.34 s with
+processes (3-point), 1.31 against 1.02 of the bare loop (5-point;
+``run-overhead_h200x1_20261128T0714*`` / ``..._0723*``).  The same from the CLI, a script
+and a notebook: the processes are spawned with ``__main__`` out of sight (:func:`_spawn`),
+so a script is never run again in them, guarded by ``if __name__ == "__main__"`` or not --
+they need nothing of it (their task and initializer are tdse's own).
 """
 from __future__ import annotations
 
 import collections
 import concurrent.futures
+import itertools
+import os
+import sys
 import threading
 import time
+import types
+import warnings
 
 from ..model import states
 
 __all__ = ["Lookahead", "lookahead_wanted"]
 
-#: calls queued ahead at most: two windows of the 3- and 5-point trackers (a window's calls
-#: are computed together, at its first), else this many
-DEPTH = 4
+#: tasks in flight a worker: a task is a window's calls for the 3- and 5-point trackers
+#: (computed together, at its first), else one call
+DEPTH = 2
 
-#: the look-ahead thread only from this N ("auto"): below it a call is mostly Python and
-#: small NumPy calls that hold the GIL, which the loop's thread wants as much -- measured
-#: on 2 cores, N = 256, 4000 steps, populations every 10, the run's loop 3.34-3.65 s with the
-#: thread against 3.04-3.16 s without (3-point; 5-point 3.62-3.94 against 3.52-3.61, the bare
-#: loop 2.2-2.5 s), where one H200's run at N = 8192 leaves 4.4-4.8 s of pairs to it
+#: worker processes at most: each call depends on t alone, so two may share them (one
+#: H100, N = 8192, 5000 steps, populations every 50, ``benchmarks/archive/davidson_workers.py``:
+#: the 5-point loop 2.18-2.20 s with two against 3.58-3.91 s with one)
+WORKERS = 2
+
+#: the look-ahead only from this N ("auto"): below it a call costs the loop less than a
+#: task's pickling and the worker's start (~0.3 s on 2 cores, ~1.5 s on a GPU host), and
+#: a spare CPU is rarer -- measured on 2 cores, N = 256, 4000 steps, populations every 10:
+#: the look-ahead (then on a thread) slowed the run's loop, 3.34-3.65 s against 3.04-3.16 s
 LOOKAHEAD_MIN_N = 1024
 
 
 def lookahead_wanted(config, backend) -> bool:
     """Whether a run of ``config`` on ``backend`` (:class:`tdse.run.backend.Backend`)
-    computes H(t)'s pairs ahead in a thread: the option ``run.eigen_workers`` "on" always,
-    "off" never, "auto" when a centre moves, N >= :data:`LOOKAHEAD_MIN_N` and a CPU is
-    spare (:func:`tdse.run.backend.usable_cpus`): beside the loop's thread on a GPU, beside
-    the run's BLAS threads on the CPU."""
+    computes H(t)'s pairs ahead in worker processes: the option ``run.eigen_workers`` "on"
+    always, "off" never, "auto" when a centre moves, N >= :data:`LOOKAHEAD_MIN_N` and a CPU
+    is spare (:func:`tdse.run.backend.usable_cpus`): beside the loop's thread on a GPU,
+    beside the run's BLAS threads on the CPU."""
     mode = config.run.eigen_workers
     if mode != "auto" or not any(c.moving for c in config.potential.centres) \
             or config.grid.n < LOOKAHEAD_MIN_N:
@@ -56,39 +63,81 @@ def lookahead_wanted(config, backend) -> bool:
     return usable_cpus() > (1 if backend.devices or backend.name == "cupy" else backend.threads or 1)
 
 
-def _pairs(tracker, times, stop):
-    """The pairs at ``times`` by ``tracker`` in the thread, and their seconds; cut short
-    once ``stop`` is set (the run has ended: the process's exit would wait for the task)."""
-    t0 = time.perf_counter()
-    out = []
-    for t in times:
-        if stop.is_set():
-            break
-        out.append(tracker(t))
-    return out, time.perf_counter() - t0
+_MAIN_LOCK = threading.Lock()
+
+
+def _spawn(pool, fn, *args):
+    """``pool.submit(fn, *args)`` with ``sys.modules["__main__"]`` a bare module while it
+    may spawn a process: multiprocessing's spawn would import the user's script (or
+    notebook kernel's main) again in the child, running its top level; the child needs
+    nothing of it (kiln-ai's ``start_process_with_light_main`` does the same)."""
+    with _MAIN_LOCK:
+        main = sys.modules.get("__main__")
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            return pool.submit(fn, *args)
+        finally:
+            if main is not None:
+                sys.modules["__main__"] = main
+
+
+#: the worker's trackers, one a run (the newest kept)
+_TRACKERS = collections.OrderedDict()
+_RUNS = itertools.count(1)
+
+
+def _pairs(run, begin, times):
+    """In a worker: the pairs at ``times`` by run ``run``'s tracker (made from ``begin`` =
+    (config, count, settings) at its first task, as the loop's), their seconds, the
+    warnings it gave (said again in the run)."""
+    tracker = _TRACKERS.get(run)
+    if tracker is None:
+        config, count, settings = begin
+        tracker = _TRACKERS[run] = states.Tracker(config, count, **settings)
+        while len(_TRACKERS) > 4:
+            _TRACKERS.popitem(last=False)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        t0 = time.perf_counter()
+        out = [tracker(t) for t in times]
+        return out, time.perf_counter() - t0, [str(w.message) for w in said]
+
+
+def _ready():
+    return True
 
 
 class Lookahead:
     """H(t)'s pairs at the populations' steps of a run: ``__call__(step, t)`` gives them,
-    computed ahead on one thread (``ahead``; else in the caller) by a tracker like
-    ``tracker`` (the loop's, which computes a step not foreseen: the last, a resumed run's
-    first).  At most :data:`DEPTH` steps -- two windows where the tracker has them -- are
-    queued ahead.  ``seconds``: computing them; ``wait``: the caller's time in
-    ``__call__``; ``calls``."""
+    computed ahead by worker processes (``ahead``; else in the caller by ``tracker``, the
+    loop's, which also computes a step not foreseen and the calls while the workers start).
+    At most :data:`DEPTH` tasks a worker are in flight, in step order.  ``seconds``:
+    computing them (in the workers or here); ``wait``: the caller's time in ``__call__``;
+    ``calls``."""
 
     def __init__(self, tracker, dt, steps, interval, ahead=True):
         self.tracker, self.dt, self.steps, self.interval = tracker, dt, steps, interval
         self.seconds = self.wait = 0.0
         self.calls = 0
-        self.pool = self.own = None
-        span = tracker.window_steps
-        self.depth = 2 * (span // interval) if span else DEPTH
-        self.queue = collections.OrderedDict()       # step -> future, in step order
-        self.next = 0                                # the next step to queue (None: none left)
-        self.stop = threading.Event()
+        self.span = tracker.window_steps        # a task: a window's steps (None: one step)
+        self.tasks = collections.OrderedDict()  # first step -> [future, its steps, counted]
+        self.next = 0                           # the next step to ask for (None: none left)
+        self.pool = self.ready = None
+        self.broken = False
         if ahead:
-            self.own = states.Tracker(tracker.config, tracker.K, **tracker.settings())
-            self.pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tdse-eigenpairs")
+            import multiprocessing
+
+            from ..options import blas_env
+            from . import ahead_child
+            from .backend import usable_cpus
+            self.workers = max(1, min(WORKERS, usable_cpus() - 1))
+            self.run = (os.getpid(), next(_RUNS))
+            self.begin = (tracker.config, tracker.K, tracker.settings())
+            self.pool = concurrent.futures.ProcessPoolExecutor(
+                self.workers, mp_context=multiprocessing.get_context("spawn"),
+                initializer=ahead_child.start, initargs=(states.EIGEN_BLAS_THREADS,))
+            with blas_env(states.EIGEN_BLAS_THREADS):     # the children's BLAS from their start
+                self.ready = _spawn(self.pool, _ready)
 
     def _following(self, s):
         """The populations' step after ``s`` (a multiple of the interval, or the last),
@@ -96,41 +145,83 @@ class Lookahead:
         return None if s >= self.steps else min((s // self.interval + 1) * self.interval, self.steps)
 
     def _fill(self, step):
-        """Queue the due steps after ``step`` up to :attr:`depth` ahead."""
-        if self.next is not None and self.next <= step:     # (None: none left to queue)
+        """Ask for the due steps after ``step``, a task a window (or a step), up to
+        :data:`DEPTH` tasks a worker in flight -- once the workers have started."""
+        if self.broken or not self.ready.done():
+            return
+        if self.ready.exception() is not None:
+            return self._break(self.ready.exception())
+        if self.next is not None and self.next <= step:
             self.next = self._following(step)
-        while self.next is not None and len(self.queue) < self.depth:
-            s = self.next
-            self.queue[s] = self.pool.submit(_pairs, self.own, (s * self.dt,), self.stop)
-            self.next = self._following(s)
+        while self.next is not None and len(self.tasks) < DEPTH * self.workers:
+            group = [self.next]
+            self.next = self._following(self.next)
+            while self.span and self.next is not None and self.next // self.span == group[0] // self.span:
+                group.append(self.next)
+                self.next = self._following(self.next)
+            try:
+                f = _spawn(self.pool, _pairs, self.run, self.begin, tuple(s * self.dt for s in group))
+            except Exception as e:  # noqa: BLE001 -- the pool broke: the loop computes the rest
+                return self._break(e)
+            self.tasks[group[0]] = [f, group, False]     # (future, its steps, counted)
+
+    def _take(self, step, t):
+        """The pairs of ``step`` from its task (waited for; its seconds and warnings counted
+        once), or None where no task holds it; tasks whose steps all passed are dropped."""
+        while self.tasks:
+            first, task = next(iter(self.tasks.items()))
+            f, group = task[0], task[1]
+            if group[-1] < step:                  # passed (taken, or unasked): dropped
+                self.tasks.popitem(last=False)
+                f.cancel()
+                continue
+            if step not in group or t != step * self.dt:
+                return None
+            pairs, seconds, said = f.result()
+            if not task[2]:
+                task[2] = True
+                self.seconds += seconds
+                for m in said:
+                    warnings.warn(m, RuntimeWarning, stacklevel=4)
+            if step == group[-1]:
+                self.tasks.popitem(last=False)
+            return pairs[group.index(step)]
+        return None
 
     def __call__(self, step, t):
         """The pairs (E, phi) at ``step`` (time ``t``)."""
         t0 = time.perf_counter()
         self.calls += 1
-        f = None
-        if self.pool is not None:
-            while self.queue and next(iter(self.queue)) < step:     # passed unasked
-                self.queue.popitem(last=False)[1].cancel()
-            f = self.queue.pop(step, None) if t == step * self.dt else None
-        if f is not None:
-            (out,), seconds = f.result()
-            self.seconds += seconds
-        else:    # in the caller: with the thread on, this call alone (Tracker.single: the
-            # same bits, its window's anchor and its own member, not the whole window)
-            out = self.tracker(t) if self.pool is None else self.tracker.single(t)
+        out = None
+        if self.pool is not None and not self.broken:
+            try:
+                out = self._take(step, t)
+            except Exception as e:  # noqa: BLE001 -- a worker died: the loop computes the rest
+                self._break(e)
+        if out is None:
+            # in the caller: with workers, this call alone (Tracker.single: the same bits,
+            # its window's anchor and its own member, not the whole window)
+            out = self.tracker(t) if self.pool is None or self.broken else self.tracker.single(t)
             self.seconds += time.perf_counter() - t0
         if self.pool is not None:
             self._fill(step)
         self.wait += time.perf_counter() - t0
         return out
 
+    def _break(self, error):
+        """The workers failed: said once, the rest computed in the loop."""
+        if not self.broken:
+            self.broken = True
+            warnings.warn(f"the processes computing H(t)'s eigenpairs ahead failed "
+                          f"({type(error).__name__}: {str(error)[:120]}); the loop computes them",
+                          RuntimeWarning, stacklevel=4)
+            self.close()
+
     def close(self):
-        """Stop: nothing queued is started, a call under way ends the task; the thread goes."""
-        self.stop.set()
+        """Stop: nothing queued is started; the workers exit once their task is done."""
         if self.pool is not None:
-            for f in self.queue.values():
-                f.cancel()
-            self.queue.clear()
+            for task in self.tasks.values():
+                task[0].cancel()
+            self.tasks.clear()
             self.pool.shutdown(wait=False, cancel_futures=True)
             self.pool = None
