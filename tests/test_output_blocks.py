@@ -565,3 +565,12 @@ def test_when_the_eigenpairs_go_ahead(inputs_dir, monkeypatch):
         assert lookahead_wanted(moving.with_value("run.eigen_workers", "on"), cpu(8))
         assert lookahead_wanted(static.with_value("run.eigen_workers", "on"), cpu(8))
         assert not lookahead_wanted(moving.with_value("run.eigen_workers", "off"), gpu)
+    # before the backend is made (the driver opens the workers before it prepares)
+    from tdse.run.eigenpairs import may_want
+    monkeypatch.setattr(bk, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(bk, "gpu_count", lambda: 1)
+    assert may_want(moving) and may_want(moving, "cupy") and not may_want(small)
+    assert may_want(moving, "numpy", threads=1) and not may_want(moving, "numpy", threads=2)
+    assert not may_want(static) and may_want(small.with_value("run.eigen_workers", "on"))
+    monkeypatch.setattr(bk, "gpu_count", lambda: 0)       # "auto" is the CPU: N = 1024 takes
+    assert bk.blas_threads(moving) == 2 and not may_want(moving)   # both CPUs for its BLAS

@@ -21,6 +21,7 @@ from ..model.states import DTYPE
 from ..numerics.precheck import Precheck
 from .interrupts import Interrupts
 from .loop import evolve
+from .eigenpairs import Workers, may_want
 from .rows import Observables
 from .sinks import Progress, Snapshots
 from .plan import RunPlan, prepare
@@ -193,8 +194,26 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
     the result is bit-identical on the CPU).  SIGINT/SIGTERM close the file valid and raise
     :class:`tdse.run.interrupts.Interrupted`.  ``force``: overwrite an existing output;
     ``allow_inaccurate``: run although the exponential misses its tolerance;
-    ``threads``: the host's BLAS threads, on a GPU run too (default: :func:`tdse.run.backend.blas_threads`)."""
+    ``threads``: the host's BLAS threads, on a GPU run too (default: :func:`tdse.run.backend.blas_threads`).
+
+    H(t)'s eigenpairs' look-ahead processes (:class:`tdse.run.eigenpairs.Workers`), where the
+    run may want them, are opened here before the set-up (their start overlaps it) and
+    closed when the run ends."""
     entered = time.time()
+    cfg = config.config if isinstance(config, RunPlan) else config
+    workers = Workers() if may_want(cfg, backend, threads) else None
+    try:
+        return _run(config, out_dir, backend=backend, devices=devices, force=force,
+                    progress=progress, precheck_result=precheck_result, resume=resume,
+                    allow_inaccurate=allow_inaccurate, threads=threads, workers=workers,
+                    entered=entered)
+    finally:
+        if workers is not None:
+            workers.close()
+
+
+def _run(config, out_dir, *, backend, devices, force, progress, precheck_result, resume,
+         allow_inaccurate, threads, workers, entered) -> Result:
     plan = config if isinstance(config, RunPlan) else prepare(
         config, backend=backend, devices=devices, threads=threads,
         allow_inaccurate=allow_inaccurate, pc=precheck_result)
@@ -211,7 +230,7 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
         stepper = plan.stepper()
         psi, Ut, start = _start_state(plan, resume, work)
         snaps = Snapshots(plan, writer, start)
-        obs = Observables(plan, writer)
+        obs = Observables(plan, writer, workers)
         sinks = [obs, snaps]
         estimate = _time_error(plan, writer, snaps, resume, start)
         if estimate is not None:

@@ -31,7 +31,7 @@ import warnings
 
 from ..model import states
 
-__all__ = ["Lookahead", "lookahead_wanted"]
+__all__ = ["Lookahead", "Workers", "lookahead_wanted", "may_want"]
 
 #: tasks in flight a worker: a task is a window's calls for the 3- and 5-point trackers
 #: (computed together, at its first), else one call
@@ -61,6 +61,23 @@ def lookahead_wanted(config, backend) -> bool:
         return mode == "on"
     from .backend import usable_cpus
     return usable_cpus() > (1 if backend.devices or backend.name == "cupy" else backend.threads or 1)
+
+
+def may_want(config, backend="auto", threads=None) -> bool:
+    """Whether a run of ``config`` may want the look-ahead (:func:`lookahead_wanted` before
+    its backend is made: ``backend`` the name asked for, "auto" a GPU where the machine has
+    one; ``threads`` its BLAS threads asked for): :func:`tdse.run.driver.run` then opens the
+    :class:`Workers` before it prepares, so that their start (~1.5 s of imports on a GPU
+    host) overlaps the set-up."""
+    mode = config.run.eigen_workers
+    if mode == "off" or not any(c.moving for c in config.potential.centres):
+        return False
+    if mode == "on":
+        return True
+    from .backend import blas_threads, gpu_count, usable_cpus
+    gpu = backend == "cupy" or (backend == "auto" and gpu_count() > 0)
+    return config.grid.n >= LOOKAHEAD_MIN_N and \
+        usable_cpus() > (1 if gpu else blas_threads(config, threads))
 
 
 _MAIN_LOCK = threading.Lock()
@@ -107,6 +124,33 @@ def _ready():
     return True
 
 
+class Workers:
+    """The look-ahead's worker processes: one :class:`concurrent.futures.ProcessPoolExecutor`
+    of up to :data:`WORKERS` spawned processes (BLAS on one thread, without CuPy:
+    :mod:`tdse.run.ahead_child`), their start begun at once (``ready``: done once one has
+    started).  Opened by a run and closed by it (:meth:`close`), never by ``prepare``."""
+
+    def __init__(self):
+        import multiprocessing
+
+        from ..options import blas_env
+        from . import ahead_child
+        from .backend import usable_cpus
+        self.count = max(1, min(WORKERS, usable_cpus() - 1))
+        self.pool = concurrent.futures.ProcessPoolExecutor(
+            self.count, mp_context=multiprocessing.get_context("spawn"),
+            initializer=ahead_child.start, initargs=(states.EIGEN_BLAS_THREADS,))
+        with blas_env(states.EIGEN_BLAS_THREADS):     # the children's BLAS from their start
+            self.ready = _spawn(self.pool, _ready)
+
+    def submit(self, fn, *args):
+        return _spawn(self.pool, fn, *args)
+
+    def close(self):
+        """No more tasks; those queued are dropped, the processes exit after theirs."""
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
 class Lookahead:
     """H(t)'s pairs at the populations' steps of a run: ``__call__(step, t)`` gives them,
     computed ahead by worker processes (``ahead``; else in the caller by ``tracker``, the
@@ -115,29 +159,21 @@ class Lookahead:
     computing them (in the workers or here); ``wait``: the caller's time in ``__call__``;
     ``calls``."""
 
-    def __init__(self, tracker, dt, steps, interval, ahead=True):
+    def __init__(self, tracker, dt, steps, interval, ahead=True, workers=None):
         self.tracker, self.dt, self.steps, self.interval = tracker, dt, steps, interval
         self.seconds = self.wait = 0.0
         self.calls = 0
         self.span = tracker.window_steps        # a task: a window's steps (None: one step)
         self.tasks = collections.OrderedDict()  # first step -> [future, its steps, counted]
         self.next = 0                           # the next step to ask for (None: none left)
-        self.pool = self.ready = None
-        self.broken = False
-        if ahead:
-            import multiprocessing
-
-            from ..options import blas_env
-            from . import ahead_child
-            from .backend import usable_cpus
-            self.workers = max(1, min(WORKERS, usable_cpus() - 1))
+        self.pool = self.ready = None           # (pool: the Workers, while in use)
+        self.broken = self.own = False
+        if ahead:           # the run's workers, or (none given) this look-ahead's own
+            self.own = workers is None
+            self.pool = Workers() if workers is None else workers
+            self.ready, self.workers = self.pool.ready, self.pool.count
             self.run = (os.getpid(), next(_RUNS))
             self.begin = (tracker.config, tracker.K, tracker.settings())
-            self.pool = concurrent.futures.ProcessPoolExecutor(
-                self.workers, mp_context=multiprocessing.get_context("spawn"),
-                initializer=ahead_child.start, initargs=(states.EIGEN_BLAS_THREADS,))
-            with blas_env(states.EIGEN_BLAS_THREADS):     # the children's BLAS from their start
-                self.ready = _spawn(self.pool, _ready)
 
     def _following(self, s):
         """The populations' step after ``s`` (a multiple of the interval, or the last),
@@ -160,7 +196,7 @@ class Lookahead:
                 group.append(self.next)
                 self.next = self._following(self.next)
             try:
-                f = _spawn(self.pool, _pairs, self.run, self.begin, tuple(s * self.dt for s in group))
+                f = self.pool.submit(_pairs, self.run, self.begin, tuple(s * self.dt for s in group))
             except Exception as e:  # noqa: BLE001 -- the pool broke: the loop computes the rest
                 return self._break(e)
             self.tasks[group[0]] = [f, group, False]     # (future, its steps, counted)
@@ -218,10 +254,12 @@ class Lookahead:
             self.close()
 
     def close(self):
-        """Stop: nothing queued is started; the workers exit once their task is done."""
+        """Stop: this run's tasks not started are dropped; its own workers closed (the run's
+        are the run's to close)."""
         if self.pool is not None:
             for task in self.tasks.values():
                 task[0].cancel()
             self.tasks.clear()
-            self.pool.shutdown(wait=False, cancel_futures=True)
+            if self.own or self.broken:
+                self.pool.close()
             self.pool = None

@@ -50,7 +50,7 @@ class Observables(Sink):
     and at step 0 of a new run (a save point each); the populations in H(t)'s eigenstates
     every ``populations_every`` steps (and at the first and last)."""
 
-    def __init__(self, plan, writer):
+    def __init__(self, plan, writer, workers=None):
         cfg = plan.config
         K = cfg.output.populations
         self.config, self.writer = cfg, writer
@@ -61,6 +61,7 @@ class Observables(Sink):
         self._static = None
         self.tracker = states.Tracker(cfg, K) if self.moving else None
         self.ahead = lookahead_wanted(cfg, plan.backend)
+        self.workers = workers            # the run's look-ahead processes, if it opened them
         self.pairs = None                  # the run's Lookahead (begin .. end)
         # H(t)'s eigenpairs, for the closing note: seconds computing them, calls, and the
         # seconds the loop waited for them (all of the computing when not ahead)
@@ -83,7 +84,7 @@ class Observables(Sink):
         if self.moving:
             cfg = self.config
             self.pairs = Lookahead(self.tracker, cfg.time.dt, cfg.time.steps,
-                                   self._pop_every, ahead=self.ahead)
+                                   self._pop_every, ahead=self.ahead, workers=self.workers)
         if not state.resumed:
             self.record(state)
 
