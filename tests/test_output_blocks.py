@@ -437,8 +437,9 @@ def test_snapshots_in_flight_write_the_same_rows_in_order(inputs_dir, monkeypatc
 
 
 def _started(monkeypatch):
-    """Lookaheads made from here on wait for their workers to start (a test's short run would
-    end while they start: a real run computes in the loop meanwhile); returns the list of
+    """Lookaheads made from here on wait for their workers to start, and for the task holding
+    a step asked for (a test's short run would end while they start, and outrun their
+    windows: a real run computes those calls in the loop meanwhile); returns the list of
     those made, each with ``taken``: the steps the workers answered."""
     from tdse.run import eigenpairs
     made = []
@@ -451,7 +452,10 @@ def _started(monkeypatch):
         self.taken = []
         made.append(self)
 
-    def counted(self, step, t):
+    def counted(self, step, t):      # (the task holding the step waited for: a run's loop
+        for f, group, _ in list(self.tasks.values()):   # computes it itself meanwhile)
+            if step in group:
+                f.result(timeout=120)
         out = take(self, step, t)
         if out is not None:
             self.taken.append(step)
@@ -574,3 +578,28 @@ def test_when_the_eigenpairs_go_ahead(inputs_dir, monkeypatch):
     assert not may_want(static) and may_want(small.with_value("run.eigen_workers", "on"))
     monkeypatch.setattr(bk, "gpu_count", lambda: 0)       # "auto" is the CPU: N = 1024 takes
     assert bk.blas_threads(moving) == 2 and not may_want(moving)   # both CPUs for its BLAS
+
+
+def test_a_call_whose_task_is_under_way_is_computed_by_the_caller(inputs_dir, monkeypatch):
+    """Lookahead: where the task holding a step has not finished, the caller computes that
+    call itself (Tracker.single: the same bits) rather than wait for the whole window, and
+    the task stays for its later steps."""
+    import concurrent.futures
+
+    from tdse.model import states
+    from tdse.run import eigenpairs
+    cfg = _moving(inputs_dir, 3, n=160, **{"output.populations_every": 2})
+    dt = cfg.time.dt
+    la = eigenpairs.Lookahead(states.Tracker(cfg, 4), dt, 200, 2, ahead=False)
+    la.pool, la.workers, la.ready = object(), 1, concurrent.futures.Future()   # workers "starting"
+    pending = concurrent.futures.Future()
+    la.tasks[2] = [pending, [2, 4, 6], False]
+    la.next = None
+    ref = states.Tracker(cfg, 4)
+    E4, _ = la(4, 4 * dt)                        # its task under way: computed here
+    assert np.array_equal(E4, ref(4 * dt)[0]) and list(la.tasks) == [2]
+    E, phi = ref(6 * dt)
+    pending.set_result(([ref(2 * dt), ref(4 * dt), (E + 1, phi)], 0.5, []))
+    E6, _ = la(6, 6 * dt)                        # done now: the task's own (marked + 1)
+    assert np.array_equal(E6, E + 1) and not la.tasks and la.seconds >= 0.5
+    la.pool = None

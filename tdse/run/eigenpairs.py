@@ -154,7 +154,8 @@ class Workers:
 class Lookahead:
     """H(t)'s pairs at the populations' steps of a run: ``__call__(step, t)`` gives them,
     computed ahead by worker processes (``ahead``; else in the caller by ``tracker``, the
-    loop's, which also computes a step not foreseen and the calls while the workers start).
+    loop's, which also computes a step not foreseen, the calls while the workers start and
+    a call whose task is still under way).
     At most :data:`DEPTH` tasks a worker are in flight, in step order.  ``seconds``:
     computing them (in the workers or here); ``wait``: the caller's time in ``__call__``;
     ``calls``."""
@@ -202,8 +203,10 @@ class Lookahead:
             self.tasks[group[0]] = [f, group, False]     # (future, its steps, counted)
 
     def _take(self, step, t):
-        """The pairs of ``step`` from its task (waited for; its seconds and warnings counted
-        once), or None where no task holds it; tasks whose steps all passed are dropped."""
+        """The pairs of ``step`` from its task once it is done (its seconds and warnings
+        counted once), else None -- no task holds it, or its task is still under way: the
+        caller computes that call alone rather than wait for a whole window (the workers,
+        meanwhile, get ahead of the loop); tasks whose steps all passed are dropped."""
         while self.tasks:
             first, task = next(iter(self.tasks.items()))
             f, group = task[0], task[1]
@@ -211,8 +214,8 @@ class Lookahead:
                 self.tasks.popitem(last=False)
                 f.cancel()
                 continue
-            if step not in group or t != step * self.dt:
-                return None
+            if step not in group or t != step * self.dt or not f.done():
+                return None     # (a task still under way: the caller computes this call)
             pairs, seconds, said = f.result()
             if not task[2]:
                 task[2] = True
