@@ -43,9 +43,10 @@ OPTIONS = (
            "on a GPU (a block held the loop 45-80 ms on an H100's host at N = 8192); on a CPU "
            "the thread would take a core from the run's BLAS"),
     Option("eigen_workers", ("auto", "on", "off"), "auto",
-           "moving centres: H(t)'s eigenpairs for the populations computed ahead on a thread "
-           "beside the loop (tdse.run.eigenpairs): auto = from N = 1024, where a CPU is spare "
-           "(beside the loop on a GPU, beside the BLAS threads on the CPU)"),
+           "moving centres: H(t)'s eigenpairs for the populations computed ahead in worker "
+           "processes beside the loop (tdse.run.eigenpairs): auto = where a CPU is spare (beside "
+           "the loop on a GPU, beside the BLAS threads on the CPU) and they would take the "
+           "loop more than 0.1 s (0.5 s on fewer than 4 CPUs)"),
     Option("context_switch", (True, False), True,
            "a GPU loop of 1000 steps or more starts with a context switch on its GPUs, so "
            "that its steps are scheduled as before auto's calibration ran on a second stream "

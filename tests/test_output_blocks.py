@@ -214,7 +214,7 @@ def test_an_interrupt_writes_the_held_snapshots(stencil, n, warm, ahead, tmp_pat
     bit for bit -- with H(t)'s 3-point pairs by windows (``warm``: states.WARM_MIN_N = 0,
     the default) and each from scratch, and with the DVR's Davidson pairs beyond DVR_DENSE_MAX (the
     resumed run's first call has no earlier call to start from: each starts from its
-    anchor's pairs); ``ahead``: the pairs computed ahead on the look-ahead thread
+    anchor's pairs); ``ahead``: the pairs computed ahead by the look-ahead's processes
     (run.eigen_workers = "on") in the runs that are cut and resumed, the reference's in
     the loop."""
     from tdse.model import states
@@ -549,35 +549,44 @@ def test_a_script_without_a_main_guard_runs_once_with_the_workers(tmp_path):
 
 
 def test_when_the_eigenpairs_go_ahead(inputs_dir, monkeypatch):
-    """run.eigen_workers: "on" / "off" whatever; "auto" only with moving centres, N >=
-    LOOKAHEAD_MIN_N and a CPU spare -- beside the loop's thread on a GPU, beside the BLAS
-    threads on the CPU."""
+    """run.eigen_workers: "on" / "off" whatever; "auto" only with moving centres, a CPU spare
+    (beside the loop's thread on a GPU, beside the BLAS threads on the CPU) and more of the
+    pairs' guessed seconds than AHEAD_MIN_SECONDS (AHEAD_MIN_SECONDS_FEW_CPUS on fewer than
+    MANY_CPUS); the same rule before the backend is made (may_want)."""
     from tdse.run import backend as bk
-    from tdse.run.eigenpairs import LOOKAHEAD_MIN_N, lookahead_wanted
-    moving = _moving(inputs_dir, 3, n=LOOKAHEAD_MIN_N)
-    small = _moving(inputs_dir, 3, n=LOOKAHEAD_MIN_N - 2)
+    from tdse.run import eigenpairs as ep
+    moving = _moving(inputs_dir, 3)
     static = cfgmod.load(os.path.join(inputs_dir, "h2plus_static.toml"))
     assert not any(c.moving for c in static.potential.centres)
     cpu = lambda threads: bk.Backend("numpy", np, None, threads)    # noqa: E731
     gpu = bk.Backend("cupy", np, (0,), 16)
-    for cpus, want in ((2, {1: True, 2: False}), (1, {1: False, 2: False})):
+    few, many = ep.AHEAD_MIN_SECONDS_FEW_CPUS, ep.AHEAD_MIN_SECONDS
+    for cpus, least in ((2, few), (ep.MANY_CPUS, many)):
         monkeypatch.setattr(bk, "usable_cpus", lambda: cpus)
-        for threads, w in want.items():
-            assert lookahead_wanted(moving, cpu(threads)) == w
-        assert lookahead_wanted(moving, gpu) == (cpus >= 2)
-        assert not lookahead_wanted(static, cpu(1)) and not lookahead_wanted(small, gpu)
-        assert lookahead_wanted(moving.with_value("run.eigen_workers", "on"), cpu(8))
-        assert lookahead_wanted(static.with_value("run.eigen_workers", "on"), cpu(8))
-        assert not lookahead_wanted(moving.with_value("run.eigen_workers", "off"), gpu)
-    # before the backend is made (the driver opens the workers before it prepares)
-    from tdse.run.eigenpairs import may_want
-    monkeypatch.setattr(bk, "usable_cpus", lambda: 2)
-    monkeypatch.setattr(bk, "gpu_count", lambda: 1)
-    assert may_want(moving) and may_want(moving, "cupy") and not may_want(small)
-    assert may_want(moving, "numpy", threads=1) and not may_want(moving, "numpy", threads=2)
-    assert not may_want(static) and may_want(small.with_value("run.eigen_workers", "on"))
-    monkeypatch.setattr(bk, "gpu_count", lambda: 0)       # "auto" is the CPU: N = 1024 takes
-    assert bk.blas_threads(moving) == 2 and not may_want(moving)   # both CPUs for its BLAS
+        for guess, want in ((1.1 * least, True), (0.9 * least, False)):
+            monkeypatch.setattr(ep, "seconds_guess", lambda c: guess)
+            assert ep.lookahead_wanted(moving, cpu(1)) == want
+            assert ep.lookahead_wanted(moving, cpu(cpus - 1)) == want
+            assert not ep.lookahead_wanted(moving, cpu(cpus))          # no CPU spare
+            assert ep.lookahead_wanted(moving, gpu) == want
+            assert not ep.lookahead_wanted(static, cpu(1))
+            assert ep.lookahead_wanted(moving.with_value("run.eigen_workers", "on"), cpu(cpus))
+            assert ep.lookahead_wanted(static.with_value("run.eigen_workers", "on"), cpu(cpus))
+            assert not ep.lookahead_wanted(moving.with_value("run.eigen_workers", "off"), gpu)
+            monkeypatch.setattr(bk, "gpu_count", lambda: 1)             # auto: a GPU
+            assert ep.may_want(moving) == want and ep.may_want(moving, "cupy") == want
+            assert ep.may_want(moving, "numpy", threads=1) == want
+            assert not ep.may_want(moving, "numpy", threads=cpus) and not ep.may_want(static)
+            monkeypatch.setattr(bk, "gpu_count", lambda: 0)             # auto: the CPU
+            assert ep.may_want(moving, threads=1) == want
+    monkeypatch.setattr(bk, "usable_cpus", lambda: 1)
+    monkeypatch.setattr(ep, "seconds_guess", lambda c: 100.0)
+    assert not ep.lookahead_wanted(moving, gpu) and not ep.lookahead_wanted(moving, cpu(1))
+    monkeypatch.undo()
+    # the guess: 801 calls of the DVR's dense solver at N = 256 (1.5e-8 N^2 s each)
+    dvr = _moving(inputs_dir, "dvr", n=256, **{"output.populations_every": 10})
+    dvr = dvr.with_value("time.t_end", 8000 * dvr.time.dt)
+    assert ep.seconds_guess(dvr) == pytest.approx(801 * 1.5e-8 * dvr.grid.n ** 2)
 
 
 def test_a_call_whose_task_is_under_way_is_computed_by_the_caller(inputs_dir, monkeypatch):

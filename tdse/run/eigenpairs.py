@@ -11,8 +11,11 @@ loop begins and closed when it ends (never by ``prepare``).
 Processes, spawned, not threads: a call is mostly NumPy and SciPy calls on N x K arrays
 between LAPACK calls, each taking the GIL the loop's thread wants -- one H200, N = 8192,
 40000 steps, populations every 50, the loop 5.76 s with a thread against 5.34 s with
-processes (3-point), 1.31 against 1.02 of the bare loop (5-point;
-``run-overhead_h200x1_20261128T0714*`` / ``..._0723*``).  The same from the CLI, a script
+e76717c's processes (3-point), 1.31 against 1.02 of the bare loop (5-point;
+``benchmarks/results/run-overhead_h200x1_20261128T071441_thread.json`` against
+``..._071623_base_e76717c.json``, ``..._072338_thread.json`` against
+``..._072524_base_e76717c.json``); with these processes 1.08 and 1.12
+(``..._074626.json``, ``..._074316.json``).  The same from the CLI, a script
 and a notebook: the processes are spawned with ``__main__`` out of sight (:func:`_spawn`),
 so a script is never run again in them, guarded by ``if __name__ == "__main__"`` or not --
 they need nothing of it (their task and initializer are tdse's own).
@@ -31,7 +34,7 @@ import warnings
 
 from ..model import states
 
-__all__ = ["Lookahead", "Workers", "lookahead_wanted", "may_want"]
+__all__ = ["Lookahead", "Workers", "lookahead_wanted", "may_want", "seconds_guess"]
 
 #: tasks in flight a worker: a task is a window's calls for the 3- and 5-point trackers
 #: (computed together, at its first), else one call
@@ -42,25 +45,50 @@ DEPTH = 2
 #: the 5-point loop 2.18-2.20 s with two against 3.58-3.91 s with one)
 WORKERS = 2
 
-#: the look-ahead only from this N ("auto"): below it a call costs the loop less than a
-#: task's pickling and the worker's start (~0.3 s on 2 cores, ~1.5 s on a GPU host), and
-#: a spare CPU is rarer -- measured on 2 cores, N = 256, 4000 steps, populations every 10:
-#: the look-ahead (then on a thread) slowed the run's loop, 3.34-3.65 s against 3.04-3.16 s
-LOOKAHEAD_MIN_N = 1024
+#: "auto" computes the pairs ahead where computing them in the loop would take more than
+#: this many seconds of the run (:func:`seconds_guess`) -- on a machine of fewer than
+#: MANY_CPUS CPUs AHEAD_MIN_SECONDS_FEW_CPUS, where the workers' start (~0.3 s of imports a
+#: process) shares the run's cores: 2 cores, N = 256, 4000 steps, 3-point, populations
+#: every 10 (0.11 s of pairs in the loop) cost the run's wall 0.26 s more with a worker;
+#: 8000 steps (0.22 s) about broke even (``benchmarks/archive/observer_parts.py``)
+AHEAD_MIN_SECONDS = 0.1
+AHEAD_MIN_SECONDS_FEW_CPUS = 0.5
+MANY_CPUS = 4
+
+
+def seconds_guess(config) -> float:
+    """A low guess of the seconds H(t)'s pairs of a run of ``config`` would take in its loop:
+    the calls (``time.steps / populations_every + 1``) x one call on one core (measured on 2
+    cores: the windows, 3-point 0.3-0.5 us x N, 5-point 0.5-1 us x N, ``window_pairs_cpu2_*``;
+    the DVR's dense solver up to N = 512 ~4e-8 N^2 s, Davidson beyond 2.6-5 us x N)."""
+    o, n, g = config.output, config.grid.n, config.grid
+    calls = config.time.steps // o.populations_interval + 1
+    if g.stencil in (3, 5):
+        each = (3e-7 if g.stencil == 3 else 5e-7) * n
+    else:
+        each = 1.5e-8 * n * n if n <= states.DVR_DENSE_MAX else 2.5e-6 * n
+    return calls * each
+
+
+def _auto(config, gpu, blas_threads) -> bool:
+    """"auto": a centre moves, a CPU is spare (beside the loop's thread on a GPU, beside the
+    run's BLAS threads on the CPU) and the pairs would cost the loop more than
+    :data:`AHEAD_MIN_SECONDS` (:data:`AHEAD_MIN_SECONDS_FEW_CPUS` on fewer than
+    :data:`MANY_CPUS` CPUs)."""
+    from .backend import usable_cpus
+    cpus = usable_cpus()
+    least = AHEAD_MIN_SECONDS if cpus >= MANY_CPUS else AHEAD_MIN_SECONDS_FEW_CPUS
+    return cpus > (1 if gpu else blas_threads) and seconds_guess(config) > least
 
 
 def lookahead_wanted(config, backend) -> bool:
     """Whether a run of ``config`` on ``backend`` (:class:`tdse.run.backend.Backend`)
     computes H(t)'s pairs ahead in worker processes: the option ``run.eigen_workers`` "on"
-    always, "off" never, "auto" when a centre moves, N >= :data:`LOOKAHEAD_MIN_N` and a CPU
-    is spare (:func:`tdse.run.backend.usable_cpus`): beside the loop's thread on a GPU,
-    beside the run's BLAS threads on the CPU."""
+    always, "off" never, "auto" as :func:`_auto` says."""
     mode = config.run.eigen_workers
-    if mode != "auto" or not any(c.moving for c in config.potential.centres) \
-            or config.grid.n < LOOKAHEAD_MIN_N:
+    if mode != "auto" or not any(c.moving for c in config.potential.centres):
         return mode == "on"
-    from .backend import usable_cpus
-    return usable_cpus() > (1 if backend.devices or backend.name == "cupy" else backend.threads or 1)
+    return _auto(config, bool(backend.devices) or backend.name == "cupy", backend.threads or 1)
 
 
 def may_want(config, backend="auto", threads=None) -> bool:
@@ -70,14 +98,11 @@ def may_want(config, backend="auto", threads=None) -> bool:
     :class:`Workers` before it prepares, so that their start (~1.5 s of imports on a GPU
     host) overlaps the set-up."""
     mode = config.run.eigen_workers
-    if mode == "off" or not any(c.moving for c in config.potential.centres):
-        return False
-    if mode == "on":
-        return True
-    from .backend import blas_threads, gpu_count, usable_cpus
+    if mode != "auto" or not any(c.moving for c in config.potential.centres):
+        return mode == "on"
+    from .backend import blas_threads, gpu_count
     gpu = backend == "cupy" or (backend == "auto" and gpu_count() > 0)
-    return config.grid.n >= LOOKAHEAD_MIN_N and \
-        usable_cpus() > (1 if gpu else blas_threads(config, threads))
+    return _auto(config, gpu, blas_threads(config, threads))
 
 
 _MAIN_LOCK = threading.Lock()
