@@ -113,7 +113,10 @@ def _spawn(pool, fn, *args):
     may spawn a process: multiprocessing's spawn would import the user's script (or
     notebook kernel's main) again in the child, running its top level; the child needs
     nothing of it (kiln-ai's ``start_process_with_light_main`` does the same)."""
-    with _MAIN_LOCK:
+    from .interrupts import deferred
+    # (an interrupt is raised after the spawn, not in it: cut between the new process and
+    # its start-up data, it left that process failing, its traceback on the terminal)
+    with _MAIN_LOCK, deferred():
         main = sys.modules.get("__main__")
         sys.modules["__main__"] = types.ModuleType("__main__")
         try:
