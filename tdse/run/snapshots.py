@@ -44,7 +44,7 @@ import errno
 import json
 import os
 import shutil
-import threading
+import concurrent.futures
 import time
 
 import h5py
@@ -218,11 +218,12 @@ class SnapshotWriter:
         self._held, self._held_since = [], None     # snapshots appended, not yet written
         self.before_write = []
         # background (a GPU run, whose loop's thread is what keeps the device fed): each
-        # block's HDF5 calls in a thread of their own (:meth:`write`), psi's rows copied
+        # block's HDF5 calls on the writer's one thread (:meth:`write`), psi's rows copied
         # into one array as they come (:meth:`append`), the file's attributes set with the
         # next block (:meth:`set_attrs`)
         self.background = background
-        self._job = None                 # (thread, [error]) of the block being written
+        self._job = None                 # the future of the block being written (background)
+        self._writer = None              # the one thread that writes them, made at the first
         self._psi = None                 # psi's rows of the held snapshots (background)
         self._psi_rows = 0               # ... the rows that array was made for
         self._attrs = {}                 # attributes waiting for the next block (background)
@@ -359,9 +360,9 @@ class SnapshotWriter:
         the new count's parity; where that is the slot of the file's last whole snapshot (an
         even number held), the snapshot before goes first into the other, flushed.
 
-        ``background``: the block's HDF5 calls (which let the GIL go) run in a thread while
-        the loop goes on, one block at a time -- the next write (or :meth:`close`) waits for
-        it first and raises its error there; a block of ~400 snapshots at N = 8192 held the
+        ``background``: the block's HDF5 calls (which let the GIL go) run on the writer's one
+        thread while the loop goes on, one block at a time -- the next write (or
+        :meth:`close`) waits for it first and raises its error there; a block of ~400 snapshots at N = 8192 held the
         loop's thread 45-80 ms on an H100's host, which runs ~22 ms ahead of the device
         (``step_attrib_h100x1_20261126T1620_3point.txt``)."""
         self._wait()
@@ -388,16 +389,9 @@ class SnapshotWriter:
         args = (c0, c1, stages, held, cols, obs, attrs, need, free)
         if not (self.background and not final):
             return self._block(*args)
-        error = []
-
-        def job():
-            try:
-                self._block(*args)
-            except BaseException as e:  # noqa: BLE001 -- raised in the loop's thread (_wait)
-                error.append(e)
-        t = threading.Thread(target=job, name="tdse-write", daemon=True)
-        self._job = (t, error)
-        t.start()
+        if self._writer is None:
+            self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tdse-write")
+        self._job = self._writer.submit(self._block, *args)   # (its error: raised by _wait)
 
     def _wait(self):
         """The block under way in the background written (its error raised here).  Forgotten
@@ -405,10 +399,9 @@ class SnapshotWriter:
         (a block written beside the close's own could set a dataset's extent back)."""
         job = self._job
         if job is not None:
-            job[0].join()
+            concurrent.futures.wait([job])
             self._job = None
-            if job[1]:
-                raise job[1][0]
+            job.result()
 
     def _block(self, c0, c1, stages, held, cols, obs, attrs, need, free):
         """A block of :meth:`write`: snapshots c0 .. c1 - 1 (their ``cols``), the
@@ -561,6 +554,9 @@ class SnapshotWriter:
         if self.f:
             self.write(final=True)
         self._wait()
+        if self._writer is not None:          # (no block under way: the thread ends)
+            self._writer.shutdown(wait=False)
+            self._writer = None
         if self.f:
             for k, v in self._attrs.items():
                 self.f.attrs[k] = _jsonable(v)
