@@ -217,10 +217,9 @@ class SnapshotWriter:
         self.extra, self.flush_seconds = dict(extra or {}), config.output.flush_seconds
         self._held, self._held_since = [], None     # snapshots appended, not yet written
         self.before_write = []
-        # background (a GPU run, whose loop's thread is what keeps the device fed): each
-        # block's HDF5 calls on the writer's one thread (:meth:`write`), psi's rows copied
-        # into one array as they come (:meth:`append`), the file's attributes set with the
-        # next block (:meth:`set_attrs`)
+        # background (a GPU run, whose loop's thread keeps the device fed): each block's HDF5
+        # calls on the writer's one thread (:meth:`write`), psi's rows copied into one array as
+        # they come (:meth:`append`), the attributes set with the next block (:meth:`set_attrs`)
         self.background = background
         self._job = None                 # the future of the block being written (background)
         self._writer = None              # the one thread that writes them, made at the first
