@@ -15,7 +15,7 @@ from ..model.potential import centre_positions
 from ..model.states import DTYPE
 from .loop import Sink
 
-__all__ = ["Snapshots", "Progress", "host_psi", "due"]
+__all__ = ["Snapshots", "Progress", "host_psi"]
 
 #: psi on a GPU: at most this many snapshot copies (and SNAPSHOT_BYTES_IN_FLIGHT of them)
 #: under way (:meth:`Snapshots.write`): the oldest is finished (waited for) when one more
@@ -37,11 +37,6 @@ def host_psi(state):
         h = to_host(state.psi)
         state._host = h
     return h
-
-
-def due(step, every, config):
-    """Whether ``step`` is one to record at: every ``every`` steps, and the last."""
-    return step % every == 0 or step == config.time.steps
 
 
 class Snapshots(Sink):
