@@ -612,3 +612,20 @@ def test_a_call_whose_task_is_under_way_is_computed_by_the_caller(inputs_dir, mo
     E6, _ = la(6, 6 * dt)                        # done now: the task's own (marked + 1)
     assert np.array_equal(E6, E + 1) and not la.tasks and la.seconds >= 0.5
     la.pool = None
+
+
+def test_the_runs_workers_are_used_whatever_a_second_look_at_the_cpus_says(inputs_dir, monkeypatch):
+    """The look-ahead's processes a run opened (its one decision, made before it prepares)
+    are the ones its observables use, even where the spare CPUs seen later say no: never
+    opened and left idle."""
+    from tdse.run import driver, rows
+    made = _started(monkeypatch)
+    monkeypatch.setattr(driver, "may_want", lambda *a, **k: True)
+    monkeypatch.setattr(rows, "lookahead_wanted", lambda *a, **k: False)
+    cfg = _moving(inputs_dir, 3, n=160, **{"output.populations_every": 4})
+    tdse.simulate(cfg, backend="numpy")
+    assert len(made) == 1 and made[0].ready is not None and not made[0].own
+    assert made[0].taken, "the run's workers answered no call"
+    monkeypatch.setattr(driver, "may_want", lambda *a, **k: False)
+    tdse.simulate(cfg, backend="numpy")
+    assert made[1].ready is None          # no workers of the run: decided by the sink (no)

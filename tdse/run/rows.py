@@ -60,8 +60,11 @@ class Observables(Sink):
         self.moving = any(c.moving for c in cfg.potential.centres)
         self._static = None
         self.tracker = states.Tracker(cfg, K) if self.moving else None
-        self.ahead = lookahead_wanted(cfg, plan.backend)
-        self.workers = workers            # the run's look-ahead processes, if it opened them
+        # the run's look-ahead processes, if it opened them: its decision (one sample of the
+        # spare CPUs a run -- a second one here found none where the first had found one,
+        # and left the processes the run had started idle); else decided here
+        self.workers = workers
+        self.ahead = workers is not None or lookahead_wanted(cfg, plan.backend)
         self.pairs = None                  # the run's Lookahead (begin .. end)
         # H(t)'s eigenpairs, for the closing note: seconds computing them, calls, and the
         # seconds the loop waited for them (all of the computing when not ahead)
