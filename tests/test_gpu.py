@@ -741,11 +741,13 @@ def test_dense_graph_step_equals_the_launched_dense_step(name, stencil, t_end):
 def test_device_observables_equal_the_host_definitions(name, sets, t):
     """BlockMeasure's one-kernel sums on the GPU (V and dV/dx evaluated in the kernel; the
     grid split over blocks up to SPLIT_MAX_MEMBERS members, 32 members a block beyond)
-    against the same observables written with array operations (CuPy) and with NumPy (#23
-    item 2), for a random block: every observable to 1e-12 of its scale."""
+    against the same block measured with NumPy (#23 item 2) and each member's row by the
+    single-state definitions (:class:`Measure`), for a random block: every observable to
+    1e-12 of its scale."""
     from tdse.model.grid import points
     from tdse.model import states
     from tdse.model.observables import BlockMeasure
+    from test_observables import measure_rows
     configs = _batch_case(name, 3.0, sets)
     x = points(configs[0].grid)
     rng = np.random.default_rng(11)
@@ -755,7 +757,7 @@ def test_device_observables_equal_the_host_definitions(name, sets, t):
     dev = BlockMeasure(configs, x, phi, X0, cp)
     host = BlockMeasure(configs, x, phi, X0, np)
     a = dev(t, cp.asarray(X))                                   # raw sums, finished on the host
-    b = {k: cp.asnumpy(v) for k, v in dev._host_row(t, cp.asarray(X)).items()}
+    b = measure_rows(configs, x, phi, X0, t, X)
     d = {k: cp.asnumpy(v) for k, v in dev(t, cp.asarray(X), host=False).items()}
     c = host(t, X)
     assert set(a) == set(d) == set(c) == set(BlockMeasure.NAMES)
@@ -1010,8 +1012,8 @@ def test_block_operator_on_the_gpu_equals_the_definition(stencil, n, monkeypatch
     the dense T and each column's own V, and Z - P, Y + a Z, to 1e-12 relative."""
     from tdse.model import hamiltonian
     from tdse.model.hamiltonian import BlockOperator, kinetic_dense
-    for name in ("_BAND_KERNEL", "_FUSED", "_RECUR"):
-        monkeypatch.setattr(hamiltonian, name, None)
+    from tdse.backends.cupy import stencil as kernels
+    monkeypatch.setattr(kernels, "_CACHE", {})
     g = _cfg(stencil, n).grid
     assert (n > hamiltonian.DVR_GEMM_MAX_N) == (n == 4099)
     rng = np.random.default_rng(n)

@@ -9,7 +9,9 @@ Walks every import statement (module level and inside functions) of ``tdse`` and
   executors -> schedule/plan/model/profile (+ the pure helpers balance, arrays),
 * mgemm importing tdse,
 * an arrow against tdse's layers: interfaces (ui, api) -> studies -> run -> numerics ->
-  model -> config,
+  model -> config (with the leaves options, errors, expression, backends),
+* CUDA source (or a kernel built from it) outside tdse/backends/,
+* a tdse module over MODULE_MAX_LINES lines (or past its count in LONG_MODULES),
 * a function over ``RUN_PATH_MAX_LINES`` lines in the run path (tdse.run, the stepper and
   the exponentials).
 The walker is checked on a synthetic package first, so these tests can fail.
@@ -43,6 +45,7 @@ TDSE_LAYERS = {
     "tdse.numerics": 2,
     "tdse.model": 1,
     "tdse.config": 0, "tdse.version": 0, "tdse.options": 0, "tdse.errors": 0,
+    "tdse.expression": 0, "tdse.backends": 0,
 }
 #: the longest function allowed in the run path (issue #22: no function over ~60 lines)
 RUN_PATH_MAX_LINES = 60
@@ -52,9 +55,9 @@ RUN_PATH = ("tdse/run", "tdse/numerics/stepper.py", "tdse/numerics/exponentials.
 #: the limit came (2026-11-28, after tdse/run/observers.py's 1,425 lines were split): each may
 #: not grow past its count here, and leaves this table when it is split under the limit
 MODULE_MAX_LINES = 600
-LONG_MODULES = {"tdse/ui/plots.py": 630, "tdse/model/hamiltonian.py": 644, "tdse/ui/cli.py": 754,
+LONG_MODULES = {"tdse/ui/plots.py": 630, "tdse/ui/cli.py": 754,
                 "tdse/config.py": 771, "tdse/run/snapshots.py": 834, "tdse/model/states.py": 949,
-                "tdse/numerics/graphs.py": 1035}
+                "tdse/numerics/graphs.py": 748}
 
 
 def _modules(root, packages):
@@ -321,6 +324,34 @@ def test_no_module_grows_past_its_limit():
     for rel, limit in LONG_MODULES.items():
         with open(os.path.join(ROOT, rel)) as fh:
             assert sum(1 for _ in fh) > MODULE_MAX_LINES, f"{rel} is under the limit now: drop it"
+
+
+#: what marks device source or its compilation (CUDA C, CuPy's kernel classes)
+CUDA_MARKS = ("__global__", "__device__", "#include <cupy", "ElementwiseKernel(", "RawKernel(",
+              "RawModule(", "ReductionKernel(")
+
+
+def cuda_outside(root, allowed="tdse/backends/"):
+    """[(file, line)] of tdse's lines that hold CUDA source or compile it, outside ``allowed``."""
+    hits = []
+    for dirpath, _, files in os.walk(os.path.join(root, "tdse")):
+        for f in files:
+            rel = os.path.relpath(os.path.join(dirpath, f), root).replace(os.sep, "/")
+            if f.endswith(".py") and not rel.startswith(allowed):
+                hits += [(rel, i) for i, line in enumerate(open(os.path.join(dirpath, f)), 1)
+                         if any(m in line for m in CUDA_MARKS)]
+    return hits
+
+
+def test_no_cuda_source_outside_the_backends(tmp_path):
+    """Every CUDA source and kernel build lives under tdse/backends/ (#54 item 4); the check
+    finds one planted in a model module of a synthetic tree first."""
+    (tmp_path / "tdse" / "model").mkdir(parents=True)
+    (tmp_path / "tdse" / "backends").mkdir()
+    (tmp_path / "tdse" / "model" / "v.py").write_text('SRC = r"""extern "C" __global__ void f() {}"""\n')
+    (tmp_path / "tdse" / "backends" / "k.py").write_text('SRC = "__global__"\n')
+    assert cuda_outside(str(tmp_path)) == [("tdse/model/v.py", 1)]
+    assert cuda_outside(ROOT) == []
 
 
 def test_run_path_functions_are_short():

@@ -27,6 +27,7 @@ import math
 import numpy as np
 import scipy.linalg
 
+from ..backends.cupy import stencil
 from .absorber import absorber_profile
 from .grid import points
 from .potential import total
@@ -385,7 +386,7 @@ DVR_GEMM_MIN_B = 1
 class BlockOperator:
     """X -> alpha (scale T X + (V - shift) * X) for an N x B block X whose columns have
     their own potentials V (N x B): the kinetic part is one sparse product (stencils; on a
-    GPU one band kernel, :func:`band_kernel`) or one real GEMM on the block viewed as
+    GPU one band kernel, :func:`tdse.backends.cupy.stencil.band_kernel`) or one real GEMM on the block viewed as
     N x 2B reals (the DVR, N <= DVR_GEMM_MAX_N: T is real,
     so it acts on the real and imaginary parts alike; by FFT beyond) for the whole block,
     the diagonal elementwise (one fused kernel on a GPU); on the CPU the DVR's GEMM is two
@@ -405,7 +406,7 @@ class BlockOperator:
                 self.halves = kinetic_halves(grid)
         elif grid.stencil == "dvr":
             self.lam = self.k * dvr_symbol(grid.n, grid.dx, xp)[:, None]
-        elif xp is not np:               # the stencil by one kernel (band_kernel)
+        elif xp is not np:               # the stencil by one kernel (stencil.band_kernel)
             self.bands = kinetic_bands(grid.stencil, grid.dx)
         else:
             self.mat = stencil_matrix(grid, np.full(grid.n, kinetic_bands(grid.stencil, grid.dx)[0]),
@@ -419,7 +420,7 @@ class BlockOperator:
             Xc = xp.ascontiguousarray(X)
             out = xp.empty_like(Xc)
             d0, d1, d2 = self.bands
-            band_kernel(xp)(Xc, d0, d1, d2, self.n, Xc.size // self.n, out)
+            stencil.band_kernel(xp)(Xc, d0, d1, d2, self.n, Xc.size // self.n, out)
             return out, self.k
         if self.T is not None:
             Xc = xp.ascontiguousarray(X)
@@ -440,7 +441,7 @@ class BlockOperator:
     def __call__(self, X):
         kin, k = self._kinetic(X)
         if self.xp is not np:
-            return _fused_kernel(self.xp)(kin, self.diag, X, k)
+            return stencil.fused_kernel(self.xp)(kin, self.diag, X, k)
         return self._add_diagonal(kin, k, X)
 
     def _add_diagonal(self, kin, k, X):
@@ -464,7 +465,7 @@ class BlockOperator:
         kin, k = self._kinetic(X)
         if self.xp is not np:
             z = self.xp.empty_like(kin)
-            _recur_kernel(self.xp)(kin, self.diag, X, P, k, a, z, Y)
+            stencil.recur_kernel(self.xp)(kin, self.diag, X, P, k, a, z, Y)
             return z
         kin = self._add_diagonal(kin, k, X)
         kin -= P
@@ -597,48 +598,3 @@ def block_operator(grid, scale, V, xp=np, alpha=1.0, shift=0.0):
     if xp is np and _dvr_gemm(grid, V, xp):
         return FoldedBlockOperator(grid, scale, V, alpha, shift)
     return BlockOperator(grid, scale, V, xp, alpha, shift)
-
-
-_FUSED = _RECUR = _BAND_KERNEL = None
-
-#: g = T X for the 3-/5-point T (bands d0, d1, d2: kinetic_bands) of an N x nb block, an
-#: element a thread (what cuSPARSE's SpMM computes, without its plan and buffer per call)
-_BAND_SRC = r"""
-int row = i / nb;
-T acc = T(0);
-if (row >= 2) acc += d2 * X[i - 2 * nb];
-if (row >= 1) acc += d1 * X[i - nb];
-acc += d0 * X[i];
-if (row + 1 < n) acc += d1 * X[i + nb];
-if (row + 2 < n) acc += d2 * X[i + 2 * nb];
-g = acc;
-"""
-
-
-def band_kernel(cp):
-    """The stencil product :data:`_BAND_SRC` as a CuPy ElementwiseKernel:
-    ``k(X, d0, d1, d2, n, nb, out)`` with X and out C-contiguous N x nb."""
-    global _BAND_KERNEL
-    if _BAND_KERNEL is None:
-        _BAND_KERNEL = cp.ElementwiseKernel(
-            "raw T X, float64 d0, float64 d1, float64 d2, int32 n, int32 nb", "T g",
-            _BAND_SRC, "tdse_band")
-    return _BAND_KERNEL
-
-
-def _fused_kernel(cp):
-    """y = k g + d x (complex g, x; real d, k) in one pass on a GPU."""
-    global _FUSED
-    if _FUSED is None:
-        _FUSED = cp.ElementwiseKernel("T g, float64 d, T x, float64 k", "T y", "y = g * k + x * d",
-                                      "tdse_block_diag")
-    return _FUSED
-
-
-def _recur_kernel(cp):
-    """z = k g + d x - p and acc += a z (complex g, x, p, a, acc; real d, k) in one pass."""
-    global _RECUR
-    if _RECUR is None:
-        _RECUR = cp.ElementwiseKernel("T g, float64 d, T x, T p, float64 k, T a", "T z, T acc",
-                                      "z = g * k + x * d - p; acc += a * z", "tdse_block_recur")
-    return _RECUR

@@ -1,12 +1,83 @@
-"""Observables of a state (atomic units; psi normalised as sum |psi|^2 dx = 1)."""
+"""Observables of a state (atomic units; psi normalised as sum |psi|^2 dx = 1).
+
+:data:`OBSERVABLES` is the one table of what a run measures (name, unit, description, dims):
+the run file's and the scan file's datasets are labelled from it.  A block of states is
+measured by the grid sums of :data:`SUMS` (each the sum over the grid of one point
+quantity, written once as a formula: the GPU kernel is generated from them,
+:mod:`tdse.backends.cupy.measure`), and :meth:`BlockMeasure.finish` makes the observables
+from the sums.  :class:`Measure` computes a row of one state directly (a reference for the
+block path, and the populations in the eigenstates of H(t))."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+from ..expression import parse
 
 from .absorber import absorber_profile
 from .field import field_value
 from .hamiltonian import Operator
 from .potential import gradient, total
+
+
+@dataclass(frozen=True)
+class Observable:
+    """One observable: its dataset's name, unit and description (atomic units), the dims of
+    a row ("state": one value per eigenstate), its dtype, and whether a block of members
+    (a scan) measures it (those needing an eigensolve a row do not)."""
+    name: str
+    unit: str
+    description: str
+    dims: tuple = ()
+    dtype: type = np.float64
+    block: bool = True
+
+
+#: what a run measures, in the run file's order (tdse.run.snapshots adds t and step)
+OBSERVABLES = (
+    Observable("norm", "1", "sum |psi|^2 dx"),
+    Observable("energy", "hartree", "<psi|H(t)|psi> / <psi|psi>, H(t) = T + V(t) + x E(t) "
+               "(without the absorber): divided by the remaining norm"),
+    Observable("x_mean", "bohr", "<x> = <psi|x|psi> / <psi|psi>: divided by the remaining norm"),
+    Observable("p_mean", "hbar/bohr", "<p> = <psi|-i d/dx|psi> / <psi|psi> (spectral "
+               "derivative): divided by the remaining norm"),
+    Observable("acceleration", "bohr/(hbar/E_h)^2", "dipole acceleration <psi|-dV/dx|psi>, NOT "
+               "divided by the norm (what HHG spectra with an absorber use: the absorbed part "
+               "radiates no more; Ehrenfest's d^2<x>/dt^2 without an absorber)"),
+    Observable("acceleration_normalised", "bohr/(hbar/E_h)^2",
+               "<psi|-dV/dx|psi> / <psi|psi>: divided by the remaining norm"),
+    Observable("field", "E_h/(e bohr)", "the laser field E(t) (0 without one)"),
+    Observable("yield", "1", "1 - norm: the norm the absorber took (ionisation yield), or the "
+               "norm drift"),
+    Observable("layer_norm", "1", "norm still inside the absorbing layers, sum over W > 0 of "
+               "|psi|^2 dx (0 without an absorber)"),
+    Observable("yield_flux", "1", "the norm that entered the absorbing layers: 1 - norm + "
+               "layer_norm (the yield counted as flux; 1 - norm misses what is still in the layers)"),
+    Observable("autocorrelation", "1", "<psi(0)|psi(t)>", dtype=np.complex128),
+    Observable("n_mean", "1", "population-weighted node number sum_n n P_n(t), P_n in the "
+               "eigenstates of H(t) (n < output.populations); NaN between "
+               "output.populations_every", block=False),
+    Observable("populations_h0", "1", "|<phi_n(0)|psi(t)>|^2, eigenstates of H(0) (a scan's "
+               "member: its own)", ("state",)),
+    Observable("populations_ht", "1", "|<phi_n(t)|psi(t)>|^2, instantaneous eigenstates of the "
+               "molecular H(t) (no field, no absorber); NaN between output.populations_every",
+               ("state",), block=False),
+    Observable("energies_ht", "hartree", "eigenvalues of the molecular H(t) (NaN between "
+               "output.populations_every)", ("state",), block=False),
+)
+
+#: the grid sums of a block's observables (:meth:`BlockMeasure.raw`'s "sums", in this
+#: order): each the sum over the grid of a point quantity in w = |psi_i|^2, layer (1 in the
+#: absorbing layers), x, g = dV/dx, h = Re psi_i* (H psi)_i, c0 = psi(0)_i* psi_i, k and
+#: f2 = |F_k|^2 (F = FFT psi, Parseval's <p>), edge (1 within 10 points of a wall)
+SUMS = {name: parse(text, ("w", "layer", "x", "g", "h", "c0_re", "c0_im", "k", "f2", "edge"),
+                    f"SUMS[{name!r}]")
+        for name, text in (("w", "w"), ("layer", "layer * w"), ("x", "x * w"), ("force", "w * g"),
+                           ("h", "h"), ("c0_re", "c0_re"), ("c0_im", "c0_im"), ("p", "k * f2"),
+                           ("edge", "edge * w"))}
+#: where each sum sits in "sums"
+SUM_INDEX = {name: j for j, name in enumerate(SUMS)}
 
 
 def norm(psi, dx):
@@ -163,9 +234,7 @@ class BlockMeasure:
     leaves them out.)  ``phi0`` (B, K, N); ``psi0`` (N, B), or (N, 1) for one psi(0) of every
     member."""
 
-    NAMES = ("norm", "yield", "layer_norm", "yield_flux", "energy", "x_mean", "p_mean",
-             "acceleration", "acceleration_normalised", "field", "autocorrelation",
-             "populations_h0")
+    NAMES = tuple(o.name for o in OBSERVABLES if o.block)
 
     def __init__(self, configs, x, phi0, psi0, xp=np):
         from .hamiltonian import BlockOperator
@@ -199,19 +268,14 @@ class BlockMeasure:
 
     def __call__(self, t, X, host=True) -> dict:
         """The row at time t; ``host=False`` keeps it on the device (the caller copies).
-        On a GPU the grid sums are one kernel (:meth:`raw`), finished on the host."""
-        from mgemm.arrays import to_host
+        The grid sums (:meth:`raw`; on a GPU one kernel), finished on the host."""
         if self.xp is not np:
             r = self.raw(t, X)
             if not host:        # finished on the device: one row, no copy
                 cols = {k: self.xp.stack([r[k]]) for k in ("sums", "amps")}
                 return {k: v[0] for k, v in self.finish([t], cols, self.xp).items()}
             return {k: v[0] for k, v in self.finish([t], stack_rows([r], self.xp)).items()}
-        out = self._host_row(t, X)
-        if host:
-            out = {k: to_host(v) for k, v in out.items()}
-        out["field"] = self.potential.field(t)
-        return out
+        return {k: v[0] for k, v in self.finish([t], stack_rows([self._host_raw(t, X)], np)).items()}
 
     @property
     def device(self) -> bool:
@@ -221,7 +285,7 @@ class BlockMeasure:
     def raw(self, t, X, also=None, times=None) -> dict:
         """What the observables at t need, on the device, left unfinished so that a row is
         a few launches and no synchronisation (:meth:`finish` makes them on the host from
-        the stacked rows): "sums" (9, B) = per member sum |psi|^2, the same in the
+        the stacked rows): "sums" (len(SUMS), B) = per member (:data:`SUMS`) sum |psi|^2, the same in the
         absorbing layers, x |psi|^2, dV/dx |psi|^2, Re psi* H psi, Re and Im psi0* psi,
         sum k |F_k|^2 (F = FFT psi, Parseval's <p>), |psi|^2 within 10 points of a wall;
         "amps" the amplitudes phi0 psi (K x B, or B x K when the members' eigenstates
@@ -234,10 +298,11 @@ class BlockMeasure:
             return self._host_raw(t, X, also, times)
         from mgemm.arrays import PinnedUpload
         if getattr(self, "_up", None) is None:
+            from ..backends.cupy.measure import measure_kernels
+            from .potential import SoftCore
             self._up = PinnedUpload(xp)
-            mod = xp.RawModule(code=MEASURE_KERNEL)
-            self._kern = mod.get_function("tdse_block_measure")
-            self._split = mod.get_function("tdse_block_measure_split")
+            self._kern, self._split = measure_kernels(xp, SoftCore.term, SoftCore.force,
+                                                      tuple(SUMS.values()))
             self._xv = xp.ascontiguousarray(self.x.ravel())
             self._lay = xp.ascontiguousarray(self.layers)
         n, B = X.shape
@@ -252,12 +317,12 @@ class BlockMeasure:
                 np.int32(n), np.int32(B), np.int32(len(pot.Z)), np.int32(pot.has_field))
         if B <= SPLIT_MAX_MEMBERS or n >= 128 * B:
             G = max(1, min(64, -(-n // 256)))
-            part = xp.empty((9, G, B))
+            part = xp.empty((len(SUMS), G, B))
             self._split((G, B), (256,), args + (part,))
             sums = part.sum(axis=1)
         else:
             G = measure_splits(n)
-            part = xp.empty((9, G, B))
+            part = xp.empty((len(SUMS), G, B))
             self._kern(((B + 31) // 32, G), (32, 8), args + (part,))
             sums = part.sum(axis=1) if G > 1 else part[:, 0]
         return self._raw_out(sums, X, also, t)
@@ -273,7 +338,7 @@ class BlockMeasure:
         return out
 
     def _host_raw(self, t, X, also=None, times=None) -> dict:
-        """:meth:`raw` with NumPy: the nine sums of :data:`MEASURE_KERNEL` as whole-block
+        """:meth:`raw` with NumPy: the sums of :data:`SUMS` as whole-block
         operations (a row costs a few array passes over the block instead of a dozen calls
         on its vector: the single run's rows on the CPU, :class:`tdse.run.rows.Observables`)."""
         at = t if times is None else np.asarray(times, dtype=np.float64)
@@ -294,11 +359,11 @@ class BlockMeasure:
         # the last M mod 4 columns other bits than the same state in another column, and a
         # row's bits must not depend on where in a block it is measured (a resumed run's
         # blocks, the observables' worker's: the same file, bit for bit)
-        sums = np.stack([
-            w.sum(axis=0), layers, np.einsum("n,nb->b", self.x.ravel(), w),
-            np.einsum("nb,nb->b", w, dV), energy, c0.real, c0.imag,
-            np.einsum("n,nb->b", self.k, F.real ** 2 + F.imag ** 2),
-            w[:10].sum(axis=0) + w[max(10, n - 10):].sum(axis=0)])
+        host = {"w": w.sum(axis=0), "layer": layers, "x": np.einsum("n,nb->b", self.x.ravel(), w),
+                "force": np.einsum("nb,nb->b", w, dV), "h": energy, "c0_re": c0.real,
+                "c0_im": c0.imag, "p": np.einsum("n,nb->b", self.k, F.real ** 2 + F.imag ** 2),
+                "edge": w[:10].sum(axis=0) + w[max(10, n - 10):].sum(axis=0)}
+        sums = np.stack([host[name] for name in SUMS])
         return self._raw_out(sums, X, also, t)
 
     def _pack_own(self, times):
@@ -311,44 +376,22 @@ class BlockMeasure:
 
     def finish(self, ts, cols, xp=np) -> dict:
         """The observables (S, B[, K]) of S rows of :meth:`raw` stacked (``cols``: name ->
-        (S, ...), on the host, or on the device with its ``xp``), at times ``ts``: the
-        definitions of :meth:`_host_row`; E(t) from the parameters on the host."""
+        (S, ...), on the host, or on the device with its ``xp``), at times ``ts``: each
+        observable's one formula from the sums (:data:`SUMS`); E(t) from the parameters on
+        the host."""
         S, dx, n = cols["sums"], self.dx, len(self.k)
-        wsum = S[:, 0]
-        nrm, inside, force = wsum * dx, S[:, 1] * dx, -S[:, 3]
+        sum_ = {name: S[:, j] for name, j in SUM_INDEX.items()}
+        wsum = sum_["w"]
+        nrm, inside, force = wsum * dx, sum_["layer"] * dx, -sum_["force"]
         amps = cols["amps"]
         amps = xp.swapaxes(amps, 1, 2) if self.shared else amps          # (S, B, K)
         return {"norm": nrm, "yield": 1.0 - nrm, "layer_norm": inside,
-                "yield_flux": 1.0 - nrm + inside, "energy": S[:, 4] / wsum,
-                "x_mean": S[:, 2] / wsum, "p_mean": S[:, 7] / (n * wsum),
+                "yield_flux": 1.0 - nrm + inside, "energy": sum_["h"] / wsum,
+                "x_mean": sum_["x"] / wsum, "p_mean": sum_["p"] / (n * wsum),
                 "acceleration": force * dx, "acceleration_normalised": force / wsum,
-                "autocorrelation": (S[:, 5] + 1j * S[:, 6]) * dx,
+                "autocorrelation": (sum_["c0_re"] + 1j * sum_["c0_im"]) * dx,
                 "populations_h0": xp.abs(amps * dx) ** 2,
                 "field": self.potential.field(np.asarray(ts, dtype=np.float64).reshape(-1, 1))}
-
-    def _host_row(self, t, X):
-        """The definitions, vectorised with NumPy (also the device kernel's reference)."""
-        xp, dx, x = self.xp, self.dx, self.x
-        w = xp.abs(X) ** 2
-        wsum = w.sum(axis=0)
-        nrm = wsum * dx
-        HX = self.kinetic(X)
-        HX += self.potential.total(t) * X
-        dV = self.potential.gradient(t)
-        F = xp.fft.fft(X, axis=0)      # <p> = sum_k k |F_k|^2 / N (Parseval), one FFT
-        inside = (w * self.layers).sum(axis=0) * dx
-        force = -(w * dV).sum(axis=0)
-        out = {
-            "norm": nrm, "yield": 1.0 - nrm, "layer_norm": inside, "yield_flux": 1.0 - nrm + inside,
-            "energy": xp.real(xp.sum(X.conj() * HX, axis=0)) / wsum,
-            "x_mean": (x[:, None] * w).sum(axis=0) / wsum,
-            "p_mean": (self.k[:, None] * xp.abs(F) ** 2).sum(axis=0) / (len(self.k) * wsum),
-            "acceleration": force * dx, "acceleration_normalised": force / wsum,
-            "autocorrelation": xp.sum(self.psi0.conj() * X, axis=0) * dx,
-            "populations_h0": xp.abs((self.phi0 @ X).T * dx) ** 2 if self.shared else
-            xp.abs(xp.einsum("bkn,nb->bk", self.phi0, X) * dx) ** 2,
-        }
-        return out
 
 
 def stack_rows(rows, xp):
@@ -364,97 +407,6 @@ def stack_rows(rows, xp):
             cols[name] = to_host(xp.stack([r[name] for r in rows]))
     return cols
 
-
-#: per member b (a block of 32 members x 8 row-strides): the grid sums of BlockMeasure.raw,
-#: with V and dV/dx from the parameters of BatchPotential.pack (one time) in the order of
-#: potential.total / gradient.
-MEASURE_KERNEL = r"""
-#include <cupy/complex.cuh>
-// the nine sums of one grid point i of member b (BlockMeasure.raw's "sums")
-__device__ __forceinline__ void tdse_point(
-        double* s, int i, int b, const complex<double>* X, const complex<double>* KX,
-        const complex<double>* psi0, const complex<double>* F, const double* k,
-        const double* x, const bool* layers, const double* P, const double* Q,
-        int n, int nb, int nc, int field) {
-    double a = Q[b];
-    int q = 4 + b * (1 + nc);
-    double E = field ? P[q] : 0.0;
-    int at = i * nb + b;
-    complex<double> z = X[at];
-    double w = z.real() * z.real() + z.imag() * z.imag();
-    double xi = x[i];
-    double v = 0.0, g = 0.0;
-    if (field) g += E;
-    for (int c = 0; c < nc; ++c) {
-        double r = xi - P[q + 1 + c];
-        double Z = Q[nb + b * nc + c];
-        v -= Z / sqrt(r * r + a);
-        g += Z * r / pow(r * r + a, 1.5);
-    }
-    if (field) v += E * xi;
-    complex<double> hz = KX[at] + v * z;
-    complex<double> c0 = conj(psi0[at]) * z;
-    complex<double> f = F[at];
-    s[0] += w;
-    if (layers[at]) s[1] += w;
-    s[2] += xi * w;
-    s[3] += w * g;
-    s[4] += (conj(z) * hz).real();
-    s[5] += c0.real();
-    s[6] += c0.imag();
-    s[7] += k[i] * (f.real() * f.real() + f.imag() * f.imag());
-    if (i < 10 || i >= n - 10) s[8] += w;
-}
-
-// many members: 32 members a block, 8 threads along the grid each; the grid split over
-// gridDim.y blocks, each block's partial sums to part[(j * gridDim.y + blockIdx.y) * nb + b],
-// summed over them by one reduction after (deterministic: no atomics)
-extern "C" __global__ void tdse_block_measure(
-        const complex<double>* X, const complex<double>* KX, const complex<double>* psi0,
-        const complex<double>* F, const double* k, const double* x, const bool* layers,
-        const double* P, const double* Q, int n, int nb, int nc, int field, double* part) {
-    __shared__ double sh[9][8][33];
-    int tx = threadIdx.x, ty = threadIdx.y, g = blockIdx.y, G = gridDim.y;
-    int b = blockIdx.x * 32 + tx;
-    double s[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-    if (b < nb) {
-        for (int i = g * 8 + ty; i < n; i += 8 * G)
-            tdse_point(s, i, b, X, KX, psi0, F, k, x, layers, P, Q, n, nb, nc, field);
-    }
-    for (int j = 0; j < 9; ++j) sh[j][ty][tx] = s[j];
-    __syncthreads();
-    if (ty == 0 && b < nb) {
-        for (int j = 0; j < 9; ++j) {
-            double t = 0.0;
-            for (int y = 0; y < 8; ++y) t += sh[j][y][tx];
-            part[(j * G + g) * nb + b] = t;
-        }
-    }
-}
-
-// few members (a single run): the grid split over gridDim.x blocks of 256 threads, member
-// blockIdx.y; each block's partial sums to part[(j * gridDim.x + block) * nb + b], summed
-// over the blocks by one reduction after (deterministic: no atomics)
-extern "C" __global__ void tdse_block_measure_split(
-        const complex<double>* X, const complex<double>* KX, const complex<double>* psi0,
-        const complex<double>* F, const double* k, const double* x, const bool* layers,
-        const double* P, const double* Q, int n, int nb, int nc, int field, double* part) {
-    __shared__ double sh[9][256];
-    int t = threadIdx.x, g = blockIdx.x, G = gridDim.x, b = blockIdx.y;
-    double s[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-    for (int i = g * 256 + t; i < n; i += G * 256)
-        tdse_point(s, i, b, X, KX, psi0, F, k, x, layers, P, Q, n, nb, nc, field);
-    for (int j = 0; j < 9; ++j) sh[j][t] = s[j];
-    __syncthreads();
-    for (int h = 128; h > 0; h >>= 1) {
-        if (t < h)
-            for (int j = 0; j < 9; ++j) sh[j][t] += sh[j][t + h];
-        __syncthreads();
-    }
-    if (t == 0)
-        for (int j = 0; j < 9; ++j) part[(j * G + g) * nb + b] = sh[j][0];
-}
-"""
 
 #: up to this many members (or while N >= 128 B) :meth:`BlockMeasure.raw` splits the grid
 #: over blocks (a single run's sums in parallel over N); beyond, a block holds 32 members

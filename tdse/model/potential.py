@@ -18,9 +18,65 @@ both ends.  :func:`soft_core` is the molecule alone, :func:`total` adds the fiel
 """
 from __future__ import annotations
 
+from typing import Protocol, runtime_checkable
+
 import numpy as np
 
+from ..expression import parse
 from .field import field_value, pulse
+
+
+@runtime_checkable
+class Potential(Protocol):
+    """What a run reads of a potential V(x, t) (atomic units; the field's x E(t) included):
+    its values and gradient on the grid, at one time or many (the stepper's diagonals, the
+    observables), exact bounds over the grid and a set of times (the Chebyshev expansion's
+    spectral interval, the precheck), the centres' positions (the snapshots), and the
+    definition the device kernels are generated from (``term`` and ``force`` of one centre,
+    :mod:`tdse.backends.cupy.potential`).  :class:`SoftCore` is its implementation."""
+
+    term: object
+    force: object
+
+    def values(self, x, t, xp=np): ...
+
+    def gradient(self, x, t): ...
+
+    def values_many(self, x, times, out=None): ...
+
+    def bounds(self, x, times, weights=(1.0,), offsets=(0.0,)): ...
+
+    def centres(self, t): ...
+
+
+class SoftCore:
+    """The soft-core molecule of the thesis summary, eqs. (10)-(11), with the field in the
+    length gauge: :class:`Potential` for a :class:`tdse.config.Potential`.  ``term`` and
+    ``force`` are one centre's formulas, V = -sum_c term + x E(t) and dV/dx = sum_c force +
+    E(t), in r = x - X_c(t), the charge Z and the softening a; the GPU kernels are generated
+    from them, and the host's :func:`coulomb` and :func:`coulomb_force` compute the same
+    operations (``tests/test_expression.py`` compares them)."""
+
+    term = parse("Z / sqrt(r * r + a)", ("Z", "r", "a"), "potential (soft-core term)")
+    force = parse("Z * r / (r * r + a) ** 1.5", ("Z", "r", "a"), "potential (soft-core force)")
+
+    def __init__(self, config):
+        self.config = config
+
+    def values(self, x, t, xp=np):
+        return total(self.config, x, t, xp)
+
+    def gradient(self, x, t):
+        return gradient(self.config, x, t)
+
+    def values_many(self, x, times, out=None):
+        return total_many(self.config, x, times, out)
+
+    def bounds(self, x, times, weights=(1.0,), offsets=(0.0,)):
+        return bounds_over(self.config, x, times, weights, offsets)
+
+    def centres(self, t):
+        return centre_positions(self.config, t)
 
 
 def envelope(ramp, t):
@@ -232,7 +288,7 @@ class BatchPotential:
         return self.field(t) if np.ndim(t) == 0 else self.own(t)[0]
 
     def pack(self, times, weights, alpha=1.0, shift=0.0, scale=0.0):
-        """The host parameters of the device kernels (:data:`DEVICE_V`): a header
+        """The host parameters of the device kernels (:mod:`tdse.backends.cupy.potential`): a header
         [alpha, shift, alpha*scale, w_1..w_nt] (:meth:`header`), then per time and member
         [E_b(t), X_bc(t)] (:meth:`blocks`)."""
         return np.concatenate([self.header(weights, alpha, shift, scale), self.blocks(times)])
@@ -266,7 +322,8 @@ class BatchPotential:
             self._up = PinnedUpload(self.xp)
         P = self._up(self.pack([t], [1.0]))
         out = self.xp.empty((self.x.shape[0], self.B))
-        device_kernels(self.xp)[kind](self.x, P, self.constants(), 0, 4, 1, len(self.Z), self.B,
+        from ..backends.cupy.potential import potential_kernels
+        potential_kernels(self.xp, SoftCore.term, SoftCore.force)[kind](self.x, P, self.constants(), 0, 4, 1, len(self.Z), self.B,
                                       int(self.has_field), out)
         return out
 
@@ -350,51 +407,3 @@ class BatchPotential:
         :meth:`bounds_many`.)"""
         lo, hi = self.bounds_many(np.asarray(times, dtype=np.float64)[None], weights)
         return float(np.ravel(lo)[0]), float(np.ravel(hi)[0])
-
-#: sum_t w_t V(x_i, t) of member b (the formulas of :func:`total`, in its order of
-#: operations), scaled alpha (V - shift): the parameters of :meth:`BatchPotential.pack`
-DEVICE_V = r"""
-int b = i % nb;
-double s = 0.0;
-for (int t = 0; t < nt; ++t) {
-    double w = P[hdr + 3 + t];
-    if (w == 0.0) continue;
-    int q = base + (t * nb + b) * (1 + nc);
-    double v = 0.0;
-    double a = Q[b];
-    for (int c = 0; c < nc; ++c) {
-        double r = x - P[q + 1 + c];
-        v -= Q[nb + b * nc + c] / sqrt(r * r + a);
-    }
-    if (field) v += P[q] * x;
-    s += w * v;
-}
-d = P[hdr] * (s - P[hdr + 1]);
-"""
-
-#: dV/dx at one time (:func:`gradient`'s order: the field, then each centre's force)
-DEVICE_DV = r"""
-int b = i % nb;
-int q = base + b * (1 + nc);
-double g = 0.0;
-if (field) g += P[q];
-double a = Q[b];
-for (int c = 0; c < nc; ++c) {
-    double r = x - P[q + 1 + c];
-    g += Q[nb + b * nc + c] * r / pow(r * r + a, 1.5);
-}
-d = g;
-"""
-
-_KERNELS = None
-
-
-def device_kernels(cp):
-    """The CuPy kernels of :data:`DEVICE_V` ("v") and :data:`DEVICE_DV` ("dv"), compiled once."""
-    global _KERNELS
-    if _KERNELS is None:
-        sig = ("float64 x, raw float64 P, raw float64 Q, int32 hdr, int32 base, int32 nt, "
-               "int32 nc, int32 nb, int32 field", "float64 d")
-        _KERNELS = {"v": cp.ElementwiseKernel(*sig, DEVICE_V, "tdse_batch_v"),
-                    "dv": cp.ElementwiseKernel(*sig, DEVICE_DV, "tdse_batch_dv")}
-    return _KERNELS

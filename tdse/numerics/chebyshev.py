@@ -165,7 +165,6 @@ def coefficients(R: float, K: int) -> np.ndarray:
     return a
 
 
-_CUPY_AXPY = None
 
 
 def _axpy(xp):
@@ -184,10 +183,8 @@ def _axpy(xp):
         except ImportError:  # pragma: no cover
             pass
     else:  # one fused elementwise kernel (no temporary), built once per process
-        global _CUPY_AXPY
-        if _CUPY_AXPY is None:
-            _CUPY_AXPY = xp.ElementwiseKernel("T x, T a", "T y", "y += a * x", "tdse_axpy")
-        kernel = _CUPY_AXPY
+        from ..backends.cupy.stencil import axpy_kernel
+        kernel = axpy_kernel(xp)
 
         def f(a, x, y):
             kernel(x, y.dtype.type(a), y)

@@ -320,5 +320,5 @@ class _BlockRows:
         cols.update({"step": np.array([p[0] for p in pend]), "t": np.array(ts, dtype=float),
                      "populations_ht": Pt, "energies_ht": np.array([p[2] for p in pend]),
                      "n_mean": (Pt * np.arange(self.K)).sum(axis=1),
-                     "_edge": sums[:, 8, 0] * self.dx})
+                     "_edge": sums[:, observables.SUM_INDEX["edge"], 0] * self.dx})
         return cols

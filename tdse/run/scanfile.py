@@ -25,26 +25,14 @@ import h5py
 import numpy as np
 
 from ..config import key_unit, to_toml
+from ..model.observables import OBSERVABLES as _REGISTRY
 from ..version import __version__
 from .snapshots import publish
 
 FORMAT = "tdse-scan/1"
 
-#: observable: (units, description) -- the run file's definitions (tdse.run.snapshots)
-OBSERVABLES = {
-    "norm": ("1", "sum |psi|^2 dx"),
-    "yield": ("1", "1 - norm: the norm the absorber took"),
-    "layer_norm": ("1", "norm still inside the absorbing layers"),
-    "yield_flux": ("1", "the norm that entered the absorbing layers: 1 - norm + layer_norm"),
-    "energy": ("hartree", "<psi|H(t)|psi>/<psi|psi> (without the absorber)"),
-    "x_mean": ("bohr", "<x>, divided by the remaining norm"),
-    "p_mean": ("hbar/bohr", "<p>, divided by the remaining norm"),
-    "acceleration": ("bohr/(hbar/E_h)^2", "dipole acceleration <psi|-dV/dx|psi>, not divided by the norm"),
-    "acceleration_normalised": ("bohr/(hbar/E_h)^2", "<psi|-dV/dx|psi>/<psi|psi>"),
-    "field": ("E_h/(e bohr)", "the laser field E(t)"),
-    "autocorrelation": ("1", "<psi(0)|psi(t)>"),
-    "populations_h0": ("1", "|<phi_n(0)|psi(t)>|^2, the member's own eigenstates of H(0)"),
-}
+#: observable: (units, description) of what a block measures (tdse.model.observables.OBSERVABLES)
+OBSERVABLES = {o.name: (o.unit, o.description) for o in _REGISTRY if o.block}
 
 
 def _label(ds, units, description):

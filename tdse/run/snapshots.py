@@ -50,6 +50,8 @@ import time
 import h5py
 import numpy as np
 
+from ..model.observables import OBSERVABLES
+
 FORMAT = "tdse-h2plus/2"
 UNITS = "atomic units (hbar = m_e = e = 1): lengths in bohr, times in hbar/E_h, energies in hartree"
 
@@ -74,41 +76,8 @@ _SNAPSHOT = {
 _OBSERVABLE = {
     "t": ("observables", np.float64, None, "hbar/E_h", "time of the observation", ()),
     "step": ("observables", np.int64, None, "1", "step index", ()),
-    "norm": ("observables", np.float64, None, "1", "sum |psi|^2 dx", ()),
-    "energy": ("observables", np.float64, None, "hartree",
-               "<psi|H(t)|psi> / <psi|psi>, H(t) = T + V(t) + x E(t) (without the absorber): "
-               "divided by the remaining norm", ()),
-    "x_mean": ("observables", np.float64, None, "bohr",
-               "<x> = <psi|x|psi> / <psi|psi>: divided by the remaining norm", ()),
-    "p_mean": ("observables", np.float64, None, "hbar/bohr",
-               "<p> = <psi|-i d/dx|psi> / <psi|psi> (spectral derivative): divided by the "
-               "remaining norm", ()),
-    "acceleration": ("observables", np.float64, None, "bohr/(hbar/E_h)^2",
-                     "dipole acceleration <psi|-dV/dx|psi>, NOT divided by the norm (what HHG "
-                     "spectra with an absorber use: the absorbed part radiates no more; "
-                     "Ehrenfest's d^2<x>/dt^2 without an absorber)", ()),
-    "acceleration_normalised": ("observables", np.float64, None, "bohr/(hbar/E_h)^2",
-                                "<psi|-dV/dx|psi> / <psi|psi>: divided by the remaining norm", ()),
-    "field": ("observables", np.float64, None, "E_h/(e bohr)", "the laser field E(t) (0 without one)", ()),
-    "yield": ("observables", np.float64, None, "1",
-              "1 - norm: the norm the absorber took (ionisation yield), or the norm drift", ()),
-    "layer_norm": ("observables", np.float64, None, "1",
-                   "norm still inside the absorbing layers, sum over W > 0 of |psi|^2 dx (0 "
-                   "without an absorber)", ()),
-    "yield_flux": ("observables", np.float64, None, "1",
-                   "the norm that entered the absorbing layers: 1 - norm + layer_norm (the "
-                   "yield counted as flux; 1 - norm misses what is still in the layers)", ()),
-    "autocorrelation": ("observables", np.complex128, None, "1", "<psi(0)|psi(t)>", ()),
-    "n_mean": ("observables", np.float64, None, "1",
-               "population-weighted node number sum_n n P_n(t), P_n in the eigenstates of H(t) "
-               "(n < output.populations); NaN between output.populations_every", ()),
-    "populations_h0": ("observables", np.float64, "k", "1",
-                       "|<phi_n(0)|psi(t)>|^2, eigenstates of H(0)", ("state",)),
-    "populations_ht": ("observables", np.float64, "k", "1",
-                       "|<phi_n(t)|psi(t)>|^2, instantaneous eigenstates of the molecular H(t) "
-                       "(no field, no absorber); NaN between output.populations_every", ("state",)),
-    "energies_ht": ("observables", np.float64, "k", "hartree", "eigenvalues of the molecular H(t) "
-                    "(NaN between output.populations_every)", ("state",)),
+    **{o.name: ("observables", o.dtype, "k" if o.dims else None, o.unit, o.description, o.dims)
+       for o in OBSERVABLES},
 }
 
 

@@ -1,0 +1,6 @@
+"""CUDA sources and their CuPy kernels, each compiled once a process and definition:
+:mod:`.codegen` prints an :class:`tdse.expression.Expr` as C; :mod:`.potential` (V and dV/dx
+of a batch), :mod:`.measure` (the observables' grid sums), :mod:`.stencil` (finite-difference
+products and the Chebyshev recurrence's element-wise steps) and :mod:`.chain` (the one-member
+dense-T kernels of the CUDA-graph step).  Nothing here imports CuPy at module level: the
+kernels are built from the ``cp`` module a caller passes."""

@@ -1,0 +1,313 @@
+"""The one-member kernels of the CUDA-graph step (``tdse.numerics.graphs``): a Chebyshev
+term by a fused GEMV with the DVR's dense T, a whole exponential as one cooperative kernel
+(the row's potential generated from the potential's definition, :func:`.potential.device_v`),
+the recurrence's element-wise updates, and the dense exponent's two kernels."""
+from __future__ import annotations
+
+from .potential import device_v, potential_kernels
+from .stencil import band_kernel
+
+#: one Chebyshev term for one member (B = 1) with the DVR's dense T in one kernel: a warp
+#: per row computes (T x)_i (T from L2, shuffled sums), then the row's recurrence update --
+#: first term: cur = (k g + d x) / 2, acc = a_0 x + a_1 cur; later: z = k g + d x - p,
+#: acc += a_k z (the operations of the "first" / "recur" kernels)
+GEMV_TERM = r"""
+#include <cupy/complex.cuh>
+extern "C" __global__ void tdse_gemv_term(const double* T, const complex<double>* x,
+        const double* d, const complex<double>* p, const double* P, int ik,
+        const complex<double>* A, int ia, complex<double>* z, complex<double>* acc, int n,
+        int first) {
+    int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    int lane = threadIdx.x & 31;
+    if (row >= n) return;
+    const double* t = T + (size_t)row * n;
+    double re = 0.0, im = 0.0;
+    for (int j = lane; j < n; j += 32) {
+        double w = t[j];
+        complex<double> v = x[j];
+        re += w * v.real();
+        im += w * v.imag();
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+        re += __shfl_down_sync(0xffffffff, re, off);
+        im += __shfl_down_sync(0xffffffff, im, off);
+    }
+    if (lane == 0) {
+        complex<double> g(re, im);
+        complex<double> xi = x[row];
+        double k = P[ik];
+        if (first) {
+            complex<double> cur = (g * k + xi * d[row]) * 0.5;
+            z[row] = cur;
+            complex<double> y = A[ia] * xi;
+            y += A[ia + 1] * cur;
+            acc[row] = y;
+        } else {
+            complex<double> zz = g * k + xi * d[row] - p[row];
+            z[row] = zz;
+            acc[row] += A[ia] * zz;
+        }
+    }
+}
+"""
+
+#: a whole exponential of one member with the DVR's dense T in one cooperative kernel
+#: (#27): the row's potential (:func:`.potential.device_v`), the absorber mask, every Chebyshev term (the
+#: operations of :data:`GEMV_TERM`, a warp per row, x staged in shared memory) and the
+#: phase, with a grid-wide barrier between terms instead of a kernel boundary.  The input X
+#: and the output must be different buffers; W0..W2 rotate as in GraphStep._body.
+CHAIN = r"""
+#include <cupy/complex.cuh>
+__device__ __forceinline__ double tdse_chain_v(int i, double x, const double* P, const double* Q,
+        int hdr, int base, int nt, int nc, int nb, int field) {
+    double d;
+%(v)s
+    return d;
+}
+
+__device__ __forceinline__ void tdse_grid_sync(unsigned int* bar) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        volatile unsigned int* gen = bar + 1;
+        unsigned int g = *gen;
+        __threadfence();
+        if (atomicAdd(bar, 1u) == gridDim.x - 1) {
+            atomicExch(bar, 0u);
+            __threadfence();
+            atomicAdd(bar + 1, 1u);
+        } else {
+            while (*gen == g) { }
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+/* term kk's x into shared memory: the masked input for the first, else the last term
+   (read past L1: other blocks wrote it) */
+__device__ __forceinline__ void tdse_chain_stage(double2* xs, const complex<double>* X,
+        const double* m, complex<double>* const* W, int kk, int n) {
+    if (kk == 1 && m) {
+        for (int j = threadIdx.x; j < n; j += blockDim.x) {
+            complex<double> v = X[j] * m[j];
+            xs[j] = make_double2(v.real(), v.imag());
+        }
+    } else {
+        const complex<double>* x = kk == 1 ? X : W[(kk - 2) %% 3];
+        for (int j = threadIdx.x; j < n; j += blockDim.x)
+            xs[j] = __ldcg(reinterpret_cast<const double2*>(x) + j);
+    }
+    __syncthreads();
+}
+
+__device__ __forceinline__ void tdse_warp_sum(double& re, double& im) {
+    for (int off = 16; off > 0; off >>= 1) {
+        re += __shfl_down_sync(0xffffffff, re, off);
+        im += __shfl_down_sync(0xffffffff, im, off);
+    }
+}
+
+/* lane 0's update of a row after term kk (the operations of the "first" / "recur"
+   kernels): z_row, the running sum a, and at the last term out_row = a e^(-i tau c) [m] */
+__device__ __forceinline__ void tdse_chain_update(complex<double> g, complex<double> xi,
+        double dv, complex<double> p, double k, int kk, int last, int K,
+        const complex<double>* A, int ia, complex<double>& a, complex<double>* z,
+        const double* m, complex<double>* out, int row) {
+    if (kk == 1) {
+        complex<double> cur = (g * k + xi * dv) * 0.5;
+        z[row] = cur;
+        a = A[ia] * xi;
+        a += A[ia + 1] * cur;
+    } else {
+        complex<double> zz = g * k + xi * dv - p;
+        z[row] = zz;
+        a += A[ia + kk] * zz;
+    }
+    if (kk == last) {
+        complex<double> o = a * A[ia + K + 1];
+        if (m) o = o * m[row];
+        out[row] = o;
+    }
+}
+
+/* Any N whose x fits in shared memory: a warp a row (rows strided over the grid), T from
+   L2 every term, the row's d, previous term and sum in global memory. */
+extern "C" __global__ void tdse_cheb_chain(const double* T, const complex<double>* X,
+        const double* m, const double* xg, const double* P, const double* Q, int hdr, int base,
+        int nt, int nc, int field, const complex<double>* A, int ia, int K,
+        complex<double>* W0, complex<double>* W1, complex<double>* W2, complex<double>* acc,
+        double* d, complex<double>* out, int n, unsigned int* bar) {
+    extern __shared__ double2 xs[];
+    const int lane = threadIdx.x & 31;
+    const int nw = gridDim.x * (blockDim.x >> 5);
+    const int w0 = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const double k = P[hdr + 2];
+    complex<double>* W[3] = {W0, W1, W2};
+    if (lane == 0)
+        for (int row = w0; row < n; row += nw)
+            d[row] = tdse_chain_v(row, xg[row], P, Q, hdr, base, nt, nc, 1, field);
+    const int last = K < 1 ? 1 : K;
+    for (int kk = 1; kk <= last; ++kk) {
+        if (kk > 1) tdse_grid_sync(bar);
+        tdse_chain_stage(xs, X, m, W, kk, n);
+        for (int row = w0; row < n; row += nw) {
+            const double* t = T + (size_t)row * n;
+            double re = 0.0, im = 0.0;
+#pragma unroll 4
+            for (int j = lane; j < n; j += 32) {
+                double w = t[j];
+                double2 v = xs[j];
+                re += w * v.x;
+                im += w * v.y;
+            }
+            tdse_warp_sum(re, im);
+            if (lane == 0) {
+                complex<double> p;
+                if (kk == 2) {
+                    p = m ? X[row] * m[row] : X[row];
+                } else if (kk > 2) {
+                    double2 q = __ldcg(reinterpret_cast<const double2*>(W[(kk - 3) %% 3]) + row);
+                    p = complex<double>(q.x, q.y);
+                }
+                complex<double> a = acc[row];
+                tdse_chain_update(complex<double>(re, im), complex<double>(xs[row].x, xs[row].y),
+                                  d[row], p, k, kk, last, K, A, ia, a, W[(kk - 1) %% 3], m, out, row);
+                acc[row] = a;
+            }
+        }
+        __syncthreads();
+    }
+}
+
+/* N <= 32 CHAIN_REG with a warp a row: T's row held in registers and the row's d, previous
+   term and sum in lane 0's registers across the terms, so a term reads only x from L2
+   (summation order and operations as above). */
+extern "C" __global__ void tdse_cheb_chain_reg(const double* T, const complex<double>* X,
+        const double* m, const double* xg, const double* P, const double* Q, int hdr, int base,
+        int nt, int nc, int field, const complex<double>* A, int ia, int K,
+        complex<double>* W0, complex<double>* W1, complex<double>* W2, complex<double>* acc,
+        double* d, complex<double>* out, int n, unsigned int* bar) {
+    extern __shared__ double2 xs[];
+    const int lane = threadIdx.x & 31;
+    const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    const bool own = row < n;
+    const double k = P[hdr + 2];
+    complex<double>* W[3] = {W0, W1, W2};
+    double t[%(reg)d];
+    if (own) {
+        const double* tr = T + (size_t)row * n;
+#pragma unroll
+        for (int q = 0; q < %(reg)d; ++q) {
+            int j = lane + 32 * q;
+            t[q] = j < n ? tr[j] : 0.0;
+        }
+    }
+    double dr = 0.0;
+    complex<double> pr, ar;
+    if (own && lane == 0) dr = tdse_chain_v(row, xg[row], P, Q, hdr, base, nt, nc, 1, field);
+    const int last = K < 1 ? 1 : K;
+    for (int kk = 1; kk <= last; ++kk) {
+        if (kk > 1) tdse_grid_sync(bar);
+        tdse_chain_stage(xs, X, m, W, kk, n);
+        if (own) {
+            double re = 0.0, im = 0.0;
+#pragma unroll
+            for (int q = 0; q < %(reg)d; ++q) {
+                int j = lane + 32 * q;
+                if (j < n) {
+                    double2 v = xs[j];
+                    re += t[q] * v.x;
+                    im += t[q] * v.y;
+                }
+            }
+            tdse_warp_sum(re, im);
+            if (lane == 0) {
+                complex<double> xi(xs[row].x, xs[row].y);
+                tdse_chain_update(complex<double>(re, im), xi, dr, pr, k, kk, last, K, A, ia,
+                                  ar, W[(kk - 1) %% 3], m, out, row);
+                pr = xi;
+            }
+        }
+    }
+}
+"""
+
+
+DENSE = r"""
+#include <cupy/complex.cuh>
+/* B = Im(-i dt (s T + diag(v)) - mu I), mu = -i dt c: off the diagonal -dt (s T_ij), on it
+   -dt (s T_ii + v_i) - Im mu, rounded as the launched path rounds them (no contraction). */
+extern "C" __global__ void tdse_dense_b(const double* T, const double* P, int off, int n,
+        double s, double dt, double* B) {
+    size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= (size_t)n * n) return;
+    int i = (int)(k / n), j = (int)(k % n);
+    double h = __dmul_rn(T[k], s);
+    if (i == j) h = __dadd_rn(h, P[off + 3 + i]);
+    double b = __dmul_rn(h, -dt);
+    if (i == j) b = __dsub_rn(b, P[off]);
+    B[k] = b;
+}
+
+/* out = e^mu (U x): a warp a row of the complex U */
+extern "C" __global__ void tdse_dense_apply(const complex<double>* U, const complex<double>* x,
+        const double* P, int off, complex<double>* out, int n) {
+    int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    int lane = threadIdx.x & 31;
+    if (row >= n) return;
+    const complex<double>* u = U + (size_t)row * n;
+    double re = 0.0, im = 0.0;
+    for (int j = lane; j < n; j += 32) {
+        complex<double> a = u[j], b = x[j];
+        re += a.real() * b.real() - a.imag() * b.imag();
+        im += a.real() * b.imag() + a.imag() * b.real();
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        re += __shfl_down_sync(0xffffffff, re, o);
+        im += __shfl_down_sync(0xffffffff, im, o);
+    }
+    if (lane == 0) out[row] = complex<double>(P[off + 1], P[off + 2]) * complex<double>(re, im);
+}
+"""
+
+
+_KERNELS = {}
+
+
+def graph_kernels(cp, term, force, reg) -> dict:
+    """The graph step's kernels for a potential's ``term`` and ``force``; ``reg``: T's row
+    in registers up to 32 ``reg`` columns (tdse_cheb_chain_reg)."""
+    key = (str(term), str(force), reg)
+    if key in _KERNELS:
+        return _KERNELS[key]
+    E = cp.ElementwiseKernel
+    k = {
+        "diag": potential_kernels(cp, term, force)["v"],
+        "band": band_kernel(cp),
+        "mask": E("T x, float64 m", "T y", "y = x * m", "tdse_graph_mask"),
+        "first": E("T g, float64 d, T x, raw float64 P, int32 ik, raw T A, int32 ia",
+                   "T cur, T y", "cur = (g * P[ik] + x * d) * 0.5; y = A[ia] * x; y += A[ia + 1] * cur",
+                   "tdse_graph_first"),
+        "recur": E("T g, float64 d, T x, T p, raw float64 P, int32 ik, raw T A, int32 ia",
+                   "T z, T acc", "z = g * P[ik] + x * d - p; acc += A[ia] * z", "tdse_graph_recur"),
+        "final": E("T y, raw T A, int32 ia", "T out", "out = y * A[ia]", "tdse_graph_final"),
+        "gemv_term": cp.RawKernel(GEMV_TERM, "tdse_gemv_term"),
+    }
+    src = CHAIN % {"v": device_v(term), "reg": reg}
+    for name in ("tdse_cheb_chain", "tdse_cheb_chain_reg"):
+        for coop in (True, False):
+            k[name, coop] = cp.RawKernel(src, name, enable_cooperative_groups=coop)
+    k["final_mask"] = E("T y, raw T A, int32 ia, float64 m", "T out",
+                        "out = y * A[ia]; out = out * m", "tdse_graph_final_mask")
+    _KERNELS[key] = k
+    return k
+
+
+_DENSE_KERNELS = {}
+
+
+def dense_kernels(cp) -> dict:
+    """:data:`DENSE`'s two kernels, compiled once."""
+    if not _DENSE_KERNELS:
+        _DENSE_KERNELS.update({k: cp.RawKernel(DENSE, k) for k in ("tdse_dense_b", "tdse_dense_apply")})
+    return _DENSE_KERNELS

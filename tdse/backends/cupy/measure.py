@@ -1,0 +1,121 @@
+"""The grid sums of a block's observables on a GPU, generated from the definitions: the
+potential's ``term`` and ``force`` (V and dV/dx at each point, in the host's order of
+operations, :mod:`.potential`) and the observables' sums (``tdse.model.observables.SUMS``:
+each the sum over the grid of a point quantity, an :class:`tdse.expression.Expr` in the
+names of :data:`POINT`).  One kernel a block of members; the partial sums of each block of
+threads are summed by one reduction after (deterministic: no atomics)."""
+from __future__ import annotations
+
+from .codegen import c_source
+
+#: the point quantities a sum may read, and their C: |psi_i|^2, 1 in the absorbing layers
+#: (else 0), x_i, dV/dx(x_i), Re psi_i* (H psi)_i, Re and Im psi0_i* psi_i, k_i and |F_k|^2
+#: (F = FFT psi), 1 within 10 points of a wall (else 0)
+POINT = {"w": "w", "layer": "layer", "x": "xi", "g": "g", "h": "h", "c0_re": "c0_re",
+         "c0_im": "c0_im", "k": "k[i]", "f2": "f2", "edge": "edge"}
+
+SOURCE = r"""#include <cupy/complex.cuh>
+// the NS sums of one grid point i of member b (BlockMeasure.raw's "sums")
+__device__ __forceinline__ void tdse_point(
+        double* s, int i, int b, const complex<double>* X, const complex<double>* KX,
+        const complex<double>* psi0, const complex<double>* F, const double* k,
+        const double* x, const bool* layers, const double* P, const double* Q,
+        int n, int nb, int nc, int field) {
+    double a = Q[b];
+    int q = 4 + b * (1 + nc);
+    double E = field ? P[q] : 0.0;
+    int at = i * nb + b;
+    complex<double> z = X[at];
+    double w = z.real() * z.real() + z.imag() * z.imag();
+    double xi = x[i];
+    double v = 0.0, g = 0.0;
+    if (field) g += E;
+    for (int c = 0; c < nc; ++c) {
+        double r = xi - P[q + 1 + c];
+        double Z = Q[nb + b * nc + c];
+        v -= TERM;
+        g += FORCE;
+    }
+    if (field) v += E * xi;
+    complex<double> hz = KX[at] + v * z;
+    complex<double> c0 = conj(psi0[at]) * z;
+    complex<double> f = F[at];
+    double h = (conj(z) * hz).real();
+    double c0_re = c0.real(), c0_im = c0.imag();
+    double f2 = f.real() * f.real() + f.imag() * f.imag();
+    double layer = layers[at] ? 1.0 : 0.0;
+    double edge = (i < 10 || i >= n - 10) ? 1.0 : 0.0;
+SUMS}
+
+// many members: 32 members a block, 8 threads along the grid each; the grid split over
+// gridDim.y blocks, each block's partial sums to part[(j * gridDim.y + blockIdx.y) * nb + b],
+// summed over them by one reduction after (deterministic: no atomics)
+extern "C" __global__ void tdse_block_measure(
+        const complex<double>* X, const complex<double>* KX, const complex<double>* psi0,
+        const complex<double>* F, const double* k, const double* x, const bool* layers,
+        const double* P, const double* Q, int n, int nb, int nc, int field, double* part) {
+    __shared__ double sh[NS][8][33];
+    int tx = threadIdx.x, ty = threadIdx.y, g = blockIdx.y, G = gridDim.y;
+    int b = blockIdx.x * 32 + tx;
+    double s[NS] = {0.0};
+    if (b < nb) {
+        for (int i = g * 8 + ty; i < n; i += 8 * G)
+            tdse_point(s, i, b, X, KX, psi0, F, k, x, layers, P, Q, n, nb, nc, field);
+    }
+    for (int j = 0; j < NS; ++j) sh[j][ty][tx] = s[j];
+    __syncthreads();
+    if (ty == 0 && b < nb) {
+        for (int j = 0; j < NS; ++j) {
+            double t = 0.0;
+            for (int y = 0; y < 8; ++y) t += sh[j][y][tx];
+            part[(j * G + g) * nb + b] = t;
+        }
+    }
+}
+
+// few members (a single run): the grid split over gridDim.x blocks of 256 threads, member
+// blockIdx.y; each block's partial sums to part[(j * gridDim.x + block) * nb + b], summed
+// over the blocks by one reduction after (deterministic: no atomics)
+extern "C" __global__ void tdse_block_measure_split(
+        const complex<double>* X, const complex<double>* KX, const complex<double>* psi0,
+        const complex<double>* F, const double* k, const double* x, const bool* layers,
+        const double* P, const double* Q, int n, int nb, int nc, int field, double* part) {
+    __shared__ double sh[NS][256];
+    int t = threadIdx.x, g = blockIdx.x, G = gridDim.x, b = blockIdx.y;
+    double s[NS] = {0.0};
+    for (int i = g * 256 + t; i < n; i += G * 256)
+        tdse_point(s, i, b, X, KX, psi0, F, k, x, layers, P, Q, n, nb, nc, field);
+    for (int j = 0; j < NS; ++j) sh[j][t] = s[j];
+    __syncthreads();
+    for (int h = 128; h > 0; h >>= 1) {
+        if (t < h)
+            for (int j = 0; j < NS; ++j) sh[j][t] += sh[j][t + h];
+        __syncthreads();
+    }
+    if (t == 0)
+        for (int j = 0; j < NS; ++j) part[(j * G + g) * nb + b] = sh[j][0];
+}
+"""
+
+
+def measure_source(term, force, sums) -> str:
+    """The CUDA module of the two measuring kernels (``tdse_block_measure``: 32 members a
+    block of threads; ``tdse_block_measure_split``: the grid over blocks, a member per
+    column of blocks) for the potential's ``term``/``force`` and the ``sums`` (Exprs)."""
+    lines = "".join(f"    s[{j}] += {c_source(e, POINT)};\n" for j, e in enumerate(sums))
+    return (f"#define NS {len(sums)}\n" + SOURCE.replace("TERM", c_source(term))
+            .replace("FORCE", c_source(force)).replace("SUMS", lines))
+
+
+_MODULES = {}
+
+
+def measure_kernels(cp, term, force, sums):
+    """(tdse_block_measure, tdse_block_measure_split) of :func:`measure_source`, compiled
+    once a definition."""
+    key = (str(term), str(force), tuple(str(e) for e in sums))
+    if key not in _MODULES:
+        mod = cp.RawModule(code=measure_source(term, force, sums))
+        _MODULES[key] = (mod.get_function("tdse_block_measure"),
+                         mod.get_function("tdse_block_measure_split"))
+    return _MODULES[key]

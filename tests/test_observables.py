@@ -1,0 +1,91 @@
+"""The observables' one table and the block path against the single-state definitions:
+BlockMeasure (the grid sums of SUMS, finished by one formula each) against Measure (each
+observable by its own function: the FFT derivative for <p>, gradient() for the
+acceleration, the kinetic Operator for <H>) member by member, on random blocks whose
+members differ in their molecule, field and absorber."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def measure_rows(configs, x, phi, X0, t, X):
+    """Each member's row by :class:`Measure` (its own configuration, eigenstates and psi(0)),
+    stacked as BlockMeasure's names -> (B[, K])."""
+    from tdse.model.observables import BlockMeasure, Measure
+    rows = [Measure(c, np.asarray(x), phi[b], np.asarray(X0)[:, b])(t, np.asarray(X)[:, b], None)
+            for b, c in enumerate(configs)]
+    return {k: np.stack([r[k] for r in rows]) for k in BlockMeasure.NAMES}
+
+
+def _case(name, key, values):
+    import tdse
+    cfg = tdse.load_config(os.path.join(ROOT, "inputs", name)).with_value(
+        "propagator.time_error", "none")
+    return [cfg.with_value(key, v) for v in values]
+
+
+@pytest.mark.parametrize("name, sets, t", [
+    ("h2plus_moving.toml", ("potential.centres.amplitude", [0.1, 0.3]), 0.77),
+    ("h2plus_moving.toml", ("potential.a", [0.5, 0.7, 0.9]), 1.3),
+    ("atom_hhg.toml", ("field.E0", [0.02, 0.05, 0.08]), 123.4),      # a field and an absorber
+    ("tiny.toml", ("grid.stencil", [5]), 0.3),
+])
+def test_block_rows_equal_the_single_state_definitions(name, sets, t):
+    """Every observable of a random block (psi(0) plus noise, so absorber layers, walls and
+    the field all weigh) to 1e-11 of its scale: both are sums of ~N rounded terms (~N eps
+    apart), and <p> by Parseval against the FFT derivative differs by rounding alone."""
+    from tdse.model import states
+    from tdse.model.grid import points
+    from tdse.model.observables import BlockMeasure
+    configs = _case(name, *sets)
+    x = points(configs[0].grid)
+    rng = np.random.default_rng()
+    phi = np.stack([states.eigenstates(c, 0.0, 4)[1] for c in configs])
+    X0 = phi[:, 0].T.astype(complex)
+    X = X0 + 0.3 * (rng.standard_normal(X0.shape) + 1j * rng.standard_normal(X0.shape))
+    got = BlockMeasure(configs, x, phi, X0, np)(t, X)
+    want = measure_rows(configs, x, phi, X0, t, X)
+    assert set(got) == set(want) == set(BlockMeasure.NAMES)
+    for k in want:
+        scale = max(1.0, np.abs(want[k]).max())
+        assert np.abs(np.asarray(got[k]) - want[k]).max() <= 1e-11 * scale, k
+    if "atom" in name:       # the case exercises the layers and the field
+        assert np.all(got["layer_norm"] > 1e-6) and np.all(got["field"] != 0)
+
+
+def test_one_table_labels_the_run_and_the_scan_files():
+    """The run file's observables and the scan file's are OBSERVABLES' entries (units and
+    descriptions), the scan's those a block measures; every sum SUMS names but "edge" (the
+    run's warning of norm at the walls reads it) is read by an observable's formula
+    (BlockMeasure.finish: changing one changes a result)."""
+    from tdse.model.observables import OBSERVABLES, SUMS, BlockMeasure
+    from tdse.run import scanfile, snapshots
+    table = {o.name: o for o in OBSERVABLES}
+    run = {k: v for k, v in snapshots._OBSERVABLE.items() if k not in ("t", "step")}
+    assert list(run) == list(table)
+    for k, (_, dtype, key, unit, desc, dims) in run.items():
+        assert (dtype, unit, desc, dims) == (table[k].dtype, table[k].unit, table[k].description,
+                                             table[k].dims)
+        assert (key == "k") == bool(dims)
+    assert scanfile.OBSERVABLES == {o.name: (o.unit, o.description) for o in OBSERVABLES if o.block}
+    assert BlockMeasure.NAMES == tuple(scanfile.OBSERVABLES)
+    configs = _case("atom_hhg.toml", "field.E0", [0.05])
+    from tdse.model.grid import points
+    x = points(configs[0].grid)
+    K, n = 2, configs[0].grid.n
+    bm = BlockMeasure(configs, x, np.ones((1, K, n)) / n, np.ones((n, 1), complex), np)
+    cols = {"sums": np.random.default_rng().uniform(1, 2, (1, len(SUMS), 1)),
+            "amps": np.ones((1, K, 1))}
+    base = bm.finish([1.0], cols)
+    for j, name in enumerate(SUMS):
+        if name == "edge":
+            continue
+        c = {"sums": cols["sums"].copy(), "amps": cols["amps"]}
+        c["sums"][0, j] *= 1.5
+        moved = bm.finish([1.0], c)
+        assert any(not np.array_equal(moved[k], base[k]) for k in base), name
