@@ -18,6 +18,7 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import expression
 from .errors import ConfigError
 from .options import OPTIONS, RunOptions, parse_options
 
@@ -64,9 +65,19 @@ KEYS = (
     Key("grid.dx", "number", "bohr", "required", "grid spacing; (x_max - x_min)/dx must be whole"),
     Key("grid.stencil", "3 | 5 | \"dvr\"", "", "3", "kinetic energy: 3- or 5-point finite differences (psi = 0 "
         "outside the box) or the Colbert-Miller sinc-DVR (dense, spectrally accurate)"),
-    Key("potential.a", "number", "bohr^2", "required", "soft-core parameter: V = -Z / sqrt((x - X)^2 + a) "
+    Key("potential.kind", "\"soft_core\" | \"expression\"", "", "\"soft_core\"",
+        "soft_core: the molecule of [[potential.centres]] (thesis eqs. 10-11); expression: V(x, t) "
+        "given as potential.V"),
+    Key("potential.V", "string", "hartree", "required (expression)",
+        "V(x, t) as a formula in x, t and potential.parameters' names: numbers, + - * / **, "
+        "sqrt exp log sin cos tan sinh cosh tanh abs atan erf, pi; e.g. \"-1 / sqrt(x**2 + 2)\" "
+        "(parsed by a whitelist, never evaluated as code; dV/dx by symbolic differentiation)"),
+    Key("potential.parameters", "table", "", "{}",
+        "names and numbers potential.V reads, e.g. {Z = 1.0, a = 2.0}; scan or --set them as "
+        "potential.parameters.NAME"),
+    Key("potential.a", "number", "bohr^2", "required (soft_core)", "soft-core parameter: V = -Z / sqrt((x - X)^2 + a) "
         "(thesis eq. 10; most papers' a^2)"),
-    Key("potential.centres", "array of tables", "", "required", "the nuclei, [[potential.centres]] (one or more)"),
+    Key("potential.centres", "array of tables", "", "required (soft_core)", "the nuclei, [[potential.centres]] (one or more)"),
     Key("potential.centres.x0", "number", "bohr", "required", "rest position"),
     Key("potential.centres.Z", "number", "e", "required", "charge"),
     Key("potential.centres.amplitude", "number", "bohr", "0", "alpha: X(t) = x0 + alpha s(t) sin(beta t + phase)"),
@@ -156,7 +167,8 @@ def _allowed(prefix):
         if k.name.startswith(prefix):
             rest = k.name[len(prefix):]
             if "." not in rest:
-                out.append((rest, k.default == "required" or k.default.startswith("required")))
+                out.append((rest, k.default.startswith("required")
+                            and not k.default.startswith("required (")))   # "(kind)": by kind
     return tuple(out)
 
 
@@ -204,13 +216,36 @@ class Field:
 
 @dataclass(frozen=True)
 class Potential:
+    """The potential: ``kind`` "soft_core" (``a``, ``centres``) or "expression" (``V`` a
+    formula in x, t and the ``parameters``' names, ((name, value), ...)); the field."""
     a: float
     centres: tuple[Centre, ...]
     field: Field | None = None
+    kind: str = "soft_core"
+    V: str = ""
+    parameters: tuple = ()
 
     @property
     def static(self) -> bool:
-        return not any(c.moving for c in self.centres) and self.field is None
+        return not self.molecule_moves and self.field is None
+
+    @property
+    def molecule_moves(self) -> bool:
+        """Whether the molecule's V (the field left out) changes in time: a centre moves, or
+        the formula reads t."""
+        if self.V:
+            return self.depends_on_time
+        return any(c.moving for c in self.centres)
+
+    @property
+    def depends_on_time(self) -> bool:
+        """Whether the formula ``V`` reads t (an expression potential)."""
+        return bool(self.V) and _reads_t(self.V, self.parameters)
+
+
+@functools.lru_cache(maxsize=64)
+def _reads_t(V, parameters) -> bool:
+    return "t" in expression.parse(V, ("x", "t") + tuple(k for k, _ in parameters), "potential.V").names()
 
 
 @dataclass(frozen=True)
@@ -424,8 +459,49 @@ def _field(t):
                  lab)
 
 
+#: the potentials' kinds (tdse.model.potential.POTENTIALS implements each)
+POTENTIAL_KINDS = ("soft_core", "expression")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _expression_potential(t, fld):
+    """[potential] kind = "expression": V parsed (a whitelist) with x, t and the parameters."""
+    for k in ("a", "centres"):
+        if k in t:
+            raise ConfigError(f"potential.{k}", t[k], "is for kind = \"soft_core\"; an expression "
+                              "potential reads potential.V and potential.parameters")
+    if "V" not in t:
+        raise ConfigError("", None, "missing key `potential.V` (kind = \"expression\")")
+    params = _table("potential.parameters", t.get("parameters", {}))
+    for k, v in params.items():
+        if not _IDENTIFIER.match(k) or k in ("x", "t") or k in expression.FUNCTIONS or k in expression.CONSTANTS:
+            raise ConfigError(f"potential.parameters.{k}", v, "must be a name other than x, t, pi "
+                              "and the functions")
+        _number(f"potential.parameters.{k}", v)
+    pairs = tuple(sorted((k, float(v)) for k, v in params.items()))
+    read = expression.parse(t["V"], ("x", "t") + tuple(k for k, _ in pairs), "potential.V").names()
+    for k, v in pairs:
+        if k not in read:
+            raise ConfigError(f"potential.parameters.{k}", v, f"is not read by potential.V = {t['V']!r}")
+    return Potential(0.0, (), fld, "expression", t["V"], pairs)
+
+
 def _potential(t, fld):
-    _keys("potential.", t)
+    kind = t.get("kind", "soft_core")
+    if kind not in POTENTIAL_KINDS:
+        raise ConfigError("potential.kind", kind, "must be \"soft_core\" or \"expression\"")
+    allowed = [k for k, _ in _allowed("potential.")]
+    for k in t:
+        if k not in allowed:
+            raise ConfigError(f"potential.{k}", t[k], f"unknown key; allowed here: {', '.join(allowed)}")
+    if kind == "expression":
+        return _expression_potential(t, fld)
+    for k in ("V", "parameters"):
+        if k in t:
+            raise ConfigError(f"potential.{k}", t[k], "is for kind = \"expression\"")
+    for k in ("a", "centres"):
+        if k not in t:
+            raise ConfigError("", None, f"missing key `potential.{k}`")
     a = _number("potential.a", t["a"], positive=True)
     cs = t["centres"]
     if not isinstance(cs, list) or not cs:
@@ -670,6 +746,9 @@ def with_values(cfg: Config, pairs, source: dict | None = None) -> Config:
         return data.setdefault(name, {})
 
     for key, value in pairs:
+        if key.startswith("potential.parameters.") and key.count(".") == 2:
+            section("potential").setdefault("parameters", {})[key.split(".")[2]] = value
+            continue
         if key not in names or key in ("name", "potential.centres") or key.count(".") < 1:
             raise ConfigError(key, value, "is not an input key that takes a value (`tdse keys` lists them)")
         parts = key.split(".")
@@ -705,7 +784,13 @@ def to_toml(cfg: Config) -> str:
     g, p, i, t, pr, o = cfg.grid, cfg.potential, cfg.initial, cfg.time, cfg.propagator, cfg.output
     lines = [f"name = {_toml_value(cfg.name)}", "", "[grid]",
              f"x_min = {g.x_min!r}", f"x_max = {g.x_max!r}", f"dx = {g.dx!r}",
-             f"stencil = {_toml_value(g.stencil)}", "", "[potential]", f"a = {p.a!r}"]
+             f"stencil = {_toml_value(g.stencil)}", "", "[potential]"]
+    if p.V:
+        lines += ['kind = "expression"', f"V = {_toml_value(p.V)}"]
+        if p.parameters:
+            lines += ["parameters = {" + ", ".join(f"{k} = {v!r}" for k, v in p.parameters) + "}"]
+    else:
+        lines += [f"a = {p.a!r}"]
     for c in p.centres:
         lines += ["", "[[potential.centres]]", f"x0 = {c.x0!r}", f"Z = {c.Z!r}",
                   f"amplitude = {c.amplitude!r}", f"frequency = {c.frequency!r}",

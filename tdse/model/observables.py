@@ -238,7 +238,7 @@ class BlockMeasure:
 
     def __init__(self, configs, x, phi0, psi0, xp=np):
         from .hamiltonian import BlockOperator
-        from .potential import BatchPotential
+        from .potential import batch
         self.configs, self.xp = list(configs), xp
         self.dx = configs[0].grid.dx
         self.x = xp.asarray(x)
@@ -255,7 +255,7 @@ class BlockMeasure:
         if psi0.shape[1] == 1 and B > 1:
             psi0 = xp.broadcast_to(psi0, (psi0.shape[0], B))
         self.psi0 = xp.ascontiguousarray(psi0)
-        self.potential = BatchPotential([c.potential for c in configs], x, xp)
+        self.potential = batch([c.potential for c in configs], x, xp)
         self.kinetic = BlockOperator(configs[0].grid, 1.0, xp.zeros((len(x), B)), xp)
         one = all(c is self.configs[0] for c in self.configs)       # one configuration, B times
         layers = np.stack([absorber_profile(c, np.asarray(x)) > 0

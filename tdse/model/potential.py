@@ -48,6 +48,32 @@ class Potential(Protocol):
 
     def centres(self, t): ...
 
+    def molecule(self, x, t, xp=np): ...
+
+
+#: the potentials by kind (``[potential] kind``): each a :class:`Potential` made from the
+#: configuration, with ``batch`` its class for B members at once; tdse.model.formula adds
+#: "expression"
+POTENTIALS = {}
+
+_MADE = {}
+
+
+def of(potential) -> Potential:
+    """The :class:`Potential` of a :class:`tdse.config.Potential` (POTENTIALS[kind]), made
+    once a configuration."""
+    made = _MADE.get(id(potential))
+    if made is None or made.config is not potential:
+        if len(_MADE) > 256:
+            _MADE.clear()
+        made = _MADE[id(potential)] = POTENTIALS[potential.kind](potential)
+    return made
+
+
+def batch(potentials, x, xp=np):
+    """V and dV/dx of B members at once (:class:`BatchPotential` or its kind's own class)."""
+    return POTENTIALS[potentials[0].kind].batch(potentials, x, xp)
+
 
 class SoftCore:
     """The soft-core molecule of the thesis summary, eqs. (10)-(11), with the field in the
@@ -78,6 +104,9 @@ class SoftCore:
     def centres(self, t):
         return centre_positions(self.config, t)
 
+    def molecule(self, x, t, xp=np):
+        return soft_core(self.config, x, t, xp)
+
 
 def envelope(ramp, t):
     """s(t) = sin^2(pi t / (2 ramp)) for 0 <= t < ramp, 1 afterwards (1 for ramp = 0);
@@ -98,6 +127,8 @@ def centre_positions(potential, t):
     """X_c(t) for every centre, shape (n_centres,) (or (n_centres, len(t))).  One time:
     :func:`path`'s operations on scalars (the same values, bit for bit; ~2 us a centre
     where the array form took ~10: every step's potential asks for them)."""
+    if potential.V:
+        return of(potential).centres(t)
     if np.ndim(t) == 0:
         t = np.float64(t)
         return np.array([_path_at(c.x0, c.amplitude, c.frequency, c.phase, c.ramp, t)
@@ -129,7 +160,10 @@ def coulomb_force(Z, X, a, x):
 
 
 def total(potential, x, t, xp=np):
-    """V(x, t) including the field's x E(t) (the molecule alone: :func:`soft_core`)."""
+    """V(x, t) including the field's x E(t) (the molecule alone: :func:`soft_core`); any
+    kind (:func:`of`), the soft-core's operations here."""
+    if potential.V:
+        return of(potential).values(x, t, xp)
     v = soft_core(potential, x, t, xp)
     if potential.field is not None:
         e = field_value(potential.field, t)
@@ -140,6 +174,8 @@ def total(potential, x, t, xp=np):
 
 def gradient(potential, x, t):
     """dV/dx of :func:`total` (for the dipole acceleration <-dV/dx>)."""
+    if potential.V:
+        return of(potential).gradient(x, t)
     g = np.full_like(np.asarray(x, dtype=np.float64), field_value(potential.field, t))
     for c, X in zip(potential.centres, centre_positions(potential, t)):
         g += coulomb_force(c.Z, float(X), potential.a, x)
@@ -147,7 +183,10 @@ def gradient(potential, x, t):
 
 
 def soft_core(potential, x, t, xp=np):
-    """V(x, t), eq. (11) summed over centres; ``x`` may be a CuPy array."""
+    """V(x, t) of the molecule (no field), eq. (11) summed over centres; ``x`` may be a CuPy
+    array (any kind: :meth:`Potential.molecule`)."""
+    if potential.V:
+        return of(potential).molecule(x, t, xp)
     v = xp.zeros_like(x)
     for c, X in zip(potential.centres, centre_positions(potential, t)):
         v -= coulomb(c.Z, float(X), potential.a, x, xp)
@@ -158,6 +197,8 @@ def total_many(potential, x, times, out=None):
     """V(x, t) of :func:`total` at many times at once: (len(times), N) on the host, the
     same operations element by element (the centres, then the field); ``out``: a
     (len(times), N) float64 buffer to write into (no temporaries beyond one)."""
+    if potential.V:
+        return of(potential).values_many(x, times, out)
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
     x = np.asarray(x, dtype=np.float64)
     v = np.zeros((times.size, x.size)) if out is None else out
@@ -227,7 +268,9 @@ class BatchPotential:
     """V(x, t) and dV/dx for B members at once, (N, B) arrays on the device of ``xp``: each
     member its own centres (as many as the first's), ``a`` and field (one envelope kind), the
     formulas of :func:`total`, :func:`gradient`, :func:`centre_positions` and
-    :func:`field_value` vectorised over the members (no Python loop over members)."""
+    :func:`field_value` vectorised over the members (no Python loop over members).  (The
+    soft-core's batch: another kind's subclass overrides :meth:`_molecule`,
+    :meth:`bounds_many` and ``moving``.)"""
 
     def __init__(self, potentials, x, xp=np):
         self.xp, self.B = xp, len(potentials)
@@ -246,6 +289,7 @@ class BatchPotential:
         fields = [p.field for p in potentials]
         self.has_field = any(f is not None for f in fields)
         self._static = None          # (V, dV/dx) of the molecule when no centre moves
+        self.moving = bool(self.amp.any())
         if self.has_field and (None in fields or len({f.envelope for f in fields}) > 1):
             raise ValueError("a batch's members must all have a field of one envelope kind, or none")
         if self.has_field:
@@ -368,7 +412,7 @@ class BatchPotential:
         None without ``gradient``): :meth:`_molecule`'s pass over the centres (when no
         centre moves, once: its copies), then the field's x E(t) and E(t) -- what a block of
         observables needs (:class:`BlockMeasure`), and :meth:`total`'s V."""
-        if self.amp.any():
+        if self.moving:
             V, G = self._molecule(t, gradient)
         else:
             if self._static is None:
@@ -407,3 +451,7 @@ class BatchPotential:
         :meth:`bounds_many`.)"""
         lo, hi = self.bounds_many(np.asarray(times, dtype=np.float64)[None], weights)
         return float(np.ravel(lo)[0]), float(np.ravel(hi)[0])
+
+
+SoftCore.batch = BatchPotential
+POTENTIALS["soft_core"] = SoftCore

@@ -210,7 +210,9 @@ def precheck(config: Config, dtype=DTYPE, check_resolution=True, *, E0=None,
                     f"moves by {res['E0_error']:.3g} Ha ({res['compared']}; warning above "
                     f"{RESOLUTION_TOL:g} Ha); {fix}")
     xs = centre_positions(p, step_times(config))
-    if xs.min() < g.x_min or xs.max() > g.x_max - g.dx:
+    if not xs.size:
+        pass                       # no centres (an expression potential)
+    elif xs.min() < g.x_min or xs.max() > g.x_max - g.dx:
         warn.append(f"a potential centre leaves the box [{g.x_min}, {g.x_max}) during the run")
     elif config.absorber is not None:
         w = config.absorber.width

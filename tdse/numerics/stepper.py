@@ -220,8 +220,8 @@ class BatchStepper:
         self.tol = min(c.propagator.tolerance for c in configs)
         W = np.stack([absorber_profile(c, self.x_host) for c in configs], axis=1)
         self.W = W if W.any() else None
-        from ..model.potential import BatchPotential
-        self.potential = BatchPotential([c.potential for c in configs], self.x_host, xp)
+        from ..model.potential import batch
+        self.potential = batch([c.potential for c in configs], self.x_host, xp)
         self.exponentials, self.cheb_terms = 0, 0
         self.context_switch_seconds = 0.0   # the loops' starts on a GPU (tdse.run.loop._settle)
         self._masks = {}

@@ -86,7 +86,7 @@ def lookahead_wanted(config, backend) -> bool:
     computes H(t)'s pairs ahead in worker processes: the option ``run.eigen_workers`` "on"
     always, "off" never, "auto" as :func:`_auto` says."""
     mode = config.run.eigen_workers
-    if mode != "auto" or not any(c.moving for c in config.potential.centres):
+    if mode != "auto" or not config.potential.molecule_moves:
         return mode == "on"
     return _auto(config, bool(backend.devices) or backend.name == "cupy", backend.threads or 1)
 
@@ -98,7 +98,7 @@ def may_want(config, backend="auto", threads=None) -> bool:
     :class:`Workers` before it prepares, so that their start (~1.5 s of imports on a GPU
     host) overlaps the set-up."""
     mode = config.run.eigen_workers
-    if mode != "auto" or not any(c.moving for c in config.potential.centres):
+    if mode != "auto" or not config.potential.molecule_moves:
         return mode == "on"
     from .backend import blas_threads, gpu_count
     gpu = backend == "cupy" or (backend == "auto" and gpu_count() > 0)

@@ -151,7 +151,7 @@ def cpu_seconds_estimate(config: Config, pc, threads=1, rate=None) -> float:
     else:
         work = exps * pc.plan.products * per * (1 if config.hermitian else 4)
         work += k * steps * (4 * per if pr.operator else 8.0 * n * n)
-    if any(c.moving for c in config.potential.centres) and config.grid.stencil == "dvr":
+    if config.potential.molecule_moves and config.grid.stencil == "dvr":
         work += config.time.steps / config.output.observables_every * 4.0 * n ** 3
     # + about 2 ms of Python and observables per observation
     return work / rate + 2e-3 * config.time.steps / config.output.observables_every

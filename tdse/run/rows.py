@@ -57,7 +57,7 @@ class Observables(Sink):
         self.every, self.last = cfg.output.observables_every, cfg.time.steps
         self._pop_every, self._last = cfg.output.populations_interval, cfg.time.steps
         self.measure = observables.Measure(cfg, plan.x, plan.states[:K], np.asarray(plan.psi0))
-        self.moving = any(c.moving for c in cfg.potential.centres)
+        self.moving = cfg.potential.molecule_moves
         self._static = None
         self.tracker = states.Tracker(cfg, K) if self.moving else None
         # the run's look-ahead processes, if it opened them: its decision (one sample of the

@@ -100,7 +100,7 @@ class StorageError(OSError):
 
 def _rows(key, dims):
     """Rows per chunk of a table's dataset (the writer's chunking)."""
-    return 64 if key is None else max(1, min(256, 2**20 // (16 * dims[key])))
+    return 64 if key is None else max(1, min(256, 2**20 // (16 * max(1, dims[key]))))
 
 
 def file_bytes(n, c, k, snapshots, observations, extra=None, resume_bytes=0) -> int:
@@ -248,9 +248,11 @@ class SnapshotWriter:
             for name, (group, dtype, key, units, desc, _) in table.items():
                 shape = () if key is None else (dims[key],)
                 rows = _rows(key, dims)
-                target[name] = f.create_dataset(f"{group}/{name}", shape=(0, *shape),
-                                                maxshape=(None, *shape), dtype=dtype,
-                                                chunks=(rows, *shape))
+                # a width of 0 (no centres: an expression potential) is chunked by 1
+                target[name] = f.create_dataset(
+                    f"{group}/{name}", shape=(0, *shape), dtype=dtype,
+                    maxshape=(None, *(s or None for s in shape)),
+                    chunks=(rows, *(max(1, s) for s in shape)))
                 _label(target[name], units, desc)
             target["t"].make_scale("t")
             for name, (_, _, _, _, _, rowdims) in table.items():

@@ -227,11 +227,13 @@ class _Recorder(Sink):
 
 
 def _molecule(cfg: Config) -> str:
-    """What the molecular H(0) depends on (grid and centres at t = 0, not the field)."""
+    """What the molecular H(0) depends on (grid and centres at t = 0, or the formula and its
+    parameters; not the field)."""
     from ..model.potential import centre_positions
     p = cfg.potential
     return json.dumps([cfg.grid.x_min, cfg.grid.x_max, cfg.grid.dx, str(cfg.grid.stencil), p.a,
-                       [c.Z for c in p.centres], centre_positions(p, 0.0).tolist()])
+                       [c.Z for c in p.centres], centre_positions(p, 0.0).tolist(), p.V,
+                       list(p.parameters)])
 
 
 def run_batch(configs, backend="numpy", devices=None, keep_psi=False) -> dict:
