@@ -1046,6 +1046,80 @@ def _scan(a):
     return [row], {}
 
 
+# ---------------------------------------------------------------- formula: a potential as a formula
+def _formula_args(p):
+    p.add_argument("--input", default="inputs/h2plus_moving_large.toml")
+    p.add_argument("--backend", default=None, help="numpy or cupy (default: cupy with GPUs)")
+    p.add_argument("--method", default="chebyshev")
+    p.add_argument("--steps", type=int, default=1000, help="timed steps after 50 warm-up steps")
+    p.add_argument("--repeat", type=int, default=3)
+
+
+def _as_formula(data):
+    """The input's soft-core centres written as one [potential] formula (#55 item 3): the
+    same molecule, V = -sum_c Z_c / sqrt((x - x0_c - A_c sin(w_c t + phi_c))**2 + a)."""
+    p = data["potential"]
+    terms, params = [], {"a": p["a"]}
+    for i, c in enumerate(p["centres"]):
+        params.update({f"Z{i}": c["Z"], f"x{i}": c["x0"], f"A{i}": c.get("amplitude", 0.0),
+                       f"w{i}": c.get("frequency", 0.0), f"f{i}": c.get("phase", 0.0)})
+        if c.get("ramp", 0.0):
+            raise SystemExit("formula suite: a ramped centre has no formula here")
+        terms.append(f"Z{i} / sqrt((x - x{i} - A{i} * sin(w{i} * t + f{i}))**2 + a)")
+    data = dict(data)
+    data["potential"] = {"kind": "expression", "V": "-(" + " + ".join(terms) + ")",
+                         "parameters": params}
+    return data
+
+
+def _formula(a):
+    """A step of the input's molecule written as a formula against the built-in soft-core
+    centres (the same run otherwise), timed alternately in one process: the step loop alone
+    (the stepper's graph path on a GPU), median of ``--repeat`` runs of ``--steps`` steps;
+    the final psi of both compared."""
+    import tomllib
+
+    import tdse
+    from tdse.config import parse
+    from mgemm.arrays import to_host
+    path = os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input
+    with open(path, "rb") as fh:
+        data = tomllib.load(fh)
+    data.setdefault("propagator", {})["method"] = a.method
+    data["time"]["t_end"] = data["time"]["dt"] * (50 + a.steps)
+    configs = {"soft_core": parse(data), "formula": parse(_as_formula(data))}
+    backend = a.backend or ("cupy" if _gpus_present() else "numpy")
+    plans = {k: tdse.prepare(c, backend=backend, check_resolution=False) for k, c in configs.items()}
+    xp = plans["soft_core"].backend.xp
+    sync = (lambda: xp.cuda.Device().synchronize()) if xp is not np else (lambda: None)
+    times = {k: [] for k in plans}
+    finals = {}
+    for r in range(a.repeat):
+        for k, plan in plans.items():
+            st = plan.stepper()
+            psi = xp.asarray(plan.psi0)
+            for j in range(50):
+                psi = st.step(psi, j)
+            sync()
+            t0 = time.perf_counter()
+            for j in range(50, 50 + a.steps):
+                psi = st.step(psi, j)
+            sync()
+            times[k].append((time.perf_counter() - t0) / a.steps)
+            finals[k] = to_host(psi)
+    step = {k: float(np.median(v)) for k, v in times.items()}
+    diff = float(np.abs(finals["formula"] - finals["soft_core"]).max())
+    row = {"input": a.input, "backend": backend, "method": a.method, "n": configs["formula"].grid.n,
+           "formula": configs["formula"].potential.V, "steps": a.steps,
+           "step_seconds": step, "all_step_seconds": times,
+           "ratio_formula_over_soft_core": step["formula"] / step["soft_core"],
+           "final_psi_max_abs_diff": diff}
+    _say(f"{backend} N={row['n']}: soft-core {step['soft_core'] * 1e6:.1f} us/step, formula "
+         f"{step['formula'] * 1e6:.1f} us/step: x{row['ratio_formula_over_soft_core']:.3f} "
+         f"(final psi {diff:.1e} apart)")
+    return [row], {}
+
+
 # ---------------------------------------------------------------- small-n: the launch limit
 def _small_n_args(p):
     p.add_argument("--input", default="inputs/atom_hhg.toml")
@@ -1562,6 +1636,8 @@ SUITES = {
                       _formulas_args, _formulas),
     "small-n": Suite("one run's step at N = 256-4000 on a GPU (graph / launched) and the CPU, "
                      "launch and bandwidth bounds, auto's pick, dynamiqs", True, _small_n_args, _small_n),
+    "formula": Suite("a step of the molecule written as a [potential] formula against the "
+                     "built-in soft-core centres, in one process", False, _formula_args, _formula),
     "run-overhead": Suite("`tdse run` (a new process) against its bare step loop: wall over "
                           "steps x step time, start-up and precheck apart", False,
                           _run_overhead_args, _run_overhead),

@@ -126,17 +126,31 @@ def test_soft_core_definition_is_the_host_formula():
 
 def test_generated_device_sources_read_the_definitions():
     """The device sources are printed from the definitions: V's and dV/dx's loops hold the
-    term's and force's C, the measuring kernel one line a sum of SUMS."""
+    soft-core term's and force's C, a formula's its own (parameters read per member, t from
+    the step's slot, u**2 as a product), the measuring kernel one line a sum of SUMS."""
     from tdse.backends.cupy.measure import measure_source
     from tdse.backends.cupy.potential import device_dv, device_v
     from tdse.model.observables import SUMS
     from tdse.model.potential import SoftCore
-    assert "v -= Z / sqrt(r * r + a);" in device_v(SoftCore.term)
-    assert "g += Z * r / pow(r * r + a, 1.5);" in device_dv(SoftCore.force)
+    assert "v -= Z / sqrt(r * r + a);" in device_v(SoftCore.device)
+    assert "g += Z * r / pow(r * r + a, 1.5);" in device_dv(SoftCore.device)
     other = parse("Z * exp(-r * r / a)", ("Z", "r", "a"))
-    assert "v -= Z * exp(-r * r / a);" in device_v(other)
-    src = measure_source(SoftCore.term, SoftCore.force, tuple(SUMS.values()))
+    assert "v -= Z * exp(-r * r / a);" in device_v(("centres", other, other))
+    V = parse("-Z / sqrt((x - R * sin(t))**2 + a)", ("x", "t", "Z", "R", "a"))
+    src = device_v(("formula", V, derivative(V, "x"), ("R", "Z", "a")))
+    assert "const double tt = P[q + 1];" in src and "const double p_a = Q[2 * nb + b];" in src
+    assert ("v += -p_Z / sqrt(((x - p_R * sin(tt)) * (x - p_R * sin(tt))) + p_a);" in src), src
+    src = measure_source(SoftCore.device, tuple(SUMS.values()))
     assert src.startswith(f"#define NS {len(SUMS)}\n")
     for j, e in enumerate(SUMS.values()):
         assert f"s[{j}] += " in src
     assert f"s[{len(SUMS)}]" not in src and "s[2] += xi * w;" in src and "s[7] += k[i] * f2;" in src
+    assert "double r = xi - P[q + 1 + c];" in src
+
+
+def test_a_squared_term_prints_as_a_product_numpy_squares_alike():
+    """u ** 2 -> (u * u) in C; NumPy's u ** 2.0 is its square, the same rounding."""
+    u = rng.uniform(-3, 3, 100)
+    e = parse("(x - 1) ** 2", ("x",))
+    assert c_source(e) == "((x - 1.0) * (x - 1.0))"
+    np.testing.assert_array_equal(evaluate(e, {"x": u}), (u - 1.0) * (u - 1.0))

@@ -95,15 +95,17 @@ def test_bad_formula_input_is_one_line(potential, key, words):
     assert e.value.key == key and words in str(e.value) and "\n" not in str(e.value)
 
 
-def test_the_cli_refuses_a_gpu_run_and_round_trips_the_input(tmp_path):
-    """--backend cupy with a formula: one line, exit 2, before any work; the effective input
-    (to_toml) reads back to the same configuration; --set reaches a parameter."""
+def test_the_cli_names_a_bad_formula_and_round_trips_the_input(tmp_path):
+    """`tdse run --set potential.V=...` with a formula the whitelist refuses: one line, exit
+    2, before any work; the effective input (to_toml) reads back to the same configuration;
+    --set reaches a parameter."""
     from click.testing import CliRunner
     from tdse.ui.cli import main
     path = tmp_path / "f.toml"
     path.write_text(MOLECULE.format(name="f", stencil=3, potential=FORMULA))
-    r = CliRunner().invoke(main, ["run", str(path), "--backend", "cupy", "--out", str(tmp_path)])
-    assert r.exit_code == 2 and "potential" in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path), "--set",
+                                  "potential.V=__import__('os').getcwd()"])
+    assert r.exit_code == 2 and "potential.V" in r.output and "Traceback" not in r.output
     assert not list(tmp_path.glob("*.h5"))
     cfg = tdse.load_config(str(path))
     assert tdse_config.loads(tdse_config.to_toml(cfg)) == cfg
@@ -127,3 +129,23 @@ def test_a_scan_over_a_parameter_equals_its_members():
         for k in ("norm", "energy", "acceleration", "x_mean", "populations_h0", "field"):
             got, ref = res[k][i], serial[k]
             assert np.abs(got - ref).max() <= 1e-10 * max(1.0, np.abs(ref).max()), k
+
+
+@pytest.mark.parametrize("potential", [FORMULA, 'kind = "expression"\nV = "-2 / sqrt(x**2 + 0.5)"'])
+def test_batch_bounds_contain_every_value(potential):
+    """FormulaBatch.bounds_many (a GPU step's spectral interval) contains sum_j w_j V(x, t_j)
+    of every member at every grid point, brute force, for random times and weights of both
+    signs; a formula that does not read t, too."""
+    from tdse.model.grid import points
+    from tdse.model.potential import batch
+    cfg = tdse_config.loads(MOLECULE.format(name="b", stencil=3, potential=potential))
+    rng = np.random.default_rng()
+    key = "potential.parameters.Z" if "parameters" in potential else "field.E0"
+    configs = [cfg.with_value(key, v) for v in rng.uniform(0.01, 2.5, 3)]
+    bp = batch([c.potential for c in configs], points(cfg.grid))
+    times = rng.uniform(0, 2, (6, 2))
+    weights = [rng.uniform(0.1, 1), -rng.uniform(0.1, 1)]
+    lo, hi = bp.bounds_many(times, weights)
+    for s, row in enumerate(times):
+        v = sum(w * bp.host_fields(float(t), gradient=False)[0] for t, w in zip(row, weights))
+        assert lo[s] <= v.min() and v.max() <= hi[s]

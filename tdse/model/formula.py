@@ -6,11 +6,11 @@ the formula parsed by the whitelist of :mod:`tdse.expression` (never evaluated a
 its parameters ``potential.parameters`` (each a scan key, ``potential.parameters.NAME``).
 dV/dx (the dipole acceleration) is the formula's symbolic derivative.  The spectral bounds
 need V's extremes on the grid at each time: they are V's own values there (every grid point,
-as :func:`tdse.model.potential.bounds_over` takes them), so exact, not sampled.  The GPU
-kernels are generated from a centre potential's ``term`` and ``force``; a formula has none
-yet, so expression potentials run on the CPU (a run on a GPU is refused before any work,
-:func:`tdse.numerics.precheck`).  This file is the kind's whole implementation: the
-registry entry :data:`tdse.model.potential.POTENTIALS` ["expression"] is set below.
+as :func:`tdse.model.potential.bounds_over` takes them), so exact, not sampled.  On a GPU the
+kernels are generated from the same formula and its derivative
+(:mod:`tdse.backends.cupy.potential`, ``device`` below).  This file is the kind's whole
+implementation: the registry entry :data:`tdse.model.potential.POTENTIALS` ["expression"]
+is set below.
 """
 from __future__ import annotations
 
@@ -25,14 +25,14 @@ class Formula:
     """:class:`tdse.model.potential.Potential` for a formula V(x, t); ``config`` a
     :class:`tdse.config.Potential` of kind "expression"."""
 
-    term = force = None          # no centre form: no generated GPU kernel (module docstring)
-
     def __init__(self, config):
         self.config = config
         self.parameters = dict(config.parameters)
         self.V = parse(config.V, ("x", "t") + tuple(self.parameters), "potential.V")
         self.dV = derivative(self.V, "x")
         self.moving = "t" in self.V.names()
+        #: what the device kernels are generated from (tdse.backends.cupy.potential)
+        self.device = ("formula", self.V, self.dV, tuple(self.parameters))
 
     def molecule(self, x, t, xp=np):
         """V(x, t) without the field, shaped as ``x`` (x and t broadcast)."""
@@ -73,40 +73,100 @@ class Formula:
 
 
 class FormulaBatch(BatchPotential):
-    """B members of one formula, each with its own parameters (and field): the molecule's V
-    and dV/dx as (N, B) on the host, every parameter a (1, B) row."""
+    """B members of one formula, each with its own parameters (and field): V and dV/dx as
+    (N, B) on the host (every parameter a (1, B) row), or on a GPU by the kernels generated
+    from :attr:`Formula.device` (the parameters in ``constants``, each step's t where the
+    centres' positions go)."""
 
     def __init__(self, potentials, x, xp=np):
-        if xp is not np:
-            raise ValueError("an expression potential runs on the CPU (no GPU kernel yet)")
         if len({p.V for p in potentials}) > 1:
             raise ValueError("a batch's members must share one potential.V formula")
         super().__init__(potentials, x, xp)
         self.formula = Formula(potentials[0])
+        self.device = self.formula.device
         self.rows = {k: np.array([[dict(p.parameters)[k] for p in potentials]])
                      for k in self.formula.parameters}
         self.moving = self.formula.moving
+        self.x_host = np.asarray(x, dtype=np.float64)[:, None]
+
+    @property
+    def slots(self) -> int:
+        return 1                 # t
+
+    def own(self, times):
+        E, _ = super().own(times)
+        return E, np.asarray(times, dtype=np.float64)[:, None]
+
+    def blocks_many(self, times):
+        """:meth:`BatchPotential.blocks_many` with t where the centres go: (steps, nt B 2)."""
+        times = np.asarray(times, dtype=np.float64)
+        S, nt = times.shape
+        out = np.empty((S, nt, self.B, 2))
+        out[..., 0] = self.field(times[..., None])
+        out[..., 1] = times[..., None]
+        return out.reshape(S, -1)
+
+    def constants(self):
+        """The parameters' values k-major (Q[k B + b], :mod:`tdse.backends.cupy.potential`)."""
+        if getattr(self, "_Q", None) is None:
+            rows = [self.rows[k].ravel() for k in self.device[3]] or [np.zeros(1)]
+            self._Q = self.xp.asarray(np.concatenate(rows))
+        return self._Q
+
+    def _values(self, expr, t, x):
+        env = {**self.rows, "x": x, "t": t}
+        return np.broadcast_to(evaluate(expr, env), np.broadcast_shapes(x.shape, (1, self.B)))
 
     def _molecule(self, t, gradient=True):
         t = t if np.ndim(t) == 0 else np.asarray(t, dtype=np.float64)[None, :]
-        env = {**self.rows, "x": self.x, "t": t}
-        shape = (self.x.shape[0], self.B)
-        V = np.broadcast_to(evaluate(self.formula.V, env), shape).copy()
-        G = np.broadcast_to(evaluate(self.formula.dV, env), shape).copy() if gradient else None
+        V = self._values(self.formula.V, t, self.x_host).copy()
+        G = self._values(self.formula.dV, t, self.x_host).copy() if gradient else None
         return V, G
 
-    def gradient(self, t):
-        return self.host_fields(t)[1]
+    def _ranges(self, ts):
+        """(min, max) of the molecule over the grid and the members at each time of ``ts``
+        (steps,): every value, on the device of the batch (a GPU run's planner asks ahead
+        for 64 steps at once: N x B x 64 values, ~10 ms a chunk on the host at N = 8192,
+        which held the graph step back; on the GPU a few launches on a stream of its own)."""
+        xp = self.xp
+        if xp is np:
+            env = {**{k: v[..., None] for k, v in self.rows.items()},
+                   "x": self.x_host[:, :, None], "t": ts[None, None, :]}
+            V = np.broadcast_to(evaluate(self.formula.V, env), (len(self.x_host), self.B, len(ts)))
+            return V.min(axis=(0, 1)), V.max(axis=(0, 1))
+        if getattr(self, "_stream", None) is None:
+            self._stream = xp.cuda.Stream(non_blocking=True)
+            self._rows_dev = {k: xp.asarray(v[..., None]) for k, v in self.rows.items()}
+        with self._stream:
+            env = {**self._rows_dev, "x": self.x[:, :, None], "t": xp.asarray(ts)[None, None, :]}
+            V = evaluate(self.formula.V, env, xp)
+            V = xp.broadcast_to(V, (self.x.shape[0], self.B, len(ts)))
+            out = xp.stack([V.min(axis=(0, 1)), V.max(axis=(0, 1))]).get()
+        return out[0], out[1]
 
     def bounds_many(self, times, weights):
-        """(lo, hi) of sum_j w_j V(x, t_j) over the grid per step (``times`` (steps, nt)):
-        the values themselves, every member and grid point."""
+        """(lo, hi) containing sum_j w_j V(x, t_j) for every member and grid point, per step
+        (``times`` (steps, nt)): per term, the molecule's values on the grid (every point,
+        every member; once when the formula does not read t) and x E(t) between its values
+        at the box's ends -- rigorous, loose by at most the field's terms."""
         times = np.asarray(times, dtype=np.float64)
-        lo, hi = np.empty(len(times)), np.empty(len(times))
-        for s, row in enumerate(times):
-            v = sum(w * self.host_fields(float(t), gradient=False)[0]
-                    for t, w in zip(row, weights) if w)
-            lo[s], hi[s] = np.min(v), np.max(v)
+        lo = hi = 0.0
+        for i, w in enumerate(weights):
+            if not w:
+                continue
+            if self.moving:
+                vlo, vhi = self._ranges(times[:, i])
+            else:
+                if getattr(self, "_range", None) is None:
+                    V = self._molecule(0.0, gradient=False)[0]
+                    self._range = (float(V.min()), float(V.max()))
+                vlo, vhi = self._range
+            e = self.field(times[:, i:i + 1])                                 # (steps, B)
+            flo = np.minimum(e * self.ends[0], e * self.ends[1]).min(axis=1)
+            fhi = np.maximum(e * self.ends[0], e * self.ends[1]).max(axis=1)
+            tlo, thi = vlo + flo, vhi + fhi
+            lo_b, hi_b = (w * tlo, w * thi) if w > 0 else (w * thi, w * tlo)
+            lo, hi = lo + lo_b, hi + hi_b
         return lo, hi
 
 

@@ -299,10 +299,8 @@ class BlockMeasure:
         from mgemm.arrays import PinnedUpload
         if getattr(self, "_up", None) is None:
             from ..backends.cupy.measure import measure_kernels
-            from .potential import SoftCore
             self._up = PinnedUpload(xp)
-            self._kern, self._split = measure_kernels(xp, SoftCore.term, SoftCore.force,
-                                                      tuple(SUMS.values()))
+            self._kern, self._split = measure_kernels(xp, pot.device, tuple(SUMS.values()))
             self._xv = xp.ascontiguousarray(self.x.ravel())
             self._lay = xp.ascontiguousarray(self.layers)
         n, B = X.shape
@@ -314,7 +312,7 @@ class BlockMeasure:
         kin = xp.ascontiguousarray(kin)
         F = xp.ascontiguousarray(xp.fft.fft(X, axis=0))
         args = (X, kin, self.psi0, F, self.k, self._xv, self._lay, P, pot.constants(),
-                np.int32(n), np.int32(B), np.int32(len(pot.Z)), np.int32(pot.has_field))
+                np.int32(n), np.int32(B), np.int32(pot.slots), np.int32(pot.has_field))
         if B <= SPLIT_MAX_MEMBERS or n >= 128 * B:
             G = max(1, min(64, -(-n // 256)))
             part = xp.empty((len(SUMS), G, B))

@@ -32,11 +32,10 @@ class Potential(Protocol):
     its values and gradient on the grid, at one time or many (the stepper's diagonals, the
     observables), exact bounds over the grid and a set of times (the Chebyshev expansion's
     spectral interval, the precheck), the centres' positions (the snapshots), and the
-    definition the device kernels are generated from (``term`` and ``force`` of one centre,
-    :mod:`tdse.backends.cupy.potential`).  :class:`SoftCore` is its implementation."""
+    definition the device kernels are generated from (``device``: a centre's term and force,
+    or a formula and its derivative, :mod:`tdse.backends.cupy.potential`).  :class:`SoftCore` is its implementation."""
 
-    term: object
-    force: object
+    device: tuple
 
     def values(self, x, t, xp=np): ...
 
@@ -85,6 +84,8 @@ class SoftCore:
 
     term = parse("Z / sqrt(r * r + a)", ("Z", "r", "a"), "potential (soft-core term)")
     force = parse("Z * r / (r * r + a) ** 1.5", ("Z", "r", "a"), "potential (soft-core force)")
+    #: what the device kernels are generated from (tdse.backends.cupy.potential)
+    device = ("centres", term, force)
 
     def __init__(self, config):
         self.config = config
@@ -297,6 +298,11 @@ class BatchPotential:
             self.f = {k: fa(k) for k in ("E0", "omega", "phase", "duration", "fwhm", "ramp")}
             self.envelope = fields[0].envelope
 
+    @property
+    def slots(self) -> int:
+        """The per-time parameters of a member after E in :meth:`pack` (its centres)."""
+        return len(self.Z)
+
     def centre_array(self, t):
         """X_c(t) of every member and centre (:func:`path`), (B, C) on the host."""
         return path(self.x0, self.amp, self.freq, self.phase, self.ramp, t)
@@ -348,7 +354,7 @@ class BatchPotential:
         """:meth:`blocks` for many steps at once: ``times`` (steps, nt) -> (steps, nt B (1 + C))."""
         times = np.asarray(times, dtype=np.float64)
         S, nt = times.shape
-        out = np.empty((S, nt, self.B, 1 + len(self.Z)))
+        out = np.empty((S, nt, self.B, 1 + self.slots))
         out[..., 0] = self.field(times[..., None])
         out[..., 1:] = path(self.x0, self.amp, self.freq, self.phase, self.ramp, times[..., None, None])
         return out.reshape(S, -1)
@@ -367,7 +373,7 @@ class BatchPotential:
         P = self._up(self.pack([t], [1.0]))
         out = self.xp.empty((self.x.shape[0], self.B))
         from ..backends.cupy.potential import potential_kernels
-        potential_kernels(self.xp, SoftCore.term, SoftCore.force)[kind](self.x, P, self.constants(), 0, 4, 1, len(self.Z), self.B,
+        potential_kernels(self.xp, self.device)[kind](self.x, P, self.constants(), 0, 4, 1, self.slots, self.B,
                                       int(self.has_field), out)
         return out
 
@@ -454,4 +460,5 @@ class BatchPotential:
 
 
 SoftCore.batch = BatchPotential
+BatchPotential.device = SoftCore.device
 POTENTIALS["soft_core"] = SoftCore

@@ -78,12 +78,11 @@ FUSED_GEMV = CHEB_CHAIN = CHAIN_REG_ROWS = FOUR_STEP = True
 #: T's row in registers (tdse_cheb_chain_reg): up to 32 CHAIN_REG columns, one row a warp
 CHAIN_REG = 32
 
-def _kernels(cp):
+def _kernels(cp, device):
     """The graph step's kernels (:func:`tdse.backends.cupy.chain.graph_kernels`) with the
-    potential's row generated from its definition."""
+    potential's row generated from its ``device`` definition."""
     from ..backends.cupy.chain import graph_kernels
-    from ..model.potential import SoftCore
-    return graph_kernels(cp, SoftCore.term, SoftCore.force, CHAIN_REG)
+    return graph_kernels(cp, device, CHAIN_REG)
 
 
 _DGEMM = None
@@ -409,10 +408,10 @@ class GraphStep:
         self._ahead = collections.deque()   # (j0, future): the next chunks, planned in a thread (_plan)
         cfg, pot = stepper.config, stepper.potential
         g = cfg.grid
-        self.n, self.B, self.C = g.n, pot.B, len(pot.Z)
+        self.n, self.B, self.C = g.n, pot.B, pot.slots
         # the scheme's exponentials (scale, time weights) and its number of times: the planner's
         self.scheme, self.rows, self.nt = self.planner.scheme, self.planner.rows, self.planner.nt
-        self.k = _kernels(cp)
+        self.k = _kernels(cp, pot.device)
         n, B = self.n, self.B
         self.fft = None
         if g.stencil == "dvr" and _dvr_by_fft(cp, n, B):

@@ -38,6 +38,15 @@ def _layout(config, method, xp, gemm_opts):
     return None
 
 
+#: from this N a formula's GPU graph step takes its spectral bounds on the device
+#: (`python -m benchmarks formula`, H200): h2plus_moving_large (N = 8192, 3-point) as a
+#: formula x1.31 the soft-core step with the host's bounds, x1.01 with the device's;
+#: h2plus_moving (N = 256, DVR) x0.96 host, x1.42 device (benchmarks/results/
+#: formula_h200x1_20261128T095909.json, _095911, _100100, _100103; the threshold between
+#: the two measured sizes is a choice)
+FORMULA_DEVICE_BOUNDS_MIN_N = 2048
+
+
 class Stepper:
     """Steps psi(t_j) -> psi(t_j + dt) (and U(t_j) -> U(t_j + dt)) for ``config``.
 
@@ -177,7 +186,12 @@ class Stepper:
         from . import graphs
         if self._graph is None:
             batch = BatchStepper([self.config], self.xp)
-            self._graph = graphs.GraphStep(batch, self._bounds_many) if graphs.available(batch) else False
+            # a formula's bounds from its batch, on the device (FormulaBatch.bounds_many), from
+            # FORMULA_DEVICE_BOUNDS_MIN_N: the host's pass over the whole grid (no extreme
+            # points known) held the step back there
+            on_device = self.config.potential.V and self.config.grid.n >= FORMULA_DEVICE_BOUNDS_MIN_N
+            bounds = None if on_device else self._bounds_many
+            self._graph = graphs.GraphStep(batch, bounds) if graphs.available(batch) else False
         if not self._graph:
             return None
         e0, k0 = self._graph.exponentials, self._graph.cheb_terms

@@ -120,11 +120,6 @@ def prepare(config: Config, *, backend="auto", devices=None, threads=None,
     t0, e0 = time.perf_counter(), time.time()
     if options is not None:
         config = _with_options(config, options)
-    if config.potential.V:       # a formula: no GPU kernel is generated from one yet
-        if backend == "cupy":
-            raise ConfigError("potential.kind", "expression", "runs on the CPU for now "
-                              "(--backend numpy): no GPU kernel is generated from a formula yet")
-        backend = "numpy"
     memory_check(config)          # before any work: the method's matrices must fit
     x = points(config.grid)
     t1 = time.perf_counter()

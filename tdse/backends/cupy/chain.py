@@ -274,15 +274,15 @@ extern "C" __global__ void tdse_dense_apply(const complex<double>* U, const comp
 _KERNELS = {}
 
 
-def graph_kernels(cp, term, force, reg) -> dict:
-    """The graph step's kernels for a potential's ``term`` and ``force``; ``reg``: T's row
+def graph_kernels(cp, device, reg) -> dict:
+    """The graph step's kernels for a potential's ``device`` definition; ``reg``: T's row
     in registers up to 32 ``reg`` columns (tdse_cheb_chain_reg)."""
-    key = (str(term), str(force), reg)
+    key = (str(device), reg)
     if key in _KERNELS:
         return _KERNELS[key]
     E = cp.ElementwiseKernel
     k = {
-        "diag": potential_kernels(cp, term, force)["v"],
+        "diag": potential_kernels(cp, device)["v"],
         "band": band_kernel(cp),
         "mask": E("T x, float64 m", "T y", "y = x * m", "tdse_graph_mask"),
         "first": E("T g, float64 d, T x, raw float64 P, int32 ik, raw T A, int32 ia",
@@ -293,7 +293,7 @@ def graph_kernels(cp, term, force, reg) -> dict:
         "final": E("T y, raw T A, int32 ia", "T out", "out = y * A[ia]", "tdse_graph_final"),
         "gemv_term": cp.RawKernel(GEMV_TERM, "tdse_gemv_term"),
     }
-    src = CHAIN % {"v": device_v(term), "reg": reg}
+    src = CHAIN % {"v": device_v(device), "reg": reg}
     for name in ("tdse_cheb_chain", "tdse_cheb_chain_reg"):
         for coop in (True, False):
             k[name, coop] = cp.RawKernel(src, name, enable_cooperative_groups=coop)

@@ -2,7 +2,7 @@
 generated from the formula the host evaluates).  Parentheses are printed wherever the C
 grammar would otherwise group the operands differently from the tree -- floating-point
 ``a + (b + c)`` is not ``(a + b) + c`` -- so the compiled operations are the tree's, in its
-order; ``u ** v`` becomes ``pow(u, v)``."""
+order; ``u ** v`` becomes ``pow(u, v)``, ``u ** 2`` the product ``u * u`` (NumPy's square)."""
 from __future__ import annotations
 
 from ...expression import Expr
@@ -31,6 +31,10 @@ def c_source(e: Expr, symbols: dict | None = None) -> str:
         return symbols.get(e.value, e.value)
     if op == "call":
         return f"{C_FUNCTIONS[e.value]}({c_source(e.args[0], symbols)})"
+    if op == "**" and e.args[1].op == "num" and e.args[1].value == 2.0:
+        u = c_source(e.args[0], symbols)       # u * u: NumPy's square, exact (pow is not)
+        u = u if _prec(e.args[0]) > 2 else f"({u})"
+        return f"({u} * {u})"
     if op == "**":
         return f"pow({c_source(e.args[0], symbols)}, {c_source(e.args[1], symbols)})"
     if op == "neg":

@@ -1,12 +1,13 @@
 """The grid sums of a block's observables on a GPU, generated from the definitions: the
-potential's ``term`` and ``force`` (V and dV/dx at each point, in the host's order of
-operations, :mod:`.potential`) and the observables' sums (``tdse.model.observables.SUMS``:
+potential's ``device`` definition (V and dV/dx at each point, in the host's order of
+operations, :func:`.potential.molecule_vg`) and the observables' sums (``tdse.model.observables.SUMS``:
 each the sum over the grid of a point quantity, an :class:`tdse.expression.Expr` in the
 names of :data:`POINT`).  One kernel a block of members; the partial sums of each block of
 threads are summed by one reduction after (deterministic: no atomics)."""
 from __future__ import annotations
 
 from .codegen import c_source
+from .potential import molecule_vg
 
 #: the point quantities a sum may read, and their C: |psi_i|^2, 1 in the absorbing layers
 #: (else 0), x_i, dV/dx(x_i), Re psi_i* (H psi)_i, Re and Im psi0_i* psi_i, k_i and |F_k|^2
@@ -21,7 +22,6 @@ __device__ __forceinline__ void tdse_point(
         const complex<double>* psi0, const complex<double>* F, const double* k,
         const double* x, const bool* layers, const double* P, const double* Q,
         int n, int nb, int nc, int field) {
-    double a = Q[b];
     int q = 4 + b * (1 + nc);
     double E = field ? P[q] : 0.0;
     int at = i * nb + b;
@@ -30,12 +30,7 @@ __device__ __forceinline__ void tdse_point(
     double xi = x[i];
     double v = 0.0, g = 0.0;
     if (field) g += E;
-    for (int c = 0; c < nc; ++c) {
-        double r = xi - P[q + 1 + c];
-        double Z = Q[nb + b * nc + c];
-        v -= TERM;
-        g += FORCE;
-    }
+    MOLECULE
     if (field) v += E * xi;
     complex<double> hz = KX[at] + v * z;
     complex<double> c0 = conj(psi0[at]) * z;
@@ -98,24 +93,24 @@ extern "C" __global__ void tdse_block_measure_split(
 """
 
 
-def measure_source(term, force, sums) -> str:
+def measure_source(device, sums) -> str:
     """The CUDA module of the two measuring kernels (``tdse_block_measure``: 32 members a
     block of threads; ``tdse_block_measure_split``: the grid over blocks, a member per
-    column of blocks) for the potential's ``term``/``force`` and the ``sums`` (Exprs)."""
+    column of blocks) for the potential's ``device`` definition and the ``sums`` (Exprs)."""
     lines = "".join(f"    s[{j}] += {c_source(e, POINT)};\n" for j, e in enumerate(sums))
-    return (f"#define NS {len(sums)}\n" + SOURCE.replace("TERM", c_source(term))
-            .replace("FORCE", c_source(force)).replace("SUMS", lines))
+    return (f"#define NS {len(sums)}\n" + SOURCE.replace("MOLECULE", molecule_vg(device, "xi"))
+            .replace("SUMS", lines))
 
 
 _MODULES = {}
 
 
-def measure_kernels(cp, term, force, sums):
+def measure_kernels(cp, device, sums):
     """(tdse_block_measure, tdse_block_measure_split) of :func:`measure_source`, compiled
     once a definition."""
-    key = (str(term), str(force), tuple(str(e) for e in sums))
+    key = (str(device), tuple(str(e) for e in sums))
     if key not in _MODULES:
-        mod = cp.RawModule(code=measure_source(term, force, sums))
+        mod = cp.RawModule(code=measure_source(device, sums))
         _MODULES[key] = (mod.get_function("tdse_block_measure"),
                          mod.get_function("tdse_block_measure_split"))
     return _MODULES[key]
