@@ -295,6 +295,17 @@ def _run_overhead(d):
     return out
 
 
+def _formula(d):
+    out = ["| input | N | backend | method | soft-core us/step | formula us/step | formula / soft-core | final psi apart |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in d["rows"]:
+        st = r["step_seconds"]
+        out.append(f"| {r['input']} | {r['n']} | {r['backend']} | {r['method']} | {st['soft_core'] * 1e6:.1f} | "
+                   f"{st['formula'] * 1e6:.1f} | {r['ratio_formula_over_soft_core']:.3f} | "
+                   f"{r['final_psi_max_abs_diff']:.1e} |")
+    return out
+
+
 def _mutation(d):
     out = [f"{d.get('tool', '')}, commit {d.get('commit', '')}: "
            + ("complete" if d.get("complete") else f"incomplete -- {d.get('why_incomplete', '')}"), "",
@@ -346,7 +357,7 @@ RENDER = {"engine": _engine, "sweep-3m": _sweep, "expm": _expm, "expm-cpu": _exp
           "propagator": _propagator, "inputs": _inputs, "absorber": _absorber,
           "formulas": _formulas, "scale": _scale, "scan": _scan,
           "mutation": _mutation, "small-n": _small_n, "run-overhead": _run_overhead,
-          "expm-pool": _expm_pool, "block-kinetic": _block_kinetic}
+          "expm-pool": _expm_pool, "block-kinetic": _block_kinetic, "formula": _formula}
 
 
 def render(doc) -> list[str]:

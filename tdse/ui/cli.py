@@ -4,7 +4,6 @@ Every input problem is one line on stderr naming the key and value, exit code 2.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import platform
@@ -14,6 +13,7 @@ import time
 import click
 
 from ..config import ConfigError, load
+from .files import plain, write_json
 from ..version import __version__
 
 _IMPORTED = time.perf_counter()
@@ -59,29 +59,11 @@ def _fresh_outputs(out_dir, base, force, exts=(".json", ".png")):
 def _save(base, doc, plot, as_json, shown=None) -> bool:
     """BASE.json and BASE.png (``plot(doc, path)``); with --json also print ``shown`` (the
     doc by default) and return True: the caller's table is then not printed."""
-    _write_json(base + ".json", doc)
+    write_json(base + ".json", doc)
     plot(doc, base + ".png")
     if as_json:
-        click.echo(json.dumps(doc if shown is None else shown, indent=1, default=_plain))
+        click.echo(json.dumps(doc if shown is None else shown, indent=1, default=plain))
     return as_json
-
-
-def _write_json(path, doc):
-    """Write JSON atomically (a temporary file, then a rename): nothing half-written."""
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=1, default=_plain)
-    os.replace(tmp, path)
-
-
-def _plain(o):
-    """NumPy scalars and arrays as JSON numbers and lists (anything else: TypeError)."""
-    import numpy as np
-    if isinstance(o, (np.integer, np.floating, np.bool_)):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
 
 
 class _Group(click.Group):
@@ -152,13 +134,24 @@ def _run_options(f):
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="set an input key over the file's value (repeatable), e.g. time.dt=0.02, "
                    "grid.stencil=dvr, run.graphs=false (`tdse keys` lists them)")
+@click.option("--continue", "continue_file", default=None, metavar="RUN.h5",
+              help="extend the finished RUN.h5 of INPUT to --t-end in OUT/<name>_to_<T>.h5")
+@click.option("--t-end", type=float, default=None, help="with --continue: the new end time (hbar/E_h)")
 @_run_options
-def run(input_file, out_dir, resume_file, sets, **opts):
+def run(input_file, out_dir, resume_file, sets, continue_file, t_end, **opts):
     """Propagate INPUT and write OUT/<name>.h5 and its plots."""
-    if resume_file:
-        if sets:
-            raise InputError("--set: a resumed run continues with the file's own input")
-        return _resume(resume_file, input_file, **opts)
+    if resume_file or continue_file or t_end is not None:
+        if sets or (continue_file is None) != (t_end is None) or (resume_file and continue_file):
+            raise InputError("--resume, or --continue RUN.h5 with --t-end T, without --set: "
+                             "the run continues with the file's own input")
+        if resume_file:
+            return _resume(resume_file, input_file, **opts)
+        from ..run.extend import extension
+        try:
+            cfg, state, work = extension(continue_file, _load(input_file), t_end, out_dir, opts["force"])
+        except ConfigError as e:
+            raise InputError(str(e)) from None
+        return _go(cfg, work, out_dir, (state, work), **opts)
     cfg = _load(input_file)
     if sets:
         from ..config import parse_assignment, with_values
@@ -197,8 +190,8 @@ def resume(h5file, **opts):
 
 
 def _resume(h5file, input_file, **opts):
-    from ..config import loads, to_toml
-    from ..numerics.exponentials import is_auto
+    from ..config import loads
+    from ..run.extend import differs
     from ..run.snapshots import NotOurFile, resume_state
     try:
         state = resume_state(h5file)
@@ -208,14 +201,9 @@ def _resume(h5file, input_file, **opts):
         cfg = loads(state["input_toml"])
     except ConfigError as e:
         raise InputError(f"{h5file}: its stored input is not valid any more: {e}") from None
-    if input_file is not None:
-        given = _load(input_file)
-        if is_auto(given.propagator.method):  # the file holds the method auto chose
-            given = dataclasses.replace(given, propagator=dataclasses.replace(
-                given.propagator, method=cfg.propagator.method))
-        if to_toml(given) != to_toml(cfg):
-            raise InputError(f"--resume = {h5file!r}: the file was written for a different "
-                             f"input than {input_file}; `tdse resume {h5file}` reads its own")
+    if input_file is not None and differs(_load(input_file), cfg):   # auto: the method it chose
+        raise InputError(f"--resume = {h5file!r}: the file was written for a different "
+                         f"input than {input_file}; `tdse resume {h5file}` reads its own")
     out_dir = os.path.dirname(os.path.abspath(h5file))
     _go(cfg, h5file, out_dir, (state, h5file), **opts)
 
@@ -474,7 +462,7 @@ def spectrum(h5file, kind, win, out_dir, force):
     out_dir = out_dir or os.path.dirname(h5file) or "."
     base = os.path.join(out_dir, f"{res['name']}_spectrum_{kind}")
     _fresh_outputs(out_dir, base, force)
-    _write_json(base + ".json", res)
+    write_json(base + ".json", res)
     plot_spectrum(res, base + ".png")
     if kind == "autocorrelation":
         click.echo(f"the {len(res['peaks'])} strongest peaks (hartree, resolution "
