@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from . import expression
 from .errors import ConfigError
-from .keys import KEYS, Key  # noqa: F401  (Key: re-exported)
+from .keys import KEYS, Key, input_reference, key_unit, to_toml  # noqa: F401  (re-exported)
 from .options import RunOptions, parse_options
 
 __all__ = ["ConfigError", "Config", "Grid", "Centre", "Potential", "Field", "Absorber",
@@ -150,10 +150,16 @@ class Absorber:
 
 @dataclass(frozen=True)
 class Initial:
+    """psi(0): eigenstate ``state`` of H(0), "gaussian" (x0, sigma, k0), "superposition"
+    (``amplitudes`` and ``phases`` of the lowest eigenstates) or "file:PATH" (a run file's
+    snapshot ``snapshot``)."""
     state: int | str = 0
     x0: float = 0.0
     sigma: float = 1.0
     k0: float = 0.0
+    amplitudes: tuple = ()
+    phases: tuple = ()
+    snapshot: int = -1
 
 
 @dataclass(frozen=True)
@@ -429,19 +435,37 @@ def _absorber(t, grid: Grid):
 def _initial(t, n):
     _keys("initial.", t)
     state = t.get("state", 0)
-    if isinstance(state, str):
-        if state != "gaussian":
-            raise ConfigError("initial.state", state,
-                              "must be an eigenstate index (integer >= 0) or \"gaussian\"")
-    else:
+    used = {"gaussian": ("x0", "sigma", "k0"), "superposition": ("amplitudes", "phases"),
+            "file": ("snapshot",)}
+    kind = "file" if isinstance(state, str) and state.startswith("file:") else state
+    if isinstance(state, str) and kind not in used:
+        raise ConfigError("initial.state", state, "must be an eigenstate index (integer >= 0), "
+                          "\"gaussian\", \"superposition\" or \"file:RUN.h5\"")
+    if not isinstance(state, str):
         _integer("initial.state", state, 0, n - 1)
-        extra = [k for k in ("x0", "sigma", "k0") if k in t]
-        if extra:
-            k = extra[0]
-            raise ConfigError(f"initial.{k}", t[k], "only used with state = \"gaussian\"")
+    for k in ("x0", "sigma", "k0", "amplitudes", "phases", "snapshot"):
+        if k in t and k not in used.get(kind, ()):
+            owner = next(o for o, ks in used.items() if k in ks)
+            raise ConfigError(f"initial.{k}", t[k], f"only used with state = \"{owner}\"")
+    amps = _numbers("initial.amplitudes", t.get("amplitudes", []), 1, n)
+    if kind == "superposition" and not any(amps):
+        raise ConfigError("initial.amplitudes", t.get("amplitudes"), "must hold a non-zero "
+                          "amplitude for each of the lowest eigenstates, e.g. [1.0, 0.5]")
+    phases = _numbers("initial.phases", t.get("phases", [0.0] * len(amps)), len(amps), len(amps))
+    if kind == "file" and not os.path.isfile(state[5:]):
+        raise ConfigError("initial.state", state, "names no file (a path from the folder the "
+                          "command runs in)")
     return Initial(state, _number("initial.x0", t.get("x0", 0.0)),
                    _number("initial.sigma", t.get("sigma", 1.0), positive=True),
-                   _number("initial.k0", t.get("k0", 0.0)))
+                   _number("initial.k0", t.get("k0", 0.0)), amps, phases,
+                   _integer("initial.snapshot", t.get("snapshot", -1)))
+
+
+def _numbers(key, v, lo, hi):
+    """A list of lo..hi finite numbers, as a tuple of floats."""
+    if not isinstance(v, list) or (v and not lo <= len(v) <= hi):
+        raise ConfigError(key, v, f"must be a list of {lo}..{hi} numbers")
+    return tuple(_number(f"{key}[{i}]", x) for i, x in enumerate(v))
 
 
 def _time(t):
@@ -589,16 +613,6 @@ def load_config(spec, **kw) -> Config:
 
 
 # ---------------------------------------------------------------- writing back
-def _toml_value(v):
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, float):
-        return repr(v)
-    return str(v)
-
-
 def with_value(cfg: Config, key: str, value) -> Config:
     """``cfg`` with the input key ``key`` (dotted, as :data:`KEYS` names it) set to
     ``value`` and validated again; a key under ``potential.centres.`` is set on every
@@ -668,81 +682,3 @@ def parse_assignment(text: str):
     except tomllib.TOMLDecodeError:
         value = raw
     return key, value
-
-
-def to_toml(cfg: Config) -> str:
-    """The effective input: every key with its value (defaults resolved), as TOML that
-    :func:`loads` reads back to an equal Config."""
-    g, p, i, t, pr, o = cfg.grid, cfg.potential, cfg.initial, cfg.time, cfg.propagator, cfg.output
-    lines = [f"name = {_toml_value(cfg.name)}", "", "[grid]",
-             f"x_min = {g.x_min!r}", f"x_max = {g.x_max!r}", f"dx = {g.dx!r}",
-             f"stencil = {_toml_value(g.stencil)}", "", "[potential]"]
-    if p.V:
-        lines += ['kind = "expression"', f"V = {_toml_value(p.V)}"]
-        if p.parameters:
-            lines += ["parameters = {" + ", ".join(f"{k} = {v!r}" for k, v in p.parameters) + "}"]
-    else:
-        lines += [f"a = {p.a!r}"]
-    for c in p.centres:
-        lines += ["", "[[potential.centres]]", f"x0 = {c.x0!r}", f"Z = {c.Z!r}",
-                  f"amplitude = {c.amplitude!r}", f"frequency = {c.frequency!r}",
-                  f"phase = {c.phase!r}", f"ramp = {c.ramp!r}"]
-    if p.field is not None:
-        f = p.field
-        lab = dict(f.lab)
-        au = {"E0": ("intensity", f.E0), "omega": ("wavelength", f.omega),
-              "duration": ("cycles", f.duration)}
-        lines += ["", "[field]"]
-        for key, (other, value) in au.items():   # as given: the lab unit, or atomic units
-            lines += ([f"{other} = {lab[other]!r}  # {key} = {value!r} (atomic units)"]
-                      if other in lab else [f"{key} = {value!r}"])
-        lines += [f"phase = {f.phase!r}", f"envelope = {_toml_value(f.envelope)}"]
-        if f.envelope == "gaussian":
-            lines.append(f"fwhm = {f.fwhm!r}")
-        if f.envelope == "trapezoid":
-            lines.append(f"ramp = {f.ramp!r}")
-    if cfg.absorber is not None:
-        a = cfg.absorber
-        lines += ["", "[absorber]", f"width = {a.width!r}", f"strength = {a.strength!r}",
-                  f"power = {a.power}"]
-    lines += ["", "[initial]", f"state = {_toml_value(i.state)}"]
-    if i.state == "gaussian":
-        lines += [f"x0 = {i.x0!r}", f"sigma = {i.sigma!r}", f"k0 = {i.k0!r}"]
-    lines += ["", "[time]", f"dt = {t.dt!r}", f"t_end = {t.t_end!r}", "", "[propagator]",
-              f"scheme = {_toml_value(pr.scheme)}", f"method = {_toml_value(pr.method)}",
-              f"terms = {pr.terms}", f"tolerance = {pr.tolerance!r}",
-              f"operator = {_toml_value(pr.operator)}",
-              f"time_error = {_toml_value(pr.time_error)}",
-              f"error_window = {pr.error_window * t.dt!r}", "", "[output]",
-              f"every = {o.every}", f"observables_every = {o.observables_every}",
-              *([f"populations_every = {o.populations_every}"] if o.populations_every else []),
-              f"populations = {o.populations}", f"node_eps = {o.node_eps!r}",
-              f"flush_seconds = {o.flush_seconds!r}", "", "[run]",
-              *[f"{k} = {_toml_value(v)}" for k, v in cfg.run.as_dict().items()], ""]
-    return "\n".join(lines)
-
-
-def key_unit(key: str) -> str:
-    """The unit of an input key as KEYS states it ("" for none)."""
-    return next((k.unit for k in KEYS if k.name == key), "")
-
-
-def input_reference() -> str:
-    """docs/INPUT.md: every key of :data:`KEYS` (a test checks the file is this text)."""
-    out = ["# Input reference", "",
-           "Generated from `tdse.config.KEYS` (`tdse keys --markdown > docs/INPUT.md`); a test fails "
-           "when this file and the code differ.  TOML; atomic units throughout (hbar = m_e = e = 1: "
-           "lengths in bohr, times in hbar/E_h, energies in hartree).  Unknown keys are refused, "
-           "every bad value is one line naming the key and value (exit code 2), and nothing is "
-           "re-rounded.", ""]
-    section = None
-    for k in KEYS:
-        sec = k.name.split(".")[0] if "." in k.name else ""
-        if sec != section:
-            section = sec
-            out += ["", f"## [{sec}]" if sec else "## top level", "",
-                    "| key | type | unit | default | meaning |", "| --- | --- | --- | --- | --- |"]
-        cells = [f"`{k.name}`", k.type, k.unit, k.default, k.meaning]
-        out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    out.append("")
-    return "\n".join(out)

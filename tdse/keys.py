@@ -1,13 +1,15 @@
 """Every input key (:data:`KEYS`): its dotted name, type, unit, default and meaning, in atomic
 units (hbar = m_e = e = 1).  :mod:`tdse.config` allows the keys listed here and no others;
-``tdse keys`` and docs/INPUT.md are generated from this table."""
+``tdse keys`` and docs/INPUT.md are generated from this table (:func:`input_reference`), and
+:func:`to_toml` writes a configuration back as TOML with every key's value (the effective
+input a run file records)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .options import OPTIONS
 
-__all__ = ["Key", "KEYS"]
+__all__ = ["Key", "KEYS", "to_toml", "key_unit", "input_reference"]
 
 
 def _toml_default(v) -> str:
@@ -74,7 +76,14 @@ KEYS = (
         "layer; measured with the default and width >= 15 bohr: < 1e-4 of a packet with 0.5-8 Ha "
         "reflects (width 20: < 4e-6)"),
     Key("absorber.power", "integer", "", "2", "the polynomial's power (2: quadratic; Riss & Meyer 1993)"),
-    Key("initial.state", "integer | \"gaussian\"", "", "0", "eigenstate index of H(0), or a Gaussian packet"),
+    Key("initial.state", "integer | \"gaussian\" | \"superposition\" | \"file:RUN.h5\"", "", "0",
+        "eigenstate index of H(0); a Gaussian packet; a superposition of H(0)'s lowest "
+        "eigenstates; or psi of a run file's snapshot (its grid must be this one's)"),
+    Key("initial.amplitudes", "array of numbers", "1", "required (superposition)",
+        "c_n of psi(0) = sum_n c_n e^(i phase_n) phi_n, n = 0, 1, ... (normalised after)"),
+    Key("initial.phases", "array of numbers", "rad", "0 each", "phase_n of the superposition"),
+    Key("initial.snapshot", "integer", "", "-1", "which snapshot of the file (-1: the last; "
+        "psi as stored, not renormalised)"),
     Key("initial.x0", "number", "bohr", "0", "packet centre (state = \"gaussian\" only)"),
     Key("initial.sigma", "number", "bohr", "1", "packet width: |psi|^2 ~ exp(-(x - x0)^2 / (2 sigma^2))"),
     Key("initial.k0", "number", "1/bohr", "0", "packet momentum"),
@@ -118,3 +127,95 @@ KEYS = (
               " | ".join(f'"{c}"' for c in o.choices), "", _toml_default(o.default),
               o.meaning + " (a performance option, tdse.options: it changes no result)")
           for o in OPTIONS)
+
+
+def _toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def to_toml(cfg) -> str:
+    """The effective input: every key with its value (defaults resolved), as TOML that
+    :func:`loads` reads back to an equal Config."""
+    g, p, i, t, pr, o = cfg.grid, cfg.potential, cfg.initial, cfg.time, cfg.propagator, cfg.output
+    lines = [f"name = {_toml_value(cfg.name)}", "", "[grid]",
+             f"x_min = {g.x_min!r}", f"x_max = {g.x_max!r}", f"dx = {g.dx!r}",
+             f"stencil = {_toml_value(g.stencil)}", "", "[potential]"]
+    if p.V:
+        lines += ['kind = "expression"', f"V = {_toml_value(p.V)}"]
+        if p.parameters:
+            lines += ["parameters = {" + ", ".join(f"{k} = {v!r}" for k, v in p.parameters) + "}"]
+    else:
+        lines += [f"a = {p.a!r}"]
+    for c in p.centres:
+        lines += ["", "[[potential.centres]]", f"x0 = {c.x0!r}", f"Z = {c.Z!r}",
+                  f"amplitude = {c.amplitude!r}", f"frequency = {c.frequency!r}",
+                  f"phase = {c.phase!r}", f"ramp = {c.ramp!r}"]
+    if p.field is not None:
+        f = p.field
+        lab = dict(f.lab)
+        au = {"E0": ("intensity", f.E0), "omega": ("wavelength", f.omega),
+              "duration": ("cycles", f.duration)}
+        lines += ["", "[field]"]
+        for key, (other, value) in au.items():   # as given: the lab unit, or atomic units
+            lines += ([f"{other} = {lab[other]!r}  # {key} = {value!r} (atomic units)"]
+                      if other in lab else [f"{key} = {value!r}"])
+        lines += [f"phase = {f.phase!r}", f"envelope = {_toml_value(f.envelope)}"]
+        if f.envelope == "gaussian":
+            lines.append(f"fwhm = {f.fwhm!r}")
+        if f.envelope == "trapezoid":
+            lines.append(f"ramp = {f.ramp!r}")
+    if cfg.absorber is not None:
+        a = cfg.absorber
+        lines += ["", "[absorber]", f"width = {a.width!r}", f"strength = {a.strength!r}",
+                  f"power = {a.power}"]
+    lines += ["", "[initial]", f"state = {_toml_value(i.state)}"]
+    if i.state == "gaussian":
+        lines += [f"x0 = {i.x0!r}", f"sigma = {i.sigma!r}", f"k0 = {i.k0!r}"]
+    if i.amplitudes:
+        lines += [f"amplitudes = {list(i.amplitudes)!r}", f"phases = {list(i.phases)!r}"]
+    if isinstance(i.state, str) and i.state.startswith("file:"):
+        lines += [f"snapshot = {i.snapshot}"]
+    lines += ["", "[time]", f"dt = {t.dt!r}", f"t_end = {t.t_end!r}", "", "[propagator]",
+              f"scheme = {_toml_value(pr.scheme)}", f"method = {_toml_value(pr.method)}",
+              f"terms = {pr.terms}", f"tolerance = {pr.tolerance!r}",
+              f"operator = {_toml_value(pr.operator)}",
+              f"time_error = {_toml_value(pr.time_error)}",
+              f"error_window = {pr.error_window * t.dt!r}", "", "[output]",
+              f"every = {o.every}", f"observables_every = {o.observables_every}",
+              *([f"populations_every = {o.populations_every}"] if o.populations_every else []),
+              f"populations = {o.populations}", f"node_eps = {o.node_eps!r}",
+              f"flush_seconds = {o.flush_seconds!r}", "", "[run]",
+              *[f"{k} = {_toml_value(v)}" for k, v in cfg.run.as_dict().items()], ""]
+    return "\n".join(lines)
+
+
+def key_unit(key: str) -> str:
+    """The unit of an input key as KEYS states it ("" for none)."""
+    return next((k.unit for k in KEYS if k.name == key), "")
+
+
+def input_reference() -> str:
+    """docs/INPUT.md: every key of :data:`KEYS` (a test checks the file is this text)."""
+    out = ["# Input reference", "",
+           "Generated from `tdse.config.KEYS` (`tdse keys --markdown > docs/INPUT.md`); a test fails "
+           "when this file and the code differ.  TOML; atomic units throughout (hbar = m_e = e = 1: "
+           "lengths in bohr, times in hbar/E_h, energies in hartree).  Unknown keys are refused, "
+           "every bad value is one line naming the key and value (exit code 2), and nothing is "
+           "re-rounded.", ""]
+    section = None
+    for k in KEYS:
+        sec = k.name.split(".")[0] if "." in k.name else ""
+        if sec != section:
+            section = sec
+            out += ["", f"## [{sec}]" if sec else "## top level", "",
+                    "| key | type | unit | default | meaning |", "| --- | --- | --- | --- | --- |"]
+        cells = [f"`{k.name}`", k.type, k.unit, k.default, k.meaning]
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    out.append("")
+    return "\n".join(out)

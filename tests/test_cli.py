@@ -56,7 +56,7 @@ def test_h5_roundtrip_matches_direct_propagation(runner, inputs_dir, tmp_path):
     from tdse.model.grid import points
     from tdse.numerics.precheck import precheck
     from tdse.numerics.stepper import Stepper as Propagator
-    from tdse.model.states import initial_state
+    from tdse.model.initial import initial_state
     r = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(tmp_path), "--no-plots"])
     assert r.exit_code == 0, r.output
     d = read(tmp_path / "tiny.h5")

@@ -14,6 +14,8 @@ cp = pytest.importorskip("cupy")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+from tdse.model.initial import initial_state as initial_of  # noqa: E402
+
 TOL = {np.float32: 1e-4, np.complex64: 1e-4, np.float64: 1e-12, np.complex128: 1e-12}
 SHAPES = [(1, 1, 1), (100, 37, 250), (513, 300, 257), (1024, 1024, 1024)]
 # 2 and 4 GPUs, each skipped where there are fewer
@@ -584,7 +586,7 @@ def test_graph_step_equals_the_launched_step(name, stencil, scheme, sets):
     configs = [c.with_value("grid.stencil", stencil).with_value("propagator.scheme", scheme)
                for c in _batch_case(name, 3.0, sets)]
     x = points(configs[0].grid)
-    X0 = np.stack([states.initial_state(c, x, states.eigenstates(c, 0.0, 1)[1]) for c in configs], 1)
+    X0 = np.stack([initial_of(c, x, states.eigenstates(c, 0.0, 1)[1]) for c in configs], 1)
     rng = np.random.default_rng(7)      # a generic block, not only eigenstates
     X0 = X0 + 0.01 * (rng.standard_normal(X0.shape) + 1j * rng.standard_normal(X0.shape))
     (a, terms_a, g), (b, terms_b, _) = _graph_and_launched(configs, X0)
@@ -620,7 +622,7 @@ def test_graph_dvr_by_fft_beyond_the_gemm_equals_the_launched_step(name, scheme,
     monkeypatch.setattr(G, "FFT_MIN_N", 700)
     x = points(cfg.grid)
     rng = np.random.default_rng(n)
-    X0 = states.initial_state(cfg, x, states.eigenstates(cfg, 0.0, 1)[1])[:, None]
+    X0 = initial_of(cfg, x, states.eigenstates(cfg, 0.0, 1)[1])[:, None]
     X0 = X0 + 0.01 * (rng.standard_normal(X0.shape) + 1j * rng.standard_normal(X0.shape))
     (a, terms_a, g), (b, terms_b, _) = _graph_and_launched([cfg], X0)
     assert g and g.fft is not None and g.T is None, "the graph's FFT path was not taken"
@@ -649,7 +651,7 @@ def test_one_kernel_exponential_equals_a_kernel_a_term(name, scheme, n, reg, mon
         cfg = cfg.with_value("grid.dx", (cfg.grid.x_max - cfg.grid.x_min) / n)
     x = points(cfg.grid)
     rng = np.random.default_rng(5)
-    X0 = states.initial_state(cfg, x, states.eigenstates(cfg, 0.0, 1)[1])[:, None]
+    X0 = initial_of(cfg, x, states.eigenstates(cfg, 0.0, 1)[1])[:, None]
     X0 = X0 + 0.01 * (rng.standard_normal(X0.shape) + 1j * rng.standard_normal(X0.shape))
     from tdse.numerics import graphs as G
     monkeypatch.setattr(G, "CHAIN_REG_ROWS", reg == "1")
@@ -678,7 +680,7 @@ def test_one_kernel_exponential_by_a_plain_launch_equals_the_cooperative_one():
     from tdse.numerics.stepper import BatchStepper
     cfg = _batch_case("atom_hhg.toml", 3.0, ("grid.stencil", ["dvr"]))[0]
     x = points(cfg.grid)
-    X0 = states.initial_state(cfg, x, states.eigenstates(cfg, 0.0, 1)[1])[:, None]
+    X0 = initial_of(cfg, x, states.eigenstates(cfg, 0.0, 1)[1])[:, None]
     out = {}
     for coop in (True, False):
         st = BatchStepper([cfg], cp)

@@ -8,7 +8,7 @@ from tdse.model.grid import points
 from tdse.model.observables import node_count, node_positions, norm, populations
 from tdse.numerics.precheck import precheck
 from tdse.numerics.stepper import Stepper as Propagator
-from tdse.model.states import initial_state
+from tdse.model.initial import initial_state
 from tdse.studies.validate import make_config
 
 

@@ -21,7 +21,7 @@ from tdse.model.grid import points
 from tdse.model.potential import centre_positions, envelope, soft_core
 from tdse.numerics.precheck import precheck
 from tdse.numerics.stepper import Stepper as Propagator
-from tdse.model.states import initial_state
+from tdse.model.initial import initial_state
 from tdse.run.timeerror import phase_blind_distance
 from tdse.run.driver import run
 from tdse.run.snapshots import read

@@ -26,7 +26,7 @@ from tdse.model.grid import points
 from tdse.model.field import field_value
 from tdse.numerics.precheck import precheck
 from tdse.numerics.stepper import Stepper as Propagator
-from tdse.model.states import initial_state
+from tdse.model.initial import initial_state
 from tdse.run.driver import run
 from tdse.run.snapshots import read
 from tdse.studies.validate import reference_step

@@ -10,10 +10,9 @@ import scipy.linalg
 
 from .grid import points
 from .hamiltonian import generator_dense, kinetic_bands
-from .observables import norm
 from .potential import soft_core
 
-__all__ = ["DTYPE", "eigenstates", "initial_state", "davidson", "Tracker", "residual_bound", "stemr"]
+__all__ = ["DTYPE", "eigenstates", "davidson", "Tracker", "residual_bound", "stemr"]
 
 #: the dtype of psi and of every propagator (complex128)
 DTYPE = np.complex128
@@ -107,15 +106,6 @@ def _pentadiagonal(g, v, count):
     Q, _ = np.linalg.qr(W)
     theta, U = np.linalg.eigh(Q.T @ h(Q))
     return E, Q @ U
-
-
-def initial_state(config, x, phi0):
-    """psi(0): an eigenstate of H(0) (index ``state``) or a normalised Gaussian packet."""
-    ini = config.initial
-    if ini.state == "gaussian":
-        psi = np.exp(-((x - ini.x0) ** 2) / (4 * ini.sigma ** 2) + 1j * ini.k0 * x)
-        return psi / math.sqrt(norm(psi, config.grid.dx))
-    return phi0[ini.state].astype(DTYPE)
 
 
 #: the iterative eigenpairs' residual bound ||H phi - E phi|| (hartree, phi of unit 2-norm),

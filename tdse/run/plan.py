@@ -20,6 +20,7 @@ import numpy as np
 from ..config import Config, ConfigError
 from ..model import states as model_states
 from ..model.grid import points
+from ..model.initial import initial_state, states_needed as initial_states_needed
 from ..numerics import cost, schemes
 from ..numerics.precheck import Precheck, memory_check, precheck as run_precheck
 from ..numerics.stepper import Stepper
@@ -97,7 +98,7 @@ def effective_attrs(config: Config) -> dict:
 def states_needed(config: Config) -> int:
     """Eigenstates of H(0) a run needs: the populations' K and psi(0)'s index."""
     K = config.output.populations
-    return max(K, config.initial.state + 1 if isinstance(config.initial.state, int) else 1)
+    return max(K, initial_states_needed(config.initial))
 
 
 #: ``backend = "auto"`` times the CPU's step only when the cost model expects it under this
@@ -164,7 +165,7 @@ def _on(backend, config, pc, x, E, phi, devices, threads, operator, steps) -> Ru
             config, pc, choice = cost.resolve(config, pc, be.name, list(be.devices or []),
                                               xp=be.xp, operator=operator, steps=steps)
     t2 = time.perf_counter()
-    psi0 = model_states.initial_state(config, x, phi)
+    psi0 = initial_state(config, x, phi)
     return RunPlan(config, pc, be, x, E, phi, psi0, choice,
                    prepare_seconds={"backend": t1 - t0, "calibration": t2 - t1})
 

@@ -39,6 +39,7 @@ from ..config import Config, ConfigError, to_toml, with_values
 from ..options import environ_restore, environ_saved
 from ..model import states
 from ..model.grid import points
+from ..model.initial import initial_state
 from ..model.observables import BlockMeasure, stack_rows
 from ..numerics import exponentials
 from ..numerics.stepper import BatchStepper
@@ -254,13 +255,13 @@ def run_batch(configs, backend="numpy", devices=None, keep_psi=False) -> dict:
     phi, psi0 = [], []
     solved = {(_molecule(configs[0]), states_needed(configs[0])): plan.states}   # prepare's
     for c in configs:
-        need = max(K, c.initial.state + 1 if isinstance(c.initial.state, int) else 1)
+        need = states_needed(c)
         key = (_molecule(c), need)       # members with one molecular H(0) share its states
         if key not in solved:
             solved[key] = states.eigenstates(c, 0.0, need)[1]
         ph = solved[key]
         phi.append(ph[:K])
-        psi0.append(states.initial_state(c, x, ph))
+        psi0.append(initial_state(c, x, ph))
     X0 = np.stack(psi0, axis=1)
     rec = _Recorder(BlockMeasure(configs, x, np.stack(phi), X0, xp), configs[0])
     stepper = BatchStepper(configs, xp)
