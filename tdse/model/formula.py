@@ -35,10 +35,11 @@ class Formula:
         self.device = ("formula", self.V, self.dV, tuple(self.parameters))
 
     def molecule(self, x, t, xp=np):
-        """V(x, t) without the field, shaped as ``x`` (x and t broadcast)."""
+        """V(x, t) without the field, shaped as x and t broadcast (a formula without x or t
+        too)."""
         v = evaluate(self.V, {**self.parameters, "x": x, "t": t}, xp)
         return xp.broadcast_to(xp.asarray(v, dtype=np.float64), np.broadcast_shapes(
-            np.shape(x), np.shape(v))).copy()
+            np.shape(x), np.shape(t), np.shape(v))).copy()
 
     def values(self, x, t, xp=np):
         v = self.molecule(x, t, xp)
