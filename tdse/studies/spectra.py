@@ -3,6 +3,8 @@
 * ``hhg``: the harmonic spectrum |a(omega)|^2 of the dipole acceleration
   a(t) = <-dV/dx> (recorded every ``observables_every`` steps), windowed, against the
   harmonic order omega / omega_0 of the field's carrier (against omega without a field).
+* ``photoelectron``: dP/dE of the last psi by the window operator
+  (:mod:`tdse.studies.photoelectrons`).
 * ``autocorrelation``: |S(E)|^2 with S(E) = sum_j C(t_j) w(t_j) e^(i E t_j) dt of
   C(t) = <psi(0)|psi(t)> = sum_n |c_n|^2 e^(-i E_n t) (a time-independent H): peaks at the
   eigenenergies E_n of the states psi(0) holds, each as wide as the resolution 2 pi / T.
@@ -19,7 +21,7 @@ import math
 import numpy as np
 
 WINDOWS = ("hann", "blackman", "none")
-KINDS = ("hhg", "autocorrelation")
+KINDS = ("hhg", "autocorrelation", "photoelectron")
 
 
 def window(name: str, m: int) -> np.ndarray:
@@ -97,11 +99,15 @@ def drive_frequency(config) -> float | None:
     return float(freqs.pop()) if len(freqs) == 1 else None
 
 
-def from_file(d: dict, kind: str, win: str) -> dict:
-    """The spectrum of a run file read by :func:`tdse.snapshots.read`."""
+def from_file(d: dict, kind: str, win: str, gamma=None) -> dict:
+    """The spectrum of a run file read by :func:`tdse.snapshots.read` (``gamma``: the
+    photoelectron window's resolution, :mod:`tdse.studies.photoelectrons`)."""
     from ..config import loads
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got kind={kind!r}")
+    if kind == "photoelectron":
+        from .photoelectrons import from_file as photoelectrons
+        return photoelectrons(d, gamma)
     t = d["observables/t"]
     # the run's config parsed as a run reads it (a field given by wavelength has its omega
     # there, not as a key of the TOML: `error: 'omega'` when read as a key)

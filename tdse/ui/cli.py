@@ -440,34 +440,34 @@ def converge(input_file, levels, target, stencils, samples, box, out_dir, force,
 
 @main.command()
 @click.argument("h5file", metavar="FILE.h5", type=click.Path(dir_okay=False))
-@click.option("--kind", type=click.Choice(["hhg", "autocorrelation"]), default="hhg", show_default=True,
-              help="hhg: |FFT of the dipole acceleration|^2 vs harmonic order; autocorrelation: "
-                   "spectrum of <psi(0)|psi(t)> (peaks at the eigenenergies)")
+@click.option("--kind", type=click.Choice(["hhg", "autocorrelation", "photoelectron"]), default="hhg",
+              show_default=True, help="hhg: |FFT of the dipole acceleration|^2 vs harmonic order; "
+              "autocorrelation: spectrum of <psi(0)|psi(t)> (peaks at the eigenenergies); "
+              "photoelectron: dP/dE of the last psi by the window operator")
+@click.option("--gamma", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="photoelectron: the window's resolution (hartree; default omega/8)")
 @click.option("--window", "win", type=click.Choice(["hann", "blackman", "none"]), default="hann",
               show_default=True)
 @click.option("--out", "out_dir", default=None, help="folder for PNG + JSON (default: beside FILE)")
 @click.option("--force", is_flag=True, help="overwrite the outputs")
-def spectrum(h5file, kind, win, out_dir, force):
-    """Harmonic or autocorrelation spectrum of a run (PNG + JSON)."""
-    from .plots import plot_spectrum
+def spectrum(h5file, kind, gamma, win, out_dir, force):
+    """Harmonic, autocorrelation or photoelectron spectrum of a run (PNG + JSON)."""
+    from .spectrum_plots import plot_spectrum
     from ..run.snapshots import NotOurFile, read
     from ..studies.spectra import from_file
-    try:
+    try:   # the outputs beside FILE as named (paths printed as given), checked before the work
         d = read(h5file)
-        res = from_file(d, kind, win)
+        out_dir = out_dir or os.path.dirname(h5file) or "."
+        base = os.path.join(out_dir, f"{d['attrs'].get('name')}_spectrum_{kind}")
+        _fresh_outputs(out_dir, base, force)
+        res = from_file(d, kind, win, gamma)
     except (NotOurFile, ValueError, KeyError) as e:
         raise InputError(str(e)) from None
-    # beside FILE as the user named it: the printed paths relative or absolute as FILE and
-    # --out were given (#58 item 6: absolute in one mode, relative in the other)
-    out_dir = out_dir or os.path.dirname(h5file) or "."
-    base = os.path.join(out_dir, f"{res['name']}_spectrum_{kind}")
-    _fresh_outputs(out_dir, base, force)
     write_json(base + ".json", res)
     plot_spectrum(res, base + ".png")
     if kind == "autocorrelation":
-        click.echo(f"the {len(res['peaks'])} strongest peaks (hartree, resolution "
-                   f"{res['resolution']:.3g}; all inside the picture): "
-                   + ", ".join(f"{e:.4f}" for e in res["peaks"]))
+        click.echo(f"the {len(res['peaks'])} strongest peaks (hartree, resolution {res['resolution']:.3g}; "
+                   "all inside the picture): " + ", ".join(f"{e:.4f}" for e in res["peaks"]))
     click.echo(f"wrote {base}.json, {base}.png")
 
 

@@ -1,0 +1,121 @@
+"""Photoelectron spectra by the window operator (tdse/studies/photoelectrons.py, #55 item 1b):
+a free Gaussian packet's energy distribution against its exact momentum distribution mapped
+to energy and seen through the same window (analytic), the split into left and right, the
+continuum's population, and `tdse spectrum --kind photoelectron` end to end."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tdse import config as tdse_config
+from tdse.model.grid import points
+from tdse.model.initial import initial_state
+from tdse.studies.photoelectrons import window_spectrum
+from tdse.ui.cli import main
+
+FREE = """
+name = "free"
+[grid]
+x_min = -200.0
+x_max = 200.0
+dx = 0.2
+stencil = "dvr"
+[potential]
+kind = "expression"
+V = "0 * x"
+[initial]
+state = "gaussian"
+x0 = 40.0
+sigma = {sigma}
+k0 = {k0}
+[time]
+dt = 0.1
+t_end = 1.0
+"""
+
+
+@pytest.mark.parametrize("sigma, k0, gamma", [(2.0, 1.5, 0.05), (3.0, 0.8, 0.02)])
+def test_a_free_packet_has_its_exact_energy_distribution(sigma, k0, gamma):
+    """|phi(k)|^2 = sqrt(2 sigma^2 / pi) e^(-2 sigma^2 (k - k0)^2) (|psi|^2 of width sigma),
+    dP/dE = sum over k = +-sqrt(2E) of |phi(k)|^2 / |k|, convolved with the window
+    gamma^4 / ((E' - E)^4 + gamma^4) / (pi gamma / sqrt 2): the DVR's free states are exact
+    to the grid's k_max, and the box's continuum is discrete, levels k pi / L apart in k
+    (0.012 and 0.006 Ha at the peaks): each window of width gamma is a sum over gamma / dE ~
+    3-4 levels, so the two agree to 1e-4 of the peak (measured 2e-7 and 4e-5); the packet at
+    x0 = 40 lies right of 0 and of the smooth step's width: "right" is all of it."""
+    cfg = tdse_config.loads(FREE.format(sigma=sigma, k0=k0))
+    psi = initial_state(cfg, points(cfg.grid), None)
+    E = np.linspace(0.1, 3.0, 150)      # (near E = 0 a few box levels sample the 1/sqrt(E) density)
+    s = window_spectrum(cfg, psi, 0.0, E, gamma)
+    Ef = np.linspace(1e-7, 8.0, 400001)
+    k = np.sqrt(2 * Ef)
+    phik2 = lambda q: math.sqrt(2 * sigma ** 2 / math.pi) * np.exp(-2 * sigma ** 2 * (q - k0) ** 2)  # noqa: E731
+    dens = (phik2(k) + phik2(-k)) / k
+    area = math.pi * gamma / math.sqrt(2)
+    want = np.array([np.trapezoid(dens * gamma ** 4 / ((Ef - e) ** 4 + gamma ** 4), Ef) / area for e in E])
+    assert np.abs(s["all"] - want).max() < 1e-4 * want.max()
+    assert np.abs(s["right"] - s["all"]).max() < 1e-6 * want.max()
+    assert s["left"].max() < 1e-6 * want.max()
+    assert s["continuum"] == pytest.approx(1.0, abs=1e-12) and s["bound"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_the_command_writes_the_spectrum_and_refuses_to_overwrite(tmp_path):
+    """A short pulse on soft-core hydrogen (as a formula), then `tdse spectrum --kind
+    photoelectron`: JSON (hartree and eV, the ATI comb, the U_p edges) and PNG; again without
+    --force: one line, exit 2; a gamma <= 0: exit 2."""
+    import json
+    text = FREE.format(sigma=2.0, k0=0.0).replace('V = "0 * x"', 'V = "-1 / sqrt(x**2 + 2)"') \
+        .replace('[initial]\nstate = "gaussian"\nx0 = 40.0\nsigma = 2.0\nk0 = 0.0\n', "") \
+        .replace("x_min = -200.0", "x_min = -60.0").replace("x_max = 200.0", "x_max = 60.0") \
+        .replace("t_end = 1.0", "t_end = 40.0") + "[field]\nE0 = 0.1\nomega = 0.3\ncycles = 1.5\n"
+    path = tmp_path / "pulse.toml"
+    path.write_text(text)
+    r = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path), "-q", "--no-plots"])
+    assert r.exit_code == 0, r.output
+    h5 = str(tmp_path / "free.h5")
+    r = CliRunner().invoke(main, ["spectrum", h5, "--kind", "photoelectron"])
+    assert r.exit_code == 0, r.output
+    doc = json.load(open(tmp_path / "free_spectrum_photoelectron.json"))
+    E, dens = np.array(doc["energy"]), np.array(doc["all"])
+    assert np.allclose(doc["energy_ev"], E * 27.211386245988)
+    assert doc["ip"] == pytest.approx(0.5, abs=1e-6) and doc["up"] == pytest.approx(0.01 / (4 * 0.09))
+    # the density's integral up to the shown e_max is most of the continuum's population
+    # (the windows of the levels near 0 reach below E = 0; some levels lie above e_max)
+    assert 0 < doc["continuum"] < 1 and 0.8 * doc["continuum"] < np.trapezoid(dens, E) <= doc["continuum"]
+    assert all(a > 0 for a in doc["ati"]) and (tmp_path / "free_spectrum_photoelectron.png").exists()
+    r = CliRunner().invoke(main, ["spectrum", h5, "--kind", "photoelectron"])
+    assert r.exit_code == 2 and "exists" in r.output
+    r = CliRunner().invoke(main, ["spectrum", h5, "--kind", "photoelectron", "--gamma", "0", "--force"])
+    assert r.exit_code == 2
+
+
+@pytest.mark.slow
+def test_above_threshold_ionisation_peaks_are_spaced_by_omega():
+    """ATI (Agostini et al., PRL 42, 1127 (1979)): soft-core hydrogen (I_p = 1/2 exactly) in a
+    flat-top pulse of omega = 0.2 (12 cycles, 2-cycle ramps): the peaks of log dP/dE (window
+    gamma = omega / 8) lie omega apart, to 3 % (placed between grid points by a parabola:
+    measured 0.196 and 0.199); their positions against the comb n omega - I_p - U_p are not
+    checked (at 800 nm they sit ~0.004 Ha below it, not examined).  docs/photoelectrons/ has the 800 nm case on a GPU (spacing 0.0570 against
+    omega = 0.05695)."""
+    import tdse
+    from scipy.signal import find_peaks
+    cfg = tdse_config.loads(FREE.format(sigma=1.0, k0=0.0).replace('V = "0 * x"', 'V = "-1 / sqrt(x**2 + 2)"')
+                            .replace('[initial]\nstate = "gaussian"\nx0 = 40.0\nsigma = 1.0\nk0 = 0.0\n', "")
+                            .replace("x_min = -200.0", "x_min = -300.0").replace("x_max = 200.0", "x_max = 300.0")
+                            .replace("dx = 0.2", "dx = 0.25").replace('stencil = "dvr"', "stencil = 3")
+                            .replace("dt = 0.1", "dt = 0.05").replace("t_end = 1.0", "t_end = 377.0")
+                            + '[field]\nE0 = 0.05\nomega = 0.2\ncycles = 12\nenvelope = "trapezoid"\nramp = 62.83\n'
+                            + '[propagator]\nmethod = "chebyshev"\n[output]\nevery = 2000\nobservables_every = 100\n')
+    r = tdse.simulate(cfg, backend="numpy")
+    gamma = 0.2 / 8
+    E = np.arange(0.0, 1.2, gamma / 4)
+    s = window_spectrum(cfg, r.psi[-1], r.t[-1], E, gamma)
+    y = np.log(s["all"])
+    peaks, _ = find_peaks(y, prominence=0.5)
+    # each peak placed by the parabola through its three points (the grid is gamma / 4)
+    at = E[peaks] + gamma / 4 * 0.5 * (y[peaks - 1] - y[peaks + 1]) / (y[peaks - 1] - 2 * y[peaks] + y[peaks + 1])
+    assert len(peaks) >= 3 and s["continuum"] > 0.05
+    assert np.abs(np.diff(at) - 0.2).max() < 0.03 * 0.2, at
