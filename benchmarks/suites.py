@@ -287,7 +287,7 @@ def _accuracy(a):
     from tdse.model.grid import points
     from tdse.numerics.precheck import precheck
     from tdse.numerics.stepper import Stepper as Propagator
-    from tdse.model.states import initial_state
+    from tdse.model.initial import initial_state
     from tdse.run.timeerror import phase_blind_distance
     threads = a.threads or len(os.sched_getaffinity(0))
     base = cfgmod.load(os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input)
@@ -892,7 +892,7 @@ def _absorber(a):
     from tdse import config as cfgmod
     from tdse.model.grid import points
     from tdse.numerics.precheck import precheck
-    from tdse.model.states import initial_state
+    from tdse.model.initial import initial_state
     from tdse.numerics.stepper import Stepper as Propagator
     L, dx, dt = 60.0, 0.2, 0.05
     rows = []
