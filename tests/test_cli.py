@@ -297,3 +297,14 @@ def test_a_run_prints_its_wall_and_where_it_went(runner, inputs_dir, tmp_path):
     assert m, last
     wall, before, run_, plots = map(float, m.groups())
     assert abs(before + run_ + plots - wall) <= 0.15 and run_ > 0 and plots > 0
+
+
+def test_the_command_reference_is_generated_from_the_commands():
+    """docs/CLI.md is the commands' own help (tdse.ui.reference), every command in it."""
+    import os
+    from tdse.ui.cli import main as group
+    from tdse.ui.reference import cli_reference
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    text = open(os.path.join(root, "docs", "CLI.md")).read()
+    assert text == cli_reference(), "run: python -m tdse.ui.reference > docs/CLI.md"
+    assert all(f"## `tdse {name}`" in text for name in group.commands)
