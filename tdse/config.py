@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from . import expression
 from .errors import ConfigError
+from .inputs import Absorber, Centre, Field, Grid, Initial, Output, Potential, Propagator, Time
 from .keys import KEYS, Key, input_reference, key_unit, to_toml  # noqa: F401  (re-exported)
 from .options import RunOptions, parse_options
 
@@ -65,141 +66,6 @@ def _allowed(prefix):
 
 
 # ---------------------------------------------------------------- the dataclasses
-@dataclass(frozen=True)
-class Grid:
-    x_min: float
-    x_max: float
-    dx: float
-    stencil: int | str = 3
-
-    @property
-    def n(self) -> int:
-        return int(round((self.x_max - self.x_min) / self.dx))
-
-
-@dataclass(frozen=True)
-class Centre:
-    x0: float
-    Z: float
-    amplitude: float = 0.0
-    frequency: float = 0.0
-    phase: float = 0.0
-    ramp: float = 0.0        # T_r: the amplitude rises as sin^2(pi t / (2 T_r)) for t < T_r
-
-    @property
-    def moving(self) -> bool:
-        return self.amplitude != 0.0 and self.frequency != 0.0
-
-
-@dataclass(frozen=True)
-class Field:
-    """A laser pulse in the length gauge: V gains + x E(t), E = E0 f(t) sin(omega t + phase)."""
-    E0: float
-    omega: float
-    duration: float
-    phase: float = 0.0
-    envelope: str = "sin2"
-    fwhm: float = 0.0        # gaussian envelope
-    ramp: float = 0.0        # trapezoid envelope
-    lab: tuple = ()          # the lab-unit keys as given, ((key, value), ...): intensity
-                             # (W/cm^2), wavelength (nm), cycles -- E0, omega, duration hold
-                             # their atomic-unit values
-
-
-@dataclass(frozen=True)
-class Potential:
-    """The potential: ``kind`` "soft_core" (``a``, ``centres``) or "expression" (``V`` a
-    formula in x, t and the ``parameters``' names, ((name, value), ...)); the field."""
-    a: float
-    centres: tuple[Centre, ...]
-    field: Field | None = None
-    kind: str = "soft_core"
-    V: str = ""
-    parameters: tuple = ()
-
-    @property
-    def static(self) -> bool:
-        return not self.molecule_moves and self.field is None
-
-    @property
-    def molecule_moves(self) -> bool:
-        """Whether the molecule's V (the field left out) changes in time: a centre moves, or
-        the formula reads t."""
-        if self.V:
-            return self.depends_on_time
-        return any(c.moving for c in self.centres)
-
-    @property
-    def depends_on_time(self) -> bool:
-        """Whether the formula ``V`` reads t (an expression potential)."""
-        return bool(self.V) and _reads_t(self.V, self.parameters)
-
-
-@functools.lru_cache(maxsize=64)
-def _reads_t(V, parameters) -> bool:
-    return "t" in expression.parse(V, ("x", "t") + tuple(k for k, _ in parameters), "potential.V").names()
-
-
-@dataclass(frozen=True)
-class Absorber:
-    """-i W(x) with W = strength ((|x - x_in|)/width)^power inside the last ``width`` bohr."""
-    width: float
-    strength: float
-    power: int = 2
-
-
-@dataclass(frozen=True)
-class Initial:
-    """psi(0): eigenstate ``state`` of H(0), "gaussian" (x0, sigma, k0), "superposition"
-    (``amplitudes`` and ``phases`` of the lowest eigenstates) or "file:PATH" (a run file's
-    snapshot ``snapshot``)."""
-    state: int | str = 0
-    x0: float = 0.0
-    sigma: float = 1.0
-    k0: float = 0.0
-    amplitudes: tuple = ()
-    phases: tuple = ()
-    snapshot: int = -1
-
-
-@dataclass(frozen=True)
-class Time:
-    dt: float
-    t_end: float
-
-    @property
-    def steps(self) -> int:
-        return int(round(self.t_end / self.dt))
-
-
-@dataclass(frozen=True)
-class Propagator:
-    method: str = "auto"     # the exponential: "auto" (dense or chebyshev by cost: tdse.cost),
-                             # "dense" (mgemm), "taylor" (dense, the source's) or "chebyshev"
-    terms: int = 10
-    tolerance: float = 1e-10
-    operator: bool = False   # also accumulate U(t) and store P_mn(t) (one more GEMM a step)
-    scheme: str = "midpoint"  # time scheme: "midpoint" (2nd order) or "cfm4" (4th order)
-    error_window: int = 0    # steps at the start re-run at dt/2 to estimate the time error (0: none)
-    time_error: str = "none"  # "companion" (the whole run at 2 dt), "window" or "none"
-
-
-@dataclass(frozen=True)
-class Output:
-    every: int = 50
-    populations: int = 4
-    node_eps: float = 1e-2
-    observables_every: int = 1
-    populations_every: int = 0      # 0: with every observation
-    flush_seconds: float = 2.0
-
-    @property
-    def populations_interval(self) -> int:
-        """Steps between the populations in H(t)'s eigenstates (``populations_every``, or
-        every observation)."""
-        return self.populations_every or self.observables_every
-
-
 @dataclass(frozen=True)
 class Config:
     name: str
@@ -328,8 +194,51 @@ def _one_of(t, au, lab):
     return given[0]
 
 
+def _parameters(prefix, t):
+    """A formula's ``parameters`` table as sorted (name, value) pairs: names other than x,
+    t, pi and the functions, numbers."""
+    params = _table(f"{prefix}.parameters", t.get("parameters", {}))
+    for k, v in params.items():
+        if not _IDENTIFIER.match(k) or k in ("x", "t") or k in expression.FUNCTIONS or k in expression.CONSTANTS:
+            raise ConfigError(f"{prefix}.parameters.{k}", v, "must be a name other than x, t, pi "
+                              "and the functions")
+        _number(f"{prefix}.parameters.{k}", v)
+    return tuple(sorted((k, float(v)) for k, v in params.items()))
+
+
+def _expression_field(t):
+    """[field] kind = "expression": E(t) a formula in t and the parameters, for 0 <= t <=
+    duration (0 after); omega and E0 optional references (harmonic orders, U_p)."""
+    extra = [k for k in t if k not in ("kind", "E", "parameters", "duration", "omega", "E0")]
+    if extra:
+        raise ConfigError(f"field.{extra[0]}", t[extra[0]], "is not used with kind = \"expression\" "
+                          "(E, parameters, duration, omega, E0 are)")
+    for k in ("E", "duration"):
+        if k not in t:
+            raise ConfigError("", None, f"missing key `field.{k}` (kind = \"expression\")")
+    pairs = _parameters("field", t)
+    formula = expression.parse(t["E"], ("t",) + tuple(k for k, _ in pairs), "field.E")
+    for k, v in pairs:
+        if k not in formula.names():
+            raise ConfigError(f"field.parameters.{k}", v, f"is not read by field.E = {t['E']!r}")
+    duration = _number("field.duration", t["duration"], positive=True)
+    peak = max(abs(float(expression.evaluate(formula, {**dict(pairs), "t": s})))
+               for s in [duration * i / 2000 for i in range(2001)])
+    return Field(_number("field.E0", t.get("E0", peak), positive=True),
+                 _number("field.omega", t.get("omega", 0.0), nonneg=True), duration, 0.0,
+                 "expression", 0.0, 0.0, (), t["E"], pairs)
+
+
 def _field(t):
     _keys("field.", t)
+    kind = t.get("kind", "pulse")
+    if kind not in ("pulse", "expression"):
+        raise ConfigError("field.kind", kind, "must be \"pulse\" or \"expression\"")
+    if kind == "expression":
+        return _expression_field(t)
+    for k in ("E", "parameters"):
+        if k in t:
+            raise ConfigError(f"field.{k}", t[k], "is for kind = \"expression\"")
     if _one_of(t, "E0", "intensity") == "E0":
         E0 = _number("field.E0", t["E0"])
     else:
@@ -370,13 +279,7 @@ def _expression_potential(t, fld):
                               "potential reads potential.V and potential.parameters")
     if "V" not in t:
         raise ConfigError("", None, "missing key `potential.V` (kind = \"expression\")")
-    params = _table("potential.parameters", t.get("parameters", {}))
-    for k, v in params.items():
-        if not _IDENTIFIER.match(k) or k in ("x", "t") or k in expression.FUNCTIONS or k in expression.CONSTANTS:
-            raise ConfigError(f"potential.parameters.{k}", v, "must be a name other than x, t, pi "
-                              "and the functions")
-        _number(f"potential.parameters.{k}", v)
-    pairs = tuple(sorted((k, float(v)) for k, v in params.items()))
+    pairs = _parameters("potential", t)
     read = expression.parse(t["V"], ("x", "t") + tuple(k for k, _ in pairs), "potential.V").names()
     for k, v in pairs:
         if k not in read:
@@ -652,12 +555,12 @@ def with_values(cfg: Config, pairs, source: dict | None = None) -> Config:
         return data.setdefault(name, {})
 
     for key, value in pairs:
-        if key.startswith("potential.parameters.") and key.count(".") == 2:
-            section("potential").setdefault("parameters", {})[key.split(".")[2]] = value
+        parts = key.split(".")
+        if len(parts) == 3 and parts[0] in ("potential", "field") and parts[1] == "parameters":
+            section(parts[0]).setdefault("parameters", {})[parts[2]] = value
             continue
         if key not in names or key in ("name", "potential.centres") or key.count(".") < 1:
             raise ConfigError(key, value, "is not an input key that takes a value (`tdse keys` lists them)")
-        parts = key.split(".")
         partner = _LAB_PARTNERS.get(parts[-1])
         if parts[0] == "field" and partner and "field" in data:   # field.intensity replaces
             section("field").pop(partner, None)                     # field.E0, and back

@@ -52,6 +52,13 @@ KEYS = (
     Key("potential.centres.phase", "number", "rad", "0", "phase of the motion (pi/2: start at a turning point)"),
     Key("potential.centres.ramp", "number", "hbar/E_h", "0", "T_r: s(t) = sin^2(pi t / (2 T_r)) for t < T_r, "
         "else 1 (0: the abrupt start of the thesis)"),
+    Key("field.kind", "\"pulse\" | \"expression\"", "", "\"pulse\"",
+        "pulse: E0 f(t) sin(omega t + phase) with an envelope f; expression: E(t) given as field.E"),
+    Key("field.E", "string", "E_h/(e bohr)", "required (expression)",
+        "E(t) as a formula in t and field.parameters' names (the whitelist of potential.V), "
+        "applied for 0 <= t <= duration, 0 after; e.g. \"F * sin(pi * t / T)**2 * sin(w * t)\""),
+    Key("field.parameters", "table", "", "{}", "names and numbers field.E reads; scan or --set them "
+        "as field.parameters.NAME"),
     Key("field.intensity", "number", "W/cm^2", "instead of E0",
         "peak intensity I (linear polarisation, cycle-averaged): E0 = sqrt(I / 3.50944552e16 W/cm^2) "
         "(the atomic unit of intensity, 1/2 eps0 c (5.14220675e11 V/m)^2; CODATA 2018)"),
@@ -162,10 +169,16 @@ def to_toml(cfg) -> str:
         au = {"E0": ("intensity", f.E0), "omega": ("wavelength", f.omega),
               "duration": ("cycles", f.duration)}
         lines += ["", "[field]"]
+        if f.E:
+            lines += ['kind = "expression"', f"E = {_toml_value(f.E)}", f"duration = {f.duration!r}",
+                      f"omega = {f.omega!r}", f"E0 = {f.E0!r}"]
+            if f.parameters:
+                lines += ["parameters = {" + ", ".join(f"{k} = {v!r}" for k, v in f.parameters) + "}"]
+            au = {}
         for key, (other, value) in au.items():   # as given: the lab unit, or atomic units
             lines += ([f"{other} = {lab[other]!r}  # {key} = {value!r} (atomic units)"]
                       if other in lab else [f"{key} = {value!r}"])
-        lines += [f"phase = {f.phase!r}", f"envelope = {_toml_value(f.envelope)}"]
+        lines += [] if f.E else [f"phase = {f.phase!r}", f"envelope = {_toml_value(f.envelope)}"]
         if f.envelope == "gaussian":
             lines.append(f"fwhm = {f.fwhm!r}")
         if f.envelope == "trapezoid":

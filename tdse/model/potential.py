@@ -23,7 +23,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from ..expression import parse
-from .field import field_value, pulse
+from .field import field_value, formula_of, pulse
 
 
 @runtime_checkable
@@ -297,6 +297,11 @@ class BatchPotential:
             fa = lambda k: np.array([getattr(f, k) for f in fields], dtype=float)  # noqa: E731
             self.f = {k: fa(k) for k in ("E0", "omega", "phase", "duration", "fwhm", "ramp")}
             self.envelope = fields[0].envelope
+            if len({f.E for f in fields}) > 1:
+                raise ValueError("a batch's members must share one field.E formula")
+            formula, params = formula_of(fields[0])       # an expression field: E(t)
+            self._formula = (formula, params and {k: np.array([dict(f.parameters)[k] for f in fields])
+                                                  for k in params})
 
     @property
     def slots(self) -> int:
@@ -322,7 +327,7 @@ class BatchPotential:
             return np.zeros(self.B), X
         f = self.f
         return pulse(f["E0"], f["omega"], f["phase"], f["duration"], f["fwhm"], f["ramp"],
-                     self.envelope, times), X
+                     self.envelope, times, *self._formula), X
 
     def field(self, t):
         """E(t) of every member, on the host (:func:`tdse.model.field.pulse`): (B,) for a
@@ -331,7 +336,7 @@ class BatchPotential:
             return np.zeros(np.shape(t)[:-1] + (self.B,) if np.ndim(t) else self.B)
         f = self.f
         return pulse(f["E0"], f["omega"], f["phase"], f["duration"], f["fwhm"], f["ramp"],
-                     self.envelope, t)
+                     self.envelope, t, *self._formula)
 
     def _field_at(self, t):
         """E of every member at ``t`` (a time, or (B,) own times)."""

@@ -87,7 +87,7 @@ def from_file(d: dict, gamma=None, e_max=None) -> dict:
     t, psi = float(d["snapshots/t"][-1]), d["snapshots/psi"][-1]
     field = config.potential.field
     res = {"kind": "photoelectron", "method": "window", "t": t, "name": d["attrs"].get("name")}
-    if field is not None:
+    if field is not None and field.omega > 0:       # an expression field may name no carrier
         omega, up = float(field.omega), float(field.E0) ** 2 / (4 * float(field.omega) ** 2)
         ip = float(-d["states/energies"][0])
         res.update(omega=omega, up=up, ip=ip, edges={"2 U_p": 2 * up, "10 U_p": 10 * up})

@@ -143,8 +143,8 @@ def _signature(cfg: Config):
     g, t, o, p = cfg.grid, cfg.time, cfg.output, cfg.propagator
     f = cfg.potential.field
     return (g.x_min, g.x_max, g.dx, str(g.stencil), t.dt, t.t_end, p.scheme,
-            o.observables_every, o.populations, len(cfg.potential.centres),
-            None if f is None else f.envelope)
+            o.observables_every, o.populations, len(cfg.potential.centres), cfg.potential.V,
+            None if f is None else (f.envelope, f.E))
 
 
 def batch_limit(config: Config, memory=None) -> int:

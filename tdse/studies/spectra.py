@@ -94,7 +94,7 @@ def drive_frequency(config) -> float | None:
     """The drive's angular frequency: the laser's omega, else the centres' common frequency
     (None for a static H, or centres moving at different frequencies)."""
     if config.potential.field is not None:
-        return float(config.potential.field.omega)
+        return float(config.potential.field.omega) or None   # an expression field may name none
     freqs = {c.frequency for c in config.potential.centres if c.moving}
     return float(freqs.pop()) if len(freqs) == 1 else None
 
@@ -114,6 +114,7 @@ def from_file(d: dict, kind: str, win: str, gamma=None) -> dict:
     config = loads(d["attrs"].get("effective_toml") or d["attrs"]["input_toml"])
     if kind == "hhg":
         field = config.potential.field
+        field = field if field is not None and field.omega > 0 else None   # no carrier: no orders
         res = hhg(t, d["observables/acceleration"], None if field is None else float(field.omega), win)
         if field is not None and "states/energies" in d and len(d["states/energies"]):
             res.update(cutoff(float(-d["states/energies"][0]), float(field.E0), float(field.omega)))
