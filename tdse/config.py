@@ -222,9 +222,10 @@ def _expression_field(t):
         if k not in formula.names():
             raise ConfigError(f"field.parameters.{k}", v, f"is not read by field.E = {t['E']!r}")
     duration = _number("field.duration", t["duration"], positive=True)
-    peak = max(abs(float(expression.evaluate(formula, {**dict(pairs), "t": s})))
-               for s in [duration * i / 2000 for i in range(2001)])
-    return Field(_number("field.E0", t.get("E0", peak), positive=True),
+    import numpy as np
+    samples = np.linspace(0.0, duration, 2001)       # E0's default: the formula's sampled peak
+    peak = float(np.max(np.abs(expression.evaluate(formula, {**dict(pairs), "t": samples}))))
+    return Field(_number("field.E0", t.get("E0", peak), nonneg=True),
                  _number("field.omega", t.get("omega", 0.0), nonneg=True), duration, 0.0,
                  "expression", 0.0, 0.0, (), t["E"], pairs)
 

@@ -72,6 +72,8 @@ def parse(text: str, names, key: str = "expression") -> Expr:
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as e:
         raise ConfigError(key, text, f"is not a formula ({e.msg})") from None
+    except (RecursionError, MemoryError):
+        raise ConfigError(key, text, "is nested too deeply (write it with fewer terms)") from None
     allowed = frozenset(names)
 
     def walk(n):
@@ -98,7 +100,10 @@ def parse(text: str, names, key: str = "expression") -> Expr:
         raise ConfigError(key, text, f"{ast.unparse(n)!r} is not allowed (numbers, names, "
                           "+ - * / **, and functions)")
 
-    return walk(tree)
+    try:
+        return walk(tree)
+    except RecursionError:
+        raise ConfigError(key, text, "is nested too deeply (write it with fewer terms)") from None
 
 
 def _erf(xp):

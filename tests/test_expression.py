@@ -38,6 +38,13 @@ def test_refuses_what_is_not_arithmetic(text, reason):
     assert msg.startswith("potential.V = ") and reason in msg and "\n" not in msg
 
 
+def test_a_formula_nested_too_deeply_is_one_line():
+    for text in ["+".join(["x"] * 20000), "(" * 500 + "x" + ")" * 500]:
+        with pytest.raises(ConfigError) as e:
+            parse(text, ("x",), "potential.V")
+        assert str(e.value).startswith("potential.V = ") and "\n" not in str(e.value)
+
+
 def test_evaluates_as_numpy_does():
     x, t = rng.uniform(-3, 3, 50), rng.uniform(0, 2)
     cases = {
