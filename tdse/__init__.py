@@ -9,11 +9,12 @@ precheck, cost) -> ``tdse.model`` (grid, potential, field, absorber, Hamiltonian
 observables) -> ``tdse.config`` (the one validation module).
 
 Python API (docs/PYTHON.md): :func:`load_config`, :func:`simulate` (a :class:`Result`),
-:func:`prepare` (a frozen :class:`RunPlan`) and :func:`evolve` (the one loop)."""
+:func:`prepare` (a frozen :class:`RunPlan`) and :func:`evolve` (the one loop), :func:`scan`,
+:func:`extend` (a finished run continued) and :func:`photoelectron_spectrum`."""
 from .version import __version__
 
 __all__ = ["__version__", "load_config", "simulate", "Result", "prepare", "evolve", "RunPlan",
-           "Sink", "Observer", "State", "scan"]
+           "Sink", "Observer", "State", "scan", "extend", "photoelectron_spectrum"]
 
 
 def __getattr__(name):

@@ -24,7 +24,7 @@ from .run.loop import Observer, Sink, State, evolve
 from .run.plan import RunPlan, prepare
 
 __all__ = ["load_config", "simulate", "Result", "prepare", "evolve", "RunPlan", "Sink",
-           "Observer", "State", "scan"]
+           "Observer", "State", "scan", "extend", "photoelectron_spectrum"]
 
 
 def scan(config, sets, **kw) -> dict:
@@ -50,3 +50,28 @@ def simulate(config, *, backend="auto", devices=None, out=None, force=False,
     plan = prepare(cfg, backend=backend, devices=devices, threads=threads,
                    allow_inaccurate=allow_inaccurate, options=options)
     return run(plan, out, force=force, allow_inaccurate=allow_inaccurate, progress=progress)
+
+
+def extend(h5file, t_end, *, out=None, config=None, backend="auto", devices=None, force=False,
+           progress=False, threads=None) -> Result:
+    """A finished run file continued to ``t_end`` in a new file ``out``/<name>_to_<t_end>.h5
+    (``out`` default: beside the file), holding the bits a run straight to ``t_end`` would
+    (``tdse run INPUT --continue``); ``config``: the input it was run from, refused (a
+    ConfigError naming the first differing line) where more than t_end differs; default:
+    the file's own."""
+    import os
+    from .run.extend import extension
+    out = out if out is not None else (os.path.dirname(os.path.abspath(h5file)))
+    cfg, state, work = extension(h5file, None if config is None else load_config(config),
+                                 t_end, out, force)
+    plan = prepare(cfg, backend=backend, devices=devices, threads=threads)
+    return run(plan, out, force=force, progress=progress, resume=(state, work))
+
+
+def photoelectron_spectrum(h5file, gamma=None) -> dict:
+    """The photoelectrons' dP/dE of a run file's last psi by the window operator
+    (:mod:`tdse.studies.photoelectrons`; ``tdse spectrum --kind photoelectron``): energies
+    (hartree, eV), "all", "left", "right", the continuum's population, the ATI comb."""
+    from .run.runfile import read
+    from .studies.photoelectrons import from_file
+    return from_file(read(h5file), gamma)

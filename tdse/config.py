@@ -565,6 +565,9 @@ def with_values(cfg: Config, pairs, source: dict | None = None) -> Config:
         partner = _LAB_PARTNERS.get(parts[-1])
         if parts[0] == "field" and partner and "field" in data:   # field.intensity replaces
             section("field").pop(partner, None)                     # field.E0, and back
+        if key == "initial.state":       # another kind of state: the last one's keys go
+            for k in ("x0", "sigma", "k0", "amplitudes", "phases", "snapshot"):
+                section("initial").pop(k, None)
         if key.startswith("potential.centres."):
             for c in section("potential")["centres"]:
                 c[parts[2]] = value

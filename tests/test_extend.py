@@ -89,3 +89,24 @@ def test_what_cannot_continue_is_one_line(tmp_path):
     rc, out = _tdse("run", short, "--out", a, "-q", "--no-plots", "--continue",
                     os.path.join(a, "tiny_to_1.h5"), "--t-end", "1.5")   # a continued run goes on
     assert rc == 0 and os.path.exists(os.path.join(a, "tiny_to_1_to_1.5.h5")), out
+
+
+def test_the_api_extends_and_takes_the_spectrum(tmp_path):
+    """tdse.extend equals the CLI's --continue (the run straight to T, bit for bit), with the
+    file's own input by default and refusing another one; tdse.photoelectron_spectrum reads
+    a run file."""
+    import tdse
+    from tdse.config import ConfigError
+    short, full = _input(tmp_path, 0.5), _input(tmp_path, 1.0)
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    first = tdse.simulate(short, out=a, backend="numpy")
+    res = tdse.extend(first.path, 1.0, backend="numpy")
+    straight = tdse.simulate(full, out=b, backend="numpy")
+    got, want = _datasets(res.path), _datasets(straight.path)
+    assert set(got) == set(want) and all(np.array_equal(got[k], want[k], equal_nan=want[k].dtype.kind in "fc")
+                                         for k in want)
+    other = open(short).read().replace("dt = 0.005", "dt = 0.0025")
+    with pytest.raises(ConfigError, match="other numerics"):
+        tdse.extend(first.path, 1.5, config=other, backend="numpy")
+    spec = tdse.photoelectron_spectrum(res.path, gamma=0.05)
+    assert spec["kind"] == "photoelectron" and len(spec["energy"]) == len(spec["all"]) > 10

@@ -4,6 +4,8 @@ implementation: hand-written V, dV/dx, in-place many-times V and the centre batc
 soft-core hydrogen's analytic and literature ground states, and bad input as one line."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -244,3 +246,18 @@ def test_bad_field_formulas_are_one_line(field, key, words):
         tdse_config.loads(MOLECULE.format(name="b", stencil=3, potential=CENTRES).replace(
             "[field]\nE0 = 0.02\nomega = 0.5\nduration = 2.0\n", field))
     assert e.value.key == key and words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_docs_formula_block_runs(run_python_doc, tmp_path, monkeypatch):
+    """docs/PYTHON.md's block of formulas, starting states, continuing and photoelectrons,
+    as written (in a scratch folder): the continued file reaches t = 60, the spectrum has
+    its continuum, the last config starts from the file."""
+    import re
+    monkeypatch.chdir(tmp_path)
+    text = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
+                             "PYTHON.md")).read()
+    index = next(i for i, b in enumerate(re.findall(r"```python\n(.*?)```", text, flags=re.S))
+                 if "tdse.extend(" in b)
+    ns = run_python_doc(index, "numpy", tdse=tdse)
+    assert ns["more"].t[-1] == pytest.approx(60.0) and ns["spec"]["continuum"] > 0
+    assert ns["again"].initial.state.startswith("file:")

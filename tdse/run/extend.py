@@ -37,9 +37,9 @@ def differs(given: Config, stored: Config) -> str | None:
     return None if len(a) == len(b) else "the inputs' tables differ"
 
 
-def extension(h5file: str, given: Config, t_end: float, out_dir: str, force=False):
+def extension(h5file: str, given: Config | None, t_end: float, out_dir: str, force=False):
     """(config, resume state, work file): RUN.h5 (``h5file``, run from ``given``'s input
-    but for ``time.t_end``) copied to OUT/<name>_to_<t_end>.h5.part, set to continue to
+    but for ``time.t_end``; None: the file's own) copied to OUT/<name>_to_<t_end>.h5.part, set to continue to
     ``t_end``; ConfigError (one line) when it cannot be."""
     try:
         with open_checked(h5file) as f:
@@ -50,6 +50,7 @@ def extension(h5file: str, given: Config, t_end: float, out_dir: str, force=Fals
         raise ConfigError("--continue", h5file, "is not a finished run (`tdse resume` continues "
                           "an interrupted one)")
     stored = loads(str(attrs.get("effective_toml", attrs.get("input_toml"))))
+    given = stored if given is None else given       # (the API: the file's own input)
     same_end = dataclasses.replace(given, name=stored.name, time=dataclasses.replace(
         given.time, t_end=stored.time.t_end))          # the name and t_end may differ
     diff = differs(same_end, stored)
