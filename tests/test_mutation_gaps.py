@@ -2018,7 +2018,7 @@ def test_the_hhg_cutoff_is_the_three_step_formula(tmp_path):
     orders of omega (atom_hhg: 0.2194 Ha, 1.1955 Ha, order 20.97); from_file adds it for a
     run with a field, I_p = -E_0; the picture marks it (a dashed line at that order)."""
     from tdse.studies import spectra
-    from tdse.ui import plots
+    from tdse.ui import plots, spectrum_plots
     c = spectra.cutoff(0.5, 0.0534, 0.057)
     assert c["up"] == pytest.approx(0.0534 ** 2 / (4 * 0.057 ** 2), rel=1e-15)
     assert c["cutoff_energy"] == pytest.approx(0.5 + 3.17 * c["up"], rel=1e-15)
@@ -2030,7 +2030,7 @@ def test_the_hhg_cutoff_is_the_three_step_formula(tmp_path):
     orig = plots.plt.close
     plots.plt.close = lambda fig=None: figs.append(fig)
     try:
-        plots.plot_spectrum(res, str(tmp_path / "s.png"))
+        spectrum_plots.plot_spectrum(res, str(tmp_path / "s.png"))
     finally:
         plots.plt.close = orig
     ax = figs[0].axes[0]

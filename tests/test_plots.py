@@ -10,7 +10,7 @@ import pytest
 
 import tdse
 from tdse.model.potential import total
-from tdse.ui import plots
+from tdse.ui import plots, spectrum_plots
 
 MOVING = {
     "name": "mv", "grid": {"x_min": -6.4, "x_max": 6.4, "dx": 0.2, "stencil": 3},
@@ -117,7 +117,7 @@ def test_autocorrelation_picture_holds_every_printed_peak_and_marks_sidebands(mo
     from tdse.studies.spectra import from_file
     res = from_file(moving_run, "autocorrelation", "hann")
     assert res["drive_omega"] == 3.0 and res["peaks"]
-    path = plots.plot_spectrum(res, str(tmp_path / "s.png"))
+    path = spectrum_plots.plot_spectrum(res, str(tmp_path / "s.png"))
     assert path
     # draw again to inspect
     fig, ax = plots.plt.subplots()
@@ -127,7 +127,7 @@ def test_autocorrelation_picture_holds_every_printed_peak_and_marks_sidebands(mo
     orig = plt.close
     try:
         plt.close = lambda f=None: None
-        plots.plot_spectrum(res, str(tmp_path / "s2.png"))
+        spectrum_plots.plot_spectrum(res, str(tmp_path / "s2.png"))
         fig = plt.figure(max(set(plt.get_fignums()) - before))
     finally:
         plt.close = orig
