@@ -320,11 +320,10 @@ _GTSV = []
 
 
 def _lapack_capsule(name, ints, argtypes):
-    """LAPACK routine ``name`` as a ctypes function (SciPy's own LAPACK, from the table of
-    ``scipy.linalg.cython_lapack``): a ctypes call releases the GIL, so a thread can run it
-    beside the loop (:class:`tdse.run.eigenpairs.Lookahead`); SciPy's f2py wrappers hold it.
-    ``ints``: the count of ``int *`` in its LP64 signature (32-bit int, as SciPy's table
-    declares it), checked.  None where that table or ctypes' Python API is not there."""
+    """LAPACK routine ``name`` as a ctypes function (SciPy's LAPACK, ``cython_lapack``'s
+    table): SciPy's wrapper of dstemr, the same bits, took 5x / 14x the time at N = 2048 /
+    8192 (``benchmarks/results/stemr_vs_scipy_cpu2_20261128T1116.txt``).  ``ints``: the
+    ``int *`` count of its LP64 signature, checked.  None where ctypes cannot reach it."""
     try:
         import ctypes
 
