@@ -306,6 +306,15 @@ def _formula(d):
     return out
 
 
+def _tsurff(d):
+    out = ["| input | N | steps | R | bare s | with t-SURFF s | ratio | us a step |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in d["rows"]:
+        out.append(f"| {r['input']} | {r['n']} | {r['steps']} | {r['radius']:g} | {r['seconds']['bare']:.2f} | "
+                   f"{r['seconds']['tsurff']:.2f} | {r['ratio']:.3f} | {r['us_per_step']:.1f} |")
+    return out
+
+
 def _mutation(d):
     out = [f"{d.get('tool', '')}, commit {d.get('commit', '')}: "
            + ("complete" if d.get("complete") else f"incomplete -- {d.get('why_incomplete', '')}"), "",
@@ -357,7 +366,8 @@ RENDER = {"engine": _engine, "sweep-3m": _sweep, "expm": _expm, "expm-cpu": _exp
           "propagator": _propagator, "inputs": _inputs, "absorber": _absorber,
           "formulas": _formulas, "scale": _scale, "scan": _scan,
           "mutation": _mutation, "small-n": _small_n, "run-overhead": _run_overhead,
-          "expm-pool": _expm_pool, "block-kinetic": _block_kinetic, "formula": _formula}
+          "expm-pool": _expm_pool, "block-kinetic": _block_kinetic, "formula": _formula,
+          "tsurff": _tsurff}
 
 
 def render(doc) -> list[str]:

@@ -1120,6 +1120,40 @@ def _formula(a):
     return [row], {}
 
 
+# ---------------------------------------------------------------- tsurff: the flux observer's cost
+def _tsurff_args(p):
+    p.add_argument("--input", default="inputs/atom_hhg.toml")
+    p.add_argument("--radius", type=float, default=60.0)
+    p.add_argument("--steps", type=int, default=2000)
+    p.add_argument("--repeat", type=int, default=3)
+
+
+def _tsurff(a):
+    """The run's loop with t-SURFF's observer (tdse.studies.photoelectrons.TSurff, its 401
+    momenta) against the same loop without it, alternately in one process (#55 item 1: the
+    sink's cost, target <= 5 % of the run): median seconds of ``--steps`` steps each."""
+    import tdse
+    from tdse.studies.photoelectrons import TSurff
+    path = os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input
+    cfg = tdse.load_config(path)
+    cfg = cfg.with_value("time.t_end", cfg.time.dt * a.steps).with_value("propagator.time_error", "none")
+    plan = tdse.prepare(cfg, backend="numpy")
+    times = {"bare": [], "tsurff": []}
+    for _ in range(a.repeat):
+        for kind in times:
+            sinks = [TSurff(cfg, a.radius)] if kind == "tsurff" else []
+            t0 = time.perf_counter()
+            tdse.evolve(plan, plan.psi0, sinks)
+            times[kind].append(time.perf_counter() - t0)
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    row = {"input": a.input, "n": cfg.grid.n, "steps": a.steps, "radius": a.radius, "seconds": med,
+           "all_seconds": times, "ratio": med["tsurff"] / med["bare"],
+           "us_per_step": (med["tsurff"] - med["bare"]) / a.steps * 1e6}
+    _say(f"N={cfg.grid.n}: {med['bare']:.2f} s bare, {med['tsurff']:.2f} s with t-SURFF: "
+         f"x{row['ratio']:.3f} ({row['us_per_step']:.1f} us a step)")
+    return [row], {}
+
+
 # ---------------------------------------------------------------- small-n: the launch limit
 def _small_n_args(p):
     p.add_argument("--input", default="inputs/atom_hhg.toml")
@@ -1638,6 +1672,8 @@ SUITES = {
                      "launch and bandwidth bounds, auto's pick, dynamiqs", True, _small_n_args, _small_n),
     "formula": Suite("a step of the molecule written as a [potential] formula against the "
                      "built-in soft-core centres, in one process", False, _formula_args, _formula),
+    "tsurff": Suite("the loop with t-SURFF's flux observer against the loop without it, in one "
+                    "process (CPU)", False, _tsurff_args, _tsurff),
     "run-overhead": Suite("`tdse run` (a new process) against its bare step loop: wall over "
                           "steps x step time, start-up and precheck apart", False,
                           _run_overhead_args, _run_overhead),
