@@ -164,3 +164,5 @@ def test_tsurff_gives_a_free_packet_its_exact_momentum_distribution():
     assert sp["P_left"].max() < 1e-8
     with pytest.raises(ConfigError):
         TSurff(cfg, 99.9)
+    with pytest.raises(ValueError, match="from t = 0"):        # a resumed run's flux is unknown
+        tdse.evolve(plan, plan.psi0, [TSurff(cfg, 20.0)], start=10)

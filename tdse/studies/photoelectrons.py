@@ -99,6 +99,9 @@ def from_file(d: dict, gamma=None, e_max=None) -> dict:
                       if n * omega - ip - up <= e_max]
         if field.duration > t:
             res["note"] = f"the pulse lasts to t = {field.duration:.4g}, past the last snapshot"
+    if config.absorber is not None:
+        res["absorber_note"] = ("an absorber took what reached it: the spectrum is of the "
+                                "electrons the box still holds")
     gamma = gamma or 0.01
     e_max = e_max or 2.0
     spec = window_spectrum(config, psi, t, np.arange(0.0, e_max + gamma / 8, gamma / 4), gamma)
@@ -163,6 +166,9 @@ class TSurff(Observer):
         return self._sign[None] * chi * (d[:, :, None] + 1j * kin[:, None, :] * at[:, :, 2:3])
 
     def begin(self, state):
+        if state.step != 0:          # A(t) and the Volkov phases are integrated from t = 0
+            raise ValueError(f"TSurff follows a run from t = 0, not from step {state.step} "
+                             "(a resumed run's flux before it is not known)")
         self._window = np.array([np.arange(i - 2, i + 3) for i in (self.iR, self.iL)])
         self._stencil = np.array([1.0, -8.0, 0.0, 8.0, -1.0]) / (12 * self.dx)
         self._xs, self._sign = np.array([self.xR, self.xL]), np.array([[-0.5j], [0.5j]])
