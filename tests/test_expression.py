@@ -161,3 +161,20 @@ def test_a_squared_term_prints_as_a_product_numpy_squares_alike():
     e = parse("(x - 1) ** 2", ("x",))
     assert c_source(e) == "((x - 1.0) * (x - 1.0))"
     np.testing.assert_array_equal(evaluate(e, {"x": u}), (u - 1.0) * (u - 1.0))
+
+
+def test_a_formulas_names_never_clash_with_the_templates():
+    """Parameters named as the kernels' placeholders (MOLECULE, SUMS) or their variables (b,
+    q, x, d) print as p_<name>: the generated sources keep every sum and read each
+    parameter from its own slot."""
+    from tdse.backends.cupy.measure import measure_source
+    from tdse.backends.cupy.potential import device_v
+    from tdse.model.observables import SUMS
+    names = ("MOLECULE", "SUMS", "b", "q", "d")
+    V = parse("-SUMS / sqrt(x**2 + MOLECULE) + b * q * d", ("x", "t") + names)
+    dev = ("formula", V, derivative(V, "x"), names)
+    src = measure_source(dev, tuple(SUMS.values()))
+    assert all(f"const double p_{k} = Q[{j} * nb + b];" in src for j, k in enumerate(names))
+    assert all(f"s[{j}] += " in src for j in range(len(SUMS)))
+    assert "const double p_SUMS" in device_v(dev) and "MOLECULE;" not in device_v(dev)
+

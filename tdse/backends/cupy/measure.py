@@ -98,8 +98,9 @@ def measure_source(device, sums) -> str:
     block of threads; ``tdse_block_measure_split``: the grid over blocks, a member per
     column of blocks) for the potential's ``device`` definition and the ``sums`` (Exprs)."""
     lines = "".join(f"    s[{j}] += {c_source(e, POINT)};\n" for j, e in enumerate(sums))
-    return (f"#define NS {len(sums)}\n" + SOURCE.replace("MOLECULE", molecule_vg(device, "xi"))
-            .replace("SUMS", lines))
+    # the sums first: the molecule's C (a formula's parameter names) is not scanned again
+    return (f"#define NS {len(sums)}\n" + SOURCE.replace("SUMS", lines)
+            .replace("MOLECULE", molecule_vg(device, "xi")))
 
 
 _MODULES = {}
