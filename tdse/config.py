@@ -194,6 +194,17 @@ def _one_of(t, au, lab):
     return given[0]
 
 
+def _formula_with_parameters(prefix, key, variables, t):
+    """(the parsed formula ``prefix.key``, its ``parameters`` as sorted (name, value) pairs),
+    each parameter read by the formula (a name it does not read is a typo)."""
+    pairs = _parameters(prefix, t)
+    formula = expression.parse(t[key], variables + tuple(k for k, _ in pairs), f"{prefix}.{key}")
+    for k, v in pairs:
+        if k not in formula.names():
+            raise ConfigError(f"{prefix}.parameters.{k}", v, f"is not read by {prefix}.{key} = {t[key]!r}")
+    return formula, pairs
+
+
 def _parameters(prefix, t):
     """A formula's ``parameters`` table as sorted (name, value) pairs: names other than x,
     t, pi and the functions, numbers."""
@@ -216,11 +227,7 @@ def _expression_field(t):
     for k in ("E", "duration"):
         if k not in t:
             raise ConfigError("", None, f"missing key `field.{k}` (kind = \"expression\")")
-    pairs = _parameters("field", t)
-    formula = expression.parse(t["E"], ("t",) + tuple(k for k, _ in pairs), "field.E")
-    for k, v in pairs:
-        if k not in formula.names():
-            raise ConfigError(f"field.parameters.{k}", v, f"is not read by field.E = {t['E']!r}")
+    formula, pairs = _formula_with_parameters("field", "E", ("t",), t)
     duration = _number("field.duration", t["duration"], positive=True)
     import numpy as np
     samples = np.linspace(0.0, duration, 2001)       # E0's default: the formula's sampled peak
@@ -280,11 +287,7 @@ def _expression_potential(t, fld):
                               "potential reads potential.V and potential.parameters")
     if "V" not in t:
         raise ConfigError("", None, "missing key `potential.V` (kind = \"expression\")")
-    pairs = _parameters("potential", t)
-    read = expression.parse(t["V"], ("x", "t") + tuple(k for k, _ in pairs), "potential.V").names()
-    for k, v in pairs:
-        if k not in read:
-            raise ConfigError(f"potential.parameters.{k}", v, f"is not read by potential.V = {t['V']!r}")
+    _, pairs = _formula_with_parameters("potential", "V", ("x", "t"), t)
     return Potential(0.0, (), fld, "expression", t["V"], pairs)
 
 

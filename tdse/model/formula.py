@@ -14,7 +14,10 @@ is set below.
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
+from mgemm.arrays import to_host
 
 from ..expression import derivative, evaluate, parse
 from .field import field_value
@@ -130,19 +133,13 @@ class FormulaBatch(BatchPotential):
         for 64 steps at once: N x B x 64 values, ~10 ms a chunk on the host at N = 8192,
         which held the graph step back; on the GPU a few launches on a stream of its own)."""
         xp = self.xp
-        if xp is np:
-            env = {**{k: v[..., None] for k, v in self.rows.items()},
-                   "x": self.x_host[:, :, None], "t": ts[None, None, :]}
-            V = np.broadcast_to(evaluate(self.formula.V, env), (len(self.x_host), self.B, len(ts)))
-            return V.min(axis=(0, 1)), V.max(axis=(0, 1))
-        if getattr(self, "_stream", None) is None:
-            self._stream = xp.cuda.Stream(non_blocking=True)
-            self._rows_dev = {k: xp.asarray(v[..., None]) for k, v in self.rows.items()}
+        if getattr(self, "_stream", None) is None:     # the rows where the grid lives, once
+            self._rows_xp = {k: xp.asarray(v[..., None]) for k, v in self.rows.items()}
+            self._stream = contextlib.nullcontext() if xp is np else xp.cuda.Stream(non_blocking=True)
         with self._stream:
-            env = {**self._rows_dev, "x": self.x[:, :, None], "t": xp.asarray(ts)[None, None, :]}
-            V = evaluate(self.formula.V, env, xp)
-            V = xp.broadcast_to(V, (self.x.shape[0], self.B, len(ts)))
-            out = xp.stack([V.min(axis=(0, 1)), V.max(axis=(0, 1))]).get()
+            env = {**self._rows_xp, "x": self.x[:, :, None], "t": xp.asarray(ts)[None, None, :]}
+            V = xp.broadcast_to(evaluate(self.formula.V, env, xp), (self.x.shape[0], self.B, len(ts)))
+            out = to_host(xp.stack([V.min(axis=(0, 1)), V.max(axis=(0, 1))]))
         return out[0], out[1]
 
     def bounds_many(self, times, weights):

@@ -28,29 +28,13 @@ import math
 import numpy as np
 
 from ..model.grid import points
-from ..model.hamiltonian import kinetic_dense
-from ..model.potential import soft_core
+from ..model.states import eigenstates
 from ..run.loop import Observer
 
 __all__ = ["window_spectrum", "from_file", "EV", "TSurff"]
 
 #: one hartree in eV (CODATA 2018)
 EV = 27.211386245988
-
-
-def _h0_pairs(config, t):
-    """All eigenpairs of the field-free molecular H0 = T + V(x, t) (no absorber), (E, phi
-    as rows, normalised as sum |phi|^2 dx = 1)."""
-    import scipy.linalg
-    g = config.grid
-    v = soft_core(config.potential, points(g), t)
-    if g.stencil == 3:
-        E, U = scipy.linalg.eigh_tridiagonal(1.0 / g.dx ** 2 + v, np.full(g.n - 1, -0.5 / g.dx ** 2))
-    else:
-        H = kinetic_dense(g)
-        H[np.diag_indices(g.n)] += v
-        E, U = scipy.linalg.eigh(H, check_finite=False)
-    return E, U.T / math.sqrt(g.dx)
 
 
 #: the width (bohr) of the smooth step that splits the free part of psi at x = 0 into the
@@ -63,7 +47,7 @@ def window_spectrum(config, psi, t, energies, gamma) -> dict:
     x < 0 ("left") and x > 0 ("right"); the resolution ``gamma`` (hartree); and the
     continuum's population (the integral of dP/dE over E > 0 with an exact window).  The
     left and right parts are of psi without its bound states, split by a smooth step."""
-    E_n, phi = _h0_pairs(config, t)
+    E_n, phi = eigenstates(config, t, config.grid.n)           # all of H0's pairs
     x, dx = points(config.grid), config.grid.dx
     E = np.asarray(energies, dtype=np.float64)
     W = gamma ** 4 / ((E_n[None, :] - E[:, None]) ** 4 + gamma ** 4)      # (energies, states)
