@@ -8,8 +8,8 @@ The window of resolution gamma around an energy E (their eq. 2, n = 2):
 H0 the field-free molecular H at the last snapshot's time (no absorber).  Here W is
 evaluated exactly in H0's eigenbasis on the grid, P(E) = sum_n |<n|psi>|^2 W_gamma(E_n - E)
 over H0's continuum states E_n > 0 (the bound ones are no photoelectrons: their windows' tails
-left out) (a dense eigendecomposition: O(N^3) for the DVR and the 5-point stencil, O(N^2) for the
-3-point one), and divided by the window's area pi gamma / sqrt(2) it is the energy density
+left out) (all N pairs by :func:`tdse.model.states.eigenstates`: O(N^2) for the 3-point
+stencil, a dense solver's O(N^3) for the DVR), and divided by the window's area pi gamma / sqrt(2) it is the energy density
 dP/dE, whose integral over E > 0 is the population of H0's continuum states.  Electrons
 going left and right: the same with psi's free part (its bound states projected out)
 restricted to x < 0 and x > 0 by a smooth step -- meaningful once the outgoing electrons are
