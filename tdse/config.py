@@ -36,7 +36,7 @@ STENCILS = (3, 5, "dvr")
 SCHEMES = ("midpoint", "cfm4")
 METHODS = ("auto", "dense", "taylor", "chebyshev")
 #: how a run estimates its time-discretisation error (tdse.run.timeerror)
-TIME_ERRORS = ("companion", "window", "none")
+TIME_ERRORS = ("estimate", "companion", "window", "none")
 ENVELOPES = ("sin2", "gaussian", "trapezoid")
 #: the absorber's default strength x width (hartree bohr): with the quadratic CAP this
 #: absorbs packets up to 8 Ha (k = 4) to ~1e-6 on the round trip (measured, tests/test_toolkit.py)
@@ -405,7 +405,8 @@ def _propagator(t, time: Time, time_dependent: bool, hermitian: bool):
     default = ("window" if given else "companion") if time_dependent else "none"
     kind = t.get("time_error", default)
     if kind not in TIME_ERRORS:
-        raise ConfigError("propagator.time_error", kind, "must be \"companion\", \"window\" or \"none\"")
+        raise ConfigError("propagator.time_error", kind,
+                          "must be \"estimate\", \"companion\", \"window\" or \"none\"")
     if "error_window" in t:
         w = _number("propagator.error_window", t["error_window"], nonneg=True)
         if w > time.t_end * (1 + WHOLE_RTOL):

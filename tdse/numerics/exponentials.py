@@ -62,6 +62,9 @@ class Exponential:
     #: applies G as an operator (no matrix, no ExpmPlan needed to step)
     matrix_free = False
     graph_steps = False    # True: on one GPU a step of psi is one CUDA graph (tdse.numerics.graphs)
+    #: an absorber's -i W as masks exp(-dt s W / 2) around each exponential (Strang), not
+    #: inside the generator: the local error estimate (tdse.numerics.local_error) follows it
+    absorber_masks = False
 
     def __init__(self, config, plan, xp=np, gemm_opts=None, layout=None):
         self.config, self.plan, self.xp = config, plan, xp
@@ -220,6 +223,7 @@ class Chebyshev(Exponential):
     graph_steps = True     # a GPU steps psi by graphs of the block series (tdse.numerics.graphs)
     matrices = (0, 6)      # no dense matrix, but U(t) and the recurrence's blocks
     matrix_free = True
+    absorber_masks = True
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)

@@ -27,7 +27,7 @@ from .sinks import Progress, Snapshots
 from .plan import RunPlan, prepare
 from .resources import check_resources
 from .snapshots import MemoryWriter, OutputExists, SnapshotWriter, final_path, part_path, publish
-from .timeerror import CompanionEstimate, TimeErrorEstimate, window_start
+from .timeerror import CompanionEstimate, LocalEstimate, TimeErrorEstimate, window_start
 
 __all__ = ["Result", "run"]
 
@@ -176,6 +176,8 @@ def _time_error(plan, writer, snaps, resume, start):
     pr = plan.config.propagator
     if pr.time_error == "companion":
         return CompanionEstimate(plan, writer, snaps, resume[0] if resume else None)
+    if pr.time_error == "estimate":
+        return LocalEstimate(plan, writer, snaps, resume[0] if resume else None)
     if pr.time_error == "window" and pr.error_window:
         return TimeErrorEstimate(plan, pr.error_window, window_start(plan.config), writer,
                                  resume[0]["attrs"].get("time_error") if resume else None, start)

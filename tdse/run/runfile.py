@@ -94,6 +94,7 @@ def resume_state(path) -> dict:
                      "psi": f["snapshots/psi"][count - 1],
                      "U": _resume_array(f, "U", count),
                      "companion": _resume_array(f, "companion", count),
+                     "error_vector": _resume_array(f, "error_vector", count),
                      "companion_rows": (np.stack([f[k][:count] for k in rows], axis=1)
                                         if all(k in f for k in rows) else None),
                      "attrs": attrs}

@@ -64,12 +64,12 @@ _SNAPSHOT = {
     "centres": ("snapshots", np.float64, "c", "bohr", "positions X_c(t) of the centres", ("centre",)),
     "time_error": ("snapshots", np.float64, None, "1",
                    "estimated bound on the time-discretisation error of psi here (L2 distance up "
-                   "to a global phase): 2 x the distance to a companion run at dt/2; NaN without "
-                   "propagator.time_error = \"companion\"", ()),
+                   "to a global phase): 2 x the local errors carried here (time_error = \"estimate\") "
+                   "or the distance to a run at dt/2 (\"companion\"); NaN without either", ()),
     "time_error_populations": ("snapshots", np.float64, None, "1",
                                "estimated time-discretisation error of the populations P_n in "
-                               "the eigenstates of H(0) here: 2 x max_n |P_n(psi) - P_n(psi at "
-                               "dt/2)|; NaN without propagator.time_error = \"companion\"", ()),
+                               "the eigenstates of H(0) here: max_n (2 sqrt(P_n) E + E^2), E the time_error "
+                               "(\"estimate\"), or 2 max_n |P_n(psi) - P_n(psi at dt/2)|; else NaN", ()),
     "nodes": ("snapshots", np.int64, None, "1",
               "sign changes of Re(psi e^(-i arg psi(x_max))) where |psi| > node_eps max|psi| "
               "(not converged for a driven complex psi; see n_mean)", ()),
@@ -391,7 +391,7 @@ class SnapshotWriter:
                     name = resume_name(key, c)
                     if name not in self.f:
                         ds = self.f.create_dataset(name, data=arr)
-                        _label(ds, "bohr^-1/2" if key == "companion" else "1",
+                        _label(ds, "bohr^-1/2" if key in ("companion", "error_vector") else "1",
                                f"{key} at the last whole snapshot of this slot's parity: what "
                                f"resuming needs (tdse.run.snapshots.resume_name)")
                     else:

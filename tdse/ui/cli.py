@@ -269,8 +269,10 @@ def process_seconds() -> float:
     """Seconds since this process started (Linux: /proc/self/stat's start time against
     /proc/uptime; elsewhere since this module was imported)."""
     try:
-        ticks = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19])
-        up = float(open("/proc/uptime").read().split()[0])
+        with open("/proc/self/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            up = float(f.read().split()[0])
         return max(0.0, up - ticks / os.sysconf("SC_CLK_TCK"))
     except (OSError, ValueError, IndexError):
         return time.perf_counter() - _IMPORTED
@@ -341,21 +343,9 @@ def error_summary(cfg, pc, time_error):
     pr = cfg.propagator
     out = []
     e = time_error
-    if e and e.get("kind") == "companion":
-        out.append(f"time-discretisation error of psi ({e['scheme']}, order {e['order']}, dt = "
-                   f"{e['dt']:g}): {e['error_at_t_end']:.2g} at t = {e['t_compared']:.4g}, largest "
-                   f"{e['max_error']:.2g} at t = {e['t_max_error']:.4g}; {e['safety']:g} x the distance "
-                   f"to a companion run at dt/2 over the whole run (per snapshot in "
-                   f"/snapshots/time_error), which cost +{100 * e['companion_fraction']:.0f} % of "
-                   f"the stepping time; of the populations in H(0)'s eigenstates: "
-                   f"{e['population_error_at_t_end']:.2g} at t_end, largest "
-                   f"{e['max_population_error']:.2g}")
-    elif e:
-        out.append(f"time-discretisation error of psi ({e['scheme']}, order {e['order']}, "
-                   f"dt = {e['dt']:g}), estimated by step doubling over t = "
-                   f"{e.get('t_window_start', 0.0):.4g}..{e['t_window']:.4g} ({e['window_steps']} "
-                   f"steps): {e['error_at_window']:.2g} there (a window only: it says nothing "
-                   f"about later times; time_error = \"companion\" covers the whole run)")
+    if e:
+        from ..run.timeerror import describe
+        out.append(describe(e))
     elif not cfg.time_dependent:
         out.append("time-discretisation error: none (H does not depend on time; the scheme is exact)")
     elif pr.time_error != "none":

@@ -1,0 +1,243 @@
+"""The local time error of one step, estimated from its leading term: a run's error bar
+without a second propagation.
+
+A scheme of order p (:mod:`tdse.numerics.schemes`) makes a local error
+
+    L(h) = S(h) u - E(h) u = h^(p+1) C u + O(h^(p+2)),
+
+S the step, E the exact flow of u' = A(t) u, A = -i H (atomic units, hbar = 1).  Expanded
+about the step's start t, A(t + s) = sum_k a_k s^k / k!, the exact flow's Taylor series is
+the time-ordered exponential's, (n+1) E_(n+1) = sum_k a_k / k! E_(n-k) (Blanes, Casas, Oteo &
+Ros, Phys. Rep. 470, 151 (2009), eq. 2 and the Dyson series, eq. 33), and the scheme's is
+the product of its exponentials exp(h B_m) with h B_m = sum_k h^(k+1) a_k sum_j w_mj c_j^k / k!
+(its nodes c_j and weights w_mj).  :func:`leading_term` multiplies the two out in the free
+algebra of the letters a_0, a_1, ... (each a_k weighs h^(k+1)) and returns C as words with
+coefficients: for ``midpoint`` C = -a_2/24 + (a_0 a_1 - a_1 a_0)/12 (the Magnus expansion's
+third-order term about the midpoint, ibid. eq. 189), for ``cfm4`` 15 words of weight 5; the
+orders below p+1 are checked to vanish, so the scheme's tables are checked too.
+
+This is an asymptotically correct estimate of the local error in the sense of Auzinger,
+Hofstaetter, Koch et al., Int. J. Appl. Comput. Math. 7, 6 (2021),
+doi:10.1007/s40819-020-00937-9, Sec. 3: ||L_est - L|| = O(h^(p+2)).  Theirs is the defect
+D(h) = S'(h) u - A(t + h) S(h) u with L ~ h D(h) / (p + 1) (their eq. 3.5); a defect of a
+commutator-free scheme needs each exponential applied once more, the cost of the step
+again.  Here the same leading term is formed from H's own values: for H = T + V(x, t),
+a_0 u = -i (T + V(t)) u and a_k u = -i (d^k V / dt^k)(t) u (V includes the field's x E(t)),
+the derivatives from V at p + 1 points of the step (the interpolating polynomial's).  Each
+word is a few products with H: 2 for midpoint, 14 for cfm4, against a Chebyshev
+exponential's tens of terms (:meth:`LocalError.products`).
+
+The absorber's -i W (applied as masks around each exponential) is left out: the estimate
+is that of the Hermitian step.  A time-independent H has C = 0 (every word holds a
+derivative of V).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..model.grid import points
+from ..model.hamiltonian import Operator
+from ..model.potential import total
+from . import schemes
+
+__all__ = ["leading_term", "estimator_terms", "LocalError"]
+
+
+def _mul(a, b):
+    out = {}
+    for wa, ca in a.items():
+        for wb, cb in b.items():
+            out[wa + wb] = out.get(wa + wb, 0.0) + ca * cb
+    return out
+
+
+def _add(a, b, s=1.0):
+    out = dict(a)
+    for w, c in b.items():
+        out[w] = out.get(w, 0.0) + s * c
+    return out
+
+
+def _series_mul(X, Y, P):
+    Z = [{} for _ in range(P + 1)]
+    for i in range(P + 1):
+        for j in range(P + 1 - i):
+            if X[i] and Y[j]:
+                Z[i + j] = _add(Z[i + j], _mul(X[i], Y[j]))
+    return Z
+
+
+def _series_exp(X, P):
+    """exp(X) to h^P (X without an h^0 part)."""
+    out = [{(): 1.0}] + [{} for _ in range(P)]
+    term = [{(): 1.0}] + [{} for _ in range(P)]
+    for n in range(1, P + 1):
+        term = [{w: c / n for w, c in e.items()} for e in _series_mul(term, X, P)]
+        out = [_add(o, t) for o, t in zip(out, term)]
+    return out
+
+
+#: the letter of the absorber, b = -W (constant in time, weight h)
+ABSORBER = -1
+
+
+def _exact(P, absorber):
+    """E(h) to h^P: E_0 = 1, (n+1) E_(n+1) = sum_k a_k / k! E_(n-k) [+ b E_n]."""
+    E = [{(): 1.0}] + [{} for _ in range(P)]
+    for n in range(P):
+        acc = {}
+        for k in range(n + 1):
+            acc = _add(acc, _mul({(k,): 1.0 / math.factorial(k)}, E[n - k]))
+        if absorber:
+            acc = _add(acc, _mul({(ABSORBER,): 1.0}, E[n]))
+        E[n + 1] = {w: c / (n + 1) for w, c in acc.items()}
+    return E
+
+
+def _scheme(sc, P, absorber):
+    """S(h) to h^P: exp(h B_K) ... exp(h B_1), the first factor acting first; an absorber
+    ``"generator"`` adds h s_m b to each exponent, ``"masks"`` puts exp(h s_m b / 2) on both
+    sides of each (:attr:`tdse.numerics.exponentials.Exponential.absorber_masks`)."""
+    S = [{(): 1.0}] + [{} for _ in range(P)]
+    for s_m, row in zip(sc.scales(), sc.factors):
+        X = [{} for _ in range(P + 1)]
+        for k in range(P):
+            c = sum(w * cj ** k for w, cj in zip(row, sc.nodes)) / math.factorial(k)
+            if c:
+                X[k + 1] = {(k,): c}
+        if absorber == "generator":
+            X[1] = _add(X[1], {(ABSORBER,): s_m})
+        F = _series_exp(X, P)
+        if absorber == "masks":
+            M = [{} for _ in range(P + 1)]
+            M[1] = {(ABSORBER,): 0.5 * s_m}
+            M = _series_exp(M, P)
+            F = _series_mul(M, _series_mul(F, M, P), P)
+        S = _series_mul(F, S, P)
+    return S
+
+
+#: coefficients below this are the series' rounding (the exact ones are multiples of 1/8640)
+_ZERO = 1e-13
+
+
+def leading_term(scheme, absorber=None) -> dict:
+    """The local error's terms {n: C_n} of h^n, n <= p + 1 (module docstring), C_n as
+    {word: coefficient}, a word (k_1, ..., k_n) the product a_k1 ... a_kn (a_kn acting
+    first; the letter :data:`ABSORBER` is b = -W).  Without an absorber only n = p + 1;
+    with one also the lower orders of its splitting (``absorber="masks"``: h^3).  Raises
+    if a lower order without b does not vanish (the scheme's tables are wrong)."""
+    sc = schemes.get(scheme) if isinstance(scheme, str) else scheme
+    P = sc.order + 1
+    E, S = _exact(P, absorber), _scheme(sc, P, absorber)
+    out = {}
+    for n in range(P + 1):
+        C = {w: c for w, c in _add(S[n], E[n], -1.0).items() if abs(c) > _ZERO}
+        if n < P and any(ABSORBER not in w for w in C):
+            raise ValueError(f"scheme {sc.name!r} is not of order {sc.order}: its h^{n} terms differ")
+        if C:
+            out[n] = C
+    return out
+
+
+def estimator_terms(scheme, absorber=None) -> dict:
+    """The terms :class:`LocalError` evaluates: :func:`leading_term`'s, where an absorber's
+    masks make lower orders (their splitting error, h^3 for Strang) only the lowest order
+    of the words with b and, at h^(p+1), the words without it (the scheme's own leading
+    term, all of the error where W = 0): the higher orders of the absorbing layers' error
+    left out (cfm4: 20 of 116 words)."""
+    T = leading_term(scheme, absorber)
+    if absorber != "masks":
+        return T
+    P, low = max(T), min(T)
+    if low == P:              # midpoint: the splitting's order is the scheme's
+        return T
+    out = {low: T[low]}
+    own = {w: c for w, c in T[P].items() if ABSORBER not in w}
+    if own:
+        out[P] = _add(out.get(P, {}), own)
+    return out
+
+
+def _derivatives(P):
+    """M (P x P): the k-th derivative at s = 0 of the polynomial through values at
+    s_i = i/(P-1) (i < P) is sum_i M[k, i] f_i (times h^-k for the step h)."""
+    s = np.linspace(0.0, 1.0, P)
+    V = np.vander(s, P, increasing=True)           # f_i = sum_k c_k s_i^k
+    inv = np.linalg.inv(V)                         # c = inv f
+    return np.array([math.factorial(k) * inv[k] for k in range(P)])
+
+
+class LocalError:
+    """The leading terms of a step's local error for ``config`` (module docstring):
+    :meth:`vector` L_est u at a step's start, :meth:`norm` its L2 norm (weight dx), for u a
+    vector or an N x B block (a norm per column), on NumPy or CuPy (``xp``).  ``masks``:
+    the run's method applies an absorber as masks (default: the configured method's
+    :attr:`~tdse.numerics.exponentials.Exponential.absorber_masks`)."""
+
+    def __init__(self, config, xp=np, masks=None):
+        from ..model.absorber import absorber_profile
+        from . import exponentials
+        self.config, self.xp = config, xp
+        sc = schemes.get(config.propagator.scheme)
+        self.order, self.P = sc.order, sc.order + 1
+        absorber = None
+        if not config.hermitian:
+            if masks is None:
+                masks = exponentials.get(config.propagator.method).absorber_masks
+            absorber = "masks" if masks else "generator"
+        self.terms = estimator_terms(sc, absorber)
+        self.x = points(config.grid)
+        self.W = None if absorber is None else xp.asarray(-absorber_profile(config, self.x))
+        self.M = _derivatives(self.P)
+        self._suffixes = sorted({w[i:] for C in self.terms.values() for w in C
+                                 for i in range(len(w))}, key=len)
+        self._last = None          # (t, V(t)): a step's end is the next one's start
+
+    def products(self) -> int:
+        """Products with T + V (the letter a_0) one estimate makes."""
+        return sum(1 for s in self._suffixes if s[0] == 0)
+
+    def letters(self, t, dt):
+        """[V(t), dV/dt, ..., d^p V/dt^p] at the step's start t (host, N each): the
+        derivatives of the polynomial through V at p + 1 equally spaced points of the step."""
+        pot, P = self.config.potential, self.P
+        ts = [t + i * dt / (P - 1) for i in range(P)]
+        vals = [self._last[1] if self._last is not None and self._last[0] == ts[0]
+                else total(pot, self.x, ts[0])]
+        vals += [total(pot, self.x, s) for s in ts[1:]]
+        self._last = (ts[-1], vals[-1])
+        return [vals[0]] + [sum(m * v for m, v in zip(self.M[k], vals) if m) / dt ** k
+                            for k in range(1, P)]
+
+    def vector(self, u, t, dt):
+        """sum_n dt^n C_n u at step start t (u a vector or N x B block on ``xp``)."""
+        xp = self.xp
+        der = [xp.asarray(d) for d in self.letters(t, dt)]
+        H = Operator(self.config, 1.0, der[0], xp)
+        if u.ndim == 2:
+            der = [d[:, None] for d in der]
+        W = None if self.W is None else (self.W if u.ndim == 1 else self.W[:, None])
+        vec = {(): u}
+        for s in self._suffixes:
+            k, rest = s[0], vec[s[1:]]
+            if k == 0:
+                vec[s] = -1j * H(rest)
+            elif k == ABSORBER:
+                vec[s] = W * rest
+            else:
+                vec[s] = -1j * der[k] * rest
+        out = None
+        for n, C in self.terms.items():
+            part = sum(c * vec[w] for w, c in C.items()) * dt ** n
+            out = part if out is None else out + part
+        return out
+
+    def norm(self, u, t, dt):
+        """||sum_n dt^n C_n u|| (L2, weight dx): a float, or (B,) for a block."""
+        L = self.vector(u, t, dt)
+        xp = self.xp
+        n = xp.sqrt(xp.sum(xp.abs(L) ** 2, axis=0) * self.config.grid.dx)
+        return float(n) if L.ndim == 1 else n
