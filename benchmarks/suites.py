@@ -1645,6 +1645,96 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
     return row
 
 
+# ---------------------------------------------------------------- time-error: #56's rows
+def _time_error_args(p):
+    p.add_argument("--kinds", nargs="+", default=["abrupt", "ramped", "laser", "fast"])
+    p.add_argument("--seed", type=int, default=None, help="the inputs' random parameters (default: fresh)")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--tolerances", type=float, nargs="+", default=[1e-4, 1e-6, 1e-8])
+    p.add_argument("--backend", default="numpy")
+
+
+def _time_error(a):
+    """#56: for each kind of drive (benchmarks/drives.py, random parameters) the loop's
+    seconds with time_error = "none", "estimate" and "companion" (medians of --repeat,
+    alternating, in one process) and each stated error against the true one (dt/8 Chebyshev
+    1e-14); then adaptive steps on the laser input (dt = 1 the largest) at each tolerance
+    against the fixed-dt ladder dt = 2^-k: the cheapest fixed run as accurate as the
+    adaptive one, without and with its error bar."""
+    import dataclasses
+    import tdse
+    from tdse.config import with_values
+    from tdse.run.timeerror import phase_blind_distance
+    from . import drives
+    seed = a.seed if a.seed is not None else int(np.random.SeedSequence().entropy % 2**31)
+    rng = np.random.default_rng(seed)
+
+    def loop(cfg):
+        res = tdse.simulate(cfg, backend=a.backend)
+        return res.seconds, res
+
+    def kind_of(cfg, te):
+        return dataclasses.replace(cfg, propagator=dataclasses.replace(cfg.propagator, time_error=te))
+
+    rows = []
+    for kind in a.kinds:
+        cfg = drives.make(kind, rng)
+        _, ref = drives.reference(cfg)
+        secs = {k: [] for k in ("none", "estimate", "companion")}
+        stated = {}
+        for _ in range(a.repeat):
+            for k in secs:
+                s_, res = loop(kind_of(cfg, k))
+                secs[k].append(s_)
+                if k != "none":
+                    stated[k] = res.time_error["error_at_t_end"]
+                    true = phase_blind_distance(np.asarray(res.psi[-1]), ref, cfg.grid.dx)
+        med = {k: float(np.median(v)) for k, v in secs.items()}
+        row = {"part": "cost", "kind": kind, "n": cfg.grid.n, "steps": cfg.time.steps,
+               "stencil": str(cfg.grid.stencil), "seconds": med, "all_seconds": secs,
+               "true_error": true, "stated": stated,
+               "stated_over_true": {k: v / true for k, v in stated.items()},
+               "estimate_over_none": med["estimate"] / med["none"],
+               "companion_over_none": med["companion"] / med["none"]}
+        rows.append(row)
+        _say(f"{kind:7s} N={cfg.grid.n}: none {med['none']:.2f} s, estimate x{row['estimate_over_none']:.2f}"
+             f" (stated/true {row['stated_over_true']['estimate']:.2f}), companion "
+             f"x{row['companion_over_none']:.2f} (stated/true {row['stated_over_true']['companion']:.2f})")
+    # adaptive steps on the laser input
+    base = with_values(drives.make("laser", rng), [("time.dt", 1.0), ("output.every", 5)])
+    _, ref = drives.reference(base, factor=160)
+    ladder = []
+    for k in range(0, 8):
+        cfg = with_values(base, [("time.dt", 2.0 ** -k), ("output.every", 5 * 2 ** k)])
+        s_none = float(np.median([loop(kind_of(cfg, "none"))[0] for _ in range(a.repeat)]))
+        s_est, res = loop(kind_of(cfg, "estimate"))
+        err = phase_blind_distance(np.asarray(res.psi[-1]), ref, cfg.grid.dx)
+        ladder.append({"dt": cfg.time.dt, "seconds_none": s_none, "seconds_estimate": s_est,
+                       "true_error": err, "stated": res.time_error["error_at_t_end"]})
+    for tol in a.tolerances:
+        cfg = with_values(base, [("time.tolerance", tol)])
+        times, res = [], None
+        for _ in range(a.repeat):
+            s_, res = loop(cfg)
+            times.append(s_)
+        err = phase_blind_distance(np.asarray(res.psi[-1]), ref, cfg.grid.dx)
+        ok = [r for r in ladder if r["true_error"] <= err]
+        best = min(ok, key=lambda r: r["seconds_none"]) if ok else None
+        med = float(np.median(times))
+        row = {"part": "adaptive", "kind": "laser", "tolerance": tol, "seconds": med,
+               "all_seconds": times, "true_error": err,
+               "stated": res.time_error["error_at_t_end"], "steps": res.time_error["steps_taken"],
+               "rejected": res.time_error["rejected"], "fixed_as_accurate": best,
+               "over_fixed_none": med / best["seconds_none"] if best else None,
+               "over_fixed_estimate": med / best["seconds_estimate"] if best else None}
+        rows.append(row)
+        _say(f"tolerance {tol:g}: adaptive {med:.2f} s, {row['steps']} steps, true {err:.2g} (stated "
+             f"{row['stated']:.2g}); fixed dt {best['dt'] if best else '-'}: "
+             f"x{row['over_fixed_none'] or float('nan'):.2f} of its wall without an error bar, "
+             f"x{row['over_fixed_estimate'] or float('nan'):.2f} with one")
+    return rows, {"seed": seed, "ladder": ladder, "backend": a.backend}
+
+
 SUITES = {
     "engine": Suite("mgemm's band GEMM vs cupy.matmul, cuBLAS-XT and JAX's sharded matmul",
                     True, _engine_args, _engine),
@@ -1672,6 +1762,9 @@ SUITES = {
                      "launch and bandwidth bounds, auto's pick, dynamiqs", True, _small_n_args, _small_n),
     "formula": Suite("a step of the molecule written as a [potential] formula against the "
                      "built-in soft-core centres, in one process", False, _formula_args, _formula),
+    "time-error": Suite("#56: the loop with its error bar by the estimate or the companion against "
+                        "none, stated/true on four random drives; adaptive steps against fixed dt "
+                        "at equal accuracy", False, _time_error_args, _time_error),
     "tsurff": Suite("the loop with t-SURFF's flux observer against the loop without it, in one "
                     "process (CPU)", False, _tsurff_args, _tsurff),
     "run-overhead": Suite("`tdse run` (a new process) against its bare step loop: wall over "

@@ -382,7 +382,18 @@ def _time(t):
     steps = _whole("time.t_end", t_end, t_end / dt, "t_end/dt")
     if steps > 100_000_000:
         raise ConfigError("time.t_end", t_end, f"gives {steps} steps; at most 1e8")
-    return Time(dt, t_end)
+    tol = t.get("tolerance")
+    if tol is None:
+        if "dt_min" in t:
+            raise ConfigError("time.dt_min", t["dt_min"], "is for adaptive steps: set time.tolerance too")
+        return Time(dt, t_end)
+    tol = _number("time.tolerance", tol, positive=True)
+    if tol >= 1:
+        raise ConfigError("time.tolerance", tol, "must be < 1 (an error of psi at t_end)")
+    dt_min = _number("time.dt_min", t.get("dt_min", dt / 1024), positive=True)
+    if dt_min > dt:
+        raise ConfigError("time.dt_min", dt_min, f"must be <= time.dt = {dt}")
+    return Time(dt, t_end, tol, dt_min)
 
 
 def _propagator(t, time: Time, time_dependent: bool, hermitian: bool):
@@ -403,6 +414,8 @@ def _propagator(t, time: Time, time_dependent: bool, hermitian: bool):
         raise ConfigError("propagator.scheme", scheme, "must be \"midpoint\" or \"cfm4\"")
     given = "error_window" in t and t["error_window"] != 0
     default = ("window" if given else "companion") if time_dependent else "none"
+    if time.tolerance is not None:        # adaptive steps come from the estimate
+        default = "estimate"
     kind = t.get("time_error", default)
     if kind not in TIME_ERRORS:
         raise ConfigError("propagator.time_error", kind,
@@ -418,6 +431,10 @@ def _propagator(t, time: Time, time_dependent: bool, hermitian: bool):
                               f"(time_error = {kind!r} here): drop it or set time_error = \"window\"")
     else:
         window = 0
+    if time.tolerance is not None and (kind != "estimate" or op):
+        key, val = ("propagator.operator", op) if op else ("propagator.time_error", kind)
+        raise ConfigError(key, val, "cannot go with time.tolerance (adaptive steps): they need "
+                          "time_error = \"estimate\" and operator = false")
     if kind == "window" and not window:  # default: the first tenth of the run (at least one step)
         window = max(1, time.steps // 10)
     return Propagator(method, terms, tol, op, scheme, window, kind)

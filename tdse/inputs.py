@@ -114,6 +114,8 @@ class Initial:
 class Time:
     dt: float
     t_end: float
+    tolerance: float | None = None   # adaptive steps (tdse.numerics.adaptive): dt the largest
+    dt_min: float | None = None
 
     @property
     def steps(self) -> int:

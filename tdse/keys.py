@@ -96,6 +96,12 @@ KEYS = (
     Key("initial.k0", "number", "1/bohr", "0", "packet momentum"),
     Key("time.dt", "number", "hbar/E_h", "required", "time step; t_end/dt must be whole"),
     Key("time.t_end", "number", "hbar/E_h", "required", "end time (the run starts at t = 0)"),
+    Key("time.tolerance", "number", "", "none (fixed steps of dt)",
+        "adaptive steps: each dt split into 1, 2, 3, 4, 6, 8, 12, ... equal steps, as few as keep the stated "
+        "time error of psi at t_end under this (the local errors' estimate, time_error = "
+        "\"estimate\"); dt is the first and largest step, every output time is landed on"),
+    Key("time.dt_min", "number", "hbar/E_h", "dt/1024 with time.tolerance",
+        "the smallest step time.tolerance may take: a run that needs less stops with one line"),
     Key("propagator.scheme", "\"midpoint\" | \"cfm4\"", "", "cfm4 if H depends on t, else midpoint",
         "time scheme: exponential midpoint (order 2) or commutator-free Magnus (order 4, two exponentials)"),
     Key("propagator.method", "\"auto\" | \"dense\" | \"taylor\" | \"chebyshev\"", "", "\"auto\"",
@@ -197,7 +203,10 @@ def to_toml(cfg) -> str:
         lines += [f"amplitudes = {list(i.amplitudes)!r}", f"phases = {list(i.phases)!r}"]
     if isinstance(i.state, str) and i.state.startswith("file:"):
         lines += [f"snapshot = {i.snapshot}"]
-    lines += ["", "[time]", f"dt = {t.dt!r}", f"t_end = {t.t_end!r}", "", "[propagator]",
+    lines += ["", "[time]", f"dt = {t.dt!r}", f"t_end = {t.t_end!r}"]
+    if t.tolerance is not None:
+        lines += [f"tolerance = {t.tolerance!r}", f"dt_min = {t.dt_min!r}"]
+    lines += ["", "[propagator]",
               f"scheme = {_toml_value(pr.scheme)}", f"method = {_toml_value(pr.method)}",
               f"terms = {pr.terms}", f"tolerance = {pr.tolerance!r}",
               f"operator = {_toml_value(pr.operator)}",

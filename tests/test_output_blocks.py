@@ -348,7 +348,7 @@ def test_rows_by_blocks_and_one_at_a_time_reach_the_file_in_order(tmp_path, inpu
             else:
                 writer.observe_block(hi - lo, **{n: np.stack([r[n] for r in rows[lo:hi]]) for n in names})
     w.append(t=0.0, step=0, psi=plan.psi0, centres=np.zeros(len(cfg.potential.centres)),
-             time_error=np.nan, time_error_populations=np.nan)
+             time_error=np.nan, time_error_populations=np.nan, steps_taken=-1, step_min=np.nan)
     w.close(True)
     m.close(True)
     got_file, got_mem = read(str(tmp_path / "f.h5")), m.data()
@@ -361,7 +361,7 @@ def test_rows_by_blocks_and_one_at_a_time_reach_the_file_in_order(tmp_path, inpu
     for lo, hi in ((0, 4), (4, 9)):
         w2.observe_block(hi - lo, **{n: np.stack([r[n] for r in rows[lo:hi]]) for n in names})
     w2.append(t=0.0, step=0, psi=plan.psi0, centres=np.zeros(len(cfg.potential.centres)),
-              time_error=np.nan, time_error_populations=np.nan)
+              time_error=np.nan, time_error_populations=np.nan, steps_taken=-1, step_min=np.nan)
     w2.close(True)
     got = read(str(tmp_path / "g.h5"))
     assert got["attrs"]["observables_complete"] == 9

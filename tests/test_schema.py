@@ -18,6 +18,8 @@ EXPECTED = {
     "snapshots/psi": ("bohr^-1/2", "wavefunction"), "snapshots/centres": ("bohr", "positions"),
     "snapshots/nodes": ("1", "sign changes"), "snapshots/time_error": ("1", "companion"),
     "snapshots/time_error_populations": ("1", "populations"),
+    "snapshots/steps_taken": ("1", "time steps taken"),
+    "snapshots/step_min": ("hbar/E_h", "smallest time step"),
     "observables/t": ("hbar/E_h", "time"), "observables/step": ("1", "step"),
     "observables/norm": ("1", "|psi|^2"), "observables/energy": ("hartree", "H(t)"),
     "observables/x_mean": ("bohr", "<x>"), "observables/p_mean": ("hbar/bohr", "<p>"),

@@ -210,7 +210,8 @@ def test_an_interrupt_while_waiting_for_a_background_block_loses_nothing(tmp_pat
 
     def add(k):
         w.append(t=0.1 * k, step=k, psi=rows[k], centres=np.zeros(2),
-                 time_error=np.nan, time_error_populations=np.nan)
+                 time_error=np.nan, time_error_populations=np.nan, steps_taken=-1,
+                 step_min=np.nan)
     add(0)                                   # the first: written at once, in the background
     for k in range(1, 4):
         add(k)

@@ -212,8 +212,9 @@ class LocalError:
         return [vals[0]] + [sum(m * v for m, v in zip(self.M[k], vals) if m) / dt ** k
                             for k in range(1, P)]
 
-    def vector(self, u, t, dt):
-        """sum_n dt^n C_n u at step start t (u a vector or N x B block on ``xp``)."""
+    def parts(self, u, t, dt):
+        """[(n, dt^n C_n u)] at step start t (u a vector or N x B block on ``xp``): the
+        orders apart, so that another step h scales each by (h/dt)^n."""
         xp = self.xp
         der = [xp.asarray(d) for d in self.letters(t, dt)]
         H = Operator(self.config, 1.0, der[0], xp)
@@ -229,11 +230,12 @@ class LocalError:
                 vec[s] = W * rest
             else:
                 vec[s] = -1j * der[k] * rest
-        out = None
-        for n, C in self.terms.items():
-            part = sum(c * vec[w] for w, c in C.items()) * dt ** n
-            out = part if out is None else out + part
-        return out
+        return [(n, sum(c * vec[w] for w, c in C.items()) * dt ** n) for n, C in self.terms.items()]
+
+    def vector(self, u, t, dt):
+        """sum_n dt^n C_n u at step start t (u a vector or N x B block on ``xp``)."""
+        parts = self.parts(u, t, dt)
+        return parts[0][1] if len(parts) == 1 else sum(v for _, v in parts)
 
     def norm(self, u, t, dt):
         """||sum_n dt^n C_n u|| (L2, weight dx): a float, or (B,) for a block."""

@@ -27,6 +27,7 @@ from .sinks import Progress, Snapshots
 from .plan import RunPlan, prepare
 from .resources import check_resources
 from .snapshots import MemoryWriter, OutputExists, SnapshotWriter, final_path, part_path, publish
+from ..numerics.adaptive import EstimatingStepper
 from .timeerror import CompanionEstimate, LocalEstimate, TimeErrorEstimate, window_start
 
 __all__ = ["Result", "run"]
@@ -171,13 +172,13 @@ def _start_state(plan, resume, work):
     return xp.asarray(state["psi"]), Ut, state["step"]
 
 
-def _time_error(plan, writer, snaps, resume, start):
+def _time_error(plan, stepper, writer, snaps, resume, start):
     """The sink that estimates the time-discretisation error (propagator.time_error)."""
     pr = plan.config.propagator
     if pr.time_error == "companion":
         return CompanionEstimate(plan, writer, snaps, resume[0] if resume else None)
     if pr.time_error == "estimate":
-        return LocalEstimate(plan, writer, snaps, resume[0] if resume else None)
+        return LocalEstimate(plan, stepper, writer, snaps, resume[0] if resume else None)
     if pr.time_error == "window" and pr.error_window:
         return TimeErrorEstimate(plan, pr.error_window, window_start(plan.config), writer,
                                  resume[0]["attrs"].get("time_error") if resume else None, start)
@@ -230,11 +231,13 @@ def _run(config, out_dir, *, backend, devices, force, progress, precheck_result,
     try:    # from here a failure closes the file (none is left without a whole snapshot)
         writer = _open_writer(plan, work, plan.attrs(allow_inaccurate), resume)
         stepper = plan.stepper()
+        if config.propagator.time_error == "estimate" and not isinstance(stepper, EstimatingStepper):
+            stepper = EstimatingStepper(config, plan.stepper, plan.backend.xp)   # fixed steps
         psi, Ut, start = _start_state(plan, resume, work)
         snaps = Snapshots(plan, writer, start)
         obs = Observables(plan, writer, workers)
         sinks = [obs, snaps]
-        estimate = _time_error(plan, writer, snaps, resume, start)
+        estimate = _time_error(plan, stepper, writer, snaps, resume, start)
         if estimate is not None:
             sinks.insert(0, estimate)      # (its row values reach the snapshot's row)
         bar = Progress(config.time.steps, start, config.name, disable=not progress)

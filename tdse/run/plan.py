@@ -65,6 +65,9 @@ class RunPlan:
         """A :class:`~tdse.numerics.stepper.Stepper` on this plan's backend (for ``config``,
         e.g. the same run at dt/2; default the plan's own)."""
         cfg = self.config if config is None else config
+        if cfg.time.tolerance is not None:     # adaptive steps (tdse.numerics.adaptive)
+            from ..numerics.adaptive import EstimatingStepper
+            return EstimatingStepper(cfg, self.stepper, self.backend.xp, control=True)
         plan = self.precheck.plan
         if cfg is not self.config and (cfg.time.dt != self.config.time.dt or
                                        cfg.propagator != self.config.propagator):

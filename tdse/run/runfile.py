@@ -95,6 +95,7 @@ def resume_state(path) -> dict:
                      "U": _resume_array(f, "U", count),
                      "companion": _resume_array(f, "companion", count),
                      "error_vector": _resume_array(f, "error_vector", count),
+                     "step_counts": _resume_array(f, "step_counts", count),
                      "companion_rows": (np.stack([f[k][:count] for k in rows], axis=1)
                                         if all(k in f for k in rows) else None),
                      "attrs": attrs}

@@ -70,6 +70,10 @@ _SNAPSHOT = {
                                "estimated time-discretisation error of the populations P_n in "
                                "the eigenstates of H(0) here: max_n (2 sqrt(P_n) E + E^2), E the time_error "
                                "(\"estimate\"), or 2 max_n |P_n(psi) - P_n(psi at dt/2)|; else NaN", ()),
+    "steps_taken": ("snapshots", np.int64, None, "1", "time steps taken up to here (time.tolerance: "
+                    "adaptive; -1 where not counted)", ()),
+    "step_min": ("snapshots", np.float64, None, "hbar/E_h", "the smallest time step since the last "
+                 "snapshot (NaN where not counted)", ()),
     "nodes": ("snapshots", np.int64, None, "1",
               "sign changes of Re(psi e^(-i arg psi(x_max))) where |psi| > node_eps max|psi| "
               "(not converged for a driven complex psi; see n_mean)", ()),

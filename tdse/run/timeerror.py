@@ -55,13 +55,15 @@ from mgemm.arrays import to_host
 
 from ..config import Config
 from ..numerics import schemes
+from ..numerics import adaptive
+from ..numerics.adaptive import transport_config
 from .loop import Sink, advance
 
-__all__ = ["TimeErrorEstimate", "CompanionEstimate", "LocalEstimate", "transport_config", "describe", "phase_blind_distance", "window_start",
+__all__ = ["TimeErrorEstimate", "CompanionEstimate", "LocalEstimate", "describe", "phase_blind_distance", "window_start",
            "companion_config", "SAFETY"]
 
-#: the companion estimate: E = SAFETY x the distance to the companion at dt/2
-SAFETY = 2.0
+#: E = SAFETY x the distance to the companion at dt/2, or x the carried error
+SAFETY = adaptive.SAFETY
 
 
 def phase_blind_distance(a, b, dx):
@@ -262,69 +264,39 @@ class CompanionEstimate(Sink):
             self.writer.set_attrs(time_error=self.result)
 
 
-#: the tolerance of the exponentials that carry the global error e (a few digits of e)
-TRANSPORT_TOLERANCE = 1e-6
-
-
-def transport_config(config: Config) -> Config:
-    """The step that carries the global error e: the run's, by the midpoint scheme with its
-    exponentials at :data:`TRANSPORT_TOLERANCE` (or the run's, if looser)."""
-    pr = config.propagator
-    return dataclasses.replace(config, propagator=dataclasses.replace(
-        pr, scheme="midpoint", time_error="none", error_window=0, operator=False,
-        tolerance=max(pr.tolerance, TRANSPORT_TOLERANCE)))
-
-
 class LocalEstimate(Sink):
-    """The run's time error from its local errors, carried along (module docstring): a
-    sink at every step.  ``snapshots``: the :class:`~tdse.run.sinks.Snapshots` sink, which
-    stores each snapshot's estimate in its row and e for resuming."""
+    """The run's time error from its local errors, carried along by the run's
+    :class:`~tdse.numerics.adaptive.EstimatingStepper` (module docstring), read at each
+    snapshot.  ``snapshots``: the :class:`~tdse.run.sinks.Snapshots` sink, which stores
+    each snapshot's estimate and steps in its row, and e and n for resuming."""
 
-    every = 1
-
-    def __init__(self, plan, writer=None, snapshots=None, resume=None):
-        from ..numerics.local_error import LocalError
+    def __init__(self, plan, stepper, writer=None, snapshots=None, resume=None):
         cfg = plan.config
         self.config, self.writer, self.snapshots, self.resume = cfg, writer, snapshots, resume
-        self.xp = plan.backend.xp
-        self.local = LocalError(cfg, self.xp)
-        self.carry = plan.stepper(transport_config(cfg))
-        self.order = self.local.order
+        self.stepper, self.order = stepper, stepper.local.order
         self.phi0 = plan.states[:cfg.output.populations]
-        self.e = self.L = None
         self.points = []          # (t, estimate, population estimate)
-        self.seconds, self.main_t0, self.result = 0.0, None, None
-        self.last = cfg.time.steps
+        self.main_t0, self.result, self.active = None, None, True
+        self.every, self.last = cfg.output.every, cfg.time.steps
 
     def begin(self, state):
         self.main_t0 = time.perf_counter()
-        t0 = time.perf_counter()
-        r = self.resume
+        r, st = self.resume, self.stepper
         if r is not None and r.get("error_vector") is not None:
-            self.e = self.xp.asarray(r["error_vector"])
+            st.e = st.xp.asarray(r["error_vector"])
+            if r.get("step_counts") is not None:
+                st.n, st.substeps, st.rejected = (int(v) for v in r["step_counts"])
             rows = r.get("companion_rows")
             self.points = [tuple(float(v) for v in q) for q in rows] if rows is not None else []
         elif r is not None:           # a file without e: no estimate from here
-            return
+            self.active = False
         else:
-            self.e = self.xp.zeros_like(state.psi)
+            st.e = st.xp.zeros_like(state.psi)
             self._offer(state)
-        self.L = self._local(state)
-        self.seconds += time.perf_counter() - t0
-
-    def _local(self, state):
-        if state.step >= self.last:
-            return None
-        return self.local.vector(state.psi, state.t, self.config.time.dt)
 
     def save(self, state):
-        if self.e is None:
-            return
-        t0 = time.perf_counter()
-        self.e = self.carry.step(self.e, state.step - 1) + self.L
-        self._offer(state)
-        self.L = self._local(state)
-        self.seconds += time.perf_counter() - t0
+        if self.active:
+            self._offer(state)
 
     def estimate(self, psi, e) -> tuple:
         """(E = SAFETY ||e without its phase part||, max_n (2 sqrt(P_n) E + E^2)) on the
@@ -341,14 +313,17 @@ class LocalEstimate(Sink):
         return err, pop
 
     def _offer(self, state):
-        cfg = self.config
+        cfg, st = self.config, self.stepper
         if not (state.step % cfg.output.every == 0 or state.step == cfg.time.steps):
             return
-        e, ep = self.estimate(state.psi, self.e)
+        e, ep = self.estimate(state.psi, st.e)
         self.points.append((state.t, e, ep))
         if self.snapshots is not None:
-            self.snapshots.row_extras.update(time_error=e, time_error_populations=ep)
-            self.snapshots.resume_extras["error_vector"] = to_host(self.e)
+            self.snapshots.row_extras.update(time_error=e, time_error_populations=ep,
+                                             steps_taken=st.substeps, step_min=st.h_min)
+            self.snapshots.resume_extras["error_vector"] = to_host(st.e)
+            self.snapshots.resume_extras["step_counts"] = np.array([st.n, st.substeps, st.rejected])
+        st.h_min = cfg.time.dt              # the smallest step since this snapshot, next
 
     def end(self, state):
         cfg = self.config
@@ -359,13 +334,15 @@ class LocalEstimate(Sink):
         p_max = max((q[2] for q in self.points), default=math.nan)
         self.result = {
             "kind": "estimate", "scheme": cfg.propagator.scheme, "order": self.order,
-            "dt": cfg.time.dt, "safety": SAFETY, "products_per_step": self.local.products(),
-            "carried_by": f"midpoint, tolerance {self.carry.config.propagator.tolerance:g}",
+            "dt": cfg.time.dt, "safety": SAFETY, "products_per_step": self.stepper.local.products(),
+            "carried_by": f"midpoint, tolerance {transport_config(cfg).propagator.tolerance:g}",
+            "tolerance": cfg.time.tolerance, "steps_taken": self.stepper.substeps,
+            "rejected": self.stepper.rejected,
             "error_at_t_end": e_last, "t_compared": t_last, "t_end": cfg.time.t_end,
             "max_error": e_max, "t_max_error": t_max, "comparisons": len(self.points),
             "population_error_at_t_end": p_last, "max_population_error": p_max,
-            "estimate_seconds": self.seconds,
-            "estimate_fraction": self.seconds / max(wall - self.seconds, 1e-12),
+            "estimate_seconds": self.stepper.seconds,
+            "estimate_fraction": self.stepper.seconds / max(wall - self.stepper.seconds, 1e-12),
             "meaning": "estimated bound on the error of psi (L2 distance up to a global phase) "
                        "over the whole run: 2 x the norm of the local errors' leading terms, "
                        "each carried to t (tdse.numerics.local_error); per snapshot in "

@@ -1,0 +1,203 @@
+"""Steps that carry their own error, and adaptive steps (``time.tolerance``).
+
+:class:`EstimatingStepper` steps psi over the run's grid of dt as a
+:class:`~tdse.numerics.stepper.Stepper` does, and with each step estimates its local error
+L_j (:class:`tdse.numerics.local_error.LocalError`) and carries the global error
+e_(j+1) = S_j e_j + L_j (the linearised error: Kormann, Holmgren & Karlsson, J. Chem.
+Phys. 128, 184101 (2008)) by a cheaper step (:func:`transport_config`).  The run states
+SAFETY ||e|| (:mod:`tdse.run.timeerror`).
+
+With ``time.tolerance`` (``control``) each dt is made of n = 1, 2, 3, 4, 6, 8, 12, ...
+equal steps h = dt/n, n chosen at the start of each dt from the local error's leading terms, which
+are known before the step is taken (their orders apart: h^(p+1), and h^3 for an
+absorber's splitting): the largest h (dt first) with ||L(h)|| <= CHOICE tau h, where
+tau = tolerance / (SAFETY t_end) is the error per unit time that keeps
+SAFETY sum_j ||L_j|| (so the stated SAFETY ||e||) within the tolerance at t_end (error per
+unit step: Hairer, Norsett & Wanner, Solving ODEs I, Sec. II.4).  Within a dt each step's
+estimate is made anyway (it is carried); one over REJECT tau h rejects the dt's steps
+taken so far: psi and e go back to the dt's start and it is taken again with twice the
+steps.  n may fall to about half at each new dt.  Every output time is a multiple of dt, so
+every one is landed on; h below ``time.dt_min`` stops the run with one line
+(:class:`StepTooSmall`).  The first h tried is dt (the largest).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import numpy as np
+
+from .local_error import LocalError
+
+__all__ = ["EstimatingStepper", "StepTooSmall", "transport_config", "TRANSPORT_TOLERANCE",
+           "SAFETY", "CHOICE", "REJECT"]
+
+#: the stated error is SAFETY x the carried one (tdse.run.timeerror)
+SAFETY = 2.0
+#: a step is chosen where its estimate is at most CHOICE x its share of the tolerance ...
+CHOICE = 0.8
+#: ... and the dt's steps are taken again where one's estimate is over REJECT x its share
+REJECT = 1.5
+#: the tolerance of the exponentials that carry e (it needs a few digits)
+TRANSPORT_TOLERANCE = 1e-6
+
+
+class StepTooSmall(RuntimeError):
+    """Adaptive steps would need a step under time.dt_min."""
+
+
+def transport_config(config):
+    """The step that carries e: the run's at the same h by the midpoint scheme with its
+    exponentials at :data:`TRANSPORT_TOLERANCE` (or the run's, if looser): e is carried
+    with an O(h^2) relative error, which moves the stated error by a few per cent."""
+    pr = config.propagator
+    return dataclasses.replace(config, propagator=dataclasses.replace(
+        pr, scheme="midpoint", time_error="none", error_window=0, operator=False,
+        tolerance=max(pr.tolerance, TRANSPORT_TOLERANCE)))
+
+
+def _at_step(config, h):
+    t = config.time
+    return dataclasses.replace(config, time=dataclasses.replace(
+        t, dt=h, t_end=t.t_end, tolerance=None, dt_min=None))
+
+
+class EstimatingStepper:
+    """Steps psi by dt (``step(psi, j)``), carrying its error ``e`` (module docstring);
+    ``make(config)`` builds a :class:`~tdse.numerics.stepper.Stepper` for a config (the
+    run plan's :meth:`~tdse.run.plan.RunPlan.stepper`).  ``control``: adaptive steps
+    (``time.tolerance``).  ``e`` starts as None (zeros at the first step) and may be set
+    (a resumed run's); ``n`` the steps a dt now."""
+
+    def __init__(self, config, make, xp=np, control=False):
+        self.config, self.make, self.xp, self.control = config, make, xp, control
+        self.local = LocalError(config, xp)
+        self.base = make(_at_step(config, config.time.dt) if control else config)
+        self.scheme, self.method, self.static = self.base.scheme, self.base.method, self.base.static
+        self._steps, self._carry = {1: self.base}, {}
+        self.n, self.e = 1, None
+        T = config.time
+        self.budget = T.tolerance / SAFETY if control else math.inf
+        self.tau = math.inf
+        self.n_max = max(1, int(math.floor(T.dt / T.dt_min * (1 + 1e-9)))) if control else 1
+        # the steps a dt may take: 1, 2, 3, 4, 6, 8, 12, ... (at most 1.5x more than needed,
+        # few distinct h: each needs its own steppers, ~8 ms to make one)
+        self.ladder = sorted({min(self.n_max, m * 2 ** k) for k in range(64) for m in (2, 3)
+                              if m * 2 ** k <= 2 * self.n_max} | {1, self.n_max})
+        self.seconds = 0.0             # the estimates and the carrying (host clock)
+        self.substeps, self.rejected, self.h_min = 0, 0, T.dt
+        self.context_switch_seconds = 0.0
+
+    # the loop's and the driver's view of a stepper ------------------------------------
+    @property
+    def graphs(self):
+        return self.base.graphs
+
+    @property
+    def exponentials(self) -> int:
+        return sum(s.exponentials for s in self._steps.values())
+
+    @property
+    def cheb_terms(self) -> int:
+        return sum(s.cheb_terms for s in self._steps.values())
+
+    def step_operator(self, Ut, j):
+        raise ValueError("U(t) is not stepped with time.tolerance or time_error = \"estimate\"")
+
+    # -------------------------------------------------------------------------------------
+    def _stepper(self, n):
+        if n not in self._steps:
+            self._steps[n] = self.make(_at_step(self.config, self.config.time.dt / n))
+        return self._steps[n]
+
+    def _carrier(self, n):
+        if n not in self._carry:
+            self._carry[n] = self.make(transport_config(_at_step(self.config, self.config.time.dt / n)))
+        return self._carry[n]
+
+    def _norm(self, parts, scale=1.0):
+        """||sum_n scale^n part_n|| (L2, weight dx) of :meth:`LocalError.parts`."""
+        L = sum((scale ** n) * v for n, v in parts)
+        return float(self.xp.sqrt(self.xp.sum(self.xp.abs(L) ** 2) * self.config.grid.dx))
+
+    def step(self, psi, j):
+        """psi(t_j + dt), e carried with it."""
+        t0 = time.perf_counter()
+        if self.e is None:
+            self.e = self.xp.zeros_like(psi)
+        dt = self.config.time.dt
+        if not self.control:
+            L = self.local.vector(psi, j * dt, dt)
+            self.seconds += time.perf_counter() - t0
+            out = self.base.step(psi, j)
+            t1 = time.perf_counter()
+            self.e = self._carrier(1).step(self.e, j) + L
+            self.substeps += 1
+            self.seconds += time.perf_counter() - t1
+            return out
+        n = self._choose(psi, j)
+        psi0, e0 = psi, self.e
+        while True:
+            psi, e, ok = self._interval(psi0, e0, j, n)
+            if ok:
+                break
+            self._first = None
+            self.rejected += 1
+            n = self._more(n, j * dt)
+        self.e, self.n = e, n
+        self.h_min = min(self.h_min, dt / n)
+        return psi
+
+    def _more(self, n, t):
+        """The steps a dt after a rejection: twice as many, at most n_max."""
+        if n >= self.n_max:
+            T = self.config.time
+            raise StepTooSmall(f"time.dt_min = {T.dt_min:g}: at t = {t:.6g} the time.tolerance = "
+                               f"{T.tolerance:g} needs steps under it (raise the tolerance or "
+                               f"lower dt_min)")
+        return next(m for m in self.ladder if m >= min(2 * n, self.n_max))
+
+    def _choose(self, psi, j):
+        """n for this dt: the fewest steps (from half the previous dt's up) whose predicted
+        estimate at the dt's start holds, the leading terms made once at the previous n's
+        step and scaled, order by order, to the others."""
+        t0 = time.perf_counter()
+        dt, T = self.config.time.dt, self.config.time.t_end
+        left = max(self.budget - self._norm([(0, self.e)]), 0.1 * self.budget)
+        self.tau = left / max(T - j * dt, dt)
+        n0 = self.n
+        parts = self.local.parts(psi, j * dt, dt / n0)
+
+        def ok(n):
+            return self._norm(parts, n0 / n) <= CHOICE * self.tau * dt / n
+        ladder = self.ladder
+        i = max(0, ladder.index(n0) - 2)   # from about half the previous dt's steps
+        while not ok(ladder[i]):
+            if ladder[i] >= self.n_max:
+                self._more(ladder[i], j * dt)
+            i += 1
+        n = ladder[i]
+        # the estimate made for h = dt/n0 is the first step's when n stays n0
+        self._first = sum(v for _, v in parts) if n == n0 else None
+        self.seconds += time.perf_counter() - t0
+        return n
+
+    def _interval(self, psi, e, j, n):
+        """The dt from step j in n steps: (psi, e, accepted)."""
+        dt = self.config.time.dt
+        h = dt / n
+        step, carry = self._stepper(n), self._carrier(n)
+        for i in range(n):
+            t = j * dt + i * h
+            t0 = time.perf_counter()
+            L = self._first if i == 0 and self._first is not None else self.local.vector(psi, t, h)
+            err = float(self.xp.sqrt(self.xp.sum(self.xp.abs(L) ** 2) * self.config.grid.dx))
+            if err > REJECT * self.tau * h:
+                self.seconds += time.perf_counter() - t0
+                return psi, e, False
+            e = carry.step(e, j * n + i) + L
+            self.seconds += time.perf_counter() - t0
+            psi = step.step(psi, j * n + i)
+            self.substeps += 1
+        return psi, e, True
