@@ -1652,6 +1652,9 @@ def _time_error_args(p):
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--tolerances", type=float, nargs="+", default=[1e-4, 1e-6, 1e-8])
     p.add_argument("--backend", default="numpy")
+    p.add_argument("--inputs", nargs="*", default=[], help="also these input files' cost (no true error)")
+    p.add_argument("--steps", type=int, default=400, help="the --inputs' steps (t_end shortened)")
+    p.add_argument("--no-adaptive", action="store_true")
 
 
 def _time_error(a):
@@ -1700,6 +1703,26 @@ def _time_error(a):
         _say(f"{kind:7s} N={cfg.grid.n}: none {med['none']:.2f} s, estimate x{row['estimate_over_none']:.2f}"
              f" (stated/true {row['stated_over_true']['estimate']:.2f}), companion "
              f"x{row['companion_over_none']:.2f} (stated/true {row['stated_over_true']['companion']:.2f})")
+    for path in a.inputs:               # a shipped input, shortened: the cost alone
+        cfg = tdse.load_config(os.path.join(ROOT, path) if not os.path.isabs(path) else path)
+        cfg = with_values(cfg, [("time.t_end", cfg.time.dt * a.steps), ("output.every", 50)])
+        secs, stated = {k: [] for k in ("none", "estimate", "companion")}, {}
+        for _ in range(a.repeat):
+            for k in secs:
+                s_, res = loop(kind_of(cfg, k))
+                secs[k].append(s_)
+                if k != "none":
+                    stated[k] = res.time_error["error_at_t_end"]
+        med = {k: float(np.median(v)) for k, v in secs.items()}
+        rows.append({"part": "cost-input", "input": path, "n": cfg.grid.n, "steps": a.steps,
+                     "stencil": str(cfg.grid.stencil), "scheme": cfg.propagator.scheme,
+                     "method": res.config.propagator.method, "seconds": med, "all_seconds": secs,
+                     "stated": stated, "estimate_over_none": med["estimate"] / med["none"],
+                     "companion_over_none": med["companion"] / med["none"]})
+        _say(f"{path} N={cfg.grid.n}: none {med['none']:.2f} s, estimate x{rows[-1]['estimate_over_none']:.2f}, "
+             f"companion x{rows[-1]['companion_over_none']:.2f} (stated {stated})")
+    if a.no_adaptive:
+        return rows, {"seed": seed, "backend": a.backend}
     # adaptive steps on the laser input
     base = with_values(drives.make("laser", rng), [("time.dt", 1.0), ("output.every", 5)])
     _, ref = drives.reference(base, factor=160)

@@ -21,7 +21,7 @@ from . import expression
 from .errors import ConfigError
 from .inputs import Absorber, Centre, Field, Grid, Initial, Output, Potential, Propagator, Time
 from .keys import KEYS, Key, input_reference, key_unit, to_toml  # noqa: F401  (re-exported)
-from .options import RunOptions, parse_options
+from .options import RunOptions, available_memory, parse_options  # noqa: F401  (re-exported)
 
 __all__ = ["ConfigError", "Config", "Grid", "Centre", "Potential", "Field", "Absorber",
            "Initial", "Time", "Propagator", "Output", "load", "loads", "load_config", "parse",
@@ -456,21 +456,6 @@ def _output(t, n):
                               f"must be a multiple of output.observables_every = {obs}")
     flush = _number("output.flush_seconds", t.get("flush_seconds", 2.0), nonneg=True)
     return Output(every, pops, eps, obs, pe, flush)
-
-
-def available_memory() -> int:
-    """Bytes of memory available now (MemAvailable), or total physical memory."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return 1 << 34
 
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .errors import ConfigError
 
-__all__ = ["Option", "OPTIONS", "RunOptions", "parse_options", "THREAD_ENV", "env_threads",
+__all__ = ["Option", "OPTIONS", "RunOptions", "parse_options", "THREAD_ENV", "env_threads", "available_memory",
            "environ_saved", "environ_restore", "blas_env"]
 
 
@@ -158,3 +158,18 @@ def blas_env(threads):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def available_memory() -> int:
+    """Bytes of memory available now (MemAvailable), or total physical memory."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 34

@@ -1358,3 +1358,24 @@ def test_a_formula_scan_on_the_gpu_equals_the_cpu_scan():
     for k in ("norm", "energy", "acceleration", "x_mean", "populations_h0", "field"):
         ref = np.asarray(cpu[k])
         assert np.abs(np.asarray(gpu[k]) - ref).max() <= 1e-10 * max(1.0, np.abs(ref).max()), k
+
+
+# ------------------------------------------------------------------ #56: the local error estimate
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["abrupt", "laser"])
+def test_estimate_and_adaptive_steps_on_a_gpu_equal_the_cpus(kind):
+    """time_error = "estimate" (fixed steps) and time.tolerance (adaptive) on one GPU: the
+    same steps taken as on the CPU, the stated errors equal to 1e-6 relative, psi to 1e-9."""
+    import tdse
+    from benchmarks import drives
+    from tdse.config import with_values
+    c = drives.make(kind, np.random.default_rng(11))
+    runs = [c, with_values(c, [("time.dt", 1.0 if kind == "laser" else 0.1),
+                               ("output.every", 1), ("time.tolerance", 1e-6)])]
+    for cfg in runs:
+        cpu = tdse.simulate(cfg, backend="numpy")
+        gpu = tdse.simulate(cfg, backend="cupy")
+        a, b = cpu.time_error, gpu.time_error
+        assert a["steps_taken"] == b["steps_taken"]
+        assert b["error_at_t_end"] == pytest.approx(a["error_at_t_end"], rel=1e-6)
+        assert np.abs(np.asarray(gpu.psi[-1]) - np.asarray(cpu.psi[-1])).max() < 1e-9

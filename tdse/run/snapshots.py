@@ -62,18 +62,14 @@ _SNAPSHOT = {
     "step": ("snapshots", np.int64, None, "1", "step index of the snapshot", ()),
     "psi": ("snapshots", np.complex128, "n", "bohr^-1/2", "wavefunction psi(x, t)", ("x",)),
     "centres": ("snapshots", np.float64, "c", "bohr", "positions X_c(t) of the centres", ("centre",)),
-    "time_error": ("snapshots", np.float64, None, "1",
-                   "estimated bound on the time-discretisation error of psi here (L2 distance up "
-                   "to a global phase): 2 x the local errors carried here (time_error = \"estimate\") "
-                   "or the distance to a run at dt/2 (\"companion\"); NaN without either", ()),
-    "time_error_populations": ("snapshots", np.float64, None, "1",
-                               "estimated time-discretisation error of the populations P_n in "
-                               "the eigenstates of H(0) here: max_n (2 sqrt(P_n) E + E^2), E the time_error "
-                               "(\"estimate\"), or 2 max_n |P_n(psi) - P_n(psi at dt/2)|; else NaN", ()),
-    "steps_taken": ("snapshots", np.int64, None, "1", "time steps taken up to here (time.tolerance: "
-                    "adaptive; -1 where not counted)", ()),
-    "step_min": ("snapshots", np.float64, None, "hbar/E_h", "the smallest time step since the last "
-                 "snapshot (NaN where not counted)", ()),
+    "time_error": ("snapshots", np.float64, None, "1", "estimated bound on psi's time-discretisation "
+                   "error here (L2, up to a global phase): 2 x the carried local errors (time_error = "
+                   "\"estimate\") or x the distance to a run at dt/2 (\"companion\"); else NaN", ()),
+    "time_error_populations": ("snapshots", np.float64, None, "1", "estimated time-discretisation "
+                               "error of the populations P_n in H(0)'s eigenstates: max_n (2 sqrt(P_n) E + "
+                               "E^2), E the time_error (\"estimate\"), or 2 max_n |P_n - P_n at dt/2|", ()),
+    "steps_taken": ("snapshots", np.int64, None, "1", "time steps taken up to here (-1: not counted)", ()),
+    "step_min": ("snapshots", np.float64, None, "hbar/E_h", "smallest time step since the last one", ()),
     "nodes": ("snapshots", np.int64, None, "1",
               "sign changes of Re(psi e^(-i arg psi(x_max))) where |psi| > node_eps max|psi| "
               "(not converged for a driven complex psi; see n_mean)", ()),
