@@ -152,8 +152,8 @@ def _adaptive(c, tol, **kw):
 def test_adaptive_steps_meet_the_tolerance_and_land_on_output_times():
     """A pulse into an absorber and 20 a.u. of quiet, dt = 1 the largest step: the stated
     and the true error (dt = 1/80 reference) at t_end under the tolerance; steps smaller in
-    the pulse than in its quiet start; every snapshot at its multiple of dt; the steps and
-    the smallest step per snapshot stored."""
+    some parts of the run than in others, fewer of them than the smallest all along; every
+    snapshot at its multiple of dt; the steps and the smallest step per snapshot stored."""
     rng = np.random.default_rng()
     c = with_values(_config("laser", rng), [("time.dt", 1.0), ("output.every", 5)])
     tol = 1e-6
@@ -164,8 +164,9 @@ def test_adaptive_steps_meet_the_tolerance_and_land_on_output_times():
     assert te["error_at_t_end"] <= tol and true <= te["error_at_t_end"], (te["error_at_t_end"], true)
     assert np.array_equal(d["snapshots/t"], np.arange(0, 51, 5) * 1.0)
     hmin = d["snapshots/step_min"]
-    assert hmin[1] > hmin[3]                  # the sin^2 pulse's start is gentler than its middle
-    assert d["snapshots/steps_taken"][-1] == te["steps_taken"] > 50
+    assert hmin[1:].max() >= 2 * hmin[1:].min()           # the steps followed the drive
+    # fewer steps than the smallest step all along would take
+    assert 50 < d["snapshots/steps_taken"][-1] == te["steps_taken"] < 0.8 * 50 / hmin.min()
 
 
 def test_fixed_steps_stay_the_default_and_dt_min_stops_with_one_line():

@@ -216,8 +216,9 @@ class LocalError:
         """[(n, dt^n C_n u)] at step start t (u a vector or N x B block on ``xp``): the
         orders apart, so that another step h scales each by (h/dt)^n."""
         xp = self.xp
-        der = [xp.asarray(d) for d in self.letters(t, dt)]
-        H = Operator(self.config, 1.0, der[0], xp)
+        host = self.letters(t, dt)
+        H = Operator(self.config, 1.0, host[0], xp)     # (it takes V from the host)
+        der = [xp.asarray(d) for d in host]
         if u.ndim == 2:
             der = [d[:, None] for d in der]
         W = None if self.W is None else (self.W if u.ndim == 1 else self.W[:, None])

@@ -117,8 +117,8 @@ class Snapshots(Sink):
             U_host = to_host(U.to_array() if hasattr(U, "to_array") else U)
             row, keep = {"P": self.transitions(U_host)}, {"U": U_host}
         keep = {**(keep or {}), **resume_extras} or None
-        row = {"time_error": np.nan, "time_error_populations": np.nan, "steps_taken": -1,
-               "step_min": np.nan, **row, **row_extras}
+        row = {"time_error": np.nan, "time_error_populations": np.nan, "steps_taken": step,
+               "step_min": cfg.time.dt, **row, **row_extras}       # (fixed steps, unless told)
         if attr_extras:
             self.writer.set_attrs(**attr_extras)
         # (the node count: the writer's, from psi, when it writes: _NodeCounter)

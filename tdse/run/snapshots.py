@@ -68,7 +68,7 @@ _SNAPSHOT = {
     "time_error_populations": ("snapshots", np.float64, None, "1", "estimated time-discretisation "
                                "error of the populations P_n in H(0)'s eigenstates: max_n (2 sqrt(P_n) E + "
                                "E^2), E the time_error (\"estimate\"), or 2 max_n |P_n - P_n at dt/2|", ()),
-    "steps_taken": ("snapshots", np.int64, None, "1", "time steps taken up to here (-1: not counted)", ()),
+    "steps_taken": ("snapshots", np.int64, None, "1", "time steps taken up to here (time.tolerance: adaptive)", ()),
     "step_min": ("snapshots", np.float64, None, "hbar/E_h", "smallest time step since the last one", ()),
     "nodes": ("snapshots", np.int64, None, "1",
               "sign changes of Re(psi e^(-i arg psi(x_max))) where |psi| > node_eps max|psi| "
