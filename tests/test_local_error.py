@@ -96,7 +96,7 @@ def test_local_estimate_is_asymptotically_correct(kind, scheme, method):
 def test_stated_error_bounds_the_true_one(kind, scheme):
     """#56 'done when' 1: the stated error at t_end within 1-10x of the true one (it is
     2x the carried error, measured 1.0-1.5x the true one on hand-made versions of these);
-    the populations' stated error at or above their true error."""
+    the populations' bound at or above their true error, their estimate near it."""
     rng = np.random.default_rng()
     c = _config(kind, rng, scheme)
     res = tdse.simulate(c, backend="numpy")
@@ -110,7 +110,9 @@ def test_stated_error_bounds_the_true_one(kind, scheme):
     phi = plan.states[:c.output.populations]
     P = np.abs(phi @ psi * c.grid.dx) ** 2
     Pref = np.abs(phi @ ref * c.grid.dx) ** 2
-    assert te["population_error_at_t_end"] >= np.abs(P - Pref).max()
+    assert te["population_bound_at_t_end"] >= np.abs(P - Pref).max()
+    # the estimate: within 0.2-20x (not a bound: 0.5-10x measured on 32 draws)
+    assert 0.2 <= te["population_error_at_t_end"] / np.abs(P - Pref).max() <= 20
 
 
 def test_estimate_is_stored_per_snapshot_and_resumes(tmp_path, interrupt_after):

@@ -66,8 +66,8 @@ _SNAPSHOT = {
                    "error here (L2, up to a global phase): 2 x the carried local errors (time_error = "
                    "\"estimate\") or x the distance to a run at dt/2 (\"companion\"); else NaN", ()),
     "time_error_populations": ("snapshots", np.float64, None, "1", "estimated time-discretisation "
-                               "error of the populations P_n in H(0)'s eigenstates: max_n (2 sqrt(P_n) E + "
-                               "E^2), E the time_error (\"estimate\"), or 2 max_n |P_n - P_n at dt/2|", ()),
+                               "error of the populations P_n in H(0)'s eigenstates: 2 max_n |dP_n|, dP_n "
+                               "their change by the carried error (\"estimate\") or P_n - P_n at dt/2", ()),
     "steps_taken": ("snapshots", np.int64, None, "1", "time steps taken up to here (time.tolerance: adaptive)", ()),
     "step_min": ("snapshots", np.float64, None, "hbar/E_h", "smallest time step since the last one", ()),
     "nodes": ("snapshots", np.int64, None, "1",
