@@ -210,7 +210,8 @@ def _inputs(d):
     for r in d["rows"]:
         e = r.get("time_error") or {}
         te = e.get("error_at_t_end", e.get("error_at_t_end_linear", float("nan")))
-        how = {"companion": " (companion, bound)"}.get(e.get("kind"), " (window, linear)" if e else "")
+        how = {"companion": " (companion, bound)", "estimate": " (local errors carried, bound)"}.get(
+            e.get("kind"), " (window, linear)" if e else "")
         flux = f" / {r['yield_flux_final']:.3g} (flux)" if "yield_flux_final" in r else ""
         out.append(f"| {r['input']} | {r['n']} | {r['steps']} | {r['threads']} | {r['seconds']:.1f} | "
                    f"{te:.1e}{how} | {r['excitation_mean_t_ge_2']:.3g} / {r['excitation_final']:.3g} | "
@@ -315,6 +316,30 @@ def _tsurff(d):
     return out
 
 
+def _time_error(d):
+    out = [f"backend {d.get('backend', 'numpy')}, seed {d.get('seed')}", "",
+           "| part | case | N | steps | seconds (none) | estimate x | companion x | stated / true: estimate, companion |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in d["rows"]:
+        if r["part"] in ("cost", "cost-input"):
+            st = r.get("stated_over_true") or {}
+            ratio = (f"{st['estimate']:.2f}, {st['companion']:.2f}" if st else
+                     f"stated {r['stated'].get('estimate', float('nan')):.2g}, "
+                     f"{r['stated'].get('companion', float('nan')):.2g}")
+            out.append(f"| {r['part']} | {r.get('kind', r.get('input'))} | {r['n']} | {r['steps']} | "
+                       f"{r['seconds']['none']:.2f} | {r['estimate_over_none']:.2f} | "
+                       f"{r['companion_over_none']:.2f} | {ratio} |")
+    out += ["", "| adaptive: tolerance | seconds | steps | true error | stated | fixed dt as accurate | "
+                "x its wall (none) | x its wall (estimate) |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in d["rows"]:
+        if r["part"] == "adaptive":
+            f = r.get("fixed_as_accurate") or {}
+            out.append(f"| {r['tolerance']:g} | {r['seconds']:.2f} | {r['steps']} | {r['true_error']:.2g} | "
+                       f"{r['stated']:.2g} | {f.get('dt', '-')} | {r['over_fixed_none'] or float('nan'):.2f} | "
+                       f"{r['over_fixed_estimate'] or float('nan'):.2f} |")
+    return out
+
+
 def _mutation(d):
     out = [f"{d.get('tool', '')}, commit {d.get('commit', '')}: "
            + ("complete" if d.get("complete") else f"incomplete -- {d.get('why_incomplete', '')}"), "",
@@ -367,7 +392,7 @@ RENDER = {"engine": _engine, "sweep-3m": _sweep, "expm": _expm, "expm-cpu": _exp
           "formulas": _formulas, "scale": _scale, "scan": _scan,
           "mutation": _mutation, "small-n": _small_n, "run-overhead": _run_overhead,
           "expm-pool": _expm_pool, "block-kinetic": _block_kinetic, "formula": _formula,
-          "tsurff": _tsurff}
+          "tsurff": _tsurff, "time-error": _time_error}
 
 
 def render(doc) -> list[str]:

@@ -1647,7 +1647,7 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
 
 # ---------------------------------------------------------------- time-error: #56's rows
 def _time_error_args(p):
-    p.add_argument("--kinds", nargs="+", default=["abrupt", "ramped", "laser", "fast"])
+    p.add_argument("--kinds", nargs="*", default=["abrupt", "ramped", "laser", "fast"])
     p.add_argument("--seed", type=int, default=None, help="the inputs' random parameters (default: fresh)")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--tolerances", type=float, nargs="+", default=[1e-4, 1e-6, 1e-8])

@@ -315,7 +315,7 @@ def _header(plan, resume_arg, out):
         f"scheme {pr.scheme}; exponentials: {pc.message}".replace("  ", " "), err=True)
     if pr.time_error == "companion":
         out("note: time error: a companion run at dt/2 beside this one (propagator.time_error = "
-            "\"companion\"): about 1.6-3x the stepping time; \"window\" or \"none\" cost less",
+            "\"companion\"): about 1.6-3x the stepping time; \"estimate\" (x1.2 the main job) or \"none\" less",
             err=True)
 
 
