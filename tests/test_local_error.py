@@ -216,3 +216,16 @@ def test_adaptive_refusals_name_the_key(tmp_path):
     path.write_text(c.source)
     r = CliRunner().invoke(main, ["run", str(path), "--set", "time.tolerance=-1", "--out", str(tmp_path)])
     assert r.exit_code == 2 and "time.tolerance" in r.output and "Traceback" not in r.output
+
+
+def test_operator_mode_with_the_estimate_steps_u_as_without():
+    """propagator.operator = true with time_error = "estimate": U(t) stepped by the run's own
+    steps, the same bits as with no estimate (it had raised from the loop)."""
+    c = _config("abrupt", np.random.default_rng(5))
+    runs = {k: tdse.simulate(with_values(c, [("propagator.operator", True),
+                                             ("propagator.time_error", k)]), backend="numpy")
+            for k in ("estimate", "none")}
+    a, b = (runs[k].arrays() for k in ("estimate", "none"))
+    assert np.array_equal(a["operator/P"], b["operator/P"])
+    assert np.array_equal(a["snapshots/psi"], b["snapshots/psi"])
+    assert runs["estimate"].time_error["error_at_t_end"] > 0

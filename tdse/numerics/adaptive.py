@@ -106,7 +106,11 @@ class EstimatingStepper:
         return sum(s.cheb_terms for s in self._steps.values())
 
     def step_operator(self, Ut, j):
-        raise ValueError("U(t) is not stepped with time.tolerance or time_error = \"estimate\"")
+        """U(t) by the run's own steps (fixed steps only: the config refuses U(t) with
+        time.tolerance); its error is not estimated."""
+        if self.control:
+            raise ValueError("U(t) is not stepped with time.tolerance (adaptive steps)")
+        return self.base.step_operator(Ut, j)
 
     # -------------------------------------------------------------------------------------
     def _stepper(self, n):
