@@ -164,15 +164,15 @@ def _adaptive(c, tol, **kw):
 
 def test_adaptive_steps_meet_the_tolerance_and_land_on_output_times():
     """A pulse into an absorber and 20 a.u. of quiet, dt = 1 the largest step: the stated
-    and the true error (dt = 1/20 reference) at t_end under the tolerance; steps smaller in
+    and the true error (dt = 1/40 reference) at t_end under the tolerance; steps smaller in
     some parts of the run than in others, fewer of them than the smallest all along; every
     snapshot at its multiple of dt; the steps and the smallest step per snapshot stored."""
     rng = np.random.default_rng()
     c = with_values(_config("laser", rng), [("time.dt", 1.0), ("output.every", 5)])
-    tol = 1e-6
+    tol = 1e-5     # (at 1e-6 the true error, ~1e-7, is near the dt/40 reference's own: up to 7e-8)
     res = tdse.simulate(_adaptive(c, tol), backend="numpy")
     te, d = res.time_error, res.arrays()
-    _, ref = drives.reference(c, factor=20)
+    _, ref = drives.reference(c, factor=40)
     true = phase_blind_distance(res.psi[-1], ref, c.grid.dx)
     assert te["error_at_t_end"] <= tol and true <= te["error_at_t_end"], (te["error_at_t_end"], true)
     assert np.array_equal(d["snapshots/t"], np.arange(0, 51, 5) * 1.0)

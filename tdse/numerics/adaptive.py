@@ -3,8 +3,9 @@
 :class:`EstimatingStepper` steps psi over the run's grid of dt as a
 :class:`~tdse.numerics.stepper.Stepper` does, and with each step estimates its local error
 L_j (:class:`tdse.numerics.local_error.LocalError`) and carries the global error
-e_(j+1) = S_j e_j + L_j (the linearised error: Kormann, Holmgren & Karlsson, J. Chem.
-Phys. 128, 184101 (2008)) by a cheaper step (:func:`transport_config`).  The run states
+e_(j+1) = S_j e_j + L_j (the linearised error, the local errors each propagated to t:
+Kormann, Holmgren & Karlsson, Uppsala TR 2009-021) by a cheaper step
+(:func:`transport_config`).  The run states
 SAFETY ||e|| (:mod:`tdse.run.timeerror`).
 
 With ``time.tolerance`` (``control``) each dt is made of n = 1, 2, 3, 4, 6, 8, 12, ...

@@ -7,29 +7,29 @@ A scheme of order p (:mod:`tdse.numerics.schemes`) makes a local error
 
 S the step, E the exact flow of u' = A(t) u, A = -i H (atomic units, hbar = 1).  Expanded
 about the step's start t, A(t + s) = sum_k a_k s^k / k!, the exact flow's Taylor series is
-the time-ordered exponential's, (n+1) E_(n+1) = sum_k a_k / k! E_(n-k) (Blanes, Casas, Oteo &
-Ros, Phys. Rep. 470, 151 (2009), eq. 2 and the Dyson series, eq. 33), and the scheme's is
+the time-ordered exponential's, (n+1) E_(n+1) = sum_k a_k / k! E_(n-k) (the Dyson series:
+Blanes, Casas, Oteo & Ros, Phys. Rep. 470, 151 (2009)), and the scheme's is
 the product of its exponentials exp(h B_m) with h B_m = sum_k h^(k+1) a_k sum_j w_mj c_j^k / k!
 (its nodes c_j and weights w_mj).  :func:`leading_term` multiplies the two out in the free
 algebra of the letters a_0, a_1, ... (each a_k weighs h^(k+1)) and returns C as words with
 coefficients: for ``midpoint`` C = -a_2/24 + (a_0 a_1 - a_1 a_0)/12 (the Magnus expansion's
-third-order term about the midpoint, ibid. eq. 189), for ``cfm4`` 15 words of weight 5; the
+third-order terms about the midpoint, ibid.), for ``cfm4`` 15 words of weight 5; the
 orders below p+1 are checked to vanish, so the scheme's tables are checked too.
 
 This is an asymptotically correct estimate of the local error in the sense of Auzinger,
-Hofstaetter, Koch et al., Int. J. Appl. Comput. Math. 7, 6 (2021),
-doi:10.1007/s40819-020-00937-9, Sec. 3: ||L_est - L|| = O(h^(p+2)).  Theirs is the defect
-D(h) = S'(h) u - A(t + h) S(h) u with L ~ h D(h) / (p + 1) (their eq. 3.5); a defect of a
-commutator-free scheme needs each exponential applied once more, the cost of the step
-again.  Here the same leading term is formed from H's own values: for H = T + V(x, t),
+Hofstaetter, Koch et al., Int. J. Appl. Comput. Math. (2021),
+doi:10.1007/s40819-020-00937-9: ||L_est - L|| = O(h^(p+2)).  Theirs is defect-based,
+D(h) = S'(h) u - A(t + h) S(h) u with L ~ h D(h) / (p + 1); the defect of a commutator-free
+scheme needs each exponential applied once more, the cost of the step again.  Here the same leading term is formed from H's own values: for H = T + V(x, t),
 a_0 u = -i (T + V(t)) u and a_k u = -i (d^k V / dt^k)(t) u (V includes the field's x E(t)),
 the derivatives from V at p + 1 points of the step (the interpolating polynomial's).  Each
 word is a few products with H: 2 for midpoint, 14 for cfm4, against a Chebyshev
 exponential's tens of terms (:meth:`LocalError.products`).
 
-The absorber's -i W (applied as masks around each exponential) is left out: the estimate
-is that of the Hermitian step.  A time-independent H has C = 0 (every word holds a
-derivative of V).
+An absorber's -i W enters as the letter b = -W (weight h): inside each exponent for the
+dense methods, as masks exp(h s_m b / 2) around each for Chebyshev (Strang), whose
+splitting adds an h^3 term (:func:`estimator_terms`).  A time-independent H without an
+absorber has C = 0 (every word holds a derivative of V).
 """
 from __future__ import annotations
 
