@@ -1679,20 +1679,24 @@ def _time_error(a):
     def kind_of(cfg, te):
         return dataclasses.replace(cfg, propagator=dataclasses.replace(cfg.propagator, time_error=te))
 
-    rows = []
-    for kind in a.kinds:
-        cfg = drives.make(kind, rng)
-        _, ref = drives.reference(cfg)
-        secs = {k: [] for k in ("none", "estimate", "companion")}
-        stated = {}
+    def costs(cfg):
+        """The loop's seconds without, with the estimate and with the companion (alternating,
+        --repeat times): (all, medians, stated errors, the last run's Result)."""
+        secs, stated = {k: [] for k in ("none", "estimate", "companion")}, {}
         for _ in range(a.repeat):
             for k in secs:
                 s_, res = loop(kind_of(cfg, k))
                 secs[k].append(s_)
                 if k != "none":
                     stated[k] = res.time_error["error_at_t_end"]
-                    true = phase_blind_distance(np.asarray(res.psi[-1]), ref, cfg.grid.dx)
-        med = {k: float(np.median(v)) for k, v in secs.items()}
+        return secs, {k: float(np.median(v)) for k, v in secs.items()}, stated, res
+
+    rows = []
+    for kind in a.kinds:
+        cfg = drives.make(kind, rng)
+        _, ref = drives.reference(cfg)
+        secs, med, stated, res = costs(cfg)
+        true = phase_blind_distance(np.asarray(res.psi[-1]), ref, cfg.grid.dx)
         row = {"part": "cost", "kind": kind, "n": cfg.grid.n, "steps": cfg.time.steps,
                "stencil": str(cfg.grid.stencil), "seconds": med, "all_seconds": secs,
                "true_error": true, "stated": stated,
@@ -1706,14 +1710,7 @@ def _time_error(a):
     for path in a.inputs:               # a shipped input, shortened: the cost alone
         cfg = tdse.load_config(os.path.join(ROOT, path) if not os.path.isabs(path) else path)
         cfg = with_values(cfg, [("time.t_end", cfg.time.dt * a.steps), ("output.every", 50)])
-        secs, stated = {k: [] for k in ("none", "estimate", "companion")}, {}
-        for _ in range(a.repeat):
-            for k in secs:
-                s_, res = loop(kind_of(cfg, k))
-                secs[k].append(s_)
-                if k != "none":
-                    stated[k] = res.time_error["error_at_t_end"]
-        med = {k: float(np.median(v)) for k, v in secs.items()}
+        secs, med, stated, res = costs(cfg)
         rows.append({"part": "cost-input", "input": path, "n": cfg.grid.n, "steps": a.steps,
                      "stencil": str(cfg.grid.stencil), "scheme": cfg.propagator.scheme,
                      "method": res.config.propagator.method, "seconds": med, "all_seconds": secs,

@@ -81,6 +81,7 @@ class EstimatingStepper:
         self.scheme, self.method, self.static = self.base.scheme, self.base.method, self.base.static
         self._steps, self._carry = {1: self.base}, {}
         self.n, self.e = 1, None
+        self._first = None             # the dt's first local error when _choose made it
         T = config.time
         self.budget = T.tolerance / SAFETY if control else math.inf
         self.tau = math.inf
@@ -200,8 +201,7 @@ class EstimatingStepper:
             t = j * dt + i * h
             t0 = time.perf_counter()
             L = self._first if i == 0 and self._first is not None else self.local.vector(psi, t, h)
-            err = float(self.xp.sqrt(self.xp.sum(self.xp.abs(L) ** 2) * self.config.grid.dx))
-            if err > REJECT * self.tau * h:
+            if self._norm([(0, L)]) > REJECT * self.tau * h:
                 self.seconds += time.perf_counter() - t0
                 return psi, e, False
             e = carry.step(e, j * n + i) + L

@@ -171,6 +171,16 @@ def companion_config(config: Config) -> Config:
                                                               operator=False, tolerance=tol))
 
 
+def _summary(points) -> dict:
+    """The result's comparisons from the points (t, error, population error) of a sink."""
+    nan3 = (math.nan, math.nan, math.nan)
+    t_last, e_last, p_last = points[-1] if points else nan3
+    t_max, e_max, _ = max(points, key=lambda q: q[1]) if points else nan3
+    return {"error_at_t_end": e_last, "t_compared": t_last, "max_error": e_max,
+            "t_max_error": t_max, "comparisons": len(points), "population_error_at_t_end": p_last,
+            "max_population_error": max((q[2] for q in points), default=math.nan)}
+
+
 class CompanionEstimate(Sink):
     """The run's time error over the whole run, from a companion at dt/2 (module
     docstring).  ``snapshots``: the :class:`~tdse.run.sinks.Snapshots` sink, which
@@ -245,17 +255,11 @@ class CompanionEstimate(Sink):
     def end(self, state):
         cfg = self.config
         wall = time.perf_counter() - self.main_t0 if self.main_t0 else 0.0
-        nan3 = (math.nan, math.nan, math.nan)
-        t_last, e_last, p_last = self.points[-1] if self.points else nan3
-        t_max, e_max, _ = max(self.points, key=lambda q: q[1]) if self.points else nan3
-        p_max = max((q[2] for q in self.points), default=math.nan)
         self.result = {
             "kind": "companion", "scheme": cfg.propagator.scheme, "order": self.order,
             "dt": cfg.time.dt, "companion_dt": self.companion.time.dt,
             "companion_method": self.companion.propagator.method, "safety": SAFETY,
-            "error_at_t_end": e_last, "t_compared": t_last, "t_end": cfg.time.t_end,
-            "max_error": e_max, "t_max_error": t_max, "comparisons": len(self.points),
-            "population_error_at_t_end": p_last, "max_population_error": p_max,
+            "t_end": cfg.time.t_end, **_summary(self.points),
             "companion_seconds": self.seconds,
             "companion_fraction": self.seconds / max(wall - self.seconds, 1e-12),
             "meaning": "estimated bound on the error of psi (L2 distance up to a global phase) "
@@ -334,19 +338,12 @@ class LocalEstimate(Sink):
     def end(self, state):
         cfg = self.config
         wall = time.perf_counter() - self.main_t0 if self.main_t0 else 0.0
-        nan3 = (math.nan, math.nan, math.nan)
-        t_last, e_last, p_last = self.points[-1] if self.points else nan3
-        t_max, e_max, _ = max(self.points, key=lambda q: q[1]) if self.points else nan3
-        p_max = max((q[2] for q in self.points), default=math.nan)
         self.result = {
             "kind": "estimate", "scheme": cfg.propagator.scheme, "order": self.order,
             "dt": cfg.time.dt, "safety": SAFETY, "products_per_step": self.stepper.local.products(),
             "carried_by": f"midpoint, tolerance {transport_config(cfg).propagator.tolerance:g}",
             "tolerance": cfg.time.tolerance, "steps_taken": self.stepper.substeps,
-            "rejected": self.stepper.rejected,
-            "error_at_t_end": e_last, "t_compared": t_last, "t_end": cfg.time.t_end,
-            "max_error": e_max, "t_max_error": t_max, "comparisons": len(self.points),
-            "population_error_at_t_end": p_last, "max_population_error": p_max,
+            "rejected": self.stepper.rejected, "t_end": cfg.time.t_end, **_summary(self.points),
             "population_bound_at_t_end": self.bound,
             "estimate_seconds": self.stepper.seconds,
             "estimate_fraction": self.stepper.seconds / max(wall - self.stepper.seconds, 1e-12),
