@@ -340,6 +340,19 @@ def _time_error(d):
     return out
 
 
+def _gauge(d):
+    ref = d.get("reference", {})
+    out = [f"reference: the DVR at dx = {ref.get('dx')} (gauges apart by {ref.get('gauges_apart')})", "",
+           "| stencil | dx | gauge | N | seconds | yield | yield error | populations error | "
+           "acceleration error (of its peak) | abs(psi)^2 error (L1) |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in d["rows"]:
+        out.append(f"| {r['stencil']} | {r['dx']:g} | {r['gauge']} | {r['n']} | {r['seconds']:.1f} | "
+                   f"{r['yield']:.4g} | {r['yield_error']:.2g} | {r['population_error']:.2g} | "
+                   f"{r['acceleration_error']:.2g} | {r['density_error']:.2g} |")
+    return out
+
+
 def _mutation(d):
     out = [f"{d.get('tool', '')}, commit {d.get('commit', '')}: "
            + ("complete" if d.get("complete") else f"incomplete -- {d.get('why_incomplete', '')}"), "",
@@ -392,7 +405,7 @@ RENDER = {"engine": _engine, "sweep-3m": _sweep, "expm": _expm, "expm-cpu": _exp
           "formulas": _formulas, "scale": _scale, "scan": _scan,
           "mutation": _mutation, "small-n": _small_n, "run-overhead": _run_overhead,
           "expm-pool": _expm_pool, "block-kinetic": _block_kinetic, "formula": _formula,
-          "tsurff": _tsurff, "time-error": _time_error}
+          "tsurff": _tsurff, "time-error": _time_error, "gauge": _gauge}
 
 
 def render(doc) -> list[str]:

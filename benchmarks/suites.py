@@ -783,7 +783,7 @@ def _propagator(a):
                     U = torch.eye(n, dtype=torch.complex128, device="cuda:0")
 
                     def one(j, U):
-                        for s_, v in prop.generators(j):
+                        for s_, v, _ in prop.generators(j):
                             G = Tk * s_ + torch.diag(torch.as_tensor(v, device="cuda:0"))
                             U = torch.linalg.matrix_exp(G.to(torch.complex128) * (-1j * c.time.dt)) @ U
                         return U
@@ -1755,6 +1755,97 @@ def _time_error(a):
     return rows, {"seed": seed, "ladder": ladder, "backend": a.backend}
 
 
+# ---------------------------------------------------------------- gauge: #55 item 2
+GAUGE_ATOM = """
+name = "gauge_atom"
+[grid]
+x_min = -80.0
+x_max = 80.0
+dx = 0.2
+stencil = "dvr"
+[potential]
+a = 2.0
+[[potential.centres]]
+x0 = 0.0
+Z = 1.0
+[field]
+E0 = 0.0534
+omega = 0.057
+cycles = 2
+[absorber]
+width = 20.0
+[initial]
+state = 0
+[time]
+dt = 0.1
+t_end = 221.0
+[propagator]
+scheme = "cfm4"
+method = "chebyshev"
+tolerance = 1e-12
+time_error = "none"
+[output]
+every = 2210
+"""
+
+
+def _gauge_args(p):
+    p.add_argument("--stencils", nargs="+", default=["3", "5"])
+    p.add_argument("--dxs", type=float, nargs="+", default=[0.4, 0.2, 0.1, 0.05])
+    p.add_argument("--reference-dx", type=float, default=0.2, help="the DVR reference's dx")
+    p.add_argument("--E0", type=float, default=0.0534)
+    p.add_argument("--omega", type=float, default=0.057)
+
+
+def _gauge(a):
+    """#55 item 2: a soft-core atom (E_0 = -1/2) in a 2-cycle sin^2 pulse, in both gauges on
+    each finite-difference stencil at each dx, against the DVR in both gauges at
+    --reference-dx (their difference stated too): the errors of the yield, of the
+    populations after the pulse (A = 0 there), of the dipole acceleration over the run
+    (relative to its peak) and of |psi(t_end)|^2 (L1), and each run's seconds."""
+    import tdse
+    from tdse.config import loads, with_values
+    base = with_values(loads(GAUGE_ATOM), [("field.E0", a.E0), ("field.omega", a.omega)])
+    t_end = round(base.field.duration / base.time.dt + 0.5) * base.time.dt
+    base = with_values(base, [("time.t_end", t_end), ("output.every", round(t_end / base.time.dt))])
+
+    def run(cfg):
+        res = tdse.simulate(cfg, backend="numpy")
+        o = res.observables
+        return {"seconds": res.seconds, "yield": float(o["yield"][-1]),
+                "populations": np.asarray(o["populations_h0"][-1]), "acc": np.asarray(o["acceleration"]),
+                "density": np.abs(np.asarray(res.psi[-1])) ** 2, "x": np.asarray(res.x), "n": cfg.grid.n}
+
+    def density_on(r, x):          # |psi|^2 on another grid (linear interpolation; 0 outside)
+        return np.interp(x, r["x"], r["density"], left=0.0, right=0.0)
+
+    ref = {g: run(with_values(base, [("grid.dx", a.reference_dx), ("field.gauge", g)]))
+           for g in ("length", "velocity")}
+    R = ref["length"]
+    between = {"yield": abs(ref["velocity"]["yield"] - R["yield"]),
+               "populations": float(np.abs(ref["velocity"]["populations"] - R["populations"]).max()),
+               "acceleration": float(np.abs(ref["velocity"]["acc"] - R["acc"]).max() / np.abs(R["acc"]).max())}
+    _say(f"DVR dx = {a.reference_dx}: gauges apart by {between}")
+    rows = []
+    for st in a.stencils:
+        for dx in a.dxs:
+            for g in ("length", "velocity"):
+                r = run(with_values(base, [("grid.stencil", int(st)), ("grid.dx", dx), ("field.gauge", g)]))
+                row = {"stencil": int(st), "dx": dx, "gauge": g, "n": r["n"], "seconds": r["seconds"],
+                       "yield": r["yield"], "yield_error": abs(r["yield"] - R["yield"]),
+                       "population_error": float(np.abs(r["populations"] - R["populations"]).max()),
+                       "acceleration_error": float(np.abs(r["acc"] - R["acc"]).max() / np.abs(R["acc"]).max()),
+                       "density_error": float(np.sum(np.abs(density_on(r, R["x"]) - R["density"])) * a.reference_dx)}
+                rows.append(row)
+                _say(f"{st}-point dx = {dx} {g:8s}: yield {r['yield']:.4g} (err {row['yield_error']:.2g}), "
+                     f"P err {row['population_error']:.2g}, acc err {row['acceleration_error']:.2g}, "
+                     f"|psi|^2 err {row['density_error']:.2g}, {r['seconds']:.1f} s")
+    return rows, {"reference": {"stencil": "dvr", "dx": a.reference_dx, "yield": R["yield"],
+                                "populations": R["populations"].tolist(),
+                                "gauges_apart": between, "seconds": {g: ref[g]["seconds"] for g in ref}},
+                  "input": GAUGE_ATOM, "E0": a.E0, "omega": a.omega}
+
+
 SUITES = {
     "engine": Suite("mgemm's band GEMM vs cupy.matmul, cuBLAS-XT and JAX's sharded matmul",
                     True, _engine_args, _engine),
@@ -1785,6 +1876,9 @@ SUITES = {
     "time-error": Suite("#56: the loop with its error bar by the estimate or the companion against "
                         "none, stated/true on four random drives; adaptive steps against fixed dt "
                         "at equal accuracy", False, _time_error_args, _time_error),
+    "gauge": Suite("#55: the length and velocity gauges' errors against dx on the stencils, "
+                   "against the DVR in both gauges (an atom in a 2-cycle 800 nm pulse)", False,
+                   _gauge_args, _gauge),
     "tsurff": Suite("the loop with t-SURFF's flux observer against the loop without it, in one "
                     "process (CPU)", False, _tsurff_args, _tsurff),
     "run-overhead": Suite("`tdse run` (a new process) against its bare step loop: wall over "

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from . import expression
 from .errors import ConfigError
 from .inputs import Absorber, Centre, Field, Grid, Initial, Output, Potential, Propagator, Time
-from .keys import KEYS, Key, input_reference, key_unit, to_toml  # noqa: F401  (re-exported)
+from .keys import KEYS, Key, input_reference, key_unit, parse_assignment, to_toml  # noqa: F401  (re-exported)
 from .options import RunOptions, available_memory, parse_options  # noqa: F401  (re-exported)
 
 __all__ = ["ConfigError", "Config", "Grid", "Centre", "Potential", "Field", "Absorber",
@@ -217,24 +217,29 @@ def _parameters(prefix, t):
     return tuple(sorted((k, float(v)) for k, v in params.items()))
 
 
-def _expression_field(t):
-    """[field] kind = "expression": E(t) a formula in t and the parameters, for 0 <= t <=
-    duration (0 after); omega and E0 optional references (harmonic orders, U_p)."""
-    extra = [k for k in t if k not in ("kind", "E", "parameters", "duration", "omega", "E0")]
+def _expression_field(t, gauge):
+    """[field] kind = "expression": E(t) (or A(t), E = -dA/dt) a formula in t and the
+    parameters, for 0 <= t <= duration (0 after); omega and E0 optional references."""
+    extra = [k for k in t if k not in ("kind", "E", "A", "parameters", "duration", "omega", "E0", "gauge")]
     if extra:
         raise ConfigError(f"field.{extra[0]}", t[extra[0]], "is not used with kind = \"expression\" "
-                          "(E, parameters, duration, omega, E0 are)")
-    for k in ("E", "duration"):
-        if k not in t:
-            raise ConfigError("", None, f"missing key `field.{k}` (kind = \"expression\")")
-    formula, pairs = _formula_with_parameters("field", "E", ("t",), t)
+                          "(E or A, parameters, duration, omega, E0, gauge are)")
+    if ("E" in t) == ("A" in t):
+        raise ConfigError("field.E", t.get("E", t.get("A")), "give exactly one of field.E and "
+                          "field.A (kind = \"expression\")")
+    if "duration" not in t:
+        raise ConfigError("", None, "missing key `field.duration` (kind = \"expression\")")
+    which = "E" if "E" in t else "A"
+    formula, pairs = _formula_with_parameters("field", which, ("t",), t)
+    if which == "A":                                  # E = -dA/dt (its peak below)
+        formula = expression.derivative(formula, "t")
     duration = _number("field.duration", t["duration"], positive=True)
     import numpy as np
     samples = np.linspace(0.0, duration, 2001)       # E0's default: the formula's sampled peak
     peak = float(np.max(np.abs(expression.evaluate(formula, {**dict(pairs), "t": samples}))))
     return Field(_number("field.E0", t.get("E0", peak), nonneg=True),
                  _number("field.omega", t.get("omega", 0.0), nonneg=True), duration, 0.0,
-                 "expression", 0.0, 0.0, (), t["E"], pairs)
+                 "expression", 0.0, 0.0, (), t.get("E", ""), pairs, gauge, t.get("A", ""))
 
 
 def _field(t):
@@ -242,9 +247,12 @@ def _field(t):
     kind = t.get("kind", "pulse")
     if kind not in ("pulse", "expression"):
         raise ConfigError("field.kind", kind, "must be \"pulse\" or \"expression\"")
+    gauge = t.get("gauge", "length")
+    if gauge not in ("length", "velocity"):
+        raise ConfigError("field.gauge", gauge, "must be \"length\" or \"velocity\"")
     if kind == "expression":
-        return _expression_field(t)
-    for k in ("E", "parameters"):
+        return _expression_field(t, gauge)
+    for k in ("E", "A", "parameters"):
         if k in t:
             raise ConfigError(f"field.{k}", t[k], "is for kind = \"expression\"")
     if _one_of(t, "E0", "intensity") == "E0":
@@ -271,7 +279,7 @@ def _field(t):
         raise ConfigError("field.ramp", ramp, f"must be <= duration/2 = {duration / 2}")
     lab = tuple((k, t[k]) for k in ("intensity", "wavelength", "cycles") if k in t)
     return Field(E0, omega, duration, _number("field.phase", t.get("phase", 0.0)), env, fwhm, ramp,
-                 lab)
+                 lab, gauge=gauge)
 
 
 #: the potentials' kinds (tdse.model.potential.POTENTIALS implements each)
@@ -580,18 +588,3 @@ def with_values(cfg: Config, pairs, source: dict | None = None) -> Config:
         else:
             section(parts[0])[parts[1]] = value
     return parse(data)          # its source: the effective TOML with the new values
-
-
-def parse_assignment(text: str):
-    """'KEY=VALUE' (``tdse run --set``) -> (KEY, value): the value as TOML reads it (a
-    number, true/false, a quoted string), else the bare text as a string (``grid.stencil=dvr``);
-    ConfigError (one line) for text that is not an assignment."""
-    key, eq, raw = text.partition("=")
-    key, raw = key.strip(), raw.strip()
-    if not eq or not key or not raw:
-        raise ConfigError("--set", text, "must be KEY=VALUE, e.g. time.dt=0.02 or run.graphs=false")
-    try:
-        value = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
-        value = raw
-    return key, value

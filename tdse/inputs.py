@@ -39,7 +39,8 @@ class Centre:
 
 @dataclass(frozen=True)
 class Field:
-    """A laser pulse in the length gauge: V gains + x E(t), E = E0 f(t) sin(omega t + phase)."""
+    """A laser pulse E = E0 f(t) sin(omega t + phase) (or a formula for E(t) or A(t)); in the
+    length gauge V gains + x E(t), in the velocity gauge H gains A(t) p + A(t)^2 / 2."""
     E0: float
     omega: float
     duration: float
@@ -52,6 +53,8 @@ class Field:
                              # their atomic-unit values
     E: str = ""              # kind = "expression": E(t) as a formula (envelope "expression")
     parameters: tuple = ()   # its parameters, ((name, value), ...)
+    gauge: str = "length"    # "length": V gains x E(t); "velocity": H gains -i A(t) d/dx + A^2/2
+    A: str = ""              # kind = "expression": A(t) as a formula instead of E (E = -dA/dt)
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,13 @@ units (hbar = m_e = e = 1).  :mod:`tdse.config` allows the keys listed here and 
 input a run file records)."""
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
 
+from .errors import ConfigError
 from .options import OPTIONS
 
-__all__ = ["Key", "KEYS", "to_toml", "key_unit", "input_reference"]
+__all__ = ["Key", "KEYS", "to_toml", "key_unit", "input_reference", "parse_assignment"]
 
 
 def _toml_default(v) -> str:
@@ -53,7 +55,15 @@ KEYS = (
     Key("potential.centres.ramp", "number", "hbar/E_h", "0", "T_r: s(t) = sin^2(pi t / (2 T_r)) for t < T_r, "
         "else 1 (0: the abrupt start of the thesis)"),
     Key("field.kind", "\"pulse\" | \"expression\"", "", "\"pulse\"",
-        "pulse: E0 f(t) sin(omega t + phase) with an envelope f; expression: E(t) given as field.E"),
+        "pulse: E0 f(t) sin(omega t + phase) with an envelope f; expression: E(t) given as "
+        "field.E, or A(t) as field.A"),
+    Key("field.gauge", "\"length\" | \"velocity\"", "", "\"length\"",
+        "how the field couples: length, V gains x E(t); velocity, H gains A(t) p + A(t)^2/2 "
+        "with p = -i d/dx by the grid's own derivative and A(t) = -int_0^t E (one run at a "
+        "time on the CPU: scans and GPU runs are in the length gauge)"),
+    Key("field.A", "string", "hbar/(e bohr)", "instead of field.E (expression)",
+        "A(t) as a formula in t and field.parameters' names, E = -dA/dt; A(t) - A(0) is "
+        "applied for 0 <= t <= duration, constant after"),
     Key("field.E", "string", "E_h/(e bohr)", "required (expression)",
         "E(t) as a formula in t and field.parameters' names (the whitelist of potential.V), "
         "applied for 0 <= t <= duration, 0 after; e.g. \"F * sin(pi * t / T)**2 * sin(w * t)\""),
@@ -180,16 +190,18 @@ def to_toml(cfg) -> str:
         au = {"E0": ("intensity", f.E0), "omega": ("wavelength", f.omega),
               "duration": ("cycles", f.duration)}
         lines += ["", "[field]"]
-        if f.E:
-            lines += ['kind = "expression"', f"E = {_toml_value(f.E)}", f"duration = {f.duration!r}",
-                      f"omega = {f.omega!r}", f"E0 = {f.E0!r}"]
+        if f.gauge != "length":
+            lines += [f"gauge = {_toml_value(f.gauge)}"]
+        if f.E or f.A:
+            lines += ['kind = "expression"', f"E = {_toml_value(f.E)}" if f.E else f"A = {_toml_value(f.A)}",
+                      f"duration = {f.duration!r}", f"omega = {f.omega!r}", f"E0 = {f.E0!r}"]
             if f.parameters:
                 lines += ["parameters = {" + ", ".join(f"{k} = {v!r}" for k, v in f.parameters) + "}"]
             au = {}
         for key, (other, value) in au.items():   # as given: the lab unit, or atomic units
             lines += ([f"{other} = {lab[other]!r}  # {key} = {value!r} (atomic units)"]
                       if other in lab else [f"{key} = {value!r}"])
-        lines += [] if f.E else [f"phase = {f.phase!r}", f"envelope = {_toml_value(f.envelope)}"]
+        lines += [] if f.E or f.A else [f"phase = {f.phase!r}", f"envelope = {_toml_value(f.envelope)}"]
         if f.envelope == "gaussian":
             lines.append(f"fwhm = {f.fwhm!r}")
         if f.envelope == "trapezoid":
@@ -246,3 +258,18 @@ def input_reference() -> str:
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     out.append("")
     return "\n".join(out)
+
+
+def parse_assignment(text: str):
+    """'KEY=VALUE' (``tdse run --set``) -> (KEY, value): the value as TOML reads it (a
+    number, true/false, a quoted string), else the bare text as a string (``grid.stencil=dvr``);
+    ConfigError (one line) for text that is not an assignment."""
+    key, eq, raw = text.partition("=")
+    key, raw = key.strip(), raw.strip()
+    if not eq or not key or not raw:
+        raise ConfigError("--set", text, "must be KEY=VALUE, e.g. time.dt=0.02 or run.graphs=false")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key, value

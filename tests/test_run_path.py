@@ -373,8 +373,8 @@ def test_a_new_method_needs_no_loop(monkeypatch):
         matrix_free = True
         matrices = (1, 3)
 
-        def factor(self, scale, v):
-            G = hamiltonian.generator_dense(self.config, scale, v)
+        def factor(self, scale, v, a=0.0):        # a: the velocity gauge's A (0 here)
+            G = hamiltonian.generator_dense(self.config, scale, v, a=a)
             dt = self.config.time.dt
 
             class F:
@@ -481,7 +481,7 @@ def test_graph_planner_equals_the_per_step_scalars(name, key, values, grouped, i
     for start in (j0, j0 + 29):      # two windows (a row left unwritten holds other values)
         js = np.arange(start, start + 23)
         times = (js * dt)[:, None] + np.asarray(one.scheme.nodes)[None, :] * dt
-        ref = [[one.method.bounds(s, v) for s, v in one.generators(j)] for j in js]
+        ref = [[one.method.bounds(s, v) for s, v, _ in one.generators(j)] for j in js]
         assert np.array_equal(one._bounds_many(js, times), np.array(ref))
 
 

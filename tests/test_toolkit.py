@@ -204,7 +204,7 @@ def test_absorber_exponent_is_the_non_hermitian_one():
     # the precheck's theta bounds ||A - mu||_1 of every generator (rigorous)
     dt = cfg.time.dt
     for j in (0, 7, 19):
-        for s, v in prop.generators(j):
+        for s, v, _ in prop.generators(j):
             G = hamiltonian.generator_dense(cfg, s, v)
             c, _ = hamiltonian.onenorm_bounds(cfg.grid.stencil, cfg.grid.dx, v.min(), v.max(), s)
             A = -1j * dt * G - (-1j * dt * c - dt * s * cfg.absorber.strength / 2) * np.eye(80)

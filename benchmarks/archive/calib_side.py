@@ -169,7 +169,7 @@ if __name__ == "__main__":
         from tdse.model import hamiltonian
         from tdse.numerics.stepper import Stepper
         prop = Stepper(cfg, None, cp)
-        s0, v = prop.generators(0)[0]
+        s0, v, _ = prop.generators(0)[0]
         lo, hi = prop.bounds(s0, v)
         X = cp.asarray(rng.standard_normal(cfg.grid.n) + 1j)
         chebyshev.expm_apply(None, X, cfg.time.dt, lo, hi, 1e-12, cp,

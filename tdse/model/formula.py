@@ -20,7 +20,7 @@ import numpy as np
 from mgemm.arrays import to_host
 
 from ..expression import derivative, evaluate, parse
-from .field import field_value
+from .field import dipole_field, field_value
 from .potential import POTENTIALS, BatchPotential
 
 
@@ -46,7 +46,7 @@ class Formula:
 
     def values(self, x, t, xp=np):
         v = self.molecule(x, t, xp)
-        e = field_value(self.config.field, t)
+        e = dipole_field(self.config.field, t)
         if e:
             v = v + e * x
         return v
@@ -61,7 +61,7 @@ class Formula:
         x = np.asarray(x, dtype=np.float64)
         v = self.molecule(x[None, :], times[:, None])
         if self.config.field is not None:
-            v += field_value(self.config.field, times)[:, None] * x[None, :]
+            v += dipole_field(self.config.field, times)[:, None] * x[None, :]
         if out is not None:
             out[...] = v
             return out

@@ -16,7 +16,11 @@ pi^2/(2 dx^2); the eigenvalues of every finite section lie in the symbol's range
 [min v, s T_max + max v].  This is the thesis' Delta r - Delta t relation made exact:
 ||H|| grows like 1/dx^2.
 
-A Magnus generator is s T + diag(v) with v = sum_j w_j V(x, t_j) (:mod:`tdse.schemes`):
+The velocity gauge (:mod:`tdse.model.field`) adds A(t) p, p = -i D with D the grid's own
+first derivative (:mod:`tdse.model.momentum`): Hermitian, |p| <= P_max, so with Weyl
+s T + a p + diag(v) has its spectrum in [min v - |a| P_max, s T_max + max v + |a| P_max].
+
+A Magnus generator is s T [+ a p] + diag(v) with v = sum_j w_j V(x, t_j) (:mod:`tdse.schemes`):
 :func:`generator_dense` builds it, :func:`apply` applies it without forming it (banded
 for the stencils; for the DVR by FFT, embedding the Toeplitz T in a circulant of size 2N).
 """
@@ -29,6 +33,9 @@ import scipy.linalg
 
 from ..backends.cupy import stencil
 from .absorber import absorber_profile
+from .centro import centro_fold, centro_halves, centro_matmul, centro_unfold  # noqa: F401  (re-exported)
+from .momentum import (momentum_bands, momentum_column, momentum_column_for, momentum_max,
+                       momentum_offsum)
 from .grid import points
 from .potential import total
 
@@ -74,17 +81,28 @@ def kinetic_offsum(stencil, dx: float) -> float:
     return 2 * abs(d1) + 2 * abs(d2)
 
 
-def onenorm_bounds(stencil, dx, vmin, vmax, scale=1.0):
-    """(c, r): ||scale T + diag(v) - c I||_1 <= r for vmin <= v <= vmax (Gershgorin by
-    columns, centred on the diagonal's range), for the non-Hermitian (absorber) path."""
+def momentum_dense(grid, xp=np):
+    """p = -i D as a dense N x N complex matrix on the device of ``xp`` (cached)."""
+    def make():
+        c = momentum_column(grid)
+        return xp.asarray(scipy.linalg.toeplitz(c, c.conj()))
+    return _cached(("P", grid.n, grid.dx, grid.stencil, _device_key(xp)), make)
+
+
+def onenorm_bounds(stencil, dx, vmin, vmax, scale=1.0, a=0.0, n=0):
+    """(c, r): ||scale T + a p + diag(v) - c I||_1 <= r for vmin <= v <= vmax (Gershgorin
+    by columns, centred on the diagonal's range; p's diagonal is 0), for the non-Hermitian
+    (absorber) path; ``n`` the grid's points (the DVR's p)."""
     c = scale * kinetic_diagonal(stencil, dx) + 0.5 * (vmin + vmax)
-    return c, scale * kinetic_offsum(stencil, dx) + 0.5 * (vmax - vmin)
+    m = abs(a) * momentum_offsum(stencil, dx, n) if a else 0.0
+    return c, scale * kinetic_offsum(stencil, dx) + 0.5 * (vmax - vmin) + m
 
 
-def spectrum_bounds(stencil, dx, vmin, vmax, scale=1.0):
-    """[lo, hi] containing the spectrum of scale*T + diag(v) for vmin <= v <= vmax
-    (rigorous: the Toeplitz symbol's range and Weyl's inequality, module docstring)."""
-    return float(vmin), float(scale * kinetic_max(stencil, dx) + vmax)
+def spectrum_bounds(stencil, dx, vmin, vmax, scale=1.0, a=0.0):
+    """[lo, hi] containing the spectrum of scale*T + a p + diag(v) for vmin <= v <= vmax
+    (rigorous: the Toeplitz symbols' ranges and Weyl's inequality, module docstring)."""
+    m = abs(a) * momentum_max(stencil, dx) if a else 0.0
+    return float(vmin - m), float(scale * kinetic_max(stencil, dx) + vmax + m)
 
 
 def dvr_column(n: int, dx: float) -> np.ndarray:
@@ -150,72 +168,6 @@ def kinetic_halves(grid, xp=np):
                    lambda: tuple(xp.asarray(h) for h in centro_halves(np.asarray(kinetic_dense(grid)))))
 
 
-def centro_halves(T):
-    """(P, Q) of :func:`kinetic_halves` for a centrosymmetric (T = J T J) N x N matrix T."""
-    n = T.shape[0]
-    m, odd = n // 2, n % 2
-    A, M = T[:m, :m], T[:m, n - m:][:, ::-1]
-    P = np.empty((m + odd, m + odd))
-    P[:m, :m] = 0.5 * (A + M)
-    if odd:
-        P[:m, m], P[m, :m], P[m, m] = T[:m, m], T[m, :m], T[m, m]
-    return P, np.ascontiguousarray(0.5 * (A - M))
-
-
-def centro_fold(X, xp=np):
-    """F X = [X1 + J X2; x_m; X1 - J X2] of an N x ... block (m = N // 2 rows X1 on top, J X2
-    the bottom m reversed, x_m the middle row when N is odd): the basis where a
-    centrosymmetric T is block diagonal (:func:`kinetic_halves`).  A new array of X's dtype."""
-    n = X.shape[0]
-    m, h = n // 2, n - n // 2
-    F = xp.empty(X.shape, dtype=X.dtype)
-    bottom = X[n - m:][::-1]
-    xp.add(X[:m], bottom, out=F[:m])
-    if h > m:
-        F[m] = X[m]
-    xp.subtract(X[:m], bottom, out=F[h:])
-    return F
-
-
-def centro_unfold(S, D, scale=1.0, xp=np):
-    """The block X with X1 = scale (S1 + D), J X2 = scale (S1 - D) and the middle row S's
-    last (S: the top h = N - N // 2 rows of a folded block, S1 its first m = N // 2; D: the
-    bottom m): scale = 1/2 inverts :func:`centro_fold`; with scale 1 the halves' products
-    (P S, Q D) unfold to T X (:func:`centro_matmul`)."""
-    m, h = D.shape[0], S.shape[0]
-    X = xp.empty((m + h,) + S.shape[1:], dtype=S.dtype)
-    bottom = X[h:][::-1]
-    xp.add(S[:m], D, out=X[:m])
-    xp.subtract(S[:m], D, out=bottom)
-    if scale != 1.0:
-        X[:m] *= scale
-        bottom *= scale
-    if h > m:
-        X[m] = S[m]
-    return X
-
-
-def centro_matmul(P, Q, X, xp=np, alpha=1.0):
-    """alpha T X for a real N x M block X, with (P, Q) = :func:`kinetic_halves` of T: two
-    products of (N/2)^2 M in place of one of N^2 M, a fold and an unfold
-    (:func:`centro_fold`, :func:`centro_unfold`)."""
-    h = X.shape[0] - X.shape[0] // 2
-    F = centro_fold(X, xp)
-    return centro_unfold(_product(P, F[:h], alpha, xp), _product(Q, F[h:], alpha, xp), 1.0, xp)
-
-
-def _product(A, B, alpha, xp):
-    """alpha A B; on the CPU one BLAS dgemm that takes alpha (C-ordered operands as their
-    Fortran-ordered transposes: (A B)^T = B^T A^T, no copies)."""
-    if xp is np and A.size and B.size and A.dtype == B.dtype == np.float64:
-        from scipy.linalg.blas import dgemm
-        return dgemm(alpha, B.T, A.T).T
-    out = A @ B
-    if alpha != 1.0:
-        out *= alpha
-    return out
-
-
 def dvr_symbol(n, dx, xp):
     """Eigenvalues of the circulant (size 2N) that embeds the DVR's Toeplitz T."""
     def make():
@@ -225,12 +177,23 @@ def dvr_symbol(n, dx, xp):
     return _cached(("sym", n, dx, _device_key(xp)), make)
 
 
-def generator_dense(config, scale, v, xp=np, dtype=np.float64):
-    """scale * (T - i W) + diag(v) as a dense matrix on the device of ``xp`` (complex when
-    the config has an absorber W)."""
-    if config.absorber is not None:
+def dvr_momentum_symbol(n, dx, xp):
+    """Eigenvalues of the Hermitian circulant (size 2N) that embeds the DVR's p (real)."""
+    def make():
+        c = momentum_column_for("dvr", n, dx)
+        circ = np.concatenate([c, [0.0], c[:0:-1].conj()])
+        return xp.asarray(np.fft.fft(circ).real)
+    return _cached(("psym", n, dx, _device_key(xp)), make)
+
+
+def generator_dense(config, scale, v, xp=np, dtype=np.float64, a=0.0):
+    """scale * (T - i W) + a p + diag(v) as a dense matrix on the device of ``xp`` (complex
+    when the config has an absorber W or ``a`` is not 0: the velocity gauge)."""
+    if config.absorber is not None or a:
         dtype = np.complex128
     G = kinetic_dense(config.grid, xp, dtype) * scale
+    if a:
+        G += a * momentum_dense(config.grid, xp)
     i = xp.arange(config.grid.n)
     G[i, i] += _diagonal(config, scale, v, 0, config.grid.n, xp)
     return G
@@ -254,7 +217,7 @@ def toeplitz_column(grid) -> np.ndarray:
     return c
 
 
-def generator_columns(config, scale, v, c0, c1, xp=np):
+def generator_columns(config, scale, v, c0, c1, xp=np, a=0.0):
     """Columns c0..c1-1 of :func:`generator_dense` (N x (c1 - c0)), built on the current
     device from T's Toeplitz column and the diagonal alone: a GPU builds its band of
     the generator without the matrix ever existing whole (:meth:`mgemm.dist.Layout.from_columns`)."""
@@ -264,8 +227,12 @@ def generator_columns(config, scale, v, c0, c1, xp=np):
     rows = xp.arange(n)[:, None]
     cols = xp.arange(c0, c1)[None, :]
     band = col[xp.abs(rows - cols)] * scale
-    if config.absorber is not None:
+    if config.absorber is not None or a:
         band = band.astype(np.complex128)
+    if a:                       # p_rc = c_(r-c) below the diagonal, conj(c_(c-r)) above
+        pc = xp.asarray(momentum_column(config.grid))
+        d = rows - cols
+        band += a * xp.where(d >= 0, pc[xp.abs(d)], pc[xp.abs(d)].conj())
     band[xp.arange(c0, c1), xp.arange(c1 - c0)] += _diagonal(config, scale, v, c0, c1, xp)
     return band
 
@@ -288,12 +255,13 @@ def apply(config, psi, v, xp=None, scale=1.0):
 _STENCIL_PATTERN = {}      # (N, 5-point): the CSR indices, indptr, row and offset of each entry
 
 
-def stencil_matrix(grid, main, factor, xp=np):
+def stencil_matrix(grid, main, factor, xp=np, momentum=0.0):
     """The sparse (CSR, complex) matrix of a finite-difference stencil: diagonal ``main``
-    (N values), off-diagonals ``factor`` x the stencil's bands; scipy.sparse, or
-    cupyx.scipy.sparse on a GPU."""
+    (N values), off-diagonals ``factor`` x the stencil's bands [+ ``momentum`` x p's];
+    scipy.sparse, or cupyx.scipy.sparse on a GPU."""
     import scipy.sparse
     _, d1, d2 = (factor * c for c in kinetic_bands(grid.stencil, grid.dx))
+    p1, p2 = (momentum * c for c in momentum_bands(grid.stencil, grid.dx))
     n = grid.n
     key = (n, bool(d2))
     if key not in _STENCIL_PATTERN:    # the CSR pattern once (scipy.sparse.diags: 0.1 ms a call)
@@ -308,6 +276,8 @@ def stencil_matrix(grid, main, factor, xp=np):
     # the same entries as diags([main, d1, d1, d2, d2], [0, 1, -1, 2, -2]) in CSR order
     data = np.where(off == 0, np.asarray(main)[rows],
                     np.where(np.abs(off) == 1, d1, d2)).astype(np.complex128)
+    if momentum:                          # p_(j, j+-1) = -+i c1, p_(j, j+-2) = -+i c2
+        data += np.where(off == 0, 0.0, -1j * np.sign(off) * np.where(np.abs(off) == 1, p1, p2))
     m = scipy.sparse.csr_matrix((data, indices, indptr), shape=(n, n), copy=False)
     if xp is not np:
         import cupyx.scipy.sparse
@@ -316,22 +286,29 @@ def stencil_matrix(grid, main, factor, xp=np):
 
 
 class Operator:
-    """X -> alpha (scale T + diag(v) - shift I) X as one fast application: for the stencils
+    """X -> alpha (scale T + a p + diag(v) - shift I) X as one fast application (``a`` the
+    velocity gauge's A, p = -i D: the module docstring): for the stencils
     their bands (:meth:`_banded`: BLAS zhbmv for a host vector, else a sparse matrix, one
     pass over X); the circulant embedding by FFT for the DVR; X a vector or a block of
     columns.  The Chebyshev
     recurrence applies 2 (G - c)/r with it (:mod:`tdse.chebyshev`)."""
 
-    def __init__(self, config, scale, v, xp=np, alpha=1.0, shift=0.0):
+    def __init__(self, config, scale, v, xp=np, alpha=1.0, shift=0.0, a=0.0):
         g = config.grid
         self.xp, self.n, self.stencil = xp, g.n, g.stencil
         d = alpha * (np.asarray(v, dtype=np.float64) - shift)
         self.mat = self.bands = self._band = None
+        self.momentum = alpha * a
         if g.stencil == "dvr":
             self.lam = alpha * scale * dvr_symbol(g.n, g.dx, xp)
+            if a:
+                self.lam = self.lam + self.momentum * dvr_momentum_symbol(g.n, g.dx, xp)
             self.diag = xp.asarray(d)
         else:               # the bands (_banded): a matrix only where a product needs one
             d0, d1, d2 = (alpha * scale * c for c in kinetic_bands(g.stencil, g.dx))
+            if a:           # the upper bands of the Hermitian T + a p (p_(j,j+1) = -i c1)
+                c1, c2 = momentum_bands(g.stencil, g.dx)
+                d1, d2 = d1 - 1j * self.momentum * c1, d2 - 1j * self.momentum * c2
             self.bands, self.grid, self.factor = (d + d0, d1, d2), g, alpha * scale
 
     def _banded(self, X):
@@ -354,7 +331,7 @@ class Operator:
             zhbmv, k, band = self._band
             return zhbmv(k, 1.0, band, X)
         if self.mat is None:
-            self.mat = stencil_matrix(self.grid, main, self.factor, self.xp)
+            self.mat = stencil_matrix(self.grid, main, self.factor, self.xp, self.momentum)
         return self.mat @ X
 
     def __call__(self, X):

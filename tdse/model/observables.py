@@ -16,7 +16,7 @@ import numpy as np
 from ..expression import parse
 
 from .absorber import absorber_profile
-from .field import field_value
+from .field import field_value, vector_potential, velocity_gauge
 from .hamiltonian import Operator
 from .potential import gradient, total
 
@@ -38,10 +38,12 @@ class Observable:
 OBSERVABLES = (
     Observable("norm", "1", "sum |psi|^2 dx"),
     Observable("energy", "hartree", "<psi|H(t)|psi> / <psi|psi>, H(t) = T + V(t) + x E(t) "
-               "(without the absorber): divided by the remaining norm"),
+               "(velocity gauge: T + A(t) p + A(t)^2/2 + V(t); without the absorber): "
+               "divided by the remaining norm"),
     Observable("x_mean", "bohr", "<x> = <psi|x|psi> / <psi|psi>: divided by the remaining norm"),
-    Observable("p_mean", "hbar/bohr", "<p> = <psi|-i d/dx|psi> / <psi|psi> (spectral "
-               "derivative): divided by the remaining norm"),
+    Observable("p_mean", "hbar/bohr", "the kinetic momentum <p> = <psi|-i d/dx|psi> / <psi|psi> "
+               "(spectral derivative; + A(t) in the velocity gauge: the same in both gauges): "
+               "divided by the remaining norm"),
     Observable("acceleration", "bohr/(hbar/E_h)^2", "dipole acceleration <psi|-dV/dx|psi>, NOT "
                "divided by the norm (what HHG spectra with an absorber use: the absorbed part "
                "radiates no more; Ehrenfest's d^2<x>/dt^2 without an absorber)"),
@@ -192,6 +194,12 @@ class Measure:
         self.kinetic = Operator(config, 1.0, np.zeros(config.grid.n), np)
         self.layers = absorber_profile(config, x) > 0     # the absorbing layers (or none)
 
+    def canonical(self, psi):
+        """<psi|p|psi> / <psi|psi> with the grid's own p (the one in H's A p)."""
+        if getattr(self, "_p", None) is None:
+            self._p = Operator(self.config, 0.0, np.zeros(self.config.grid.n), np, a=1.0)
+        return float(np.real(np.vdot(psi, self._p(psi))) / np.real(np.vdot(psi, psi)))
+
     def energy(self, psi, v):
         """<psi|T + diag(v)|psi> / <psi|psi>."""
         hpsi = self.kinetic(psi)
@@ -211,10 +219,14 @@ class Measure:
         nrm = norm(psi, dx)
         inside = float(np.sum(np.abs(psi[self.layers]) ** 2) * dx)
         dV = gradient(cfg.potential, x, t)
+        p, energy = p_mean(psi, dx), self.energy(psi, total(cfg.potential, x, t))
+        if velocity_gauge(cfg.field):      # H's A p + A^2/2; the kinetic momentum p + A
+            A = vector_potential(cfg.field, t)
+            energy += A * self.canonical(psi) + 0.5 * A * A
+            p += A
         return {"t": t, "norm": nrm, "yield": 1.0 - nrm, "layer_norm": inside,
-                "yield_flux": 1.0 - nrm + inside,
-                "energy": self.energy(psi, total(cfg.potential, x, t)),
-                "x_mean": x_mean(x, psi, dx), "p_mean": p_mean(psi, dx),
+                "yield_flux": 1.0 - nrm + inside, "energy": energy,
+                "x_mean": x_mean(x, psi, dx), "p_mean": p,
                 "acceleration": acceleration(psi, dV, dx),
                 "acceleration_normalised": acceleration(psi, dV),
                 "field": field_value(cfg.potential.field, t),

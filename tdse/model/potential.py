@@ -23,7 +23,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from ..expression import parse
-from .field import field_value, formula_of, pulse
+from .field import dipole_field, field_value, formula_of, pulse, velocity_gauge
 
 
 @runtime_checkable
@@ -160,14 +160,20 @@ def coulomb_force(Z, X, a, x):
     return Z * r / (r * r + a) ** 1.5
 
 
+#: why a batch (a scan, a GPU run) refuses the velocity gauge
+VELOCITY_BATCH = ("runs on the CPU, one run at a time, so far: scans and GPU runs are "
+                  "in the length gauge")
+
+
 def total(potential, x, t, xp=np):
-    """V(x, t) including the field's x E(t) (the molecule alone: :func:`soft_core`); any
+    """V(x, t) including the field's x E(t) in the length gauge (the molecule alone:
+    :func:`soft_core`; in the velocity gauge the field is in H's A(t) p instead); any
     kind (:func:`of`), the soft-core's operations here."""
     if potential.V:
         return of(potential).values(x, t, xp)
     v = soft_core(potential, x, t, xp)
     if potential.field is not None:
-        e = field_value(potential.field, t)
+        e = dipole_field(potential.field, t)
         if e:
             v = v + e * x
     return v
@@ -216,7 +222,7 @@ def total_many(potential, x, times, out=None):
         np.divide(c.Z, d, out=d)
         v -= d
     if potential.field is not None:
-        np.multiply(field_value(potential.field, times)[:, None], x[None, :], out=d)
+        np.multiply(dipole_field(potential.field, times)[:, None], x[None, :], out=d)
         v += d
     return v
 
@@ -288,6 +294,9 @@ class BatchPotential:
         xh = np.asarray(x, dtype=float)
         self.ends = (float(xh.min()), float(xh.max()))
         fields = [p.field for p in potentials]
+        if any(velocity_gauge(f) for f in fields):
+            from ..errors import ConfigError
+            raise ConfigError("field.gauge", "velocity", VELOCITY_BATCH)
         self.has_field = any(f is not None for f in fields)
         self._static = None          # (V, dV/dx) of the molecule when no centre moves
         self.moving = bool(self.amp.any())

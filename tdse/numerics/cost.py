@@ -124,8 +124,8 @@ def calibrate(config: Config, pc, xp=np, gpus: int = 1, operator: bool | None = 
     cheb = dataclasses.replace(config, propagator=dataclasses.replace(
         config.propagator, method=exponentials.Chebyshev.name))
     prop = Stepper(cheb, None, xp)
-    s, v = prop.generators(0)[0]
-    lo, hi = prop.bounds(s, v)
+    s, v, a = prop.generators(0)[0]
+    lo, hi = prop.bounds(s, v, a)
     r = 0.5 * (hi - lo)
     tau = min(config.time.dt, CAL_R / r) if r > 0 else config.time.dt
     tol = config.propagator.tolerance
@@ -138,7 +138,7 @@ def calibrate(config: Config, pc, xp=np, gpus: int = 1, operator: bool | None = 
         def once():
             info.update(chebyshev.expm_apply(
                 None, X, tau, lo, hi, tol, xp,
-                scaled=lambda alpha, shift: hamiltonian.Operator(cheb, s, v, xp, alpha, shift))[1])
+                scaled=lambda alpha, shift: hamiltonian.Operator(cheb, s, v, xp, alpha, shift, a))[1])
         sec = _best(once, xp)
         return sec / max(1, info["terms"])
     t_vec = term_seconds(1)

@@ -97,13 +97,14 @@ class Exponential:
                 f"{pc.plan.truncation_bound:.2g}, rounding ~{pc.plan.rounding_estimate:.2g}")
 
     # ------------------------------------------------------------------ during a run
-    def bounds(self, scale, v):
+    def bounds(self, scale, v, a=0.0):
         g = self.config.grid
-        return hamiltonian.spectrum_bounds(g.stencil, g.dx, float(v.min()), float(v.max()), scale)
+        return hamiltonian.spectrum_bounds(g.stencil, g.dx, float(v.min()), float(v.max()), scale, a)
 
-    def factor(self, scale, v):
-        """F = exp(-i dt (scale T + diag(v))) with ``apply(X)`` (a vector or an N x B block)
-        and ``apply_operator(U)``."""
+    def factor(self, scale, v, a=0.0):
+        """F = exp(-i dt (scale T + a p + diag(v))) (``a``: the velocity gauge's A, 0 in
+        the length gauge) with ``apply(X)`` (a vector or an N x B block) and
+        ``apply_operator(U)``."""
         raise NotImplementedError
 
 
@@ -146,16 +147,16 @@ class Dense(Exponential):
             sec += F * t.zgemm * cube / G
         return sec
 
-    def factor(self, scale, v):
+    def factor(self, scale, v, a=0.0):
         cfg, xp, dt = self.config, self.xp, self.config.time.dt
         if self.layout is not None:  # each device builds its own column band of -i dt G_k
             lay = self.layout
             G = lay.from_columns(lambda c0, c1: hamiltonian.generator_columns(
-                cfg, scale, v, c0, c1, lay.xp) * (-1j * dt))
+                cfg, scale, v, c0, c1, lay.xp, a) * (-1j * dt))
         else:
-            G = hamiltonian.generator_dense(cfg, scale, v, xp) * (-1j * dt)
+            G = hamiltonian.generator_dense(cfg, scale, v, xp, a=a) * (-1j * dt)
         if cfg.hermitian:
-            lo, hi = self.bounds(scale, v)
+            lo, hi = self.bounds(scale, v, a)
             shift = -1j * dt * 0.5 * (lo + hi)
         else:  # -i dt (G_h - c) - dt s (W - W_max/2): the 1-norm bound of the precheck
             c, _ = hamiltonian.onenorm_bounds(cfg.grid.stencil, cfg.grid.dx, float(v.min()),
@@ -194,11 +195,11 @@ class Taylor(Dense):
 class ChebyshevFactor:
     """exp(-i dt G_k) applied by the Chebyshev expansion, G_k never formed."""
 
-    def __init__(self, method, scale, v):
-        self.method, self.scale, self.v = method, scale, v
+    def __init__(self, method, scale, v, a=0.0):
+        self.method, self.scale, self.v, self.a = method, scale, v, a
 
     def apply(self, X):
-        return self.method.apply(self.scale, self.v, X)
+        return self.method.apply(self.scale, self.v, X, self.a)
 
     def apply_operator(self, Ut):
         lay = self.method.layout
@@ -258,8 +259,8 @@ class Chebyshev(Exponential):
         return (f"each exponential's own error (not the solution's): Chebyshev truncation "
                 f"<= {pc.plan.tolerance:.2g} ({pc.chebyshev_terms} terms at theta = {pc.theta:.3g})")
 
-    def factor(self, scale, v):
-        return ChebyshevFactor(self, scale, v)
+    def factor(self, scale, v, a=0.0):
+        return ChebyshevFactor(self, scale, v, a)
 
     def _mask(self, scale):
         """exp(-dt s W / 2) as a column (the absorber's half step), or None."""
@@ -273,15 +274,15 @@ class Chebyshev(Exponential):
             self._masks[key] = self.xp.asarray(m)
         return self._masks[key]
 
-    def apply(self, scale, v, X):
+    def apply(self, scale, v, X, a=0.0):
         mask = self._mask(scale)
         if mask is not None:
             X = X * (mask if X.ndim == 1 else mask[:, None])
-        lo, hi = self.bounds(scale, v)
+        lo, hi = self.bounds(scale, v, a)
         cfg = self.config
         Y, info = chebyshev.expm_apply(
             None, X, cfg.time.dt, lo, hi, cfg.propagator.tolerance, self.xp,
-            scaled=lambda alpha, shift: hamiltonian.Operator(cfg, scale, v, self.xp, alpha, shift))
+            scaled=lambda alpha, shift: hamiltonian.Operator(cfg, scale, v, self.xp, alpha, shift, a))
         self.cheb_terms += info["terms"]
         self.exponentials += 1
         if mask is not None:

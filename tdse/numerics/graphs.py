@@ -729,7 +729,7 @@ class DenseGraphStep:
 
     def step(self, psi, j):
         st, row, seg, dt = self.st, self.row, self.seg, self.dt
-        for e, (s, v) in enumerate(st.generators(j)):
+        for e, (s, v, _) in enumerate(st.generators(j)):     # (a GPU run: the length gauge)
             lo, hi = st.method.bounds(s, v)
             shift = -1j * dt * 0.5 * (lo + hi)          # as Dense.factor
             ph = np.exp(shift)

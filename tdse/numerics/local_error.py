@@ -37,6 +37,7 @@ import math
 
 import numpy as np
 
+from ..model.field import vector_potential, velocity_gauge
 from ..model.grid import points
 from ..model.hamiltonian import Operator
 from ..model.potential import total
@@ -201,23 +202,34 @@ class LocalError:
         return sum(1 for s in self._suffixes if s[0] == 0)
 
     def letters(self, t, dt):
-        """[V(t), dV/dt, ..., d^p V/dt^p] at the step's start t (host, N each): the
-        derivatives of the polynomial through V at p + 1 equally spaced points of the step."""
+        """([V(t), dV/dt, ..., d^p V/dt^p], [A(t), ..., d^p A/dt^p]) at the step's start t
+        (host, N each; the second all 0 but in the velocity gauge, where V has A^2/2 and
+        the letter a_k is d^k V/dt^k + d^k A/dt^k p): the derivatives of the polynomial
+        through V (and A) at p + 1 equally spaced points of the step."""
         pot, P = self.config.potential, self.P
         ts = [t + i * dt / (P - 1) for i in range(P)]
         vals = [self._last[1] if self._last is not None and self._last[0] == ts[0]
                 else total(pot, self.x, ts[0])]
         vals += [total(pot, self.x, s) for s in ts[1:]]
         self._last = (ts[-1], vals[-1])
-        return [vals[0]] + [sum(m * v for m, v in zip(self.M[k], vals) if m) / dt ** k
-                            for k in range(1, P)]
+        A = [0.0] * P
+        if velocity_gauge(pot.field):
+            A = [float(a) for a in vector_potential(pot.field, np.asarray(ts))]
+            vals = [v + 0.5 * a * a for v, a in zip(vals, A)]
+
+        def derivatives(vals):
+            return [vals[0]] + [sum(m * v for m, v in zip(self.M[k], vals) if m) / dt ** k
+                                for k in range(1, P)]
+        return derivatives(vals), derivatives(A)
 
     def parts(self, u, t, dt):
         """[(n, dt^n C_n u)] at step start t (u a vector or N x B block on ``xp``): the
         orders apart, so that another step h scales each by (h/dt)^n."""
         xp = self.xp
-        host = self.letters(t, dt)
-        H = Operator(self.config, 1.0, host[0], xp)     # (it takes V from the host)
+        host, A = self.letters(t, dt)
+        H = Operator(self.config, 1.0, host[0], xp, a=A[0])     # (it takes V from the host)
+        zero = np.zeros(self.config.grid.n)
+        p = {k: Operator(self.config, 0.0, zero, xp, a=A[k]) for k in range(1, self.P) if A[k]}
         der = [xp.asarray(d) for d in host]
         if u.ndim == 2:
             der = [d[:, None] for d in der]
@@ -230,7 +242,7 @@ class LocalError:
             elif k == ABSORBER:
                 vec[s] = W * rest
             else:
-                vec[s] = -1j * der[k] * rest
+                vec[s] = -1j * (der[k] * rest + p[k](rest)) if k in p else -1j * der[k] * rest
         return [(n, sum(c * vec[w] for w, c in C.items()) * dt ** n) for n, C in self.terms.items()]
 
     def vector(self, u, t, dt):

@@ -31,6 +31,7 @@ from mgemm.plan import ExpmPlan, plan_expm
 
 from ..config import ABSORBER_MIN_WIDTH, Config, ConfigError, available_memory
 from ..model import hamiltonian, states
+from ..model.field import vector_potential, velocity_gauge
 from ..model.grid import points
 from ..model.potential import bounds_over, centre_positions
 from ..model.states import DTYPE
@@ -79,16 +80,25 @@ def step_times(config: Config) -> np.ndarray:
 
 
 def generator_bounds(config: Config):
-    """[(s_k, vmin_k, vmax_k)] per factor of the scheme: the range of its potential part
-    over every step (rigorous: the exact min/max over grid and steps)."""
+    """[(s_k, vmin_k, vmax_k, amax_k)] per factor of the scheme: the range of its potential
+    part over every step (rigorous: the exact min/max over grid and steps) and, in the
+    velocity gauge, the largest |a_k| = |sum_i w_ki A(t_i)| (v_k's A^2/2 terms added to its
+    range; 0 in the length gauge)."""
     sch = schemes.get(config.propagator.scheme)
     x, dt = points(config.grid), config.time.dt
     ts = step_times(config)
+    offsets = tuple(c * dt for c in sch.nodes)
+    A = None
+    if velocity_gauge(config.field):
+        A = vector_potential(config.field, ts[:, None] + np.asarray(offsets)[None, :])
     out = []
     for s, row in zip(sch.scales(), sch.factors):
-        lo, hi = bounds_over(config.potential, x, ts, weights=row,
-                             offsets=tuple(c * dt for c in sch.nodes))
-        out.append((s, lo, hi))
+        lo, hi = bounds_over(config.potential, x, ts, weights=row, offsets=offsets)
+        amax = 0.0
+        if A is not None:
+            q = 0.5 * (A * A) @ np.asarray(row)
+            lo, hi, amax = lo + float(q.min()), hi + float(q.max()), float(np.abs(A @ np.asarray(row)).max())
+        out.append((s, lo, hi, amax))
     return out
 
 
@@ -179,12 +189,12 @@ def precheck(config: Config, dtype=DTYPE, check_resolution=True, *, E0=None,
         raise ConfigError("propagator.tolerance", pr.tolerance,
                           f"is below the precision of {np.dtype(dtype).name} (unit roundoff {u:.2g})")
     radius, lo_all, hi_all = 0.0, math.inf, -math.inf
-    for s, vmin, vmax in generator_bounds(config):
-        lo, hi = hamiltonian.spectrum_bounds(g.stencil, g.dx, vmin, vmax, s)
+    for s, vmin, vmax, amax in generator_bounds(config):
+        lo, hi = hamiltonian.spectrum_bounds(g.stencil, g.dx, vmin, vmax, s, amax)
         if config.hermitian:
             r = 0.5 * (hi - lo)
         else:  # the 1-norm of -i(G_h - c) - s (W - W_max/2), G_h the Hermitian part
-            r = hamiltonian.onenorm_bounds(g.stencil, g.dx, vmin, vmax, s)[1] + \
+            r = hamiltonian.onenorm_bounds(g.stencil, g.dx, vmin, vmax, s, amax, g.n)[1] + \
                 0.5 * s * config.absorber.strength
         radius = max(radius, r)
         lo_all, hi_all = min(lo_all, lo), max(hi_all, hi)
@@ -192,7 +202,8 @@ def precheck(config: Config, dtype=DTYPE, check_resolution=True, *, E0=None,
     herm = config.hermitian
     method = exponentials.get(pr.method)
     plan = plan_expm(theta, method=method.plan_method, tolerance=pr.tolerance, terms=pr.terms,
-                     split=herm, unitary=herm, unit_roundoff=u)
+                     split=herm and not velocity_gauge(config.field),   # (-i dt G real: cos/sin)
+                     unitary=herm, unit_roundoff=u)
     dt_max = largest_theta(pr.terms, pr.tolerance) / radius if radius else math.inf
     ok, msg, cheb = method.check(config, plan, theta)
     if exponentials.is_auto(pr.method):  # for tdse.numerics.cost's choice; 0 beyond its reach

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import Config
+from ..model.field import vector_potential, velocity_gauge
 from ..model.grid import points
 from ..model.potential import total
 from ..model.states import DTYPE
@@ -87,16 +88,23 @@ class Stepper:
         return self.method.cheb_terms
 
     def generators(self, j: int):
-        """[(s_k, v_k)] of step j: G_k = s_k T + diag(v_k), in the order they act."""
+        """[(s_k, v_k, a_k)] of step j: G_k = s_k T + a_k p + diag(v_k), in the order they
+        act; a_k = sum_i w_ki A(t_i) in the velocity gauge (v_k then has the A^2/2 of each
+        H(t_i)), else 0."""
         dt = self.config.time.dt
         t = 0.0 if self.static else j * dt
         pot = self.config.potential
-        V = [total(pot, self.x_host, tj) for tj in self.scheme.times(t, dt)]
-        return [(s, sum(w * v for w, v in zip(row, V) if w))
+        times = self.scheme.times(t, dt)
+        V = [total(pot, self.x_host, tj) for tj in times]
+        A = [0.0] * len(times)
+        if velocity_gauge(pot.field):
+            A = [float(vector_potential(pot.field, tj)) for tj in times]
+            V = [v + 0.5 * a * a for v, a in zip(V, A)]
+        return [(s, sum(w * v for w, v in zip(row, V) if w), sum(w * a for w, a in zip(row, A) if w))
                 for s, row in zip(self.scheme.scales(), self.scheme.factors)]
 
-    def bounds(self, scale, v):
-        return self.method.bounds(scale, v)
+    def bounds(self, scale, v, a=0.0):
+        return self.method.bounds(scale, v, a)
 
     def factors(self, j: int):
         """The factors [F_1, F_2, ...] of step j (made once when H is static)."""
@@ -104,10 +112,10 @@ class Stepper:
             return self._factors
         gens = self.generators(j)
         if self.static and len(gens) > 1 and all(
-                s == gens[0][0] and np.array_equal(v, gens[0][1]) for s, v in gens):
+                s == gens[0][0] and np.array_equal(v, gens[0][1]) for s, v, _ in gens):
             fs = [self.method.factor(*gens[0])] * len(gens)  # cfm4, static H: one factor twice
         else:
-            fs = [self.method.factor(s, v) for s, v in gens]
+            fs = [self.method.factor(s, v, a) for s, v, a in gens]
         if self.static:
             self._factors = fs
         return fs
