@@ -1388,3 +1388,24 @@ def test_estimate_and_adaptive_steps_on_a_gpu_equal_the_cpus(kind):
         else:
             assert abs(b["steps_taken"] - a["steps_taken"]) <= 0.1 * a["steps_taken"]
             assert b["error_at_t_end"] <= tol and dpsi < tol
+
+
+# ------------------------------------------------------------------ #55: the velocity gauge
+@pytest.mark.gpu
+def test_the_velocity_gauge_on_a_gpu_machine():
+    """On a machine with a GPU, --backend auto runs the velocity gauge on the CPU (the
+    file says so) and --backend cupy refuses it in one line; the length gauge's GPU run is
+    unchanged by the gauge's code (its psi equals the CPU's to 1e-9)."""
+    import tdse
+    from tdse.config import ConfigError, load, with_values
+    cfg = with_values(load(os.path.join(os.path.dirname(__file__), "..", "inputs", "atom_hhg.toml")),
+                      [("time.t_end", 20.0), ("output.every", 50)])
+    vel = with_values(cfg, [("field.gauge", "velocity")])
+    res = tdse.simulate(vel, backend="auto")
+    assert res.attrs["backend"] == "numpy"
+    with pytest.raises(ConfigError, match="field.gauge"):
+        tdse.simulate(vel, backend="cupy")
+    gpu, cpu = tdse.simulate(cfg, backend="cupy"), tdse.simulate(cfg, backend="numpy")
+    assert np.abs(np.asarray(gpu.psi[-1]) - np.asarray(cpu.psi[-1])).max() < 1e-9
+    # and the gauges agree on the DVR (the CPU's velocity run against the GPU's length run)
+    assert np.abs(np.abs(np.asarray(res.psi[-1])) ** 2 - np.abs(np.asarray(gpu.psi[-1])) ** 2).max() < 1e-8
