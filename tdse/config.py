@@ -463,7 +463,10 @@ def _output(t, n):
             raise ConfigError("output.populations_every", pe,
                               f"must be a multiple of output.observables_every = {obs}")
     flush = _number("output.flush_seconds", t.get("flush_seconds", 2.0), nonneg=True)
-    return Output(every, pops, eps, obs, pe, flush)
+    return Output(every, pops, eps, obs, pe, flush,
+                  _number("output.tsurff_radius", t.get("tsurff_radius", 0.0), nonneg=True),
+                  _number("output.tsurff_k_max", t.get("tsurff_k_max", 3.0), positive=True),
+                  _integer("output.tsurff_momenta", t.get("tsurff_momenta", 401), 3, 1001))
 
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
@@ -484,9 +487,13 @@ def parse(data: dict, source: str | None = None) -> Config:
     absorber = _absorber(sec["absorber"], grid) if "absorber" in data else None
     time = _time(sec["time"])
     prop = _propagator(sec["propagator"], time, not potential.static, absorber is None)
-    n = grid.n
-    cfg = Config(name, grid, potential, _initial(sec["initial"], n), time, prop,
-                 _output(sec["output"], n), absorber, run=parse_options(sec["run"]))
+    n, out = grid.n, _output(sec["output"], grid.n)
+    w, R = (absorber.width if absorber else 0.0) + 3 * grid.dx, out.tsurff_radius
+    if R and not (R < grid.x_max - w and -R > grid.x_min + w):
+        raise ConfigError("output.tsurff_radius", R, f"must lie inside the box, 3 dx before the absorber "
+                          f"or the walls ({grid.x_min + w:g} < -R, R < {grid.x_max - w:g})")
+    cfg = Config(name, grid, potential, _initial(sec["initial"], n), time, prop, out, absorber,
+                 run=parse_options(sec["run"]))
     return _with_source(cfg, source if source is not None else to_toml(cfg))
 
 

@@ -145,6 +145,9 @@ class Output:
     observables_every: int = 1
     populations_every: int = 0      # 0: with every observation
     flush_seconds: float = 2.0
+    tsurff_radius: float = 0.0      # t-SURFF's surfaces at x = +-R (bohr); 0: none
+    tsurff_k_max: float = 3.0       # its momenta in [-k_max, k_max] (hbar/bohr) ...
+    tsurff_momenta: int = 401       # ... this many
 
     @property
     def populations_interval(self) -> int:

@@ -147,6 +147,11 @@ KEYS = (
         "eigenpairs, which can cost more than a step (the run's closing note says how much)"),
     Key("output.populations", "integer", "", "4", "K: populations of the lowest K eigenstates of H(0) and H(t)"),
     Key("output.node_eps", "number", "", "0.01", "node count: only points with |psi| > node_eps max|psi|"),
+    Key("output.tsurff_radius", "number", "bohr", "0 (none)", "t-SURFF photoelectron spectra: the "
+        "flux through x = +-R against Volkov waves, recorded during the run (tdse spectrum FILE "
+        "--kind photoelectron --method tsurff); R inside the box, before any absorber"),
+    Key("output.tsurff_k_max", "number", "hbar/bohr", "3", "t-SURFF's momenta span [-k_max, k_max]"),
+    Key("output.tsurff_momenta", "integer", "", "401", "t-SURFF's number of momenta (3..1001)"),
     Key("output.flush_seconds", "number", "s (wall)", "2", "a snapshot waits in memory at most this "
         "long before it is written to the file with the ones before it (one slice a dataset, "
         "then a flush; the first at once): a hard crash (SIGKILL, power) loses at most this "
@@ -229,7 +234,9 @@ def to_toml(cfg) -> str:
               f"every = {o.every}", f"observables_every = {o.observables_every}",
               *([f"populations_every = {o.populations_every}"] if o.populations_every else []),
               f"populations = {o.populations}", f"node_eps = {o.node_eps!r}",
-              f"flush_seconds = {o.flush_seconds!r}", "", "[run]",
+              f"flush_seconds = {o.flush_seconds!r}",
+              *([f"tsurff_radius = {o.tsurff_radius!r}", f"tsurff_k_max = {o.tsurff_k_max!r}",
+                 f"tsurff_momenta = {o.tsurff_momenta}"] if o.tsurff_radius else []), "", "[run]",
               *[f"{k} = {_toml_value(v)}" for k, v in cfg.run.as_dict().items()], ""]
     return "\n".join(lines)
 

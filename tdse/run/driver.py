@@ -29,6 +29,7 @@ from .resources import check_resources
 from .snapshots import MemoryWriter, OutputExists, SnapshotWriter, final_path, part_path, publish
 from ..numerics.adaptive import EstimatingStepper
 from .timeerror import CompanionEstimate, LocalEstimate, TimeErrorEstimate, window_start
+from .tsurff import TSurff
 
 __all__ = ["Result", "run"]
 
@@ -237,6 +238,10 @@ def _run(config, out_dir, *, backend, devices, force, progress, precheck_result,
         snaps = Snapshots(plan, writer, start)
         obs = Observables(plan, writer, workers)
         sinks = [obs, snaps]
+        if config.output.tsurff_radius:    # (before snaps: its sums go with each snapshot)
+            o = config.output
+            sinks.insert(1, TSurff(config, o.tsurff_radius, o.tsurff_k_max, o.tsurff_momenta,
+                                   snaps, writer, resume[0] if resume else None))
         estimate = _time_error(plan, stepper, writer, snaps, resume, start)
         if estimate is not None:
             sinks.insert(0, estimate)      # (its row values reach the snapshot's row)

@@ -96,6 +96,8 @@ def resume_state(path) -> dict:
                      "companion": _resume_array(f, "companion", count),
                      "error_vector": _resume_array(f, "error_vector", count),
                      "step_counts": _resume_array(f, "step_counts", count),
+                     "tsurff": _resume_array(f, "tsurff", count),
+                     "tsurff_phase": _resume_array(f, "tsurff_phase", count),
                      "companion_rows": (np.stack([f[k][:count] for k in rows], axis=1)
                                         if all(k in f for k in rows) else None),
                      "attrs": attrs}

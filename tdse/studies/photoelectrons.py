@@ -29,7 +29,7 @@ import numpy as np
 
 from ..model.grid import points
 from ..model.states import eigenstates
-from ..run.loop import Observer
+from ..run.tsurff import TSurff, spectrum_of
 
 __all__ = ["window_spectrum", "from_file", "EV", "TSurff"]
 
@@ -63,15 +63,22 @@ def window_spectrum(config, psi, t, energies, gamma) -> dict:
     return {"energy": E, **out, "gamma": gamma}
 
 
-def from_file(d: dict, gamma=None, e_max=None) -> dict:
-    """The photoelectron spectrum of a run file read by :func:`tdse.run.snapshots.read`, at
-    its last snapshot: energies from 0 to ``e_max`` (default: 12 U_p + 5 omega with a field,
-    else 2 Ha) every gamma / 4, gamma (default omega / 8 with a field, else 0.01 Ha)."""
+METHODS = ("window", "tsurff")
+
+
+def from_file(d: dict, gamma=None, e_max=None, method="window") -> dict:
+    """The photoelectron spectrum of a run file read by :func:`tdse.run.snapshots.read`:
+    ``method`` "window", of its last snapshot's psi, or "tsurff", the flux the run recorded
+    (``[output] tsurff_radius``; :mod:`tdse.run.tsurff`); energies from 0 to ``e_max``
+    (default: 12 U_p + 5 omega with a field, else 2 Ha) every gamma / 4, gamma (default
+    omega / 8 with a field, else 0.01 Ha; t-SURFF's own resolution is its momentum grid's)."""
     from ..config import loads
+    if method not in METHODS:
+        raise ValueError(f"--method must be one of {METHODS}, got {method!r}")
     config = loads(d["attrs"].get("effective_toml") or d["attrs"]["input_toml"])
     t, psi = float(d["snapshots/t"][-1]), d["snapshots/psi"][-1]
     field = config.potential.field
-    res = {"kind": "photoelectron", "method": "window", "t": t, "name": d["attrs"].get("name")}
+    res = {"kind": "photoelectron", "method": method, "t": t, "name": d["attrs"].get("name")}
     if field is not None and field.omega > 0:       # an expression field may name no carrier
         omega, up = float(field.omega), float(field.E0) ** 2 / (4 * float(field.omega) ** 2)
         ip = float(-d["states/energies"][0])
@@ -88,119 +95,36 @@ def from_file(d: dict, gamma=None, e_max=None) -> dict:
                                 "electrons the box still holds")
     gamma = gamma or 0.01
     e_max = e_max or 2.0
-    spec = window_spectrum(config, psi, t, np.arange(0.0, e_max + gamma / 8, gamma / 4), gamma)
+    energies = np.arange(0.0, e_max + gamma / 8, gamma / 4)
+    if method == "tsurff":
+        res.pop("absorber_note", None)             # (t-SURFF counts what crossed R before)
+        res.update(tsurff_spectrum(d, energies))
+        res["energy_ev"] = (np.asarray(res["energy"]) * EV).tolist()
+        return res
+    spec = window_spectrum(config, psi, t, energies, gamma)
     res.update({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in spec.items()})
     res["energy_ev"] = (np.asarray(res["energy"]) * EV).tolist()
     res["units"] = "energy in hartree (energy_ev: eV), dP/dE in 1/hartree"
     return res
 
 
-class TSurff(Observer):
-    """t-SURFF in 1D (Tao & Scrinzi, New J. Phys. 14, 013021 (2012), eqs. (9)-(11); length
-    gauge): the amplitudes of the electrons that cross x = +R (going right) and x = -R
-    (going left), accumulated step by step against Volkov waves,
-
-        chi_k(x, t) = (2 pi)^(-1/2) exp(i (k + A(t)) x - i Phi_k(t)),
-        A(t) = -int_0^t E,   Phi_k(t) = int_0^t (k + A)^2 / 2,
-        b_R(k) = -(i/2) int dt  chi_k*(R, t) [psi'(R, t) + i (k + A) psi(R, t)],
-
-    and b_L the same at -R with the opposite sign (the flux through each surface,
-    ``<chi_k| [H_Volkov, Theta] |psi>``; the time integral by the trapezoid rule over the run's
-    steps, psi' by the 5-point difference).  ``P(k) = |b(k)|^2`` once every electron has
-    passed R: the spectrum of what has left, for k > 0 through +R and k < 0 through -R.
-    Needs no absorber inside R (an absorber beyond it is what the method allows) and V ~ 0
-    beyond R.  An :class:`Observer` (every step: the CPU path; on a GPU it takes the run off
-    its fast path; its steps' integrands are made :data:`BLOCK` at a time), for
-    :func:`tdse.evolve` from t = 0 -- not yet a key of the input, nor in the run file:
-    ``spectrum()`` gives the result."""
-
-    def __init__(self, config, radius, k_max=3.0, count=401):
-        from ..errors import ConfigError
-        g = config.grid
-        x = points(g)
-        w = config.absorber.width if config.absorber is not None else 0.0
-        if not (0 < radius and radius + 3 * g.dx < g.x_max - w and -radius - 3 * g.dx > g.x_min + w):
-            raise ConfigError("tsurff radius", radius, "must lie inside the box, 3 dx before the "
-                              f"absorber or the walls ({g.x_min + w:g} < -R, R < {g.x_max - w:g})")
-        self.config, self.dx, self.dt = config, g.dx, config.time.dt
-        self.iR, self.iL = int(np.argmin(np.abs(x - radius))), int(np.argmin(np.abs(x + radius)))
-        self.xR, self.xL = float(x[self.iR]), float(x[self.iL])
-        self.k = np.linspace(-k_max, k_max, count)
-        self._sum = np.zeros((2, count), complex)              # b_R, b_L
-        self.A, self.phase, self.prev = 0.0, np.zeros(count), None
-
-    #: steps whose integrands are made together (one vectorised pass: the Python a step
-    #: costs a few microseconds where a step's own evaluation cost ~160)
-    BLOCK = 128
-
-    def _fields(self, t):
-        from ..model.field import field_value
-        return np.asarray(field_value(self.config.potential.field, np.asarray(t, dtype=np.float64)),
-                          dtype=np.float64) * np.ones(np.shape(t))
-
-    def _integrands(self, at, kin, phase):
-        """The right and left integrands (S, 2, K) from psi at the 5 points around +-R
-        (``at``: (S, 2, 5)), k + A (S, K) and Phi (S, K)."""
-        d = at @ self._stencil                                 # psi'(+-R), (S, 2)
-        arg = phase[:, None, :] - kin[:, None, :] * self._xs[None, :, None]
-        chi = np.empty(arg.shape, complex)                     # e^(i arg): cos and sin of a
-        np.cos(arg, out=chi.real)                              # real array, 1.7x np.exp's
-        np.sin(arg, out=chi.imag)                              # time on a complex one
-        chi *= 1.0 / math.sqrt(2 * math.pi)
-        return self._sign[None] * chi * (d[:, :, None] + 1j * kin[:, None, :] * at[:, :, 2:3])
-
-    def begin(self, state):
-        if state.step != 0:          # A(t) and the Volkov phases are integrated from t = 0
-            raise ValueError(f"TSurff follows a run from t = 0, not from step {state.step} "
-                             "(a resumed run's flux before it is not known)")
-        self._window = np.array([np.arange(i - 2, i + 3) for i in (self.iR, self.iL)])
-        self._stencil = np.array([1.0, -8.0, 0.0, 8.0, -1.0]) / (12 * self.dx)
-        self._xs, self._sign = np.array([self.xR, self.xL]), np.array([[-0.5j], [0.5j]])
-        at = np.asarray(state.psi)[self._window][None]
-        f0 = self._integrands(at, (self.k + self.A)[None], self.phase[None])[0]
-        self.prev = (state.t, float(self._fields(state.t)), f0)
-        self._held = ([], [])
-
-    def after(self, state):
-        ts, at = self._held
-        ts.append(state.t)
-        at.append(np.asarray(state.psi)[self._window])
-        if len(ts) >= self.BLOCK:
-            self._flush()
-
-    def end(self, state):
-        self._flush()
-
-    def _flush(self):
-        """The held steps' integrands at once, summed by the trapezoid rule; A and Phi
-        carried on (trapezoid rule too)."""
-        ts, at = self._held
-        if not ts:
-            return
-        t0, E0, f0 = self.prev
-        t = np.asarray(ts)
-        E = self._fields(t)
-        h = np.diff(np.concatenate([[t0], t]))
-        A = self.A - np.cumsum(0.5 * (np.concatenate([[E0], E[:-1]]) + E) * h)
-        Aall = np.concatenate([[self.A], A])
-        k = self.k[None, :]
-        dphase = 0.25 * h[:, None] * ((k + Aall[:-1, None]) ** 2 + (k + Aall[1:, None]) ** 2)
-        phase = self.phase[None, :] + np.cumsum(dphase, axis=0)
-        f = self._integrands(np.asarray(at), k + A[:, None], phase)
-        fall = np.concatenate([f0[None], f])
-        self._sum += np.einsum("s,sik->ik", 0.5 * h, fall[:-1] + fall[1:])
-        self.A, self.phase, self.prev = float(A[-1]), phase[-1], (float(t[-1]), float(E[-1]), f[-1])
-        self._held = ([], [])
-
-    def spectrum(self) -> dict:
-        """k (a.u. of momentum), P(k) through each surface (1/momentum), and the energy
-        density dP/dE = P(k) / |k| for the electrons going right (k > 0) and left (k < 0),
-        at E = k^2 / 2 (hartree)."""
-        self._flush()
-        k = self.k
-        P = {"right": np.abs(self._sum[0]) ** 2, "left": np.abs(self._sum[1]) ** 2}
-        right, left = k > 0, k < 0
-        return {"k": k, "P_right": P["right"], "P_left": P["left"],
-                "energy_right": k[right] ** 2 / 2, "dPdE_right": P["right"][right] / k[right],
-                "energy_left": k[left] ** 2 / 2, "dPdE_left": P["left"][left] / -k[left],
-                "radius": self.xR, "A_end": self.A}
+def tsurff_spectrum(d: dict, energies) -> dict:
+    """dP/dE at ``energies`` (hartree) from a run file's t-SURFF amplitudes: P(k) / |k| at
+    k = +-sqrt(2E), interpolated between the recorded momenta; "continuum": the integral of
+    P(k) over the recorded k (what crossed either surface)."""
+    rec = d["attrs"].get("photoelectrons_tsurff")
+    if rec is None:
+        raise ValueError("the run recorded no t-SURFF amplitudes: set [output] tsurff_radius "
+                         "(bohr) in its input, or use --method window")
+    if isinstance(rec, str):
+        import json
+        rec = json.loads(rec)
+    k = np.linspace(-rec["k_max"], rec["k_max"], rec["momenta"])
+    s = spectrum_of(k, np.asarray(rec["P_right"]), np.asarray(rec["P_left"]))
+    E = np.asarray(energies, dtype=np.float64)
+    right = np.interp(E, s["energy_right"], s["dPdE_right"], right=np.nan)
+    left = np.interp(E, s["energy_left"][::-1], s["dPdE_left"][::-1], right=np.nan)
+    return {"energy": E, "right": right, "left": left, "all": right + left,
+            "continuum": float(np.trapezoid(s["P_right"] + s["P_left"], k)), "radius": rec["radius"],
+            "gauge": rec["gauge"], "t_flux": rec["t"], "k_max": rec["k_max"],
+            "units": "energy in hartree (energy_ev: eV), dP/dE in 1/hartree; NaN past k_max"}

@@ -99,15 +99,15 @@ def drive_frequency(config) -> float | None:
     return float(freqs.pop()) if len(freqs) == 1 else None
 
 
-def from_file(d: dict, kind: str, win: str, gamma=None) -> dict:
-    """The spectrum of a run file read by :func:`tdse.snapshots.read` (``gamma``: the
-    photoelectron window's resolution, :mod:`tdse.studies.photoelectrons`)."""
+def from_file(d: dict, kind: str, win: str, gamma=None, method="window") -> dict:
+    """The spectrum of a run file read by :func:`tdse.snapshots.read` (``gamma``, ``method``:
+    the photoelectrons' window resolution and method, :mod:`tdse.studies.photoelectrons`)."""
     from ..config import loads
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got kind={kind!r}")
     if kind == "photoelectron":
         from .photoelectrons import from_file as photoelectrons
-        return photoelectrons(d, gamma)
+        return photoelectrons(d, gamma, method=method)
     t = d["observables/t"]
     # the run's config parsed as a run reads it (a field given by wavelength has its omega
     # there, not as a key of the TOML: `error: 'omega'` when read as a key)

@@ -433,14 +433,15 @@ def converge(input_file, levels, target, stencils, samples, box, out_dir, force,
 @click.option("--kind", type=click.Choice(["hhg", "autocorrelation", "photoelectron"]), default="hhg",
               show_default=True, help="hhg: |FFT of the dipole acceleration|^2 vs harmonic order; "
               "autocorrelation: spectrum of <psi(0)|psi(t)> (peaks at the eigenenergies); "
-              "photoelectron: dP/dE of the last psi by the window operator")
+              "photoelectron: dP/dE by the window operator or t-SURFF (--method)")
+@click.option("--method", type=click.Choice(["window", "tsurff"]), default="window", show_default=True,
+              help="photoelectron: the window on the last psi, or the run's t-SURFF flux ([output] tsurff_radius)")
 @click.option("--gamma", type=click.FloatRange(min=0, min_open=True), default=None,
               help="photoelectron: the window's resolution (hartree; default omega/8)")
-@click.option("--window", "win", type=click.Choice(["hann", "blackman", "none"]), default="hann",
-              show_default=True)
+@click.option("--window", "win", type=click.Choice(["hann", "blackman", "none"]), default="hann", show_default=True)
 @click.option("--out", "out_dir", default=None, help="folder for PNG + JSON (default: beside FILE)")
 @click.option("--force", is_flag=True, help="overwrite the outputs")
-def spectrum(h5file, kind, gamma, win, out_dir, force):
+def spectrum(h5file, kind, method, gamma, win, out_dir, force):
     """Harmonic, autocorrelation or photoelectron spectrum of a run (PNG + JSON)."""
     from .spectrum_plots import plot_spectrum
     from ..run.snapshots import NotOurFile, read
@@ -448,13 +449,12 @@ def spectrum(h5file, kind, gamma, win, out_dir, force):
     try:   # the outputs beside FILE as named (paths printed as given), checked before the work
         d = read(h5file)
         out_dir = out_dir or os.path.dirname(h5file) or "."
-        base = os.path.join(out_dir, f"{d['attrs'].get('name')}_spectrum_{kind}")
+        base = os.path.join(out_dir, f"{d['attrs'].get('name')}_spectrum_{kind}" + ("_tsurff" if method == "tsurff" and kind == "photoelectron" else ""))
         _fresh_outputs(out_dir, base, force)
-        res = from_file(d, kind, win, gamma)
+        res = from_file(d, kind, win, gamma, method)
     except (NotOurFile, ValueError, KeyError) as e:
         raise InputError(str(e)) from None
-    write_json(base + ".json", res)
-    plot_spectrum(res, base + ".png")
+    _save(base, res, plot_spectrum, False)
     if kind == "autocorrelation":
         click.echo(f"the {len(res['peaks'])} strongest peaks (hartree, resolution {res['resolution']:.3g}; "
                    "all inside the picture): " + ", ".join(f"{e:.4f}" for e in res["peaks"]))

@@ -81,7 +81,7 @@ def plot_spectrum(res, path):
 def plot_photoelectrons(res, path):
     E = np.asarray(res["energy"])
     fig, ax = plt.subplots(figsize=(8, 4.2))
-    top = max(float(np.max(res["all"])), 1e-300)
+    top = max(float(np.nanmax(res["all"])), 1e-300)
     floor = top * 1e-10
     for key, style in (("all", "-"), ("left", "--"), ("right", ":")):
         ax.semilogy(E, np.clip(res[key], floor, None), style, lw=1.0,
@@ -98,8 +98,10 @@ def plot_photoelectrons(res, path):
     ax.set_ylabel("dP/dE (1/hartree)")
     sec = ax.secondary_xaxis("top", functions=(lambda h: h * 27.211386245988, lambda v: v / 27.211386245988))
     sec.set_xlabel("eV")
-    ax.set_title(f"{res.get('name')}: photoelectrons at t = {res['t']:.4g} (window, gamma = "
-                 f"{res['gamma']:.3g} Ha; continuum {res['continuum']:.3g})", fontsize=9)
+    how = (f"t-SURFF through x = +-{res['radius']:.4g} bohr, {res['gauge']} gauge" if res["method"] == "tsurff"
+           else f"window, gamma = {res['gamma']:.3g} Ha")
+    ax.set_title(f"{res.get('name')}: photoelectrons at t = {res['t']:.4g} ({how}; "
+                 f"{'crossed' if res['method'] == 'tsurff' else 'continuum'} {res['continuum']:.3g})", fontsize=9)
     ax.legend(fontsize=7, loc="upper right")
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
