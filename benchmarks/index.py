@@ -308,11 +308,14 @@ def _formula(d):
 
 
 def _tsurff(d):
-    out = ["| input | N | steps | R | bare s | with t-SURFF s | ratio | us a step |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out = ["| input | gauge | backend | N | steps | R | bare s | with t-SURFF s | ratio | us a step |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in d["rows"]:
-        out.append(f"| {r['input']} | {r['n']} | {r['steps']} | {r['radius']:g} | {r['seconds']['bare']:.2f} | "
+        out.append(f"| {r['input']} | {r.get('gauge', 'length')} | {r.get('backend', 'numpy')} | {r['n']} | "
+                   f"{r['steps']} | {r['radius']:g} | {r['seconds']['bare']:.2f} | "
                    f"{r['seconds']['tsurff']:.2f} | {r['ratio']:.3f} | {r['us_per_step']:.1f} |")
+    if "velocity_over_length_bare" in d:
+        out += ["", f"velocity gauge / length gauge, bare loop: x{d['velocity_over_length_bare']:.2f}"]
     return out
 
 

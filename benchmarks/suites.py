@@ -1126,32 +1126,48 @@ def _tsurff_args(p):
     p.add_argument("--radius", type=float, default=60.0)
     p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--backend", default="numpy")
+    p.add_argument("--gauges", nargs="+", default=["length"], help="length and/or velocity")
 
 
 def _tsurff(a):
-    """The run's loop with t-SURFF's observer (tdse.studies.photoelectrons.TSurff, its 401
-    momenta) against the same loop without it, alternately in one process (#55 item 1: the
-    sink's cost, target <= 5 % of the run): median seconds of ``--steps`` steps each."""
+    """The run's loop with t-SURFF's observer (tdse.run.tsurff.TSurff, its 401 momenta)
+    against the same loop without it, alternately in one process (#55 item 1: the sink's
+    cost, target <= 5 % of the run), in each of ``--gauges`` on ``--backend``: median seconds
+    of ``--steps`` steps each (and, with both gauges, the velocity gauge's bare loop against
+    the length gauge's: on a GPU it leaves the graphs for the launched path)."""
     import tdse
     from tdse.studies.photoelectrons import TSurff
     path = os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input
-    cfg = tdse.load_config(path)
-    cfg = cfg.with_value("time.t_end", cfg.time.dt * a.steps).with_value("propagator.time_error", "none")
-    plan = tdse.prepare(cfg, backend="numpy")
-    times = {"bare": [], "tsurff": []}
-    for _ in range(a.repeat):
-        for kind in times:
-            sinks = [TSurff(cfg, a.radius)] if kind == "tsurff" else []
-            t0 = time.perf_counter()
-            tdse.evolve(plan, plan.psi0, sinks)
-            times[kind].append(time.perf_counter() - t0)
-    med = {k: float(np.median(v)) for k, v in times.items()}
-    row = {"input": a.input, "n": cfg.grid.n, "steps": a.steps, "radius": a.radius, "seconds": med,
-           "all_seconds": times, "ratio": med["tsurff"] / med["bare"],
-           "us_per_step": (med["tsurff"] - med["bare"]) / a.steps * 1e6}
-    _say(f"N={cfg.grid.n}: {med['bare']:.2f} s bare, {med['tsurff']:.2f} s with t-SURFF: "
-         f"x{row['ratio']:.3f} ({row['us_per_step']:.1f} us a step)")
-    return [row], {}
+    rows = []
+    for gauge in a.gauges:
+        cfg = tdse.load_config(path)
+        cfg = cfg.with_value("time.t_end", cfg.time.dt * a.steps).with_value(
+            "propagator.time_error", "none").with_value("field.gauge", gauge)
+        plan = tdse.prepare(cfg, backend=a.backend)
+        xp = plan.backend.xp
+        times = {"bare": [], "tsurff": []}
+        for _ in range(a.repeat):
+            for kind in times:
+                sinks = [TSurff(cfg, a.radius)] if kind == "tsurff" else []
+                t0 = time.perf_counter()
+                tdse.evolve(plan, plan.psi0, sinks)
+                if xp is not np:
+                    xp.cuda.Device().synchronize()
+                times[kind].append(time.perf_counter() - t0)
+        med = {k: float(np.median(v)) for k, v in times.items()}
+        rows.append({"input": a.input, "gauge": gauge, "backend": a.backend, "n": cfg.grid.n,
+                     "steps": a.steps, "radius": a.radius, "seconds": med, "all_seconds": times,
+                     "ratio": med["tsurff"] / med["bare"],
+                     "us_per_step": (med["tsurff"] - med["bare"]) / a.steps * 1e6})
+        _say(f"{gauge} N={cfg.grid.n} ({a.backend}): {med['bare']:.2f} s bare, {med['tsurff']:.2f} s with "
+             f"t-SURFF: x{rows[-1]['ratio']:.3f} ({rows[-1]['us_per_step']:.1f} us a step)")
+    by = {r["gauge"]: r for r in rows}
+    extra = {}
+    if "length" in by and "velocity" in by:
+        extra["velocity_over_length_bare"] = by["velocity"]["seconds"]["bare"] / by["length"]["seconds"]["bare"]
+        _say(f"velocity gauge / length gauge, bare loop: x{extra['velocity_over_length_bare']:.2f}")
+    return rows, extra
 
 
 # ---------------------------------------------------------------- small-n: the launch limit

@@ -57,7 +57,13 @@ def _minus_derivative(text, parameters):
     return Expr("neg", (derivative(_parsed(text, parameters, "field.A"), "t"),))
 
 
-_GL_X, _GL_W = np.polynomial.legendre.leggauss(16)
+#: the 16-point Gauss-Legendre rule on [-1, 1] of :func:`vector_potential`'s panels
+GAUSS_X, GAUSS_W = np.polynomial.legendre.leggauss(16)
+
+
+def vector_formula(field):
+    """The parsed A(t) of an expression field given by ``field.A``, or None."""
+    return _parsed(field.A, field.parameters, "field.A") if field.A else None
 
 
 @functools.lru_cache(maxsize=64)
@@ -70,8 +76,8 @@ def _panels(field):
     corners = [0.0, d] + ([field.ramp, d - field.ramp] if field.envelope == "trapezoid" else [])
     edges = np.unique(np.concatenate([np.linspace(0.0, d, int(np.ceil(d / width)) + 1), corners]))
     a, b = edges[:-1], edges[1:]
-    nodes = 0.5 * (b - a)[:, None] * (_GL_X + 1.0)[None, :] + a[:, None]
-    pieces = 0.5 * (b - a) * (field_value(field, nodes) @ _GL_W)
+    nodes = 0.5 * (b - a)[:, None] * (GAUSS_X + 1.0)[None, :] + a[:, None]
+    pieces = 0.5 * (b - a) * (field_value(field, nodes) @ GAUSS_W)
     return edges, -np.concatenate([[0.0], np.cumsum(pieces)])
 
 
@@ -90,8 +96,8 @@ def vector_potential(field, t):
         i = np.clip(np.searchsorted(edges, tc, side="right") - 1, 0, edges.size - 2)
         a = edges[i]
         h = (tc - a)[..., None]
-        nodes = 0.5 * h * (_GL_X + 1.0) + a[..., None]
-        out = cum[i] - 0.5 * h[..., 0] * (field_value(field, nodes) @ _GL_W)
+        nodes = 0.5 * h * (GAUSS_X + 1.0) + a[..., None]
+        out = cum[i] - 0.5 * h[..., 0] * (field_value(field, nodes) @ GAUSS_W)
     out = np.asarray(out, dtype=np.float64) + 0.0 * tc
     return float(out) if out.ndim == 0 else out
 

@@ -106,7 +106,7 @@ class FormulaBatch(BatchPotential):
         times = np.asarray(times, dtype=np.float64)
         S, nt = times.shape
         out = np.empty((S, nt, self.B, 2))
-        out[..., 0] = self.field(times[..., None])
+        out[..., 0] = self.dipole(times[..., None])
         out[..., 1] = times[..., None]
         return out.reshape(S, -1)
 
@@ -159,7 +159,7 @@ class FormulaBatch(BatchPotential):
                     V = self._molecule(0.0, gradient=False)[0]
                     self._range = (float(V.min()), float(V.max()))
                 vlo, vhi = self._range
-            e = self.field(times[:, i:i + 1])                                 # (steps, B)
+            e = self.dipole(times[:, i:i + 1])                                # (steps, B)
             flo = np.minimum(e * self.ends[0], e * self.ends[1]).min(axis=1)
             fhi = np.maximum(e * self.ends[0], e * self.ends[1]).max(axis=1)
             tlo, thi = vlo + flo, vhi + fhi

@@ -34,8 +34,8 @@ import scipy.linalg
 from ..backends.cupy import stencil
 from .absorber import absorber_profile
 from .centro import centro_fold, centro_halves, centro_matmul, centro_unfold  # noqa: F401  (re-exported)
-from .momentum import (momentum_bands, momentum_column, momentum_column_for, momentum_max,
-                       momentum_offsum)
+from .momentum import (BlockMomentum, momentum_bands, momentum_column, momentum_column_for,
+                       momentum_max, momentum_offsum)
 from .grid import points
 from .potential import total
 
@@ -371,10 +371,13 @@ class BlockOperator:
     grid, stencil and time step applies in each Chebyshev term
     (:class:`tdse.numerics.stepper.BatchStepper`)."""
 
-    def __init__(self, grid, scale, V, xp=np, alpha=1.0, shift=0.0):
+    def __init__(self, grid, scale, V, xp=np, alpha=1.0, shift=0.0, a=None):
         self.xp, self.n = xp, grid.n
         self.diag = alpha * (xp.asarray(V, dtype=np.float64) - shift)
         self.k = alpha * scale
+        # the velocity gauge: + a_b p on member b's column (:class:`BlockMomentum`), or None
+        self.mom = None if a is None or not np.any(a) else \
+            (BlockMomentum(grid, xp), xp.asarray(alpha * np.asarray(a, dtype=np.float64)))
         self.T = self.mat = self.bands = self._diag2 = None
         self.halves = None
         if _dvr_gemm(grid, self.diag, xp):
@@ -418,8 +421,16 @@ class BlockOperator:
     def __call__(self, X):
         kin, k = self._kinetic(X)
         if self.xp is not np:
-            return stencil.fused_kernel(self.xp)(kin, self.diag, X, k)
-        return self._add_diagonal(kin, k, X)
+            out = stencil.fused_kernel(self.xp)(kin, self.diag, X, k)
+        else:
+            out = self._add_diagonal(kin, k, X)
+        if self.mom is not None:
+            out += self._momentum(X)
+        return out
+
+    def _momentum(self, X):
+        pm, a = self.mom
+        return pm(X) * (a if X.ndim == 2 else a[0])
 
     def _add_diagonal(self, kin, k, X):
         """kin <- k kin + diag X on the host; a C-ordered block as reals (the real diagonal
@@ -441,10 +452,14 @@ class BlockOperator:
         one pass after the kinetic product."""
         kin, k = self._kinetic(X)
         if self.xp is not np:
+            if self.mom is not None:          # (k = alpha scale > 0: a Magnus weight's)
+                kin = kin + self._momentum(X) / k
             z = self.xp.empty_like(kin)
             stencil.recur_kernel(self.xp)(kin, self.diag, X, P, k, a, z, Y)
             return z
         kin = self._add_diagonal(kin, k, X)
+        if self.mom is not None:
+            kin += self._momentum(X)
         kin -= P
         Y += a * kin
         return kin
@@ -567,11 +582,11 @@ def _dvr_gemm(grid, V, xp):
     return grid.stencil == "dvr" and grid.n <= DVR_GEMM_MAX_N and (xp is not np or cols >= DVR_GEMM_MIN_B)
 
 
-def block_operator(grid, scale, V, xp=np, alpha=1.0, shift=0.0):
+def block_operator(grid, scale, V, xp=np, alpha=1.0, shift=0.0, a=None):
     """The Chebyshev operator of a batch's exponential: :class:`FoldedBlockOperator` where
-    :class:`BlockOperator` would take the DVR's two half-size GEMMs (the CPU), otherwise
-    :class:`BlockOperator`."""
+    :class:`BlockOperator` would take the DVR's two half-size GEMMs (the CPU; not with the
+    velocity gauge's ``a``), otherwise :class:`BlockOperator`."""
     V = xp.asarray(V)
-    if xp is np and _dvr_gemm(grid, V, xp):
+    if xp is np and _dvr_gemm(grid, V, xp) and a is None:
         return FoldedBlockOperator(grid, scale, V, alpha, shift)
-    return BlockOperator(grid, scale, V, xp, alpha, shift)
+    return BlockOperator(grid, scale, V, xp, alpha, shift, a)

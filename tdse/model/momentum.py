@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 __all__ = ["momentum_bands", "momentum_max", "momentum_column", "momentum_column_for",
-           "momentum_offsum"]
+           "momentum_offsum", "BlockMomentum"]
 
 
 def momentum_bands(stencil, dx: float) -> tuple[float, float]:
@@ -62,3 +62,49 @@ def momentum_offsum(stencil, dx: float, n: int) -> float:
         return 2.0 * float(np.sum(1.0 / np.arange(1, max(n, 2)))) / dx
     c1, c2 = momentum_bands(stencil, dx)
     return 2 * abs(c1) + 2 * abs(c2)
+
+
+#: the DVR's p on a block by a real GEMM (D = i p real, on the block's N x 2B reals) up to
+#: this N, by FFT beyond (as the kinetic energy's DVR_GEMM_MAX_N)
+GEMM_MAX_N = 4096
+
+
+class BlockMomentum:
+    """X -> p X for a vector or an N x B block on the device of ``xp``: the stencils by a
+    sparse product (scipy.sparse / cupyx), the DVR by one real GEMM with D = i p (N <=
+    GEMM_MAX_N) or by the circulant embedding's FFT -- the velocity gauge's A p in a batch's
+    Chebyshev terms (:class:`tdse.model.hamiltonian.BlockOperator`) and in <H> of a block of
+    states (:class:`tdse.model.observables.BlockMeasure`)."""
+
+    def __init__(self, grid, xp=np):
+        import scipy.linalg
+        self.xp, self.n = xp, grid.n
+        self.mat = self.D = self.lam = None
+        c = momentum_column(grid)
+        if grid.stencil != "dvr":
+            import scipy.sparse
+            c1, c2 = momentum_bands(grid.stencil, grid.dx)
+            m = scipy.sparse.diags([-1j * c1, 1j * c1, -1j * c2, 1j * c2], [1, -1, 2, -2],
+                                   shape=(self.n, self.n), format="csr", dtype=np.complex128)
+            if xp is not np:
+                import cupyx.scipy.sparse
+                m = cupyx.scipy.sparse.csr_matrix(m)
+            self.mat = m
+        elif self.n <= GEMM_MAX_N:
+            self.D = xp.asarray(np.ascontiguousarray((1j * scipy.linalg.toeplitz(c, c.conj())).real))
+        else:
+            circ = np.concatenate([c, [0.0], c[:0:-1].conj()])
+            self.lam = xp.asarray(np.fft.fft(circ).real)
+
+    def __call__(self, X):
+        xp, n = self.xp, self.n
+        if self.mat is not None:
+            return self.mat @ X
+        if self.D is not None:                    # p X = -i D X, D real: on re and im alike
+            Xc = xp.ascontiguousarray(X, dtype=np.complex128)
+            DX = (self.D @ Xc.view(np.float64).reshape(n, -1)).view(np.complex128).reshape(X.shape)
+            return -1j * DX
+        pad = xp.zeros((2 * n,) + X.shape[1:], dtype=np.complex128)
+        pad[:n] = X
+        lam = self.lam if X.ndim == 1 else self.lam[:, None]
+        return xp.fft.ifft(lam * xp.fft.fft(pad, axis=0), axis=0)[:n]

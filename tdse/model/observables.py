@@ -321,6 +321,8 @@ class BlockMeasure:
         kin, k = self.kinetic._kinetic(X)
         if k != 1.0:
             kin = kin * k
+        if pot.velocity:
+            kin = self._gauge_terms(kin, X, t if times is None else times)
         kin = xp.ascontiguousarray(kin)
         F = xp.ascontiguousarray(xp.fft.fft(X, axis=0))
         args = (X, kin, self.psi0, F, self.k, self._xv, self._lay, P, pot.constants(),
@@ -356,6 +358,8 @@ class BlockMeasure:
         n = X.shape[0]
         w = X.real ** 2 + X.imag ** 2
         kin, k = self.kinetic._kinetic(X)
+        if self.potential.velocity:
+            kin, k = self._gauge_terms(kin * k, X, at), 1.0
         V, dV = self.potential.host_fields(at)
         # Re X* (k kin + V X) = k Re X* kin + V w, summed over the grid
         energy = np.einsum("nb,nb->b", X.real, kin.real) + np.einsum("nb,nb->b", X.imag, kin.imag)
@@ -376,6 +380,15 @@ class BlockMeasure:
         sums = np.stack([host[name] for name in SUMS])
         return self._raw_out(sums, X, also, t)
 
+    def _gauge_terms(self, kin, X, t):
+        """T X + A p X + A^2/2 X (``kin`` = T X): the velocity gauge's H without V, A per
+        member at its time (<H> of the block then as in the length gauge's sums)."""
+        if getattr(self, "_pm", None) is None:
+            from .momentum import BlockMomentum
+            self._pm = BlockMomentum(self.configs[0].grid, self.xp)
+        A = self.xp.asarray(self.potential.vector(t))[None, :]
+        return kin + self._pm(X) * A + (0.5 * A * A) * X
+
     def _pack_own(self, times):
         """:meth:`BatchPotential.pack`'s parameters with member b at ``times[b]`` (its own
         field and centres: O(B), where every member at every time was B^2)."""
@@ -395,13 +408,17 @@ class BlockMeasure:
         nrm, inside, force = wsum * dx, sum_["layer"] * dx, -sum_["force"]
         amps = cols["amps"]
         amps = xp.swapaxes(amps, 1, 2) if self.shared else amps          # (S, B, K)
+        E = self.potential.field(np.asarray(ts, dtype=np.float64).reshape(-1, 1))
+        p = sum_["p"] / (n * wsum)
+        if self.potential.velocity:   # V had no x E: its force -E, and p's kinetic A
+            force = force - xp.asarray(E) * wsum
+            p = p + xp.asarray(np.stack([self.potential.vector(t) for t in ts]))
         return {"norm": nrm, "yield": 1.0 - nrm, "layer_norm": inside,
                 "yield_flux": 1.0 - nrm + inside, "energy": sum_["h"] / wsum,
-                "x_mean": sum_["x"] / wsum, "p_mean": sum_["p"] / (n * wsum),
+                "x_mean": sum_["x"] / wsum, "p_mean": p,
                 "acceleration": force * dx, "acceleration_normalised": force / wsum,
                 "autocorrelation": (sum_["c0_re"] + 1j * sum_["c0_im"]) * dx,
-                "populations_h0": xp.abs(amps * dx) ** 2,
-                "field": self.potential.field(np.asarray(ts, dtype=np.float64).reshape(-1, 1))}
+                "populations_h0": xp.abs(amps * dx) ** 2, "field": E}
 
 
 def stack_rows(rows, xp):

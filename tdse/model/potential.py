@@ -23,7 +23,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from ..expression import parse
-from .field import dipole_field, field_value, formula_of, pulse, velocity_gauge
+from .field import GAUSS_W, GAUSS_X, dipole_field, field_value, formula_of, pulse, velocity_gauge
 
 
 @runtime_checkable
@@ -160,11 +160,6 @@ def coulomb_force(Z, X, a, x):
     return Z * r / (r * r + a) ** 1.5
 
 
-#: why a batch (a scan, a GPU run) refuses the velocity gauge
-VELOCITY_BATCH = ("runs on the CPU, one run at a time, so far: scans and GPU runs are "
-                  "in the length gauge")
-
-
 def total(potential, x, t, xp=np):
     """V(x, t) including the field's x E(t) in the length gauge (the molecule alone:
     :func:`soft_core`; in the velocity gauge the field is in H's A(t) p instead); any
@@ -294,9 +289,10 @@ class BatchPotential:
         xh = np.asarray(x, dtype=float)
         self.ends = (float(xh.min()), float(xh.max()))
         fields = [p.field for p in potentials]
-        if any(velocity_gauge(f) for f in fields):
-            from ..errors import ConfigError
-            raise ConfigError("field.gauge", "velocity", VELOCITY_BATCH)
+        # the velocity gauge: no x E(t) in V (the kernels get E = 0: dipole()), A(t) p in H
+        self.velocity = any(velocity_gauge(f) for f in fields)
+        if self.velocity and not all(velocity_gauge(f) for f in fields):
+            raise ValueError("a batch's members must share one gauge")
         self.has_field = any(f is not None for f in fields)
         self._static = None          # (V, dV/dx) of the molecule when no centre moves
         self.moving = bool(self.amp.any())
@@ -306,11 +302,12 @@ class BatchPotential:
             fa = lambda k: np.array([getattr(f, k) for f in fields], dtype=float)  # noqa: E731
             self.f = {k: fa(k) for k in ("E0", "omega", "phase", "duration", "fwhm", "ramp")}
             self.envelope = fields[0].envelope
-            if len({f.E for f in fields}) > 1:
-                raise ValueError("a batch's members must share one field.E formula")
+            if len({(f.E, f.A) for f in fields}) > 1:
+                raise ValueError("a batch's members must share one field.E (or field.A) formula")
             formula, params = formula_of(fields[0])       # an expression field: E(t)
             self._formula = (formula, params and {k: np.array([dict(f.parameters)[k] for f in fields])
                                                   for k in params})
+            self._fields = fields
 
     @property
     def slots(self) -> int:
@@ -328,11 +325,11 @@ class BatchPotential:
         return [self.xp.asarray(X[:, c])[None, :] for c in range(X.shape[1])]
 
     def own(self, times):
-        """(E (B,), X (B, C)): member b's field and centres at its own time ``times[b]`` (B
-        states of one run at B times, as one block)."""
+        """(E (B,), X (B, C)): member b's field in V (:meth:`dipole`) and centres at its own
+        time ``times[b]`` (B states of one run at B times, as one block)."""
         times = np.asarray(times, dtype=np.float64)
         X = path(self.x0, self.amp, self.freq, self.phase, self.ramp, times[:, None])
-        if not self.has_field:
+        if not self.has_field or self.velocity:
             return np.zeros(self.B), X
         f = self.f
         return pulse(f["E0"], f["omega"], f["phase"], f["duration"], f["fwhm"], f["ramp"],
@@ -347,9 +344,51 @@ class BatchPotential:
         return pulse(f["E0"], f["omega"], f["phase"], f["duration"], f["fwhm"], f["ramp"],
                      self.envelope, t, *self._formula)
 
+    def dipole(self, t):
+        """The E(t) of V's x E(t) (:meth:`field`, shaped so): 0 in the velocity gauge."""
+        e = self.field(t)
+        return np.zeros_like(e) if self.velocity else e
+
+    def vector(self, t):
+        """A(t) = -int_0^t E of every member (B,), all at ``t`` or member b at ``t[b]``; 0
+        without a field: :func:`tdse.model.field.vector_potential`'s Gauss-Legendre panels,
+        one set for all members (each member's corners on edges), vectorised over them."""
+        t = np.broadcast_to(np.asarray(t, dtype=np.float64), (self.B,))
+        if not self.has_field:
+            return np.zeros(self.B)
+        f0 = self._fields[0]
+        if f0.A:                                 # A(t) - A(0) of the formula, per member
+            from ..expression import evaluate
+            from .field import vector_formula
+            expr, params = vector_formula(f0), self._formula[1]
+            tc = np.clip(t, 0.0, self.f["duration"])
+            return evaluate(expr, {**params, "t": tc}) - evaluate(expr, {**params, "t": np.zeros(self.B)})
+        if getattr(self, "_atable", None) is None:
+            self._atable = self._vector_table()
+        edges, cum = self._atable
+        tc = np.clip(t, 0.0, edges[-1])
+        i = np.clip(np.searchsorted(edges, tc, side="right") - 1, 0, edges.size - 2)
+        h = tc - edges[i]
+        nodes = edges[i][None, :] + 0.5 * h[None, :] * (GAUSS_X[:, None] + 1.0)      # (16, B)
+        return cum[i, np.arange(self.B)] - 0.5 * h * (GAUSS_W @ self.field(nodes))
+
+    def _vector_table(self):
+        """(edges, A at the edges (P + 1, B)) of :meth:`vector`'s panels."""
+        f = self.f
+        d = float(f["duration"].max())
+        om = f["omega"][f["omega"] > 0]
+        width = min(d / 256 if not om.size else 0.25 * 2 * np.pi / float(om.max()), d)
+        corners = np.concatenate([[0.0], f["duration"], f["ramp"], f["duration"] - f["ramp"]])
+        edges = np.unique(np.concatenate([np.linspace(0.0, d, int(np.ceil(d / width)) + 1),
+                                          corners[(corners >= 0) & (corners <= d)]]))
+        a, b = edges[:-1], edges[1:]
+        nodes = 0.5 * (b - a)[:, None] * (GAUSS_X + 1.0)[None, :] + a[:, None]          # (P, 16)
+        pieces = 0.5 * (b - a)[:, None] * np.einsum("j,pjb->pb", GAUSS_W, self.field(nodes[..., None]))
+        return edges, -np.concatenate([np.zeros((1, self.B)), np.cumsum(pieces, axis=0)])
+
     def _field_at(self, t):
-        """E of every member at ``t`` (a time, or (B,) own times)."""
-        return self.field(t) if np.ndim(t) == 0 else self.own(t)[0]
+        """E of V's x E(t) for every member at ``t`` (a time, or (B,) own times)."""
+        return self.dipole(t) if np.ndim(t) == 0 else self.own(t)[0]
 
     def pack(self, times, weights, alpha=1.0, shift=0.0, scale=0.0):
         """The host parameters of the device kernels (:mod:`tdse.backends.cupy.potential`): a header
@@ -369,7 +408,7 @@ class BatchPotential:
         times = np.asarray(times, dtype=np.float64)
         S, nt = times.shape
         out = np.empty((S, nt, self.B, 1 + self.slots))
-        out[..., 0] = self.field(times[..., None])
+        out[..., 0] = self.dipole(times[..., None])
         out[..., 1:] = path(self.x0, self.amp, self.freq, self.phase, self.ramp, times[..., None, None])
         return out.reshape(S, -1)
 
@@ -456,7 +495,7 @@ class BatchPotential:
         for i, w in enumerate(weights):
             if not w:
                 continue
-            e = self.field(times[:, i:i + 1])                                # (steps, B)
+            e = self.dipole(times[:, i:i + 1])                               # (steps, B)
             vlo = clo + np.minimum(e * self.ends[0], e * self.ends[1])
             vhi = chi + np.maximum(e * self.ends[0], e * self.ends[1])
             lo_b, hi_b = (w * vlo, w * vhi) if w > 0 else (w * vhi, w * vlo)

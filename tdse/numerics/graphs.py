@@ -110,8 +110,8 @@ def available(stepper) -> bool:
     """Whether ``stepper`` (a BatchStepper) can step by graphs: CuPy, the kinetic product a
     GEMM (DVR up to DVR_GEMM_MAX_N), two FFTs (the DVR beyond it, one member) or a stencil,
     and the option ``run.graphs`` on."""
-    if not stepper.config.run.graphs or stepper.xp is np:
-        return False
+    if not stepper.config.run.graphs or stepper.xp is np or stepper.potential.velocity:
+        return False        # (the velocity gauge's A p: the launched path)
     from ..model.hamiltonian import DVR_GEMM_MAX_N
     g = stepper.config.grid
     if g.stencil == "dvr" and g.n > DVR_GEMM_MAX_N and stepper.potential.B != 1:

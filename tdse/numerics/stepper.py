@@ -69,11 +69,12 @@ class Stepper:
         # psi a vector on a GPU and a method that steps by the block Chebyshev series: each
         # step one CUDA graph launch (tdse.numerics.graphs), made at the first step (U(t),
         # in column bands over several GPUs, is stepped band by band as before)
-        self.graphs = xp is not np and cls.graph_steps     # psi on the current device
+        velocity = velocity_gauge(config.field)   # (the graphs' kernels: the length gauge's H)
+        self.graphs = xp is not np and cls.graph_steps and not velocity   # psi on the current device
         self._graph = None
         # the dense exponent of a time-dependent H on one GPU: a step of psi one graph too
         # (tdse.numerics.graphs.DenseGraphStep), made at the first step
-        self.dense_graphs = xp is not np and not cls.matrix_free
+        self.dense_graphs = xp is not np and not cls.matrix_free and not velocity
         self._dense_graph = None
         self.context_switch_seconds = 0.0   # the loops' starts on a GPU (tdse.run.loop._settle)
 
@@ -251,15 +252,27 @@ class BatchStepper:
         self.graphs = xp is not np    # False: launch every kernel from Python
 
     def generators(self, j: int):
-        """[(s_k, V_k, (lo_k, hi_k))] of step j: V_k (N x B, on the device) each member's
-        sum_i w_ki V(x, t_i), and bounds holding for every member's V_k, from the parameters
-        on the host (:meth:`tdse.model.potential.BatchPotential.bounds`: no device sync)."""
+        """[(s_k, V_k, (lo_k, hi_k), a_k)] of step j: V_k (N x B, on the device) each
+        member's sum_i w_ki V(x, t_i), and bounds holding for every member's V_k, from the
+        parameters on the host (:meth:`tdse.model.potential.BatchPotential.bounds`: no
+        device sync); a_k (B,) the velocity gauge's sum_i w_ki A(t_i) per member (V_k then
+        with its A^2/2), else None."""
         dt = self.config.time.dt
         t = 0.0 if self.static else j * dt
         times = self.scheme.times(t, dt)
-        Vs = [self.potential.total(tj) for tj in times]
-        return [(s, sum(w * v for w, v in zip(row, Vs) if w), self.potential.bounds(times, row))
+        pot = self.potential
+        Vs = [pot.total(tj) for tj in times]
+        gens = [(s, sum(w * v for w, v in zip(row, Vs) if w), pot.bounds(times, row), None)
                 for s, row in zip(self.scheme.scales(), self.scheme.factors)]
+        if not pot.velocity:
+            return gens
+        A = [pot.vector(tj) for tj in times]
+        out = []
+        for (s, V, (lo, hi), _), row in zip(gens, self.scheme.factors):
+            q = sum(w * 0.5 * a * a for w, a in zip(row, A) if w)         # (B,)
+            out.append((s, V + self.xp.asarray(q)[None, :], (lo + float(q.min()), hi + float(q.max())),
+                        sum(w * a for w, a in zip(row, A) if w)))
+        return out
 
     def _mask(self, scale):
         if self.W is None:
@@ -288,14 +301,15 @@ class BatchStepper:
         from ..model import hamiltonian
         from . import chebyshev
         g, dt = self.config.grid, self.config.time.dt
-        for s, V, (vmin, vmax) in self.generators(j):
-            lo, hi = hamiltonian.spectrum_bounds(g.stencil, g.dx, vmin, vmax, s)
+        for s, V, (vmin, vmax), a in self.generators(j):
+            lo, hi = hamiltonian.spectrum_bounds(g.stencil, g.dx, vmin, vmax, s,
+                                                 0.0 if a is None else float(np.abs(a).max()))
             mask = self._mask(s)
             if mask is not None:
                 X = X * mask
             X, info = chebyshev.expm_apply(
                 None, X, dt, lo, hi, self.tol, self.xp,
-                scaled=lambda alpha, shift: hamiltonian.block_operator(g, s, V, self.xp, alpha, shift))
+                scaled=lambda alpha, shift: hamiltonian.block_operator(g, s, V, self.xp, alpha, shift, a))
             if mask is not None:
                 X *= mask
             self.cheb_terms += info["terms"]

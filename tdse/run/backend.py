@@ -53,14 +53,7 @@ class Backend:
 
 
 def backend_for(config: Config, backend="auto", devices=None, threads=None) -> Backend:
-    """The :class:`Backend` of a run of ``config`` (ConfigError naming the option); the
-    velocity gauge on the CPU ("auto" picks it; "cupy" is refused in one line)."""
-    from ..model.field import velocity_gauge
-    if velocity_gauge(config.field):
-        if backend == "cupy":
-            from ..model.potential import VELOCITY_BATCH
-            raise ConfigError("field.gauge", "velocity", VELOCITY_BATCH + " (use --backend numpy)")
-        backend = "numpy"
+    """The :class:`Backend` of a run of ``config`` (ConfigError naming the option)."""
     name, xp, devs = resolve_backend(backend, devices)
     return Backend(name, xp, tuple(devs) if devs else None, blas_threads(config, threads))
 

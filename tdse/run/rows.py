@@ -14,7 +14,6 @@ import warnings
 import numpy as np
 
 from ..model import observables, states
-from ..model.field import velocity_gauge
 from .eigenpairs import Lookahead, lookahead_wanted
 from .loop import Sink
 from .sinks import host_psi
@@ -77,8 +76,7 @@ class Observables(Sink):
         # passes instead of a dozen calls of its own
         self.rows = self._started = None   # (_started: the rows whose copy is under way)
         self.gpu = False
-        # (the velocity gauge: a row at a time by Measure, whose <H> has A p + A^2/2)
-        if BLOCK_OBSERVABLES and not velocity_gauge(cfg.field):
+        if BLOCK_OBSERVABLES:
             self.rows = _BlockRows(plan, self.measure)
             self.gpu = self.rows.xp is not np
             hooks = getattr(writer, "before_write", None)
