@@ -1434,12 +1434,12 @@ def test_tsurff_and_an_expression_field_on_a_gpu_equal_the_cpu():
     import tdse
     from tdse.config import load, with_values
     cfg = with_values(load(os.path.join(os.path.dirname(__file__), "..", "inputs", "atom_hhg.toml")),
-                      [("time.t_end", 40.0), ("output.every", 100), ("output.tsurff_radius", 50.0)])
+                      [("time.t_end", 250.0), ("output.every", 500), ("output.tsurff_radius", 30.0)])
     gpu, cpu = tdse.simulate(cfg, backend="cupy"), tdse.simulate(cfg, backend="numpy")
     rg, rc = (json.loads(r.attrs["photoelectrons_tsurff"]) if isinstance(r.attrs["photoelectrons_tsurff"], str)
               else r.attrs["photoelectrons_tsurff"] for r in (gpu, cpu))
     P, Pg = np.array(rc["P_right"]) + rc["P_left"], np.array(rg["P_right"]) + rg["P_left"]
-    assert np.abs(P - Pg).max() <= 1e-9 * P.max() and P.max() > 0
+    assert np.abs(P - Pg).max() <= 1e-9 * P.max() and P.max() > 1e-4, P.max()
     f, base = cfg.field, with_values(cfg, [("output.tsurff_radius", 0.0)])
     text = base.source.replace("[field]", "[field]\nkind = \"expression\"\nE = \"F * sin(pi * t / T)**2 "
                                f"* sin(w * t)\"\nparameters = {{F = {f.E0!r}, T = {f.duration!r}, "
