@@ -14,7 +14,7 @@ Python API (docs/PYTHON.md): :func:`load_config`, :func:`simulate` (a :class:`Re
 from .version import __version__
 
 __all__ = ["__version__", "load_config", "simulate", "Result", "prepare", "evolve", "RunPlan",
-           "Sink", "Observer", "State", "scan", "extend", "photoelectron_spectrum"]
+           "Sink", "Observer", "State", "scan", "extend", "photoelectron_spectrum", "with_potential"]
 
 
 def __getattr__(name):

@@ -24,7 +24,15 @@ from .run.loop import Observer, Sink, State, evolve
 from .run.plan import RunPlan, prepare
 
 __all__ = ["load_config", "simulate", "Result", "prepare", "evolve", "RunPlan", "Sink",
-           "Observer", "State", "scan", "extend", "photoelectron_spectrum"]
+           "Observer", "State", "scan", "extend", "photoelectron_spectrum", "with_potential"]
+
+
+def with_potential(config, function, **kw):
+    """``config`` (a Config, path, TOML text or dict) with V(x, t) = ``function(x, t)``, a
+    Python function evaluated on the host (:func:`tdse.model.callable.with_potential`:
+    ``gradient``, ``time_dependent``, ``name``); the CPU, one run at a time."""
+    from .model.callable import with_potential as with_potential_
+    return with_potential_(load_config(config), function, **kw)
 
 
 def scan(config, sets, **kw) -> dict:
@@ -68,10 +76,11 @@ def extend(h5file, t_end, *, out=None, config=None, backend="auto", devices=None
     return run(plan, out, force=force, progress=progress, resume=(state, work))
 
 
-def photoelectron_spectrum(h5file, gamma=None) -> dict:
-    """The photoelectrons' dP/dE of a run file's last psi by the window operator
-    (:mod:`tdse.studies.photoelectrons`; ``tdse spectrum --kind photoelectron``): energies
-    (hartree, eV), "all", "left", "right", the continuum's population, the ATI comb."""
+def photoelectron_spectrum(h5file, gamma=None, method="window") -> dict:
+    """The photoelectrons' dP/dE of a run file by the window operator on its last psi or,
+    ``method="tsurff"``, from the t-SURFF flux it recorded (:mod:`tdse.studies.photoelectrons`;
+    ``tdse spectrum --kind photoelectron``): energies (hartree, eV), "all", "left",
+    "right", the continuum's population (t-SURFF: what crossed), the ATI comb."""
     from .run.runfile import read
     from .studies.photoelectrons import from_file
-    return from_file(read(h5file), gamma)
+    return from_file(read(h5file), gamma, method=method)

@@ -218,8 +218,7 @@ def _parameters(prefix, t):
 
 
 def _expression_field(t, gauge):
-    """[field] kind = "expression": E(t) (or A(t), E = -dA/dt) a formula in t and the
-    parameters, for 0 <= t <= duration (0 after); omega and E0 optional references."""
+    """[field] kind = "expression": E(t) (or A(t), E = -dA/dt) a formula in t, 0 <= t <= duration."""
     extra = [k for k in t if k not in ("kind", "E", "A", "parameters", "duration", "omega", "E0", "gauge")]
     if extra:
         raise ConfigError(f"field.{extra[0]}", t[extra[0]], "is not used with kind = \"expression\" "
@@ -301,6 +300,9 @@ def _expression_potential(t, fld):
 
 def _potential(t, fld):
     kind = t.get("kind", "soft_core")
+    if kind == "callable":
+        raise ConfigError("potential.kind", kind, "is a Python function V(x, t): it is given from "
+                          "Python (tdse.with_potential), not read from TOML (kind = \"expression\" is)")
     if kind not in POTENTIAL_KINDS:
         raise ConfigError("potential.kind", kind, "must be \"soft_core\" or \"expression\"")
     allowed = [k for k, _ in _allowed("potential.")]
@@ -494,10 +496,11 @@ def parse(data: dict, source: str | None = None) -> Config:
                           f"or the walls ({grid.x_min + w:g} < -R, R < {grid.x_max - w:g})")
     cfg = Config(name, grid, potential, _initial(sec["initial"], n), time, prop, out, absorber,
                  run=parse_options(sec["run"]))
-    return _with_source(cfg, source if source is not None else to_toml(cfg))
+    return with_source(cfg, source if source is not None else to_toml(cfg))
 
 
-def _with_source(cfg: Config, source: str) -> Config:
+def with_source(cfg: Config, source: str) -> Config:
+    """``cfg`` holding ``source`` as its input text (a frozen field set once, as parse does)."""
     object.__setattr__(cfg, "source", source)
     return cfg
 

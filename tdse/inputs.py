@@ -59,14 +59,18 @@ class Field:
 
 @dataclass(frozen=True)
 class Potential:
-    """The potential: ``kind`` "soft_core" (``a``, ``centres``) or "expression" (``V`` a
-    formula in x, t and the ``parameters``' names, ((name, value), ...)); the field."""
+    """The potential: ``kind`` "soft_core" (``a``, ``centres``), "expression" (``V`` a
+    formula in x, t and the ``parameters``' names, ((name, value), ...)) or, from Python
+    only, "callable" (``function`` V(x, t), ``V`` its name; :func:`tdse.with_potential`);
+    the field."""
     a: float
     centres: tuple[Centre, ...]
     field: Field | None = None
     kind: str = "soft_core"
     V: str = ""
     parameters: tuple = ()
+    function: object = None  # kind = "callable" (Python only): V(x, t), and whether it reads t
+    moves: bool = False
 
     @property
     def static(self) -> bool:
@@ -82,7 +86,9 @@ class Potential:
 
     @property
     def depends_on_time(self) -> bool:
-        """Whether the formula ``V`` reads t (an expression potential)."""
+        """Whether the formula ``V`` reads t (an expression potential; a callable's ``moves``)."""
+        if self.function is not None:
+            return self.moves
         return bool(self.V) and _reads_t(self.V, self.parameters)
 
 

@@ -180,8 +180,8 @@ def to_toml(cfg) -> str:
              f"x_min = {g.x_min!r}", f"x_max = {g.x_max!r}", f"dx = {g.dx!r}",
              f"stencil = {_toml_value(g.stencil)}", "", "[potential]"]
     if p.V:
-        lines += ['kind = "expression"', f"V = {_toml_value(p.V)}"]
-        if p.parameters:
+        lines += [f'kind = "{p.kind}"', f"V = {_toml_value(p.V)}"]
+        if p.parameters and p.function is None:
             lines += ["parameters = {" + ", ".join(f"{k} = {v!r}" for k, v in p.parameters) + "}"]
     else:
         lines += [f"a = {p.a!r}"]

@@ -1449,3 +1449,18 @@ def test_tsurff_and_an_expression_field_on_a_gpu_equal_the_cpu():
     assert expr.field.E and expr.field.duration == f.duration
     a, b = tdse.simulate(expr, backend="cupy"), tdse.simulate(base, backend="cupy")
     assert np.abs(np.asarray(a.psi[-1]) - np.asarray(b.psi[-1])).max() < 1e-12
+
+
+@pytest.mark.gpu
+def test_a_callable_potential_on_a_gpu_machine_runs_on_the_cpu():
+    """tdse.with_potential: --backend auto on a GPU machine runs it on the CPU (the file
+    says numpy); --backend cupy refuses it in one line."""
+    import tdse
+    from tdse.config import ConfigError, load, with_values
+    cfg = with_values(load(os.path.join(os.path.dirname(__file__), "..", "inputs", "atom_hhg.toml")),
+                      [("time.t_end", 5.0), ("output.every", 10)])
+    c = tdse.with_potential(cfg, lambda x, t: -1.0 / np.sqrt(x ** 2 + 2.0))
+    res = tdse.simulate(c, backend="auto")
+    assert res.attrs["backend"] == "numpy"
+    with pytest.raises(ConfigError, match="potential"):
+        tdse.simulate(c, backend="cupy")

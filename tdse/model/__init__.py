@@ -6,3 +6,4 @@ generators, the matrix-free Operator), states (eigenpairs of H(t), psi(0)), obse
 Imports only tdse.config below it."""
 
 from . import formula  # noqa: F401,E402  (registers the "expression" potential)
+from . import callable as _callable  # noqa: F401,E402  (registers the "callable" potential)

@@ -85,6 +85,8 @@ def lookahead_wanted(config, backend) -> bool:
     """Whether a run of ``config`` on ``backend`` (:class:`tdse.run.backend.Backend`)
     computes H(t)'s pairs ahead in worker processes: the option ``run.eigen_workers`` "on"
     always, "off" never, "auto" as :func:`_auto` says."""
+    if config.potential.function is not None:   # (a Python function does not travel to
+        return False                            # a process: a notebook's cannot be pickled)
     mode = config.run.eigen_workers
     if mode != "auto" or not config.potential.molecule_moves:
         return mode == "on"
@@ -97,6 +99,8 @@ def may_want(config, backend="auto", threads=None) -> bool:
     one; ``threads`` its BLAS threads asked for): :func:`tdse.run.driver.run` then opens the
     :class:`Workers` before it prepares, so that their start (~1.5 s of imports on a GPU
     host) overlaps the set-up."""
+    if config.potential.function is not None:   # (a Python function does not travel to
+        return False                            # a process: a notebook's cannot be pickled)
     mode = config.run.eigen_workers
     if mode != "auto" or not config.potential.molecule_moves:
         return mode == "on"

@@ -138,7 +138,7 @@ def prepare(config: Config, *, backend="auto", devices=None, threads=None,
     phases = {"memory_check": t1 - t0, "eigenstates_h0": t2 - t1,
               "precheck": 0.0 if given else t3 - t2}
     build = lambda name: _on(name, config, pc, x, E, phi, devices, threads, operator, steps)  # noqa: E731
-    if backend == "auto" and gpu_count() > 0:
+    if backend == "auto" and gpu_count() > 0 and config.potential.function is None:
         t4 = time.perf_counter()
         plan = fastest(build, config, pc, threads, operator)
         phases["backend_choice"] = time.perf_counter() - t4 - plan.prepare_seconds["calibration"]
