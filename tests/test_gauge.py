@@ -185,6 +185,7 @@ def _both(cfg):
             for g in ("length", "velocity")]
 
 
+@pytest.mark.slow
 def test_gauges_agree_on_the_dvr():
     """What does not depend on the gauge -- |psi|^2, the yield, the dipole acceleration, the
     kinetic momentum, and (A(t_end) = 0: a whole number of cycles) the populations -- agrees
@@ -244,7 +245,7 @@ def test_velocity_gauge_refusals():
         loads(ATOM.replace("E0 = 0.06", "E0 = 0.06\nA = \"t\""))
 
 
-@pytest.mark.parametrize("stencil", [3, "dvr"])
+@pytest.mark.parametrize("stencil", [3, pytest.param("dvr", marks=pytest.mark.slow)])
 def test_a_velocity_gauge_scan_equals_its_members_runs(stencil):
     """The batch path (BatchStepper's a_k p per member, BlockMeasure's <H>, acceleration and
     kinetic momentum) against each member's own serial run: every observable to 1e-10."""

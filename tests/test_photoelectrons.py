@@ -203,6 +203,7 @@ tsurff_momenta = 201
 """
 
 
+@pytest.mark.slow
 def test_tsurff_from_the_input_resumes_bit_for_bit_and_is_gauge_invariant(tmp_path, interrupt_after):
     """``[output] tsurff_radius``: the run records P(k) through +-R in its file; a run
     interrupted and resumed holds the same bits; the velocity gauge's P(k) (its own Volkov
