@@ -304,6 +304,10 @@ def _formula(d):
         out.append(f"| {r['input']} | {r['n']} | {r['backend']} | {r['method']} | {st['soft_core'] * 1e6:.1f} | "
                    f"{st['formula'] * 1e6:.1f} | {r['ratio_formula_over_soft_core']:.3f} | "
                    f"{r['final_psi_max_abs_diff']:.1e} |")
+        if "ratio_callable_over_soft_core" in r:
+            out.append(f"\nthe molecule as a Python function: {st['callable'] * 1e6:.1f} us/step, "
+                       f"x{r['ratio_callable_over_soft_core']:.3f} of the soft-core step "
+                       f"(final psi {r['callable_final_psi_max_abs_diff']:.1e} apart)")
     return out
 
 

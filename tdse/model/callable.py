@@ -8,8 +8,9 @@ grid's shape (or a number).  dV/dx (the dipole acceleration) is ``gradient(x, t)
 else the central difference (V(x + h) - V(x - h)) / 2h with h = 1e-4 bohr (its error h^2
 V'''/6: ~1e-9 for the soft-core).  The spectral bounds are V's own values on the grid at every
 time (exact, as for a formula).  Evaluated on the host each time it is needed: one run at a
-time on the CPU (a scan rebuilds its members from TOML, where a function cannot go; a GPU's
-kernels are generated from formulas: ``kind = "expression"`` does both).  A run file records
+time (a scan rebuilds its members from TOML, where a function cannot go), on the CPU by
+default; with ``--backend cupy`` V is uploaded each step and the launched path steps (a GPU's
+graphs and observable kernels are generated from formulas: ``kind = "expression"`` has them).  A run file records
 the function's name only: ``tdse resume`` of it is refused in one line.  This file is the
 kind's whole implementation (:data:`tdse.model.potential.POTENTIALS` ["callable"] below).
 """
@@ -24,9 +25,9 @@ from .potential import POTENTIALS, BatchPotential
 #: the central difference's step (bohr) when no gradient is given
 H = 1e-4
 
-#: why a batch or a GPU refuses a callable potential
-HOST_ONLY = ("is a Python function: it runs one run at a time on the CPU (write it as a "
-             "formula, kind = \"expression\", for scans and GPUs)")
+#: why a batch refuses a callable potential
+HOST_ONLY = ("is a Python function: it runs one run at a time, its V evaluated on the host "
+             "(write it as a formula, kind = \"expression\", for scans and GPU kernels)")
 
 
 class Callable:

@@ -69,7 +69,8 @@ class Stepper:
         # psi a vector on a GPU and a method that steps by the block Chebyshev series: each
         # step one CUDA graph launch (tdse.numerics.graphs), made at the first step (U(t),
         # in column bands over several GPUs, is stepped band by band as before)
-        velocity = velocity_gauge(config.field)   # (the graphs' kernels: the length gauge's H)
+        # (the graphs' kernels: the length gauge's H, and V from formulas -- not a Python function)
+        velocity = velocity_gauge(config.field) or config.potential.function is not None
         self.graphs = xp is not np and cls.graph_steps and not velocity   # psi on the current device
         self._graph = None
         # the dense exponent of a time-dependent H on one GPU: a step of psi one graph too

@@ -54,11 +54,9 @@ class Backend:
 
 def backend_for(config: Config, backend="auto", devices=None, threads=None) -> Backend:
     """The :class:`Backend` of a run of ``config`` (ConfigError naming the option); a
-    callable potential on the CPU ("auto" picks it; "cupy" is refused in one line)."""
-    if config.potential.function is not None:
-        if backend == "cupy":
-            from ..model.callable import HOST_ONLY
-            raise ConfigError("potential", config.potential.V, HOST_ONLY)
+    Python function's V on the CPU unless "cupy" is asked for (it is evaluated on the host
+    at every step: a GPU waits for it)."""
+    if config.potential.function is not None and backend == "auto":
         backend = "numpy"
     name, xp, devs = resolve_backend(backend, devices)
     return Backend(name, xp, tuple(devs) if devs else None, blas_threads(config, threads))

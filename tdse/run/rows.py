@@ -76,7 +76,9 @@ class Observables(Sink):
         # passes instead of a dozen calls of its own
         self.rows = self._started = None   # (_started: the rows whose copy is under way)
         self.gpu = False
-        if BLOCK_OBSERVABLES:
+        # (a Python function's V on a GPU: a row at a time by Measure on the host -- the block's
+        # sums are generated from formulas)
+        if BLOCK_OBSERVABLES and (plan.backend.xp is np or cfg.potential.function is None):
             self.rows = _BlockRows(plan, self.measure)
             self.gpu = self.rows.xp is not np
             hooks = getattr(writer, "before_write", None)
