@@ -256,3 +256,30 @@ def test_a_tsurff_radius_past_the_absorber_is_one_line():
     with pytest.raises(tdse_config.ConfigError, match=r"output.tsurff_radius = 70.0: must lie inside"):
         tdse_config.loads(ATOM_TS.format(E0=0.05, gauge="length").replace("tsurff_radius = 40.0",
                                                                          "tsurff_radius = 70.0"))
+
+
+@pytest.mark.slow
+def test_tsurff_in_a_scan_equals_each_members_run(tmp_path):
+    """``[output] tsurff_radius`` in a scan: one observer of the N x B block, each member's
+    own A(t); every member's P(k) equals its serial run's to 1e-7 of the peak (measured
+    3e-9..7e-9: the block's and the vector's psi differ at rounding, and t-SURFF reads psi at
+    two points), and the scan file holds them over the scan's keys and k."""
+    import json
+
+    import tdse
+    from tdse.run.scanfile import read
+    rng = np.random.default_rng()
+    base = tdse_config.loads(ATOM_TS.format(E0=0.1, gauge="length"))
+    E0s = sorted(rng.uniform(0.08, 0.12, 2))
+    sc = tdse.scan(base, {"field.E0": E0s}, backend="numpy")
+    for i, e in enumerate(E0s):
+        r = tdse.simulate(tdse_config.with_values(base, [("field.E0", e)]), backend="numpy")
+        rec = r.attrs["photoelectrons_tsurff"]
+        rec = json.loads(rec) if isinstance(rec, str) else rec
+        for side in ("right", "left"):
+            P, Ps = np.array(rec[f"P_{side}"]), np.asarray(sc[f"tsurff_P_{side}"])[i]
+            assert np.abs(P - Ps).max() < 1e-7 * max(np.max(rec["P_right"]), np.max(rec["P_left"])), (side, e)
+    from tdse.run.scanfile import write
+    f = read(write(str(tmp_path / "ts_scan.h5"), sc))
+    assert f["tsurff_P_right"].shape == (2, 201) and f["tsurff_k"].shape == (201,)
+    np.testing.assert_array_equal(f["tsurff_P_left"], np.asarray(sc["tsurff_P_left"]))

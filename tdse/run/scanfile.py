@@ -67,6 +67,15 @@ def write(path, res: dict, spectra: dict | None = None) -> str:
             _label(x, "bohr", "grid points")
             x.make_scale("x")
             _put(f, "psi_final", res["psi"], dims + [x], "bohr^-1/2", "psi(x, t_end) of each member")
+        if "tsurff_P_right" in res:
+            k = f.create_dataset("tsurff_k", data=res["tsurff_k"])
+            _label(k, "hbar/bohr", "t-SURFF's momenta (k > 0 through +R, k < 0 through -R)")
+            k.make_scale("tsurff_k")
+            R = sc.base.output.tsurff_radius
+            for side, sign in (("right", "+"), ("left", "-")):
+                _put(f, f"tsurff_P_{side}", res[f"tsurff_P_{side}"], dims + [k], "bohr/hbar",
+                     f"|b(k)|^2 of the electrons that crossed x = {sign}{R:g} bohr by t_end "
+                     "(t-SURFF, [output] tsurff_radius)")
         if spectra:
             o = f.create_dataset("hhg_order", data=spectra["order"])
             _label(o, "1", "harmonic order omega / omega_0")

@@ -34,7 +34,7 @@ from ..model.field import vector_potential, velocity_gauge
 from ..model.grid import points
 from .loop import Observer
 
-__all__ = ["TSurff", "spectrum_of"]
+__all__ = ["TSurff", "spectrum_of", "for_batch"]
 
 
 class TSurff(Observer):
@@ -47,7 +47,8 @@ class TSurff(Observer):
     #: costs a few microseconds where a step's own evaluation cost ~160)
     BLOCK = 128
 
-    def __init__(self, config, radius, k_max=3.0, count=401, snapshots=None, writer=None, resume=None):
+    def __init__(self, config, radius, k_max=3.0, count=401, snapshots=None, writer=None, resume=None,
+                 vector=None, members=1):
         g = config.grid
         x = points(g)
         w = config.absorber.width if config.absorber is not None else 0.0
@@ -62,26 +63,32 @@ class TSurff(Observer):
         self.k_max = k_max
         self.snapshots, self.writer, self.resume = snapshots, writer, resume
         self.every_snapshot, self.last = config.output.every, config.time.steps
-        self._sum = np.zeros((2, count), complex)              # b_R, b_L
-        self.phase, self.prev = np.zeros(count), None
+        # B members (a scan's block of psi, N x B): ``vector(t)`` their A(t), (B,)
+        self.B, self._vector = members, vector
+        self.block = max(1, min(self.BLOCK, (1 << 21) // (2 * count * members)))
+        self._sum = np.zeros((2, count, members), complex)     # b_R, b_L of each member
+        self.phase, self.prev = np.zeros((count, members)), None
 
     def _A(self, t):
-        return np.asarray(vector_potential(self.field, np.asarray(t, dtype=np.float64)), dtype=np.float64) \
-            * np.ones(np.shape(t))
+        """A at the times ``t`` (S,) of every member: (S, B)."""
+        t = np.asarray(t, dtype=np.float64)
+        if self._vector is not None:
+            return np.stack([np.asarray(self._vector(ti), dtype=np.float64) for ti in t])
+        return (np.asarray(vector_potential(self.field, t), dtype=np.float64) * np.ones(t.shape))[:, None]
 
     def _integrands(self, at, A, phase):
-        """The right and left integrands (S, 2, K) from psi at the 5 points around +-R
-        (``at``: (S, 2, 5)), A (S,) and Phi (S, K)."""
-        d = at @ self._stencil                                 # psi'(+-R), (S, 2)
-        k = self.k[None, :]
-        wave = k if self.velocity else k + A[:, None]          # chi's wavenumber
-        flux = k + (2.0 if self.velocity else 1.0) * A[:, None]
-        arg = phase[:, None, :] - wave[:, None, :] * self._xs[None, :, None]
+        """The right and left integrands (S, 2, K, B) from psi at the 5 points around +-R
+        (``at``: (S, 2, 5, B)), A (S, B) and Phi (S, K, B)."""
+        d = np.einsum("sipb,p->sib", at, self._stencil)        # psi'(+-R), (S, 2, B)
+        k = self.k[None, :, None]
+        wave = k if self.velocity else k + A[:, None, :]       # chi's wavenumber
+        flux = k + (2.0 if self.velocity else 1.0) * A[:, None, :]
+        arg = phase[:, None] - wave[:, None] * self._xs[None, :, None, None]
         chi = np.empty(arg.shape, complex)                     # e^(i arg): cos and sin of a
         np.cos(arg, out=chi.real)                              # real array, 1.7x np.exp's
         np.sin(arg, out=chi.imag)                              # time on a complex one
         chi *= 1.0 / math.sqrt(2 * math.pi)
-        return self._sign[None] * chi * (d[:, :, None] + 1j * flux[:, None, :] * at[:, :, 2:3])
+        return self._sign[None, :, :, None] * chi * (d[:, :, None, :] + 1j * flux[:, None] * at[:, :, 2, None, :])
 
     def begin(self, state):
         self._window = np.array([np.arange(i - 2, i + 3) for i in (self.iR, self.iL)])
@@ -95,7 +102,7 @@ class TSurff(Observer):
                                  "(a resumed run's flux before it is not known)")
             sums, phase = np.asarray(r["tsurff"]), np.asarray(r["tsurff_phase"])
             self._sum, f0 = sums[:2].copy(), sums[2:].copy()
-            self.phase, t_prev = phase[:-1].copy(), float(phase[-1])
+            self.phase, t_prev = phase[:-1].reshape(self.phase.shape).copy(), float(phase[-1])
             self.prev = (t_prev, f0)
             return
         at = self._at(state.psi)[None]
@@ -104,17 +111,18 @@ class TSurff(Observer):
         self._keep(state.step)
 
     def _at(self, psi):
-        """psi at the 5 points around each surface, on the host (from a GPU: one small copy
-        a step -- the observer takes the run off its fast path there anyway)."""
+        """psi at the 5 points around each surface, on the host, (2, 5, B) (from a GPU: one
+        small copy a step -- the observer takes the run off its fast path there anyway)."""
         at = psi[self._window]
-        return at.get() if hasattr(at, "get") else np.asarray(at)
+        at = at.get() if hasattr(at, "get") else np.asarray(at)
+        return at.reshape(2, 5, self.B)
 
     def after(self, state):
         ts, at = self._held
         ts.append(state.t)
         at.append(self._at(state.psi))
         snapshot = state.step % self.every_snapshot == 0 or state.step == self.last
-        if len(ts) >= self.BLOCK or (snapshot and self.snapshots is not None):
+        if len(ts) >= self.block or (snapshot and self.snapshots is not None):
             self._flush()
         if snapshot:
             self._keep(state.step)
@@ -126,7 +134,7 @@ class TSurff(Observer):
             return
         t_prev, f0 = self.prev
         self.snapshots.resume_extras["tsurff"] = np.concatenate([self._sum, f0])
-        self.snapshots.resume_extras["tsurff_phase"] = np.concatenate([self.phase, [t_prev]])
+        self.snapshots.resume_extras["tsurff_phase"] = np.concatenate([self.phase.ravel(), [t_prev]])
 
     def end(self, state):
         self._flush()
@@ -142,24 +150,29 @@ class TSurff(Observer):
         t0, f0 = self.prev
         t = np.asarray(ts)
         tall = np.concatenate([[t0], t])
-        Aall = self._A(tall)
+        Aall = self._A(tall)                                   # (S + 1, B)
         h = np.diff(tall)
-        k = self.k[None, :]
-        dphase = 0.25 * h[:, None] * ((k + Aall[:-1, None]) ** 2 + (k + Aall[1:, None]) ** 2)
-        phase = self.phase[None, :] + np.cumsum(dphase, axis=0)
+        k = self.k[None, :, None]
+        dphase = 0.25 * h[:, None, None] * ((k + Aall[:-1, None, :]) ** 2 + (k + Aall[1:, None, :]) ** 2)
+        phase = self.phase[None] + np.cumsum(dphase, axis=0)
         f = self._integrands(np.asarray(at), Aall[1:], phase)
         fall = np.concatenate([f0[None], f])
-        self._sum += np.einsum("s,sik->ik", 0.5 * h, fall[:-1] + fall[1:])
+        self._sum += np.einsum("s,sikb->ikb", 0.5 * h, fall[:-1] + fall[1:])
         self.phase, self.prev = phase[-1], (float(t[-1]), f[-1])
         self._held = ([], [])
+
+    def probabilities(self):
+        """(P_right, P_left): |b(k)|^2 through +R and -R of each member, (B, K) each."""
+        self._flush()
+        return np.abs(self._sum[0].T) ** 2, np.abs(self._sum[1].T) ** 2
 
     def spectrum(self) -> dict:
         """k (a.u. of momentum), P(k) through each surface (1/momentum), and the energy
         density dP/dE = P(k) / |k| for the electrons going right (k > 0) and left (k < 0),
         at E = k^2 / 2 (hartree)."""
-        self._flush()
-        return spectrum_of(self.k, np.abs(self._sum[0]) ** 2, np.abs(self._sum[1]) ** 2,
-                           radius=self.xR, A_end=float(self._A(np.array([self.prev[0]]))[0]))
+        right, left = self.probabilities()
+        return spectrum_of(self.k, right[0], left[0], radius=self.xR,
+                           A_end=float(self._A(np.array([self.prev[0]]))[0, 0]))
 
     def record(self) -> dict:
         """What the run file keeps (its ``photoelectrons_tsurff`` attribute, JSON)."""
@@ -178,3 +191,17 @@ def spectrum_of(k, P_right, P_left, **extra) -> dict:
     return {"k": k, "P_right": P_right, "P_left": P_left,
             "energy_right": k[right] ** 2 / 2, "dPdE_right": P_right[right] / k[right],
             "energy_left": k[left] ** 2 / 2, "dPdE_left": P_left[left] / -k[left], **extra}
+
+
+def for_batch(configs, stepper):
+    """The t-SURFF flux of a batch's members (a scan, ``[output] tsurff_radius``: one radius
+    and momentum grid for all, each member's own A(t) from ``stepper``'s potential) as one
+    observer of the N x B block, or None without a radius."""
+    o = configs[0].output
+    if not o.tsurff_radius:
+        return None
+    if len({(c.output.tsurff_radius, c.output.tsurff_k_max, c.output.tsurff_momenta) for c in configs}) > 1:
+        raise ConfigError("output.tsurff_radius", o.tsurff_radius, "must be one for every member "
+                          "(with tsurff_k_max and tsurff_momenta): t-SURFF's surfaces and momenta are the scan's")
+    return TSurff(configs[0], o.tsurff_radius, o.tsurff_k_max, o.tsurff_momenta,
+                  vector=stepper.potential.vector, members=len(configs))

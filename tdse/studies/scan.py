@@ -45,6 +45,7 @@ from ..numerics import exponentials
 from ..numerics.stepper import BatchStepper
 from ..run.loop import Sink, evolve
 from ..run.plan import prepare
+from ..run.tsurff import for_batch
 
 __all__ = ["parse_set", "members", "batches", "run_batch", "batch_task", "scan", "Scan", "spectra"]
 
@@ -265,8 +266,11 @@ def run_batch(configs, backend="numpy", devices=None, keep_psi=False) -> dict:
     X0 = np.stack(psi0, axis=1)
     rec = _Recorder(BlockMeasure(configs, x, np.stack(phi), X0, xp), configs[0])
     stepper = BatchStepper(configs, xp)
+    sinks, ts = [rec], for_batch(configs, stepper)
+    if ts is not None:
+        sinks.append(ts)
     t0 = time.perf_counter()
-    final = evolve(plan, xp.asarray(X0), [rec], stepper=stepper)   # (with the plan's BLAS threads)
+    final = evolve(plan, xp.asarray(X0), sinks, stepper=stepper)   # (with the plan's BLAS threads)
     t1 = time.perf_counter()
     out = {"t": np.asarray(rec.t), "seconds": t1 - t0,
            "exponentials": stepper.exponentials, "chebyshev_terms": stepper.cheb_terms,
@@ -277,6 +281,8 @@ def run_batch(configs, backend="numpy", devices=None, keep_psi=False) -> dict:
     if keep_psi:
         from mgemm.arrays import to_host
         out["psi"] = to_host(final.psi).T
+    if ts is not None:                  # t-SURFF's P(k): (B, K) each, and the momenta
+        (out["tsurff_P_right"], out["tsurff_P_left"]), out["tsurff_k"] = ts.probabilities(), ts.k
     return out
 
 
@@ -546,14 +552,16 @@ class _Assembly:
 
     def __init__(self, sc, groups, keep_psi):
         self.sc, self.groups = sc, groups
-        self.names = BlockMeasure.NAMES + (("psi",) if keep_psi else ())
-        self.arrays, self.t, self.meta, self.seconds = None, None, {}, 0.0
+        self.names = BlockMeasure.NAMES + (("psi",) if keep_psi else ()) + \
+            (("tsurff_P_right", "tsurff_P_left") if sc.base.output.tsurff_radius else ())
+        self.arrays, self.t, self.k, self.meta, self.seconds = None, None, None, {}, 0.0
 
     def place(self, k, res):
         t0 = time.perf_counter()
         sc = self.sc
         if self.arrays is None:
             self.t = np.array(res["t"])
+            self.k = res.get("tsurff_k")
             self.arrays = {n: np.empty((math.prod(sc.shape),) + res[n].shape[1:], res[n].dtype)
                            for n in self.names}
         rows = np.ravel_multi_index(np.array([sc.index[i] for i in self.groups[k]]).T, sc.shape)
@@ -570,6 +578,8 @@ class _Assembly:
                "batch_blas_threads": [int(self.meta[k].get("blas_threads", 0)) for k in K]}
         for n, arr in self.arrays.items():
             out[n] = arr.reshape(sc.shape + arr.shape[1:])
+        if self.k is not None:
+            out["tsurff_k"] = self.k
         return out
 
 
