@@ -315,9 +315,15 @@ def _tsurff(d):
     out = ["| input | gauge | backend | N | steps | R | bare s | with t-SURFF s | ratio | us a step |",
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in d["rows"]:
+        if r.get("part") == "cli":
+            continue
         out.append(f"| {r['input']} | {r.get('gauge', 'length')} | {r.get('backend', 'numpy')} | {r['n']} | "
                    f"{r['steps']} | {r['radius']:g} | {r['seconds']['bare']:.2f} | "
                    f"{r['seconds']['tsurff']:.2f} | {r['ratio']:.3f} | {r['us_per_step']:.1f} |")
+    for r in d["rows"]:
+        if r.get("part") == "cli":
+            out += ["", f"`tdse run {r['input']} --no-plots` ({r['backend']}): {r['wall']['bare']:.2f} s, with "
+                        f"t-SURFF {r['wall']['tsurff']:.2f} s: x{r['ratio']:.3f} of the run's wall"]
     if "velocity_over_length_bare" in d:
         out += ["", f"velocity gauge / length gauge, bare loop: x{d['velocity_over_length_bare']:.2f}"]
     return out
