@@ -854,16 +854,16 @@ def test_device_rows_with_populations_every_equal_the_cpu_run():
 @pytest.mark.gpu
 @pytest.mark.parametrize("stencil", [5, "dvr"])
 def test_iterative_eigenpairs_on_the_gpu(stencil):
-    """states.Tracker with CuPy (the Davidson iteration's products, QR and Rayleigh-Ritz on
+    """tracker.Tracker with CuPy (the Davidson iteration's products, QR and Rayleigh-Ritz on
     the device, the banded corrections on the host) against the dense host solver along a
     moving-centre run: populations of a random psi to 1e-10 (#23 item 1)."""
-    from tdse.model import states
+    from tdse.model import states, tracker
     cfg = _batch_case("h2plus_moving.toml", 1.0, ("grid.stencil", [stencil]))[0]
     n, dx = cfg.grid.n, cfg.grid.dx
     rng = np.random.default_rng(4)
     psi = rng.standard_normal(n) + 1j * rng.standard_normal(n)
     psi /= np.sqrt(np.sum(np.abs(psi) ** 2) * dx)
-    tr = states.Tracker(cfg, 4, xp=cp, direct_max=0)
+    tr = tracker.Tracker(cfg, 4, xp=cp, direct_max=0)
     for j in range(8):
         E, phi = tr(0.05 * j)
         Ed, phid = states.eigenstates(cfg, 0.05 * j, 4)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import tdse
+from tdse.model import tracker
 from tdse import config as cfgmod
 from tdse.run import rows, sinks
 from tdse.run.driver import run
@@ -224,7 +225,7 @@ def test_an_interrupt_writes_the_held_snapshots(stencil, n, warm, ahead, tmp_pat
     kw = {} if n is None else {"n": n}
     cfg = _moving(inputs_dir, stencil, **kw, **{"output.every": 5, "output.flush_seconds": 1e9,
                                                 "run.eigen_workers": "off"})   # the loop's pairs
-    assert states.Tracker(cfg, 4).iterative == (stencil == "dvr")
+    assert tracker.Tracker(cfg, 4).iterative == (stencil == "dvr")
     ref = read(run(cfg, str(tmp_path / "ref"), backend="numpy").path)
     cfg = cfg.with_value("run.eigen_workers", ahead)
 
@@ -498,15 +499,14 @@ def test_the_lookahead_keeps_a_bounded_depth_and_drops_steps_passed(inputs_dir, 
     task for the 3-point tracker, a step a task for the DVR's); a step the caller passes
     without asking is dropped; an unforeseen step (off the cadence) is computed by the
     caller's tracker, the same bits; after close nothing is in flight and the pool is gone."""
-    from tdse.model import states
     from tdse.run import eigenpairs
     made = _started(monkeypatch)
     monkeypatch.setattr(eigenpairs, "DEPTH", 3)
     monkeypatch.setattr(eigenpairs, "WORKERS", 1)
     cfg = _moving(inputs_dir, "dvr", n=120, **{"output.populations_every": 2})
     dt = cfg.time.dt
-    la = eigenpairs.Lookahead(states.Tracker(cfg, 4), dt, 40, 2, ahead=True)
-    ref = states.Tracker(cfg, 4)
+    la = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 40, 2, ahead=True)
+    ref = tracker.Tracker(cfg, 4)
     la(0, 0.0)
     assert la.workers == 1 and list(la.tasks) == [2, 4, 6]
     E6, _ = la(6, 6 * dt)                           # 2 and 4 passed: dropped, 6 taken
@@ -517,13 +517,13 @@ def test_the_lookahead_keeps_a_bounded_depth_and_drops_steps_passed(inputs_dir, 
     assert la.calls == 3 and la.seconds > 0
     la.close()
     assert not la.tasks and la.pool is None
-    win = eigenpairs.Lookahead(states.Tracker(_moving(inputs_dir, 3, n=160, **{
+    win = eigenpairs.Lookahead(tracker.Tracker(_moving(inputs_dir, 3, n=160, **{
         "output.populations_every": 2}), 4), dt, 200, 2, ahead=True)
     win(0, 0.0)
     span = win.span // 2                             # a window's steps, one task
     assert [len(t[1]) for t in win.tasks.values()][:2] == [span - 1, span]
     win.close()
-    off = eigenpairs.Lookahead(states.Tracker(cfg, 4), dt, 40, 2, ahead=False)
+    off = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 40, 2, ahead=False)
     assert np.array_equal(off(4, 4 * dt)[0], ref(4 * dt)[0]) and off.pool is None and not off.tasks
 
 
@@ -595,16 +595,15 @@ def test_a_call_whose_task_is_under_way_is_computed_by_the_caller(inputs_dir, mo
     the task stays for its later steps."""
     import concurrent.futures
 
-    from tdse.model import states
     from tdse.run import eigenpairs
     cfg = _moving(inputs_dir, 3, n=160, **{"output.populations_every": 2})
     dt = cfg.time.dt
-    la = eigenpairs.Lookahead(states.Tracker(cfg, 4), dt, 200, 2, ahead=False)
+    la = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 200, 2, ahead=False)
     la.pool, la.workers, la.ready = object(), 1, concurrent.futures.Future()   # workers "starting"
     pending = concurrent.futures.Future()
     la.tasks[2] = [pending, [2, 4, 6], False]
     la.next = None
-    ref = states.Tracker(cfg, 4)
+    ref = tracker.Tracker(cfg, 4)
     E4, _ = la(4, 4 * dt)                        # its task under way: computed here
     assert np.array_equal(E4, ref(4 * dt)[0]) and list(la.tasks) == [2]
     E, phi = ref(6 * dt)

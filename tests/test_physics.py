@@ -4,6 +4,7 @@ import pytest
 
 from tdse.model import hamiltonian
 from tdse.model import states as model_states
+from tdse.model import tracker
 from tdse.model.grid import points
 from tdse.model.observables import node_count, node_positions, norm, populations
 from tdse.numerics.precheck import precheck
@@ -231,7 +232,7 @@ def test_propagator_band_layout_equals_plain(inputs_dir):
 
 @pytest.mark.parametrize("stencil", ["dvr"])
 def test_iterative_eigenpairs_track_the_dense_solver(stencil, inputs_dir):
-    """states.Tracker (#23 item 1; the finite-difference stencils' windows:
+    """tracker.Tracker (#23 item 1; the finite-difference stencils' windows:
     test_warm_banded_pairs_track_the_dense_solver): the DVR's Davidson iteration
     warm-started from its anchor's block along a moving-centre run gives the populations of a random psi in the H(t)
     eigenstates equal to the dense solver's to 1e-10 (the lowest pair is near-degenerate,
@@ -249,7 +250,7 @@ def test_iterative_eigenpairs_track_the_dense_solver(stencil, inputs_dir):
     psi = rng.standard_normal(n) + 1j * rng.standard_normal(n)
     psi /= np.sqrt(np.sum(np.abs(psi) ** 2) * dx)
     for maxiter, fallback in ((30, False), (0, True)):
-        tr = states.Tracker(cfg, 4, maxiter=maxiter, direct_max=0)
+        tr = tracker.Tracker(cfg, 4, maxiter=maxiter, direct_max=0)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             for j in range(12):
@@ -274,17 +275,16 @@ def test_iterative_eigenpairs_depend_on_t_alone(stencil, inputs_dir):
     worker and the loop agree), and the anchor itself is a due time's own pairs."""
     import os
     from tdse import config as cfgmod
-    from tdse.model import states
     cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value(
         "grid.stencil", stencil).with_value("grid.dx", 25.6 / 600)
     every = cfg.output.populations_interval * cfg.time.dt
     times = every * np.array([0, 3, 15, 16, 17, 33])       # anchors at 0, 16, 32 intervals
-    fwd, back = states.Tracker(cfg, 4), states.Tracker(cfg, 4)
+    fwd, back = tracker.Tracker(cfg, 4), tracker.Tracker(cfg, 4)
     assert fwd.iterative
     got = {t: fwd(t) for t in times}
     rev = {t: back(t) for t in times[::-1]}
     for t in times:
-        alone = states.Tracker(cfg, 4)(t)
+        alone = tracker.Tracker(cfg, 4)(t)
         for other in (rev[t], alone):
             assert np.array_equal(got[t][0], other[0]) and np.array_equal(got[t][1], other[1]), t
     assert fwd.anchor_time(times[4]) == fwd.anchor_time(times[3]) == times[3]
@@ -311,7 +311,7 @@ def test_iterative_eigenpairs_of_a_degenerate_pair(stencil, inputs_dir):
     rng = np.random.default_rng(11)
     psi = rng.standard_normal(n) + 1j * rng.standard_normal(n)
     psi /= np.sqrt(np.sum(np.abs(psi) ** 2) * dx)
-    tr = states.Tracker(cfg, 4)
+    tr = tracker.Tracker(cfg, 4)
     assert tr.iterative
     for j in range(4):
         t = 0.03 * j
@@ -350,7 +350,7 @@ def test_warm_banded_pairs_track_the_dense_solver(stencil, n, inputs_dir):
     psi /= np.sqrt(np.sum(np.abs(psi) ** 2) * dx)
     every = cfg.output.populations_interval * cfg.time.dt
     times = every * np.arange(40)                     # 2.5 anchor spans
-    fwd, back = states.Tracker(cfg, 4, warm_min=0), states.Tracker(cfg, 4, warm_min=0)
+    fwd, back = tracker.Tracker(cfg, 4, warm_min=0), tracker.Tracker(cfg, 4, warm_min=0)
     got = {t: fwd(t) for t in times}
     for t in times[::-1]:
         E, phi = back(t)
@@ -375,7 +375,6 @@ def test_warm_banded_of_a_degenerate_pair(inputs_dir):
     import os
     import dataclasses
     from tdse import config as cfgmod
-    from tdse.model import states
     cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value(
         "grid.stencil", 3).with_value("grid.dx", 25.6 / 1024)
     cs = tuple(dataclasses.replace(c, x0=6.0 * np.sign(c.x0), amplitude=0.2)
@@ -385,7 +384,7 @@ def test_warm_banded_of_a_degenerate_pair(inputs_dir):
     rng = np.random.default_rng(5)
     psi = rng.standard_normal(n) + 1j * rng.standard_normal(n)
     psi /= np.sqrt(np.sum(np.abs(psi) ** 2) * dx)
-    tr = states.Tracker(cfg, 4, warm_min=0)
+    tr = tracker.Tracker(cfg, 4, warm_min=0)
     every = cfg.output.populations_interval * cfg.time.dt
     for j in range(6):
         t = every * j
@@ -416,7 +415,7 @@ def test_5_point_anchors_fall_back_to_davidson_where_refused(inputs_dir, monkeyp
     calls = []
     real = states.warm_banded
     for refuse in (False, True):
-        tr = states.Tracker(cfg, 4)
+        tr = tracker.Tracker(cfg, 4)
         monkeypatch.setattr(states, "warm_banded", lambda *a, **k: calls.append(refuse) or (
             None if refuse else real(*a, **k)))
         E, X = tr._scratch(0.3, v)
@@ -518,21 +517,20 @@ def test_a_single_call_equals_the_windows(stencil, inputs_dir):
     window; a time off the populations interval goes to the call as before."""
     import os
     from tdse import config as cfgmod
-    from tdse.model import states
     cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value(
         "grid.stencil", stencil).with_value("grid.dx", 0.1).with_value(
         "output.populations_every", 10).with_value("time.t_end", 10.0)
     h = 10 * cfg.time.dt
     times = [q * h for q in (0, 5, 17, 3, 16, 31, 1, 15)]
-    ref = states.Tracker(cfg, 4, warm_min=0)
-    one = states.Tracker(cfg, 4, warm_min=0)
+    ref = tracker.Tracker(cfg, 4, warm_min=0)
+    one = tracker.Tracker(cfg, 4, warm_min=0)
     for t in times:
         (E, phi), (E1, phi1) = ref(t), one.single(t)
         assert np.array_equal(E, E1) and np.array_equal(phi, phi1), t
-        assert states.Tracker(cfg, 4, warm_min=0).single(t)[1].tobytes() == phi.tobytes()
+        assert tracker.Tracker(cfg, 4, warm_min=0).single(t)[1].tobytes() == phi.tobytes()
     assert one._window is None and one.solved < ref.solved       # no window computed
     off = 3.3 * h
-    assert np.array_equal(one.single(off)[1], states.Tracker(cfg, 4, warm_min=0)(off)[1])
+    assert np.array_equal(one.single(off)[1], tracker.Tracker(cfg, 4, warm_min=0)(off)[1])
 
 
 def test_the_5_point_spectrum_lies_above_the_3_point_one(inputs_dir, rng):

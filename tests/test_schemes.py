@@ -416,7 +416,7 @@ def test_populations_every_leaves_nan_between_and_the_same_numbers_on_its_rows(s
     multiples of 5, step 0 and the last hold the populations in H(t)'s eigenstates (and
     <n>, E_n(t)) equal to the every-step run's: the DVR's (each call from scratch at this
     N) to 1e-12; the 3-point pairs come by windows of 16 populations intervals
-    (states.Tracker.window), so two cadences' calls start from different anchors -- the
+    (tracker.Tracker.window), so two cadences' calls start from different anchors -- the
     same to the residual bound (test_physics): populations to 1e-10, the near-degenerate
     lowest pair's sum and the others to 1e-12, E_n(t) to 1e-9, <n> to 1e-10; the rows
     between are NaN there; every other observable is in every row and equal to the

@@ -1,4 +1,4 @@
-"""A 5-point window's anchor from scratch (states.Tracker._scratch, #23 item 1): the 3-point
+"""A 5-point window's anchor from scratch (tracker.Tracker._scratch, #23 item 1): the 3-point
 pairs (dstemr) refined by states.warm_banded, against the solver it replaced from N = 1024
 -- Davidson from the 3-point pairs (Tracker._iterate) -- and, below, the banded solver; 5
 times of h2plus_moving's molecule 0.2 a.u. apart, ms a call, and whether every refined set
@@ -14,7 +14,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from tdse import config as cfgmod  # noqa: E402
-from tdse.model import states  # noqa: E402
+from tdse.model import states, tracker  # noqa: E402
 
 INPUT = os.path.join(os.path.dirname(__file__), "..", "..", "inputs", "h2plus_moving.toml")
 
@@ -23,16 +23,16 @@ def main(ns=(256, 2048, 8192)):
     for n in ns:
         cfg = cfgmod.load(INPUT).with_value("grid.stencil", 5).with_value("grid.dx", 25.6 / n)
         g = cfg.grid
-        tr = states.Tracker(cfg, 4)
+        tr = tracker.Tracker(cfg, 4)
         ts = [0.2 * j for j in range(1, 6)]
         V = tr._potentials(ts)
         t0 = time.perf_counter()
         if tr.iterative:
-            old = [tr._iterate(t, v, states._fd_start(g, v, tr.block))[:2] for t, v in zip(ts, V)]
+            old = [tr._iterate(t, v, states.fd_start(g, v, tr.block))[:2] for t, v in zip(ts, V)]
         else:
-            old = [states._pentadiagonal(g, v, 4) for v in V]
+            old = [states.pentadiagonal(g, v, 4) for v in V]
         t1 = time.perf_counter()
-        new = [states.warm_banded(g, v, *states._tridiagonal(g, v, 4), states.residual_bound(g, v))
+        new = [states.warm_banded(g, v, *states.tridiagonal(g, v, 4), states.residual_bound(g, v))
                for v in V]
         t2 = time.perf_counter()
         ok = all(x is not None for x in new)

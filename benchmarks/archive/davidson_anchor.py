@@ -1,5 +1,5 @@
 """Davidson's pairs of H(t) along a run (h2plus_moving's molecule, calls one populations
-interval apart) started from each call's anchor block (states.Tracker, since c577f0e: a call's
+interval apart) started from each call's anchor block (tracker.Tracker, since c577f0e: a call's
 pairs depend on t alone) against started from the previous call's block (the code before):
 iterations summed and seconds, per stencil and N (#23 item 1).
 
@@ -15,7 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(os.path.dirname(HERE))]
 
 from tdse import config as cfgmod  # noqa: E402
-from tdse.model import states  # noqa: E402
+from tdse.model import states, tracker  # noqa: E402
 from tdse.model.grid import points  # noqa: E402
 from tdse.model.potential import soft_core  # noqa: E402
 
@@ -27,17 +27,17 @@ def main(calls=48):
             cfg = cfgmod.load(inp).with_value("grid.stencil", st).with_value("grid.dx", 25.6 / n)
             g, x = cfg.grid, points(cfg.grid)
             ts = cfg.output.populations_interval * cfg.time.dt * np.arange(calls)
-            tr = states.Tracker(cfg, 4)
+            tr = tracker.Tracker(cfg, 4)
             t0 = time.perf_counter()
             for t in ts:
                 tr(t)
             anchor_s, anchor_it = time.perf_counter() - t0, tr.iterations
             its, X = 0, None
             t0 = time.perf_counter()
-            with states._eigen_threads():
+            with states.eigen_threads():
                 for t in ts:
                     v = soft_core(cfg.potential, x, t)
-                    start = X if X is not None else states._fd_start(g, v, tr.block)
+                    start = X if X is not None else states.fd_start(g, v, tr.block)
                     _, X, it, _ = states.davidson(g, v, start, 4)
                     its += it
             prev_s = time.perf_counter() - t0

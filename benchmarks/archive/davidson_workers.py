@@ -1,6 +1,6 @@
 """Davidson-tracked eigenpairs of H(t) (5-point or DVR beyond N = 512) computed ahead by one
 worker process or by two: since each call starts from its anchor's block (a call's pairs
-depend on t alone, states.Tracker), two workers may share the calls, as they do the direct
+depend on t alone, tracker.Tracker), two workers may share the calls, as they do the direct
 solvers'.  Whole runs of the probes' case (`tdse.run.driver.run` of one prepared plan, the
 observers, the file), TDSE_EIGENPAIRS_AHEAD=1, alternated, REPEAT times: the run's loop
 seconds, the seconds the loop waited for the pairs, the pairs' own seconds; and whether the

@@ -1,6 +1,6 @@
 """What H(t)'s eigenpairs cost a CPU run at small N (#23's N = 256 row: populations every
 10 steps of a ~0.2 ms step leave ~30 us a step for every observer together): one
-Tracker call (states.Tracker, 4 pairs, h2plus_moving's moving centres, calls 0.2 a.u.
+Tracker call (tracker.Tracker, 4 pairs, h2plus_moving's moving centres, calls 0.2 a.u.
 apart) for each stencil, and for the 3-point matrix LAPACK's ways to the 4 lowest pairs --
 dstemr (what the Tracker calls below WARM_MIN_N), dstebz alone (bisection for the
 eigenvalues), dstebz + dstein (bisection, then inverse iteration for the vectors) -- at
@@ -17,7 +17,7 @@ from scipy.linalg import lapack
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from tdse import config as cfgmod  # noqa: E402
-from tdse.model import states  # noqa: E402
+from tdse.model import states, tracker  # noqa: E402
 from tdse.model.grid import points  # noqa: E402
 from tdse.model.potential import soft_core  # noqa: E402
 
@@ -26,7 +26,7 @@ cfg = cfgmod.load(INPUT)
 per = lambda f, k=50: min(timeit.repeat(f, number=k, repeat=5)) / k * 1e6  # noqa: E731
 print(f"# N = {cfg.grid.n}: one Tracker call (4 pairs), us")
 for st in (3, 5, "dvr"):
-    tr = states.Tracker(cfg.with_value("grid.stencil", st), 4)
+    tr = tracker.Tracker(cfg.with_value("grid.stencil", st), 4)
     tr(0.0)
     ts = iter(np.arange(1, 10 ** 6) * 0.2)
     print(f"  stencil {st}: {per(lambda: tr(next(ts)), 200):.0f}")

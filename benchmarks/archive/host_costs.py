@@ -2,8 +2,8 @@
 alternation on one machine (2026-11-26: this tree against 3dc27df's):
 
   bare 3/5/dvr   the bare step of h2plus_moving at N = 256 (Chebyshev, us; median of 3 x 2000)
-  penta          states._pentadiagonal at N = 256, the 4 lowest 5-point pairs (us a call)
-  davidson 5/dvr states.Tracker at N = 8192 (h2plus_moving_large's box), 20 calls 0.1 apart
+  penta          states.pentadiagonal at N = 256, the 4 lowest 5-point pairs (us a call)
+  davidson 5/dvr tracker.Tracker at N = 8192 (h2plus_moving_large's box), 20 calls 0.1 apart
                  after 2 (ms a call, iterations a call)
   members        tdse.studies.scan.members of 4000 atom_hhg E0 values (s)
 
@@ -24,7 +24,7 @@ warnings.simplefilter("ignore")
 from benchmarks.suites import _bare_steps  # noqa: E402
 from run_profile import case  # noqa: E402
 from tdse import config as cm  # noqa: E402
-from tdse.model import states  # noqa: E402
+from tdse.model import states, tracker  # noqa: E402
 from tdse.model.grid import points  # noqa: E402
 from tdse.model.potential import soft_core  # noqa: E402
 from tdse.studies import scan  # noqa: E402
@@ -37,10 +37,10 @@ for st in ("3", "5", "dvr"):
     out.append(f"bare {st} {np.median([_bare_steps(plan, 2000)[0] for _ in range(3)]) * 1e6:.0f}")
 cfg = cm.load(os.path.join(INPUTS, "h2plus_moving.toml")).with_value("grid.stencil", 5)
 v = soft_core(cfg.potential, points(cfg.grid), 0.3)
-out.append(f"penta {timeit.timeit(lambda: states._pentadiagonal(cfg.grid, v, 4), number=200) / 200 * 1e6:.0f}")
+out.append(f"penta {timeit.timeit(lambda: states.pentadiagonal(cfg.grid, v, 4), number=200) / 200 * 1e6:.0f}")
 for st in (5, "dvr"):
     big = cm.load(os.path.join(INPUTS, "h2plus_moving_large.toml")).with_value("grid.stencil", st)
-    tr = states.Tracker(big, big.output.populations)
+    tr = tracker.Tracker(big, big.output.populations)
     tr(0.0), tr(0.1)
     t0 = time.perf_counter()
     for i in range(2, 22):

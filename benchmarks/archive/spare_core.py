@@ -1,7 +1,7 @@
 """Is the 2-core box's second CPU spare (#23 item 3)?  The bare step loop of a run of
 inputs/h2plus_moving.toml at N = 256 (STENCIL), timed alone and beside another process
 looping on WORK (a Python expression; the default: H(t)'s eigenpairs as the eigenpairs
-worker computes them, `states.Tracker`, every 10 steps' time), both held to one BLAS thread.
+worker computes them, `tracker.Tracker`, every 10 steps' time), both held to one BLAS thread.
 python benchmarks/archive/spare_core.py STENCIL [WORK]"""
 import os
 import subprocess
@@ -19,12 +19,12 @@ from threadpoolctl import threadpool_limits; threadpool_limits(1)
 warnings.simplefilter('ignore')
 import numpy as np
 from run_profile import case
-from tdse.model import states
+from tdse.model import states, tracker
 from tdse.model.grid import points
 from tdse.model.hamiltonian import generator_dense
 from tdse.model.potential import soft_core
 cfg, _ = case({inp!r}, 256, {st!r}, 20, 10, 'numpy')
-tr = states.Tracker(cfg, 4)
+tr = tracker.Tracker(cfg, 4)
 H = generator_dense(cfg, 1.0, soft_core(cfg.potential, points(cfg.grid), 0.3))
 t, t0 = 0.0, time.time()
 while time.time() - t0 < 60:

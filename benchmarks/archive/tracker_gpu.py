@@ -7,7 +7,7 @@ import traceback
 import numpy as np
 
 from tdse import config as cfgmod
-from tdse.model import states
+from tdse.model import states, tracker
 
 try:
     import cupy as cp
@@ -24,12 +24,12 @@ for name, n in (("h2plus_moving.toml", None), ("h2plus_moving_large.toml", None)
             from tdse.model.potential import soft_core
             v = soft_core(c.potential, points(g), 0.0)
             try:
-                E, X, its, res = states.davidson(g, v, states._fd_start(g, v, 6), 4, xp=xp)
+                E, X, its, res = states.davidson(g, v, states.fd_start(g, v, 6), 4, xp=xp)
                 print(name, st, xp.__name__, "cold its", its, "res", float(res.max()))
             except Exception as e:  # noqa: BLE001
                 print(name, st, xp.__name__, "cold FAILED", repr(e)[:300])
                 traceback.print_exc(limit=3)
-            tr = states.Tracker(c, 4, xp=xp, direct_max=0)
+            tr = tracker.Tracker(c, 4, xp=xp, direct_max=0)
             tr(0.0)
             t0 = time.perf_counter()
             for j in range(1, 21):

@@ -1,6 +1,6 @@
 """The 3-point eigenpairs of H(t) from their anchor by inverse iteration (the Tracker's
 default from N = states.WARM_MIN_N, forced here at any N: since b29d2d4 by windows,
-states.Tracker.window; the results of 2026-11-26T06 were warm_tridiagonal a call at a
+tracker.Tracker.window; the results of 2026-11-26T06 were warm_tridiagonal a call at a
 time) against LAPACK's dstemr from scratch at every
 call (the code before it), in whole runs of the probes' case (`tdse.run.driver.run` of one
 prepared plan, the observers, the file), each where the pairs are computed: the eigenpairs
@@ -24,12 +24,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(os.path.dirname(HERE))]
 
 from run_profile import case_config  # noqa: E402  (the probes' case)
-from tdse.model import states  # noqa: E402
+from tdse.model import states, tracker  # noqa: E402
 from tdse.run import observers  # noqa: E402
 from tdse.run.driver import run  # noqa: E402
 from tdse.run.plan import prepare  # noqa: E402
 
-WARM = states.Tracker._tridiagonal_call
+WARM = tracker.Tracker._tridiagonal_call
 
 
 def cold(self, t, v=None):
@@ -37,7 +37,7 @@ def cold(self, t, v=None):
     g = self.config.grid
     if v is None:
         v = states.soft_core(self.config.potential, states.points(g), t)
-    return states._states(g, *states._tridiagonal(g, v, min(self.K, g.n)))
+    return states.as_states(g, *states.tridiagonal(g, v, min(self.K, g.n)))
 
 
 def main(inp, n, steps, pe, backend, rep):
@@ -54,7 +54,7 @@ def main(inp, n, steps, pe, backend, rep):
     default_min = states.WARM_MIN_N
     for _ in range(int(rep)):
         for label, call, ahead, thread in variants:
-            states.Tracker._tridiagonal_call = call
+            tracker.Tracker._tridiagonal_call = call
             # warm at this N whatever states.WARM_MIN_N says (the worker gets it with the
             # tracker's settings)
             states.WARM_MIN_N = 0 if call is WARM else default_min
@@ -70,20 +70,20 @@ def main(inp, n, steps, pe, backend, rep):
                 print(f"{label:15s} run {wall:7.3f}  loop {float(a['wall_seconds']):7.3f}  pairs "
                       f"{int(a['eigenpairs_calls'])} taking {float(a['eigenpairs_seconds']):6.3f}  "
                       f"loop waited {float(a['eigenpairs_wait_seconds']):6.3f}", flush=True)
-    states.Tracker._tridiagonal_call = WARM
+    tracker.Tracker._tridiagonal_call = WARM
     states.WARM_MIN_N = default_min
     dt, every = cfg.time.dt, cfg.output.populations_interval
     times = [j * dt for j in range(0, cfg.time.steps + 1, every)]
     for label, call in (("dstemr", cold), ("warm", WARM)):
-        states.Tracker._tridiagonal_call = call
-        tr = states.Tracker(cfg, cfg.output.populations, warm_min=0)
+        tracker.Tracker._tridiagonal_call = call
+        tr = tracker.Tracker(cfg, cfg.output.populations, warm_min=0)
         t0 = time.perf_counter()
         for t in times:
             tr(t)
         each = (time.perf_counter() - t0) / len(times)
         print(f"{label:15s} one call {each * 1e3:8.3f} ms (mean of {len(times)}; restarts "
               f"{tr.restarts})", flush=True)
-    states.Tracker._tridiagonal_call = WARM
+    tracker.Tracker._tridiagonal_call = WARM
     print("# tree:", os.popen("git rev-parse --short HEAD 2>/dev/null").read().strip() or "?")
 
 

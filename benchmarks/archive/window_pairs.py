@@ -1,4 +1,4 @@
-"""What the 3- and 5-point H(t) pairs cost a call by windows (states.Tracker.window: the
+"""What the 3- and 5-point H(t) pairs cost a call by windows (tracker.Tracker.window: the
 populations times of WARM_ANCHOR_CALLS intervals solved together, the first from scratch,
 the others by stacked inverse iteration from it) against the solver from scratch at every
 call (warm_min above N: 3-point dstemr; 5-point the banded solver up to N = 512, Davidson
@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from tdse import config as cfgmod  # noqa: E402
-from tdse.model import states  # noqa: E402
+from tdse.model import states, tracker  # noqa: E402
 
 INPUT = os.path.join(os.path.dirname(__file__), "..", "..", "inputs", "h2plus_moving.toml")
 
@@ -27,7 +27,7 @@ def config(n, stencil=3):
 
 
 def per_call(cfg, times, **kw):
-    tr = states.Tracker(cfg, 4, **kw)
+    tr = tracker.Tracker(cfg, 4, **kw)
     t0 = time.perf_counter()
     out = [tr(t) for t in times]
     return (time.perf_counter() - t0) / len(times), out, tr

@@ -2,7 +2,7 @@
 
 With moving centres the populations in the molecular H(t)'s eigenstates need H(t)'s lowest
 pairs every ``output.populations_every`` steps.  Their times are known before the loop,
-and a call's pairs depend on t alone (:class:`tdse.model.states.Tracker`: each from its
+and a call's pairs depend on t alone (:class:`tdse.model.tracker.Tracker`: each from its
 window's or anchor's pairs), so they can be computed ahead of the loop, by trackers of
 their own, and come out bit for bit as the loop would compute them.  :class:`Lookahead`
 does that over one :class:`concurrent.futures.ProcessPoolExecutor`, opened when the run's
@@ -33,6 +33,7 @@ import types
 import warnings
 
 from ..model import states
+from ..model.tracker import Tracker
 
 __all__ = ["Lookahead", "Workers", "lookahead_wanted", "may_want", "seconds_guess"]
 
@@ -142,7 +143,7 @@ def _pairs(run, begin, times):
     tracker = _TRACKERS.get(run)
     if tracker is None:
         config, count, settings = begin
-        tracker = _TRACKERS[run] = states.Tracker(config, count, **settings)
+        tracker = _TRACKERS[run] = Tracker(config, count, **settings)
         while len(_TRACKERS) > 4:
             _TRACKERS.popitem(last=False)
     with warnings.catch_warnings(record=True) as said:

@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from ..model import observables, states
+from ..model import observables, states, tracker
 from .eigenpairs import Lookahead, lookahead_wanted
 from .loop import Sink
 from .sinks import host_psi
@@ -59,7 +59,7 @@ class Observables(Sink):
         self.measure = observables.Measure(cfg, plan.x, plan.states[:K], np.asarray(plan.psi0))
         self.moving = cfg.potential.molecule_moves
         self._static = None
-        self.tracker = states.Tracker(cfg, K) if self.moving else None
+        self.tracker = tracker.Tracker(cfg, K) if self.moving else None
         # the run's look-ahead processes, if it opened them: its decision (one sample of the
         # spare CPUs a run -- a second one here found none where the first had found one,
         # and left the processes the run had started idle); else decided here
