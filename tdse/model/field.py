@@ -13,9 +13,10 @@ The gauge (``field.gauge``).  Length: V gains + x E(t).  Velocity: H = (p + A(t)
 
     A(t) = -int_0^t E(t') dt'   (A(0) = 0; constant after the pulse),
 
-the two related by psi_velocity = exp(-i A(t) x) psi_length (e.g. Bandrauk, Fillion-Gourdeau
-& Lorin, J. Phys. B 46, 153001 (2013), sec. 2): |psi|^2, <x>, the dipole acceleration and,
-once A = 0, every population agree.  :func:`vector_potential` integrates E by composite
+the two related by psi_velocity = exp(-i A(t) x) psi_length (a review: Bandrauk,
+Fillion-Gourdeau & Lorin, "Atoms and molecules in intense laser fields: gauge invariance of
+theory and models", J. Phys. B (2013)): |psi|^2, <x>, the dipole acceleration and, once
+A = 0, every population agree.  :func:`vector_potential` integrates E by composite
 Gauss-Legendre (16 nodes a panel, panels a quarter period or less: exact to rounding for
 these smooth pulses; a test checks it against scipy.integrate.quad).
 """
