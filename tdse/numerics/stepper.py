@@ -99,8 +99,8 @@ class Stepper:
         times = self.scheme.times(t, dt)
         V = [total(pot, self.x_host, tj) for tj in times]
         A = [0.0] * len(times)
-        if velocity_gauge(pot.field):
-            A = [float(vector_potential(pot.field, tj)) for tj in times]
+        if velocity_gauge(pot.field):              # (one call for the step's times)
+            A = [float(a) for a in vector_potential(pot.field, np.asarray(times, dtype=np.float64))]
             V = [v + 0.5 * a * a for v, a in zip(V, A)]
         return [(s, sum(w * v for w, v in zip(row, V) if w), sum(w * a for w, a in zip(row, A) if w))
                 for s, row in zip(self.scheme.scales(), self.scheme.factors)]
