@@ -258,3 +258,17 @@ def test_a_velocity_gauge_scan_equals_its_members_runs(stencil):
         o = tdse.simulate(with_values(base, [("field.E0", e)]), backend="numpy").observables
         for k in ("norm", "energy", "x_mean", "p_mean", "acceleration", "yield", "populations_h0"):
             assert np.abs(np.asarray(sc[k])[i] - np.asarray(o[k])).max() < 1e-10, (k, e)
+
+
+def test_a_bad_gauge_from_the_command_line_is_one_line(tmp_path):
+    """`tdse run INPUT --set field.gauge=...`: exit 2 and one line naming the key and value."""
+    from click.testing import CliRunner
+
+    from tdse.ui.cli import main
+    path = tmp_path / "atom.toml"
+    path.write_text(ATOM)
+    out = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path / "o"),
+                                    "--set", "field.gauge=coulomb", "--no-plots"])
+    assert out.exit_code == 2, out.output
+    lines = [ln for ln in out.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "field.gauge = 'coulomb'" in lines[0], out.output
