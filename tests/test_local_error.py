@@ -113,8 +113,13 @@ def test_stated_error_bounds_the_true_one(kind, scheme):
     P = np.abs(phi @ psi * c.grid.dx) ** 2
     Pref = np.abs(phi @ ref * c.grid.dx) ** 2
     assert te["population_bound_at_t_end"] >= np.abs(P - Pref).max()
-    # the estimate: within 0.2-20x (not a bound: 0.5-10x measured on 32 draws)
-    assert 0.2 <= te["population_error_at_t_end"] / np.abs(P - Pref).max() <= 20
+    # the estimate: within 0.2-20x (not a bound: 0.5-10x measured on 32 draws) where the true
+    # error is above 1e-8; below it, near the exponentials' own truncation, the estimate runs
+    # low (LocalEstimate.estimate's docstring): CI at dc07de5 drew a "fast" cfm4 case with the
+    # true 8.1e-10 and the estimate 0.09x of it -- there only its upper side is checked
+    true_p = np.abs(P - Pref).max()
+    est_p = te["population_error_at_t_end"] / true_p
+    assert est_p <= 20 and (true_p <= 1e-8 or est_p >= 0.2), (kind, scheme, est_p, true_p)
 
 
 @pytest.mark.parametrize("adaptive", [False, True])
