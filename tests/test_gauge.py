@@ -199,6 +199,11 @@ def test_gauges_agree_on_the_dvr():
         assert np.abs(oL[k] - oV[k]).max() < 1e-8, k
     assert np.abs(oL["populations_h0"][-1] - oV["populations_h0"][-1]).max() < 1e-8
     assert oL["yield"][-1] > 1e-6            # electrons reached the absorber
+    # <H> during the pulse, from the other gauge's run: <(p + A)^2/2 + V>_v = <p^2/2 + V>_l
+    # = <H_l> - E <x>_l (both divided by the norm) -- the velocity gauge's A p + A^2/2 terms
+    # checked against the length gauge's numbers, not against their own formula
+    want = oL["energy"] - oL["field"] * oL["x_mean"]
+    assert np.abs(oV["energy"] - want).max() < 1e-8 * max(1.0, np.abs(want).max())
     # <H> differs during the pulse (a gauge-dependent number) and agrees once A = 0 again
     assert abs(oL["energy"][-1] - oV["energy"][-1]) < 1e-8
 
@@ -241,6 +246,13 @@ def test_velocity_gauge_refusals():
     cfg = loads(ATOM)
     with pytest.raises(ConfigError, match=r"field.gauge = 'transverse'"):
         with_values(cfg, [("field.gauge", "transverse")])
+    both = ATOM.replace("E0 = 0.06\nomega = 0.25\n", 'kind = "expression"\nE = "t"\nA = "t"\n')
+    with pytest.raises(ConfigError, match=r"give exactly one of field.E and field.A"):
+        loads(both)
+    for key, bad in (("output.tsurff_k_max", 0.0), ("output.tsurff_momenta", 2),
+                     ("output.tsurff_radius", -1.0)):
+        with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+            with_values(cfg, [(key, bad)])
     with pytest.raises(ConfigError, match=r"field.A = .*is for kind"):
         loads(ATOM.replace("E0 = 0.06", "E0 = 0.06\nA = \"t\""))
 

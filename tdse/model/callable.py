@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
-from .field import dipole_field, field_value
+from .field import field_value
+from .formula import Formula
 from .potential import POTENTIALS, BatchPotential
 
 #: the central difference's step (bohr) when no gradient is given
@@ -30,10 +31,11 @@ HOST_ONLY = ("is a Python function: it runs one run at a time, its V evaluated o
              "(write it as a formula, kind = \"expression\", for scans and GPU kernels)")
 
 
-class Callable:
+class Callable(Formula):
     """:class:`tdse.model.potential.Potential` for a Python function V(x, t); ``config`` a
     :class:`tdse.config.Potential` of kind "callable" (``function``, ``gradient`` in
-    ``parameters`` as ("gradient", fn) when given)."""
+    ``parameters`` as ("gradient", fn) when given).  The field's terms, the bounds and the
+    (absent) centres are :class:`~tdse.model.formula.Formula`'s: only the molecule differs."""
 
     device = None               # no kernel: the host evaluates it
 
@@ -53,34 +55,14 @@ class Callable:
     def molecule(self, x, t, xp=np):
         return xp.asarray(self._call(self.fn, x, t))
 
-    def values(self, x, t, xp=np):
-        v = self.molecule(x, t, xp)
-        e = dipole_field(self.config.field, t)
-        return v + e * x if e else v
+    def molecule_many(self, x, times):
+        return np.stack([self._call(self.fn, x, t) for t in times]) if times.size else np.zeros((0, x.size))
 
     def gradient(self, x, t):
         x = np.asarray(x, dtype=np.float64)
         g = (self._call(self.grad, x, t) if self.grad is not None else
              (self._call(self.fn, x + H, t) - self._call(self.fn, x - H, t)) / (2 * H))
         return g + field_value(self.config.field, t)
-
-    def values_many(self, x, times, out=None):
-        times = np.atleast_1d(np.asarray(times, dtype=np.float64))
-        x = np.asarray(x, dtype=np.float64)
-        v = np.stack([self._call(self.fn, x, t) for t in times]) if times.size else np.zeros((0, x.size))
-        if self.config.field is not None:
-            v += dipole_field(self.config.field, times)[:, None] * x[None, :]
-        if out is not None:
-            out[...] = v
-            return out
-        return v
-
-    def bounds(self, x, times, weights=(1.0,), offsets=(0.0,)):
-        from .potential import bounds_over
-        return bounds_over(self.config, x, times, weights, offsets)
-
-    def centres(self, t):
-        return np.zeros((0,) + np.shape(t))
 
 
 class CallableBatch(BatchPotential):

@@ -67,19 +67,51 @@ def vector_formula(field):
     return _parsed(field.A, field.parameters, "field.A") if field.A else None
 
 
+def panel_edges(duration, omegas, corners=()):
+    """:func:`vector_potential`'s panels over [0, duration]: at most a quarter of the
+    shortest period (1/256 of the pulse without a carrier), the ``corners`` (a trapezoid's
+    kinks, members' ends) on edges."""
+    om = np.asarray(omegas, dtype=np.float64)
+    om = om[om > 0]
+    d = float(duration)
+    width = min(d / 256 if not om.size else 0.25 * 2 * np.pi / float(om.max()), d)
+    c = np.asarray(corners, dtype=np.float64)
+    return np.unique(np.concatenate([np.linspace(0.0, d, int(np.ceil(d / width)) + 1), [0.0, d],
+                                     c[(c >= 0) & (c <= d)]]))
+
+
+def gauss(E, a, b):
+    """int_a^b E by 16-point Gauss-Legendre, for arrays a, b of one shape S: ``E(nodes)``
+    with nodes (16,) + S returns (16,) + S [+ trailing axes, e.g. members]."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    h = b - a
+    nodes = a + 0.5 * h * (GAUSS_X.reshape((16,) + (1,) * a.ndim) + 1.0)
+    out = np.tensordot(GAUSS_W, E(nodes), axes=(0, 0))
+    return 0.5 * h.reshape(h.shape + (1,) * (out.ndim - h.ndim)) * out
+
+
+def panel_table(E, edges):
+    """A = -int_0 E at the ``edges`` (:func:`panel_edges`), (P + 1,) + E's trailing axes."""
+    pieces = gauss(E, edges[:-1], edges[1:])
+    return -np.concatenate([np.zeros_like(pieces[:1]), np.cumsum(pieces, axis=0)])
+
+
+def panel_value(E, edges, cum, t):
+    """A(t) from :func:`panel_table`'s ``cum``: the last whole panel's value minus the part
+    panel's integral, t clipped to the edges; with one column of ``cum`` a member (B,),
+    member b at t[b]."""
+    tc = np.clip(t, 0.0, edges[-1])
+    i = np.clip(np.searchsorted(edges, tc, side="right") - 1, 0, edges.size - 2)
+    base = cum[i] if cum.ndim == 1 else np.take_along_axis(cum, i.reshape(1, -1), 0)[0]
+    return base - gauss(E, edges[i], tc)
+
+
 @functools.lru_cache(maxsize=64)
 def _panels(field):
-    """(edges, A at the edges) of :func:`vector_potential`'s panels over [0, duration]:
-    at most a quarter period wide (1/256 of the pulse for a formula without omega), a
-    trapezoid's corners on edges."""
-    d = field.duration
-    width = min(d / 256 if not field.omega else 0.25 * 2 * np.pi / field.omega, d)
-    corners = [0.0, d] + ([field.ramp, d - field.ramp] if field.envelope == "trapezoid" else [])
-    edges = np.unique(np.concatenate([np.linspace(0.0, d, int(np.ceil(d / width)) + 1), corners]))
-    a, b = edges[:-1], edges[1:]
-    nodes = 0.5 * (b - a)[:, None] * (GAUSS_X + 1.0)[None, :] + a[:, None]
-    pieces = 0.5 * (b - a) * (field_value(field, nodes) @ GAUSS_W)
-    return edges, -np.concatenate([[0.0], np.cumsum(pieces)])
+    """(edges, A at the edges) of :func:`vector_potential` for one field."""
+    corners = [field.ramp, field.duration - field.ramp] if field.envelope == "trapezoid" else []
+    edges = panel_edges(field.duration, [field.omega], corners)
+    return edges, panel_table(lambda n: field_value(field, n), edges)
 
 
 def vector_potential(field, t):
@@ -94,11 +126,7 @@ def vector_potential(field, t):
         out = evaluate(f, {**env, "t": tc}) - float(np.asarray(evaluate(f, {**env, "t": np.float64(0.0)})))
     else:
         edges, cum = _panels(field)
-        i = np.clip(np.searchsorted(edges, tc, side="right") - 1, 0, edges.size - 2)
-        a = edges[i]
-        h = (tc - a)[..., None]
-        nodes = 0.5 * h * (GAUSS_X + 1.0) + a[..., None]
-        out = cum[i] - 0.5 * h[..., 0] * (field_value(field, nodes) @ GAUSS_W)
+        out = panel_value(lambda n: field_value(field, n), edges, cum, tc)
     out = np.asarray(out, dtype=np.float64) + 0.0 * tc
     return float(out) if out.ndim == 0 else out
 

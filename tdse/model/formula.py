@@ -56,10 +56,14 @@ class Formula:
         return np.broadcast_to(np.asarray(g, dtype=np.float64), np.shape(x)) + field_value(
             self.config.field, t)
 
+    def molecule_many(self, x, times):
+        """The molecule's V at many times, (len(times), N) on the host."""
+        return self.molecule(x[None, :], times[:, None])
+
     def values_many(self, x, times, out=None):
         times = np.atleast_1d(np.asarray(times, dtype=np.float64))
         x = np.asarray(x, dtype=np.float64)
-        v = self.molecule(x[None, :], times[:, None])
+        v = self.molecule_many(x, times)
         if self.config.field is not None:
             v += dipole_field(self.config.field, times)[:, None] * x[None, :]
         if out is not None:

@@ -23,7 +23,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from ..expression import parse
-from .field import GAUSS_W, GAUSS_X, dipole_field, field_value, formula_of, pulse, velocity_gauge
+from .field import (dipole_field, field_value, formula_of, panel_edges, panel_table, panel_value,
+                    pulse, velocity_gauge)
 
 
 @runtime_checkable
@@ -67,6 +68,12 @@ def of(potential) -> Potential:
             _MADE.clear()
         made = _MADE[id(potential)] = POTENTIALS[potential.kind](potential)
     return made
+
+
+def host_only(potential) -> bool:
+    """Whether a potential has no device kernels (``device`` None: a Python function), so
+    its V is evaluated on the host at every use: no GPU graphs, observables on the host."""
+    return of(potential).device is None
 
 
 def batch(potentials, x, xp=np):
@@ -363,28 +370,13 @@ class BatchPotential:
             expr, params = vector_formula(f0), self._formula[1]
             tc = np.clip(t, 0.0, self.f["duration"])
             return evaluate(expr, {**params, "t": tc}) - evaluate(expr, {**params, "t": np.zeros(self.B)})
-        if getattr(self, "_atable", None) is None:
-            self._atable = self._vector_table()
+        if getattr(self, "_atable", None) is None:     # (all members at each panel node)
+            f = self.f
+            edges = panel_edges(f["duration"].max(), f["omega"], np.concatenate(
+                [f["duration"], f["ramp"], f["duration"] - f["ramp"]]))
+            self._atable = edges, panel_table(lambda n: self.field(n[..., None]), edges)
         edges, cum = self._atable
-        tc = np.clip(t, 0.0, edges[-1])
-        i = np.clip(np.searchsorted(edges, tc, side="right") - 1, 0, edges.size - 2)
-        h = tc - edges[i]
-        nodes = edges[i][None, :] + 0.5 * h[None, :] * (GAUSS_X[:, None] + 1.0)      # (16, B)
-        return cum[i, np.arange(self.B)] - 0.5 * h * (GAUSS_W @ self.field(nodes))
-
-    def _vector_table(self):
-        """(edges, A at the edges (P + 1, B)) of :meth:`vector`'s panels."""
-        f = self.f
-        d = float(f["duration"].max())
-        om = f["omega"][f["omega"] > 0]
-        width = min(d / 256 if not om.size else 0.25 * 2 * np.pi / float(om.max()), d)
-        corners = np.concatenate([[0.0], f["duration"], f["ramp"], f["duration"] - f["ramp"]])
-        edges = np.unique(np.concatenate([np.linspace(0.0, d, int(np.ceil(d / width)) + 1),
-                                          corners[(corners >= 0) & (corners <= d)]]))
-        a, b = edges[:-1], edges[1:]
-        nodes = 0.5 * (b - a)[:, None] * (GAUSS_X + 1.0)[None, :] + a[:, None]          # (P, 16)
-        pieces = 0.5 * (b - a)[:, None] * np.einsum("j,pjb->pb", GAUSS_W, self.field(nodes[..., None]))
-        return edges, -np.concatenate([np.zeros((1, self.B)), np.cumsum(pieces, axis=0)])
+        return panel_value(self.field, edges, cum, t)    # (member b at its own nodes)
 
     def _field_at(self, t):
         """E of V's x E(t) for every member at ``t`` (a time, or (B,) own times)."""

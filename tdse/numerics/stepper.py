@@ -15,7 +15,7 @@ import numpy as np
 from ..config import Config
 from ..model.field import vector_potential, velocity_gauge
 from ..model.grid import points
-from ..model.potential import total
+from ..model.potential import host_only, total
 from ..model.states import DTYPE
 from . import exponentials, schemes
 
@@ -69,13 +69,13 @@ class Stepper:
         # psi a vector on a GPU and a method that steps by the block Chebyshev series: each
         # step one CUDA graph launch (tdse.numerics.graphs), made at the first step (U(t),
         # in column bands over several GPUs, is stepped band by band as before)
-        # (the graphs' kernels: the length gauge's H, and V from formulas -- not a Python function)
-        velocity = velocity_gauge(config.field) or config.potential.function is not None
-        self.graphs = xp is not np and cls.graph_steps and not velocity   # psi on the current device
+        # (the graphs' kernels: the length gauge's H, and V from formulas: not a host-only V)
+        plain = not (velocity_gauge(config.field) or host_only(config.potential))
+        self.graphs = xp is not np and cls.graph_steps and plain   # psi on the current device
         self._graph = None
         # the dense exponent of a time-dependent H on one GPU: a step of psi one graph too
         # (tdse.numerics.graphs.DenseGraphStep), made at the first step
-        self.dense_graphs = xp is not np and not cls.matrix_free and not velocity
+        self.dense_graphs = xp is not np and not cls.matrix_free and plain
         self._dense_graph = None
         self.context_switch_seconds = 0.0   # the loops' starts on a GPU (tdse.run.loop._settle)
 

@@ -56,7 +56,8 @@ def backend_for(config: Config, backend="auto", devices=None, threads=None) -> B
     """The :class:`Backend` of a run of ``config`` (ConfigError naming the option); a
     Python function's V on the CPU unless "cupy" is asked for (it is evaluated on the host
     at every step: a GPU waits for it)."""
-    if config.potential.function is not None and backend == "auto":
+    from ..model.potential import host_only
+    if backend == "auto" and host_only(config.potential):
         backend = "numpy"
     name, xp, devs = resolve_backend(backend, devices)
     return Backend(name, xp, tuple(devs) if devs else None, blas_threads(config, threads))

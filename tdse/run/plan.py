@@ -20,6 +20,7 @@ import numpy as np
 from ..config import Config, ConfigError
 from ..model import states as model_states
 from ..model.grid import points
+from ..model.potential import host_only
 from ..model.initial import initial_state, states_needed as initial_states_needed
 from ..numerics import cost, schemes
 from ..numerics.precheck import Precheck, memory_check, precheck as run_precheck
@@ -138,7 +139,7 @@ def prepare(config: Config, *, backend="auto", devices=None, threads=None,
     phases = {"memory_check": t1 - t0, "eigenstates_h0": t2 - t1,
               "precheck": 0.0 if given else t3 - t2}
     build = lambda name: _on(name, config, pc, x, E, phi, devices, threads, operator, steps)  # noqa: E731
-    if backend == "auto" and gpu_count() > 0 and config.potential.function is None:
+    if backend == "auto" and gpu_count() > 0 and not host_only(config.potential):
         t4 = time.perf_counter()
         plan = fastest(build, config, pc, threads, operator)
         phases["backend_choice"] = time.perf_counter() - t4 - plan.prepare_seconds["calibration"]

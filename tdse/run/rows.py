@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from ..model import observables, states, tracker
+from ..model.potential import host_only
 from .eigenpairs import Lookahead, lookahead_wanted
 from .loop import Sink
 from .sinks import host_psi
@@ -78,7 +79,7 @@ class Observables(Sink):
         self.gpu = False
         # (a Python function's V on a GPU: a row at a time by Measure on the host -- the block's
         # sums are generated from formulas)
-        if BLOCK_OBSERVABLES and (plan.backend.xp is np or cfg.potential.function is None):
+        if BLOCK_OBSERVABLES and (plan.backend.xp is np or not host_only(cfg.potential)):
             self.rows = _BlockRows(plan, self.measure)
             self.gpu = self.rows.xp is not np
             hooks = getattr(writer, "before_write", None)
