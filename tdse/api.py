@@ -57,6 +57,9 @@ def simulate(config, *, backend="auto", devices=None, out=None, force=False,
         raise ConfigError("config", type(config).__name__, "must be a Config, path, TOML text or dict")
     plan = prepare(cfg, backend=backend, devices=devices, threads=threads,
                    allow_inaccurate=allow_inaccurate, options=options)
+    if cfg.nuclei is not None:      # the 1D + 1D model: its own file (tdse.run.nuclei)
+        from .run import nuclei
+        return nuclei.run(plan, out, force=force, progress=progress)
     return run(plan, out, force=force, allow_inaccurate=allow_inaccurate, progress=progress)
 
 

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 
 from . import expression
 from .errors import ConfigError
-from .inputs import Absorber, Centre, Field, Grid, Initial, Output, Potential, Propagator, Time
+from .inputs import Absorber, Centre, Field, Grid, Initial, Nuclei, Output, Potential, Propagator, Time
 from .keys import KEYS, Key, input_reference, key_unit, parse_assignment, to_toml  # noqa: F401  (re-exported)
 from .options import RunOptions, available_memory, parse_options  # noqa: F401  (re-exported)
 
 __all__ = ["ConfigError", "Config", "Grid", "Centre", "Potential", "Field", "Absorber",
-           "Initial", "Time", "Propagator", "Output", "load", "loads", "load_config", "parse",
+           "Initial", "Time", "Propagator", "Output", "Nuclei", "load", "loads", "load_config", "parse",
            "to_toml", "input_reference", "parse_assignment", "KEYS", "available_memory",
            "STENCILS", "SCHEMES", "METHODS", "TIME_ERRORS", "ENVELOPES", "WHOLE_RTOL", "with_value", "key_unit"]
 
@@ -46,8 +46,8 @@ ABSORBER_MIN_WIDTH = 15.0
 
 
 # ---------------------------------------------------------------- the keys
-SECTIONS = ("name", "grid", "potential", "field", "absorber", "initial", "time", "propagator", "output",
-            "run")
+SECTIONS = ("name", "grid", "potential", "field", "absorber", "nuclei", "initial", "time", "propagator",
+            "output", "run")
 _REQUIRED_SECTIONS = ("name", "grid", "potential", "time")
 
 
@@ -76,6 +76,7 @@ class Config:
     propagator: Propagator
     output: Output
     absorber: Absorber | None = None
+    nuclei: Nuclei | None = None       # [nuclei]: R a quantum coordinate (tdse.model.nuclei)
     source: str = field(default="", repr=False, compare=False)
     #: the performance options (:class:`tdse.options.RunOptions`, the ``[run]`` table): not
     #: compared, since they change no result (a scan's members batch whatever they say)
@@ -298,8 +299,11 @@ def _expression_potential(t, fld):
     return Potential(0.0, (), fld, "expression", t["V"], pairs)
 
 
-def _potential(t, fld):
+def _potential(t, fld, nuclei=False):
     kind = t.get("kind", "soft_core")
+    if nuclei and kind != "soft_core":
+        raise ConfigError("potential.kind", kind, "with [nuclei] the potential is the soft-core "
+                          "H2+ of tdse.model.nuclei (potential.a only)")
     if kind == "callable":
         raise ConfigError("potential.kind", kind, "is a Python function V(x, t): it is given from "
                           "Python (tdse.with_potential), not read from TOML (kind = \"expression\" is)")
@@ -314,10 +318,15 @@ def _potential(t, fld):
     for k in ("V", "parameters"):
         if k in t:
             raise ConfigError(f"potential.{k}", t[k], "is for kind = \"expression\"")
-    for k in ("a", "centres"):
+    for k in ("a",) if nuclei else ("a", "centres"):
         if k not in t:
             raise ConfigError("", None, f"missing key `potential.{k}`")
     a = _number("potential.a", t["a"], positive=True)
+    if nuclei:
+        if "centres" in t:
+            raise ConfigError("potential.centres", t["centres"], "with [nuclei] the nuclei are "
+                              "quantum, at x = +-R/2 on R's grid: drop the centres")
+        return Potential(a, (), fld)
     cs = t["centres"]
     if not isinstance(cs, list) or not cs:
         raise ConfigError("potential.centres", cs, "must be a non-empty array of tables "
@@ -347,6 +356,30 @@ def _absorber(t, grid: Grid):
     power = _integer("absorber.power", t.get("power", 2), 1, 8)
     strength = _number("absorber.strength", t.get("strength", ABSORBER_ETA_WIDTH / width), positive=True)
     return Absorber(width, strength, power)
+
+
+def _nuclei(t, grid: Grid):
+    """[nuclei]: R's grid (grid.stencil too), the mass, the repulsion, psi(0), the R absorber
+    and the regions (:class:`Nuclei`)."""
+    _keys("nuclei.", t)
+    num = {k: _number(f"nuclei.{k}", t[k], positive=k in ("dR", "mass", "bound_radius"), nonneg=True)
+           for k in t if k != "state"}
+    lo, hi, dR = num["R_min"], num["R_max"], num["dR"]
+    if hi <= lo:
+        raise ConfigError("nuclei.R_max", hi, f"must be > nuclei.R_min = {lo}")
+    n = _whole("nuclei.R_max", hi, (hi - lo) / dR, "(R_max - R_min)/dR")
+    if not 8 <= n <= 65536:
+        raise ConfigError("nuclei.dR", dR, f"gives {n} points of R; 8..65536 allowed")
+    if lo == 0 and num.get("repulsion_a", 0.0) == 0:
+        raise ConfigError("nuclei.R_min", lo, "must be > 0 with the exact 1/R (repulsion_a = 0)")
+    state = t.get("state", 0)
+    if state != "franck_condon":
+        state = _integer("nuclei.state", state, 0, 32)
+    width = num.get("absorber_width", 0.0)
+    if width and not 4 * dR <= width < (hi - lo) / 2:
+        raise ConfigError("nuclei.absorber_width", width, f"must span 4 dR and less than half of R's grid")
+    num.setdefault("absorber_strength", ABSORBER_ETA_WIDTH / width if width else 0.0)
+    return Nuclei(**{**num, "state": state})
 
 
 def _initial(t, n):
@@ -485,17 +518,28 @@ def parse(data: dict, source: str | None = None) -> Config:
     sec = {k: _table(k, data.get(k, {})) for k in SECTIONS[1:]}
     grid = _grid(sec["grid"])
     fld = _field(sec["field"]) if "field" in data else None
-    potential = _potential(sec["potential"], fld)
+    nuclei = _nuclei(sec["nuclei"], grid) if "nuclei" in data else None
+    potential = _potential(sec["potential"], fld, nuclei is not None)
     absorber = _absorber(sec["absorber"], grid) if "absorber" in data else None
     time = _time(sec["time"])
-    prop = _propagator(sec["propagator"], time, not potential.static, absorber is None)
+    for key, bad in (("field.gauge", fld and fld.gauge != "length" and fld.gauge), ("initial", data.get("initial")),
+                     ("output.tsurff_radius", sec["output"].get("tsurff_radius"))):
+        if nuclei and bad:
+            raise ConfigError(key, bad, "is not for [nuclei] runs (the length gauge; psi(0) is nuclei.state)")
+    pt = {"time_error": "none", **sec["propagator"]} if nuclei else sec["propagator"]
+    prop = _propagator(pt, time, not potential.static, absorber is None)
+    if nuclei and (prop.time_error != "none" or prop.operator or prop.method in ("dense", "taylor")):
+        key, v = (("propagator.method", prop.method) if prop.method in ("dense", "taylor") else
+                  ("propagator.operator", True) if prop.operator else ("propagator.time_error", prop.time_error))
+        raise ConfigError(f"{key}", v, "is not available with [nuclei] (Chebyshev steps, "
+                          "time_error = \"none\": docs/NUCLEI.md gives the run's dt convergence)")
     n, out = grid.n, _output(sec["output"], grid.n)
     w, R = (absorber.width if absorber else 0.0) + 3 * grid.dx, out.tsurff_radius
     if R and not (R < grid.x_max - w and -R > grid.x_min + w):
         raise ConfigError("output.tsurff_radius", R, f"must lie inside the box, 3 dx before the absorber "
                           f"or the walls ({grid.x_min + w:g} < -R, R < {grid.x_max - w:g})")
     cfg = Config(name, grid, potential, _initial(sec["initial"], n), time, prop, out, absorber,
-                 run=parse_options(sec["run"]))
+                 nuclei, run=parse_options(sec["run"]))
     return with_source(cfg, source if source is not None else to_toml(cfg))
 
 

@@ -8,7 +8,11 @@ from dataclasses import dataclass
 
 from . import expression
 
-__all__ = ["Grid", "Centre", "Field", "Potential", "Absorber", "Initial", "Time", "Propagator", "Output"]
+__all__ = ["Grid", "Centre", "Field", "Potential", "Absorber", "Initial", "Time", "Propagator", "Output",
+           "Nuclei", "PROTON_MASS"]
+
+#: the proton mass in electron masses (CODATA 2018)
+PROTON_MASS = 1836.15267343
 
 
 @dataclass(frozen=True)
@@ -160,3 +164,25 @@ class Output:
         """Steps between the populations in H(t)'s eigenstates (``populations_every``, or
         every observation)."""
         return self.populations_every or self.observables_every
+
+
+@dataclass(frozen=True)
+class Nuclei:
+    """``[nuclei]``: the internuclear distance R as a quantum coordinate beside the electron's
+    x (:mod:`tdse.model.nuclei`): R_j = R_min + j dR < R_max, the nuclei's ``mass`` (m_e),
+    their repulsion 1/sqrt(R^2 + repulsion_a), psi(0) (``state``: the v-th eigenstate, or
+    "franck_condon"), an absorber in R, and the regions the fractions are counted by."""
+    R_min: float
+    R_max: float
+    dR: float
+    mass: float = PROTON_MASS
+    repulsion_a: float = 0.0
+    state: int | str = 0
+    absorber_width: float = 0.0
+    absorber_strength: float = 0.0
+    bound_radius: float = 5.0
+    dissociated_R: float = 10.0
+
+    @property
+    def n(self) -> int:
+        return int(round((self.R_max - self.R_min) / self.dR))

@@ -104,6 +104,26 @@ KEYS = (
     Key("initial.x0", "number", "bohr", "0", "packet centre (state = \"gaussian\" only)"),
     Key("initial.sigma", "number", "bohr", "1", "packet width: |psi|^2 ~ exp(-(x - x0)^2 / (2 sigma^2))"),
     Key("initial.k0", "number", "1/bohr", "0", "packet momentum"),
+    Key("nuclei.R_min", "number", "bohr", "required in [nuclei]", "[nuclei] makes R, the internuclear "
+        "distance, a quantum coordinate (the 1D + 1D H2+ model; [potential] then takes only `a`): "
+        "R's grid starts here (> 0 with the exact 1/R)"),
+    Key("nuclei.R_max", "number", "bohr", "required in [nuclei]", "R's grid ends before this"),
+    Key("nuclei.dR", "number", "bohr", "required in [nuclei]", "R's spacing; (R_max - R_min)/dR must be "
+        "whole (grid.stencil for R too)"),
+    Key("nuclei.mass", "number", "m_e", "1836.15267343", "each nucleus' mass (the proton's, CODATA 2018; "
+        "e.g. 3670.48 for D2+)"),
+    Key("nuclei.repulsion_a", "number", "bohr^2", "0", "the nuclei's repulsion 1/sqrt(R^2 + repulsion_a) "
+        "(0: the exact 1/R)"),
+    Key("nuclei.state", "integer | \"franck_condon\"", "", "0", "psi(0): the model's v-th eigenstate; or "
+        "franck_condon, H2's v = 0 packet in R (a Gaussian at 1.4 bohr) on the ion's electronic "
+        "ground state, as vertical ionisation leaves it"),
+    Key("nuclei.absorber_width", "number", "bohr", "0 (none)", "-i W(R) in R's last `width` bohr "
+        "(W as [absorber]'s: quadratic; strength 40/width by default)"),
+    Key("nuclei.absorber_strength", "number", "hartree", "40 / absorber_width", "eta of the R absorber"),
+    Key("nuclei.bound_radius", "number", "bohr", "5", "the electron counts as bound when it is within "
+        "this of either nucleus (else ionised)"),
+    Key("nuclei.dissociated_R", "number", "bohr", "10", "a bound electron with R beyond this counts as "
+        "dissociated (p + H); the KER spectrum is of psi there at t_end"),
     Key("time.dt", "number", "hbar/E_h", "required", "time step; t_end/dt must be whole"),
     Key("time.t_end", "number", "hbar/E_h", "required", "end time (the run starts at t = 0)"),
     Key("time.tolerance", "number", "", "none (fixed steps of dt)",
@@ -215,6 +235,9 @@ def to_toml(cfg) -> str:
         a = cfg.absorber
         lines += ["", "[absorber]", f"width = {a.width!r}", f"strength = {a.strength!r}",
                   f"power = {a.power}"]
+    if cfg.nuclei is not None:
+        lines += ["", "[nuclei]", *[f"{k} = {_toml_value(getattr(cfg.nuclei, k))}" for k in
+                                    cfg.nuclei.__dataclass_fields__]]
     lines += ["", "[initial]", f"state = {_toml_value(i.state)}"]
     if i.state == "gaussian":
         lines += [f"x0 = {i.x0!r}", f"sigma = {i.sigma!r}", f"k0 = {i.k0!r}"]

@@ -121,7 +121,11 @@ def prepare(config: Config, *, backend="auto", devices=None, threads=None,
     ``backend = "auto"`` on a machine with GPUs takes the backend whose step of this very
     run is faster, timed here (:func:`fastest`); without GPUs it is NumPy.  ``options``: the
     performance options (:class:`tdse.options.RunOptions`, or a dict of some of its
-    fields), set over the config's ``[run]`` table."""
+    fields), set over the config's ``[run]`` table.  A ``[nuclei]`` config gets its own plan
+    (:func:`tdse.run.nuclei.prepare`)."""
+    if config.nuclei is not None:
+        from . import nuclei
+        return nuclei.prepare(config, backend=backend, devices=devices, threads=threads)
     t0, e0 = time.perf_counter(), time.time()
     if options is not None:
         config = _with_options(config, options)

@@ -160,6 +160,9 @@ def run(input_file, out_dir, resume_file, sets, continue_file, t_end, **opts):
         except ConfigError as e:
             raise InputError(f"{input_file}: {e}") from None
     _check_out(out_dir)   # made only when the run starts: a refusal leaves no empty folder
+    if cfg.nuclei is not None:          # the 1D + 1D H2+ model: its own run and pictures
+        from .nuclei import run_nuclei
+        return run_nuclei(cfg, out_dir, InputError, **opts)
     _go(cfg, input_file, out_dir, None, **opts)
 
 
