@@ -267,7 +267,7 @@ def ker_spectrum(model: Model, psi, points=2001, pad=8):
     padded ``pad``-fold), P(k) = sum_x |Phi|^2 dx, KER = k^2 / (2 mu_N), P(KER) = P(k) mu_N / k
     on k > 0.  Holds when that part has left the potential's range (the p + H curve is flat
     there up to its -alpha/(2R^4) polarisation).  Returns energies (hartree and eV), P (per
-    hartree), its integral and the part at k < 0 (incoming: small when the packet is
+    hartree), its integral and the part at k <= 0 (incoming: small when the packet is
     outgoing)."""
     psi = np.asarray(_host(model.xp, psi) if not isinstance(psi, np.ndarray) else psi)
     mask = _host(model.xp, model.regions["dissociated"])
@@ -277,7 +277,7 @@ def ker_spectrum(model: Model, psi, points=2001, pad=8):
     Pk = (abs(Phi) ** 2).sum(axis=0) * model.grid_x.dx
     k = 2 * math.pi * np.fft.fftfreq(n, dR)
     dk = 2 * math.pi / (n * dR)
-    out_k, incoming = k > 0, float(Pk[k < 0].sum() * dk)
+    out_k, incoming = k > 0, float(Pk[k <= 0].sum() * dk)
     kk, P = k[out_k], Pk[out_k]
     order = np.argsort(kk)
     kk, P = kk[order], P[order]
