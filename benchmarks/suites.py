@@ -1209,6 +1209,136 @@ def _tsurff(a):
     return rows, extra
 
 
+# ---------------------------------------------------------------- nuclei: the 1D + 1D model's step
+def _nuclei_args(p):
+    p.add_argument("--input", default="inputs/h2plus_nuclei.toml")
+    p.add_argument("--grids", nargs="+", default=["256x128"], help="N_x x N_R (the input's box, dx and dR set)")
+    p.add_argument("--backend", default="numpy")
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--threads", type=int, default=None, help="host BLAS threads (default: all)")
+    p.add_argument("--converge", nargs="*", default=None, metavar="KEY=VALUE",
+                   help="instead: `tdse run INPUT` as given and with each variant (\"KEY=VALUE [KEY=VALUE ...]\", "
+                   "all at once, one process each), their fractions and KER peaks side by side")
+
+
+def _nuclei_converge(a, path):
+    """The input's run and its variants (``--converge``), each `tdse run` in its own process,
+    concurrently: the fractions at t_end (dissociated and ionised with what their absorbers
+    took) and the KER spectrum's peaks, each variant against the input's."""
+    import subprocess
+    import tempfile
+
+    import h5py
+    variants = [None] + list(a.converge)
+    rows = []
+    with tempfile.TemporaryDirectory() as out:
+        procs = []
+        for i, v in enumerate(variants):
+            cmd = [sys.executable, "-m", "tdse", "run", path, "--out", os.path.join(out, str(i)), "--no-plots",
+                   "-q", "--backend", a.backend] + [w for kv in (v or "").split() for w in ("--set", kv)]
+            procs.append((v, time.perf_counter(), subprocess.Popen(cmd, cwd=ROOT)))
+        for i, (v, t0, p) in enumerate(procs):
+            if p.wait() != 0:
+                _say(f"tdse run with {v} failed (exit {p.returncode})")
+                continue
+            wall = time.perf_counter() - t0
+            name = os.listdir(os.path.join(out, str(i)))[0]
+            with h5py.File(os.path.join(out, str(i), name)) as f:
+                o = {k: float(f[f"observables/{k}"][-1]) for k in
+                     ("bound", "dissociated", "ionised", "absorbed_x", "absorbed_R", "norm", "energy")}
+                E, P = f["ker/energy_eV"][:], f["ker/probability"][:]
+                loop = float(f.attrs["loop_seconds"])
+            peaks = [float(E[j]) for j in range(1, len(E) - 1)
+                     if E[j] > 0.05 and P[j] >= P[j - 1] and P[j] > P[j + 1] and P[j] > 0.05 * P[E > 0.05].max()]
+            rows.append({"set": v, "wall_s": wall, "loop_s": loop, "dissociated": o["dissociated"] + o["absorbed_R"],
+                         "ionised": o["ionised"] + o["absorbed_x"], "bound": o["bound"], "energy": o["energy"],
+                         "ker_peaks_eV": peaks, "ker_mean_eV": float((E * P).sum() / P.sum())})
+    base = rows[0]
+    for r in rows:
+        r["delta"] = {k: r[k] - base[k] for k in ("dissociated", "ionised", "bound", "ker_mean_eV")}
+        _say(f"{r['set'] or 'as given':>24}: dissociated {r['dissociated']:.5f}, ionised {r['ionised']:.5f}, "
+             f"bound {r['bound']:.5f}, KER peaks {', '.join(f'{p:.3f}' for p in r['ker_peaks_eV'])} eV "
+             f"(mean {r['ker_mean_eV']:.4f}); loop {r['loop_s']:.0f} s")
+    return rows, {"input": a.input, "backend": a.backend}
+
+
+def _nuclei(a):
+    """Seconds per step of the 1D + 1D H2+ model (tdse.model.nuclei; the input's box and
+    pulse, dx and dR set for each N_x x N_R of ``--grids``) on ``--backend``, per Chebyshev
+    term, and against the same device's GEMM rate in this run: a term applies T_x (one real
+    GEMM, N_x x N_x by N_x x 2 N_R: 4 N_x^2 N_R flops) and T_R (one complex GEMM, 8 N_x N_R^2),
+    timed alone here; ``gemm_share`` = those two GEMMs' time over a term's (the rest: the
+    potential, the recurrence's axpys)."""
+    import tdse
+    from tdse.model import nuclei as nm
+    from tdse.numerics.stepper import NucleiStepper
+    path = os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input
+    if a.converge is not None:
+        return _nuclei_converge(a, path)
+    if a.threads:
+        with _blas_threads(a.threads):
+            rows, extra = _nuclei_steps(a, path)
+        return [dict(r, threads=a.threads) for r in rows], extra
+    return _nuclei_steps(a, path)
+
+
+def _nuclei_steps(a, path):
+    import tdse
+    from tdse.model import nuclei as nm
+    from tdse.numerics.stepper import NucleiStepper
+    base = tdse.load_config(path)
+    rows = []
+    for spec in a.grids:
+        nx, nr = (int(v) for v in spec.split("x"))
+        g, nu = base.grid, base.nuclei
+        cfg = base.with_value("grid.dx", (g.x_max - g.x_min) / nx).with_value(
+            "nuclei.dR", (nu.R_max - nu.R_min) / nr).with_value("nuclei.state", 0)
+        from tdse.run.backend import backend_for
+        xp = backend_for(cfg, a.backend).xp
+        m = nm.Model(cfg, xp)
+        rng = np.random.default_rng(57)
+        psi = xp.asarray(rng.standard_normal(m.shape) + 1j * rng.standard_normal(m.shape))
+        sync = (lambda: None) if xp is np else xp.cuda.Device().synchronize
+        st = NucleiStepper(m, xp)
+        psi = st.step(psi, 1000)                      # warm-up (mid-pulse: the field's on)
+        sync()
+        times, terms = [], []
+        for _ in range(a.repeat):
+            t0, k0 = time.perf_counter(), st.cheb_terms
+            for j in range(a.steps):
+                psi = st.step(psi, 1000 + j)
+            sync()
+            times.append((time.perf_counter() - t0) / a.steps)
+            terms.append((st.cheb_terms - k0) / a.steps)
+        step, per = float(np.median(times)), float(np.median(terms))
+        Yr = xp.asarray(rng.standard_normal((nx, 2 * nr)))
+        Yc = xp.asarray(rng.standard_normal((nx, nr)) + 1j * rng.standard_normal((nx, nr)))
+        gem = []
+        for _ in range(5):
+            sync()
+            t0 = time.perf_counter()
+            m.Tx @ Yr
+            sync()
+            t1 = time.perf_counter()
+            Yc @ m.TR
+            sync()
+            gem.append((t1 - t0, time.perf_counter() - t1))
+        tx, tr = (float(np.median([g_[i] for g_ in gem])) for i in (0, 1))
+        flops = 4.0 * nx * nx * nr + 8.0 * nx * nr * nr
+        term = step / per
+        rows.append({"grid": [nx, nr], "backend": a.backend, "steps": a.steps, "step_s": step,
+                     "terms_per_step": per, "term_s": term, "term_flops": flops,
+                     "term_tflops": flops / term / 1e12, "gemm_s": [tx, tr],
+                     "gemm_tflops": [4.0 * nx * nx * nr / tx / 1e12, 8.0 * nx * nr * nr / tr / 1e12],
+                     "gemm_share": (tx + tr) / term, "all_step_s": times})
+        _say(f"{nx} x {nr} ({a.backend}): {step * 1e3:.1f} ms a step, {per:.0f} terms, {term * 1e6:.0f} us "
+             f"a term ({flops / term / 1e12:.3f} TFLOP/s); its GEMMs alone {(tx + tr) * 1e6:.0f} us "
+             f"({rows[-1]['gemm_tflops'][0]:.2f} real, {rows[-1]['gemm_tflops'][1]:.2f} complex TFLOP/s): "
+             f"{rows[-1]['gemm_share']:.2f} of a term")
+    return rows, {}
+
+
 # ---------------------------------------------------------------- small-n: the launch limit
 def _small_n_args(p):
     p.add_argument("--input", default="inputs/atom_hhg.toml")
@@ -1934,6 +2064,8 @@ SUITES = {
     "gauge": Suite("#55: the length and velocity gauges' errors against dx on the stencils, "
                    "against the DVR in both gauges (an atom in a 2-cycle 800 nm pulse)", False,
                    _gauge_args, _gauge),
+    "nuclei": Suite("the 1D + 1D H2+ model's step per grid, its Chebyshev terms and its GEMMs' "
+                    "share of a term (CPU or GPU)", False, _nuclei_args, _nuclei),
     "tsurff": Suite("the loop with t-SURFF's flux observer against the loop without it, in one "
                     "process (CPU)", False, _tsurff_args, _tsurff),
     "run-overhead": Suite("`tdse run` (a new process) against its bare step loop: wall over "

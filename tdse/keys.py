@@ -238,7 +238,7 @@ def to_toml(cfg) -> str:
     if cfg.nuclei is not None:
         lines += ["", "[nuclei]", *[f"{k} = {_toml_value(getattr(cfg.nuclei, k))}" for k in
                                     cfg.nuclei.__dataclass_fields__]]
-    lines += ["", "[initial]", f"state = {_toml_value(i.state)}"]
+    lines += [] if cfg.nuclei is not None else ["", "[initial]", f"state = {_toml_value(i.state)}"]
     if i.state == "gaussian":
         lines += [f"x0 = {i.x0!r}", f"sigma = {i.sigma!r}", f"k0 = {i.k0!r}"]
     if i.amplitudes:

@@ -295,3 +295,10 @@ def test_tdse_run_of_a_nuclei_input(tmp_path):
     inp.write_text(text.replace("R_max = 6.4", "R_max = 30.4"))
     r = CliRunner().invoke(main, ["run", str(inp), "--out", str(tmp_path / "o2")])
     assert r.exit_code == 2 and "grid.x_max" in r.output
+
+
+def test_the_effective_input_reads_back_and_takes_set_values():
+    cfg = small(field={"E0": 0.05, "omega": 0.2, "duration": 20.0}, extra='state = "franck_condon"')
+    assert loads(cfg.source) == cfg and loads(__import__("tdse.keys").keys.to_toml(cfg)) == cfg
+    two = cfg.with_value("nuclei.state", 2).with_value("nuclei.mass", 3670.48)
+    assert two.nuclei.state == 2 and two.nuclei.mass == 3670.48 and two.grid == cfg.grid

@@ -40,7 +40,7 @@ from .hamiltonian import kinetic_dense, kinetic_max
 from .potential import coulomb, coulomb_force
 
 __all__ = ["masses", "r_grid", "potential", "Model", "born_oppenheimer", "vibrational",
-           "eigenstates", "initial_state", "ker_spectrum", "H2_OMEGA", "H2_R0", "HARTREE_EV"]
+           "eigenstates", "initial_state", "ker_spectrum", "dissociation_limit", "check_box", "H2_OMEGA", "H2_R0", "HARTREE_EV"]
 
 #: H2's ground-state vibration (omega_e = 4401.21 cm^-1) and bond length (0.7414 A), Huber &
 #: Herzberg, Constants of Diatomic Molecules (1979), in hartree and bohr (CODATA 2018)
@@ -242,6 +242,13 @@ def eigenstates(model: Model, count=1, tol=1e-8, maxiter=400):
         raise RuntimeError(f"the model's eigenstates did not converge: residuals {res.max():.2e} "
                            f"> {tol:g} hartree after {maxiter} LOBPCG iterations")
     return w, v.reshape(n_x, n_R, count)
+
+
+def dissociation_limit(model: Model) -> float:
+    """E(p + H): the electron (mass mu_e) on one nucleus, R -> infinity (the repulsion gone)."""
+    x = model.x
+    return float(scipy.linalg.eigh(model.Tx_host - np.diag(1.0 / np.sqrt(x * x + model.config.potential.a)),
+                                   subset_by_index=[0, 0], eigvals_only=True)[0])
 
 
 def initial_state(model: Model):

@@ -248,7 +248,9 @@ def _attributes(f, plan):
         "mu_e": m.mu_e, "mu_N": m.mu_N, "kappa": m.kappa, "nuclear_mass": cfg.nuclei.mass,
         "model": "1D + 1D H2+: H = -d_R^2/(2 mu_N) - d_x^2/(2 mu_e) + V(x, R) + kappa x E(t) "
                  "(tdse.model.nuclei)",
-        "prepare_seconds": json.dumps(plan.prepare_seconds)})
+        "prepare_seconds": json.dumps(plan.prepare_seconds),
+        "dissociation_limit": model_nuclei.dissociation_limit(m),
+        "omega": cfg.field.omega if cfg.field is not None else 0.0})
     for name, a, u in (("x", m.x, "bohr"), ("R", m.R, "bohr")):
         ds = f.create_dataset(f"grid/{name}", data=a)
         ds.attrs["units"] = u

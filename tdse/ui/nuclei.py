@@ -11,6 +11,7 @@ import h5py
 import numpy as np
 
 from ..config import ConfigError
+from ..model.nuclei import HARTREE_EV
 from ..run.snapshots import OutputExists
 from .plots import plt
 
@@ -60,18 +61,25 @@ def plot_nuclei(path):
                                                      "absorbed_x", "absorbed_R", "field", "norm")}
         ker = {k: f[f"ker/{k}"][:] for k in ("energy_eV", "probability")}
         ker_total = float(f["ker"].attrs["total"])
+        lines = [(n, float(f["observables/energy"][0]) + n * f.attrs["omega"]
+                  - f.attrs["dissociation_limit"]) for n in (1, 2, 3) if f.attrs["omega"]]
         name = os.path.basename(base)
-    fig, (a, b) = plt.subplots(2, 1, figsize=(8, 7), sharex=True, height_ratios=(3, 2))
+    fig = plt.figure(figsize=(8.5, 7))
+    grid = fig.add_gridspec(2, 2, width_ratios=(40, 1), height_ratios=(3, 2), hspace=0.08, wspace=0.03)
+    a, cax = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])
+    b = fig.add_subplot(grid[1, 0], sharex=a)
     floor = max(rho.max() * 1e-6, 1e-300)
     im = a.pcolormesh(t, R, np.log10(np.clip(rho.T, floor, None)), shading="auto", cmap="magma")
-    a.plot(t, obs["R_mean"], color="w", lw=1, label="<R>")
+    a.plot(t, obs["R_mean"], color="c", lw=1, label="<R>")
     a.set_ylabel("R (bohr)")
     a.set_title(f"{name}: nuclear density |chi(R, t)|^2 = int |psi|^2 dx (atomic units)", fontsize=10)
     a.legend(loc="upper left", fontsize=8)
-    fig.colorbar(im, ax=a, label="log10 (1/bohr)", pad=0.01)
+    a.tick_params(labelbottom=False)
+    fig.colorbar(im, cax=cax, label="log10 |chi|^2 (1/bohr)")
     for k, c in (("bound", "C0"), ("dissociated", "C1"), ("ionised", "C2")):
         extra = obs["absorbed_R"] if k == "dissociated" else obs["absorbed_x"] if k == "ionised" else 0
-        b.semilogy(t, np.clip(obs[k] + extra, 1e-12, None), color=c, label=f"{k}" + ("" if k == "bound" else " (+ absorbed)"))
+        b.semilogy(t, np.clip(obs[k] + extra, 1e-12, None), color=c,
+                   label=k + ("" if k == "bound" else " (+ absorbed)"))
     b.set_ylim(1e-8, 2)
     b.set_xlabel("t (hbar/E_h)")
     b.set_ylabel("fraction of the norm")
@@ -79,14 +87,23 @@ def plot_nuclei(path):
     e = b.twinx()
     e.plot(t, obs["field"], color="0.6", lw=0.6)
     e.set_ylabel("E(t) (E_h/(e bohr))", color="0.5")
-    fig.colorbar(im, ax=b, pad=0.01).remove()         # the same width as the map above
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.09, right=0.9, top=0.95, bottom=0.08)
     p1 = base + "_nuclei.png"
     fig.savefig(p1, dpi=110)
     plt.close(fig)
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    ax.plot(ker["energy_eV"], ker["probability"], lw=1)
-    ax.set_xlabel("kinetic energy release (eV)")
+    E, P = ker["energy_eV"], ker["probability"]
+    ax.plot(E, P, lw=1)
+    above = P[E > 0.05]          # below 0.05 eV: P(k) mu_N / k of the region's edge and of the
+    if above.size and above.max() > 0:    # highest bound levels reaching past dissociated_R
+        ax.set_ylim(0, 1.15 * above.max())
+        ax.axvspan(0, 0.05, color="0.92", zorder=0)
+    for n, e in lines:
+        if 0 < e * HARTREE_EV < 0.9 * ker["energy_eV"][-1]:
+            ax.axvline(e * HARTREE_EV, color="C3", lw=0.8, ls="--")
+            ax.text(e * HARTREE_EV, ax.get_ylim()[1] * 0.95, f" {n} photon{'s' if n > 1 else ''}",
+                    color="C3", fontsize=8, va="top")
+    ax.set_xlabel("kinetic energy release (eV); dashed: E(0) + n omega - E(p + H)")
     ax.set_ylabel("dP/dE (1/hartree)")
     ax.set_title(f"{name}: KER of the dissociating part (R >= dissociated_R), total {ker_total:.3g}", fontsize=10)
     fig.tight_layout()
