@@ -411,7 +411,27 @@ def _kernels(d):
     return table(d)
 
 
-RENDER = {"engine": _engine, "sweep-3m": _sweep, "expm": _expm, "expm-cpu": _expm_cpu,
+def _nuclei(d):
+    rows = d["rows"]
+    if rows and "set" in rows[0]:            # --converge: the input and its variants
+        out = ["| variant | dissociated | ionised | bound | KER peaks (eV) | KER mean (eV) | loop s |",
+               "| --- | --- | --- | --- | --- | --- | --- |"]
+        for r in rows:
+            out.append(f"| {r['set'] or 'as given'} | {r['dissociated']:.6f} | {r['ionised']:.6f} | "
+                       f"{r['bound']:.6f} | {', '.join(f'{p:.3f}' for p in r['ker_peaks_eV'])} | "
+                       f"{r['ker_mean_eV']:.4f} | {r['loop_s']:.0f} |")
+        return out
+    out = ["| grid | backend | threads | step ms | terms | term us | TFLOP/s a term | GEMMs alone TFLOP/s (real, complex) | GEMM share |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        out.append(f"| {r['grid'][0]} x {r['grid'][1]} | {r['backend']} | {r.get('threads', 'all')} | "
+                   f"{r['step_s'] * 1e3:.1f} | {r['terms_per_step']:.0f} | {r['term_s'] * 1e6:.0f} | "
+                   f"{r['term_tflops']:.3f} | {r['gemm_tflops'][0]:.2f}, {r['gemm_tflops'][1]:.2f} | "
+                   f"{r['gemm_share']:.2f} |")
+    return out
+
+
+RENDER = {"nuclei": _nuclei, "engine": _engine, "sweep-3m": _sweep, "expm": _expm, "expm-cpu": _expm_cpu,
           "tune": _tune, "tdse": _tdse, "gpu-tests": _gpu_tests, "kernels-3m": _kernels,
           "accuracy": _accuracy, "step-cost": _step_cost, "expm-profile": _expm_profile,
           "propagator": _propagator, "inputs": _inputs, "absorber": _absorber,

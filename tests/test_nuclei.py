@@ -302,3 +302,34 @@ def test_the_effective_input_reads_back_and_takes_set_values():
     assert loads(cfg.source) == cfg and loads(__import__("tdse.keys").keys.to_toml(cfg)) == cfg
     two = cfg.with_value("nuclei.state", 2).with_value("nuclei.mass", 3670.48)
     assert two.nuclei.state == 2 and two.nuclei.mass == 3670.48 and two.grid == cfg.grid
+
+
+def test_the_acceleration_is_the_second_derivative_of_x():
+    """Ehrenfest: d^2<x>/dt^2 (central differences of the run's own <x>, dt = 0.01) equals the
+    recorded -<dV/dx + kappa E>/mu_e in a field (no absorber: the norm is 1), which checks
+    dV/dx, kappa and mu_e against the propagation itself."""
+    rng = np.random.default_rng()
+    cfg = small(dt=0.01, t_end=1.0, scheme="cfm4", extra='state = "franck_condon"',
+                field={"E0": rng.uniform(0.05, 0.1), "omega": rng.uniform(0.2, 0.5), "duration": 2.0})
+    m = nm.Model(cfg)
+    psi, st = nm.initial_state(m), NucleiStepper(m)
+    xs, acc = [], []
+    for j in range(81):
+        r = m.measure(psi, j * 0.01)
+        xs.append(r["x_mean"])
+        acc.append(r["acceleration"])
+        psi = st.step(psi, j)
+    xs, acc = np.array(xs), np.array(acc)
+    fd = (xs[2:] - 2 * xs[1:-1] + xs[:-2]) / 0.01 ** 2
+    assert np.abs(fd - acc[1:-1]).max() < 1e-3 * np.abs(acc).max()
+    assert np.abs(acc).max() > 0.01
+
+
+def test_the_1d_studies_refuse_a_nuclei_input_in_one_line(tmp_path):
+    from tdse.ui.cli import main
+    inp = tmp_path / "n.toml"
+    inp.write_text(SMALL.format(xm=12.0, dx=0.5, st='"dvr"', rmin=0.4, rmax=6.4, dR=0.2, M=1836.0, extra="",
+                                dt=0.05, t_end=1.0, scheme="midpoint") + "[field]\nE0 = 0.05\nomega = 0.2\nduration = 1.0\n")
+    for args in (["converge", str(inp)], ["scan", str(inp), "--set", "field.E0=0.01:0.02:2"]):
+        r = CliRunner().invoke(main, args + ["--out", str(tmp_path / "o")])
+        assert r.exit_code == 2 and "[nuclei]" in r.output and "Traceback" not in r.output, r.output

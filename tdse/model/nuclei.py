@@ -40,7 +40,7 @@ from .hamiltonian import kinetic_dense, kinetic_max
 from .potential import coulomb, coulomb_force
 
 __all__ = ["masses", "r_grid", "potential", "Model", "born_oppenheimer", "vibrational",
-           "eigenstates", "initial_state", "ker_spectrum", "dissociation_limit", "check_box", "H2_OMEGA", "H2_R0", "HARTREE_EV"]
+           "eigenstates", "initial_state", "ker_spectrum", "dissociation_limit", "check_box", "not_for", "H2_OMEGA", "H2_R0", "HARTREE_EV"]
 
 #: H2's ground-state vibration (omega_e = 4401.21 cm^-1) and bond length (0.7414 A), Huber &
 #: Herzberg, Constants of Diatomic Molecules (1979), in hartree and bohr (CODATA 2018)
@@ -142,9 +142,9 @@ class Model:
         return scale * vlo + ex[0], scale * (vhi + self.t_max) + ex[1]
 
     def measure(self, Y, t, absorbed=(0.0, 0.0)) -> dict:
-        """The observables of Y at time t (host floats and arrays): norm; <H(t)>, <x>, <R>
-        and the electron's dipole acceleration -<dV/dx + kappa E>/mu_e, each divided by the
-        norm; the fractions of the initial norm by region (``bound``, ``dissociated``,
+        """The observables of Y at time t (host floats and arrays): norm; <H(t)>, <x> and <R>,
+        each divided by the norm; the electron's dipole acceleration -<psi|dV/dx + kappa E|psi>
+        / mu_e, not divided (the emitted dipole, as the 1D run's ``acceleration``); the fractions of the initial norm by region (``bound``, ``dissociated``,
         ``ionised``) and taken by the absorbers (``absorbed``: x's, R's); the nuclear and
         electronic densities int |psi|^2 dx and int |psi|^2 dR."""
         xp, dA = self.xp, self.dA
@@ -157,7 +157,7 @@ class Model:
                "energy": float(xp.vdot(Y, HY).real) * dA / d,
                "x_mean": float((rho * xp.asarray(self.x)[:, None]).sum()) * dA / d,
                "R_mean": float((rho * xp.asarray(self.R)[None, :]).sum()) * dA / d,
-               "acceleration": -(float((rho * self.dVdx).sum()) * dA / d + self.kappa * E) / self.mu_e}
+               "acceleration": -(float((rho * self.dVdx).sum()) * dA + self.kappa * E * norm) / self.mu_e}
         for k, m in self.regions.items():
             out[k] = float((rho * m).sum()) * dA
         out["absorbed_x"], out["absorbed_R"] = float(absorbed[0]), float(absorbed[1])
@@ -293,6 +293,13 @@ def ker_spectrum(model: Model, psi, points=2001, pad=8):
     PE = np.interp(grid, E, P * model.mu_N / kk)
     return {"energy": grid, "energy_eV": grid * HARTREE_EV, "probability": PE,
             "total": float(P.sum() * dk), "incoming": incoming}
+
+
+def not_for(config, what: str):
+    """ConfigError (one line) for a ``[nuclei]`` config in a study made for the 1D model."""
+    if config.nuclei is not None:
+        raise ConfigError("nuclei", "[nuclei]", f"{what} is for the 1D model; a [nuclei] input runs by "
+                          "`tdse run` (its convergence: python -m benchmarks nuclei --converge, docs/NUCLEI.md)")
 
 
 def check_box(config):

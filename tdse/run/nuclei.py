@@ -28,12 +28,13 @@ from ..version import __version__
 from .backend import Backend, backend_for
 from .loop import Sink, evolve
 from .resources import check_space, free_on
+from .runfile import NUCLEI_FORMAT
 from .sinks import Progress, host_psi
 from .snapshots import OutputExists, part_path, publish
 
 __all__ = ["NucleiPlan", "prepare", "run", "NucleiResult", "memory_bytes", "FORMAT", "ROWS"]
 
-FORMAT = "tdse-h2plus-nuclei/1"
+FORMAT = NUCLEI_FORMAT
 #: copies of Psi a step keeps: psi, the Chebyshev series' three terms and its sum, H Psi's
 #: output and the masks' and potential's temporaries
 WORK_ARRAYS = 8
@@ -42,7 +43,8 @@ ROWS = (("norm", "1", "int |psi|^2 dx dR"),
         ("energy", "hartree", "<H(t)> / norm"),
         ("x_mean", "bohr", "<x> / norm: the electron from the nuclei's centre of mass"),
         ("R_mean", "bohr", "<R> / norm: the internuclear distance"),
-        ("acceleration", "bohr/(hbar/E_h)^2", "the electron's dipole acceleration -<dV/dx + kappa E>/mu_e / norm"),
+        ("acceleration", "bohr/(hbar/E_h)^2", "the electron's dipole acceleration <psi|-dV/dx - kappa E|psi>/mu_e "
+         "(not divided by the norm: the emitted dipole; tdse spectrum --kind hhg)"),
         ("bound", "1", "the electron within bound_radius of a nucleus, R < dissociated_R"),
         ("dissociated", "1", "the electron within bound_radius of a nucleus, R >= dissociated_R (p + H)"),
         ("ionised", "1", "the electron beyond bound_radius of both nuclei"),
@@ -243,7 +245,7 @@ def run(plan: NucleiPlan, out_dir=None, *, force=False, progress=False) -> Nucle
 def _attributes(f, plan):
     cfg, m = plan.config, plan.model
     f.attrs.update({
-        "format": FORMAT, "version": __version__, "units": "atomic units (hbar = m_e = e = 1)",
+        "format": FORMAT, "name": cfg.name, "version": __version__, "units": "atomic units (hbar = m_e = e = 1)",
         "input_toml": cfg.source, "backend": plan.backend.describe(),
         "mu_e": m.mu_e, "mu_N": m.mu_N, "kappa": m.kappa, "nuclear_mass": cfg.nuclei.mass,
         "model": "1D + 1D H2+: H = -d_R^2/(2 mu_N) - d_x^2/(2 mu_e) + V(x, R) + kappa x E(t) "

@@ -9,14 +9,17 @@ import numpy as np
 
 #: the run file's layout version; a file of another is refused with one line
 FORMAT = "tdse-h2plus/2"
+#: a [nuclei] run's file (tdse.run.nuclei): read by :func:`read` (spectra), not resumable
+NUCLEI_FORMAT = "tdse-h2plus-nuclei/1"
 
 
 class NotOurFile(ValueError):
     pass
 
 
-def open_checked(path, mode="r"):
-    """Open a run file, or raise :class:`NotOurFile` with one clear line."""
+def open_checked(path, mode="r", nuclei=False):
+    """Open a run file, or raise :class:`NotOurFile` with one clear line (a ``[nuclei]``
+    run's file only where ``nuclei``)."""
     try:
         f = h5py.File(path, mode)
     except FileNotFoundError:
@@ -27,6 +30,12 @@ def open_checked(path, mode="r"):
     fmt = f.attrs.get("format")
     if isinstance(fmt, bytes):
         fmt = fmt.decode(errors="replace")
+    if fmt == NUCLEI_FORMAT and nuclei:
+        return f
+    if fmt == NUCLEI_FORMAT:
+        f.close()
+        raise NotOurFile(f"{path}: a [nuclei] run's file (the 1D + 1D model): `tdse spectrum --kind hhg` "
+                         "reads it; it does not resume (run its input again)")
     if fmt != FORMAT:
         f.close()
         other = isinstance(fmt, str) and fmt.startswith("tdse-h2plus/")
@@ -121,9 +130,12 @@ def _resume_array(f, key, count):
 
 def read(path) -> dict:
     """Read a whole run file into a dict of NumPy arrays + ``attrs`` (for plots/tests)."""
-    f = open_checked(path)
+    f = open_checked(path, nuclei=True)
     with f:
         out = {"attrs": readable_attrs(f)}
+        if out["attrs"].get("format") == NUCLEI_FORMAT:     # its groups as they are
+            f.visititems(lambda k, ds: out.__setitem__(k, ds[()]) if isinstance(ds, h5py.Dataset) else None)
+            return out
         for key, name in (("grid/x", "x"), ("states/n", "state"), ("potential/centre", "centre")):
             if name not in f:
                 raise NotOurFile(f"{path}: missing /{name}")

@@ -47,6 +47,7 @@ import time
 import numpy as np
 
 from ..config import Config, ConfigError, WHOLE_RTOL
+from ..model.nuclei import not_for
 from ..model import hamiltonian, observables, states
 from ..numerics import exponentials, schemes
 from ..run.loop import Sink, evolve
@@ -211,6 +212,7 @@ def study(config: Config, *, levels=3, target=1e-3, stencils=None, samples=10, c
     """The convergence study of the module docstring; a JSON-able dict.  ``backend``: where
     each run steps ("numpy", or "cupy": one GPU)."""
     import hashlib
+    not_for(config, "tdse converge")
     if levels < 2:
         raise ConfigError("--levels", levels, "must be >= 2")
     if not (target > 0):

@@ -25,6 +25,7 @@ import numpy as np
 from mgemm.arrays import to_host
 
 from ..config import Config, ConfigError, WHOLE_RTOL, key_unit, with_value
+from ..model.nuclei import not_for
 from ..model import states
 from ..model.states import DTYPE
 from ..run.loop import evolve
@@ -48,6 +49,7 @@ def floquet_config(config: Config, period=None, steps=None) -> tuple[Config, flo
     """(config with t_end = T and dt = T/M, T, M, note).  With ``steps`` given, M is it;
     otherwise M is the whole number of steps nearest to T / time.dt, and when that
     changes dt the note says so (from what to what) -- it is never changed silently."""
+    not_for(config, "Floquet analysis")
     if config.potential.field is not None:
         raise ConfigError("field", "[field]", "a pulse is not periodic: Floquet analysis needs "
                           "a periodic H (moving centres, no [field])")
