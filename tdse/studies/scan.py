@@ -36,9 +36,8 @@ import tomllib
 import numpy as np
 
 from ..config import Config, ConfigError, to_toml, with_values
-from ..model.nuclei import not_for
 from ..options import environ_restore, environ_saved
-from ..model import states
+from ..model import nuclei, states
 from ..model.grid import points
 from ..model.initial import initial_state
 from ..model.observables import BlockMeasure, stack_rows
@@ -113,7 +112,7 @@ class Scan:
 
 def members(config: Config, sets, zipped=False) -> Scan:
     """Every member's config (validated before any work: ConfigError naming the key)."""
-    not_for(config, "a scan")
+    nuclei.not_for(config, "a scan")
     axes = [(k, list(v)) for k, v in (sets.items() if isinstance(sets, dict) else sets)]
     if not axes:
         raise ConfigError("--set", None, "give at least one KEY=a:b:n")
