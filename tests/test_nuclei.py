@@ -321,8 +321,8 @@ def test_the_acceleration_is_the_second_derivative_of_x():
         psi = st.step(psi, j)
     xs, acc = np.array(xs), np.array(acc)
     fd = (xs[2:] - 2 * xs[1:-1] + xs[:-2]) / 0.01 ** 2
-    assert np.abs(fd - acc[1:-1]).max() < 1e-3 * np.abs(acc).max()
-    assert np.abs(acc).max() > 0.01
+    assert np.abs(fd - acc[1:-1]).max() < 2e-4 * np.abs(acc).max()    # measured 4.2e-5 on 12 draws
+    assert np.abs(acc).max() > 1e-3                                   # (0.0076-0.030 there)
 
 
 def test_the_1d_studies_refuse_a_nuclei_input_in_one_line(tmp_path):
@@ -330,6 +330,58 @@ def test_the_1d_studies_refuse_a_nuclei_input_in_one_line(tmp_path):
     inp = tmp_path / "n.toml"
     inp.write_text(SMALL.format(xm=12.0, dx=0.5, st='"dvr"', rmin=0.4, rmax=6.4, dR=0.2, M=1836.0, extra="",
                                 dt=0.05, t_end=1.0, scheme="midpoint") + "[field]\nE0 = 0.05\nomega = 0.2\nduration = 1.0\n")
-    for args in (["converge", str(inp)], ["scan", str(inp), "--set", "field.E0=0.01:0.02:2"]):
+    for args in (["converge", str(inp)],):
         r = CliRunner().invoke(main, args + ["--out", str(tmp_path / "o")])
         assert r.exit_code == 2 and "[nuclei]" in r.output and "Traceback" not in r.output, r.output
+
+
+def test_a_scan_over_the_field_equals_each_members_own_run(tmp_path):
+    """`tdse scan` of a [nuclei] input over two field keys (a 2 x 2 grid, stepped as one
+    block, two batches): each member's fractions and KER read back from the file at its own
+    coordinates equal that member's own serial run (tdse.simulate at its parameters), so a
+    member that took another's field, or keys written in another order, fail here."""
+    import h5py
+    import json
+
+    import tdse
+    from tdse.ui.cli import main
+    text = SMALL.format(xm=14.0, dx=0.5, st='"dvr"', rmin=0.4, rmax=6.4, dR=0.2, M=1836.15267343,
+                        extra='state = 1\nabsorber_width = 1.0\nbound_radius = 3.0\ndissociated_R = 3.0\n'
+                              '[absorber]\nwidth = 4.0', dt=0.1, t_end=3.0, scheme="cfm4") + \
+        "[field]\nE0 = 0.05\nomega = 0.2\nduration = 3.0\n[output]\nobservables_every = 5\n"
+    inp = tmp_path / "n.toml"
+    inp.write_text(text)
+    E0s, omegas = [0.04, 0.09], [0.15, 0.35]
+    r = CliRunner().invoke(main, ["scan", str(inp), "--set", "field.E0=0.04,0.09", "--set", "field.omega=0.15,0.35",
+                                  "--batch", "3", "--out", str(tmp_path / "o"), "-q"])
+    assert r.exit_code == 0, r.output
+    assert "4 members in 2 batch(es)" in r.output and (tmp_path / "o" / "nuc_scan.png").exists()
+    with h5py.File(tmp_path / "o" / "nuc_scan.h5") as f:
+        assert json.loads(f.attrs["keys"]) == ["field.E0", "field.omega"]
+        assert list(f["field.E0"][:]) == E0s and list(f["field.omega"][:]) == omegas
+        got = {k: f[k][()] for k in ("dissociated", "ionised", "absorbed_x", "x_mean", "ker")}
+    cfg = loads(text)
+    for i, e0 in enumerate(E0s):
+        for j, w in enumerate(omegas):
+            one = tdse.simulate(cfg.with_value("field.E0", e0).with_value("field.omega", w))
+            for k in ("dissociated", "ionised", "absorbed_x", "x_mean"):
+                assert np.abs(got[k][i, j] - one.observables[k]).max() < 1e-8, (k, i, j)
+            assert np.abs(got["ker"][i, j] - one.ker["probability"]).max() < 1e-8
+    assert np.abs(got["x_mean"][0, 0] - got["x_mean"][1, 1]).max() > 1e-4    # the members differ
+    try:
+        import xarray
+    except ImportError:
+        return
+    ds = xarray.open_dataset(tmp_path / "o" / "nuc_scan.h5", engine="h5netcdf", phony_dims="access")
+    assert ds["dissociated"].dims == ("field.E0", "field.omega", "t")
+
+
+def test_a_nuclei_scan_refuses_what_it_cannot_do(tmp_path):
+    from tdse.ui.cli import main
+    inp = tmp_path / "n.toml"
+    inp.write_text(SMALL.format(xm=14.0, dx=0.5, st='"dvr"', rmin=0.4, rmax=6.4, dR=0.2, M=1836.0, extra="",
+                                dt=0.1, t_end=0.5, scheme="cfm4") + "[field]\nE0 = 0.05\nomega = 0.2\nduration = 1.0\n")
+    for args, key in ((["--set", "nuclei.mass=1836.0,3670.0"], "nuclei.mass"),
+                      (["--set", "field.E0=0.01,0.02", "--keep-psi"], "--keep-psi")):
+        r = CliRunner().invoke(main, ["scan", str(inp), *args, "--out", str(tmp_path / "o")])
+        assert r.exit_code == 2 and key in r.output and "Traceback" not in r.output, r.output

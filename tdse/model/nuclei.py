@@ -40,7 +40,8 @@ from .hamiltonian import kinetic_dense, kinetic_max
 from .potential import coulomb, coulomb_force
 
 __all__ = ["masses", "r_grid", "potential", "Model", "born_oppenheimer", "vibrational",
-           "eigenstates", "initial_state", "ker_spectrum", "dissociation_limit", "check_box", "not_for", "H2_OMEGA", "H2_R0", "HARTREE_EV"]
+           "eigenstates", "initial_state", "ker_spectrum", "dissociation_limit", "check_box", "not_for",
+           "H2_OMEGA", "H2_R0", "HARTREE_EV"]
 
 #: H2's ground-state vibration (omega_e = 4401.21 cm^-1) and bond length (0.7414 A), Huber &
 #: Herzberg, Constants of Diatomic Molecules (1979), in hartree and bohr (CODATA 2018)
@@ -123,7 +124,8 @@ class Model:
         return float(dipole_field(self.config.potential.field, t))
 
     def apply(self, Y, scale=1.0, e=0.0):
-        """scale (T + V) Y + e kappa x o Y for Y an N_x x N_R complex block (C order)."""
+        """scale (T + V) Y + e kappa x o Y for Y an N_x x N_R complex block (C order), or a
+        B x N_x x N_R stack of them (a scan's members) with ``e`` one field value each."""
         xp = self.xp
         Y = xp.ascontiguousarray(Y, dtype=np.complex128)
         out = (self.Tx @ Y.view(np.float64)).view(np.complex128)    # T_x on Re, Im at once
@@ -131,26 +133,31 @@ class Model:
         out += self.V * Y
         if scale != 1.0:
             out *= scale
-        if e:
+        if np.ndim(e):
+            out += xp.asarray(e)[:, None, None] * self.kx * Y
+        elif e:
             out += e * self.kx * Y
         return out
 
     def bounds(self, scale=1.0, e=0.0):
-        """[lo, hi] holding the spectrum of scale (T + V) + e kappa x (module docstring)."""
-        ex = sorted((e * self.kappa * self.x[0], e * self.kappa * self.x[-1]))
+        """[lo, hi] holding the spectrum of scale (T + V) + e kappa x (module docstring); for
+        several members' e, of every one of them."""
+        ends = np.outer(np.atleast_1d(e), self.kappa * self.x[[0, -1]])
         vlo, vhi = self.v_range
-        return scale * vlo + ex[0], scale * (vhi + self.t_max) + ex[1]
+        return scale * vlo + float(ends.min(initial=0.0)), scale * (vhi + self.t_max) + float(ends.max(initial=0.0))
 
-    def measure(self, Y, t, absorbed=(0.0, 0.0)) -> dict:
+    def measure(self, Y, t, absorbed=(0.0, 0.0), E=None) -> dict:
         """The observables of Y at time t (host floats and arrays): norm; <H(t)>, <x> and <R>,
         each divided by the norm; the electron's dipole acceleration -<psi|dV/dx + kappa E|psi>
-        / mu_e, not divided (the emitted dipole, as the 1D run's ``acceleration``); the fractions of the initial norm by region (``bound``, ``dissociated``,
-        ``ionised``) and taken by the absorbers (``absorbed``: x's, R's); the nuclear and
-        electronic densities int |psi|^2 dx and int |psi|^2 dR."""
+        / mu_e, not divided (the emitted dipole, as the 1D run's ``acceleration``); the
+        fractions of the initial norm by region (``bound``, ``dissociated``, ``ionised``) and
+        taken by the absorbers (``absorbed``: x's, R's); the nuclear and
+        electronic densities int |psi|^2 dx and int |psi|^2 dR.  ``E``: the field at t (default
+        the model's own; a scan's member its own)."""
         xp, dA = self.xp, self.dA
         rho = Y.real ** 2 + Y.imag ** 2
         norm = float(rho.sum()) * dA
-        E = self.field(t)
+        E = self.field(t) if E is None else E
         HY = self.apply(Y, 1.0, E)
         d = max(norm, 1e-300)
         out = {"norm": norm,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import Config
-from ..model.field import vector_potential, velocity_gauge
+from ..model.field import dipole_field, vector_potential, velocity_gauge
 from ..model.grid import points
 from ..model.potential import host_only, total
 from ..model.states import DTYPE
@@ -324,22 +324,31 @@ class NucleiStepper:
     e_k = sum_j w_kj E(t_j) (:mod:`tdse.numerics.schemes`), by the Chebyshev series
     (:func:`tdse.numerics.chebyshev.expm_apply`, the model's rigorous bounds); an absorber
     as the masks exp(-dt s_k W / 2) on both sides, as the 1D Chebyshev method has it.  The
-    norm each mask takes is added to ``absorbed`` (x's share, R's share; on the device)."""
+    norm each mask takes is added to ``absorbed`` (x's share, R's share; on the device).
+    ``fields``: a scan's members' fields (Psi then B x N_x x N_R, one series a factor over
+    the union of their intervals; ``absorbed`` then one value a member)."""
 
-    def __init__(self, model, xp=np):
+    def __init__(self, model, xp=np, fields=None):
         from . import chebyshev
         cfg = model.config
-        self.model, self.xp, self.config = model, xp, cfg
+        self.model, self.xp, self.config, self.fields = model, xp, cfg, fields
         self.scheme = schemes.get(cfg.propagator.scheme)
         self.expm = chebyshev.expm_apply
         self.masks = {}
-        self.absorbed = [xp.zeros(()), xp.zeros(())]
+        shape = () if fields is None else (len(fields),)
+        self.absorbed = [xp.zeros(shape), xp.zeros(shape)]
         self.cheb_terms, self.exponentials, self.context_switch_seconds = 0, 0, 0.0
 
+    def field_at(self, t):
+        """E(t): a float, or one a member (an array)."""
+        if self.fields is None:
+            return self.model.field(t)
+        return np.array([float(dipole_field(f, t)) for f in self.fields])
+
     def generators(self, j: int):
-        """[(s_k, e_k)] of step j."""
+        """[(s_k, e_k)] of step j (e_k an array of the members' with ``fields``)."""
         dt = self.config.time.dt
-        E = [self.model.field(t) for t in self.scheme.times(j * dt, dt)]
+        E = [self.field_at(t) for t in self.scheme.times(j * dt, dt)]
         return [(s, sum(w * e for w, e in zip(row, E))) for s, row in zip(self.scheme.scales(), self.scheme.factors)]
 
     def _mask(self, Y, s):
@@ -351,8 +360,8 @@ class NucleiStepper:
         M = self.masks[s]
         lost = (Y.real ** 2 + Y.imag ** 2) * (1.0 - M * M) * self.model.dA
         share = self.model.x_share
-        self.absorbed[0] += (lost * share).sum()
-        self.absorbed[1] += (lost * (1.0 - share)).sum()
+        self.absorbed[0] += (lost * share).sum(axis=(-2, -1))
+        self.absorbed[1] += (lost * (1.0 - share)).sum(axis=(-2, -1))
         return Y * M
 
     def step(self, Y, j: int):

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import h5py
 import numpy as np
 
+from mgemm.arrays import to_host
+
 from ..config import ConfigError
 from ..model import nuclei as model_nuclei
 from ..numerics.stepper import NucleiStepper
@@ -32,7 +34,8 @@ from .runfile import NUCLEI_FORMAT
 from .sinks import Progress, host_psi
 from .snapshots import OutputExists, part_path, publish
 
-__all__ = ["NucleiPlan", "prepare", "run", "NucleiResult", "memory_bytes", "FORMAT", "ROWS"]
+__all__ = ["NucleiPlan", "prepare", "run", "NucleiResult", "memory_bytes", "FORMAT", "ROWS", "scan",
+           "write_scan", "SCAN_FORMAT"]
 
 FORMAT = NUCLEI_FORMAT
 #: copies of Psi a step keeps: psi, the Chebyshev series' three terms and its sum, H Psi's
@@ -257,3 +260,134 @@ def _attributes(f, plan):
         ds = f.create_dataset(f"grid/{name}", data=a)
         ds.attrs["units"] = u
     f.create_dataset("states/V", data=m.V_host).attrs["units"] = "hartree"
+
+
+# ---------------------------------------------------------------- scans over the field
+SCAN_FORMAT = "tdse-nuclei-scan/1"
+
+
+class _MemberRows(Sink):
+    """A scan's observables: every member's row every ``output.observables_every`` steps."""
+
+    def __init__(self, model, stepper, every):
+        self.every, self.model, self.stepper = every, model, stepper
+        self.t, self.rows = [], []
+
+    def begin(self, state):
+        self.save(state)
+
+    def save(self, state):
+        E = self.stepper.field_at(state.t)
+        ax, aR = (np.atleast_1d(to_host(a)) for a in self.stepper.absorbed)
+        rows = []
+        for b in range(state.psi.shape[0]):
+            r = self.model.measure(state.psi[b], state.t, (ax[b], aR[b]), E=float(E[b]))
+            r["field"] = float(E[b])
+            rows.append([r[k] for k, *_ in ROWS])
+        self.t.append(state.t)
+        self.rows.append(rows)
+
+
+def _without_field(c):
+    return dataclasses.replace(c, potential=dataclasses.replace(c.potential, field=None))
+
+
+def scan(sc, workers=None, scheduler=None, keep_psi=False, backend="numpy", devices=None, batch=None,
+         progress=False) -> dict:
+    """A scan of a ``[nuclei]`` input over its field (``sc``: :func:`tdse.studies.scan.members`'
+    members, which may differ in the field alone): psi(0) made once, the members stepped
+    together as one B x N_x x N_R block (:class:`NucleiStepper` with their fields: one
+    Chebyshev series a factor over the union of their intervals), ``batch`` members at a
+    time (default: what the memory holds, at most 256).  Returns {"scan", "t", each row's
+    name: (shape..., S), "ker_energy" (hartree), "ker" (shape..., E), "R",
+    "nuclear_density" (shape..., N_R) at t_end, "batches", "seconds", "model": "nuclei"}."""
+    t_start = time.perf_counter()
+    for key, v in (("--workers", workers), ("--scheduler", scheduler), ("--keep-psi", keep_psi or None)):
+        if v is not None:
+            raise ConfigError(key, v, "is not for a [nuclei] scan (in this process, one device)")
+    ref = _without_field(sc.base)
+    for c in sc.configs:
+        if _without_field(c) != ref:
+            key, values = sc.axes[0] if len(sc.axes) == 1 else next(
+                (a for a in sc.axes if not a[0].startswith("field.")), sc.axes[0])
+            raise ConfigError(key, values, "changes more than the field: a [nuclei] scan's members "
+                              "share the grid, the nuclei and psi(0) (scan field keys; run others one by one)")
+    plan = prepare(sc.configs[0], backend=backend, devices=devices)
+    model, xp = plan.model, plan.backend.xp
+    per = 16 * WORK_ARRAYS * model.shape[0] * model.shape[1]
+    free = available_memory() if plan.backend.name == "numpy" else free_on(xp, plan.backend.devices[0])
+    limit = batch or max(1, min(256, int(0.5 * free // per)))
+    n = len(sc.configs)
+    groups = [list(range(i, min(n, i + limit))) for i in range(0, n, limit)]
+    rows, finals = [None] * n, [None] * n
+    t_axis = None
+    for g in groups:
+        stepper = NucleiStepper(model, xp, fields=[sc.configs[i].potential.field for i in g])
+        sink = _MemberRows(model, stepper, plan.config.output.observables_every)
+        X0 = xp.asarray(np.ascontiguousarray(np.broadcast_to(plan.psi0, (len(g),) + model.shape)))
+        state = evolve(plan, X0, [sink, Progress(plan.steps, disable=not progress, desc=f"members {g[0]}-{g[-1]}")],
+                       stepper=stepper, settle=False)
+        psi = to_host(state.psi)
+        t_axis = np.array(sink.t)
+        table = np.array(sink.rows)                  # (S, B, rows)
+        for j, i in enumerate(g):
+            rows[i] = table[:, j, :]
+            finals[i] = psi[j]
+    kers = [model_nuclei.ker_spectrum(model, p) for p in finals]
+    shape = sc.shape
+    out = {"scan": sc, "t": t_axis, "model": "nuclei", "R": model.R, "ker_energy": kers[0]["energy"],
+           "ker": np.array([k["probability"] for k in kers]).reshape(shape + (-1,)),
+           "ker_total": np.array([k["total"] for k in kers]).reshape(shape),
+           "nuclear_density": np.array([(abs(p) ** 2).sum(axis=0) * model.grid_x.dx
+                                        for p in finals]).reshape(shape + (-1,)),
+           "batches": len(groups), "seconds": time.perf_counter() - t_start}
+    for c, (k, *_) in enumerate(ROWS):
+        out[k] = np.array([r[:, c] for r in rows]).reshape(shape + (-1,))
+    return out
+
+
+def write_scan(path, res) -> str:
+    """OUT/<name>_scan.h5 of a ``[nuclei]`` scan (format ``tdse-nuclei-scan/1``; the keys,
+    /t, /R and /ker_energy_eV as dimension scales, so xarray reads it; written as a temporary
+    file, then renamed)."""
+    from ..config import key_unit
+    sc = res["scan"]
+    tmp = path + ".tmp"
+    with h5py.File(tmp, "w") as f:
+        f.attrs.update(format=SCAN_FORMAT, version=__version__, input_toml=sc.base.source,
+                       keys=json.dumps([k for k, _ in sc.axes]), zipped=bool(sc.zipped),
+                       units="atomic units (hbar = m_e = e = 1)", seconds=float(res["seconds"]))
+        if sc.zipped:
+            dims = [f.create_dataset("member", data=np.arange(sc.shape[0]))]
+            dims[0].make_scale("member")
+            for k, v in sc.axes:
+                ds = f.create_dataset(k, data=np.asarray(v, dtype=np.float64))
+                ds.attrs["units"] = key_unit(k) or "1"
+                ds.dims[0].attach_scale(dims[0])
+        else:
+            dims = []
+            for k, v in sc.axes:
+                ds = f.create_dataset(k, data=np.asarray(v, dtype=np.float64))
+                ds.attrs["units"] = key_unit(k) or "1"
+                ds.make_scale(k)
+                dims.append(ds)
+        scales = {}
+        for name, data, unit in (("t", res["t"], "hbar/E_h"), ("R", res["R"], "bohr"),
+                                 ("ker_energy_eV", res["ker_energy"] * model_nuclei.HARTREE_EV, "eV")):
+            scales[name] = f.create_dataset(name, data=data)
+            scales[name].attrs["units"] = unit
+            scales[name].make_scale(name)
+        units = {k: (u, d) for k, u, d in ROWS}
+        units.update(ker=("1/hartree", "the KER spectrum at t_end (tdse.model.nuclei.ker_spectrum)"),
+                     nuclear_density=("1/bohr", "int |psi|^2 dx at t_end"),
+                     ker_total=("1", "the KER spectrum's integral: the dissociated part at t_end"))
+        for name, (u, d) in units.items():
+            ds = f.create_dataset(name, data=res[name])
+            ds.attrs["units"], ds.attrs["description"] = u, d
+            for i, s in enumerate(dims):
+                ds.dims[i].attach_scale(s)
+            last = {"ker": "ker_energy_eV", "nuclear_density": "R"}.get(name, None if name == "ker_total" else "t")
+            if last:
+                ds.dims[len(dims)].attach_scale(scales[last])
+    publish(tmp, path)
+    return path

@@ -37,20 +37,20 @@ import numpy as np
 
 from ..config import Config, ConfigError, to_toml, with_values
 from ..options import environ_restore, environ_saved
-from ..model import nuclei, states
+from ..model import states
 from ..model.grid import points
 from ..model.initial import initial_state
 from ..model.observables import BlockMeasure, stack_rows
 from ..numerics import exponentials
 from ..numerics.stepper import BatchStepper
 from ..run.loop import Sink, evolve
+from ..run.nuclei import scan as nuclei_scan
 from ..run.plan import prepare
 from ..run.tsurff import for_batch
 
 __all__ = ["parse_set", "members", "batches", "run_batch", "batch_task", "scan", "Scan", "spectra"]
 
-#: members in one batch at most (the block's width)
-MAX_BATCH = 1024
+MAX_BATCH = 1024   # members in one batch at most (the block's width)
 
 
 def parse_set(text: str):
@@ -112,7 +112,6 @@ class Scan:
 
 def members(config: Config, sets, zipped=False) -> Scan:
     """Every member's config (validated before any work: ConfigError naming the key)."""
-    nuclei.not_for(config, "a scan")
     axes = [(k, list(v)) for k, v in (sets.items() if isinstance(sets, dict) else sets)]
     if not axes:
         raise ConfigError("--set", None, "give at least one KEY=a:b:n")
@@ -398,9 +397,10 @@ def scan(config: Config, sets, *, zipped=False, out=None, workers=None, schedule
     ``on_submit(client)``: called once the batches are submitted to a Dask cluster (a
     hook for tests and monitoring)."""
     from tqdm.auto import tqdm
-    t_members = time.perf_counter()
-    sc = members(config, sets, zipped)
+    t_members, sc = time.perf_counter(), members(config, sets, zipped)
     t_members = time.perf_counter() - t_members
+    if config.nuclei is not None:               # the 1D + 1D model: its own batched steps
+        return nuclei_scan(sc, workers, scheduler, keep_psi, backend, devices, batch, progress)
     if workers is not None or scheduler is not None:
         _need_dask("--workers" if workers is not None else "--scheduler")
     if workers is not None and backend == "cupy":

@@ -670,6 +670,9 @@ def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, 
         raise InputError(f"{input_file}: {e}") from None
     base = os.path.join(out_dir, f"{cfg.name}_scan")
     _fresh_outputs(out_dir, base, force, exts=(".h5", ".png"))
+    if cfg.nuclei is not None:          # the 1D + 1D H2+ model's scan (tdse.ui.nuclei)
+        from .nuclei import scan_nuclei
+        return scan_nuclei(cfg, parsed, zipped, base, backend, batch, quiet, InputError, workers, scheduler, keep_psi)
     try:                                      # #58 item 2: the space it needs, before any work
         check_space(out_dir, scan_bytes(sc, keep_psi), "the scan (its file, and its parts "
                     "folder while it runs)")

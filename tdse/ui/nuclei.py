@@ -15,7 +15,7 @@ from ..model.nuclei import HARTREE_EV
 from ..run.snapshots import OutputExists
 from .plots import plt
 
-__all__ = ["run_nuclei", "plot_nuclei"]
+__all__ = ["run_nuclei", "plot_nuclei", "scan_nuclei", "plot_nuclei_scan"]
 
 
 def run_nuclei(cfg, out_dir, error, *, backend, devices, force, threads, quiet, no_plots, **_):
@@ -111,3 +111,67 @@ def plot_nuclei(path):
     fig.savefig(p2, dpi=110)
     plt.close(fig)
     return [p1, p2]
+
+
+def scan_nuclei(cfg, parsed, zipped, base, backend, batch, quiet, error, workers=None, scheduler=None,
+                keep_psi=False):
+    """`tdse scan` of a ``[nuclei]`` input: the members stepped together
+    (:func:`tdse.run.nuclei.scan`), then <base>.h5 and <base>.png; bad input raises ``error``."""
+    from ..run.nuclei import write_scan
+    from ..studies.scan import scan
+    os.makedirs(os.path.dirname(base) or ".", exist_ok=True)
+    try:
+        res = scan(cfg, parsed, zipped=zipped, workers=workers, scheduler=scheduler, keep_psi=keep_psi,
+                   backend=backend, batch=batch, progress=not quiet)
+    except ConfigError as e:
+        raise error(f"{cfg.name}: {e}") from None
+    write_scan(base + ".h5", res)
+    plot_nuclei_scan(base + ".h5", base + ".png")
+    n = len(res["scan"].configs)
+    click.echo(f"{n} members in {res['batches']} batch(es), {res['seconds']:.1f} s ({res['seconds'] / n:.3g} s a "
+               f"member); wrote {base}.h5, {base}.png")
+    return res
+
+
+def plot_nuclei_scan(h5path, path):
+    """A ``[nuclei]`` scan's picture: the fractions at t_end against the (first) key, and the
+    KER spectrum against it (two keys: the dissociated and ionised fractions over both)."""
+    import json
+
+    from ..config import key_unit
+    with h5py.File(h5path, "r") as f:
+        keys = json.loads(f.attrs["keys"])
+        zipped = bool(f.attrs["zipped"])
+        d = {k: f[k][()] for k in list(f.keys())}
+    label = {k: f"{k} ({key_unit(k) or 'no unit'})" for k in keys}
+    final = {k: d[k][..., -1] + (d["absorbed_R"][..., -1] if k == "dissociated" else
+                                 d["absorbed_x"][..., -1] if k == "ionised" else 0)
+             for k in ("bound", "dissociated", "ionised")}
+    fig, axs = plt.subplots(1, 2, figsize=(12, 4.4))
+    if len(keys) == 1 or zipped:
+        v = d[keys[0]]
+        for k, c in (("bound", "C0"), ("dissociated", "C1"), ("ionised", "C2")):
+            axs[0].semilogy(v, np.clip(final[k], 1e-12, None), "o-", ms=3, color=c,
+                            label=k + ("" if k == "bound" else " (+ absorbed)"))
+        axs[0].set(xlabel=label[keys[0]], ylabel="fraction at t_end", title="fractions against the key")
+        axs[0].legend(fontsize=8)
+        E, P = d["ker_energy_eV"], d["ker"]
+        keep = E > 0.05
+        im = axs[1].pcolormesh(E[keep], v, P[:, keep], shading="auto", cmap="magma")
+        axs[1].set(xlabel="kinetic energy release (eV)", ylabel=label[keys[0]],
+                   title="KER spectrum at t_end (dP/dE, 1/hartree)")
+        fig.colorbar(im, ax=axs[1])
+    else:
+        k1, k2 = keys[:2]
+        for ax, k in zip(axs, ("dissociated", "ionised")):
+            z = final[k]
+            while z.ndim > 2:
+                z = z[..., 0]
+            im = ax.pcolormesh(d[k2], d[k1], z, shading="auto", cmap="viridis")
+            ax.set(xlabel=label[k2], ylabel=label[k1], title=f"{k} (+ absorbed) at t_end")
+            fig.colorbar(im, ax=ax)
+    fig.suptitle(f"{os.path.basename(h5path)}: the 1D + 1D H2+ model (atomic units)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
