@@ -53,6 +53,27 @@ def small(xm=12.0, dx=0.5, st='"dvr"', rmin=0.4, rmax=6.4, dR=0.2, M=1836.152673
     return loads(text)
 
 
+def fixed_nuclei(R):
+    """The 1D molecule with centres at +-R/2 (electron mass 1) on the small() x grid (3-point)."""
+    return loads(f"""name = "fixed"
+[grid]
+x_min = -12.0
+x_max = 12.0
+dx = 0.2
+[potential]
+a = 1.0
+[[potential.centres]]
+x0 = {R / 2!r}
+Z = 1.0
+[[potential.centres]]
+x0 = {-R / 2!r}
+Z = 1.0
+[time]
+dt = 0.1
+t_end = 1.0
+""")
+
+
 def kron_H(m):
     nx, nr = m.shape
     return (np.kron(m.Tx_host, np.eye(nr)) + np.kron(np.eye(nx), m.TR_host) + np.diag(m.V_host.ravel()))
@@ -129,23 +150,7 @@ def test_the_born_oppenheimer_curve_against_the_1d_solver_at_fixed_R():
     E, _ = nm.born_oppenheimer(m, 2, electron_mass=1.0)
     for j in np.random.default_rng().choice(m.shape[1], 5, replace=False):
         R = float(m.R[j])
-        one = loads(f"""name = "bo"
-[grid]
-x_min = -12.0
-x_max = 12.0
-dx = 0.2
-[potential]
-a = 1.0
-[[potential.centres]]
-x0 = {R / 2!r}
-Z = 1.0
-[[potential.centres]]
-x0 = {-R / 2!r}
-Z = 1.0
-[time]
-dt = 0.1
-t_end = 1.0
-""")
+        one = fixed_nuclei(R)
         w, _ = states.eigenstates(one, 0.0, 2)
         assert np.abs(E[j] - (w + 1.0 / R)).max() < 1e-9
 
@@ -177,23 +182,7 @@ def test_heavy_nuclei_approach_fixed_nuclei():
         rho = v[:, :, 0] ** 2
         R = float((rho * m.R[None, :]).sum() * m.dA)
         x2 = float((rho * m.x[:, None] ** 2).sum() * m.dA)
-        one = loads(f"""name = "fixed"
-[grid]
-x_min = -12.0
-x_max = 12.0
-dx = 0.2
-[potential]
-a = 1.0
-[[potential.centres]]
-x0 = {R / 2!r}
-Z = 1.0
-[[potential.centres]]
-x0 = {-R / 2!r}
-Z = 1.0
-[time]
-dt = 0.1
-t_end = 1.0
-""")
+        one = fixed_nuclei(R)
         _, phi = states.eigenstates(one, 0.0, 1)
         p = phi[0] ** 2 / (phi[0] ** 2).sum()
         diffs.append(abs(x2 - float((p * m.x ** 2).sum())))
@@ -385,3 +374,19 @@ def test_a_nuclei_scan_refuses_what_it_cannot_do(tmp_path):
                       (["--set", "field.E0=0.01,0.02", "--keep-psi"], "--keep-psi")):
         r = CliRunner().invoke(main, ["scan", str(inp), *args, "--out", str(tmp_path / "o")])
         assert r.exit_code == 2 and key in r.output and "Traceback" not in r.output, r.output
+
+
+def test_prepare_and_evolve_from_python():
+    """docs/PYTHON.md's pieces on a [nuclei] config: tdse.prepare gives the model's plan,
+    tdse.evolve steps psi(0) (and a stack of two states at once) as tdse.simulate does."""
+    import tdse
+    cfg = small(field={"E0": 0.05, "omega": 0.2, "duration": 2.0}, dt=0.1, scheme="cfm4")
+    plan = tdse.prepare(cfg, backend="numpy")
+    final = tdse.evolve(plan, plan.psi0).psi
+    assert final.shape == plan.model.shape
+    assert np.abs(final - tdse.simulate(cfg).psi).max() < 1e-13
+    two = np.stack([plan.psi0, 1j * plan.psi0])
+    from tdse.numerics.stepper import NucleiStepper
+    field = cfg.potential.field
+    both = tdse.evolve(plan, two, stepper=NucleiStepper(plan.model, np, fields=[field, field])).psi
+    assert np.abs(both[0] - final).max() < 1e-9 and np.abs(both[1] - 1j * final).max() < 1e-9

@@ -82,8 +82,9 @@ class NucleiPlan:
 
 
 def prepare(config, *, backend="auto", devices=None, threads=None) -> NucleiPlan:
-    """The plan of a ``[nuclei]`` run; ConfigError (one line) when the box cannot hold the
-    fragments (:func:`tdse.model.nuclei.check_box`) or the grid cannot fit in memory."""
+    """The plan of a ``[nuclei]`` run (on the CPU, or on one GPU: the first of ``devices``;
+    "auto" takes a GPU where there is one); ConfigError (one line) when the box cannot hold
+    the fragments (:func:`tdse.model.nuclei.check_box`) or the grid cannot fit in memory."""
     t0 = time.perf_counter()
     model_nuclei.check_box(config)
     be = backend_for(config, backend, devices, threads)
@@ -94,6 +95,8 @@ def prepare(config, *, backend="auto", devices=None, threads=None) -> NucleiPlan
             f"gives a {config.grid.n} x {config.nuclei.n} grid (x by R); a run keeps about "
             f"{need / 2**30:.2f} GiB there, more than the {free / 2**30:.2f} GiB free on the "
             f"{'host' if be.name == 'numpy' else 'GPU'}: a coarser dx or dR, or a smaller box"))
+    if be.name == "cupy":               # one GPU: the first of ``devices``
+        be.xp.cuda.Device(be.devices[0]).use()
     with be.limit():
         t1 = time.perf_counter()
         host = model_nuclei.Model(config)
