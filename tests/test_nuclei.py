@@ -276,6 +276,15 @@ def test_tdse_run_of_a_nuclei_input(tmp_path):
         assert f["observables/nuclear_density"].shape == (6, 30)
         assert f["observables/energy"].attrs["units"] == "hartree"
     assert (tmp_path / "o" / "nuc_nuclei.png").exists() and (tmp_path / "o" / "nuc_ker.png").exists()
+    h5 = str(tmp_path / "o" / "nuc.h5")
+    r = CliRunner().invoke(main, ["plot", h5, "--out", str(tmp_path / "p")])     # its own pictures
+    assert r.exit_code == 0 and (tmp_path / "p" / "nuc_nuclei.png").exists(), r.output
+    r = CliRunner().invoke(main, ["spectrum", h5, "--kind", "hhg"])
+    assert r.exit_code == 0 and (tmp_path / "o" / "nuc_spectrum_hhg.png").exists(), r.output
+    for args, says in ((["animate", h5], "tdse plot"), (["spectrum", h5, "--kind", "autocorrelation"], "--kind hhg"),
+                       (["resume", h5], "does not resume")):
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, (args, r.output)
     big = inp.read_text().replace("dx = 0.5", "dx = 0.0005").replace("dR = 0.2", "dR = 0.0005")
     inp.write_text(big)
     r = CliRunner().invoke(main, ["run", str(inp), "--out", str(tmp_path / "big")])

@@ -105,6 +105,9 @@ def from_file(d: dict, kind: str, win: str, gamma=None, method="window") -> dict
     from ..config import loads
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got kind={kind!r}")
+    if "grid/R" in d and kind != "hhg":
+        raise ValueError(f"--kind {kind}: a [nuclei] run's file has the harmonic spectrum (--kind hhg); "
+                         "its KER spectrum is in the file (/ker) and its picture")
     if kind == "photoelectron":
         from .photoelectrons import from_file as photoelectrons
         return photoelectrons(d, gamma, method=method)

@@ -8,12 +8,15 @@ import signal
 
 import click
 import h5py
+import matplotlib
 import numpy as np
 
 from ..config import ConfigError
 from ..model.nuclei import HARTREE_EV
 from ..run.snapshots import OutputExists
-from .plots import plt
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
 
 __all__ = ["run_nuclei", "plot_nuclei", "scan_nuclei", "plot_nuclei_scan"]
 
@@ -50,10 +53,15 @@ def run_nuclei(cfg, out_dir, error, *, backend, devices, force, threads, quiet, 
     return res
 
 
-def plot_nuclei(path):
-    """The run file's two pictures next to it: <name>_nuclei.png (the nuclear density map
-    with <R>(t), the fractions and E(t)) and <name>_ker.png (the KER spectrum)."""
-    base = path[:-3]
+def plot_nuclei(path, out_dir=None, force=True):
+    """The run file's two pictures (next to it, or in ``out_dir``): <name>_nuclei.png (the
+    nuclear density map with <R>(t), the fractions and E(t)) and <name>_ker.png (the KER
+    spectrum); without ``force`` a FileExistsError where one exists."""
+    base = path[:-3] if out_dir is None else os.path.join(out_dir, os.path.basename(path)[:-3])
+    for p in (base + "_nuclei.png", base + "_ker.png") if not force else ():
+        if os.path.exists(p):
+            raise FileExistsError(17, "exists", p)
+    os.makedirs(os.path.dirname(os.path.abspath(base)), exist_ok=True)
     with h5py.File(path, "r") as f:
         t, R = f["observables/t"][:], f["grid/R"][:]
         rho = f["observables/nuclear_density"][:]

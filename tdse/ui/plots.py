@@ -34,6 +34,9 @@ def plot_run(h5path, out_dir=None, node_eps=None, force=True, log=True) -> list[
     d = read(h5path)
     name = d["attrs"].get("name", os.path.splitext(os.path.basename(h5path))[0])
     out_dir = out_dir or os.path.dirname(os.path.abspath(h5path))
+    if "grid/R" in d:                    # a [nuclei] run's file: its own two pictures
+        from .nuclei import plot_nuclei
+        return plot_nuclei(h5path, out_dir, force)
     if d["snapshots/t"].size == 0:
         raise ValueError(f"{h5path}: holds no snapshots to plot")
     for what in RUN_PICTURES if not force else ():
@@ -377,6 +380,8 @@ def animate(h5path, out, fps=15):
     else:
         raise ValueError(f"--out = {out!r}: must end in .gif or .mp4")
     d = read(h5path)
+    if "grid/R" in d:
+        raise ValueError(f"{h5path}: a [nuclei] run's file (psi over x and R): `tdse plot` draws its nuclear density")
     attrs = d["attrs"]
     cfg = loads(attrs.get("effective_toml") or attrs["input_toml"])
     x, t, psi = d["grid/x"], d["snapshots/t"], d["snapshots/psi"]
