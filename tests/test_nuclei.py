@@ -263,7 +263,7 @@ def test_tdse_run_of_a_nuclei_input(tmp_path):
 
     from tdse.ui.cli import main
     text = SMALL.format(xm=14.0, dx=0.5, st='"dvr"', rmin=0.4, rmax=6.4, dR=0.2, M=1836.15267343,
-                        extra="", dt=0.1, t_end=0.5, scheme="cfm4") + \
+                        extra="", dt=0.1, t_end=1.0, scheme="cfm4") + \
         "[field]\nE0 = 0.05\nomega = 0.2\nduration = 20.0\n[output]\nevery = 2\n"
     inp = tmp_path / "n.toml"
     inp.write_text(text)
@@ -272,8 +272,8 @@ def test_tdse_run_of_a_nuclei_input(tmp_path):
     assert "1D + 1D H2+ model" in r.output and "wrote" in r.output
     with h5py.File(tmp_path / "o" / "nuc.h5") as f:
         assert f.attrs["format"] == "tdse-h2plus-nuclei/1"
-        assert f["snapshots/psi"].shape == (4, 56, 30)
-        assert f["observables/nuclear_density"].shape == (6, 30)
+        assert f["snapshots/psi"].shape == (6, 56, 30)
+        assert f["observables/nuclear_density"].shape == (11, 30)
         assert f["observables/energy"].attrs["units"] == "hartree"
     assert (tmp_path / "o" / "nuc_nuclei.png").exists() and (tmp_path / "o" / "nuc_ker.png").exists()
     h5 = str(tmp_path / "o" / "nuc.h5")
