@@ -94,13 +94,18 @@ def test_local_estimate_is_asymptotically_correct(kind, scheme, method):
 
 
 @pytest.mark.parametrize("kind, scheme", [(k, "cfm4") for k in drives.KINDS] +
-                         [("abrupt", "midpoint"), ("laser", "midpoint")])
+                         [("abrupt", "midpoint"), ("laser", "midpoint"),
+                          pytest.param("laser-velocity", "cfm4", marks=pytest.mark.slow)])
 def test_stated_error_bounds_the_true_one(kind, scheme):
     """#56 'done when' 1: the stated error at t_end within 1-10x of the true one (it is
     2x the carried error, measured 1.0-1.5x the true one on hand-made versions of these);
-    the populations' bound at or above their true error, their estimate near it."""
+    the populations' bound at or above their true error, their estimate near it.  Also the
+    laser in the velocity gauge (#55: its estimate's letters carry A's derivatives; the
+    reference is that gauge's own run at dt/8; 2.13-2.18x on four seeds, 100-103)."""
     rng = np.random.default_rng()
-    c = _config(kind, rng, scheme)
+    c = _config(kind.split("-")[0], rng, scheme)
+    if kind.endswith("velocity"):
+        c = c.with_value("field.gauge", "velocity")
     res = tdse.simulate(c, backend="numpy")
     te = res.time_error
     assert te["kind"] == "estimate" and te["t_compared"] == pytest.approx(c.time.t_end)
