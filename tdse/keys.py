@@ -59,8 +59,8 @@ KEYS = (
         "field.E, or A(t) as field.A"),
     Key("field.gauge", "\"length\" | \"velocity\"", "", "\"length\"",
         "how the field couples: length, V gains x E(t); velocity, H gains A(t) p + A(t)^2/2 "
-        "with p = -i d/dx by the grid's own derivative and A(t) = -int_0^t E (one run at a "
-        "time on the CPU: scans and GPU runs are in the length gauge)"),
+        "with p = -i d/dx by the grid's own derivative and A(t) = -int_0^t E (CPU, GPU and "
+        "scans; on a GPU without the CUDA graphs, slower)"),
     Key("field.A", "string", "hbar/(e bohr)", "instead of field.E (expression)",
         "A(t) as a formula in t and field.parameters' names, E = -dA/dt; A(t) - A(0) is "
         "applied for 0 <= t <= duration, constant after"),
