@@ -253,6 +253,17 @@ def test_cli_writes_a_file_xarray_reads_with_named_dimensions(tmp_path):
     assert np.allclose(ds["field.E0"].values, [0.02, 0.04, 0.06])
     assert ds["field.E0"].attrs["units"] == "E_h/(e bohr)" and ds["t"].attrs["units"] == "hbar/E_h"
     assert (tmp_path / "atom_scan.png").stat().st_size > 10_000
+    # #58 item 7b: members read back from the file at their own coordinates against their
+    # own serial runs (rows written in another order than the keys' scales fail here)
+    base = tdse.config.loads(ATOM)
+    for i, j in ((2, 0), (0, 1)):
+        e0, a = float(ds["field.E0"].values[i]), float(ds["potential.a"].values[j])
+        one = tdse.simulate(base.with_value("field.E0", e0).with_value("potential.a", a), backend="numpy")
+        got = ds.sel({"field.E0": e0, "potential.a": a})
+        assert np.allclose(got["t"].values, one.observables["t"])
+        for k in ("norm", "x_mean", "acceleration", "yield_flux"):
+            assert np.abs(got[k].values - one.observables[k]).max() < 1e-8, (k, i, j)
+        assert np.abs(got["populations_h0"].values - one.observables["populations_h0"][:, :4]).max() < 1e-8
     r = CliRunner().invoke(main, ["scan", str(p), "--set", "field.E0=0.02:x:3", "--out", str(tmp_path)])
     assert r.exit_code == 2 and "--set" in r.output and "Traceback" not in r.output
 
