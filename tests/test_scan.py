@@ -268,6 +268,33 @@ def test_cli_writes_a_file_xarray_reads_with_named_dimensions(tmp_path):
     assert r.exit_code == 2 and "--set" in r.output and "Traceback" not in r.output
 
 
+def test_a_zipped_scan_file_holds_each_member_along_member(tmp_path):
+    """--zip: the file's /member scale with each key's values along it (units, labels), and
+    each member read back at its index against its own serial run (#58 item 7b)."""
+    import h5py
+    import xarray as xr
+    p = tmp_path / "atom.toml"
+    p.write_text(ATOM)
+    r = CliRunner().invoke(main, ["scan", str(p), "--zip", "--set", "field.E0=0.03,0.07", "--set",
+                                  "potential.a=2.0,1.5", "--out", str(tmp_path), "-q"])
+    assert r.exit_code == 0, r.output
+    with h5py.File(tmp_path / "atom_scan.h5") as f:
+        assert f.attrs["zipped"] and list(f["member"][:]) == [0, 1]
+        assert f["member"].attrs["units"] == "1" and "member" in f["member"].attrs["description"]
+        assert f["field.E0"].attrs["units"] == "E_h/(e bohr)" and f["potential.a"].attrs["units"] == "bohr^2"
+        assert "each member" in f["field.E0"].attrs["description"]
+        assert f["field.E0"].dims[0][0].name == "/member"
+    ds = xr.open_dataset(tmp_path / "atom_scan.h5", engine="h5netcdf")
+    assert ds["norm"].dims == ("member", "t")
+    base = tdse.config.loads(ATOM)
+    for m in (0, 1):
+        e0, a = float(ds["field.E0"].values[m]), float(ds["potential.a"].values[m])
+        assert (e0, a) == ((0.03, 2.0), (0.07, 1.5))[m]
+        one = tdse.simulate(base.with_value("field.E0", e0).with_value("potential.a", a), backend="numpy")
+        for k in ("norm", "x_mean", "yield_flux"):
+            assert np.abs(ds[k].values[m] - one.observables[k]).max() < 1e-8, (k, m)
+
+
 def test_host_fields_are_total_and_gradient(base):
     """BatchPotential.host_fields (a block of observables' V and dV/dx from one pass a
     centre) equals total and gradient: moving centres with ramps and fields, each member at
