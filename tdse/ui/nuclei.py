@@ -27,7 +27,10 @@ def run_nuclei(cfg, out_dir, error, *, backend, devices, force, threads, quiet, 
     .part file (not resumable) and exits 130."""
     from ..run import nuclei
     say = (lambda m: None) if quiet else click.echo
-    devs = None if devices is None else [int(d) for d in str(devices).split(",")]
+    try:
+        devs = None if devices in (None, "") else [int(d) for d in str(devices).split(",")]
+    except ValueError:
+        raise error(f"--devices = {devices!r}: must be comma-separated GPU ids, e.g. 0,1") from None
     try:
         plan = nuclei.prepare(cfg, backend=backend, devices=devs, threads=threads)
         nx, nr = plan.model.shape
