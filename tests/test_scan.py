@@ -295,6 +295,31 @@ def test_a_zipped_scan_file_holds_each_member_along_member(tmp_path):
             assert np.abs(ds[k].values[m] - one.observables[k]).max() < 1e-8, (k, m)
 
 
+def test_a_scan_file_with_the_final_psi_and_its_attributes(tmp_path):
+    """--keep-psi: /psi_final over the keys and /x (bohr), each member's equal to its own
+    serial run's last psi; the file's attributes (format, version, keys, batches) (#58 item
+    7b: mutants of scanfile.write's psi branch and attributes survived the suite)."""
+    import h5py
+    import json
+    import xarray as xr
+    p = tmp_path / "atom.toml"
+    p.write_text(ATOM)
+    r = CliRunner().invoke(main, ["scan", str(p), "--set", "field.E0=0.03,0.07", "--keep-psi", "--batch", "1",
+                                  "--out", str(tmp_path), "-q"])
+    assert r.exit_code == 0, r.output
+    with h5py.File(tmp_path / "atom_scan.h5") as f:
+        assert f.attrs["format"] == "tdse-scan/1" and f.attrs["version"] == tdse.__version__
+        assert json.loads(f.attrs["keys"]) == ["field.E0"] and int(f.attrs["batches"]) == 2
+        assert f["x"].attrs["units"] == "bohr" and f["psi_final"].attrs["units"] == "bohr^-1/2"
+    ds = xr.open_dataset(tmp_path / "atom_scan.h5", engine="h5netcdf")
+    assert ds["psi_final"].dims == ("field.E0", "x")
+    base = tdse.config.loads(ATOM)
+    for i, e0 in enumerate(ds["field.E0"].values):
+        one = tdse.simulate(base.with_value("field.E0", float(e0)), backend="numpy")
+        assert np.allclose(ds["x"].values, one.x)
+        assert np.abs(ds["psi_final"].values[i] - one.psi[-1]).max() < 1e-8
+
+
 def test_host_fields_are_total_and_gradient(base):
     """BatchPotential.host_fields (a block of observables' V and dV/dx from one pass a
     centre) equals total and gradient: moving centres with ramps and fields, each member at
