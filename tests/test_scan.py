@@ -311,8 +311,15 @@ def test_a_scan_file_with_the_final_psi_and_its_attributes(tmp_path):
         assert f.attrs["format"] == "tdse-scan/1" and f.attrs["version"] == tdse.__version__
         assert json.loads(f.attrs["keys"]) == ["field.E0"] and int(f.attrs["batches"]) == 2
         assert f["x"].attrs["units"] == "bohr" and f["psi_final"].attrs["units"] == "bohr^-1/2"
+        assert f.attrs["created"].endswith("+00:00") and float(f.attrs["seconds"]) > 0
+        assert f.attrs["units"] == "atomic units (hbar = m_e = e = 1)"
+        assert list(f["state"][:]) == [0, 1, 2, 3] and f["state"].attrs["units"] == "1"
+        assert f["hhg_power"].attrs["units"] == "a.u." and f["hhg_order"].attrs["units"] == "1"
     ds = xr.open_dataset(tmp_path / "atom_scan.h5", engine="h5netcdf")
     assert ds["psi_final"].dims == ("field.E0", "x")
+    from tdse.run.scanfile import read
+    with pytest.raises(ValueError, match="not a tdse scan file .format 'tdse-h2plus/2'"):
+        read(tdse.simulate(tdse.config.loads(ATOM).with_value("time.t_end", 1.0), out=str(tmp_path / "run")).path)
     base = tdse.config.loads(ATOM)
     for i, e0 in enumerate(ds["field.E0"].values):
         one = tdse.simulate(base.with_value("field.E0", float(e0)), backend="numpy")
