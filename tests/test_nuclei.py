@@ -328,6 +328,8 @@ def test_the_1d_studies_refuse_a_nuclei_input_in_one_line(tmp_path):
     inp = tmp_path / "n.toml"
     inp.write_text(SMALL.format(xm=12.0, dx=0.5, st='"dvr"', rmin=0.4, rmax=6.4, dR=0.2, M=1836.0, extra="",
                                 dt=0.05, t_end=1.0, scheme="midpoint") + "[field]\nE0 = 0.05\nomega = 0.2\nduration = 1.0\n")
+    r = CliRunner().invoke(main, ["states", str(inp)])
+    assert r.exit_code == 2 and "[nuclei]" in r.output and "Traceback" not in r.output, r.output
     for args in (["converge", str(inp)],):
         r = CliRunner().invoke(main, args + ["--out", str(tmp_path / "o")])
         assert r.exit_code == 2 and "[nuclei]" in r.output and "Traceback" not in r.output, r.output

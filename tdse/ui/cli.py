@@ -369,6 +369,8 @@ def states(input_file, count, as_json):
     """Print the lowest eigenvalues of H(0) (hartree)."""
     from ..model.states import eigenstates
     cfg = _load(input_file)
+    if cfg.nuclei is not None:
+        raise InputError(f"{input_file}: [nuclei]: the 1D + 1D model's levels are tdse.model.nuclei.eigenstates")
     if count > cfg.grid.n:
         raise InputError(f"--count = {count}: the grid has only {cfg.grid.n} points")
     E, _ = eigenstates(cfg, 0.0, count)
