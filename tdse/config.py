@@ -377,7 +377,7 @@ def _nuclei(t, grid: Grid):
         state = _integer("nuclei.state", state, 0, 32)
     width = num.get("absorber_width", 0.0)
     if width and not 4 * dR <= width < (hi - lo) / 2:
-        raise ConfigError("nuclei.absorber_width", width, f"must span 4 dR and less than half of R's grid")
+        raise ConfigError("nuclei.absorber_width", width, "must span 4 dR and less than half of R's grid")
     num.setdefault("absorber_strength", ABSORBER_ETA_WIDTH / width if width else 0.0)
     return Nuclei(**{**num, "state": state})
 
