@@ -5,7 +5,7 @@ import numpy as np
 
 from .grid import points
 
-__all__ = ["absorber_profile"]
+__all__ = ["absorber_profile", "layer"]
 
 
 def absorber_profile(config, x=None) -> np.ndarray:
@@ -18,5 +18,9 @@ def absorber_profile(config, x=None) -> np.ndarray:
     if a is None:
         return np.zeros_like(x)
     left, right = g.x_min + a.width, g.x_max - g.dx - a.width
-    d = np.maximum(np.maximum(left - x, x - right), 0.0) / a.width
-    return a.strength * d ** a.power
+    return layer(np.maximum(left - x, x - right), a.width, a.strength, a.power)
+
+
+def layer(depth, width, strength, power=2):
+    """strength (depth/width)^power where depth > 0 (into a layer of ``width``), else 0."""
+    return strength * (np.maximum(depth, 0.0) / width) ** power

@@ -33,7 +33,7 @@ import scipy.linalg
 import scipy.sparse.linalg
 
 from ..config import ConfigError, Grid
-from .absorber import absorber_profile
+from .absorber import absorber_profile, layer
 from .field import dipole_field
 from .grid import points
 from .hamiltonian import kinetic_dense, kinetic_max
@@ -75,8 +75,7 @@ def _r_absorber(config, R):
     nu = config.nuclei
     if not nu.absorber_width:
         return np.zeros_like(R)
-    start = nu.R_max - nu.dR - nu.absorber_width
-    return nu.absorber_strength * (np.maximum(R - start, 0.0) / nu.absorber_width) ** 2
+    return layer(R - (nu.R_max - nu.dR - nu.absorber_width), nu.absorber_width, nu.absorber_strength)
 
 
 class Model:
@@ -102,6 +101,7 @@ class Model:
         self.TR = xp.asarray(self.TR_host.astype(np.complex128))
         self.V = xp.asarray(self.V_host)
         self.kx = xp.asarray(self.kappa * self.x)[:, None]
+        self.x_dev, self.R_dev = xp.asarray(self.x)[:, None], xp.asarray(self.R)[None, :]
         Wx = absorber_profile(config, self.x) if config.absorber is not None else np.zeros_like(self.x)
         WR = _r_absorber(config, self.R)
         W = Wx[:, None] + WR[None, :]
@@ -162,8 +162,8 @@ class Model:
         d = max(norm, 1e-300)
         out = {"norm": norm,
                "energy": float(xp.vdot(Y, HY).real) * dA / d,
-               "x_mean": float((rho * xp.asarray(self.x)[:, None]).sum()) * dA / d,
-               "R_mean": float((rho * xp.asarray(self.R)[None, :]).sum()) * dA / d,
+               "x_mean": float((rho * self.x_dev).sum()) * dA / d,
+               "R_mean": float((rho * self.R_dev).sum()) * dA / d,
                "acceleration": -(float((rho * self.dVdx).sum()) * dA + self.kappa * E * norm) / self.mu_e}
         for k, m in self.regions.items():
             out[k] = float((rho * m).sum()) * dA

@@ -355,13 +355,14 @@ class NucleiStepper:
         W = self.model.W
         if W is None:
             return Y
-        if s not in self.masks:
-            self.masks[s] = self.xp.exp(-0.5 * self.config.time.dt * s * W)
-        M = self.masks[s]
-        lost = (Y.real ** 2 + Y.imag ** 2) * (1.0 - M * M) * self.model.dA
-        share = self.model.x_share
-        self.absorbed[0] += (lost * share).sum(axis=(-2, -1))
-        self.absorbed[1] += (lost * (1.0 - share)).sum(axis=(-2, -1))
+        if s not in self.masks:            # the mask, and the norm it takes a point, by absorber
+            M = self.xp.exp(-0.5 * self.config.time.dt * s * W)
+            lost = (1.0 - M * M) * self.model.dA
+            self.masks[s] = (M, lost * self.model.x_share, lost * (1.0 - self.model.x_share))
+        M, lost_x, lost_R = self.masks[s]
+        rho = Y.real ** 2 + Y.imag ** 2
+        self.absorbed[0] += (rho * lost_x).sum(axis=(-2, -1))
+        self.absorbed[1] += (rho * lost_R).sum(axis=(-2, -1))
         return Y * M
 
     def step(self, Y, j: int):

@@ -31,6 +31,7 @@ from .backend import Backend, backend_for
 from .loop import Sink, evolve
 from .resources import check_space, free_on
 from .runfile import NUCLEI_FORMAT
+from .scanfile import key_scales, put
 from .sinks import Progress, host_psi
 from .snapshots import OutputExists, part_path, publish
 
@@ -108,22 +109,32 @@ def prepare(config, *, backend="auto", devices=None, threads=None) -> NucleiPlan
 
 
 class _Rows(Sink):
-    """The observables every ``output.observables_every`` steps (and at the last), kept
-    on the host in lists until the file takes them."""
+    """The observables of each member (a run's psi: one) every ``output.observables_every``
+    steps (and at the last), kept on the host until the file takes them: ``t``, ``step``,
+    ``rows`` (a time's: each member's ROWS values) and ``densities`` (a time's: each
+    member's nuclear and electron densities)."""
 
-    def __init__(self, plan, stepper):
-        self.every, self.model, self.stepper = plan.config.output.observables_every, plan.model, stepper
-        self.rows, self.densities = [], ([], [])
+    def __init__(self, model, stepper, every):
+        self.every, self.model, self.stepper = every, model, stepper
+        self.t, self.step, self.rows, self.densities = [], [], [], []
 
     def begin(self, state):
         self.save(state)
 
     def save(self, state):
-        r = self.model.measure(state.psi, state.t, [float(a) for a in self.stepper.absorbed])
-        r["field"] = self.model.field(state.t)
-        self.rows.append([state.t, state.step] + [r[k] for k, *_ in ROWS])
-        self.densities[0].append(r["nuclear_density"])
-        self.densities[1].append(r["electron_density"])
+        E = np.atleast_1d(self.stepper.field_at(state.t))
+        ax, aR = (np.atleast_1d(to_host(a)) for a in self.stepper.absorbed)
+        psi = state.psi if state.psi.ndim == 3 else state.psi[None]
+        rows, dens = [], []
+        for b in range(psi.shape[0]):
+            r = self.model.measure(psi[b], state.t, (ax[b], aR[b]), E=float(E[b]))
+            r["field"] = float(E[b])
+            rows.append([r[k] for k, *_ in ROWS])
+            dens.append((r["nuclear_density"], r["electron_density"]))
+        self.t.append(state.t)
+        self.step.append(state.step)
+        self.rows.append(rows)
+        self.densities.append(dens)
 
 
 class _File(Sink):
@@ -146,16 +157,16 @@ class _File(Sink):
         self.flush_rows()
 
     def flush_rows(self):
-        rows = np.array(self.rows.rows, dtype=np.float64)
+        r = self.rows
         done = self.f["observables/t"].shape[0] if "observables/t" in self.f else 0
-        if len(rows) > done:
-            new = rows[done:]
-            _append(self.f, "observables/t", new[:, 0])
-            _append(self.f, "observables/step", new[:, 1].astype(np.int64))
+        if len(r.t) > done:
+            new = np.array([row[0] for row in r.rows[done:]], dtype=np.float64)
+            _append(self.f, "observables/t", np.array(r.t[done:]))
+            _append(self.f, "observables/step", np.array(r.step[done:], dtype=np.int64))
             for i, (k, *_) in enumerate(ROWS):
-                _append(self.f, f"observables/{k}", new[:, 2 + i])
-            _append(self.f, "observables/nuclear_density", np.array(self.rows.densities[0][done:]))
-            _append(self.f, "observables/electron_density", np.array(self.rows.densities[1][done:]))
+                _append(self.f, f"observables/{k}", new[:, i])
+            for j, k in enumerate(("nuclear_density", "electron_density")):
+                _append(self.f, f"observables/{k}", np.array([d[0][j] for d in r.densities[done:]]))
         self.f.flush()
 
 
@@ -209,7 +220,7 @@ def run(plan: NucleiPlan, out_dir=None, *, force=False, progress=False) -> Nucle
         check_space(out_dir, size + (1 << 20), "the run file")
         os.makedirs(out_dir, exist_ok=True)
     stepper = plan.stepper()
-    rows = _Rows(plan, stepper)
+    rows = _Rows(model, stepper, cfg.output.observables_every)
     sinks = [rows, Progress(plan.steps, disable=not progress)]
     f = None
     if path is not None:
@@ -239,11 +250,11 @@ def run(plan: NucleiPlan, out_dir=None, *, force=False, progress=False) -> Nucle
     finally:
         if f is not None:
             f.close()
-    t = np.array([r[0] for r in rows.rows])
-    table = np.array(rows.rows)
-    obs = {k: table[:, 2 + i] for i, (k, *_) in enumerate(ROWS)}
-    obs["nuclear_density"] = np.array(rows.densities[0])
-    obs["electron_density"] = np.array(rows.densities[1])
+    t = np.array(rows.t)
+    table = np.array(rows.rows)[:, 0, :]
+    obs = {k: table[:, i] for i, (k, *_) in enumerate(ROWS)}
+    obs["nuclear_density"] = np.array([d[0][0] for d in rows.densities])
+    obs["electron_density"] = np.array([d[0][1] for d in rows.densities])
     return NucleiResult(cfg, path, t, obs, psi, ker,
                         {**plan.prepare_seconds, "loop": loop, "chebyshev_terms": stepper.cheb_terms})
 
@@ -267,28 +278,6 @@ def _attributes(f, plan):
 
 # ---------------------------------------------------------------- scans over the field
 SCAN_FORMAT = "tdse-nuclei-scan/1"
-
-
-class _MemberRows(Sink):
-    """A scan's observables: every member's row every ``output.observables_every`` steps."""
-
-    def __init__(self, model, stepper, every):
-        self.every, self.model, self.stepper = every, model, stepper
-        self.t, self.rows = [], []
-
-    def begin(self, state):
-        self.save(state)
-
-    def save(self, state):
-        E = self.stepper.field_at(state.t)
-        ax, aR = (np.atleast_1d(to_host(a)) for a in self.stepper.absorbed)
-        rows = []
-        for b in range(state.psi.shape[0]):
-            r = self.model.measure(state.psi[b], state.t, (ax[b], aR[b]), E=float(E[b]))
-            r["field"] = float(E[b])
-            rows.append([r[k] for k, *_ in ROWS])
-        self.t.append(state.t)
-        self.rows.append(rows)
 
 
 def _without_field(c):
@@ -326,7 +315,7 @@ def scan(sc, workers=None, scheduler=None, keep_psi=False, backend="numpy", devi
     t_axis = None
     for g in groups:
         stepper = NucleiStepper(model, xp, fields=[sc.configs[i].potential.field for i in g])
-        sink = _MemberRows(model, stepper, plan.config.output.observables_every)
+        sink = _Rows(model, stepper, plan.config.output.observables_every)
         X0 = xp.asarray(np.ascontiguousarray(np.broadcast_to(plan.psi0, (len(g),) + model.shape)))
         state = evolve(plan, X0, [sink, Progress(plan.steps, disable=not progress, desc=f"members {g[0]}-{g[-1]}")],
                        stepper=stepper, settle=False)
@@ -360,20 +349,7 @@ def write_scan(path, res) -> str:
         f.attrs.update(format=SCAN_FORMAT, version=__version__, input_toml=sc.base.source,
                        keys=json.dumps([k for k, _ in sc.axes]), zipped=bool(sc.zipped),
                        units="atomic units (hbar = m_e = e = 1)", seconds=float(res["seconds"]))
-        if sc.zipped:
-            dims = [f.create_dataset("member", data=np.arange(sc.shape[0]))]
-            dims[0].make_scale("member")
-            for k, v in sc.axes:
-                ds = f.create_dataset(k, data=np.asarray(v, dtype=np.float64))
-                ds.attrs["units"] = key_unit(k) or "1"
-                ds.dims[0].attach_scale(dims[0])
-        else:
-            dims = []
-            for k, v in sc.axes:
-                ds = f.create_dataset(k, data=np.asarray(v, dtype=np.float64))
-                ds.attrs["units"] = key_unit(k) or "1"
-                ds.make_scale(k)
-                dims.append(ds)
+        dims = key_scales(f, sc, key_unit)
         scales = {}
         for name, data, unit in (("t", res["t"], "hbar/E_h"), ("R", res["R"], "bohr"),
                                  ("ker_energy_eV", res["ker_energy"] * model_nuclei.HARTREE_EV, "eV")):
@@ -385,12 +361,7 @@ def write_scan(path, res) -> str:
                      nuclear_density=("1/bohr", "int |psi|^2 dx at t_end"),
                      ker_total=("1", "the KER spectrum's integral: the dissociated part at t_end"))
         for name, (u, d) in units.items():
-            ds = f.create_dataset(name, data=res[name])
-            ds.attrs["units"], ds.attrs["description"] = u, d
-            for i, s in enumerate(dims):
-                ds.dims[i].attach_scale(s)
-            last = {"ker": "ker_energy_eV", "nuclear_density": "R"}.get(name, None if name == "ker_total" else "t")
-            if last:
-                ds.dims[len(dims)].attach_scale(scales[last])
+            last = {"ker": "ker_energy_eV", "nuclear_density": "R", "ker_total": None}.get(name, "t")
+            put(f, name, res[name], dims + ([scales[last]] if last else []), u, d)
     publish(tmp, path)
     return path

@@ -51,7 +51,7 @@ def write(path, res: dict, spectra: dict | None = None) -> str:
                        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                        units="atomic units (hbar = m_e = e = 1)", batches=int(res["batches"]),
                        seconds=float(res["seconds"]))
-        dims = _key_scales(f, sc, key_unit)
+        dims = key_scales(f, sc, key_unit)
         t = f.create_dataset("t", data=res["t"])
         _label(t, "hbar/E_h", "observation time")
         t.make_scale("t")
@@ -61,26 +61,26 @@ def write(path, res: dict, spectra: dict | None = None) -> str:
         st.make_scale("state")
         for name, (units, desc) in OBSERVABLES.items():
             extra = [st] if name == "populations_h0" else []
-            _put(f, name, res[name], dims + [t] + extra, units, desc)
+            put(f, name, res[name], dims + [t] + extra, units, desc)
         if "psi" in res:
             x = f.create_dataset("x", data=points_of(sc.base))
             _label(x, "bohr", "grid points")
             x.make_scale("x")
-            _put(f, "psi_final", res["psi"], dims + [x], "bohr^-1/2", "psi(x, t_end) of each member")
+            put(f, "psi_final", res["psi"], dims + [x], "bohr^-1/2", "psi(x, t_end) of each member")
         if "tsurff_P_right" in res:
             k = f.create_dataset("tsurff_k", data=res["tsurff_k"])
             _label(k, "hbar/bohr", "t-SURFF's momenta (k > 0 through +R, k < 0 through -R)")
             k.make_scale("tsurff_k")
             R = sc.base.output.tsurff_radius
             for side, sign in (("right", "+"), ("left", "-")):
-                _put(f, f"tsurff_P_{side}", res[f"tsurff_P_{side}"], dims + [k], "bohr/hbar",
+                put(f, f"tsurff_P_{side}", res[f"tsurff_P_{side}"], dims + [k], "bohr/hbar",
                      f"|b(k)|^2 of the electrons that crossed x = {sign}{R:g} bohr by t_end "
                      "(t-SURFF, [output] tsurff_radius)")
         if spectra:
             o = f.create_dataset("hhg_order", data=spectra["order"])
             _label(o, "1", "harmonic order omega / omega_0")
             o.make_scale("hhg_order")
-            _put(f, "hhg_power", spectra["power"], dims + [o], "a.u.",
+            put(f, "hhg_power", spectra["power"], dims + [o], "a.u.",
                  "|FFT of the acceleration|^2 (hann window) of each member")
     publish(tmp, path)         # (an earlier file removed first: snapshots.publish)
     return path
@@ -91,7 +91,7 @@ def points_of(cfg):
     return points(cfg.grid)
 
 
-def _key_scales(f, sc, key_unit):
+def key_scales(f, sc, key_unit):
     """The dimension scales of the scanned keys: one per key, or /member with the keys as
     coordinates along it (zipped)."""
     if sc.zipped:
@@ -112,7 +112,8 @@ def _key_scales(f, sc, key_unit):
     return dims
 
 
-def _put(f, name, data, scales, units, desc):
+def put(f, name, data, scales, units, desc):
+    """Dataset ``name`` of ``data``, labelled, its leading axes on ``scales``."""
     ds = f.create_dataset(name, data=data)
     _label(ds, units, desc)
     for i, s in enumerate(scales):
