@@ -401,3 +401,41 @@ def test_prepare_and_evolve_from_python():
     field = cfg.potential.field
     both = tdse.evolve(plan, two, stepper=NucleiStepper(plan.model, np, fields=[field, field])).psi
     assert np.abs(both[0] - final).max() < 1e-9 and np.abs(both[1] - 1j * final).max() < 1e-9
+
+
+@pytest.mark.parametrize("section, key, value, named", [
+    ("nuclei", "mass", -1.0, "nuclei.mass"), ("nuclei", "dR", 0.0, "nuclei.dR"),
+    ("nuclei", "R_max", 0.2, "nuclei.R_max"), ("nuclei", "bound_radius", 0.0, "nuclei.bound_radius"),
+    ("nuclei", "dissociated_R", -2.0, "nuclei.dissociated_R"), ("nuclei", "absorber_width", 5.0, "nuclei.absorber_width"),
+    ("nuclei", "absorber_strength", -1.0, "nuclei.absorber_strength"), ("nuclei", "state", 99, "nuclei.state"),
+    ("field", "gauge", "velocity", "field.gauge"), ("initial", "state", 1, "initial"),
+    ("output", "tsurff_radius", 5.0, "output.tsurff_radius"), ("propagator", "time_error", "companion", "propagator.time_error"),
+    ("propagator", "method", "dense", "propagator.method")])
+def test_each_bad_nuclei_value_is_refused_naming_its_key(section, key, value, named):
+    import tomllib
+
+    from tdse.config import parse
+    data = tomllib.loads(SMALL.format(xm=12.0, dx=0.5, st='"dvr"', rmin=0.4, rmax=6.4, dR=0.2, M=1836.0, extra="",
+                                      dt=0.05, t_end=1.0, scheme="midpoint"))
+    data["field"] = {"E0": 0.05, "omega": 0.2, "duration": 1.0}
+    data.setdefault(section, {})[key] = value
+    with pytest.raises(ConfigError) as e:
+        parse(data)
+    assert named in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
+def test_the_masses_and_kappa_from_the_three_particles_in_the_lab():
+    """mu_e, mu_N and kappa against the lab frame, for random positions and velocities of
+    two nuclei (mass M) and the electron (mass 1): the kinetic energy is the centre of mass'
+    plus mu_N R'^2/2 plus mu_e x'^2/2, and the dipole -x_e + X_1 + X_2 is X_cm - kappa x
+    (x: the electron from the nuclei's centre, R = X_1 - X_2)."""
+    rng = np.random.default_rng()
+    M = rng.uniform(1000, 4000)
+    mu_e, mu_N, kappa = nm.masses(M)
+    X1, X2, xe, v1, v2, ve = rng.standard_normal(6)
+    cm = lambda a, b, c: (M * a + M * b + c) / (2 * M + 1)
+    kinetic = 0.5 * M * (v1 ** 2 + v2 ** 2) + 0.5 * ve ** 2
+    internal = 0.5 * (2 * M + 1) * cm(v1, v2, ve) ** 2 + 0.5 * mu_N * (v1 - v2) ** 2 \
+        + 0.5 * mu_e * (ve - 0.5 * (v1 + v2)) ** 2
+    assert abs(kinetic - internal) < 1e-9 * kinetic
+    assert abs((-xe + X1 + X2) - (cm(X1, X2, xe) - kappa * (xe - 0.5 * (X1 + X2)))) < 1e-12
