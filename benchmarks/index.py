@@ -128,7 +128,9 @@ def _gpu_tests(d):
            f"(exit code {d.get('returncode')})"]
     bad = [r for r in d["rows"] if r["outcome"] in ("failed", "error")]
     if bad:
-        out += ["", "| failed test |", "|---|"] + [f"| {r['test']} |" for r in bad]
+        last = [((r.get("why") or "").strip().splitlines() or [""])[-1][:200] for r in bad]
+        out += ["", "| failed test | its traceback's last line |", "|---|---|"] + [
+            f"| {r['test']} | {w} |" for r, w in zip(bad, last)]
     return out
 
 
@@ -421,13 +423,17 @@ def _nuclei(d):
                        f"{r['bound']:.6f} | {', '.join(f'{p:.3f}' for p in r['ker_peaks_eV'])} | "
                        f"{r['ker_mean_eV']:.4f} | {r['loop_s']:.0f} |")
         return out
-    out = ["| grid | backend | threads | step ms | terms | term us | TFLOP/s a term | GEMMs alone TFLOP/s (real, complex) | GEMM share |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out = ["| grid | backend | path | GPUs | threads | step ms | terms | term us | TFLOP/s a term | "
+           "GEMMs alone TFLOP/s (real, complex) | GEMM share | of the GPUs' GEMM rate | of the GPUs' DGEMM peak | speed-up |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
-        out.append(f"| {r['grid'][0]} x {r['grid'][1]} | {r['backend']} | {r.get('threads', 'all')} | "
-                   f"{r['step_s'] * 1e3:.1f} | {r['terms_per_step']:.0f} | {r['term_s'] * 1e6:.0f} | "
-                   f"{r['term_tflops']:.3f} | {r['gemm_tflops'][0]:.2f}, {r['gemm_tflops'][1]:.2f} | "
-                   f"{r['gemm_share']:.2f} |")
+        gpus = r.get("gpus", 1) if r["backend"] != "numpy" else "-"
+        peak = f"{r['of_dgemm_peak']:.2f}" if "of_dgemm_peak" in r else "-"
+        out.append(f"| {r['grid'][0]} x {r['grid'][1]} | {r['backend']} | {r.get('path', 'apply')} | {gpus} | "
+                   f"{r.get('threads', 'all')} | {r['step_s'] * 1e3:.1f} | {r['terms_per_step']:.0f} | "
+                   f"{r['term_s'] * 1e6:.0f} | {r['term_tflops']:.3f} | {r['gemm_tflops'][0]:.2f}, "
+                   f"{r['gemm_tflops'][1]:.2f} | {r['gemm_share']:.2f} | "
+                   f"{r.get('of_gemm_rate', r['gemm_share']):.2f} | {peak} | {r.get('speedup', 1.0):.2f} |")
     return out
 
 

@@ -252,12 +252,15 @@ def _gpu_tests(a):
         rows = []
         if os.path.exists(xml):
             for case in ET.parse(xml).getroot().iter("testcase"):
-                outcome = "passed"
+                outcome, why = "passed", None
                 for tag in ("failure", "error", "skipped"):
                     if case.find(tag) is not None:
                         outcome = {"failure": "failed", "error": "error"}.get(tag, tag)
+                        if tag != "skipped":           # the traceback's end: why it failed
+                            why = (case.find(tag).text or case.find(tag).get("message") or "")[-1500:]
                 rows.append({"test": f"{case.get('classname')}::{case.get('name')}",
-                             "outcome": outcome, "seconds": float(case.get("time", 0))})
+                             "outcome": outcome, "seconds": float(case.get("time", 0)),
+                             **({"why": why} if why is not None else {})})
     counts = {k: sum(r["outcome"] == k for r in rows) for k in ("passed", "failed", "error", "skipped")}
     _say(proc.stdout[-3000:])
     return rows, {"counts": counts, "returncode": proc.returncode, "wall_seconds": wall,
@@ -1217,6 +1220,8 @@ def _nuclei_args(p):
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--threads", type=int, default=None, help="host BLAS threads (default: all)")
+    p.add_argument("--devices", type=int, nargs="+", default=None,
+                   help="GPU ids: each grid on the first, then with Psi's columns split over all")
     p.add_argument("--converge", nargs="*", default=None, metavar="KEY=VALUE",
                    help="instead: `tdse run INPUT` as given and with each variant (\"KEY=VALUE [KEY=VALUE ...]\", "
                    "all at once, one process each), their fractions and KER peaks side by side")
@@ -1283,35 +1288,47 @@ def _nuclei(a):
     return _nuclei_steps(a, path)
 
 
+def _dgemm_peak(xp, device=0, n=None):
+    """FLOP/s of one large real GEMM (n x n, median of 5) on ``xp``'s device ``device``: the
+    rate a term's products are held against."""
+    n = n or (8192 if xp is not np else 2048)
+    if xp is not np:
+        xp.cuda.Device(device).use()
+    sync = (lambda: None) if xp is np else xp.cuda.Device(device).synchronize
+    rng = np.random.default_rng(1)
+    A, B = xp.asarray(rng.standard_normal((n, n))), xp.asarray(rng.standard_normal((n, n)))
+    A @ B
+    times = []
+    for _ in range(5):
+        sync()
+        t0 = time.perf_counter()
+        A @ B
+        sync()
+        times.append(time.perf_counter() - t0)
+    return 2.0 * n ** 3 / float(np.median(times))
+
+
 def _nuclei_steps(a, path):
     import tdse
     from tdse.model import nuclei as nm
     from tdse.numerics.stepper import NucleiStepper
+    from tdse.run.backend import backend_for
     base = tdse.load_config(path)
     rows = []
+    devices = a.devices or [0]
+    peak = _dgemm_peak(backend_for(base, a.backend).xp, devices[0])
     for spec in a.grids:
         nx, nr = (int(v) for v in spec.split("x"))
         g, nu = base.grid, base.nuclei
         cfg = base.with_value("grid.dx", (g.x_max - g.x_min) / nx).with_value(
             "nuclei.dR", (nu.R_max - nu.R_min) / nr).with_value("nuclei.state", 0)
-        from tdse.run.backend import backend_for
         xp = backend_for(cfg, a.backend).xp
+        if xp is not np:
+            xp.cuda.Device(devices[0]).use()
         m = nm.Model(cfg, xp)
         rng = np.random.default_rng(57)
-        psi = xp.asarray(rng.standard_normal(m.shape) + 1j * rng.standard_normal(m.shape))
-        sync = (lambda: None) if xp is np else xp.cuda.Device().synchronize
-        st = NucleiStepper(m, xp)
-        psi = st.step(psi, 1000)                      # warm-up (mid-pulse: the field's on)
-        sync()
-        times, terms = [], []
-        for _ in range(a.repeat):
-            t0, k0 = time.perf_counter(), st.cheb_terms
-            for j in range(a.steps):
-                psi = st.step(psi, 1000 + j)
-            sync()
-            times.append((time.perf_counter() - t0) / a.steps)
-            terms.append((st.cheb_terms - k0) / a.steps)
-        step, per = float(np.median(times)), float(np.median(terms))
+        psi0 = xp.asarray(rng.standard_normal(m.shape) + 1j * rng.standard_normal(m.shape))
+        sync = (lambda: None) if xp is np else (lambda: [xp.cuda.Device(d).synchronize() for d in set(devices)])
         Yr = xp.asarray(rng.standard_normal((nx, 2 * nr)))
         Yc = xp.asarray(rng.standard_normal((nx, nr)) + 1j * rng.standard_normal((nx, nr)))
         gem = []
@@ -1326,17 +1343,49 @@ def _nuclei_steps(a, path):
             gem.append((t1 - t0, time.perf_counter() - t1))
         tx, tr = (float(np.median([g_[i] for g_ in gem])) for i in (0, 1))
         flops = 4.0 * nx * nx * nr + 8.0 * nx * nr * nr
-        term = step / per
-        rows.append({"grid": [nx, nr], "backend": a.backend, "steps": a.steps, "step_s": step,
-                     "terms_per_step": per, "term_s": term, "term_flops": flops,
-                     "term_tflops": flops / term / 1e12, "gemm_s": [tx, tr],
-                     "gemm_tflops": [4.0 * nx * nx * nr / tx / 1e12, 8.0 * nx * nr * nr / tr / 1e12],
-                     "gemm_share": (tx + tr) / term, "all_step_s": times})
-        _say(f"{nx} x {nr} ({a.backend}): {step * 1e3:.1f} ms a step, {per:.0f} terms, {term * 1e6:.0f} us "
-             f"a term ({flops / term / 1e12:.3f} TFLOP/s); its GEMMs alone {(tx + tr) * 1e6:.0f} us "
-             f"({rows[-1]['gemm_tflops'][0]:.2f} real, {rows[-1]['gemm_tflops'][1]:.2f} complex TFLOP/s): "
-             f"{rows[-1]['gemm_share']:.2f} of a term")
-    return rows, {}
+        # the model's own apply (the CPU's path, a scan's), then a run's GPU path: Psi's
+        # columns on the first GPU, then split over all of ``devices``
+        splits = [("apply", 1)] + ([] if xp is np else [("columns", 1)]) + (
+            [("columns", len(devices))] if len(devices) > 1 else [])
+        first = None
+        for path_, gpus in splits:
+            columns = None
+            if path_ == "columns":
+                from tdse.backends.cupy.columns import ColumnOperator
+                h = nm.Model(cfg)
+                columns = ColumnOperator(xp, devices[:gpus], h.Tx_host, h.TR_host.astype(complex), h.V_host,
+                                         h.kappa * h.x[:, None])
+            st = NucleiStepper(m, xp, columns=columns)
+            psi = st.step(psi0.copy(), 1000)               # warm-up (mid-pulse: the field's on)
+            sync()
+            times, terms = [], []
+            for _ in range(a.repeat):
+                t0, k0 = time.perf_counter(), st.cheb_terms
+                for j in range(a.steps):
+                    psi = st.step(psi, 1000 + j)
+                sync()
+                times.append((time.perf_counter() - t0) / a.steps)
+                terms.append((st.cheb_terms - k0) / a.steps)
+            step, per = float(np.median(times)), float(np.median(terms))
+            term = step / per
+            first = first or step
+            rows.append({"grid": [nx, nr], "backend": a.backend, "gpus": gpus, "path": path_,
+                         "devices": devices[:gpus] if gpus > 1 else devices[:1], "steps": a.steps,
+                         "step_s": step, "terms_per_step": per, "term_s": term, "term_flops": flops,
+                         "term_tflops": flops / term / 1e12, "gemm_s": [tx, tr],
+                         "gemm_tflops": [4.0 * nx * nx * nr / tx / 1e12, 8.0 * nx * nr * nr / tr / 1e12],
+                         "gemm_share": (tx + tr) / term, "speedup": first / step,
+                         "of_gemm_rate": (tx + tr) / gpus / term, "dgemm_peak_tflops": peak / 1e12,
+                         "of_dgemm_peak": flops / term / (gpus * peak), "all_step_s": times})
+            r = rows[-1]
+            _say(f"{nx} x {nr} ({a.backend}, {path_}{f', {gpus} GPUs' if gpus > 1 else ''}): "
+                 f"{step * 1e3:.2f} ms a step, "
+                 f"{per:.0f} terms, {term * 1e6:.0f} us a term ({r['term_tflops']:.3f} TFLOP/s); its GEMMs "
+                 f"alone {(tx + tr) * 1e6:.0f} us on one ({r['gemm_tflops'][0]:.2f} real, "
+                 f"{r['gemm_tflops'][1]:.2f} complex TFLOP/s): a term at {r['of_gemm_rate']:.2f} of "
+                 f"{gpus} x that rate, {r['of_dgemm_peak']:.2f} of {gpus} x the {peak / 1e12:.1f} TFLOP/s of a "
+                 f"large DGEMM" + (f"; {r['speedup']:.2f}x the first row" if r['speedup'] != 1 else ""))
+    return rows, {"devices": devices}
 
 
 # ---------------------------------------------------------------- small-n: the launch limit

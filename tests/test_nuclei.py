@@ -439,3 +439,28 @@ def test_the_masses_and_kappa_from_the_three_particles_in_the_lab():
         + 0.5 * mu_e * (ve - 0.5 * (v1 + v2)) ** 2
     assert abs(kinetic - internal) < 1e-9 * kinetic
     assert abs((-xe + X1 + X2) - (cm(X1, X2, xe) - kappa * (xe - 0.5 * (X1 + X2)))) < 1e-12
+
+
+def test_which_gpus_a_run_splits_over():
+    """#57 item 2: Psi's columns go over every GPU given only where the benchmark measured a
+    gain (2048 x 512 on 2 H200: 1.63x; 1024 x 512 slower), and never below SPLIT_MIN_COLUMNS
+    columns a GPU; otherwise the first GPU alone; the memory each GPU then keeps counts the
+    peers' blocks."""
+    import tdse
+    from tdse.backends.cupy.columns import bounds, bytes_per_gpu
+    from tdse.run.nuclei import split_devices
+    base = tdse.load_config("inputs/h2plus_nuclei.toml")
+
+    def grid(nx, nr):
+        return base.with_value("grid.dx", 60.0 / nx).with_value("nuclei.dR", 30.0 / nr)
+    assert split_devices(grid(2048, 512), [0, 1]) == [0, 1]
+    assert split_devices(grid(2048, 512), [2, 3, 0, 1]) == [2, 3, 0, 1]
+    assert split_devices(grid(1024, 512), [0, 1]) == [0]
+    assert split_devices(grid(8192, 256), [0, 1, 2, 3]) == [0]        # 64 columns a GPU
+    assert split_devices(base, [1, 0]) == [1]
+    assert split_devices(grid(2048, 512), [3]) == [3]
+    assert bounds(150, 4) == [(0, 38), (38, 75), (75, 112), (112, 150)]
+    nx, nr = 2048, 512
+    one, two = bytes_per_gpu(nx, nr, 1), bytes_per_gpu(nx, nr, 2)
+    assert one == 8 * nx * nx + 16 * nr * nr + 8 * nx * nr + 5 * 16 * nx * nr
+    assert two == 8 * nx * nx + 16 * nr * 256 + 8 * nx * 256 + 16 * nx * 256 + 5 * 16 * nx * 256

@@ -204,7 +204,9 @@ def expm_apply(apply, X, tau, lo, hi, tol, xp=None, scaled=None):
     each term's update is that one call (one fused pass on a GPU); if it has ``into(X)`` and
     ``back(Y)`` (an invertible change of basis, :class:`tdse.model.hamiltonian.FoldedBlockOperator`),
     the series runs in that basis (its calls take and give blocks there; ``recur`` may
-    overwrite ``prev``, which the series owns) between one ``into`` and one ``back``.  Returns
+    overwrite ``prev``, which the series owns; ``axpy(a, x, y)``, y += a x there, if it has
+    one: :class:`tdse.backends.cupy.columns.ColumnOperator`'s blocks over GPUs) between one
+    ``into`` and one ``back``.  Returns
     (result, info) with info = {"terms", "R", "truncation_bound"}.  ``X`` a vector or a
     block of columns (NumPy or CuPy); G must be Hermitian (the expansion's error bound
     needs a real spectrum)."""
@@ -231,7 +233,7 @@ def expm_apply(apply, X, tau, lo, hi, tol, xp=None, scaled=None):
             out -= c * Y
             out *= 2.0 / r
             return out
-    axpy = _axpy(xp)
+    axpy = getattr(two_gp, "axpy", None) or _axpy(xp)     # the operator's own (its basis)
     prev = X
     cur = two_gp(X)
     cur *= 0.5                                # G' X

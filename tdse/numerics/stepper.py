@@ -326,12 +326,15 @@ class NucleiStepper:
     as the masks exp(-dt s_k W / 2) on both sides, as the 1D Chebyshev method has it.  The
     norm each mask takes is added to ``absorbed`` (x's share, R's share; on the device).
     ``fields``: a scan's members' fields (Psi then B x N_x x N_R, one series a factor over
-    the union of their intervals; ``absorbed`` then one value a member)."""
+    the union of their intervals; ``absorbed`` then one value a member).  ``columns``: a
+    :class:`tdse.backends.cupy.columns.ColumnOperator` -- each series then runs with Psi's
+    columns split over its GPUs (the masks and the observables on the first)."""
 
-    def __init__(self, model, xp=np, fields=None):
+    def __init__(self, model, xp=np, fields=None, columns=None):
         from . import chebyshev
         cfg = model.config
         self.model, self.xp, self.config, self.fields = model, xp, cfg, fields
+        self.columns = columns
         self.scheme = schemes.get(cfg.propagator.scheme)
         self.expm = chebyshev.expm_apply
         self.masks = {}
@@ -370,7 +373,9 @@ class NucleiStepper:
         for s, e in self.generators(j):
             Y = self._mask(Y, s)
             lo, hi = m.bounds(s, e)
-            Y, info = self.expm(lambda Z, s=s, e=e: m.apply(Z, s, e), Y, dt, lo, hi, tol, xp=self.xp)
+            scaled = None if self.columns is None else self.columns.scaled(s, e)
+            Y, info = self.expm(lambda Z, s=s, e=e: m.apply(Z, s, e), Y, dt, lo, hi, tol, xp=self.xp,
+                                scaled=scaled)
             Y = self._mask(Y, s)
             self.cheb_terms += info["terms"]
             self.exponentials += 1

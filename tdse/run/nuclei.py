@@ -35,7 +35,7 @@ from .scanfile import key_scales, put
 from .sinks import Progress, host_psi
 from .snapshots import OutputExists, part_path, publish
 
-__all__ = ["NucleiPlan", "prepare", "run", "NucleiResult", "memory_bytes", "FORMAT", "ROWS", "scan",
+__all__ = ["NucleiPlan", "prepare", "split_devices", "run", "NucleiResult", "memory_bytes", "FORMAT", "ROWS", "scan",
            "write_scan", "SCAN_FORMAT"]
 
 FORMAT = NUCLEI_FORMAT
@@ -64,48 +64,81 @@ def memory_bytes(config) -> int:
     return 16 * WORK_ARRAYS * n_x * n_R + 8 * 6 * n_x * n_R + 8 * n_x * n_x + 16 * n_R * n_R
 
 
+#: a run splits Psi's columns over its GPUs when each then holds at least this many R points
+#: and the grid at least SPLIT_MIN_POINTS: measured on 2 H200 (``python -m benchmarks nuclei
+#: --devices 0 1``, benchmarks/results/nuclei_h200x2_20261128T205918.json), 2048 x 512 steps
+#: 1.63x faster on two than on one, 1024 x 512 2.7x slower (its terms are bound by the
+#: host's launches and the copies' latency, ~270 us a term on two against 108 on one)
+SPLIT_MIN_COLUMNS = 128
+SPLIT_MIN_POINTS = 2 ** 20
+
+
 @dataclass(frozen=True)
 class NucleiPlan:
-    """What :func:`run` and :func:`tdse.evolve` step: the config, the backend, the model
-    on its device, psi(0) on the host, and the set-up's seconds."""
+    """What :func:`run` and :func:`tdse.evolve` step: the config, the backend (its
+    ``devices`` those the run uses), the model on its (first) device, psi(0) on the host,
+    the set-up's seconds and, on GPUs, the operator the series runs with: Psi's columns on
+    them (:class:`tdse.backends.cupy.columns.ColumnOperator`; one GPU too, for its fused term)."""
     config: object
     backend: Backend
     model: object
     psi0: np.ndarray
     prepare_seconds: dict
+    columns: object = None
 
     @property
     def steps(self) -> int:
         return self.config.time.steps
 
     def stepper(self):
-        return NucleiStepper(self.model, self.backend.xp)
+        return NucleiStepper(self.model, self.backend.xp, columns=self.columns)
+
+
+def split_devices(config, devices) -> list:
+    """The GPUs of ``devices`` a run of ``config`` uses: all of them when each gets
+    SPLIT_MIN_COLUMNS columns of R or more and the grid has SPLIT_MIN_POINTS, else the first."""
+    n_x, n_R = config.grid.n, config.nuclei.n
+    if len(devices) > 1 and n_R // len(devices) >= SPLIT_MIN_COLUMNS and n_x * n_R >= SPLIT_MIN_POINTS:
+        return list(devices)
+    return list(devices[:1])
 
 
 def prepare(config, *, backend="auto", devices=None, threads=None) -> NucleiPlan:
-    """The plan of a ``[nuclei]`` run (on the CPU, or on one GPU: the first of ``devices``;
-    "auto" takes a GPU where there is one); ConfigError (one line) when the box cannot hold
-    the fragments (:func:`tdse.model.nuclei.check_box`) or the grid cannot fit in memory."""
+    """The plan of a ``[nuclei]`` run on the CPU or on GPUs ("auto" takes them where there
+    are): on one GPU, the first of ``devices``, or on all of them with Psi's columns split
+    (:func:`split_devices`); ConfigError (one line) when the box cannot hold the fragments
+    (:func:`tdse.model.nuclei.check_box`) or the grid cannot fit in memory (host, or each GPU)."""
+    from ..backends.cupy.columns import bytes_per_gpu
     t0 = time.perf_counter()
     model_nuclei.check_box(config)
     be = backend_for(config, backend, devices, threads)
+    n_x, n_R = config.grid.n, config.nuclei.n
+    if be.name == "cupy":
+        be = dataclasses.replace(be, devices=tuple(split_devices(config, be.devices)))
     need = memory_bytes(config)
-    free = available_memory() if be.name == "numpy" else free_on(be.xp, be.devices[0])
-    if need > free:
-        raise ConfigError("nuclei.dR", config.nuclei.dR, (
-            f"gives a {config.grid.n} x {config.nuclei.n} grid (x by R); a run keeps about "
-            f"{need / 2**30:.2f} GiB there, more than the {free / 2**30:.2f} GiB free on the "
-            f"{'host' if be.name == 'numpy' else 'GPU'}: a coarser dx or dR, or a smaller box"))
-    if be.name == "cupy":               # one GPU: the first of ``devices``
+    places = [("host", need, available_memory())] if be.name == "numpy" else [
+        (f"GPU {d}", (need if i == 0 else 0) + bytes_per_gpu(n_x, n_R, be.gpus), free_on(be.xp, d))
+        for i, d in enumerate(be.devices)]
+    for where, b, free in places:
+        if b > free:
+            raise ConfigError("nuclei.dR", config.nuclei.dR, (
+                f"gives a {n_x} x {n_R} grid (x by R); a run keeps about {b / 2**30:.2f} GiB on "
+                f"the {where}, more than its {free / 2**30:.2f} GiB free: a coarser dx or dR, or a smaller box"))
+    if be.name == "cupy":               # the model, psi and the observables: the first GPU
         be.xp.cuda.Device(be.devices[0]).use()
+    columns = None
     with be.limit():
         t1 = time.perf_counter()
         host = model_nuclei.Model(config)
         psi0 = model_nuclei.initial_state(host)
         t2 = time.perf_counter()
         model = host if be.name == "numpy" else model_nuclei.Model(config, be.xp)
+        if be.name == "cupy":          # one GPU too: its fused term beats the model's apply
+            from ..backends.cupy.columns import ColumnOperator
+            columns = ColumnOperator(be.xp, be.devices, host.Tx_host, host.TR_host.astype(np.complex128),
+                                     host.V_host, host.kappa * host.x[:, None])
     return NucleiPlan(config, be, model, psi0,
-                      {"model": t1 - t0 + time.perf_counter() - t2, "initial_state": t2 - t1})
+                      {"model": t1 - t0 + time.perf_counter() - t2, "initial_state": t2 - t1}, columns)
 
 
 class _Rows(Sink):
