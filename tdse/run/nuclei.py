@@ -66,9 +66,9 @@ def memory_bytes(config) -> int:
 
 #: a run splits Psi's columns over its GPUs when each then holds at least this many R points
 #: and the grid at least SPLIT_MIN_POINTS: measured on 2 H200 (``python -m benchmarks nuclei
-#: --devices 0 1``, benchmarks/results/nuclei_h200x2_20261128T205918.json), 2048 x 512 steps
-#: 1.63x faster on two than on one, 1024 x 512 2.7x slower (its terms are bound by the
-#: host's launches and the copies' latency, ~270 us a term on two against 108 on one)
+#: --devices 0 1``, benchmarks/results/nuclei_h200x2_20261128T205918.json and …T210602), 2048
+#: x 512 steps 1.28-1.63x faster on two than on one, 1024 x 512 2.7x slower (its terms are
+#: bound by the host's CUDA calls: ~290-340 us a term on two against 108-123 on one)
 SPLIT_MIN_COLUMNS = 128
 SPLIT_MIN_POINTS = 2 ** 20
 
