@@ -532,7 +532,7 @@ def parse(data: dict, source: str | None = None) -> Config:
         key, v = (("propagator.method", prop.method) if prop.method in ("dense", "taylor") else
                   ("propagator.operator", True) if prop.operator else ("propagator.time_error", prop.time_error))
         raise ConfigError(f"{key}", v, "is not available with [nuclei] (Chebyshev steps, "
-                          "time_error = \"none\": docs/NUCLEI.md gives the run's dt convergence)")
+                          "time_error = \"none\": docs/NUCLEI.md, \"What a [nuclei] run does not do\", says why)")
     n, out = grid.n, _output(sec["output"], grid.n)
     w, R = (absorber.width if absorber else 0.0) + 3 * grid.dx, out.tsurff_radius
     if R and not (R < grid.x_max - w and -R > grid.x_min + w):
