@@ -20,11 +20,22 @@ from __future__ import annotations
 
 from .config import Config, ConfigError, load_config
 from .run.driver import Result, run
-from .run.loop import Observer, Sink, State, evolve
+from .run import loop
+from .run.loop import Observer, Sink, State
 from .run.plan import RunPlan, prepare
 
 __all__ = ["load_config", "simulate", "Result", "prepare", "evolve", "RunPlan", "Sink",
            "Observer", "State", "scan", "extend", "photoelectron_spectrum", "with_potential"]
+
+
+def evolve(plan, psi0, sinks=(), **kw) -> State:
+    """:func:`tdse.run.loop.evolve` (the one loop; its keywords), with the final psi and U as
+    one array each on the plan's (first) device: U(t) stepped in column bands over several
+    GPUs is gathered there (the runs' own calls keep the bands)."""
+    state = loop.evolve(plan, psi0, sinks, **kw)
+    if hasattr(state.U, "to_array"):
+        state.U = state.U.to_array(0)
+    return state
 
 
 def with_potential(config, function, **kw):

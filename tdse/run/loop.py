@@ -177,10 +177,7 @@ def evolve(plan, psi0, sinks=(), *, start=0, stop=None, U0=None, resumed=False,
     backend = getattr(plan, "backend", None)
     limit = backend.limit() if backend is not None else contextlib.nullcontext()
     with limit, _frozen_heap():        # the plan's BLAS threads (prepare(threads=...))
-        state = _run(stepper, dt, start, stop, state, list(sinks))
-    if hasattr(state.U, "to_array"):   # U in column bands over GPUs: one array on the first
-        state.U = state.U.to_array(0)
-    return state
+        return _run(stepper, dt, start, stop, state, list(sinks))
 
 
 def _run(stepper, dt, start, stop, state, sinks):
