@@ -1577,3 +1577,42 @@ def test_a_large_nuclei_run_splits_its_columns_over_two_gpus(tmp_path, monkeypat
         assert f.attrs["backend"] == "cupy, GPU(s) 0, 1" and g.attrs["backend"] == "cupy, GPU(s) 0"
         for k in ("norm", "energy", "dissociated", "absorbed_x"):
             assert np.allclose(f[f"observables/{k}"][:], g[f"observables/{k}"][:], rtol=1e-11, atol=1e-15), k
+
+
+@pytest.mark.multi_gpu(2)
+@pytest.mark.parametrize("feature", ["velocity", "tsurff", "expression"])
+def test_strong_field_features_in_column_bands_on_two_gpus_equal_the_cpu(feature):
+    """#55 on several GPUs (the dense exponent in column bands over GPUs 0 and 1): the
+    velocity gauge, t-SURFF's flux and an expression potential give the CPU's run -- psi
+    and the observables to 1e-10 of their scale, t-SURFF's P(k) to 1e-9 of its peak."""
+    import json
+
+    import tdse
+    from tdse.config import load, loads, with_values
+    cfg = with_values(load(os.path.join(os.path.dirname(__file__), "..", "inputs", "atom_hhg.toml")),
+                      [("time.t_end", 10.0), ("output.every", 50), ("propagator.method", "dense"),
+                       ("grid.x_min", -40.0), ("grid.x_max", 40.0)])
+    if feature == "velocity":
+        cfg = with_values(cfg, [("field.gauge", "velocity")])
+    elif feature == "tsurff":
+        cfg = with_values(cfg, [("output.tsurff_radius", 12.0), ("time.t_end", 40.0), ("field.E0", 0.1),
+                                ("field.duration", 40.0)])
+    else:                        # the same atom, V written as a formula
+        cfg = loads('name = "atom_formula"\n[grid]\nx_min = -40.0\nx_max = 40.0\ndx = 0.4\nstencil = "dvr"\n'
+                    '[potential]\nkind = "expression"\nV = "-Z / sqrt(x**2 + a)"\nparameters = {Z = 1.0, a = 2.0}\n'
+                    '[field]\nE0 = 0.0534\nomega = 0.057\nduration = 440.9\nenvelope = "sin2"\n'
+                    '[absorber]\nwidth = 25.0\n[time]\ndt = 0.1\nt_end = 10.0\n'
+                    '[propagator]\nmethod = "dense"\n[output]\nevery = 50\n')
+        assert cfg.potential.kind == "expression"
+    cpu = tdse.simulate(cfg, backend="numpy")
+    gpu = tdse.simulate(cfg, backend="cupy", devices=[0, 1])
+    assert gpu.attrs["backend"] == "cupy" and list(gpu.attrs["devices"]) == [0, 1]
+    a, b = np.asarray(cpu.psi), np.asarray(gpu.psi)
+    assert np.abs(a - b).max() <= 1e-10 * np.abs(a).max()
+    for k in ("norm", "energy", "acceleration"):
+        x, y = np.asarray(cpu.observables[k]), np.asarray(gpu.observables[k])
+        assert np.abs(x - y).max() <= 1e-10 * max(1.0, np.abs(x).max()), k
+    if feature == "tsurff":
+        rc, rg = (json.loads(r.attrs["photoelectrons_tsurff"]) for r in (cpu, gpu))
+        P, Pg = np.array(rc["P_right"]) + rc["P_left"], np.array(rg["P_right"]) + rg["P_left"]
+        assert np.abs(P - Pg).max() <= 1e-9 * P.max() and P.max() > 1e-6, P.max()
