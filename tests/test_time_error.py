@@ -110,3 +110,22 @@ def test_the_stated_population_error_bounds_the_true_one():
     z = np.vdot(b, a)
     true = np.linalg.norm(a - z / abs(z) * b) * np.sqrt(cfg.grid.dx)
     assert true <= d["snapshots/time_error"][-1] <= 10 * true
+
+
+def test_the_largest_stated_error_is_reported_where_it_is():
+    """#58 7b: the run's summary (result, file, printed line) names the largest stated error
+    at the snapshot that holds it -- on tiny.toml the first comparison (t = 0.1), not t_end --
+    and the populations' largest as the largest of their column."""
+    import tdse
+    from tdse.run import timeerror
+    cfg = tdse.load_config(os.path.join(os.path.dirname(HERE), "inputs", "tiny.toml"))
+    r = tdse.simulate(cfg.with_value("propagator.method", "dense"), backend="numpy")
+    d, e = r.arrays(), r.time_error
+    te, tp, t = d["snapshots/time_error"], d["snapshots/time_error_populations"], d["snapshots/t"]
+    i = int(np.argmax(te))
+    assert 0 < i < len(t) - 1                      # the largest is not the last: a real check
+    assert e["max_error"] == te[i] and e["t_max_error"] == t[i]
+    assert e["error_at_t_end"] == te[-1] and e["t_compared"] == t[-1] and e["comparisons"] == len(t)
+    assert e["max_population_error"] == tp.max() and e["population_error_at_t_end"] == tp[-1]
+    line = timeerror.describe(e)
+    assert f"largest {te[i]:.2g} at t = {t[i]:.4g}" in line and f"{te[-1]:.2g} at t = {t[-1]:.4g}" in line
