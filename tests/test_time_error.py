@@ -5,8 +5,10 @@ dt/4 (exponentials at 1e-14; docs/time_error/check_time_error.py, which also rec
 full-length runs of every shipped input in docs/time_error/)."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -129,3 +131,83 @@ def test_the_largest_stated_error_is_reported_where_it_is():
     assert e["max_population_error"] == tp.max() and e["population_error_at_t_end"] == tp[-1]
     line = timeerror.describe(e)
     assert f"largest {te[i]:.2g} at t = {t[i]:.4g}" in line and f"{te[-1]:.2g} at t = {t[-1]:.4g}" in line
+
+
+@pytest.mark.parametrize("duration, t_end, window, start", [
+    (30.0, 30.0, 2.1, 140),     # the pulse's peak at step 150: 21 steps from 150 - 10
+    (10.0, 30.0, 2.1, 40),      # a pulse shorter than the run: its peak at step 50
+    (30.0, 30.0, 40.0, 0),      # a window longer than the run: from the start
+    (None, 30.0, 2.1, 0)])      # no field: from the start, where an abrupt drive kicks
+def test_the_window_sits_on_the_pulses_peak(duration, t_end, window, start):
+    """#58 7b: window_start by hand -- the window's W steps centred on the peak, duration/2
+    (or t_end/2 if sooner), W // 2 before it, within the run."""
+    import tdse
+    from tdse.run.timeerror import window_start
+    cfg = tdse.config.loads(PULSE.replace("t_end = 30.0", f"t_end = {t_end}").replace(
+        "duration = 30.0", f"duration = {duration or 30.0}"))
+    cfg = cfg.with_value("propagator.time_error", "window").with_value("propagator.error_window", min(window, t_end))
+    if duration is None:
+        cfg = dataclasses.replace(cfg, potential=dataclasses.replace(cfg.potential, field=None))
+    assert window_start(cfg) == start
+
+
+def test_the_window_estimate_is_step_doubling_over_its_window():
+    """#58 7b: time_error = "window" compares psi_dt at the window's end with psi taken from
+    the window's start over twice as many steps at dt/2 (computed here apart, through the
+    loop with a plan at dt/2), their phase-blind distance x 2^p / (2^p - 1), at the steps
+    and times window_start gives; the file holds the result and the printed line says the
+    window covers nothing later."""
+    import tdse
+    from tdse.run.timeerror import describe, phase_blind_distance, window_start
+    cfg = tdse.config.loads(PULSE).with_value("propagator.time_error", "window").with_value(
+        "propagator.error_window", 2.1).with_value("output.every", 10)
+    res = tdse.simulate(cfg, backend="numpy")
+    e, dt, s = res.time_error, cfg.time.dt, window_start(cfg)
+    assert (e["window_steps"], e["order"], e["dt"]) == (21, 4, dt) and s == 140
+    assert e["t_window_start"] == pytest.approx(s * dt) and e["t_window"] == pytest.approx((s + 21) * dt)
+    plain = tdse.config.loads(PULSE).with_value("propagator.time_error", "none").with_value("output.every", 10)
+    at = tdse.prepare(plain, backend="numpy")
+    psi_s = tdse.evolve(at, at.psi0, stop=s).psi
+    psi_dt = tdse.evolve(at, psi_s, start=s, stop=s + 21).psi
+    half = tdse.prepare(plain.with_value("time.dt", dt / 2), backend="numpy")
+    psi_half = tdse.evolve(half, psi_s, start=2 * s, stop=2 * (s + 21)).psi
+    d = phase_blind_distance(psi_dt, psi_half, cfg.grid.dx)
+    assert d > 1e-12 and e["psi_diff_dt_vs_half"] == pytest.approx(d, rel=1e-6)
+    assert e["error_at_window"] == pytest.approx(d * 16 / 15, rel=1e-6)
+    assert e["psi_l2_diff_with_phase"] >= e["psi_diff_dt_vs_half"]
+    assert "t = 14..16.1 (21 steps)" in describe(e) and "nothing about later times" in describe(e)
+
+
+@pytest.mark.parametrize("kind", ["companion", "estimate"])
+def test_each_estimates_summary_holds_what_the_run_did(kind):
+    """#58 7b: the stored summary of each whole-run estimate against the run's own numbers:
+    scheme, order and dt; the companion's dt/2 and method; the estimate's steps (fixed: the
+    run's), no rejection, its transport's tolerance; the populations' bound at t_end as
+    max_n (2 sqrt(P_n) E + E^2) from the file's populations and E; each estimate's cost as a
+    fraction of the stepping; the file's attribute equal to the result."""
+    import json
+
+    import h5py
+
+    import tdse
+    from tdse.run.timeerror import SAFETY
+    cfg = tdse.config.loads(PULSE).with_value("propagator.time_error", kind)
+    with tempfile.TemporaryDirectory() as out:
+        res = tdse.simulate(cfg, backend="numpy", out=out)
+        with h5py.File(res.path) as f:
+            stored = json.loads(f.attrs["time_error"])
+            E = f["snapshots/time_error"][-1]
+            P = f["observables/populations_h0"][-1]
+    e = res.time_error
+    assert stored == json.loads(json.dumps(e))
+    assert (e["kind"], e["scheme"], e["order"], e["dt"], e["safety"], e["t_end"]) == (
+        kind, "cfm4", 4, cfg.time.dt, SAFETY, cfg.time.t_end)
+    assert e["error_at_t_end"] == E and e["comparisons"] == cfg.time.steps // cfg.output.every + 1
+    if kind == "companion":
+        assert e["companion_dt"] == cfg.time.dt / 2 and e["companion_method"] == cfg.propagator.method
+        assert 0 < e["companion_seconds"] and 0 < e["companion_fraction"] < 50
+    else:
+        assert e["steps_taken"] == cfg.time.steps and e["rejected"] == 0 and e["tolerance"] is None
+        assert e["carried_by"] == "midpoint, tolerance 1e-06" and e["products_per_step"] > 0
+        assert e["population_bound_at_t_end"] == pytest.approx(float((2 * np.sqrt(P) * E + E * E).max()), rel=1e-6)
+        assert 0 < e["estimate_seconds"] and 0 < e["estimate_fraction"] < 50
