@@ -1720,7 +1720,10 @@ def _run_overhead(a):
             # warm 2 steps, then S - 2 timed; --repeat times before the runs and again after
             # them (a GPU's bare step moved by up to 40 % between minutes on one machine, the
             # DVR's 9.6 against 13.7 ms: the median of both sets is the ratio's step)
+            _say(f"N = {n}, {st}: {plan.config.propagator.method} (prepared in {t_prepare:.1f} s); "
+                 f"the bare loop, {a.repeat} x {S - 2} steps, then the CLI runs")
             before = [_bare_steps(plan, S - 2)[0] for _ in range(a.repeat)]
+            _say(f"  bare step {float(np.median(before)) * 1e6:.0f} us")
             done = []
             for pe in a.populations_every:
                 c = cfg.with_value("output.populations_every", pe) if pe else cfg
