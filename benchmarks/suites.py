@@ -1713,6 +1713,9 @@ def _run_overhead(a):
                 "propagator.time_error", "none").with_value("time.t_end", a.steps * cfg.time.dt)
             if a.every:
                 cfg = cfg.with_value("output.observables_every", a.every)
+            # each cadence's input made (and refused, one line) before any work
+            cases = [(pe, cfg.with_value("output.populations_every", pe) if pe else cfg)
+                     for pe in a.populations_every]
             t0 = time.perf_counter()
             plan = tdse.prepare(cfg, backend=a.backend, check_resolution=False, threads=a.threads)
             t_prepare = time.perf_counter() - t0
@@ -1725,8 +1728,7 @@ def _run_overhead(a):
             before = [_bare_steps(plan, S - 2)[0] for _ in range(a.repeat)]
             _say(f"  bare step {float(np.median(before)) * 1e6:.0f} us")
             done = []
-            for pe in a.populations_every:
-                c = cfg.with_value("output.populations_every", pe) if pe else cfg
+            for pe, c in cases:
                 done.append(_overhead_row(a, c, plan, S, t_prepare, stencil,
                                           bare=lambda: _bare_steps(plan, S - 2)[0]))
             after = [_bare_steps(plan, S - 2)[0] for _ in range(a.repeat)]
