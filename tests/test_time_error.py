@@ -211,3 +211,40 @@ def test_each_estimates_summary_holds_what_the_run_did(kind):
         assert e["carried_by"] == "midpoint, tolerance 1e-06" and e["products_per_step"] > 0
         assert e["population_bound_at_t_end"] == pytest.approx(float((2 * np.sqrt(P) * E + E * E).max()), rel=1e-6)
         assert 0 < e["estimate_seconds"] and 0 < e["estimate_fraction"] < 50
+
+
+def test_the_phase_blind_distance_is_the_smallest_over_global_phases():
+    """#58 7b: phase_blind_distance(a, b) = min over alpha of ||a - e^(i alpha) b|| (weight
+    dx), against a brute-force minimum over 20000 phases on fresh random states (an overlap
+    of modulus below 1, at a random phase), and sqrt(||a||^2 + ||b||^2) for orthogonal (disjoint)
+    states, where every phase gives the same distance."""
+    from tdse.run.timeerror import phase_blind_distance
+    rng = np.random.default_rng()
+    dx = rng.uniform(0.05, 0.5)
+    a = rng.standard_normal(64) + 1j * rng.standard_normal(64)
+    b = (0.3 * a + rng.standard_normal(64)) * np.exp(1j * rng.uniform(0, 2 * np.pi))
+    a, b = a / np.linalg.norm(a) * 0.9, b / np.linalg.norm(b) * 0.8   # |<b, a>| < 1
+    assert 0 < abs(np.vdot(b, a)) < 1
+    alphas = np.linspace(0, 2 * np.pi, 20001)
+    brute = np.sqrt((np.abs(a[None, :] - np.exp(1j * alphas)[:, None] * b[None, :]) ** 2).sum(axis=1) * dx).min()
+    assert phase_blind_distance(a, b, dx) == pytest.approx(brute, rel=1e-6)
+    a[32:], c = 0, np.where(np.arange(64) >= 32, b, 0)                # disjoint: <c, a> = 0 exactly
+    assert np.vdot(c, a) == 0
+    want = np.sqrt((np.vdot(a, a).real + np.vdot(c, c).real) * dx)
+    assert phase_blind_distance(a, c, dx) == pytest.approx(want, rel=1e-12)
+
+
+def test_a_summary_without_comparisons_states_nothing():
+    """#58 7b: an estimate with no comparison (a run stopped before its first snapshot) has
+    NaN errors and no times, not zeros."""
+    import math
+
+    from tdse.run.timeerror import _summary
+    s = _summary([])
+    assert s["comparisons"] == 0
+    for k in ("error_at_t_end", "t_compared", "max_error", "t_max_error", "population_error_at_t_end",
+              "max_population_error"):
+        assert math.isnan(s[k]), k
+    s = _summary([(0.0, 0.0, 0.0), (1.0, 3e-9, 1e-10), (2.0, 2e-9, 4e-10)])
+    assert (s["max_error"], s["t_max_error"], s["max_population_error"]) == (3e-9, 1.0, 4e-10)
+    assert (s["error_at_t_end"], s["t_compared"], s["population_error_at_t_end"]) == (2e-9, 2.0, 4e-10)
