@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .stencil import axpy_kernel
+
 _KERNELS = {}
 
 #: 2 G' X (a series' first product): g = ks g + (vs v + ke kx - c) x
@@ -35,7 +37,6 @@ def _kernel(cp, name):
             "apply": lambda: cp.ElementwiseKernel(f"T x, {diag}", "T g", APPLY, "tdse_columns_apply"),
             "recur": lambda: cp.ElementwiseKernel(f"T g, T cur, {diag}, T a", "T p, T y", RECUR,
                                                   "tdse_columns_recur"),
-            "axpy": lambda: cp.ElementwiseKernel("T x, T a", "T y", "y += a * x", "tdse_columns_axpy"),
             "scale": lambda: cp.ElementwiseKernel("T a", "T y", "y *= a", "tdse_columns_scale"),
         }[name]()
     return _KERNELS[name]
@@ -257,4 +258,4 @@ class _Factor:
     def axpy(self, a, x, y):
         for g in range(len(self.op.devices)):
             with self.op.on(g):
-                _kernel(self.op.cp, "axpy")(x.parts[g], np.complex128(a), y.parts[g])
+                axpy_kernel(self.op.cp)(x.parts[g], np.complex128(a), y.parts[g])
