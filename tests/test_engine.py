@@ -5,7 +5,7 @@ Tolerances: results are compared with NumPy's matmul at rtol = 100 u of the dtyp
 the band algorithm sums the same K products in the same order per tile, so differences
 are only BLAS blocking rounding.
 """
-import copy
+import dataclasses
 
 import numpy as np
 import pytest
@@ -147,6 +147,16 @@ def _ancestors(sched, oid):
     return seen
 
 
+def without_dependency(sched, victim, d):
+    """``sched`` with dependency ``d`` of op ``victim`` dropped; the other ops shared (the
+    emulator only reads them: a deep copy per case was 58 % of these tests' time)."""
+    ops = list(sched.ops)
+    op = ops[victim]
+    assert op.id == victim
+    ops[victim] = dataclasses.replace(op, deps=op.deps[:d] + op.deps[d + 1:])
+    return dataclasses.replace(sched, ops=ops)
+
+
 def _run(sched, A, B, C, beta, seed):
     arrays = {("A", sched.a_dev): A, ("B", sched.b_dev): B, ("C", sched.c_dev): C}
     run_schedule(sched, arrays, 1.0, beta, np.random.default_rng(seed), A.dtype)
@@ -165,8 +175,8 @@ def test_removed_dependency_is_caught(rng, beta, method, plane_copies):
     caught = 0
     for victim in with_deps:
         for d in range(len(base.ops[victim].deps)):
-            sched = copy.deepcopy(base)
-            dropped = sched.ops[victim].deps.pop(d)
+            sched = without_dependency(base, victim, d)
+            dropped = base.ops[victim].deps[d]
             # a dependency still implied by stream order and the other edges is not a bug
             if dropped in _ancestors(sched, victim):
                 continue

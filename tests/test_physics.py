@@ -1,6 +1,7 @@
 """Hamiltonian, eigenstates, observables and propagation invariants (tdse)."""
 import numpy as np
 import pytest
+import scipy.linalg
 
 from tdse.model import hamiltonian
 from tdse.model import states as model_states
@@ -557,14 +558,16 @@ def test_the_5_point_spectrum_lies_above_the_3_point_one(inputs_dir, rng):
 
 
 def scipy_dense_pairs(cfg, t, count):
-    """The lowest pairs of the finite-difference H(t) by numpy.linalg.eigh of the dense
-    matrix (an independent reference for the banded and iterative solvers)."""
+    """The lowest pairs of the finite-difference H(t) by LAPACK's dense dsyevx (bisection and
+    inverse iteration on the Householder tridiagonal: an independent reference for the
+    banded, MRRR and iterative solvers; the lowest ``count`` only, 3x quicker than every
+    pair at N = 2048)."""
     from tdse.model import hamiltonian
     from tdse.model.grid import points
     from tdse.model.potential import soft_core
     H = hamiltonian.generator_dense(cfg, 1.0, soft_core(cfg.potential, points(cfg.grid), t))
-    E, V = np.linalg.eigh(H)
-    return E[:count], V[:, :count].T / np.sqrt(cfg.grid.dx)
+    E, V = scipy.linalg.eigh(H, subset_by_index=[0, count - 1], driver="evx")
+    return E, V.T / np.sqrt(cfg.grid.dx)
 
 
 @pytest.mark.parametrize("n", [256, 2048])

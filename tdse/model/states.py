@@ -38,8 +38,12 @@ def eigenstates(config, t, count, dense=False):
     v = soft_core(config.potential, points(g), t)
     count = min(count, g.n)
     if g.stencil == "dvr" and (dense or g.n <= DVR_DENSE_MAX or count + 2 > g.n // 4):
-        E, vecs = scipy.linalg.eigh(generator_dense(config, 1.0, v), subset_by_index=(0, count - 1),
-                                    driver="evx", check_finite=False)
+        # bisection and inverse iteration for a few pairs; divide and conquer for many (all
+        # 2000 pairs of a 2000-point DVR: evx 10.5 s, evd 1.2 s on 2 cores)
+        many = count > g.n // 4
+        E, vecs = scipy.linalg.eigh(generator_dense(config, 1.0, v), driver="evd" if many else "evx",
+                                    check_finite=False, **({} if many else {"subset_by_index": (0, count - 1)}))
+        E, vecs = E[:count], vecs[:, :count]
     elif g.stencil == 3:
         E, vecs = tridiagonal(g, v, count)
     elif g.stencil == "dvr":
