@@ -4,6 +4,7 @@ import pytest
 import scipy.linalg
 
 from tdse.model import hamiltonian
+from tdse.model import lapack
 from tdse.model import states as model_states
 from tdse.model import tracker
 from tdse.model.grid import points
@@ -47,14 +48,14 @@ def test_eigenstates_match_dense_eigh():
 
 @pytest.mark.parametrize("route", ["ctypes", "scipy"])
 def test_stemr_against_dense_eigh_and_scipys_wrapper(route, rng, monkeypatch):
-    """states.stemr (#23: LAPACK's dstemr called without the GIL through ctypes, or SciPy's
+    """states.stemr (tdse.model.lapack; #23: LAPACK's dstemr called without the GIL through ctypes, or SciPy's
     wrapper where that table is not reachable): the m lowest pairs of fresh random
     symmetric tridiagonal matrices equal numpy.linalg.eigh's of the dense matrix (values to
     1e-12 relative, vectors up to sign to 1e-10), and both routes give the same bits; 1 <= m
     <= N, N from 1 to 300; the 3-point eigenstates go through it."""
     if route == "scipy":
-        monkeypatch.setattr(model_states, "_STEMR", [None])
-    elif model_states._stemr_function() is None:
+        monkeypatch.setattr(lapack, "_STEMR", [None])
+    elif lapack.stemr_function() is None:
         pytest.skip("SciPy's LAPACK table is not reachable through ctypes here")
     import scipy.linalg
     for n, m in ((1, 1), (2, 2), (7, 3), (64, 4), (300, 6)):
