@@ -281,6 +281,19 @@ def _small_n(d):
     return out
 
 
+def _start_up(d):
+    out = ["| input | backend | wall s | printed s | printed / wall | before prepare | prepare | set-up | "
+           "loop | to close | close and exit | wall with plots s |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in d["rows"]:
+        p, wp = r["phases"], r.get("wall_with_plots_seconds")
+        out.append(f"| {r['input']} | {r['backend']} | {r['wall_seconds']:.2f} | {r['printed_seconds']:.2f} | "
+                   f"{r['printed_share']:.2f} | " + " | ".join(f"{p[k]:.2f}" for k in (
+                       "before_prepare", "prepare", "set_up", "loop", "to_close", "close_and_exit"))
+                   + f" | {'--' if wp is None else format(wp, '.2f')} |")
+    return out
+
+
 def _run_overhead(d):
     # "run / bare": the CLI's walls; "start-up apart": the same with the run's start-up phases
     # apart (the target's "steps x step time + start-up"); then the run's own loop clock
@@ -442,7 +455,7 @@ RENDER = {"nuclei": _nuclei, "engine": _engine, "sweep-3m": _sweep, "expm": _exp
           "accuracy": _accuracy, "step-cost": _step_cost, "expm-profile": _expm_profile,
           "propagator": _propagator, "inputs": _inputs, "absorber": _absorber,
           "formulas": _formulas, "scale": _scale, "scan": _scan,
-          "mutation": _mutation, "small-n": _small_n, "run-overhead": _run_overhead,
+          "mutation": _mutation, "small-n": _small_n, "run-overhead": _run_overhead, "start-up": _start_up,
           "expm-pool": _expm_pool, "block-kinetic": _block_kinetic, "formula": _formula,
           "tsurff": _tsurff, "time-error": _time_error, "gauge": _gauge}
 
@@ -478,6 +491,8 @@ def headline(doc) -> dict:
             out[f"{r['input']} {r['backend']} {r['members']} members s"] = r["scan_seconds"]
         elif s == "small-n":
             out[f"N={r['n']} {r['method']} graph s/step"] = r["gpu_graph_s"]
+        elif s == "start-up":
+            out[f"{r['input']} {r['backend']} wall s"] = r["wall_seconds"]
         elif s == "run-overhead":
             out[f"N={r['n']} {r['stencil']} {r['backend']} run/bare"] = r["wall_over_steps"]
         elif s == "absorber":

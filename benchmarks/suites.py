@@ -1884,6 +1884,53 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
     return row
 
 
+# ---------------------------------------------------------------- start-up: a run's wall by phase
+def _start_up_args(p):
+    p.add_argument("--inputs", nargs="+", default=["tiny", "atom_hhg", "h2plus_static", "h2plus_moving",
+                                                   "h2plus_moving_ramped", "thesis_fig6"])
+    p.add_argument("--backend", default="numpy", choices=["numpy", "cupy"])
+    p.add_argument("--repeat", type=_at_least(1), default=3, help="runs of each input, medians kept")
+    p.add_argument("--plots", action=argparse.BooleanOptionalAction, default=False,
+                   help="also time each input with its pictures (the CLI's default), a run each")
+
+
+def _start_up(a):
+    """#59 item 2: `tdse run INPUT --no-plots` as a user starts it (a new process), its wall
+    split by the file's ``timeline`` (:func:`cli_phases`: before prepare -- the interpreter,
+    imports, parsing --, prepare, set-up, the loop, the close and exit), beside the time the
+    run prints (the file's ``wall_seconds``: its loop with sinks) and that time's share of the
+    wall (target >= 0.8 on 2 CPU cores); with ``--plots`` also the wall with the pictures.
+    Targets on one H100 for atom_hhg: wall <= 1.5 s, printed <= 0.6 s."""
+    import json
+    import tempfile
+
+    import h5py
+    rows = []
+    for name in a.inputs:
+        path = os.path.join(ROOT, "inputs", f"{name}.toml")
+        with tempfile.TemporaryDirectory() as d:
+            args = ["run", path, "--out", d, "--backend", a.backend, "--quiet", "--force", "--yes"]
+            walls, printed, phases = [], [], []
+            for _ in range(a.repeat):
+                marks = []
+                walls.append(_timed_cli(args + ["--no-plots"], marks))
+                h5 = [f for f in os.listdir(d) if f.endswith(".h5")][0]
+                with h5py.File(os.path.join(d, h5), "r") as f:
+                    printed.append(float(f.attrs["wall_seconds"]))
+                    phases.append(cli_phases(*marks, json.loads(f.attrs["timeline"])))
+            with_plots = _timed_cli(args) if a.plots else None
+        wall, run_s = float(np.median(walls)), float(np.median(printed))
+        row = {"input": name, "backend": a.backend, "repeat": a.repeat, "wall_seconds": wall,
+               "printed_seconds": run_s, "printed_share": run_s / wall,
+               "phases": {k: float(np.median([p[k] for p in phases])) for k in phases[0]},
+               "walls_each": walls, "printed_each": printed, "wall_with_plots_seconds": with_plots}
+        rows.append(row)
+        _say(f"{name}: wall {wall:.2f} s, printed {run_s:.2f} s ({100 * run_s / wall:.0f} %); "
+             + ", ".join(f"{k} {v:.2f}" for k, v in row["phases"].items())
+             + (f"; with plots {with_plots:.2f} s" if with_plots else ""))
+    return rows, {}
+
+
 # ---------------------------------------------------------------- time-error: #56's rows
 def _time_error_args(p):
     p.add_argument("--kinds", nargs="*", default=["abrupt", "ramped", "laser", "fast"])
@@ -2125,6 +2172,8 @@ SUITES = {
     "run-overhead": Suite("`tdse run` (a new process) against its bare step loop: wall over "
                           "steps x step time, start-up and precheck apart", False,
                           _run_overhead_args, _run_overhead),
+    "start-up": Suite("#59: `tdse run` of each input (a new process) as wall by phase, the printed "
+                      "run time's share of it", False, _start_up_args, _start_up),
     "scan": Suite("an E0 scan (tdse scan) against its members run one by one, in one process",
                   False, _scan_args, _scan),
     "inputs": Suite("each CPU input as `tdse run` runs it: time, threads, and the quantities "

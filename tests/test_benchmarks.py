@@ -125,3 +125,19 @@ def test_cli_phases_split_a_runs_wall_by_its_file_timeline():
     bare = cli_phases(100.0, 111.0, {k: v for k, v in tl.items() if k != "prepare"})
     assert bare["before_prepare"] == pytest.approx(0.5) and bare["prepare"] == 0.0
     assert bare["set_up"] == pytest.approx(1.75)
+
+
+def test_start_up_splits_a_runs_wall_into_its_phases(tmp_path):
+    """#59 item 2's suite on tiny.toml, one run: the phases from the file's timeline add up
+    to the wall measured around the process (each >= 0), the printed time is the loop's
+    share of it, and the index renders the row."""
+    assert main(["start-up", "--inputs", "tiny", "--repeat", "1", "--out", str(tmp_path)]) == 0
+    (path,) = glob.glob(str(tmp_path / "start-up_cpu*_*.json"))
+    doc = json.load(open(path))
+    (r,) = doc["rows"]
+    assert r["input"] == "tiny" and r["walls_each"] == [r["wall_seconds"]]
+    assert min(r["phases"].values()) >= 0
+    assert sum(r["phases"].values()) == pytest.approx(r["wall_seconds"], abs=0.05)
+    assert 0 < r["printed_seconds"] <= r["phases"]["loop"] + r["phases"]["to_close"] + 0.01
+    assert r["printed_share"] == pytest.approx(r["printed_seconds"] / r["wall_seconds"])
+    assert any(line.startswith("| tiny | numpy |") for line in index.render(doc))
