@@ -137,7 +137,8 @@ def test_the_largest_stated_error_is_reported_where_it_is():
     (30.0, 30.0, 2.1, 140),     # the pulse's peak at step 150: 21 steps from 150 - 10
     (10.0, 30.0, 2.1, 40),      # a pulse shorter than the run: its peak at step 50
     (30.0, 30.0, 40.0, 0),      # a window longer than the run: from the start
-    (None, 30.0, 2.1, 0)])      # no field: from the start, where an abrupt drive kicks
+    (None, 30.0, 2.1, 0),       # no field: from the start, where an abrupt drive kicks
+    (1.5, 1.5, 1.5, 0)])        # W = the run's 15 steps, the peak rounded past W // 2: still 0
 def test_the_window_sits_on_the_pulses_peak(duration, t_end, window, start):
     """#58 7b: window_start by hand -- the window's W steps centred on the peak, duration/2
     (or t_end/2 if sooner), W // 2 before it, within the run."""

@@ -57,7 +57,8 @@ def random_state(n, rng, norm=1.0, dx=0.2):
 def test_a_resumed_window_keeps_its_stored_result_or_moves_its_start(plan):
     """A resumed run whose file holds the window's result makes none again (no save point);
     "none" stored means none was made; resumed inside or after the window, it starts where
-    the run resumed, but never later than W steps before the end."""
+    the run resumed, but never later than W steps before the end (so at 0 where W is the
+    whole run); without a start, from t = 0."""
     stored = {"error_at_window": 1.5e-9, "window_steps": 40}
     w = timeerror.TimeErrorEstimate(plan, 40, 0, stored=json.dumps(stored))
     assert w.result == stored and w.next_point(0, 200) is None
@@ -66,6 +67,9 @@ def test_a_resumed_window_keeps_its_stored_result_or_moves_its_start(plan):
     for resumed_at, start in ((0, 0), (20, 20), (180, 160), (200, 160)):
         w = timeerror.TimeErrorEstimate(plan, 40, 0, resumed_at=resumed_at)
         assert w.start_step == start, resumed_at
+    w = timeerror.TimeErrorEstimate(plan, 200, 0, resumed_at=20)       # W = the whole run
+    assert w.start_step == 0
+    assert timeerror.TimeErrorEstimate(plan, 40).start_step == 0        # by default from t = 0
     w = timeerror.TimeErrorEstimate(plan, 40, 100, resumed_at=60)      # resumed before it
     assert w.start_step == 100
     assert w.next_point(0, 100) == 100 and w.next_point(100, 200) == 140 and w.next_point(140, 200) is None
@@ -126,7 +130,8 @@ def test_the_companions_configuration_changes_dt_and_the_tolerance_only(plan):
 
 def test_the_companion_resumes_its_comparisons_and_offers_only_at_snapshots(plan, monkeypatch):
     """begin() on a resume takes the stored companion psi and the comparisons of the rows
-    before it (none where the file has no rows); on a fresh run it copies psi; a save point
+    before it (none where the file has no rows; no estimate at all where it has no companion
+    psi); on a fresh run it copies psi; a save point
     that is no snapshot adds no comparison, nor one with no snapshot sink; the companion's
     seconds add up over saves, and its cost is their share of the rest of the wall (a clock
     that ticks once a call)."""
@@ -140,6 +145,10 @@ def test_the_companion_resumes_its_comparisons_and_offers_only_at_snapshots(plan
     c = timeerror.CompanionEstimate(plan, None, snaps, {"companion": psi2})
     c.begin(State(20, 0.1, plan.psi0))
     assert c.points == []
+    c = timeerror.CompanionEstimate(plan, None, snaps, {"companion": None})   # a file without it
+    c.begin(State(20, 0.1, plan.psi0))
+    c.save(State(40, 0.2, plan.psi0))                     # no estimate from here
+    assert c.points == [] and c.psi2 is None
     psi = np.array(plan.psi0, copy=True)
     clock = Clock()
     monkeypatch.setattr(timeerror, "time", clock)
