@@ -275,12 +275,12 @@ def test_the_yield_line_says_what_it_is_worth(inputs_dir):
     observables are divided by the remaining norm and that the populations and <n> are not."""
     import types
     from tdse import config as cfgmod
-    from tdse.ui.cli import _yield_lines
+    from tdse.ui.lines import yield_lines
     cfg = cfgmod.load(os.path.join(inputs_dir, "atom_hhg.toml")).with_value("propagator.tolerance", 1e-10)
     for y, unresolved in ((-1e-8, True), (2e-8, True), (0.0567, False)):
         obs = {"t": np.array([0.0, 441.0]), "yield": np.array([0.0, y]),
                "yield_flux": np.array([0.0, y]), "layer_norm": np.array([0.0, 0.0])}
-        line, = _yield_lines(cfg, types.SimpleNamespace(observables=obs, exponentials=8820))
+        line, = yield_lines(cfg, types.SimpleNamespace(observables=obs, exponentials=8820))
         assert ("not resolved" in line) == unresolved and ("9e-07" in line) == unresolved, line
         assert "the populations and <n> are not" in line
 

@@ -8,23 +8,13 @@ import json
 import os
 import platform
 import sys
-import time
 
 import click
 
 from ..config import ConfigError, load
-from .files import plain, write_json
+from .files import InputError, check_out, fresh_outputs, save_outputs
+from .lines import error_summary, header, process_seconds, yield_lines
 from ..version import __version__
-
-_IMPORTED = time.perf_counter()
-
-
-class InputError(click.ClickException):
-    """One-line error, exit code 2 (no traceback, no usage text)."""
-    exit_code = 2
-
-    def show(self, file=None):
-        click.echo(f"error: {self.format_message()}", err=True)
 
 
 def _load(path):
@@ -41,29 +31,6 @@ def _devices(value):
         return [int(v) for v in value.split(",")]
     except ValueError:
         raise InputError(f"--devices = {value!r}: must be comma-separated GPU ids, e.g. 0,1,2,3") from None
-
-
-def _fresh_outputs(out_dir, base, force, exts=(".json", ".png")):
-    """Refuse to overwrite BASE.<ext> without --force, or an OUT that cannot be written;
-    create OUT (one-line errors, before any work)."""
-    _check_out(out_dir)
-    for ext in exts:
-        if os.path.exists(base + ext) and not force:
-            raise InputError(f"output {base + ext!r} exists; pass --force to overwrite it")
-    try:
-        os.makedirs(out_dir, exist_ok=True)
-    except OSError as e:
-        raise InputError(f"--out = {out_dir!r}: cannot create the folder ({e.strerror})") from None
-
-
-def _save(base, doc, plot, as_json, shown=None) -> bool:
-    """BASE.json and BASE.png (``plot(doc, path)``); with --json also print ``shown`` (the
-    doc by default) and return True: the caller's table is then not printed."""
-    write_json(base + ".json", doc)
-    plot(doc, base + ".png")
-    if as_json:
-        click.echo(json.dumps(doc if shown is None else shown, indent=1, default=plain))
-    return as_json
 
 
 class _Group(click.Group):
@@ -159,29 +126,11 @@ def run(input_file, out_dir, resume_file, sets, continue_file, t_end, **opts):
             cfg = with_values(cfg, [parse_assignment(s) for s in sets])
         except ConfigError as e:
             raise InputError(f"{input_file}: {e}") from None
-    _check_out(out_dir)   # made only when the run starts: a refusal leaves no empty folder
+    check_out(out_dir)   # made only when the run starts: a refusal leaves no empty folder
     if cfg.nuclei is not None:          # the 1D + 1D H2+ model: its own run and pictures
         from .nuclei import run_nuclei
         return run_nuclei(cfg, out_dir, InputError, **opts)
     _go(cfg, input_file, out_dir, None, **opts)
-
-
-def _check_out(out_dir, option="--out"):
-    """``out_dir`` must be a folder we can write, or one we can create (one-line errors):
-    a file made and removed in it, or in the nearest folder above it that exists (a
-    read-only mount, /proc and permissions alike: os.access says yes to root on /proc)."""
-    import tempfile
-    probe = os.path.abspath(out_dir or ".")
-    while not os.path.exists(probe):
-        probe = os.path.dirname(probe)
-    if not os.path.isdir(probe):
-        raise InputError(f"{option} = {out_dir!r}: {probe} is not a folder")
-    try:
-        with tempfile.TemporaryFile(dir=probe, prefix=".tdse-probe-"):
-            pass
-    except OSError as e:
-        raise InputError(f"{option} = {out_dir!r}: folder {probe} is not writable "
-                         f"({e.strerror or e})") from None
 
 
 @main.command()
@@ -230,7 +179,7 @@ def _start(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_in
         warnings.simplefilter("always", ResourceWarning)
         existing = os.path.getsize(resume_arg[1]) if resume_arg else 0
         plan = _plan(cfg, label, out_dir, backend, devices, threads, allow_inaccurate, yes, existing)
-        _header(plan, resume_arg, out)
+        header(plan, resume_arg, out)
         t_run = process_seconds()
         try:
             res = run_(plan, out_dir, force=force, progress=not quiet, resume=resume_arg,
@@ -255,7 +204,7 @@ def _start(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_in
         f"{res.seconds:.1f} s, backend {res.backend})")
     for note in res.notes:
         out(f"note: {note}", err=True)
-    for line in error_summary(plan.config, plan.precheck, res.time_error) + _yield_lines(plan.config, res):
+    for line in error_summary(plan.config, plan.precheck, res.time_error) + yield_lines(plan.config, res):
         out(line)
     t_plots = process_seconds()
     if not no_plots:
@@ -266,19 +215,6 @@ def _start(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_in
     out(f"wall {wall:.1f} s: {t_run:.1f} s before the run (start-up, the input, H(0), the "
         f"precheck, auto's choice), {t_plots - t_run:.1f} s the run and its file, "
         f"{wall - t_plots:.1f} s the pictures" + ("" if no_plots else " (--no-plots skips them)"))
-
-
-def process_seconds() -> float:
-    """Seconds since this process started (Linux: /proc/self/stat's start time against
-    /proc/uptime; elsewhere since this module was imported)."""
-    try:
-        with open("/proc/self/stat") as f:
-            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/uptime") as f:
-            up = float(f.read().split()[0])
-        return max(0.0, up - ticks / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError):
-        return time.perf_counter() - _IMPORTED
 
 
 def _plan(cfg, label, out_dir, backend, devices, threads, allow_inaccurate, yes, existing=0):
@@ -300,65 +236,6 @@ def _plan(cfg, label, out_dir, backend, devices, threads, allow_inaccurate, yes,
                              f"{cfg.time.steps} steps, {plan.backend.threads} BLAS thread(s)); pass "
                              f"--yes to run anyway, or --backend cupy to use GPUs")
     return plan
-
-
-def _header(plan, resume_arg, out):
-    """What the run will do: warnings, notes, numerics, the time-error estimate's cost."""
-    cfg, pc = plan.config, plan.precheck
-    for w in pc.warnings:
-        out(f"warning: {w}", err=True)
-    for note in pc.notes:
-        out(f"note: {note}", err=True)
-    if not pc.ok:
-        out(f"warning: --allow-inaccurate: {pc.message}", err=True)
-    what = f"resuming at step {resume_arg[0]['step']} of" if resume_arg else ""
-    pr = cfg.propagator
-    out(f"{cfg.name}: N = {cfg.grid.n} ({cfg.grid.stencil}{'-point' if cfg.grid.stencil != 'dvr' else ''}"
-        f" kinetic energy), {what} {cfg.time.steps} steps of dt = {cfg.time.dt:g}, "
-        f"scheme {pr.scheme}; exponentials: {pc.message}".replace("  ", " "), err=True)
-    if pr.time_error == "companion":
-        out("note: time error: a companion run at dt/2 beside this one (propagator.time_error = "
-            "\"companion\"): about 1.6-3x the stepping time; \"estimate\" (x1.2 the main job) or \"none\" less",
-            err=True)
-
-
-def _yield_lines(cfg, res):
-    """The absorber's yield, with what it is worth (#58 item 7): the exponentials' own norm
-    error (tolerance each, summed) below which it is not resolved -- a weak field's yield
-    of -1e-8 is that, not a negative probability -- and which observables are divided by
-    the remaining norm."""
-    if cfg.absorber is None:
-        return []
-    obs = res.observables
-    drift = cfg.propagator.tolerance * max(res.exponentials, 1)
-    y = float(obs["yield"][-1])
-    resolved = (f"; below the exponentials' own norm error ({drift:.1g}: their tolerance "
-                f"summed) it is not resolved" if abs(y) <= drift else "")
-    return [f"yield at t = {obs['t'][-1]:.4g}: {y:.5g} as 1 - norm; "
-            f"{obs['yield_flux'][-1]:.5g} as the flux into the absorbing layers "
-            f"({obs['layer_norm'][-1]:.3g} of the norm is still inside them){resolved}; <H>, "
-            f"<x>, <p> are divided by the remaining norm, the acceleration, the populations "
-            f"and <n> are not (they are of psi as it is: the populations sum to the norm)"]
-
-
-def error_summary(cfg, pc, time_error):
-    """Lines saying which error estimate is which (atomic units)."""
-    pr = cfg.propagator
-    out = []
-    e = time_error
-    if e:
-        from ..run.timeerror import describe
-        out.append(describe(e))
-    elif not cfg.time_dependent:
-        out.append("time-discretisation error: none (H does not depend on time; the scheme is exact)")
-    elif pr.time_error != "none":
-        out.append("time-discretisation error: not estimated (the run resumed past its window)")
-    else:
-        out.append("time-discretisation error: not estimated (propagator.time_error = \"none\")")
-    from ..numerics.exponentials import get
-    out.append(get(pr.method).describe(pc))
-    out.append("the grid's error (dx, stencil, box) is not estimated by a run: `tdse converge INPUT`")
-    return out
 
 
 @main.command()
@@ -419,14 +296,14 @@ def converge(input_file, levels, target, stencils, samples, box, out_dir, force,
                 raise InputError(f"--stencils = {stencils!r}: each must be 3, 5 or dvr")
             st.append(int(v) if v in ("3", "5") else v)
     base = os.path.join(out_dir, f"{cfg.name}_converge")
-    _fresh_outputs(out_dir, base, force)
+    fresh_outputs(out_dir, base, force)
     try:
         doc = study(cfg, levels=levels, target=target, stencils=st, samples=samples, box=box,
                     progress=None if as_json else (lambda m: click.echo(m, err=True)),
                     backend=backend)
     except ConfigError as e:
         raise InputError(f"{input_file}: {e}") from None
-    if _save(base, doc, plot_converge, as_json):
+    if save_outputs(base, doc, plot_converge, as_json):
         return
     for line in table(doc):
         click.echo(line)
@@ -455,11 +332,11 @@ def spectrum(h5file, kind, method, gamma, win, out_dir, force):
         d = read(h5file)
         out_dir = out_dir or os.path.dirname(h5file) or "."
         base = os.path.join(out_dir, f"{d['attrs'].get('name')}_spectrum_{kind}" + ("_tsurff" if method == "tsurff" and kind == "photoelectron" else ""))
-        _fresh_outputs(out_dir, base, force)
+        fresh_outputs(out_dir, base, force)
         res = from_file(d, kind, win, gamma, method)
     except (NotOurFile, ValueError, KeyError) as e:
         raise InputError(str(e)) from None
-    _save(base, res, plot_spectrum, False)
+    save_outputs(base, res, plot_spectrum, False)
     if kind == "autocorrelation":
         click.echo(f"the {len(res['peaks'])} strongest peaks (hartree, resolution {res['resolution']:.3g}; "
                    "all inside the picture): " + ", ".join(f"{e:.4f}" for e in res["peaks"]))
@@ -482,7 +359,7 @@ def animate(h5file, out_file, fps, force):
     if os.path.exists(out_file) and not force:
         raise InputError(f"output {out_file!r} exists; pass --force to overwrite it")
     folder = os.path.dirname(os.path.abspath(out_file))
-    _check_out(folder, "--out")
+    check_out(folder, "--out")
     os.makedirs(folder, exist_ok=True)
     try:
         click.echo(f"wrote {animate_(h5file, out_file, fps)}")
@@ -521,7 +398,7 @@ def plot(h5file, out_dir, force, linear):
     from .plots import plot_run
     from ..run.snapshots import NotOurFile
     if out_dir is not None:
-        _check_out(out_dir)
+        check_out(out_dir)
     try:
         files = plot_run(h5file, out_dir, force=force, log=not linear)
     except FileExistsError as e:
@@ -561,14 +438,14 @@ def floquet(input_file, period, steps, count, out_dir, backend, devices, force, 
                              out_dir=out_dir, backend=backend, devices=devices, force=force,
                              allow_inaccurate=allow_inaccurate, as_json=as_json)
     base = os.path.join(out_dir, f"{cfg.name}_floquet")
-    _fresh_outputs(out_dir, base, force)
+    fresh_outputs(out_dir, base, force)
     try:
         res = analyse(cfg, period=period, steps=steps, count=count or 8, backend=backend,
                       devices=_devices(devices), allow_inaccurate=allow_inaccurate,
                       progress=not as_json)
     except ConfigError as e:
         raise InputError(f"{input_file}: {e}") from None
-    if _save(base, res, plot_floquet, as_json, shown={k: v for k, v in res.items() if k != "overlaps"}):
+    if save_outputs(base, res, plot_floquet, as_json, shown={k: v for k, v in res.items() if k != "overlaps"}):
         return
     if res.get("dt_note"):
         click.echo(f"note: {res['dt_note']}", err=True)
@@ -611,14 +488,14 @@ def _floquet_scan(cfg, input_file, text, *, period, steps, count, out_dir, backe
     from .plots import plot_scan
     key, values = parse_scan(text)
     base = os.path.join(out_dir, f"{cfg.name}_floquet_scan")
-    _fresh_outputs(out_dir, base, force)
+    fresh_outputs(out_dir, base, force)
     try:
         res = scan(cfg, key, values, period=period, steps=steps, count=count,
                    backend=backend, devices=_devices(devices), allow_inaccurate=allow_inaccurate,
                    progress=not as_json)
     except ConfigError as e:
         raise InputError(f"{input_file}: --scan: {e}") from None
-    if _save(base, res, plot_scan, as_json):
+    if save_outputs(base, res, plot_scan, as_json):
         return
     notes = {p["dt_note"] for p in res["points"] if p["dt_note"]}
     if notes:
@@ -671,7 +548,7 @@ def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, 
     except ConfigError as e:
         raise InputError(f"{input_file}: {e}") from None
     base = os.path.join(out_dir, f"{cfg.name}_scan")
-    _fresh_outputs(out_dir, base, force, exts=(".h5", ".png"))
+    fresh_outputs(out_dir, base, force, exts=(".h5", ".png"))
     if cfg.nuclei is not None:          # the 1D + 1D H2+ model's scan (tdse.ui.nuclei)
         from .nuclei import scan_nuclei
         return scan_nuclei(cfg, parsed, zipped, base, backend, batch, quiet, InputError, workers, scheduler, keep_psi)

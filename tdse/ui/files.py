@@ -1,10 +1,13 @@
-"""What the commands write besides the run files: JSON documents, atomically."""
+"""What the commands write besides the run files: JSON documents, atomically; where they
+write, checked before any work (one-line errors, exit code 2)."""
 from __future__ import annotations
 
 import json
 import os
 
-__all__ = ["write_json", "plain"]
+import click
+
+__all__ = ["write_json", "plain", "InputError", "check_out", "fresh_outputs", "save_outputs"]
 
 
 def write_json(path, doc):
@@ -23,3 +26,52 @@ def plain(o):
     if isinstance(o, np.ndarray):
         return o.tolist()
     raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+
+class InputError(click.ClickException):
+    """One-line error, exit code 2 (no traceback, no usage text)."""
+    exit_code = 2
+
+    def show(self, file=None):
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def check_out(out_dir, option="--out"):
+    """``out_dir`` must be a folder we can write, or one we can create (one-line errors):
+    a file made and removed in it, or in the nearest folder above it that exists (a
+    read-only mount, /proc and permissions alike: os.access says yes to root on /proc)."""
+    import tempfile
+    probe = os.path.abspath(out_dir or ".")
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        raise InputError(f"{option} = {out_dir!r}: {probe} is not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=probe, prefix=".tdse-probe-"):
+            pass
+    except OSError as e:
+        raise InputError(f"{option} = {out_dir!r}: folder {probe} is not writable "
+                         f"({e.strerror or e})") from None
+
+
+def fresh_outputs(out_dir, base, force, exts=(".json", ".png")):
+    """Refuse to overwrite BASE.<ext> without --force, or an OUT that cannot be written;
+    create OUT (one-line errors, before any work)."""
+    check_out(out_dir)
+    for ext in exts:
+        if os.path.exists(base + ext) and not force:
+            raise InputError(f"output {base + ext!r} exists; pass --force to overwrite it")
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"--out = {out_dir!r}: cannot create the folder ({e.strerror})") from None
+
+
+def save_outputs(base, doc, plot, as_json, shown=None) -> bool:
+    """BASE.json and BASE.png (``plot(doc, path)``); with --json also print ``shown`` (the
+    doc by default) and return True: the caller's table is then not printed."""
+    write_json(base + ".json", doc)
+    plot(doc, base + ".png")
+    if as_json:
+        click.echo(json.dumps(doc if shown is None else shown, indent=1, default=plain))
+    return as_json
