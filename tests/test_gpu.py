@@ -1230,7 +1230,8 @@ def test_deferred_snapshots_write_the_same_file(tmp_path, monkeypatch):
     from tdse.run import sinks
     from tdse.run.driver import run
     from tdse.run.loop import Observer, evolve
-    from tdse.run.snapshots import MemoryWriter, read
+    from tdse.run.memory import MemoryWriter
+    from tdse.run.snapshots import read
     cfg = _batch_case("h2plus_moving.toml", 0.5, ("propagator.method", ["chebyshev"]))[0]
     files = {}
     monkeypatch.setattr(sinks, "SNAPSHOTS_IN_FLIGHT", 4)   # fewer than the run's snapshots

@@ -66,7 +66,7 @@ def test_one_table_labels_the_run_and_the_scan_files():
     from tdse.model.observables import OBSERVABLES, SUMS, BlockMeasure
     from tdse.run import scanfile, snapshots
     table = {o.name: o for o in OBSERVABLES}
-    run = {k: v for k, v in snapshots._OBSERVABLE.items() if k not in ("t", "step")}
+    run = {k: v for k, v in snapshots.OBSERVABLE_DATASETS.items() if k not in ("t", "step")}
     assert list(run) == list(table)
     for k, (_, dtype, key, unit, desc, dims) in run.items():
         assert (dtype, unit, desc, dims) == (table[k].dtype, table[k].unit, table[k].description,

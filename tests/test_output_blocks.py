@@ -327,7 +327,7 @@ def test_rows_by_blocks_and_one_at_a_time_reach_the_file_in_order(tmp_path, inpu
     rows as columns, what a measured block hands over), interleaved: the file and the
     in-memory writer hold every row in the order given, with the values given."""
     from tdse.model.potential import total
-    from tdse.run.snapshots import MemoryWriter
+    from tdse.run.memory import MemoryWriter
     cfg = _moving(inputs_dir, 3)
     plan = tdse.prepare(cfg, backend="numpy", check_resolution=False)
     K = cfg.output.populations
@@ -380,7 +380,7 @@ def test_snapshots_in_flight_write_the_same_rows_in_order(inputs_dir, monkeypatc
     rows are those written at once, bit for bit and in order; a run that fails mid-way
     writes every snapshot taken."""
     import mgemm.arrays
-    from tdse.run.snapshots import MemoryWriter
+    from tdse.run.memory import MemoryWriter
     cfg = _moving(inputs_dir, 3, **{"output.every": 3})
     plan = tdse.prepare(cfg, backend="numpy", check_resolution=False)
     most = []

@@ -117,7 +117,7 @@ def test_blocks_written_in_the_background_make_the_same_file(flush, tmp_path, mo
     bit, the same counts and attributes (the time-error estimate's, set during the run;
     the loop's clock and counts, set at the close), for blocks of a few snapshots and for
     one block of all but the first (its rows' array grown as they come), and the writer's
-    thread used -- where the node counts are made there (the writer's _NodeCounter), off
+    thread used -- where the node counts are made there (the writer's NodeCounter), off
     the loop's thread; each row's count is its own psi's (counted here, row by row)."""
     import json
     import threading

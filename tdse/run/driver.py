@@ -26,7 +26,8 @@ from .rows import Observables
 from .sinks import Progress, Snapshots
 from .plan import RunPlan, prepare
 from .resources import check_resources
-from .snapshots import MemoryWriter, OutputExists, SnapshotWriter, final_path, part_path, publish
+from .memory import MemoryWriter
+from .snapshots import OutputExists, SnapshotWriter, final_path, part_path, publish
 from ..numerics.adaptive import EstimatingStepper
 from .timeerror import CompanionEstimate, LocalEstimate, TimeErrorEstimate, window_start
 from .tsurff import TSurff

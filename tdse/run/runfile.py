@@ -1,8 +1,11 @@
 """Reading a run file (the layout: :mod:`tdse.run.snapshots`): opened with one clear line
 when it is not one (:class:`NotOurFile`), its readable attributes (a file written as the disk
 filled may hold unreadable ones), the whole snapshots it holds, what resuming needs, and the
-whole file as arrays (plots, tests)."""
+whole file as arrays (plots, tests); a file's working and final names, and its publishing
+under the final one."""
 from __future__ import annotations
+
+import os
 
 import h5py
 import numpy as np
@@ -157,3 +160,25 @@ def read(path) -> dict:
         elif group == "observables" and m is not None:
             out[k] = out[k][:int(m)]
     return out
+
+
+def part_path(final: str) -> str:
+    return final + ".part"
+
+
+def final_path(path: str) -> str:
+    return path[:-5] if path.endswith(".part") else path
+
+
+def publish(work: str, path: str):
+    """A finished file ``work`` renamed to its final name ``path``, an earlier file there
+    (``--force``) removed just before: a rename over an existing file makes ext4 write the
+    new file's data out before the rename returns (its ``auto_da_alloc`` heuristic), ~0.1 s
+    for a 205 MB run file on an H100 machine's disk and growing with the file
+    (``cli_phases_h100x2_20261126T2248.txt``), where a rename to a free name is a metadata
+    update.  Between the two calls the new file, whole, still has its ``.part`` name."""
+    if work == path:
+        return
+    if os.path.lexists(path):
+        os.remove(path)
+    os.replace(work, path)

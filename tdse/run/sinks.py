@@ -121,7 +121,7 @@ class Snapshots(Sink):
                "step_min": cfg.time.dt, **row, **row_extras}       # (fixed steps, unless told)
         if attr_extras:
             self.writer.set_attrs(**attr_extras)
-        # (the node count: the writer's, from psi, when it writes: _NodeCounter)
+        # (the node count: the writer's, from psi, when it writes: NodeCounter)
         self.writer.append(state=keep, t=t, step=step, psi=psi,
                            centres=centre_positions(cfg.potential, t), **row)
         self.last_step = step

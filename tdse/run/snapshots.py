@@ -51,13 +51,13 @@ import h5py
 import numpy as np
 
 from ..model.observables import OBSERVABLES
-from .runfile import (FORMAT, NotOurFile, open_checked, read, readable_attrs,  # noqa: F401
-                      resumable_count, resume_name, resume_state)
+from .runfile import (FORMAT, NotOurFile, final_path, open_checked, part_path, publish,  # noqa: F401
+                      read, readable_attrs, resumable_count, resume_name, resume_state)
 
 UNITS = "atomic units (hbar = m_e = e = 1): lengths in bohr, times in hbar/E_h, energies in hartree"
 
 #: name: (group, dtype, row shape key, units, description, dims of a row)
-_SNAPSHOT = {
+SNAPSHOT_DATASETS = {
     "t": ("snapshots", np.float64, None, "hbar/E_h", "time of the snapshot", ()),
     "step": ("snapshots", np.int64, None, "1", "step index of the snapshot", ()),
     "psi": ("snapshots", np.complex128, "n", "bohr^-1/2", "wavefunction psi(x, t)", ("x",)),
@@ -74,7 +74,7 @@ _SNAPSHOT = {
               "sign changes of Re(psi e^(-i arg psi(x_max))) where |psi| > node_eps max|psi| "
               "(not converged for a driven complex psi; see n_mean)", ()),
 }
-_OBSERVABLE = {
+OBSERVABLE_DATASETS = {
     "t": ("observables", np.float64, None, "hbar/E_h", "time of the observation", ()),
     "step": ("observables", np.int64, None, "1", "step index", ()),
     **{o.name: ("observables", o.dtype, "k" if o.dims else None, o.unit, o.description, o.dims)
@@ -110,7 +110,7 @@ def file_bytes(n, c, k, snapshots, observations, extra=None, resume_bytes=0) -> 
     resuming keeps, and ~128 KiB of metadata and attributes."""
     dims = {"n": n, "c": c, "k": k}
     total = 131072 + 8 * n + 8 * k * (n + 1) + 8 * n + resume_bytes
-    for table, rows in ((_SNAPSHOT, snapshots), (_OBSERVABLE, observations)):
+    for table, rows in ((SNAPSHOT_DATASETS, snapshots), (OBSERVABLE_DATASETS, observations)):
         for group, dtype, key, *_ in table.values():
             width = np.dtype(dtype).itemsize * (1 if key is None else dims[key])
             per = _rows(key, dims)
@@ -133,7 +133,7 @@ def _label(ds, units, description):
     ds.attrs["description"] = description
 
 
-class _HeldRows:
+class HeldRows:
     """``count`` observation rows held as columns (name -> array, rows on the first axis)."""
     __slots__ = ("count", "cols")
 
@@ -142,17 +142,17 @@ class _HeldRows:
 
 
 def _column(rows, name):
-    """Dataset ``name``'s values of the held rows (:class:`_HeldRows`), in order, one array."""
+    """Dataset ``name``'s values of the held rows (:class:`HeldRows`), in order, one array."""
     parts = [np.asarray(r.cols[name])[:r.count] for r in rows]
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
-def _one_row(row, names):
-    """A row (name -> value) as a block of one (:class:`_HeldRows`)."""
-    return _HeldRows(1, {name: np.asarray(row[name])[None] for name in names})
+def one_row(row, names):
+    """A row (name -> value) as a block of one (:class:`HeldRows`)."""
+    return HeldRows(1, {name: np.asarray(row[name])[None] for name in names})
 
 
-class _NodeCounter:
+class NodeCounter:
     """A writer's node counts of the psi rows it writes (:func:`tdse.model.observables.node_count`
     with ``output.node_eps``): the writer makes them, not the loop -- a GPU run's writer in
     its block's thread, where they took ~0.2 ms of the loop's host time every
@@ -196,7 +196,7 @@ class SnapshotWriter:
         self._psi = None                 # psi's rows of the held snapshots (background)
         self._psi_rows = 0               # ... the rows that array was made for
         self._attrs = {}                 # attributes waiting for the next block (background)
-        self._nodes = _NodeCounter(x, config)     # the node counts: made when written
+        self._nodes = NodeCounter(x, config)     # the node counts: made when written
         if reopen:
             self._reopen(attrs)
             return
@@ -245,7 +245,7 @@ class SnapshotWriter:
         each labelled and attached to its dimension scales."""
         f, ns = self.f, scales["state"]
         self.snap, self.obs = {}, {}
-        for table, target in ((_SNAPSHOT, self.snap), (_OBSERVABLE, self.obs)):
+        for table, target in ((SNAPSHOT_DATASETS, self.snap), (OBSERVABLE_DATASETS, self.obs)):
             for name, (group, dtype, key, units, desc, _) in table.items():
                 shape = () if key is None else (dims[key],)
                 rows = _rows(key, dims)
@@ -274,9 +274,9 @@ class SnapshotWriter:
         self.f = h5py.File(self.path, "r+")
         f = self.f
         self.count = resumable_count(f)           # as resume_state's
-        self.snap = {name: f[f"{g}/{name}"] for name, (g, *_) in {**_SNAPSHOT, **self.extra}.items()
+        self.snap = {name: f[f"{g}/{name}"] for name, (g, *_) in {**SNAPSHOT_DATASETS, **self.extra}.items()
                      if f"{g}/{name}" in f}  # a file of an earlier version may lack a column
-        self.obs = {name: f[f"observables/{name}"] for name in _OBSERVABLE}
+        self.obs = {name: f[f"observables/{name}"] for name in OBSERVABLE_DATASETS}
         for ds in self.snap.values():
             ds.resize(self.count, axis=0)  # drop rows past the last whole snapshot
         last = int(self.snap["step"][self.count - 1]) if self.count else -1
@@ -463,13 +463,13 @@ class SnapshotWriter:
         slice a dataset: a row at a time cost 1.4 ms of h5py calls at N = 256, more than the
         step); rows after the last whole snapshot are not yet on disk, as they were not
         whole before (a resumed run measures them again)."""
-        self._rows.append(_one_row(row, self.obs))
+        self._rows.append(one_row(row, self.obs))
         self.obs_count += 1
 
     def observe_block(self, count, **cols):
         """``count`` rows at once: each value an array whose first axis is the rows (what
         a block of measured rows hands over: no dict a row)."""
-        self._rows.append(_HeldRows(count, cols))
+        self._rows.append(HeldRows(count, cols))
         self.obs_count += count
 
     def _write_observations(self, rows=None, i1=None):
@@ -557,86 +557,6 @@ class SnapshotWriter:
             last, other = resume_name(key, self.count), resume_name(key, self.count + 1)
             if parity in ("0", "1") and last in self.f and other in self.f:
                 self.f[other][...] = self.f[last][...]
-
-
-class MemoryWriter:
-    """The writer's interface kept in memory (:func:`tdse.simulate` without ``out``):
-    :meth:`data` returns what :func:`read` would return for the same run."""
-
-    path = None
-
-    def __init__(self, *, config, x, v0, energies, phi, attrs, extra=None, **_):
-        from ..config import to_toml
-        from ..version import __version__
-        self.f = True
-        self.attrs = {"format": FORMAT, "version": __version__, "units": UNITS,
-                      "input_toml": config.source, "effective_toml": to_toml(config),
-                      "name": config.name, "complete": False, **library_versions(), **attrs}
-        self.fixed = {"grid/x": np.asarray(x), "potential/V0": np.asarray(v0),
-                      "potential/centre": np.arange(len(config.potential.centres)),
-                      "states/n": np.arange(len(energies)), "states/energies": np.asarray(energies),
-                      "states/phi": np.asarray(phi)}
-        self.snap = {name: [] for name in {**_SNAPSHOT, **(extra or {})}}
-        self._nodes = _NodeCounter(x, config)
-        self.groups = {name: g for name, (g, *_) in {**_SNAPSHOT, **(extra or {})}.items()}
-        self.obs = {name: [] for name in _OBSERVABLE}
-        self.count = self.obs_count = 0
-        self.before_write = []
-
-    def append(self, state=None, **row):
-        row = {**row, "nodes": self._nodes([row["psi"]])[0]}
-        for name in self.snap:
-            self.snap[name].append(np.asarray(row[name]))
-        self.count += 1
-
-    def observe(self, **row):
-        self.observe_block(1, **_one_row(row, self.obs).cols)
-
-    def observe_block(self, count, **cols):
-        for name in self.obs:
-            self.obs[name].extend(np.asarray(cols[name])[:count])
-        self.obs_count += count
-
-    def set_attrs(self, **attrs):
-        self.attrs.update(attrs)
-
-    def close(self, complete: bool):
-        for hook in self.before_write:
-            hook(True)
-        self.attrs["complete"] = bool(complete)
-        self.f = None
-
-    def data(self) -> dict:
-        out = {"attrs": dict(self.attrs), **self.fixed}
-        for name, rows in self.snap.items():
-            out[f"{self.groups[name]}/{name}"] = np.array(rows)
-        for name, rows in self.obs.items():
-            out[f"observables/{name}"] = np.array(rows)
-        out["attrs"]["snapshots_complete"] = self.count
-        out["attrs"]["observables_complete"] = self.obs_count
-        return out
-
-
-def part_path(final: str) -> str:
-    return final + ".part"
-
-
-def final_path(path: str) -> str:
-    return path[:-5] if path.endswith(".part") else path
-
-
-def publish(work: str, path: str):
-    """A finished file ``work`` renamed to its final name ``path``, an earlier file there
-    (``--force``) removed just before: a rename over an existing file makes ext4 write the
-    new file's data out before the rename returns (its ``auto_da_alloc`` heuristic), ~0.1 s
-    for a 205 MB run file on an H100 machine's disk and growing with the file
-    (``cli_phases_h100x2_20261126T2248.txt``), where a rename to a free name is a metadata
-    update.  Between the two calls the new file, whole, still has its ``.part`` name."""
-    if work == path:
-        return
-    if os.path.lexists(path):
-        os.remove(path)
-    os.replace(work, path)
 
 
 def library_versions() -> dict:
