@@ -604,22 +604,22 @@ def test_graph_step_equals_the_launched_step(name, stencil, scheme, sets):
 @pytest.mark.parametrize("four", ["1", "0"])
 def test_graph_dvr_by_fft_beyond_the_gemm_equals_the_launched_step(name, scheme, dt, n, four,
                                                                      monkeypatch):
-    """The DVR beyond DVR_GEMM_MAX_N (and at N = 700 with graphs.FFT_MIN_N lowered), one
+    """The DVR beyond DVR_GEMM_MAX_N (and at N = 700 with graph_fft.FFT_MIN_N lowered), one
     member: the graph's kinetic product by cuFFT nodes on padded buffers
-    (graphs._FFTKinetic; the four-step FFT of 84 x 100, or one cuFFT call of 8400 with
-    graphs.FOUR_STEP off) against the launched path (BlockOperator._kinetic: its FFT, its
+    (graph_fft.FFTKinetic; the four-step FFT of 84 x 100, or one cuFFT call of 8400 with
+    graph_fft.FOUR_STEP off) against the launched path (BlockOperator._kinetic: its FFT, its
     GEMM at N = 700) over 30 steps: psi to 1e-12 of its scale (the same products,
     the normalisation 1/2N and the scale k applied in another order: a few ulps a term over
     some 30 x 60-200 terms), the same Chebyshev work, the FFT path taken (no dense T)."""
     from tdse.model import hamiltonian, states
     from tdse.model.grid import points
-    from tdse.numerics import graphs as G
+    from tdse.numerics import graph_fft as F
     cfg = _batch_case(name, 3.0, ("propagator.scheme", [scheme]))[0].with_value(
         "grid.stencil", "dvr").with_value("time.dt", dt)
     cfg = cfg.with_value("grid.dx", (cfg.grid.x_max - cfg.grid.x_min) / n)
     assert (cfg.grid.n > hamiltonian.DVR_GEMM_MAX_N) == (n > 1000)
-    monkeypatch.setattr(G, "FOUR_STEP", four == "1")
-    monkeypatch.setattr(G, "FFT_MIN_N", 700)
+    monkeypatch.setattr(F, "FOUR_STEP", four == "1")
+    monkeypatch.setattr(F, "FFT_MIN_N", 700)
     x = points(cfg.grid)
     rng = np.random.default_rng(n)
     X0 = initial_of(cfg, x, states.eigenstates(cfg, 0.0, 1)[1])[:, None]
@@ -705,7 +705,7 @@ def test_one_kernel_exponential_by_a_plain_launch_equals_the_cooperative_one():
 ])
 def test_dense_graph_step_equals_the_launched_dense_step(name, stencil, t_end):
     """#27 item 1, the dense exponent's small-N path: a step of psi as one CUDA graph
-    (graphs.DenseGraphStep: B built in a kernel, mgemm.expm.evaluate's polynomial with cuBLAS
+    (dense_graph.DenseGraphStep: B built in a kernel, mgemm.expm.evaluate's polynomial with cuBLAS
     called under capture, e^mu U psi in a kernel) against the step launched from Python
     (mgemm.expm, then U @ psi): final psi to 1e-12 of its scale, the same exponentials
     counted.  Only the order of the phase and of U psi's sums differ."""

@@ -713,16 +713,16 @@ def _pinned_upload_regrown(cp, recorded):
 
 @pytest.mark.parametrize("n", [4200, 8192, 11, 1009])
 def test_four_step_tables_give_the_dvr_kinetic_product(n):
-    """graphs.four_step_tables (the GPU's four-step FFT of the DVR's circulant product, run
+    """graph_fft.four_step_tables (the GPU's four-step FFT of the DVR's circulant product, run
     here with NumPy's FFTs down the columns and along the rows as the cuFFT plans do):
     the first N rows of the result equal T x with the dense sinc-DVR T, to 1e-14 of
     max|symbol| |x|_2 (the FFTs' rounding, ~eps log2(2N) of it; 3.5e-17 measured, a
     twiddle of the wrong sign 1e-2), for 2N = 8400 (84 x 100), 16384 (128 x 128), 22
     (2 x 11) and 2018 (2 x 1009: a prime, where the GPU takes one FFT of 2N instead)."""
     from tdse.model.hamiltonian import kinetic_dense
-    from tdse.numerics import graphs
+    from tdse.numerics import graph_fft
     g = make_config(stencil="dvr", n=n).grid
-    n1, n2, tw, lam = graphs.four_step_tables(g.n, g.dx)
+    n1, n2, tw, lam = graph_fft.four_step_tables(g.n, g.dx)
     assert n1 * n2 == 2 * g.n and n1 <= n2 and tw.shape == lam.shape == (n1, n2)
     rng = np.random.default_rng(n)
     x = rng.standard_normal(g.n) + 1j * rng.standard_normal(g.n)
@@ -735,7 +735,7 @@ def test_four_step_tables_give_the_dvr_kinetic_product(n):
     ref = T @ x
     bound = np.abs(lam).max() * 2 * g.n * np.linalg.norm(x)       # lam is the symbol / 2N
     assert np.abs(got - ref).max() <= 1e-14 * bound
-    assert (n1 >= graphs.FOUR_STEP_MIN) == (n in (4200, 8192))
+    assert (n1 >= graph_fft.FOUR_STEP_MIN) == (n in (4200, 8192))
     assert np.allclose(np.abs(tw), 1.0, rtol=0, atol=1e-15)
 
 

@@ -33,6 +33,8 @@ import ctypes
 
 import numpy as np
 
+from .graph_fft import FFTKinetic, dvr_by_fft
+
 #: steps the host may always queue ahead of the device, and the device's seconds it may
 #: queue where that is more steps (:class:`mgemm.arrays.PinnedUpload`'s adaptive lead:
 #: 64 steps of 0.13 ms, the 3-point step at N = 8192 on an H100, were 8 ms, and the host's
@@ -58,7 +60,7 @@ def _upload_ring(cp, floats):
     up(np.zeros(floats))
     return up
 
-__all__ = ["available", "GraphStep", "CHUNK", "dense_available", "DenseGraphStep"]
+__all__ = ["available", "GraphStep", "CHUNK", "capture", "copy_in", "copy_out", "dgemm_fn"]
 
 #: steps whose scalars are planned at once on the host (vectorised)
 CHUNK = 64
@@ -73,8 +75,8 @@ CHAIN_SMEM = 48 * 1024
 #: the paths' own switches, each measured against the path without it and kept on (tests
 #: turn one off to check the paths agree): one fused GEMV kernel a Chebyshev term (one
 #: member, the DVR's dense T), a whole exponential as one cooperative kernel, T's rows in
-#: registers, the DVR's FFT by the four-step method
-FUSED_GEMV = CHEB_CHAIN = CHAIN_REG_ROWS = FOUR_STEP = True
+#: registers (the DVR's four-step FFT: :data:`tdse.numerics.graph_fft.FOUR_STEP`)
+FUSED_GEMV = CHEB_CHAIN = CHAIN_REG_ROWS = True
 #: T's row in registers (tdse_cheb_chain_reg): up to 32 CHAIN_REG columns, one row a warp
 CHAIN_REG = 32
 
@@ -88,7 +90,7 @@ def _kernels(cp, device):
 _DGEMM = None
 
 
-def _dgemm_fn(cp):
+def dgemm_fn(cp):
     """cublasDgemm_v2 from the libcublas CuPy has loaded (found in /proc/self/maps)."""
     global _DGEMM
     if _DGEMM is None:
@@ -115,15 +117,15 @@ def available(stepper) -> bool:
     from ..model.hamiltonian import DVR_GEMM_MAX_N
     g = stepper.config.grid
     if g.stencil == "dvr" and g.n > DVR_GEMM_MAX_N and stepper.potential.B != 1:
-        return False        # beyond the GEMM's N one member only (:class:`_FFTKinetic`)
+        return False        # beyond the GEMM's N one member only (:class:`~tdse.numerics.graph_fft.FFTKinetic`)
     try:
-        _dgemm_fn(stepper.xp)
+        dgemm_fn(stepper.xp)
     except (OSError, AttributeError):
         return False
     return True
 
 
-def _capture(cp, body, pool=None):
+def capture(cp, body, pool=None):
     """A CUDA graph of ``body()`` captured on a new stream with cuBLAS on that stream.  With
     ``pool`` (a cupy MemoryPool kept for the graph's life) the temporaries come from it:
     ``body`` runs once eagerly on the stream first, so that the captured allocations are
@@ -150,7 +152,7 @@ def _capture(cp, body, pool=None):
     return graph
 
 
-def _copy_in(cp, dst, src):
+def copy_in(cp, dst, src):
     """dst := src on the device (a vector may fill an N x 1 buffer): one memcpy where both
     are C-contiguous of one dtype and size (no kernel)."""
     if src.flags.c_contiguous and src.dtype == dst.dtype and src.size == dst.size \
@@ -160,7 +162,7 @@ def _copy_in(cp, dst, src):
         cp.copyto(dst, src.reshape(dst.shape))
 
 
-def _copy_out(cp, src, shape=None):
+def copy_out(cp, src, shape=None):
     """A new array holding ``src`` (one memcpy), of ``shape`` (default src's), that the
     caller keeps past the next step."""
     out = cp.ndarray(src.shape if shape is None else shape, dtype=src.dtype)
@@ -271,129 +273,6 @@ class Planner:
         return out
 
 
-#: one member's DVR steps by FFT (:class:`_FFTKinetic`) from this N (else the dense T: a
-#: GEMV kernel a term, or the one-kernel exponential); None: from where T's 8 N^2 bytes
-#: exceed 0.8 of the device's L2 cache (then T comes from HBM every term).  Measured on one
-#: H100 (50 MiB of L2; bare step, dense / FFT, ms): N = 2048 0.191 / 0.238, 2304 (T 42 MB)
-#: 0.536 / 0.292, 3072 1.000 / 0.370, 4096 1.45 / 0.42
-#: (``dvr_graph_paths_h100x1_20261126T1840.txt``): the 0.8 puts the switch between 2048
-#: and 2304 there.  Beyond DVR_GEMM_MAX_N always.
-FFT_MIN_N = None
-L2_FRACTION = 0.8
-
-
-def _dvr_by_fft(cp, n, B):
-    """Whether one member's DVR graph applies T by FFT (:data:`FFT_MIN_N`)."""
-    from ..model.hamiltonian import DVR_GEMM_MAX_N
-    if B != 1:
-        return False
-    if n > DVR_GEMM_MAX_N:
-        return True
-    if FFT_MIN_N is not None:
-        return n >= FFT_MIN_N
-    return 8 * n * n > L2_FRACTION * cp.cuda.Device().attributes["L2CacheSize"]
-
-
-#: the four-step FFT (:func:`four_step_tables`) where 2N = N1 N2 has a factor N1 >= this
-#: (else one cuFFT call of 2N; FOUR_STEP: tests force the single call)
-FOUR_STEP_MIN = 16
-
-
-def four_step_tables(n, dx):
-    """The four-step FFT (Bailey's, "FFTs in external or hierarchical memory", 1990) of the
-    DVR's circulant product of size M = 2N, M = N1 N2 (N1 the largest factor <= sqrt M):
-    x[N2 j1 + j2] as the N1 x N2 matrix a[j1, j2], its DFT X[k1 + N1 k2] = sum_j2
-    w_N2^(j2 k2) w_M^(j2 k1) sum_j1 a[j1, j2] w_N1^(j1 k1) (w_L = e^(-2 pi i / L)): FFTs down
-    the columns, the twiddles w_M^(j2 k1), FFTs along the rows give X in the transposed
-    order [k1, k2].  The symbol is multiplied in that order and the inverse runs the same
-    steps backwards (conjugate twiddles), so no transpose is ever made.  Returns (N1, N2,
-    twiddles (N1, N2), the symbol / M in the order [k1, k2] (N1, N2)), NumPy; the twiddle's
-    angle from (k1 j2 mod M), exact integers.  Each pass is N1 or N2 FFTs side by side
-    (2-3 us on an H100 at M = 16384), where one cuFFT call of 16384 points takes 25 us
-    (its few blocks): a DVR term 16 against 53 us (``fft_parts_h100x1_20261126T1842.txt``)."""
-    from ..model.hamiltonian import dvr_symbol
-    m = 2 * n
-    n1 = max(d for d in range(1, int(np.sqrt(m)) + 1) if m % d == 0)
-    n2 = m // n1
-    k1, j2 = np.arange(n1)[:, None], np.arange(n2)[None, :]
-    tw = np.exp(-2j * np.pi * ((k1 * j2) % m) / m)
-    lam = dvr_symbol(n, dx, np) / m
-    return n1, n2, tw, lam[k1 + n1 * j2]
-
-
-class _FFTKinetic:
-    """T X for the sinc-DVR's Toeplitz T of one member (B = 1) where its graph takes the FFT
-    (:func:`_dvr_by_fft`: T past 0.8 of L2, or N beyond DVR_GEMM_MAX_N), as graph nodes: T
-    embedded in a circulant of size 2N (its eigenvalues ``dvr_symbol``, module
-    docstring of :mod:`tdse.model.hamiltonian`), so T X is the first N rows of
-    IFFT(lam FFT([X; 0])) -- the launched path's product (``BlockOperator._kinetic``), here
-    with cuFFT plans made once (their work areas fixed: capturable) and no temporaries: X is
-    one of this object's :meth:`buffer` views (the first N rows of 2N whose rest stays zero,
-    so no copy pads it), the transforms into F, the symbol times 1/2N (the inverse's
-    normalisation) in between, T X the first N rows of F.  The transforms by the four-step
-    FFT (:func:`four_step_tables`: 4 FFT passes, 3 elementwise nodes) where 2N has a factor
-    >= FOUR_STEP_MIN, else one cuFFT call each way.  Instead of the dense T's N^2 reads: at
-    N = 8192 the launched path's ~0.15 ms of Python a term, or a GEMV's 0.5 GB a term."""
-
-    def __init__(self, cp, grid, B):
-        from ..model.hamiltonian import dvr_symbol
-        if B != 1:
-            raise ValueError(f"the graphs' DVR FFT is for one member, not B = {B}")
-        wanted = FOUR_STEP
-        from cupy.cuda import cufft
-        n = self.n = grid.n
-        self.cp, self.cufft = cp, cufft
-        self.F = cp.empty((2 * n, B), dtype=np.complex128)
-        self._full = {}          # a buffer's data pointer -> its padded 2N x B array (or N1 x N2 view)
-        n1, n2, tw, lam = four_step_tables(n, grid.dx)
-        four_step = wanted and n1 >= FOUR_STEP_MIN
-        if four_step:
-            self.shape = (n1, n2)
-            self.F2 = self.F.reshape(self.shape)
-            # the columns: n2 FFTs of n1, element stride n2, batch distance 1 (cuFFT's
-            # advanced layout, as CuPy's own N-d plans for leading axes); the rows: n1
-            # contiguous FFTs of n2.  (cupyx's get_fft_plan(axes=(0,)) is not this: a 1-d
-            # plan is always contiguous batches there.)  A CuPy whose PlanNd takes other
-            # arguments: one call of 2N.
-            try:
-                self.cols = cufft.PlanNd((n1,), (n1,), n2, 1, (n1,), n2, 1, cufft.CUFFT_Z2Z,
-                                         n2, "C", 0, None)
-                self.rows = cufft.Plan1d(n2, cufft.CUFFT_Z2Z, n1)
-            except (TypeError, ValueError, NotImplementedError):
-                four_step = False
-            self.tw, self.twc = cp.asarray(tw), cp.asarray(tw.conj())
-            self.lam = cp.asarray(lam)
-        self.four_step = four_step
-        if not four_step:
-            self.plan = cufft.Plan1d(2 * n, cufft.CUFFT_Z2Z, B)
-            self.lam = cp.ascontiguousarray((dvr_symbol(n, grid.dx, cp) / (2 * n))[:, None])
-
-    def buffer(self):
-        """An N x B block whose storage goes on to 2N rows of zeros (the FFT's input)."""
-        full = self.cp.zeros((2 * self.n, self.F.shape[1]), dtype=np.complex128)
-        self._full[full.data.ptr] = full.reshape(self.shape) if self.four_step else full
-        return full[:self.n]
-
-    def __call__(self, X):
-        full = self._full[X.data.ptr]        # a KeyError: X is not one of the buffers
-        cp, fw, inv = self.cp, self.cufft.CUFFT_FORWARD, self.cufft.CUFFT_INVERSE
-        if self.four_step:
-            F = self.F2
-            self.cols.fft(full, F, fw)
-            cp.multiply(F, self.tw, out=F)
-            self.rows.fft(F, F, fw)
-            cp.multiply(F, self.lam, out=F)
-            self.rows.fft(F, F, inv)
-            cp.multiply(F, self.twc, out=F)
-            self.cols.fft(F, F, inv)
-        else:
-            F = self.F
-            self.plan.fft(full, F, fw)
-            cp.multiply(F, self.lam, out=F)
-            self.plan.fft(F, F, inv)
-        return self.F[:self.n]
-
-
 class GraphStep:
     """Steps an N x B block as :meth:`BatchStepper.step` does, one graph launch a step."""
 
@@ -414,9 +293,9 @@ class GraphStep:
         self.k = _kernels(cp, pot.device)
         n, B = self.n, self.B
         self.fft = None
-        if g.stencil == "dvr" and _dvr_by_fft(cp, n, B):
+        if g.stencil == "dvr" and dvr_by_fft(cp, n, B):
             self.T = self.bands = None
-            self.fft = _FFTKinetic(cp, g, B)
+            self.fft = FFTKinetic(cp, g, B)
         elif g.stencil == "dvr":
             self.T = cp.ascontiguousarray(hamiltonian.kinetic_dense(g, cp))
             self.bands = None
@@ -469,7 +348,7 @@ class GraphStep:
             return self.fft(X)
         if self.T is not None:
             h = self.cp.cuda.device.get_cublas_handle()
-            err = _dgemm_fn(self.cp)(h, 0, 0, 2 * self.B, self.n, self.n, self.one.ctypes.data,
+            err = dgemm_fn(self.cp)(h, 0, 0, 2 * self.B, self.n, self.n, self.one.ctypes.data,
                                      X.data.ptr, 2 * self.B, self.T.data.ptr, self.n,
                                      self.zero.ctypes.data, self.kin.data.ptr, 2 * self.B)
             if err:
@@ -557,7 +436,7 @@ class GraphStep:
         return self.graphs[pattern]
 
     def _capture(self, pattern):
-        return _capture(self.cp, lambda: self._body(pattern))
+        return capture(self.cp, lambda: self._body(pattern))
 
     def _plan(self, j):
         """:meth:`Planner.chunk` at ``j``: the chunk planned ahead when it is the one asked
@@ -594,7 +473,7 @@ class GraphStep:
         j0, patterns, Ps, As, sizes = ch
         i = j - j0
         pattern = patterns[i]
-        _copy_in(self.cp, self.Xin, X)
+        copy_in(self.cp, self.Xin, X)
         n_p = Ps.shape[1] + Ps.shape[1] % 2             # the coefficients 16-byte aligned
         row = self._row
         if row is None or row.size < n_p + 2 * As.shape[1]:
@@ -622,7 +501,7 @@ class GraphStep:
                     else 8 if self.fft.four_step else 4)
         self.nodes_per_step = (len(pattern) if self.chain else per_term * K
                                + len(pattern) * (2 + (1 if self.masks else 0)))
-        return _copy_out(self.cp, self.result, X.shape)
+        return copy_out(self.cp, self.result, X.shape)
 
     def _warm(self, pattern):
         """Run the body once eagerly on a copy of the buffers (kernels compile here, not
@@ -633,115 +512,3 @@ class GraphStep:
                          self.cp.cuda.get_current_stream().ptr)
         self._body(pattern)
         self.cp.copyto(self.Xin, keep)
-
-
-# ---------------------------------------------------------------- the dense exponent (#27)
-#: the dense exponent's small-N path on one GPU (:class:`DenseGraphStep`) up to this N
-DENSE_GRAPH_MAX_N = 4096
-
-
-
-def dense_available(stepper) -> bool:
-    """Whether ``stepper`` (a single run's Stepper) steps psi by :class:`DenseGraphStep`: the
-    dense exponent (or Taylor) with the split (Hermitian) plan, on one GPU, H time-dependent,
-    no U(t), N <= DENSE_GRAPH_MAX_N, and the option ``run.graphs`` on."""
-    m, cfg = stepper.method, stepper.config
-    if (stepper.xp is np or m.matrix_free or stepper.layout is not None or stepper.static
-            or not cfg.hermitian or cfg.propagator.operator or cfg.grid.n > DENSE_GRAPH_MAX_N
-            or getattr(m.plan, "path", None) != "split"
-            or not cfg.run.graphs):
-        return False
-    try:
-        _dgemm_fn(stepper.xp)
-    except (OSError, AttributeError):
-        return False
-    return True
-
-
-class DenseGraphStep:
-    """A step of psi by the dense exponent as one CUDA graph (#27 item 1: "the dense
-    exponent's small-N path the same"): per exponential, B = Im(-i dt G - mu I) built in one
-    kernel from the step's v and mu, the plan's polynomial and squarings
-    (:func:`mgemm.expm.evaluate`, the same code as :func:`mgemm.expm`) with cuBLAS DGEMMs
-    called through ctypes, and psi <- e^mu U psi in one kernel.  The plan is fixed for the
-    run (the precheck's), so one graph serves every step; what changes -- v(t) on the grid
-    and mu -- is read from a device buffer filled by one pinned upload a step.  The
-    temporaries of the capture come from a memory pool of its own, kept for the graph's
-    life, so no later allocation can take the memory the graph writes."""
-
-    def __init__(self, stepper):
-        import cupy as cp
-        from ..model import hamiltonian
-        from mgemm.arrays import PinnedUpload
-        from ..backends.cupy.chain import dense_kernels
-        self.cp, self.st, self.k = cp, stepper, dense_kernels(cp)
-        cfg = stepper.config
-        self.n, self.dt = cfg.grid.n, cfg.time.dt
-        self.plan = stepper.method.plan
-        self.scales = list(stepper.scheme.scales())
-        self.seg = 3 + self.n
-        self.T = cp.ascontiguousarray(hamiltonian.kinetic_dense(cfg.grid, cp))
-        self.B = cp.zeros((self.n, self.n))
-        self.Xin, self.Xw = cp.zeros(self.n, np.complex128), cp.zeros(self.n, np.complex128)
-        self.up = PinnedUpload(cp, ring=RUN_AHEAD)      # a dense step is long: 64 is ample
-        self.row = np.zeros(len(self.scales) * self.seg)
-        self.P = self.graph = self.result = None
-        self.pool = cp.cuda.MemoryPool()    # the capture's temporaries, never handed out again
-        self._scalars = []                  # alpha/beta of the captured products, kept alive
-
-    def _mm(self, X, Y, C=None, alpha=1.0, beta=0.0):
-        """alpha X Y + beta C (row-major: the column-major DGEMM of Y^T X^T)."""
-        cp, n = self.cp, self.n
-        X, Y = cp.ascontiguousarray(X), cp.ascontiguousarray(Y)
-        out = cp.empty((n, n))
-        if C is not None and beta != 0.0:
-            cp.copyto(out, C)
-        else:
-            beta = 0.0
-        a, b = np.array(float(alpha)), np.array(float(beta))
-        self._scalars += [a, b]
-        err = _dgemm_fn(cp)(cp.cuda.device.get_cublas_handle(), 0, 0, n, n, n, a.ctypes.data,
-                            Y.data.ptr, n, X.data.ptr, n, b.ctypes.data, out.data.ptr, n)
-        if err:
-            raise RuntimeError(f"cublasDgemm failed with status {err}")
-        return out
-
-    def _body(self):
-        from mgemm.expm import evaluate
-        n, X = self.n, self.Xin
-        for e, s in enumerate(self.scales):
-            off = np.int32(e * self.seg)
-            self.k["tdse_dense_b"](((n * n + 255) // 256,), (256,),
-                                   (self.T, self.P, off, np.int32(n), np.float64(s),
-                                    np.float64(self.dt), self.B))
-            U = evaluate(self.cp, self._mm, self.B, self.plan)
-            out = self.Xw if X is self.Xin else self.Xin
-            self.k["tdse_dense_apply"](((32 * n + 255) // 256,), (256,),
-                                       (U, X, self.P, off, out, np.int32(n)))
-            X = out
-        self.result = X
-
-    def _capture(self):
-        keep = self.Xin.copy()
-        graph = _capture(self.cp, self._body, pool=self.pool)
-        self.cp.copyto(self.Xin, keep)
-        return graph
-
-    def step(self, psi, j):
-        st, row, seg, dt = self.st, self.row, self.seg, self.dt
-        for e, (s, v, _) in enumerate(st.generators(j)):     # (a GPU run: the length gauge)
-            lo, hi = st.method.bounds(s, v)
-            shift = -1j * dt * 0.5 * (lo + hi)          # as Dense.factor
-            ph = np.exp(shift)
-            o = e * seg
-            row[o], row[o + 1], row[o + 2] = shift.imag, ph.real, ph.imag
-            row[o + 3:o + seg] = v
-        self.up.put(row)
-        if self.P is None or self.up.dev.data.ptr != self.P.data.ptr:
-            self.P, self.graph = self.up.dev, None      # a new buffer: capture again
-        _copy_in(self.cp, self.Xin, psi.reshape(-1))
-        if self.graph is None:
-            self.graph = self._capture()
-        self.graph.launch()
-        st.method.exponentials += len(self.scales)
-        return _copy_out(self.cp, self.result)

@@ -74,7 +74,7 @@ class Stepper:
         self.graphs = xp is not np and cls.graph_steps and plain   # psi on the current device
         self._graph = None
         # the dense exponent of a time-dependent H on one GPU: a step of psi one graph too
-        # (tdse.numerics.graphs.DenseGraphStep), made at the first step
+        # (tdse.numerics.dense_graph.DenseGraphStep), made at the first step
         self.dense_graphs = xp is not np and not cls.matrix_free and plain
         self._dense_graph = None
         self.context_switch_seconds = 0.0   # the loops' starts on a GPU (tdse.run.loop._settle)
@@ -129,9 +129,9 @@ class Stepper:
             if out is not None:
                 return out
         if self.dense_graphs and psi.ndim == 1:
-            from . import graphs
+            from . import dense_graph
             if self._dense_graph is None:
-                self._dense_graph = graphs.DenseGraphStep(self) if graphs.dense_available(self) else False
+                self._dense_graph = dense_graph.DenseGraphStep(self) if dense_graph.dense_available(self) else False
             if self._dense_graph:
                 return self._dense_graph.step(psi, j)
         for F in self.factors(j):
