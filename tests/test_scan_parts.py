@@ -1,0 +1,116 @@
+"""A scan's parts one by one (#58 7b: what the whole-scan tests of test_scan.py leave open,
+found by mutating tdse/studies/scan.py): what --set accepts and how it refuses, word for
+word; a batch's size from the memory; the parts folder's fingerprints and marks; a batch
+as a Dask task keeping psi; the one-line refusals without Dask or dask-cuda."""
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import tdse
+from tdse.config import ConfigError
+from tdse.studies import scan as scan_mod
+
+from test_scan import ATOM
+
+USAGE = "must be KEY=a:b:n (n >= 2 values from a to b) or KEY=v1,v2,..."
+
+
+@pytest.fixture(scope="module")
+def base():
+    """test_scan's atom, 20 steps."""
+    return tdse.config.loads(ATOM).with_value("time.t_end", 2.0)
+
+
+def refusal(text):
+    with pytest.raises(ConfigError) as e:
+        scan_mod.parse_set(text)
+    return str(e.value)
+
+
+def test_set_values_and_their_refusals_word_for_word():
+    """a:b:n gives n values, n from 2 to 100000, a and b finite; a list gives its numbers,
+    each finite, none empty; a text value is refused with what to run instead; anything
+    else with the usage, naming --set and the text as given."""
+    assert scan_mod.parse_set(" field.E0 =0:1:3") == ("field.E0", [0.0, 0.5, 1.0])
+    key, vals = scan_mod.parse_set("field.E0=0:1:100000")
+    assert key == "field.E0" and len(vals) == 100000
+    assert scan_mod.parse_set("field.E0=0.1,0.2") == ("field.E0", [0.1, 0.2])
+    for bad in ("field.E0", "=1,2", "field.E0=", "field.E0=0:1:100001", "field.E0=0:1:1",
+                "field.E0=nan:1:3", "field.E0=0:inf:3", "field.E0=1,,2", "field.E0=1,inf"):
+        assert refusal(bad) == f"--set = {bad!r}: {USAGE}", bad
+    assert refusal("grid.stencil=3,dvr") == (
+        "--set = 'grid.stencil=3,dvr': a scan's values are numbers (one batch runs one grid and "
+        "scheme); run each of 3, dvr with `tdse run INPUT --set grid.stencil=VALUE`")
+    assert refusal("field.E0=0.1=0.2").startswith("--set = 'field.E0=0.1=0.2': a scan's values")
+
+
+def test_a_batch_holds_what_the_memory_allows(base, monkeypatch):
+    """batch_limit: about 12 complex N-blocks and K + 4 real N-vectors a member
+    (16 N 12 + 8 N (K + 4) bytes), at least one member; by default half the memory
+    available."""
+    n, K = base.grid.n, base.output.populations
+    per = 16 * n * 12 + 8 * n * (K + 4)
+    assert scan_mod.batch_limit(base, 3 * per) == 3
+    assert scan_mod.batch_limit(base, 3 * per - 1) == 2
+    assert scan_mod.batch_limit(base, per - 1) == 1
+    monkeypatch.setattr(tdse.config, "available_memory", lambda: 10 * per)
+    assert scan_mod.batch_limit(base) == 5
+
+
+def test_parts_are_told_apart_and_a_missing_mark_is_not_seen(base, tmp_path):
+    """Each batch's fingerprint is its members' own (a resumed scan never takes another
+    batch's part); a folder without the client's mark (another machine's file system) is
+    not seen; marking an existing folder again gives a new token."""
+    sc = scan_mod.members(base, {"field.E0": [0.02, 0.04, 0.06, 0.08]})
+    groups = scan_mod.batches(sc, 2)
+    fps = [scan_mod._fingerprint(sc, g) for g in groups]
+    assert len(groups) == 2 and fps[0] != fps[1]
+    other = scan_mod.members(base, {"field.E0": [0.02, 0.04, 0.06, 0.09]})
+    assert scan_mod._fingerprint(other, groups[1]) != fps[1] and scan_mod._fingerprint(other, groups[0]) == fps[0]
+    folder = str(tmp_path / "p")
+    assert not scan_mod._sees(folder, "0" * 16)
+    first = scan_mod._mark(folder)
+    second = scan_mod._mark(folder)
+    assert first != second and scan_mod._sees(folder, second) and not scan_mod._sees(folder, first)
+
+
+def test_a_batch_task_keeps_psi_when_asked_and_times_its_write(base, tmp_path):
+    """batch_task with keep_psi: the members' final psi, the same bits as run_batch's; with
+    the parts folder, its write's seconds (a duration, not a clock reading)."""
+    cfgs = [base.with_value("field.E0", e) for e in (0.03, 0.07)]
+    got = scan_mod.batch_task(cfgs, "numpy", None, True)
+    ref = scan_mod.run_batch(cfgs, keep_psi=True)
+    assert np.array_equal(got["psi"], ref["psi"]) and got["psi"].shape == (2, base.grid.n)
+    folder = str(tmp_path / "p")
+    token = scan_mod._mark(folder)
+    t0 = time.perf_counter()
+    small = scan_mod.batch_task(cfgs, "numpy", None, False, (folder, 0, "fp", token))
+    assert 0 <= small["write_seconds"] <= time.perf_counter() - t0
+
+
+def test_a_plain_scan_has_no_tsurff_momenta(base):
+    """Without [output] tsurff_radius a scan's result holds no t-SURFF momentum grid."""
+    res = scan_mod.scan(base, {"field.E0": [0.02, 0.03]})
+    assert "tsurff_k" not in res and res["batches"] == len(res["batch_seconds"]) == 1
+
+
+def test_the_refusals_without_dask_or_dask_cuda_word_for_word(base, monkeypatch):
+    """One line each, before any work: what to install, and what runs without it."""
+    monkeypatch.setitem(sys.modules, "dask", None)
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)
+    monkeypatch.setitem(sys.modules, "dask_cuda", None)
+    monkeypatch.setattr(scan_mod, "run_batch", lambda *a, **k: pytest.fail("work started"))
+    with pytest.raises(ConfigError) as e:
+        scan_mod.scan(base, {"field.E0": [0.02, 0.03]}, workers=2)
+    assert str(e.value) == ("--workers = 'given': a scan across processes needs Dask (pip install -e "
+                            "\".[cluster]\"); without it the scan runs in this process (no --workers, "
+                            "no --scheduler)")
+    with pytest.raises(ConfigError) as e:
+        scan_mod._need_dask_cuda()
+    assert str(e.value) == ("--workers = 'with --backend cupy': one worker per GPU needs dask-cuda "
+                            "(pip install -e \".[cuda-cluster]\"); or run in this process on one GPU "
+                            "(no --workers)")
