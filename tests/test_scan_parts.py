@@ -114,3 +114,20 @@ def test_the_refusals_without_dask_or_dask_cuda_word_for_word(base, monkeypatch)
     assert str(e.value) == ("--workers = 'with --backend cupy': one worker per GPU needs dask-cuda "
                             "(pip install -e \".[cuda-cluster]\"); or run in this process on one GPU "
                             "(no --workers)")
+
+
+def test_the_disk_estimate_bounds_a_long_scan_and_is_not_far_above_it(tmp_path):
+    """scan_bytes against what a 6-member, 1001-row scan writes (its parts folder and its
+    file, together): a bound, and within 20 % of it beyond the 256 KiB kept for metadata
+    (measured 1.15 at 2001 rows; a refusal should not ask for much more than it needs)."""
+    import os
+
+    from tdse.run.scanfile import write
+    cfg = tdse.config.loads(ATOM).with_value("time.t_end", 100.0)
+    sets = {"field.E0": [0.01 * (i + 1) for i in range(6)]}
+    need = scan_mod.scan_bytes(scan_mod.members(cfg, sets))
+    res = scan_mod.scan(cfg, sets, out=str(tmp_path))
+    write(str(tmp_path / "atom_scan.h5"), res, scan_mod.spectra(res))
+    written = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(tmp_path) for f in fs)
+    assert written > 4 * (1 << 18)
+    assert written <= need <= 1.2 * written + (1 << 18), (written, need)
