@@ -131,3 +131,28 @@ def test_the_disk_estimate_bounds_a_long_scan_and_is_not_far_above_it(tmp_path):
     written = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(tmp_path) for f in fs)
     assert written > 4 * (1 << 18)
     assert written <= need <= 1.2 * written + (1 << 18), (written, need)
+
+
+def test_the_parts_folder_counts_only_whole_batches_and_tolerates_what_is_missing(tmp_path):
+    """parts_kept counts the batch_* folders only (not the mark, other folders or a file
+    named like a batch); a scan without a parts folder has kept none, and removing it is
+    no error; a batch written over a leftover half-written folder of this process replaces
+    it."""
+    import os
+    out, name = str(tmp_path), "atom"
+    folder, count = scan_mod.parts_kept(out, name)
+    assert count == 0 and not os.path.exists(folder)
+    scan_mod.remove_parts(out, name)                          # nothing there: no error
+    scan_mod._mark(folder)
+    res = {"norm": np.linspace(1.0, 0.9, 5)}
+    stale = os.path.join(folder, f"batch_00001.tmp{os.getpid()}")
+    os.makedirs(stale)
+    open(os.path.join(stale, "junk.npy"), "w").close()
+    scan_mod._save_part(folder, 1, "fp", res)
+    os.makedirs(os.path.join(folder, "other"))
+    open(os.path.join(folder, "batch_notes"), "w").close()
+    assert scan_mod.parts_kept(out, name) == (folder, 1)
+    assert sorted(os.listdir(os.path.join(folder, "batch_00001"))) == ["fingerprint", "norm.npy"]
+    assert np.array_equal(scan_mod._load_part(folder, 1, "fp")["norm"], res["norm"])
+    scan_mod.remove_parts(out, name)
+    assert not os.path.exists(folder)
