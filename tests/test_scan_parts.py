@@ -156,3 +156,10 @@ def test_the_parts_folder_counts_only_whole_batches_and_tolerates_what_is_missin
     assert np.array_equal(scan_mod._load_part(folder, 1, "fp")["norm"], res["norm"])
     scan_mod.remove_parts(out, name)
     assert not os.path.exists(folder)
+
+
+def test_a_one_member_scan_has_its_harmonic_spectrum(base):
+    """spectra of a scan of one member: its order axis and one power row."""
+    res = scan_mod.scan(base, {"field.E0": [0.04]})
+    sp = scan_mod.spectra(res)
+    assert sp["power"].shape == (1, len(sp["order"])) and np.all(np.diff(sp["order"]) > 0)
