@@ -1691,6 +1691,23 @@ def cli_phases(spawn, gone, timeline) -> dict:
     return out
 
 
+def _timed_run(args, out_file):
+    """``tdse ARGS`` (a run writing ``out_file``) as :func:`_timed_cli` times it: (its wall,
+    the file's readable attributes, its wall by phase (:func:`cli_phases`) or None where the
+    file has no ``timeline``)."""
+    import json
+
+    import h5py
+
+    from tdse.run.runfile import readable_attrs
+    marks = []
+    wall = _timed_cli(args, marks)
+    with h5py.File(out_file, "r") as f:
+        attrs = readable_attrs(f)
+    phases = cli_phases(*marks, json.loads(attrs["timeline"])) if "timeline" in attrs else None
+    return wall, attrs, phases
+
+
 def _run_overhead(a):
     """`tdse run` as a user starts it (a new process: imports, precheck, H(0), auto's
     calibration, observables, snapshots; plots off) against the bare step loop of the same
@@ -1787,7 +1804,7 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
                 continue
             with open(path, "w") as f:
                 f.write(cfgmod.to_toml(c))
-            w, lp, ph, marks, phases = [], [], [], [], []
+            w, lp, ph, phases = [], [], [], []
             out_file = os.path.join(d, f"{c.name}.h5")
             if label == "full" and bare is not None:
                 around.append(bare())
@@ -1798,21 +1815,20 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
                 # --force would remove it inside the run's close (snapshots.publish)
                 if os.path.exists(out_file):
                     os.remove(out_file)
-                w.append(_timed_cli(args, marks))
+                wall, attrs, split_one = _timed_run(args, out_file)
+                w.append(wall)
                 if label != "companion":     # the run's own clock: its loop, start-up excluded
-                    import h5py
-                    with h5py.File(out_file, "r") as f:
-                        lp.append(float(f.attrs["wall_seconds"]))
-                        if "timeline" in f.attrs:
-                            phases.append(cli_phases(*marks, json.loads(f.attrs["timeline"])))
-                        run_threads = f.attrs.get("blas_threads")
-                        ph.append({**json.loads(f.attrs.get("prepare_seconds", "{}")),
-                                   # the loop's context switch (a GPU loop of 1000+ steps):
-                                   # a fixed cost at the loop's start, a start-up phase here
-                                   "context_switch": float(f.attrs.get("context_switch_seconds", 0.0))})
-                        pairs.setdefault(label, []).append(
-                            [float(f.attrs.get(k, 0.0)) for k in
-                             ("eigenpairs_wait_seconds", "eigenpairs_seconds", "eigenpairs_calls")])
+                    lp.append(float(attrs["wall_seconds"]))
+                    if split_one is not None:
+                        phases.append(split_one)
+                    run_threads = attrs.get("blas_threads")
+                    ph.append({**json.loads(attrs.get("prepare_seconds", "{}")),
+                               # the loop's context switch (a GPU loop of 1000+ steps):
+                               # a fixed cost at the loop's start, a start-up phase here
+                               "context_switch": float(attrs.get("context_switch_seconds", 0.0))})
+                    pairs.setdefault(label, []).append(
+                        [float(attrs.get(k, 0.0)) for k in
+                         ("eigenpairs_wait_seconds", "eigenpairs_seconds", "eigenpairs_calls")])
             if label == "full" and bare is not None:
                 around.append(bare())
             walls[label] = float(np.median(w))
@@ -1901,23 +1917,21 @@ def _start_up(a):
     run prints (the file's ``wall_seconds``: its loop with sinks) and that time's share of the
     wall (target >= 0.8 on 2 CPU cores); with ``--plots`` also the wall with the pictures.
     Targets on one H100 for atom_hhg: wall <= 1.5 s, printed <= 0.6 s."""
-    import json
     import tempfile
 
-    import h5py
+    from tdse import config as cfgmod
     rows = []
     for name in a.inputs:
         path = os.path.join(ROOT, "inputs", f"{name}.toml")
         with tempfile.TemporaryDirectory() as d:
             args = ["run", path, "--out", d, "--backend", a.backend, "--quiet", "--force", "--yes"]
+            out_file = os.path.join(d, f"{cfgmod.load(path).name}.h5")
             walls, printed, phases = [], [], []
             for _ in range(a.repeat):
-                marks = []
-                walls.append(_timed_cli(args + ["--no-plots"], marks))
-                h5 = [f for f in os.listdir(d) if f.endswith(".h5")][0]
-                with h5py.File(os.path.join(d, h5), "r") as f:
-                    printed.append(float(f.attrs["wall_seconds"]))
-                    phases.append(cli_phases(*marks, json.loads(f.attrs["timeline"])))
+                wall, attrs, split_one = _timed_run(args + ["--no-plots"], out_file)
+                walls.append(wall)
+                printed.append(float(attrs["wall_seconds"]))
+                phases.append(split_one)
             with_plots = _timed_cli(args) if a.plots else None
         wall, run_s = float(np.median(walls)), float(np.median(printed))
         row = {"input": name, "backend": a.backend, "repeat": a.repeat, "wall_seconds": wall,
