@@ -1442,9 +1442,10 @@ def _bare_steps(plan, steps, graphs=True):
     import tdse
     from tdse.run.loop import _settle
     xp = plan.backend.xp
+    from tdse.numerics.propagators import Launched
     st = plan.stepper()
-    st.graphs = graphs and getattr(st, "graphs", False)
-    st.dense_graphs = graphs and getattr(st, "dense_graphs", False)
+    if not graphs:
+        st.propagator = Launched(st)
     psi = xp.asarray(plan.psi0)
 
     def sync():
@@ -1457,8 +1458,8 @@ def _bare_steps(plan, steps, graphs=True):
         t0 = time.perf_counter()
         state = tdse.evolve(plan, state.psi, start=2, stop=2 + steps, stepper=st, settle=False)
         sync()
-    g = getattr(st, "_graph", None)
-    nodes = g.nodes_per_step if g else None
+    g = getattr(st.propagator, "graph", None)
+    nodes = getattr(g, "nodes_per_step", None) if g else None
     return (time.perf_counter() - t0) / steps, st, nodes, state.psi
 
 
@@ -1573,7 +1574,7 @@ def _small_n(a):
 def _single_run(a, cp):
     """The input itself (atom_hhg: absorber and all, every step of t_end) stepped on one GPU
     with no sinks (#27's target: <= 0.5 s), a whole exponential one cooperative kernel
-    (graphs._CHAIN) against a graph node a Chebyshev term (TDSE_CHEB_CHAIN=0) and on the CPU,
+    (graphs._CHAIN) against a graph node a Chebyshev term (graphs.CHEB_CHAIN off) and on the CPU,
     final psi compared: (the record, (config, GPU plan) for :func:`_single_run_dynamiqs`)."""
     import tdse
     cfg = tdse.load_config(os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input)
@@ -1581,9 +1582,10 @@ def _single_run(a, cp):
     steps = cfg.time.steps - 2                 # two warm-up steps (graphs captured there)
     gpu = tdse.prepare(cfg, backend="cupy", devices=[0], check_resolution=False)
     out = {"input": a.input, "n": cfg.grid.n, "steps": cfg.time.steps, "method": gpu.config.propagator.method}
+    from tdse.numerics import graphs
     psi = {}
     for chain in ("1", "0"):
-        os.environ["TDSE_CHEB_CHAIN"] = chain
+        graphs.CHEB_CHAIN = chain == "1"      # (a module constant: tests and this suite force it off)
         best = None
         for _ in range(3):                     # the best of three
             sec, st, nodes, p = _bare_steps(gpu, steps)
@@ -1591,9 +1593,10 @@ def _single_run(a, cp):
         key = "chain" if chain == "1" else "terms"
         out[f"gpu_{key}_s"] = best * cfg.time.steps
         out[f"gpu_{key}_nodes_per_step"] = nodes
-        out[f"gpu_{key}_kernel"] = getattr(st._graph, "chain_kernel", None) if st._graph else None
+        g = getattr(st.propagator, "graph", None)
+        out[f"gpu_{key}_kernel"] = getattr(g, "chain_kernel", None) if g else None
         psi[key] = cp.asnumpy(p)
-    os.environ.pop("TDSE_CHEB_CHAIN")
+    graphs.CHEB_CHAIN = True
     out["chain_vs_terms_max_diff"] = float(np.abs(psi["chain"] - psi["terms"]).max())
     cpu = tdse.prepare(cfg, backend="numpy", check_resolution=False)
     sec, _, _, p = _bare_steps(cpu, steps)

@@ -716,12 +716,15 @@ def test_dense_graph_step_equals_the_launched_dense_step(name, stencil, t_end):
     # one GPU: the graph path is the single-GPU small-N path (on several, bands)
     plan = tdse.prepare(cfg, backend="cupy", devices=[0], check_resolution=False)
     finals, counts = {}, {}
+    from tdse.numerics import propagators
     for dense_graphs in (True, False):
         st = plan.stepper()
-        st.dense_graphs = dense_graphs
+        assert isinstance(st.propagator, propagators.DenseGraphs)
+        if not dense_graphs:
+            st.propagator = propagators.Launched(st)
         finals[dense_graphs] = cp.asnumpy(tdse.evolve(plan, cp.asarray(plan.psi0), stepper=st).psi)
         counts[dense_graphs] = st.exponentials
-        assert bool(st._dense_graph) == dense_graphs
+        assert bool(getattr(st.propagator, "graph", False)) == dense_graphs
     assert counts[True] == counts[False] > 0
     assert np.abs(finals[True] - finals[False]).max() <= 1e-12 * np.abs(finals[False]).max()
 
@@ -786,12 +789,15 @@ def test_single_run_graph_steps_and_device_observables(name, stencil, t_end, mon
         "grid.stencil", stencil)
     plan = tdse.prepare(cfg, backend="cupy", check_resolution=False)
     finals = {}
+    from tdse.numerics import propagators
     for graphs in (True, False):
         st = plan.stepper()
-        st.graphs = graphs
+        assert isinstance(st.propagator, propagators.ChebyshevGraphs)
+        if not graphs:
+            st.propagator = propagators.Launched(st)
         finals[graphs] = cp.asnumpy(tdse.evolve(plan, cp.asarray(plan.psi0), stepper=st).psi)
         if graphs:
-            assert st._graph, "the graph path was not taken"
+            assert st.propagator.graph, "the graph path was not taken"
             terms = st.cheb_terms
         else:
             assert st.cheb_terms == terms
@@ -825,9 +831,8 @@ def test_graph_steps_planned_ahead_in_a_thread_are_the_same_bit_for_bit(monkeypa
     for ahead in (True, False):
         monkeypatch.setattr(G, "PLAN_AHEAD", ahead)
         st = plan.stepper()
-        st.graphs = True
         finals[ahead] = cp.asnumpy(tdse.evolve(plan, cp.asarray(plan.psi0), stepper=st).psi)
-        assert st._graph, "the graph path was not taken"
+        assert st.propagator.graph, "the graph path was not taken"
     assert np.array_equal(finals[True], finals[False])
     assert submitted.count(True) >= 3 and False not in submitted
 

@@ -133,13 +133,13 @@ def test_sinks_get_the_state_at_their_save_points_and_the_loop_only_steps_betwee
     the stepper, and the result is the bare loop's bit for bit."""
     plan = _plan("chebyshev", steps=10)
     stepper, seen = plan.stepper(), []
-    step = stepper.step
+    step = stepper.propagator.step      # what takes the steps (tdse.numerics.propagators)
     calls = []
 
     def counted(psi, j):
         calls.append(j)
         return step(psi, j)
-    stepper.step = counted
+    stepper.propagator.step = counted
 
     class Every(tdse.Sink):
         def __init__(self, name, every):
@@ -386,8 +386,39 @@ def test_a_new_method_needs_no_loop(monkeypatch):
     cfg = dataclasses.replace(dense.config, propagator=dataclasses.replace(
         dense.config.propagator, method=Reference.name))
     ref = tdse.prepare(cfg, backend="numpy", check_resolution=False)
+    from tdse.numerics.propagators import Launched
+    assert type(ref.stepper().propagator) is Launched     # no propagator to register either
     a, b = tdse.evolve(dense, dense.psi0).psi, tdse.evolve(ref, ref.psi0).psi
     assert np.abs(a - b).max() < 1e-10
+
+
+def test_propagators_registered_by_method_and_backend(rng):
+    """#54 item 1: PROPAGATORS[(method, backend)] names how each method steps on each backend
+    (the launched factors on NumPy; CUDA graphs on CuPy), make() takes the stepper's pair;
+    advance(X, j0, j1, into=...) equals the steps taken one by one, for psi, an N x B block
+    and U(t), and writes into the given array."""
+    from tdse.numerics import propagators as P
+    for name in exponentials.METHODS:
+        assert P.PROPAGATORS[(name, "numpy")] is P.Launched
+    assert P.PROPAGATORS[("chebyshev", "cupy")] is P.ChebyshevGraphs
+    assert P.PROPAGATORS[("dense", "cupy")] is P.PROPAGATORS[("taylor", "cupy")] is P.DenseGraphs
+    for method in ("dense", "chebyshev"):
+        plan = _plan(method, steps=6)
+        st = plan.stepper()
+        assert type(st.propagator) is P.Launched and st.propagator.stepper is st
+        n = plan.config.grid.n
+        for X in (plan.psi0, rng.standard_normal((n, 3)) + 1j * rng.standard_normal((n, 3))):
+            ref = X
+            for j in range(1, 5):
+                ref = st.step(ref, j)
+            assert np.array_equal(st.advance(X, 1, 5), ref)
+            into = np.full_like(X, np.nan)
+            assert st.advance(X, 1, 5, into=into) is into and np.array_equal(into, ref)
+            assert np.array_equal(tdse.evolve(plan, X, start=1, stop=5, stepper=st).psi, ref)
+        U = np.eye(n, dtype=complex)
+        ref = st.step_operator(st.step_operator(U, 0), 1)
+        assert np.array_equal(st.advance(U, 0, 2, operator=True), ref)
+        assert np.abs(ref @ plan.psi0 - st.advance(plan.psi0, 0, 2)).max() < 1e-12
 
 
 def test_operator_and_psi_together_match(rng):
@@ -482,12 +513,12 @@ def test_graph_planner_equals_the_per_step_scalars(name, key, values, grouped, i
         js = np.arange(start, start + 23)
         times = (js * dt)[:, None] + np.asarray(one.scheme.nodes)[None, :] * dt
         ref = [[one.method.bounds(s, v) for s, v, _ in one.generators(j)] for j in js]
-        assert np.array_equal(one._bounds_many(js, times), np.array(ref))
+        assert np.array_equal(one.bounds_many(js, times), np.array(ref))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_bounds_at_the_extreme_points_equal_the_whole_grid(seed, inputs_dir, monkeypatch):
-    """Stepper._bounds_many where V's extremes are looked for only at the grid's ends and
+    """Stepper.bounds_many where V's extremes are looked for only at the grid's ends and
     between the outermost centres (_extreme_points) against every grid point (the points
     forced to all): the same bits, for random moving centres (two or three, some crossing
     each other, one near or past a wall), at random times; the fast path taken where it
@@ -527,12 +558,12 @@ def test_bounds_at_the_extreme_points_equal_the_whole_grid(seed, inputs_dir, mon
             assert (cols is not None) == fast, (scheme, pot)
             if fast:
                 assert cols.size < (g.n // 4 if seed == 0 else g.n) and cols[0] == 0 and cols[-1] == g.n - 1
-        got = one._bounds_many(js, times)
+        got = one.bounds_many(js, times)
         with monkeypatch.context() as m:
             m.setattr(Stepper, "_extreme_points", whole)
-            ref = one._bounds_many(js, times)
+            ref = one.bounds_many(js, times)
             m.setattr(stepper, "BOUNDS_GROUP_ELEMENTS", 1 << 30)
-            assert np.array_equal(one._bounds_many(js, times), ref)
+            assert np.array_equal(one.bounds_many(js, times), ref)
         assert np.array_equal(got, ref), (scheme, np.abs(got - ref).max())
     assert width > 0
 

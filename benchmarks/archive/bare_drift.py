@@ -46,7 +46,7 @@ if __name__ == "__main__":
         c = time.process_time()
         s, stp, nodes, _ = _bare_steps(plan, int(steps))
         c = time.process_time() - c
-        g = stp._graph
+        g = stp.propagator.graph
         print(f"  t = {time.perf_counter() - t0:6.1f} s: {s * 1e6:8.1f} us a step, the process's CPU "
               f"{c / int(steps) * 1e6:.1f} us a step, Chebyshev terms a step "
               f"{stp.cheb_terms / (int(steps) + 2):.2f}, graph {bool(g)}, nodes {nodes}, "

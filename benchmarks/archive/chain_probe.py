@@ -29,7 +29,7 @@ for chain in ("1", "0", "1"):
     cp.cuda.Device().synchronize()
     bare = time.perf_counter() - t0
     finals[chain] = cp.asnumpy(out.psi)
-    g = st._graph
+    g = st.propagator.graph
     graph = next(iter(g.graphs.values()))
     cp.cuda.Device().synchronize()
     t0 = time.perf_counter()

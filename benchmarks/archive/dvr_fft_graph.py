@@ -26,7 +26,7 @@ def main():
         for graphs in (True, False):
             k = steps if graphs else max(50, steps // 10)
             sec, st, nodes, _ = _bare_steps(plan, k, graphs=graphs)
-            g = getattr(st, "_graph", None)
+            g = getattr(st.propagator, "graph", None)
             rows[graphs].append(sec)
             print(f"rep {rep} graphs={graphs}: {k} steps, {1e3 * sec:.3f} ms a step, "
                   f"terms/step {st.cheb_terms / (k + 2):.1f}, nodes {nodes}, "

@@ -28,7 +28,7 @@ def main():
             graphs.FFT_MIN_N = n if fft else 10 ** 9
             steps = 2000
             s, st, _, p = _bare_steps(plan, steps)
-            assert (st._graph.fft is not None) == fft
+            assert (st.propagator.graph.fft is not None) == fft
             sec.setdefault(fft, []).append(s)
             psi[fft] = cp.asnumpy(p)
             terms = st.cheb_terms / (steps + 2)

@@ -25,7 +25,7 @@ def main():
         cfg = dataclasses.replace(base, grid=g).with_value("propagator.method", "chebyshev")
         cfg = cfg.with_value("propagator.time_error", "none").with_value("time.t_end", S * cfg.time.dt)
         plan = tdse.prepare(cfg, backend="numpy", check_resolution=False)
-        planner = graphs.Planner(BatchStepper([plan.config], np), plan.stepper()._bounds_many)
+        planner = graphs.Planner(BatchStepper([plan.config], np), plan.stepper().bounds_many)
         first = {}
         t0 = time.perf_counter()
         for j0 in range(0, S, graphs.CHUNK):

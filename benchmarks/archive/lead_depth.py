@@ -59,14 +59,14 @@ if __name__ == "__main__":
         psi = stp.step(psi, j)
     cp.cuda.Device().synchronize()
     for lead_s in (graphs.RUN_AHEAD_SECONDS, 1.0):
-        stp._graph.up.lead_seconds = lead_s
+        stp.propagator.graph.up.lead_seconds = lead_s
         gc.disable()
         host, dev, psi = timeline(stp, psi, 4, S)
         gc.enable()
         lead = queued(host, dev)
         print(f"# {inp}, N = {n}, {st}-point, {S} steps, lead_seconds {lead_s}: wall {max(host[-1], dev[-1]):.3f} s, "
               f"device {dev[-1]:.3f} s ({np.median(np.diff(dev)) * 1e6:.1f} us a step); host call median "
-              f"{np.median(np.diff(host)) * 1e6:.1f} us; the ring's lead now {stp._graph.up.lead} steps")
+              f"{np.median(np.diff(host)) * 1e6:.1f} us; the ring's lead now {stp.propagator.graph.up.lead} steps")
         print(f"  the host's own call (the first 80 steps, before the queue fills): median "
               f"{np.median(np.diff(host[:80])) * 1e6:.1f} us")
         print(f"  steps queued ahead when the host returned: median {np.median(lead[S // 4:]):.0f}, "

@@ -1,7 +1,7 @@
 """The GPU run's host planner (tdse.numerics.graphs.Planner.chunk: the scalars of 64 steps)
 at N = 8192 (#23 item 3: a chunk's ~10 ms on a GPU machine's host is as long as its 64
 steps on the GPU, so the loop waited for it): the exact bounds in one NumPy pass (the
-former Stepper._bounds_many) against the cache-sized groups; scipy.special.jv of a chunk;
+former Stepper.bounds_many) against the cache-sized groups; scipy.special.jv of a chunk;
 the whole chunk.  Milliseconds, medians of REPS chunks.  (The recorded H100 runs of
 2026-11-26 also timed the groups and the Bessel values on 4 threads: the chunk 4.8 against
 7.3 ms, but a run in process was no faster with them, so they were dropped.)
@@ -27,7 +27,7 @@ from tdse.numerics.stepper import BatchStepper  # noqa: E402
 
 
 def one_pass(s, js, times):
-    """The bounds as Stepper._bounds_many computed them before the groups (same values)."""
+    """The bounds as Stepper.bounds_many computed them before the groups (same values)."""
     x, g = s.x_host, s.config.grid
     S, nt = times.shape
     v = total_many(s.config.potential, x, times.ravel()).reshape(S, nt, x.size)
@@ -61,12 +61,12 @@ if __name__ == "__main__":
         return js, js[:, None] * dt + nodes[None, :] * dt
     row = {}
     row["bounds, one pass"] = ms(lambda r: one_pass(s, *window(r)), reps)
-    row["bounds, groups"] = ms(lambda r: s._bounds_many(*window(r)), reps)
+    row["bounds, groups"] = ms(lambda r: s.bounds_many(*window(r)), reps)
     whole = s._extreme_points
     s._extreme_points = lambda times: None                  # every grid point (before 2026-11-26 T16)
-    row["bounds, groups, every point"] = ms(lambda r: s._bounds_many(*window(r)), reps)
+    row["bounds, groups, every point"] = ms(lambda r: s.bounds_many(*window(r)), reps)
     s._extreme_points = whole
-    planner = graphs.Planner(BatchStepper([plan.config], np), s._bounds_many)
+    planner = graphs.Planner(BatchStepper([plan.config], np), s.bounds_many)
     row["chunk"] = ms(lambda r: planner.chunk(64 * (r + 3)), reps)
     R = np.full((64, len(s.scheme.factors)), 30.0) * (1 + 1e-3 * np.arange(64))[:, None]
     k = np.arange(60)

@@ -30,7 +30,7 @@ for graphs in ("1", "0"):
     full = time.perf_counter() - t0
     print(f"graphs/device observables {graphs}: bare stepping {bare:.2f} s "
           f"({1e3 * bare / cfg.time.steps:.3f} ms a step), simulate {full:.2f} s", flush=True)
-    g = getattr(st, "_graph", None)
+    g = getattr(st.propagator, "graph", None)
     if g:       # the device time of a step: one captured graph replayed back to back
         graph = next(iter(g.graphs.values()))
         cp.cuda.Device().synchronize()

@@ -75,7 +75,7 @@ if __name__ == "__main__":
         sys.exit(0)
     if os.environ.get("SIDE_MODE") == "parts":      # which part of a step slows
         step_us()
-        gs = stp._graph
+        gs = stp.propagator.graph
         graph = next(iter(gs.graphs.values()))
         src = cp.asarray(plan.psi0).astype(complex)
         dst = cp.empty_like(src)

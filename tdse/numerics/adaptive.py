@@ -30,6 +30,7 @@ import time
 import numpy as np
 
 from .local_error import LocalError
+from .propagators import Steps
 
 __all__ = ["EstimatingStepper", "StepTooSmall", "transport_config", "TRANSPORT_TOLERANCE",
            "SAFETY", "CHOICE", "REJECT"]
@@ -67,7 +68,7 @@ def _at_step(config, h):
         t, dt=h, t_end=t.t_end, tolerance=None, dt_min=None))
 
 
-class EstimatingStepper:
+class EstimatingStepper(Steps):
     """Steps psi by dt (``step(psi, j)``), carrying its error ``e`` (module docstring);
     ``make(config)`` builds a :class:`~tdse.numerics.stepper.Stepper` for a config (the
     run plan's :meth:`~tdse.run.plan.RunPlan.stepper`).  ``control``: adaptive steps
@@ -95,10 +96,6 @@ class EstimatingStepper:
         self.context_switch_seconds = 0.0
 
     # the loop's and the driver's view of a stepper ------------------------------------
-    @property
-    def graphs(self):
-        return self.base.graphs
-
     @property
     def exponentials(self) -> int:
         return sum(s.exponentials for s in self._steps.values())

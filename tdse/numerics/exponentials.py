@@ -61,7 +61,6 @@ class Exponential:
     matrices = (10, 12)
     #: applies G as an operator (no matrix, no ExpmPlan needed to step)
     matrix_free = False
-    graph_steps = False    # True: on one GPU a step of psi is one CUDA graph (tdse.numerics.graphs)
     #: an absorber's -i W as masks exp(-dt s W / 2) around each exponential (Strang), not
     #: inside the generator: the local error estimate (tdse.numerics.local_error) follows it
     absorber_masks = False
@@ -221,7 +220,6 @@ class Chebyshev(Exponential):
     """The matrix-free Chebyshev expansion with a rigorous truncation bound."""
     name = "chebyshev"
     auto_candidate = True
-    graph_steps = True     # a GPU steps psi by graphs of the block series (tdse.numerics.graphs)
     matrices = (0, 6)      # no dense matrix, but U(t) and the recurrence's blocks
     matrix_free = True
     absorber_masks = True

@@ -15,13 +15,13 @@ import numpy as np
 from ..config import Config
 from ..model.field import dipole_field, vector_potential, velocity_gauge
 from ..model.grid import points
-from ..model.potential import host_only, total
+from ..model.potential import total
 from ..model.states import DTYPE
-from . import exponentials, schemes
+from . import exponentials, propagators, schemes
 
 __all__ = ["Stepper"]
 
-#: grid values of one group of steps of :meth:`Stepper._bounds_many` (steps x times x N;
+#: grid values of one group of steps of :meth:`Stepper.bounds_many` (steps x times x N;
 #: 512 KB, in a core's cache, where one pass over a chunk of 64 steps at N = 8192 streams
 #: 4 MB a NumPy operation: 2.1-2.6 against 4.1-5.5 ms on 2 cores; on an H100's host the
 #: planner's chunk 4.5-5 against 7-9 ms, benchmarks/archive/planner_chunk.py)
@@ -39,16 +39,7 @@ def _layout(config, method, xp, gemm_opts):
     return None
 
 
-#: from this N a formula's GPU graph step takes its spectral bounds on the device
-#: (`python -m benchmarks formula`, H200): h2plus_moving_large (N = 8192, 3-point) as a
-#: formula x1.31 the soft-core step with the host's bounds, x1.01 with the device's;
-#: h2plus_moving (N = 256, DVR) x0.96 host, x1.42 device (benchmarks/results/
-#: formula_h200x1_20261128T095909.json, _095911, _100100, _100103; the threshold between
-#: the two measured sizes is a choice)
-FORMULA_DEVICE_BOUNDS_MIN_N = 2048
-
-
-class Stepper:
+class Stepper(propagators.Steps):
     """Steps psi(t_j) -> psi(t_j + dt) (and U(t_j) -> U(t_j + dt)) for ``config``.
 
     ``plan``: the :class:`mgemm.plan.ExpmPlan` of the dense methods (from
@@ -66,17 +57,9 @@ class Stepper:
         self.method = cls(config, plan, xp, gemm_opts, self.layout)
         self.static = not config.time_dependent
         self._factors = None          # the factors of a time-independent H
-        # psi a vector on a GPU and a method that steps by the block Chebyshev series: each
-        # step one CUDA graph launch (tdse.numerics.graphs), made at the first step (U(t),
-        # in column bands over several GPUs, is stepped band by band as before)
-        # (the graphs' kernels: the length gauge's H, and V from formulas: not a host-only V)
-        plain = not (velocity_gauge(config.field) or host_only(config.potential))
-        self.graphs = xp is not np and cls.graph_steps and plain   # psi on the current device
-        self._graph = None
-        # the dense exponent of a time-dependent H on one GPU: a step of psi one graph too
-        # (tdse.numerics.dense_graph.DenseGraphStep), made at the first step
-        self.dense_graphs = xp is not np and not cls.matrix_free and plain
-        self._dense_graph = None
+        # how its steps run on this backend: the registry's one choice (on a GPU a step of
+        # psi one CUDA graph launch where the method allows)
+        self.propagator = propagators.make(self)
         self.context_switch_seconds = 0.0   # the loops' starts on a GPU (tdse.run.loop._settle)
 
     @property
@@ -122,23 +105,20 @@ class Stepper:
             self._factors = fs
         return fs
 
-    def step(self, psi, j: int):
-        """psi(t_j + dt) for psi a vector or an N x B block of states (a new array)."""
-        if self.graphs and psi.ndim == 1:
-            out = self._graph_step(psi, j)
-            if out is not None:
-                return out
-        if self.dense_graphs and psi.ndim == 1:
-            from . import dense_graph
-            if self._dense_graph is None:
-                self._dense_graph = dense_graph.DenseGraphStep(self) if dense_graph.dense_available(self) else False
-            if self._dense_graph:
-                return self._dense_graph.step(psi, j)
-        for F in self.factors(j):
-            psi = F.apply(psi)
-        return psi
+    def as_batch(self):
+        """This run as a one-member :class:`BatchStepper` (the block the CUDA graphs step)."""
+        return BatchStepper([self.config], self.xp)
 
-    def _bounds_many(self, js, times):
+    def step(self, psi, j: int):
+        """psi(t_j + dt) for psi a vector or an N x B block of states (a new array), by the
+        run's propagator (:mod:`tdse.numerics.propagators`)."""
+        return self.propagator.step(psi, j)
+
+    def advance(self, X, j0: int, j1: int, into=None, operator: bool = False):
+        """X stepped from step j0 to j1 by the propagator (:meth:`tdse.numerics.propagators.Steps.advance`)."""
+        return self.propagator.advance(X, j0, j1, into, operator)
+
+    def bounds_many(self, js, times):
         """(steps, E, 2): each exponential's spectral bounds at the steps js (times (steps, nt)),
         as :meth:`generators` and the method's ``bounds`` give them one step at a time: V
         exactly on the grid at every time (:func:`tdse.model.potential.total_many`), in
@@ -178,7 +158,7 @@ class Stepper:
         + a, sqrt, Z / d, the sums, w * v) are each correctly rounded and so monotone.  Its
         extremes on the grid then lie at the two ends of the grid or between the leftmost
         and rightmost centre (two points of margin each side): a few hundred points of
-        8192 for H2+ (:meth:`_bounds_many`'s min and max of the same values, the same bits;
+        8192 for H2+ (:meth:`bounds_many`'s min and max of the same values, the same bits;
         ``tests/test_run_path.py``)."""
         pot, x = self.config.potential, self.x_host
         if (pot.field is not None or not pot.a > 0 or not all(c.Z > 0 for c in pot.centres)
@@ -192,31 +172,9 @@ class Stepper:
             return None
         return np.unique(np.concatenate([[0], np.arange(lo, hi + 1), [x.size - 1]]))
 
-    def _graph_step(self, psi, j):
-        from . import graphs
-        if self._graph is None:
-            batch = BatchStepper([self.config], self.xp)
-            # a formula's bounds from its batch, on the device (FormulaBatch.bounds_many), from
-            # FORMULA_DEVICE_BOUNDS_MIN_N: the host's pass over the whole grid (no extreme
-            # points known) held the step back there
-            on_device = self.config.potential.V and self.config.grid.n >= FORMULA_DEVICE_BOUNDS_MIN_N
-            bounds = None if on_device else self._bounds_many
-            self._graph = graphs.GraphStep(batch, bounds) if graphs.available(batch) else False
-        if not self._graph:
-            return None
-        e0, k0 = self._graph.exponentials, self._graph.cheb_terms
-        out = self._graph.step(psi, j)   # a vector in, a vector out (no reshapes)
-        if out is None:
-            return None
-        self.method.exponentials += self._graph.exponentials - e0
-        self.method.cheb_terms += self._graph.cheb_terms - k0
-        return out
-
     def step_operator(self, Ut, j: int):
         """U(t_j + dt) = F_K ... F_1 U(t_j) (column bands on several GPUs)."""
-        for F in self.factors(j):
-            Ut = F.apply_operator(Ut)
-        return Ut
+        return self.propagator.step_operator(Ut, j)
 
     def operator(self, j: int):
         """The one-step propagator of step j as a dense matrix on the device."""
@@ -224,7 +182,7 @@ class Stepper:
         return U.to_array(0) if hasattr(U, "to_array") else U
 
 
-class BatchStepper:
+class BatchStepper(propagators.Steps):
     """Steps B runs at once: psi as an N x B block whose columns are members with their own
     potentials (field, centres, absorber: :func:`tdse.config.with_value` of one base config)
     but one grid, stencil, scheme and dt.  Every exponential is a block Chebyshev series
@@ -318,7 +276,7 @@ class BatchStepper:
         return X
 
 
-class NucleiStepper:
+class NucleiStepper(propagators.Steps):
     """Steps Psi (N_x x N_R) of the 1D + 1D model (:class:`tdse.model.nuclei.Model`) by the
     config's scheme: each factor exp(-i dt G_k), G_k = s_k (T + V) + e_k kappa x with
     e_k = sum_j w_kj E(t_j) (:mod:`tdse.numerics.schemes`), by the Chebyshev series

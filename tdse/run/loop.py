@@ -145,12 +145,10 @@ def _settle(plan, steps) -> float:
 
 def advance(stepper, X, j0: int, j1: int, operator: bool = False):
     """``X`` (psi, an N x B block, or with ``operator`` U(t)) stepped from step ``j0`` to
-    ``j1`` by ``stepper`` (:class:`tdse.numerics.stepper.Stepper` or a batch stepper):
-    nothing but the steps -- on a GPU one graph launch each."""
-    step = stepper.step_operator if operator else stepper.step
-    for j in range(j0, j1):
-        X = step(X, j)
-    return X
+    ``j1`` by ``stepper`` (:class:`tdse.numerics.propagators.Steps`: a single run's
+    :class:`~tdse.numerics.stepper.Stepper` through its registered propagator, a batch's, the
+    nuclei's): nothing but the steps -- on a GPU one graph launch each."""
+    return stepper.advance(X, j0, j1, operator=operator)
 
 
 def evolve(plan, psi0, sinks=(), *, start=0, stop=None, U0=None, resumed=False,

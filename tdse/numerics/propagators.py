@@ -1,0 +1,171 @@
+"""How a run's steps are taken, registered by (method, backend): ``PROPAGATORS[("chebyshev",
+"cupy")]`` (SciPy's ``solve_ivp`` driver apart from its ``OdeSolver`` classes; QuTiP's
+integrators by name).  The method (:mod:`tdse.numerics.exponentials`) says what one
+exponential exp(-i dt G_k) is; the propagator says how a step of them runs on the backend
+(the array module's name, ``"numpy"`` or ``"cupy"``).  :func:`make` is the one place the
+path is chosen, once per stepper, never per step; a (method, backend) with no entry is
+:class:`Launched`.
+
+* :class:`Launched` -- every method on the CPU, and the GPU's fallback: each factor F_k of
+  the step (:meth:`tdse.numerics.stepper.Stepper.factors`) applied in turn, each of its
+  kernels launched from Python.
+* :class:`ChebyshevGraphs` -- ``("chebyshev", "cupy")``: a step of psi (a vector) is one
+  CUDA graph launch (:class:`tdse.numerics.graphs.GraphStep`); an N x B block or U(t), a
+  velocity-gauge run or a host-only potential (the graphs' kernels have the length gauge's
+  H, V from formulas) or ``run.graphs = false``: launched.
+* :class:`DenseGraphs` -- ``("dense" | "taylor", "cupy")``: a step of psi by the dense
+  exponent on one GPU as one graph (:class:`tdse.numerics.dense_graph.DenseGraphStep`)
+  where that path allows (:func:`tdse.numerics.dense_graph.dense_available`), else launched.
+
+Every stepper (:class:`Steps`: a single run's, a scan's block, the nuclei's, the estimating
+one) advances with :meth:`Steps.advance` from save point to save point
+(:func:`tdse.run.loop.evolve`): nothing but the steps between.
+"""
+from __future__ import annotations
+
+__all__ = ["Steps", "Launched", "ChebyshevGraphs", "DenseGraphs", "PROPAGATORS", "register", "make",
+           "FORMULA_DEVICE_BOUNDS_MIN_N"]
+
+#: from this N a formula's GPU graph step takes its spectral bounds on the device
+#: (`python -m benchmarks formula`, H200): h2plus_moving_large (N = 8192, 3-point) as a
+#: formula x1.31 the soft-core step with the host's bounds, x1.01 with the device's;
+#: h2plus_moving (N = 256, DVR) x0.96 host, x1.42 device (benchmarks/results/
+#: formula_h200x1_20261128T095909.json, _095911, _100100, _100103; the threshold between
+#: the two measured sizes is a choice)
+FORMULA_DEVICE_BOUNDS_MIN_N = 2048
+
+
+class Steps:
+    """Anything with ``step(X, j)`` (and ``step_operator(U, j)``): :meth:`advance` steps it
+    from save point to save point."""
+
+    def step(self, X, j: int):
+        raise NotImplementedError
+
+    def step_operator(self, U, j: int):
+        raise NotImplementedError
+
+    def advance(self, X, j0: int, j1: int, into=None, operator: bool = False):
+        """``X`` (psi, an N x B block, or with ``operator`` U(t)) stepped from step ``j0`` to
+        ``j1``: nothing but the steps (on a GPU one graph launch each).  ``into``: an array
+        of X's shape and backend that receives the result (returned), e.g. a row of a
+        block kept where psi lives; None: the last step's own array."""
+        step = self.step_operator if operator else self.step
+        for j in range(j0, j1):
+            X = step(X, j)
+        if into is None:
+            return X
+        into[...] = X
+        return into
+
+
+#: (method name, backend name) -> the propagator class that steps it (:func:`make`)
+PROPAGATORS: dict = {}
+
+
+def register(*keys):
+    """Class decorator: the class steps each (method, backend) in ``keys``."""
+    def add(cls):
+        for key in keys:
+            PROPAGATORS[key] = cls
+        return cls
+    return add
+
+
+class Launched(Steps):
+    """Each factor F_k = exp(-i dt G_k) of a step applied in turn (psi, an N x B block, or
+    U(t), on one device or in column bands over several GPUs)."""
+
+    def __init__(self, stepper):
+        self.stepper = stepper
+
+    def step(self, X, j: int):
+        for F in self.stepper.factors(j):
+            X = F.apply(X)
+        return X
+
+    def step_operator(self, U, j: int):
+        for F in self.stepper.factors(j):
+            U = F.apply_operator(U)
+        return U
+
+
+register(("dense", "numpy"), ("taylor", "numpy"), ("chebyshev", "numpy"))(Launched)
+
+
+def _plain(stepper) -> bool:
+    """The graphs' kernels hold the length gauge's H with V from formulas: not the velocity
+    gauge's A p, not a potential evaluated on the host (a Python function)."""
+    from ..model.field import velocity_gauge
+    from ..model.potential import host_only
+    cfg = stepper.config
+    return not (velocity_gauge(cfg.field) or host_only(cfg.potential))
+
+
+@register(("chebyshev", "cupy"))
+class ChebyshevGraphs(Launched):
+    """A step of psi one CUDA graph launch of the block Chebyshev series (made at the first
+    step from a one-member :class:`tdse.numerics.stepper.BatchStepper`; its counters added
+    to the method's); anything the graphs do not take is :class:`Launched`.  ``graph``:
+    the :class:`tdse.numerics.graphs.GraphStep`, False where none could be made, None
+    before the first step."""
+
+    def __init__(self, stepper):
+        super().__init__(stepper)
+        self.on = _plain(stepper)
+        self.graph = None
+
+    def _graph(self):
+        if self.graph is None:
+            from . import graphs
+            st = self.stepper
+            batch = st.as_batch()
+            # a formula's bounds from its batch, on the device (FormulaBatch.bounds_many), from
+            # FORMULA_DEVICE_BOUNDS_MIN_N: the host's pass over the whole grid (no extreme
+            # points known) held the step back there
+            on_device = st.config.potential.V and st.config.grid.n >= FORMULA_DEVICE_BOUNDS_MIN_N
+            bounds = None if on_device else st.bounds_many
+            self.graph = graphs.GraphStep(batch, bounds) if graphs.available(batch) else False
+        return self.graph
+
+    def step(self, X, j: int):
+        if self.on and X.ndim == 1 and self._graph():
+            g, m = self.graph, self.stepper.method
+            e0, k0 = g.exponentials, g.cheb_terms
+            out = g.step(X, j)   # a vector in, a vector out (no reshapes)
+            if out is not None:
+                m.exponentials += g.exponentials - e0
+                m.cheb_terms += g.cheb_terms - k0
+                return out
+        return super().step(X, j)
+
+
+@register(("dense", "cupy"), ("taylor", "cupy"))
+class DenseGraphs(Launched):
+    """A step of psi by the dense exponent as one CUDA graph (made at the first step where
+    :func:`tdse.numerics.dense_graph.dense_available`); else :class:`Launched`.  ``graph``:
+    the :class:`tdse.numerics.dense_graph.DenseGraphStep`, False, or None before the first
+    step."""
+
+    def __init__(self, stepper):
+        super().__init__(stepper)
+        self.on = _plain(stepper)
+        self.graph = None
+
+    def step(self, X, j: int):
+        if self.on and X.ndim == 1:
+            if self.graph is None:
+                from . import dense_graph
+                st = self.stepper
+                self.graph = dense_graph.DenseGraphStep(st) if dense_graph.dense_available(st) else False
+            if self.graph:
+                return self.graph.step(X, j)
+        return super().step(X, j)
+
+
+def make(stepper):
+    """The propagator registered for ``stepper``'s method and backend; a pair with no entry
+    (a new method: :mod:`tdse.numerics.exponentials` needs only its class) is
+    :class:`Launched`, its factors applied in turn."""
+    key = (stepper.method.name, stepper.xp.__name__.split(".")[0])
+    return PROPAGATORS.get(key, Launched)(stepper)
