@@ -45,17 +45,18 @@ TDSE_LAYERS = {
     "tdse.numerics": 2,
     "tdse.model": 1,
     "tdse.config": 0, "tdse.keys": 0, "tdse.inputs": 0, "tdse.version": 0, "tdse.options": 0, "tdse.errors": 0,
-    "tdse.expression": 0, "tdse.backends": 0,
+    "tdse.expression": 0, "tdse.backends": 0, "tdse.checks": 0, "tdse.sections": 0,
 }
 #: the longest function allowed in the run path (issue #22: no function over ~60 lines)
 RUN_PATH_MAX_LINES = 60
-RUN_PATH = ("tdse/run", "tdse/numerics/stepper.py", "tdse/numerics/exponentials.py")
+RUN_PATH = ("tdse/run", "tdse/numerics/stepper.py", "tdse/numerics/exponentials.py",
+            "tdse/numerics/propagators.py")
 
 #: no tdse module over this many lines (issue #54) -- but those below, which were longer when
 #: the limit came (2026-11-28, after tdse/run/observers.py's 1,425 lines were split): each may
 #: not grow past its count here, and leaves this table when it is split under the limit
 MODULE_MAX_LINES = 600
-LONG_MODULES = {"tdse/ui/cli.py": 618, "tdse/config.py": 644}
+LONG_MODULES = {"tdse/ui/cli.py": 618}
 
 
 def _modules(root, packages):
