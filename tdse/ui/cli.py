@@ -431,6 +431,7 @@ def floquet(input_file, period, steps, count, out_dir, backend, devices, force, 
     """One-period propagator U(T): quasi-energies and overlaps with H(0)'s eigenstates
     (with --scan: over a grid of one input key's values)."""
     from ..studies.floquet import analyse
+    from .floquet_table import floquet_table
     from .plots import plot_floquet
     cfg = _load(input_file)
     if scan is not None:
@@ -447,21 +448,7 @@ def floquet(input_file, period, steps, count, out_dir, backend, devices, force, 
         raise InputError(f"{input_file}: {e}") from None
     if save_outputs(base, res, plot_floquet, as_json, shown={k: v for k, v in res.items() if k != "overlaps"}):
         return
-    if res.get("dt_note"):
-        click.echo(f"note: {res['dt_note']}", err=True)
-    click.echo(f"T = {res['period']:.10g} ({res['steps']} steps of dt = {res['dt']:.6g}, "
-               f"scheme {res['scheme']}), "
-               f"||U^H U - I|| / sqrt(N) = {res['unitarity']:.2e}; atomic units")
-    click.echo(f"{'n':>3} {'E_n':>16} {'E_n T mod 2pi':>14} {'Floquet phase':>14} {'eps (Ha)':>14} {'overlap':>8}")
-    for s in res["states"]:
-        tie = f"  * shares its Floquet state with n = {', '.join(map(str, s['shared_with']))}" \
-            if s["shared_with"] else ""
-        click.echo(f"{s['n']:3d} {s['E_n']:16.10f} {s['E_n_T_mod_2pi']:14.10f} {s['phase']:14.10f} "
-                   f"{s['quasi_energy']:14.10f} {s['overlap']:8.5f}{tie}")
-    if res["ties"]:
-        click.echo("* two or more states of H(0) have their largest overlap with the same Floquet "
-                   "state (an avoided crossing or strong mixing): their quasi-energy is one number, "
-                   "not one per state", err=True)
+    floquet_table(res, click.echo)
     click.echo(f"wrote {base}.json, {base}.png")
 
 
@@ -485,6 +472,7 @@ def parse_scan(text: str):
 def _floquet_scan(cfg, input_file, text, *, period, steps, count, out_dir, backend, devices,
                   force, allow_inaccurate, as_json):
     from ..studies.floquet import scan
+    from .floquet_table import floquet_scan_table
     from .plots import plot_scan
     key, values = parse_scan(text)
     base = os.path.join(out_dir, f"{cfg.name}_floquet_scan")
@@ -497,24 +485,7 @@ def _floquet_scan(cfg, input_file, text, *, period, steps, count, out_dir, backe
         raise InputError(f"{input_file}: --scan: {e}") from None
     if save_outputs(base, res, plot_scan, as_json):
         return
-    notes = {p["dt_note"] for p in res["points"] if p["dt_note"]}
-    if notes:
-        click.echo(f"note: {len(notes)} point(s) changed dt to fit a whole number of steps into "
-                   f"T (pass --steps to fix M); see the JSON's dt_note", err=True)
-    K = len(res["points"][0]["states"])
-    unit = f" ({res['key_unit']})" if res["key_unit"] else ""
-    click.echo(f"{key}{unit}: {len(values)} values; quasi-energies (hartree) of the Floquet "
-               f"states of the lowest {K} eigenstates of H(0) (overlap); atomic units")
-    head = "".join(f" {'eps_' + str(k):>12} {'ov':>5}" for k in range(K))
-    click.echo(f"{'value':>10} {'T':>9} {'M':>5} {'|U^H U-I|':>9}{head}  method")
-    for p in res["points"]:
-        cols = "".join(f" {st['quasi_energy']:12.7f} {st['overlap']:5.3f}{'*' if st['shared_with'] else ' '}"
-                       for st in p["states"])
-        click.echo(f"{p['value']:10.5g} {p['period']:9.5g} {p['steps']:5d} {p['unitarity']:9.1e}"
-                   f"{cols}  {p['method']}")
-    if any(p["ties"] for p in res["points"]):
-        click.echo("* shares its Floquet state with another state of H(0) at that value (an "
-                   "avoided crossing or strong mixing; JSON: shared_with)", err=True)
+    floquet_scan_table(res, key, len(values), click.echo)
     click.echo(f"wrote {base}.json, {base}.png")
 
 
