@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BEGIN, END = "<!-- tables:begin -->", "<!-- tables:end -->"
@@ -539,8 +540,8 @@ def _files():
     return sorted(glob.glob(os.path.join(HERE, "results", "*.json")))
 
 
-def tables() -> str:
-    """The results index and one section per result file."""
+def _docs():
+    """[(file name, result)] of every result file (machine profiles apart)."""
     docs = []
     for path in _files():
         d = json.load(open(path))
@@ -552,6 +553,40 @@ def tables() -> str:
         if "machine" not in d:  # an early tune file: its profile names the GPUs
             d["machine"] = {"gpus": (d.get("profile") or {}).get("gpus") or []}
         docs.append((os.path.basename(path), d))
+    return docs
+
+
+#: a result file named as the runner names it (SUITE_MACHINE_DATE.json); others carry a label
+#: after the date (a baseline tree, a variant tried): the current numbers prefer the plain ones
+PLAIN = re.compile(r"^[a-z0-9-]+_[a-z0-9]+_[0-9]{8}T[0-9]{4,6}\.json$")
+
+
+def current() -> str:
+    """RESULTS.md's generated part: for each suite and machine the newest result file (by its
+    date; a plainly named one before a labelled one), its command and its table."""
+    from .runner import machine_tag
+    newest = {}
+    for name, d in _docs():
+        key = (suite_of(d), machine_tag(d["machine"]))
+        rank = (bool(PLAIN.match(name)), d.get("date", ""), name)
+        if key not in newest or rank > newest[key][0]:
+            newest[key] = (rank, name, d)
+    out = ["| suite | machine | date | file | headline |", "| --- | --- | --- | --- | --- |"]
+    for (suite, tag), (_, name, d) in sorted(newest.items()):
+        h = headline(d)
+        best = f"{next(iter(h))} = {h[next(iter(h))]:.4g}" if h else ""
+        out.append(f"| {suite} | {tag} | {d.get('date', '')[:10]} | [`{name}`](results/{name}) | {best} |")
+    out.append("")
+    for (suite, tag), (_, name, d) in sorted(newest.items()):
+        out.append(f"### {suite} on {tag}\n`{name}`, {d.get('date', '')}; `{d.get('command', '')}`\n")
+        out += render(d)
+        out.append("")
+    return "\n".join(out)
+
+
+def tables() -> str:
+    """The results index and one section per result file."""
+    docs = _docs()
     out = ["### Index", "", "| file | suite | date | machine | headline |", "|---|---|---|---|---|"]
     for name, d in docs:
         m = d["machine"]
@@ -576,16 +611,23 @@ def tables() -> str:
     return "\n".join(out)
 
 
-def write_readme(path=None) -> str:
+def write_readme(path=None, make=None) -> str:
+    """The generated part of ``path`` (default README.md: :func:`tables`; RESULTS.md is
+    written with ``make`` = :func:`current`), between its markers."""
     path = path or os.path.join(HERE, "README.md")
     text = open(path).read()
     a, b = text.index(BEGIN) + len(BEGIN), text.index(END)
-    new = text[:a] + "\n" + tables() + "\n" + text[b:]    # made before the file is opened:
-    tmp = path + ".part"                                  # a failure leaves it as it was
+    new = text[:a] + "\n" + (make or tables)() + "\n" + text[b:]   # made before the file is
+    tmp = path + ".part"                                  # opened: a failure leaves it as it was
     with open(tmp, "w") as f:
         f.write(new)
     os.replace(tmp, path)
     return path
+
+
+def write_results(path=None) -> str:
+    """benchmarks/RESULTS.md's current numbers (:func:`current`)."""
+    return write_readme(path or os.path.join(HERE, "RESULTS.md"), current)
 
 
 def write_tiles(files, path=None) -> str:

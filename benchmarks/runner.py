@@ -82,6 +82,7 @@ def main(argv=None):
         return 0
     if a.suite == "index":
         print(f"wrote {index.write_readme()}")
+        print(f"wrote {index.write_results()}")
         return 0
     if a.suite == "tiles":
         print(f"wrote {index.write_tiles(a.files)}")
