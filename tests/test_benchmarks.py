@@ -65,6 +65,36 @@ def test_readme_tables_are_the_generated_ones():
     assert text[a:b].strip() == index.tables().strip(), "run `python -m benchmarks index`"
 
 
+def test_results_md_is_the_generated_current_numbers():
+    text = open(os.path.join(ROOT, "benchmarks", "RESULTS.md")).read()
+    a, b = text.index(index.BEGIN) + len(index.BEGIN), text.index(index.END)
+    assert text[a:b].strip() == index.current().strip(), "run `python -m benchmarks index`"
+
+
+def test_current_numbers_take_the_newest_plain_file_per_suite_and_machine(tmp_path, monkeypatch):
+    """#54 item 5: RESULTS.md's rows are the newest result file of each suite and machine; a
+    labelled file (a baseline tree, a variant) only where no plainly named one exists."""
+    def doc(name, date, gpus, value):
+        path = tmp_path / name
+        path.write_text(json.dumps({"kind": "scan", "date": date, "command": f"cmd {name}",
+                                    "machine": {"gpus": gpus, "cpus": 2},
+                                    "rows": [{"input": "a.toml", "backend": "cupy", "members": 8,
+                                              "scan_seconds": value}]}))
+        return str(path)
+    files = [doc("scan_h200x1_20261101T000000.json", "2026-11-01", ["NVIDIA H200"], 1.0),
+             doc("scan_h200x1_20261102T000000.json", "2026-11-02", ["NVIDIA H200"], 2.0),
+             doc("scan_h200x1_20261103T000000_base_old.json", "2026-11-03", ["NVIDIA H200"], 3.0),
+             doc("scan_cpu2_20261104T000000_variant.json", "2026-11-04", [], 4.0)]
+    monkeypatch.setattr(index, "_files", lambda: sorted(files))
+    monkeypatch.setattr(index, "render", lambda d: [f"table of {d['command']}"])   # (each suite's own)
+    text = index.current()
+    rows = [line for line in text.splitlines() if line.startswith("| scan |")]
+    assert len(rows) == 2
+    assert "scan_h200x1_20261102T000000.json" in rows[1] and "= 2" in rows[1]
+    assert "scan_cpu2_20261104T000000_variant.json" in rows[0] and "= 4" in rows[0]
+    assert "table of cmd scan_h200x1_20261102T000000.json" in text and "base_old" not in text
+
+
 def test_a_failed_index_leaves_the_readme_as_it_was(tmp_path, monkeypatch):
     """The tables are made before the README is opened: a result file they cannot read
     (here a stand-in failure) leaves the README whole -- it once truncated it to its text
