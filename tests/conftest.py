@@ -100,3 +100,47 @@ def run_python_doc():
         exec(compile(code, f"docs/PYTHON.md block {index}", "exec"), ns)   # noqa: S102 -- our docs
         return ns
     return run
+
+
+class FileProgress:
+    """Under pytest-xdist (``-n 2``: README's test command), one line per test file when its
+    last test has reported -- its counts and how many files are done -- in place of the
+    workers' dots, which name no file (#58 item 8: per-file progress)."""
+
+    def __init__(self, config):
+        self.config = config
+        self.total, self.counts, self.outcome = {}, {}, {}
+
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        if not self.total:                  # every worker collects the same tests
+            for nodeid in ids:
+                f = nodeid.split("::")[0]
+                self.total[f] = self.total.get(f, 0) + 1
+
+    def pytest_report_teststatus(self, report, config):
+        if report.passed or report.skipped:  # the file's line says it; failures keep their F/E
+            return report.outcome if report.when == "call" or report.skipped else "", "", ""
+
+    def pytest_runtest_logreport(self, report):
+        nodeid = report.nodeid
+        if report.when != "teardown":
+            if report.failed:
+                self.outcome[nodeid] = "failed" if report.when == "call" else "error"
+            elif report.skipped or report.when == "call":
+                self.outcome.setdefault(nodeid, report.outcome)
+            return
+        f = nodeid.split("::")[0]
+        c = self.counts.setdefault(f, {})
+        what = "error" if report.failed else self.outcome.pop(nodeid, "passed")
+        c[what] = c.get(what, 0) + 1
+        if sum(c.values()) == self.total.get(f):
+            done = sum(1 for g, n in self.counts.items() if sum(n.values()) == self.total.get(g))
+            counts = ", ".join(f"{n} {k}" for k, n in sorted(c.items()))
+            tr = self.config.pluginmanager.getplugin("terminalreporter")
+            tr.ensure_newline()
+            tr.write_line(f"{f}: {counts}   ({done} of {len(self.total)} files)")
+
+
+def pytest_configure(config):
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(FileProgress(config), "file-progress")
