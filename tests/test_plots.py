@@ -193,10 +193,19 @@ def test_floquet_and_scan_state_one_quasi_energy_for_one_state():
 
 def test_the_drift_picture_names_the_field_only_where_there_is_one(moving_run):
     """#58 item 13: no field wording on a run without a field (moving centres here), and
-    'per remaining norm' only with an absorber."""
+    'per remaining norm' only with an absorber; <H> with its stated time error as bars at the
+    snapshots, the largest in the title (timeerror.energy_band: its bound is tested in
+    test_time_error_parts)."""
     fig = plots.drift_figure(moving_run)
-    title = fig.axes[1].get_title()
-    assert title == "energy <T + V(t)>"
+    title = fig.axes[1].get_title().split("\n")
+    assert title[0] == "energy <T + V(t)>"
+    assert "snapshots/time_error" in moving_run          # #58 item 13: <H> with its stated error
+    from tdse.run.timeerror import energy_band
+    band = energy_band(plots._config(moving_run), moving_run["grid/x"], moving_run["snapshots/t"],
+                       moving_run["snapshots/psi"], moving_run["snapshots/time_error"])
+    assert title[1] == f"its stated time error (bars, at the snapshots) <= {band[2].max():.1g} hartree"
+    bars = [c for c in fig.axes[1].containers if hasattr(c, "has_yerr")]
+    assert len(bars) == 1 and bars[0].has_yerr
     plots.plt.close(fig)
 
 

@@ -61,7 +61,7 @@ from ..numerics.adaptive import transport_config
 from .loop import Sink, advance
 
 __all__ = ["TimeErrorEstimate", "CompanionEstimate", "LocalEstimate", "describe", "phase_blind_distance", "window_start",
-           "companion_config", "SAFETY"]
+           "companion_config", "SAFETY", "energy_band"]
 
 #: E = SAFETY x the distance to the companion at dt/2, or x the carried error
 SAFETY = adaptive.SAFETY
@@ -371,3 +371,35 @@ def describe(e: dict) -> str:
             f"+{100 * e[e['kind'] + '_fraction']:.0f} % of the stepping time; of the populations in "
             f"H(0)'s eigenstates: {e['population_error_at_t_end']:.2g} at t_end, largest "
             f"{e['max_population_error']:.2g}")
+
+
+def energy_band(cfg, x, ts, psis, err):
+    """(t, <H>, half-width) at the snapshots where psi's time error E is stated (``err``:
+    ``/snapshots/time_error``, NaN where none), or None: the largest change of
+    <H> = <psi|H|psi>/<psi|psi> over every psi' within E of psi,
+    (2 eps r + eps^2 w) / (1 - eps)^2 with eps = E / ||psi||, r = ||(H - <H>) psi|| / ||psi||
+    and w the farthest end of H's spectral bounds from <H> (<psi'|(H - <H>)|psi'> =
+    2 Re<e|(H - <H>) psi> + <e|(H - <H>)|e>, Cauchy-Schwarz; ||psi'|| >= ||psi|| - ||e||).
+    H(t) = T + V(t) + x E(t) as the energy observable has it (without the absorber); None in
+    the velocity gauge, or where eps >= 1.  (The drift picture's error bars.)"""
+    from ..model.field import velocity_gauge
+    from ..model.hamiltonian import Operator, spectrum_bounds
+    from ..model.potential import total
+    err = np.asarray(err, dtype=np.float64)
+    keep = np.isfinite(err)
+    if velocity_gauge(cfg.field) or not keep.any():
+        return None
+    g, out = cfg.grid, []
+    for t, E, psi in zip(np.asarray(ts)[keep], err[keep], np.asarray(psis)[keep]):
+        v = total(cfg.potential, x, float(t))
+        norm = float(np.linalg.norm(psi))
+        eps = E / norm
+        if not eps < 1:
+            return None
+        Hpsi = Operator(cfg, 1.0, v)(psi)
+        e = float(np.vdot(psi, Hpsi).real) / norm ** 2
+        r = float(np.linalg.norm(Hpsi - e * psi)) / norm
+        lo, hi = spectrum_bounds(g.stencil, g.dx, float(v.min()), float(v.max()))
+        w = max(abs(lo - e), abs(hi - e))
+        out.append((t, e, (2 * eps * r + eps * eps * w) / (1 - eps) ** 2))
+    return tuple(np.array(c) for c in zip(*out))

@@ -5,7 +5,8 @@ Files written next to each other, ``<name>_<what>.png``:
   nodes       <n>(t) = sum_n n P_n(t) (smooth, converges) with the node count of Re psi
               at the snapshots (the thesis' dots; depends on eps and on the sampling)
   populations populations of the lowest eigenstates of H(0) and of H(t) against t
-  drift       norm drift and energy <H(t)> against t
+  drift       norm drift (or the yield) and energy <H(t)> against t, <H> with its stated time
+              error as bars at the snapshots (tdse.run.timeerror.energy_band)
   snapshots   Re psi, Im psi, |psi| over the potential at a few times
   transitions (operator mode) P_mn(t_end) heatmap and P_m0(t) against t
 """
@@ -229,9 +230,17 @@ def drift_figure(d):
         axs[0].set(xlabel="t (a.u. of time)", ylabel="norm - 1", title="norm drift")
     cfg = _config(d)
     axs[1].plot(to, d["observables/energy"])
+    band = None
+    if "snapshots/time_error" in d:
+        from ..run.timeerror import energy_band
+        band = energy_band(cfg, d["grid/x"], d["snapshots/t"], d["snapshots/psi"], d["snapshots/time_error"])
+    if band is not None:
+        ts, e, half = band
+        axs[1].errorbar(ts, e, yerr=half, fmt="none", ecolor="C1", elinewidth=1.5, capsize=0)
     what = "<T + V(t) + x E(t)>" if cfg.field is not None else "<T + V(t)>"
     axs[1].set(xlabel="t (a.u. of time)", ylabel="<H(t)> (hartree)",
-               title=f"energy {what}" + (", per remaining norm" if cfg.absorber is not None else ""))
+               title=f"energy {what}" + (", per remaining norm" if cfg.absorber is not None else "")
+               + ("" if band is None else f"\nits stated time error (bars, at the snapshots) <= {band[2].max():.1g} hartree"))
     return fig
 
 
