@@ -118,6 +118,8 @@ class FileProgress:
                 self.total[f] = self.total.get(f, 0) + 1
 
     def pytest_report_teststatus(self, report, config):
+        if hasattr(report, "wasxfail"):      # xfail / xpass: pytest's own categories
+            return None
         if report.passed or report.skipped:  # the file's line says it; failures keep their F/E
             return report.outcome if report.when == "call" or report.skipped else "", "", ""
 
