@@ -377,7 +377,8 @@ def energy_band(cfg, x, ts, psis, err):
     """(t, <H>, half-width) at the snapshots where psi's time error E is stated (``err``:
     ``/snapshots/time_error``, NaN where none), or None: the largest change of
     <H> = <psi|H|psi>/<psi|psi> over every psi' within E of psi,
-    (2 eps r + eps^2 w) / (1 - eps)^2 with eps = E / ||psi||, r = ||(H - <H>) psi|| / ||psi||
+    (2 eps r + eps^2 w) / (1 - eps)^2 with eps = E / ||psi|| (both L2 with weight dx, as E
+    is stated), r = ||(H - <H>) psi|| / ||psi||
     and w the farthest end of H's spectral bounds from <H> (<psi'|(H - <H>)|psi'> =
     2 Re<e|(H - <H>) psi> + <e|(H - <H>)|e>, Cauchy-Schwarz; ||psi'|| >= ||psi|| - ||e||).
     H(t) = T + V(t) + x E(t) as the energy observable has it (without the absorber); None in
@@ -392,13 +393,13 @@ def energy_band(cfg, x, ts, psis, err):
     g, out = cfg.grid, []
     for t, E, psi in zip(np.asarray(ts)[keep], err[keep], np.asarray(psis)[keep]):
         v = total(cfg.potential, x, float(t))
-        norm = float(np.linalg.norm(psi))
+        norm = math.sqrt(float(np.sum(np.abs(psi) ** 2)) * g.dx)    # E's norm: L2 with weight dx
         eps = E / norm
         if not eps < 1:
             return None
         Hpsi = Operator(cfg, 1.0, v)(psi)
-        e = float(np.vdot(psi, Hpsi).real) / norm ** 2
-        r = float(np.linalg.norm(Hpsi - e * psi)) / norm
+        e = float(np.vdot(psi, Hpsi).real / np.vdot(psi, psi).real)
+        r = float(np.linalg.norm(Hpsi - e * psi) / np.linalg.norm(psi))
         lo, hi = spectrum_bounds(g.stencil, g.dx, float(v.min()), float(v.max()))
         w = max(abs(lo - e), abs(hi - e))
         out.append((t, e, (2 * eps * r + eps * eps * w) / (1 - eps) ** 2))
