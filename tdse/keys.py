@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from .errors import ConfigError
 from .options import OPTIONS
+from .potentials import KINDS as NAMED
 
 __all__ = ["Key", "KEYS", "to_toml", "key_unit", "input_reference", "parse_assignment"]
 
@@ -34,9 +35,11 @@ KEYS = (
     Key("grid.dx", "number", "bohr", "required", "grid spacing; (x_max - x_min)/dx must be whole"),
     Key("grid.stencil", "3 | 5 | \"dvr\"", "", "3", "kinetic energy: 3- or 5-point finite differences (psi = 0 "
         "outside the box) or the Colbert-Miller sinc-DVR (dense, spectrally accurate)"),
-    Key("potential.kind", "\"soft_core\" | \"expression\"", "", "\"soft_core\"",
-        "soft_core: the molecule of [[potential.centres]] (thesis eqs. 10-11); expression: V(x, t) "
-        "given as potential.V"),
+    Key("potential.kind", " | ".join(f'"{k}"' for k in ("soft_core", "expression", *NAMED)), "",
+        "\"soft_core\"", "soft_core: the molecule of [[potential.centres]] (thesis eqs. 10-11); "
+        "expression: V(x, t) given as potential.V; " + "; ".join(
+            f"{k.name}: the {k.source}, its potential.parameters {', '.join(q.name for q in k.parameters)}"
+            for k in NAMED.values()) + " (the named potentials below)"),
     Key("potential.V", "string", "hartree", "required (expression)",
         "V(x, t) as a formula in x, t and potential.parameters' names: numbers, + - * / **, "
         "sqrt exp log sin cos tan sinh cosh tanh abs atan erf, pi; e.g. \"-1 / sqrt(x**2 + 2)\" "
@@ -199,7 +202,10 @@ def to_toml(cfg) -> str:
     lines = [f"name = {_toml_value(cfg.name)}", "", "[grid]",
              f"x_min = {g.x_min!r}", f"x_max = {g.x_max!r}", f"dx = {g.dx!r}",
              f"stencil = {_toml_value(g.stencil)}", "", "[potential]"]
-    if p.V:
+    if p.kind in NAMED:
+        lines += [f'kind = "{p.kind}"', "parameters = {" + ", ".join(
+            f"{k} = {v!r}" for k, v in p.parameters) + "}"]
+    elif p.V:
         lines += [f'kind = "{p.kind}"', f"V = {_toml_value(p.V)}"]
         if p.parameters and p.function is None:
             lines += ["parameters = {" + ", ".join(f"{k} = {v!r}" for k, v in p.parameters) + "}"]
@@ -265,7 +271,12 @@ def to_toml(cfg) -> str:
 
 
 def key_unit(key: str) -> str:
-    """The unit of an input key as KEYS states it ("" for none)."""
+    """The unit of an input key as KEYS states it ("" for none); a named potential's
+    parameter (``potential.parameters.NAME``) has its kind's unit where every kind with
+    that name agrees."""
+    if key.startswith("potential.parameters."):
+        units = {q.unit for k in NAMED.values() for q in k.parameters if q.name == key[21:]}
+        return units.pop() if len(units) == 1 else ""
     return next((k.unit for k in KEYS if k.name == key), "")
 
 
@@ -286,6 +297,16 @@ def input_reference() -> str:
                     "| key | type | unit | default | meaning |", "| --- | --- | --- | --- | --- |"]
         cells = [f"`{k.name}`", k.type, k.unit, k.default, k.meaning]
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    out += ["", "## Named potentials", "",
+            "`[potential] kind = NAME` with `parameters = {...}` (each optional: its default; a scan "
+            "or `--set` key `potential.parameters.NAME`); one file each in `tdse/potentials/`.", "",
+            "| kind | V(x) | parameter | unit | default | meaning |",
+            "| --- | --- | --- | --- | --- | --- |"]
+    for k in NAMED.values():
+        for i, q in enumerate(k.parameters):
+            cells = [f"`{k.name}`" if i == 0 else "", f"`{k.formula}`" if i == 0 else "",
+                     f"`{q.name}`", q.unit, repr(q.default), q.meaning + (" (> 0)" if q.positive else "")]
+            out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     out.append("")
     return "\n".join(out)
 

@@ -12,6 +12,7 @@ from . import expression
 from .checks import allowed_keys, check_keys, number, table
 from .errors import ConfigError
 from .inputs import Centre, Field, Potential
+from .potentials import KINDS as NAMED
 
 __all__ = ["INTENSITY_AU", "OMEGA_NM", "LAB_PAIRS", "LAB_PARTNERS", "ENVELOPES", "POTENTIAL_KINDS", "parse_field", "parse_potential"]
 
@@ -124,8 +125,9 @@ def parse_field(t):
                  lab, gauge=gauge)
 
 
-#: the potentials' kinds (tdse.model.potential.POTENTIALS implements each)
-POTENTIAL_KINDS = ("soft_core", "expression")
+#: the potentials' kinds (tdse.model.potential.POTENTIALS implements each): the soft-core
+#: molecule, a formula, and the named formulas of :mod:`tdse.potentials`
+POTENTIAL_KINDS = ("soft_core", "expression") + tuple(NAMED)
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -141,6 +143,26 @@ def expression_potential(t, fld):
     return Potential(0.0, (), fld, "expression", t["V"], pairs)
 
 
+def named_potential(t, fld):
+    """A named potential of :mod:`tdse.potentials`: its formula with ``potential.parameters``
+    (each known to the kind; those left out take the kind's defaults), in the kind's order."""
+    kind = NAMED[t["kind"]]
+    names = [q.name for q in kind.parameters]
+    for k in t:
+        if k not in ("kind", "parameters"):
+            raise ConfigError(f"potential.{k}", t[k], f"is not read by kind = \"{kind.name}\" "
+                              f"(it takes potential.parameters: {', '.join(names)})")
+    given = table("potential.parameters", t.get("parameters", {}))
+    for k in given:
+        if k not in names:
+            raise ConfigError(f"potential.parameters.{k}", given[k], f"unknown parameter of kind = "
+                              f"\"{kind.name}\"; allowed: {', '.join(names)}")
+    pairs = tuple((q.name, number(f"potential.parameters.{q.name}", given.get(q.name, q.default),
+                                  positive=q.positive)) for q in kind.parameters)
+    expression.parse(kind.formula, ("x", "t", *names), f"tdse.potentials.{kind.name}")
+    return Potential(0.0, (), fld, kind.name, kind.formula, pairs)
+
+
 def parse_potential(t, fld, nuclei=False):
     kind = t.get("kind", "soft_core")
     if nuclei and kind != "soft_core":
@@ -150,7 +172,10 @@ def parse_potential(t, fld, nuclei=False):
         raise ConfigError("potential.kind", kind, "is a Python function V(x, t): it is given from "
                           "Python (tdse.with_potential), not read from TOML (kind = \"expression\" is)")
     if kind not in POTENTIAL_KINDS:
-        raise ConfigError("potential.kind", kind, "must be \"soft_core\" or \"expression\"")
+        raise ConfigError("potential.kind", kind, "must be one of " + ", ".join(
+            f'"{k}"' for k in POTENTIAL_KINDS))
+    if kind in NAMED:
+        return named_potential(t, fld)
     allowed = [k for k, _ in allowed_keys("potential.")]
     for k in t:
         if k not in allowed:

@@ -9,8 +9,9 @@ need V's extremes on the grid at each time: they are V's own values there (every
 as :func:`tdse.model.potential.bounds_over` takes them), so exact, not sampled.  On a GPU the
 kernels are generated from the same formula and its derivative
 (:mod:`tdse.backends.cupy.potential`, ``device`` below).  This file is the kind's whole
-implementation: the registry entry :data:`tdse.model.potential.POTENTIALS` ["expression"]
-is set below.
+implementation: the registry entries :data:`tdse.model.potential.POTENTIALS` ["expression"]
+and those of the named potentials (:mod:`tdse.potentials`: a formula and its parameters'
+defaults, one file each) are set below.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import numpy as np
 from mgemm.arrays import to_host
 
 from ..expression import derivative, evaluate, parse
+from ..potentials import KINDS as NAMED
 from .field import dipole_field, field_value
 from .potential import POTENTIALS, BatchPotential
 
@@ -174,3 +176,5 @@ class FormulaBatch(BatchPotential):
 
 Formula.batch = FormulaBatch
 POTENTIALS["expression"] = Formula
+for _name in NAMED:        # the named potentials of tdse.potentials: each a formula too
+    POTENTIALS[_name] = Formula
