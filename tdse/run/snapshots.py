@@ -104,6 +104,23 @@ def _rows(key, dims):
     return 64 if key is None else max(1, min(256, 2**20 // (16 * max(1, dims[key]))))
 
 
+def _added_observable(f, name):
+    """An observable a file of an earlier version lacks (a later tdse measures more): made
+    as :meth:`RunFile._tables` makes it, NaN (0 for an integer) in the rows the file holds,
+    so the run resumed there writes every observable."""
+    group, dtype, key, units, desc, rowdims = OBSERVABLE_DATASETS[name]
+    shape = () if key is None else (f["state"].shape[0],)
+    chunks = (_rows(key, {"k": shape[0]} if shape else {}), *(max(1, s) for s in shape))
+    ds = f.create_dataset(f"{group}/{name}", shape=(f["observables/t"].shape[0], *shape),
+                          dtype=dtype, maxshape=(None, *(s or None for s in shape)), chunks=chunks,
+                          fillvalue=np.nan if np.dtype(dtype).kind in "fc" else 0)
+    _label(ds, units, desc)
+    ds.dims[0].attach_scale(f["observables/t"])
+    for i, d in enumerate(rowdims):
+        ds.dims[i + 1].attach_scale(f[d])
+    return ds
+
+
 def file_bytes(n, c, k, snapshots, observations, extra=None, resume_bytes=0) -> int:
     """Bytes the run file takes with ``snapshots`` and ``observations`` rows: every dataset
     rounded up to whole chunks (HDF5 allocates chunk by chunk), the fixed datasets, what
@@ -276,7 +293,8 @@ class SnapshotWriter:
         self.count = resumable_count(f)           # as resume_state's
         self.snap = {name: f[f"{g}/{name}"] for name, (g, *_) in {**SNAPSHOT_DATASETS, **self.extra}.items()
                      if f"{g}/{name}" in f}  # a file of an earlier version may lack a column
-        self.obs = {name: f[f"observables/{name}"] for name in OBSERVABLE_DATASETS}
+        self.obs = {name: f[f"observables/{name}"] if f"observables/{name}" in f
+                    else _added_observable(f, name) for name in OBSERVABLE_DATASETS}
         for ds in self.snap.values():
             ds.resize(self.count, axis=0)  # drop rows past the last whole snapshot
         last = int(self.snap["step"][self.count - 1]) if self.count else -1
