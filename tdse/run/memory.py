@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .snapshots import FORMAT, OBSERVABLE_DATASETS, SNAPSHOT_DATASETS, UNITS, NodeCounter, library_versions, one_row
+from .layout import OBSERVABLE_DATASETS, SNAPSHOT_DATASETS, UNITS
+from .snapshots import FORMAT, NodeCounter, library_versions, one_row
 
 __all__ = ["MemoryWriter"]
 

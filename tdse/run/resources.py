@@ -14,9 +14,9 @@ from .backend import thread_limit
 
 def output_bytes(config: Config) -> int:
     """Expected size of the run file: every dataset in whole chunks
-    (:func:`tdse.run.snapshots.file_bytes`), P_mn and U(t) in operator mode, the
+    (:func:`tdse.run.layout.file_bytes`), P_mn and U(t) in operator mode, the
     time-error companion's psi (each twice: two resume slots)."""
-    from .snapshots import file_bytes
+    from .layout import file_bytes
     n, K, steps, out = config.grid.n, config.output.populations, config.time.steps, config.output
     snaps = steps // out.every + 2
     obs = steps // out.observables_every + 2

@@ -1,31 +1,6 @@
 """HDF5 output, one file per run: OUT/<name>.h5 (h5py).  Format ``tdse-h2plus/2``.
 
-All quantities in atomic units (hbar = m_e = e = 1); every dataset carries ``units`` and
-``description`` attributes, and the coordinates are HDF5 dimension scales attached to
-the datasets they index (so h5netcdf/xarray show named coordinates):
-
-  attrs: format, version, created, input_toml (as given), effective_toml (every key with
-         its value: what a resumed run continues), the effective numerics (scheme, method,
-         stencil, ...), backend, devices, precheck values (theta, truncation_bound, ...),
-         the time-error estimate (time_error_*), units, complete, lib_* versions
-  /x, /state, /centre              (N,), (K,), (C,)  the shared coordinates (dimension scales)
-  /potential/V0                    (N,)        V(x, 0)
-  /states/n                        (K,)        scale "state" (index)
-  /states/energies, /states/phi    (K,), (K, N)  lowest eigenpairs of H(0)
-  /snapshots/t                     (T,)        scale "t" of the snapshots
-  /snapshots/step, nodes           (T,)        nodes: sign changes of Re psi (output.node_eps)
-  /snapshots/psi                   (T, N)      complex128
-  /snapshots/centres               (T, C)      X_c(t)
-  /observables/t                   (S,)        scale "t" of the observables: every
-                                               output.observables_every steps
-  /observables/step, norm, energy, x_mean, p_mean, acceleration, field, yield, n_mean  (S,)
-  /observables/autocorrelation     (S,)        complex <psi(0)|psi(t)>
-  /observables/populations_h0, populations_ht, energies_ht    (S, K)
-  /operator/P                      (T, K, K)   with [propagator] operator = true:
-                                   P_mn(t) = |<m|U(t)|n>|^2, m, n the lowest K states of H(0)
-  /resume/U_0, U_1                 (N, N)      operator mode: U(t) at the last snapshot (the
-                                               slot of its count's parity; resume_name)
-  /resume/companion_0, _1          (N,)        the time-error companion's psi, likewise
+The file's layout (every dataset, its units and chunking): :mod:`tdse.run.layout`.
 
 Rows are appended as the run goes and written in blocks: a snapshot waits in memory at
 most ``output.flush_seconds`` of wall time (the first at once; 0: each at once), then the
@@ -50,36 +25,10 @@ import time
 import h5py
 import numpy as np
 
-from ..model.observables import OBSERVABLES
+from .layout import (OBSERVABLE_DATASETS, SNAPSHOT_DATASETS, UNITS, added_observable,  # noqa: F401
+                     chunk_rows, file_bytes, label)
 from .runfile import (FORMAT, NotOurFile, final_path, open_checked, part_path, publish,  # noqa: F401
                       read, readable_attrs, resumable_count, resume_name, resume_state)
-
-UNITS = "atomic units (hbar = m_e = e = 1): lengths in bohr, times in hbar/E_h, energies in hartree"
-
-#: name: (group, dtype, row shape key, units, description, dims of a row)
-SNAPSHOT_DATASETS = {
-    "t": ("snapshots", np.float64, None, "hbar/E_h", "time of the snapshot", ()),
-    "step": ("snapshots", np.int64, None, "1", "step index of the snapshot", ()),
-    "psi": ("snapshots", np.complex128, "n", "bohr^-1/2", "wavefunction psi(x, t)", ("x",)),
-    "centres": ("snapshots", np.float64, "c", "bohr", "positions X_c(t) of the centres", ("centre",)),
-    "time_error": ("snapshots", np.float64, None, "1", "estimated bound on psi's time-discretisation "
-                   "error here (L2, up to a global phase): 2 x the carried local errors (time_error = "
-                   "\"estimate\") or x the distance to a run at dt/2 (\"companion\"); else NaN", ()),
-    "time_error_populations": ("snapshots", np.float64, None, "1", "estimated time-discretisation "
-                               "error of the populations P_n in H(0)'s eigenstates: 2 max_n |dP_n|, dP_n "
-                               "their change by the carried error (\"estimate\") or P_n - P_n at dt/2", ()),
-    "steps_taken": ("snapshots", np.int64, None, "1", "time steps taken up to here (time.tolerance: adaptive)", ()),
-    "step_min": ("snapshots", np.float64, None, "hbar/E_h", "smallest time step since the last one", ()),
-    "nodes": ("snapshots", np.int64, None, "1",
-              "sign changes of Re(psi e^(-i arg psi(x_max))) where |psi| > node_eps max|psi| "
-              "(not converged for a driven complex psi; see n_mean)", ()),
-}
-OBSERVABLE_DATASETS = {
-    "t": ("observables", np.float64, None, "hbar/E_h", "time of the observation", ()),
-    "step": ("observables", np.int64, None, "1", "step index", ()),
-    **{o.name: ("observables", o.dtype, "k" if o.dims else None, o.unit, o.description, o.dims)
-       for o in OBSERVABLES},
-}
 
 
 class OutputExists(FileExistsError):
@@ -99,55 +48,12 @@ class StorageError(OSError):
                          f"some space, then `tdse resume {path}`")
 
 
-def _rows(key, dims):
-    """Rows per chunk of a table's dataset (the writer's chunking)."""
-    return 64 if key is None else max(1, min(256, 2**20 // (16 * max(1, dims[key]))))
-
-
-def _added_observable(f, name):
-    """An observable a file of an earlier version lacks (a later tdse measures more): made
-    as :meth:`RunFile._tables` makes it, NaN (0 for an integer) in the rows the file holds,
-    so the run resumed there writes every observable."""
-    group, dtype, key, units, desc, rowdims = OBSERVABLE_DATASETS[name]
-    shape = () if key is None else (f["state"].shape[0],)
-    chunks = (_rows(key, {"k": shape[0]} if shape else {}), *(max(1, s) for s in shape))
-    ds = f.create_dataset(f"{group}/{name}", shape=(f["observables/t"].shape[0], *shape),
-                          dtype=dtype, maxshape=(None, *(s or None for s in shape)), chunks=chunks,
-                          fillvalue=np.nan if np.dtype(dtype).kind in "fc" else 0)
-    _label(ds, units, desc)
-    ds.dims[0].attach_scale(f["observables/t"])
-    for i, d in enumerate(rowdims):
-        ds.dims[i + 1].attach_scale(f[d])
-    return ds
-
-
-def file_bytes(n, c, k, snapshots, observations, extra=None, resume_bytes=0) -> int:
-    """Bytes the run file takes with ``snapshots`` and ``observations`` rows: every dataset
-    rounded up to whole chunks (HDF5 allocates chunk by chunk), the fixed datasets, what
-    resuming keeps, and ~128 KiB of metadata and attributes."""
-    dims = {"n": n, "c": c, "k": k}
-    total = 131072 + 8 * n + 8 * k * (n + 1) + 8 * n + resume_bytes
-    for table, rows in ((SNAPSHOT_DATASETS, snapshots), (OBSERVABLE_DATASETS, observations)):
-        for group, dtype, key, *_ in table.values():
-            width = np.dtype(dtype).itemsize * (1 if key is None else dims[key])
-            per = _rows(key, dims)
-            total += -(-rows // per) * per * width
-    for group, dtype, shape, *_ in (extra or {}).values():
-        total += snapshots * np.dtype(dtype).itemsize * int(np.prod(shape))
-    return int(total)
-
-
 def _jsonable(v):
     if isinstance(v, (dict, list, tuple)):
         return json.dumps(v, default=float)
     if v is None:
         return "none"
     return v
-
-
-def _label(ds, units, description):
-    ds.attrs["units"] = units
-    ds.attrs["description"] = description
 
 
 class HeldRows:
@@ -233,22 +139,22 @@ class SnapshotWriter:
         # the shared coordinates live in the root group: a netCDF reader (h5netcdf, xarray)
         # sees a dimension scale from its own group and the groups above it
         xs = f.create_dataset("x", data=np.asarray(x))
-        _label(xs, "bohr", "grid points x_j = x_min + j dx")
+        label(xs, "bohr", "grid points x_j = x_min + j dx")
         cs = f.create_dataset("centre", data=np.arange(c))
-        _label(cs, "1", "centre index")
+        label(cs, "1", "centre index")
         ns = f.create_dataset("state", data=np.arange(k))
-        _label(ns, "1", "eigenstate index (n nodes)")
+        label(ns, "1", "eigenstate index (n nodes)")
         scales = {"x": xs, "centre": cs, "state": ns}
         for name, ds in scales.items():
             ds.make_scale(name)
         v = f.create_dataset("potential/V0", data=np.asarray(v0))
-        _label(v, "hartree", "V(x, 0)")
+        label(v, "hartree", "V(x, 0)")
         v.dims[0].attach_scale(xs)
         e = f.create_dataset("states/energies", data=np.asarray(energies))
-        _label(e, "hartree", "lowest eigenvalues of H(0)")
+        label(e, "hartree", "lowest eigenvalues of H(0)")
         e.dims[0].attach_scale(ns)
         p = f.create_dataset("states/phi", data=np.asarray(phi))
-        _label(p, "bohr^-1/2", "lowest eigenstates of H(0), sum phi^2 dx = 1")
+        label(p, "bohr^-1/2", "lowest eigenstates of H(0), sum phi^2 dx = 1")
         p.dims[0].attach_scale(ns)
         p.dims[1].attach_scale(xs)
         self._tables({"n": n, "c": c, "k": k}, {"x": xs, "centre": cs, "state": ns})
@@ -265,13 +171,13 @@ class SnapshotWriter:
         for table, target in ((SNAPSHOT_DATASETS, self.snap), (OBSERVABLE_DATASETS, self.obs)):
             for name, (group, dtype, key, units, desc, _) in table.items():
                 shape = () if key is None else (dims[key],)
-                rows = _rows(key, dims)
+                rows = chunk_rows(key, dims)
                 # a width of 0 (no centres: an expression potential) is chunked by 1
                 target[name] = f.create_dataset(
                     f"{group}/{name}", shape=(0, *shape), dtype=dtype,
                     maxshape=(None, *(s or None for s in shape)),
                     chunks=(rows, *(max(1, s) for s in shape)))
-                _label(target[name], units, desc)
+                label(target[name], units, desc)
             target["t"].make_scale("t")
             for name, (_, _, _, _, _, rowdims) in table.items():
                 if name != "t":
@@ -281,7 +187,7 @@ class SnapshotWriter:
         for name, (group, dtype, shape, units, desc) in self.extra.items():  # e.g. operator/P
             ds = f.create_dataset(f"{group}/{name}", shape=(0, *shape), maxshape=(None, *shape),
                                   dtype=dtype, chunks=(1, *shape))
-            _label(ds, units, desc)
+            label(ds, units, desc)
             ds.dims[0].attach_scale(self.snap["t"])
             for i in range(len(shape)):
                 ds.dims[i + 1].attach_scale(ns)
@@ -294,7 +200,7 @@ class SnapshotWriter:
         self.snap = {name: f[f"{g}/{name}"] for name, (g, *_) in {**SNAPSHOT_DATASETS, **self.extra}.items()
                      if f"{g}/{name}" in f}  # a file of an earlier version may lack a column
         self.obs = {name: f[f"observables/{name}"] if f"observables/{name}" in f
-                    else _added_observable(f, name) for name in OBSERVABLE_DATASETS}
+                    else added_observable(f, name) for name in OBSERVABLE_DATASETS}
         for ds in self.snap.values():
             ds.resize(self.count, axis=0)  # drop rows past the last whole snapshot
         last = int(self.snap["step"][self.count - 1]) if self.count else -1
@@ -409,7 +315,7 @@ class SnapshotWriter:
                     name = resume_name(key, c)
                     if name not in self.f:
                         ds = self.f.create_dataset(name, data=arr)
-                        _label(ds, "bohr^-1/2" if key in ("companion", "error_vector") else "1",
+                        label(ds, "bohr^-1/2" if key in ("companion", "error_vector") else "1",
                                f"{key} at the last whole snapshot of this slot's parity: what "
                                f"resuming needs (tdse.run.snapshots.resume_name)")
                     else:
