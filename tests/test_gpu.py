@@ -1368,6 +1368,31 @@ def test_a_formula_scan_on_the_gpu_equals_the_cpu_scan():
         assert np.abs(np.asarray(gpu[k]) - ref).max() <= 1e-10 * max(1.0, np.abs(ref).max()), k
 
 
+@pytest.mark.gpu
+def test_a_named_potential_on_the_gpu_equals_the_cpu():
+    """A named potential (one file of tdse/potentials/: the harmonic oscillator, driven) on
+    the GPU -- a run (graph steps, device observables: x_width included) and a scan over
+    its parameter -- against the CPU's, every observable to 1e-10 of its scale."""
+    import dataclasses
+    import tdse
+    from tdse.studies import scan as scan_mod
+    from test_potentials import _config
+    cfg = _config("harmonic", {"omega": 0.9, "x0": 0.3}, lo=-16.0, hi=16.0, dx=0.2,
+                  extra="\n[field]\nE0 = 0.05\nomega = 0.5\nduration = 6.0\n")
+    cfg = dataclasses.replace(cfg, time=dataclasses.replace(cfg.time, t_end=6.0, dt=0.02),
+                              propagator=dataclasses.replace(cfg.propagator, method="chebyshev",
+                                                             tolerance=1e-12))
+    gpu, cpu = (tdse.simulate(cfg, backend=b).observables for b in ("cupy", "numpy"))
+    for k in ("norm", "energy", "x_mean", "x_width", "acceleration", "populations_h0"):
+        ref = np.asarray(cpu[k])
+        assert np.abs(np.asarray(gpu[k]) - ref).max() <= 1e-10 * max(1.0, np.abs(ref).max()), k
+    sets = {"potential.parameters.omega": [0.8, 1.0, 1.2]}
+    gpu, cpu = (scan_mod.scan(cfg, sets, backend=b) for b in ("cupy", "numpy"))
+    for k in ("norm", "energy", "x_mean", "x_width", "acceleration"):
+        ref = np.asarray(cpu[k])
+        assert np.abs(np.asarray(gpu[k]) - ref).max() <= 1e-10 * max(1.0, np.abs(ref).max()), k
+
+
 # ------------------------------------------------------------------ #56: the local error estimate
 @pytest.mark.gpu
 @pytest.mark.parametrize("kind", ["abrupt", "laser"])

@@ -89,3 +89,35 @@ def test_one_table_labels_the_run_and_the_scan_files():
         c["sums"][0, j] *= 1.5
         moved = bm.finish([1.0], c)
         assert any(not np.array_equal(moved[k], base[k]) for k in base), name
+
+
+def test_x_width_of_a_free_packet_spreads_as_the_analytic_one():
+    """x_width of a free Gaussian packet (V = 0, |psi(0)|^2 of standard deviation sigma,
+    momentum k0) against sigma(t) = sigma sqrt(1 + (t / (2 sigma^2))^2): H is constant, so
+    the run is exact to its exponential's tolerance (1e-10) and the box (the packet stays
+    8 sigma(t) from the walls); 1e-7 holds, at fresh random sigma and k0."""
+    import tdse
+    rng = np.random.default_rng()
+    sigma, k0 = rng.uniform(0.8, 1.4), rng.uniform(-0.5, 0.5)
+    cfg = tdse.load_config(f"""
+name = "free"
+[grid]
+x_min = -40.0
+x_max = 40.0
+dx = 0.1
+stencil = "dvr"
+[potential]
+kind = "expression"
+V = "0 * x"
+[initial]
+state = "gaussian"
+sigma = {sigma!r}
+k0 = {k0!r}
+[time]
+dt = 0.05
+t_end = 3.0
+""")
+    obs = tdse.simulate(cfg, backend="numpy").observables
+    want = sigma * np.sqrt(1 + (obs["t"] / (2 * sigma ** 2)) ** 2)
+    assert want[-1] > 1.3 * sigma
+    np.testing.assert_allclose(obs["x_width"], want, rtol=1e-7, atol=0)

@@ -26,6 +26,7 @@ ADDED = {
     "observables/acceleration_normalised": lambda ref: ref["observables/acceleration"],
     "observables/yield_flux": None,   # checked in tests/test_toolkit.py (absorber bookkeeping)
     "observables/layer_norm": None,
+    "observables/x_width": None,      # checked against a free packet's analytic spreading (test_observables)
 }
 
 

@@ -41,6 +41,8 @@ OBSERVABLES = (
                "(velocity gauge: T + A(t) p + A(t)^2/2 + V(t); without the absorber): "
                "divided by the remaining norm"),
     Observable("x_mean", "bohr", "<x> = <psi|x|psi> / <psi|psi>: divided by the remaining norm"),
+    Observable("x_width", "bohr", "the packet's width sqrt(<x^2> - <x>^2), both divided by the "
+               "remaining norm (|...|: a rounding-level negative of a point-like state is no NaN)"),
     Observable("p_mean", "hbar/bohr", "the kinetic momentum <p> = <psi|-i d/dx|psi> / <psi|psi> "
                "(spectral derivative; + A(t) in the velocity gauge: the same in both gauges): "
                "divided by the remaining norm"),
@@ -72,12 +74,13 @@ OBSERVABLES = (
 #: the grid sums of a block's observables (:meth:`BlockMeasure.raw`'s "sums", in this
 #: order): each the sum over the grid of a point quantity in w = |psi_i|^2, layer (1 in the
 #: absorbing layers), x, g = dV/dx, h = Re psi_i* (H psi)_i, c0 = psi(0)_i* psi_i, k and
-#: f2 = |F_k|^2 (F = FFT psi, Parseval's <p>), edge (1 within 10 points of a wall)
+#: f2 = |F_k|^2 (F = FFT psi, Parseval's <p>), edge (1 within 10 points of a wall); a new
+#: observable adds its sums at the end
 SUMS = {name: parse(text, ("w", "layer", "x", "g", "h", "c0_re", "c0_im", "k", "f2", "edge"),
                     f"SUMS[{name!r}]")
         for name, text in (("w", "w"), ("layer", "layer * w"), ("x", "x * w"), ("force", "w * g"),
                            ("h", "h"), ("c0_re", "c0_re"), ("c0_im", "c0_im"), ("p", "k * f2"),
-                           ("edge", "edge * w"))}
+                           ("edge", "edge * w"), ("x2", "x * x * w"))}
 #: where each sum sits in "sums"
 SUM_INDEX = {name: j for j, name in enumerate(SUMS)}
 
@@ -90,6 +93,13 @@ def x_mean(x, psi, dx):
     """<x> = sum x |psi|^2 dx / sum |psi|^2 dx."""
     w = np.abs(psi) ** 2
     return float(np.sum(x * w) / np.sum(w))
+
+
+def x_width(x, psi):
+    """sqrt(<x^2> - <x>^2), both divided by sum |psi|^2."""
+    w = np.abs(psi) ** 2
+    m = np.sum(x * w) / np.sum(w)
+    return float(np.sqrt(max(np.sum((x - m) ** 2 * w) / np.sum(w), 0.0)))
 
 
 def p_mean(psi, dx):
@@ -226,7 +236,7 @@ class Measure:
             p += A
         return {"t": t, "norm": nrm, "yield": 1.0 - nrm, "layer_norm": inside,
                 "yield_flux": 1.0 - nrm + inside, "energy": energy,
-                "x_mean": x_mean(x, psi, dx), "p_mean": p,
+                "x_mean": x_mean(x, psi, dx), "x_width": x_width(x, psi), "p_mean": p,
                 "acceleration": acceleration(psi, dV, dx),
                 "acceleration_normalised": acceleration(psi, dV),
                 "field": field_value(cfg.potential.field, t),
@@ -374,6 +384,7 @@ class BlockMeasure:
         # row's bits must not depend on where in a block it is measured (a resumed run's
         # blocks, the observables' worker's: the same file, bit for bit)
         host = {"w": w.sum(axis=0), "layer": layers, "x": np.einsum("n,nb->b", self.x.ravel(), w),
+                "x2": np.einsum("n,nb->b", self.x.ravel() ** 2, w),
                 "force": np.einsum("nb,nb->b", w, dV), "h": energy, "c0_re": c0.real,
                 "c0_im": c0.imag, "p": np.einsum("n,nb->b", self.k, F.real ** 2 + F.imag ** 2),
                 "edge": w[:10].sum(axis=0) + w[max(10, n - 10):].sum(axis=0)}
@@ -416,6 +427,7 @@ class BlockMeasure:
         return {"norm": nrm, "yield": 1.0 - nrm, "layer_norm": inside,
                 "yield_flux": 1.0 - nrm + inside, "energy": sum_["h"] / wsum,
                 "x_mean": sum_["x"] / wsum, "p_mean": p,
+                "x_width": xp.sqrt(xp.abs(sum_["x2"] / wsum - (sum_["x"] / wsum) ** 2)),
                 "acceleration": force * dx, "acceleration_normalised": force / wsum,
                 "autocorrelation": (sum_["c0_re"] + 1j * sum_["c0_im"]) * dx,
                 "populations_h0": xp.abs(amps * dx) ** 2, "field": E}
