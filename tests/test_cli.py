@@ -22,7 +22,7 @@ def tiny(inputs_dir):
 
 def test_run_writes_h5_and_plots_and_refuses_overwrite(runner, inputs_dir, tmp_path):
     out = tmp_path / "res"
-    r = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(out), "--backend", "numpy"])
+    r = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(out), "--backend", "numpy", "--plots"])
     assert r.exit_code == 0, r.output
     h5 = out / "tiny.h5"
     d = read(h5)
@@ -46,6 +46,12 @@ def test_run_writes_h5_and_plots_and_refuses_overwrite(runner, inputs_dir, tmp_p
     assert h5.read_bytes() == before  # nothing already written is lost
     r3 = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(out), "--force", "--no-plots"])
     assert r3.exit_code == 0, r3.output
+    # #58 item 10: pictures on request; without --plots none is drawn, and the run says how
+    for p in out.glob("*.png"):
+        p.unlink()
+    r4 = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(out), "--force"])
+    assert r4.exit_code == 0 and not list(out.glob("*.png")), r4.output
+    assert f"`tdse plot {h5}` draws them, or --plots" in r4.output
 
 
 def test_h5_roundtrip_matches_direct_propagation(runner, inputs_dir, tmp_path):
@@ -286,14 +292,15 @@ def test_the_yield_line_says_what_it_is_worth(inputs_dir):
 
 
 def test_a_run_prints_its_wall_and_where_it_went(runner, inputs_dir, tmp_path):
-    """#58 item 10: the last line of `tdse run` is the process's wall split into the time
-    before the run, the run and its file, and the pictures -- the three add up to it."""
+    """#58 item 10: the last line of `tdse run --plots` is the process's wall split into the
+    time before the run, the run and its file, and the pictures -- the three add up to it."""
     import re
-    r = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(tmp_path), "--backend", "numpy"])
+    r = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(tmp_path), "--backend", "numpy",
+                             "--plots"])
     assert r.exit_code == 0, r.output
     last = r.output.strip().splitlines()[-1]
     m = re.match(r"wall ([\d.]+) s: ([\d.]+) s before the run .*, ([\d.]+) s the run and its file, "
-                 r"([\d.]+) s the pictures \(--no-plots skips them\)$", last)
+                 r"([\d.]+) s the pictures$", last)
     assert m, last
     wall, before, run_, plots = map(float, m.groups())
     assert abs(before + run_ + plots - wall) <= 0.15 and run_ > 0 and plots > 0

@@ -267,7 +267,7 @@ def test_tdse_run_of_a_nuclei_input(tmp_path):
         "[field]\nE0 = 0.05\nomega = 0.2\nduration = 20.0\n[output]\nevery = 2\n"
     inp = tmp_path / "n.toml"
     inp.write_text(text)
-    r = CliRunner().invoke(main, ["run", str(inp), "--out", str(tmp_path / "o")])
+    r = CliRunner().invoke(main, ["run", str(inp), "--out", str(tmp_path / "o"), "--plots"])
     assert r.exit_code == 0, r.output
     assert "1D + 1D H2+ model" in r.output and "wrote" in r.output
     with h5py.File(tmp_path / "o" / "nuc.h5") as f:

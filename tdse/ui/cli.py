@@ -86,7 +86,9 @@ def _run_options(f):
         click.option("--yes", is_flag=True,
                      help=f"run even if the CPU estimate exceeds {CPU_LIMIT_HOURS:g} h"),
         click.option("--quiet", "-q", is_flag=True, help="no progress bar, notes or plots list"),
-        click.option("--no-plots", is_flag=True, help="skip the pictures"),
+        click.option("--plots/--no-plots", default=False, show_default=True,
+                     help="draw the run's pictures when it ends (a few seconds on a CPU); "
+                          "`tdse plot FILE.h5` draws them any time"),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -168,7 +170,7 @@ def _go(cfg, label, out_dir, resume_arg, **opts):
 
 
 def _start(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_inaccurate,
-           threads, yes, quiet, no_plots):
+           threads, yes, quiet, plots):
     import warnings
 
     from ..run.driver import run as run_
@@ -207,14 +209,15 @@ def _start(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_in
     for line in error_summary(plan.config, plan.precheck, res.time_error) + yield_lines(plan.config, res):
         out(line)
     t_plots = process_seconds()
-    if not no_plots:
+    if plots:
         from .plots import plot_run
         for p in plot_run(res.path, out_dir, force=True):   # the run's own, drawn anew
             out(f"wrote {p}")
     wall = process_seconds()
     out(f"wall {wall:.1f} s: {t_run:.1f} s before the run (start-up, the input, H(0), the "
-        f"precheck, auto's choice), {t_plots - t_run:.1f} s the run and its file, "
-        f"{wall - t_plots:.1f} s the pictures" + ("" if no_plots else " (--no-plots skips them)"))
+        f"precheck, auto's choice), {t_plots - t_run:.1f} s the run and its file, " +
+        (f"{wall - t_plots:.1f} s the pictures" if plots else
+         f"no pictures (`tdse plot {res.path}` draws them, or --plots)"))
 
 
 def _plan(cfg, label, out_dir, backend, devices, threads, allow_inaccurate, yes, existing=0):

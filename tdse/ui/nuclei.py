@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 __all__ = ["run_nuclei", "plot_nuclei", "scan_nuclei", "plot_nuclei_scan"]
 
 
-def run_nuclei(cfg, out_dir, error, *, backend, devices, force, threads, quiet, no_plots, **_):
+def run_nuclei(cfg, out_dir, error, *, backend, devices, force, threads, quiet, plots, **_):
     """Prepare and run ``cfg`` into ``out_dir`` from the command line; bad input and a
     grid that cannot fit raise ``error`` (one line, exit 2); an interrupt leaves the
     .part file (not resumable) and exits 130."""
@@ -50,9 +50,11 @@ def run_nuclei(cfg, out_dir, error, *, backend, devices, force, threads, quiet, 
         f"bound {o['bound'][-1]:.4g}, dissociated {o['dissociated'][-1]:.3g} (+{o['absorbed_R'][-1]:.3g} "
         f"absorbed in R), ionised {o['ionised'][-1]:.3g} (+{o['absorbed_x'][-1]:.3g} absorbed in x); "
         f"loop {res.seconds['loop']:.1f} s")
-    if not no_plots:
+    if plots:
         for p in plot_nuclei(res.path):
             say(f"plot {p}")
+    else:
+        say(f"no pictures (`tdse plot {res.path}` draws them, or --plots)")
     return res
 
 
