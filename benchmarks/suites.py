@@ -1436,8 +1436,11 @@ def _hbm_rate(cp):
 
 def _bare_steps(plan, steps, graphs=True):
     """Seconds per step of the plan's stepper on psi, after two warm-up steps (graphs
-    captured there)."""
+    captured there); a GPU loop's context switch (tdse.run.loop._settle, ~0.2 s a GPU)
+    made before the clock starts -- inside it, it had added ~10 us a step to a 40000-step
+    bare loop on 2 GPUs."""
     import tdse
+    from tdse.run.loop import _settle
     xp = plan.backend.xp
     from tdse.numerics.propagators import Launched
     st = plan.stepper()
@@ -1450,9 +1453,10 @@ def _bare_steps(plan, steps, graphs=True):
             xp.cuda.Device().synchronize()
     with plan.backend.limit():
         state = tdse.evolve(plan, psi, stop=2, stepper=st)
+        _settle(plan, steps)
         sync()
         t0 = time.perf_counter()
-        state = tdse.evolve(plan, state.psi, start=2, stop=2 + steps, stepper=st)
+        state = tdse.evolve(plan, state.psi, start=2, stop=2 + steps, stepper=st, settle=False)
         sync()
     g = getattr(st.propagator, "graph", None)
     nodes = getattr(g, "nodes_per_step", None) if g else None
@@ -1822,7 +1826,10 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
                     if split_one is not None:
                         phases.append(split_one)
                     run_threads = attrs.get("blas_threads")
-                    ph.append(json.loads(attrs.get("prepare_seconds", "{}")))
+                    ph.append({**json.loads(attrs.get("prepare_seconds", "{}")),
+                               # the loop's context switch (a GPU loop of 1000+ steps):
+                               # a fixed cost at the loop's start, a start-up phase here
+                               "context_switch": float(attrs.get("context_switch_seconds", 0.0))})
                     pairs.setdefault(label, []).append(
                         [float(attrs.get(k, 0.0)) for k in
                          ("eigenpairs_wait_seconds", "eigenpairs_seconds", "eigenpairs_calls")])
@@ -1847,7 +1854,9 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
     # (start-up, the eigenpairs worker's start and its overlap with the first steps, the
     # first blocks) in the intercept -- what the target's "steps x step time + start-up" reads
     slope = (loops["full"] - loops["half"]) / (S - half)
-    loop_step = (loops["full"] - loops["one_step"]) / (S - 1)
+    # the loop clock holds the loop's context switch, which the bare loop does before its clock
+    switch = {k: prep[k].get("context_switch", 0.0) for k in ("full", "one_step")}
+    loop_step = ((loops["full"] - switch["full"]) - (loops["one_step"] - switch["one_step"])) / (S - 1)
     row = {"n": cfg.grid.n, "stencil": str(stencil), "method": plan.config.propagator.method,
            "backend": a.backend, "steps": S,
            "observables_every": cfg.output.observables_every,
@@ -1857,6 +1866,7 @@ def _overhead_row(a, cfg, plan, S, t_prepare, stencil, bare=None):
            "prepare_seconds": prep["full"], "prepare_seconds_one_step": prep["one_step"],
            "precheck_seconds": prep["full"].get("precheck"),
            "calibration_seconds": prep["full"].get("calibration"),
+           "context_switch_seconds": prep["full"].get("context_switch"),
            # the same from the files' own clock (wall_seconds: the loop with its sinks,
            # the last writes): (loop(S) - loop(1)) / (S - 1), free of the process start-up's
            # noise that the difference of two CLI walls carries (+-1 s over S steps)

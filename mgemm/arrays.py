@@ -57,6 +57,41 @@ def to_host(x):
     return x.get() if is_device_array(x) else np.asarray(x)
 
 
+def context_switch(cp, device) -> bool:
+    """A memset in a short-lived second CUDA context on GPU ``device`` (then this thread's
+    context restored): the GPU switches contexts, which leaves the process's later work
+    scheduled as before its first substantial work on a second stream.  Measured on an
+    H100 (CUDA 13, CuPy 14.2; ``benchmarks/archive/stream_side.py``,
+    ``stream_side_h100x1_20261126T1905.txt``): after 14 DGEMMs on a non-blocking stream
+    (as mgemm's band engine issues them, e.g. in ``method = "auto"``'s calibration), or a
+    CUDA graph launched on a second stream, a graph of 74 small kernels (a 3-point
+    Chebyshev step at N = 8192) replays in 131.7 against 118.5 us, for the process's life,
+    whatever stream it runs on and with CUDA_DEVICE_MAX_CONNECTIONS=1 too; a tiny kernel
+    on another stream does not do it; another process's GPU work, or this, undoes it
+    (130.1 against 143.5 us a step).  The mechanism is the driver's and not documented:
+    this is what was measured.  Takes 150-220 ms and a context's memory for that time;
+    False where the context cannot be made (no memory: nothing is changed)."""
+    drv, rt = cp.cuda.driver, cp.cuda.runtime
+    try:
+        current = drv.ctxGetCurrent()
+        ctx = drv.ctxCreate(int(device))
+    except Exception:            # CUDADriverError (out of memory...): nothing changed
+        return False
+    try:
+        p = rt.malloc(1 << 16)
+        try:
+            rt.memset(p, 0, 1 << 16)
+            rt.deviceSynchronize()
+        finally:
+            rt.free(p)
+        return True
+    except Exception:
+        return False
+    finally:
+        drv.ctxSetCurrent(current)
+        drv.ctxDestroy(ctx)
+
+
 def unit_roundoff(dtype) -> float:
     """u = eps/2 of the real type underlying ``dtype``."""
     return float(np.finfo(np.dtype(dtype)).eps) / 2.0

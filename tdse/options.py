@@ -47,6 +47,10 @@ OPTIONS = (
            "processes beside the loop (tdse.run.eigenpairs): auto = where a CPU is spare (beside "
            "the loop on a GPU, beside the BLAS threads on the CPU) and they would take the "
            "loop more than 0.1 s (0.5 s on fewer than 4 CPUs)"),
+    Option("context_switch", (True, False), True,
+           "a GPU loop of 1000 steps or more starts with a context switch on its GPUs, so "
+           "that its steps are scheduled as before auto's calibration ran on a second stream "
+           "(~0.2 s a GPU, recorded as context_switch_seconds)"),
 )
 
 _BY_NAME = {o.name: o for o in OPTIONS}
@@ -59,6 +63,7 @@ class RunOptions:
     graphs: bool = True
     io_thread: str = "auto"
     eigen_workers: str = "auto"
+    context_switch: bool = True
 
     def replace(self, **values) -> "RunOptions":
         """These options with ``values`` set, validated (one-line ConfigError)."""
@@ -84,9 +89,8 @@ def _check(name, value):
 
 
 #: options that were and are gone: a ``[run]`` key of these (a run file written before,
-#: resumed) is passed over; context_switch went with its cause (one-GPU mgemm work now on
-#: the caller's stream: ``stream_cause_h200x1_20261129T0520.txt``)
-RETIRED = ("observer_process", "context_switch")
+#: resumed) is passed over
+RETIRED = ("observer_process",)
 
 
 def parse_options(table=None) -> RunOptions:

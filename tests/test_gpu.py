@@ -1276,6 +1276,24 @@ def test_deferred_snapshots_write_the_same_file(tmp_path, monkeypatch):
 
 
 @pytest.mark.gpu
+def test_context_switch_on_the_gpu_leaves_this_context_working():
+    """mgemm.arrays.context_switch on the real driver: True, this thread's context the same
+    afterwards, arrays made before still readable, new work correct, and no memory of the
+    second context left (free memory back within 64 MiB).  (What it is for -- the step's
+    speed after work on a second stream -- is a measurement:
+    benchmarks/archive/stream_side.py.)"""
+    from mgemm.arrays import context_switch
+    x = cp.arange(1000, dtype=np.float64)
+    before = cp.cuda.driver.ctxGetCurrent()
+    cp.cuda.Device().synchronize()
+    free0 = cp.cuda.runtime.memGetInfo()[0]
+    assert context_switch(cp, cp.cuda.Device().id)
+    assert cp.cuda.driver.ctxGetCurrent() == before
+    assert float((x * 2).sum()) == 999 * 1000
+    assert abs(cp.cuda.runtime.memGetInfo()[0] - free0) < 64 << 20
+
+
+@pytest.mark.gpu
 def test_the_docs_prepare_and_evolve_block_runs_on_a_gpu_plan(run_python_doc, inputs_dir):
     """#58 item 0: docs/PYTHON.md's prepare/evolve block on a CuPy plan (it raised TypeError
     where evolve took plan.psi0 -- a host array -- into the graph step's device copy): the

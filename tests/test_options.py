@@ -22,7 +22,7 @@ from tdse.ui.cli import main
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: a value other than the default for each option (every option must have one here)
-OTHER = {"graphs": False, "io_thread": "on", "eigen_workers": "off"}
+OTHER = {"graphs": False, "io_thread": "on", "eigen_workers": "off", "context_switch": False}
 
 
 def test_the_options_are_few_and_declared_once():
@@ -127,7 +127,5 @@ def test_a_retired_option_is_passed_over():
     from tdse.options import RETIRED
     assert "observer_process" in RETIRED and "observer_process" not in RunOptions().as_dict()
     assert parse_options({"observer_process": "on", "graphs": False}) == RunOptions(graphs=False)
-    assert "context_switch" in RETIRED and "context_switch" not in RunOptions().as_dict()
-    assert parse_options({"context_switch": True}) == RunOptions()    # a file written before it went
     with pytest.raises(ConfigError, match="run.observer = "):
         parse_options({"observer": "on"})

@@ -206,6 +206,97 @@ def test_a_failing_sink_lets_every_sink_see_the_failure_at_the_last_state():
     assert failed == [(6, "boom")]
 
 
+class _FakeCuda:
+    """A stand-in for cupy.cuda's driver and runtime calls context_switch makes: records
+    them; ``fail`` names a call that raises."""
+
+    def __init__(self, fail=None):
+        import types
+        self.calls, self.fail, self.current = [], fail, "primary"
+        me = self
+
+        def call(name, ret=None):
+            def f(*a):
+                me.calls.append((name, a))
+                if name == me.fail:
+                    raise RuntimeError(f"{name} failed")
+                if name == "ctxCreate":
+                    me.current = f"ctx{a[0]}"
+                if name == "ctxSetCurrent":
+                    me.current = a[0]
+                return me.current if name in ("ctxGetCurrent", "ctxCreate") else ret
+            return f
+        drv = types.SimpleNamespace(**{n: call(n) for n in
+                                       ("ctxGetCurrent", "ctxCreate", "ctxSetCurrent", "ctxDestroy")})
+        rt = types.SimpleNamespace(malloc=call("malloc", 1234), **{n: call(n) for n in
+                                   ("memset", "deviceSynchronize", "free")})
+        dev = types.SimpleNamespace(id=0)
+        self.cuda = types.SimpleNamespace(driver=drv, runtime=rt, Device=lambda: dev)
+
+    def names(self):
+        return [n for n, _ in self.calls]
+
+
+@pytest.mark.parametrize("fail", [None, "ctxCreate", "memset"])
+def test_context_switch_restores_the_context_and_frees_what_it_made(fail):
+    """mgemm.arrays.context_switch (on a stand-in CUDA): a second context on the device, a
+    memset there, then this thread's context current again and the second destroyed, its
+    memory freed -- also when the memset fails; when the context cannot be made nothing
+    else is called.  True only when the memset ran."""
+    from mgemm.arrays import context_switch
+    cp = _FakeCuda(fail)
+    ok = context_switch(cp, 3)
+    names = cp.names()
+    assert ok == (fail is None)
+    assert cp.current == "primary"
+    if fail == "ctxCreate":
+        assert names == ["ctxGetCurrent", "ctxCreate"]
+        return
+    assert ("ctxCreate", (3,)) in cp.calls and names[-2:] == ["ctxSetCurrent", "ctxDestroy"]
+    assert cp.calls[-1] == ("ctxDestroy", ("ctx3",)) and "free" in names
+    assert names.index("malloc") < names.index("memset") < names.index("free") < names.index("ctxSetCurrent")
+
+
+def test_a_long_gpu_loop_starts_with_a_context_switch_on_each_gpu(monkeypatch):
+    """evolve's _settle: a loop of SETTLE_MIN_STEPS or more on a CuPy backend calls
+    context_switch once per GPU of the run; a shorter loop, a NumPy run and
+    run.context_switch = false call none."""
+    import types
+    import mgemm.arrays
+    from tdse.options import RunOptions
+    from tdse.run import loop
+    done = []
+    monkeypatch.setattr(mgemm.arrays, "context_switch", lambda cp, d: done.append(d) or True)
+    cuda = _FakeCuda()
+    on = types.SimpleNamespace(run=RunOptions())
+    gpu = types.SimpleNamespace(backend=types.SimpleNamespace(name="cupy", devices=(0, 2), xp=cuda),
+                                config=on)
+    cpu = types.SimpleNamespace(backend=types.SimpleNamespace(name="numpy", devices=None, xp=np),
+                                config=on)
+    assert loop._settle(gpu, loop.SETTLE_MIN_STEPS) >= 0.0
+    assert done == [0, 2]
+    done.clear()
+    assert loop._settle(gpu, loop.SETTLE_MIN_STEPS - 1) == 0.0
+    assert loop._settle(cpu, 10 ** 6) == 0.0
+    gpu.config = types.SimpleNamespace(run=RunOptions(context_switch=False))
+    assert loop._settle(gpu, 10 ** 6) == 0.0
+    assert done == []
+    # evolve itself asks for it with its own number of steps (a CPU plan: no call), adds
+    # its seconds to the stepper's (the run file's context_switch_seconds), and not with
+    # settle=False (a caller that made it before its clock)
+    seen = []
+    monkeypatch.setattr(loop, "_settle", lambda plan, steps: seen.append(steps) or 0.25)
+    plan = _plan("chebyshev", steps=4)
+    st = plan.stepper()
+    assert st.context_switch_seconds == 0.0
+    tdse.evolve(plan, plan.psi0, start=1, stepper=st)
+    tdse.evolve(plan, plan.psi0, start=2, stepper=st)
+    assert seen == [plan.steps - 1, plan.steps - 2]
+    assert st.context_switch_seconds == 0.5
+    tdse.evolve(plan, plan.psi0, stepper=st, settle=False)
+    assert seen == [plan.steps - 1, plan.steps - 2] and st.context_switch_seconds == 0.5
+
+
 def test_the_loop_keeps_the_heap_it_found_out_of_the_collector(monkeypatch):
     """evolve freezes the objects alive at its start (gc.freeze: a full collection then
     skips them) for as long as any loop runs -- a nested one, one in another thread, one

@@ -166,6 +166,7 @@ def test_blocks_written_in_the_background_make_the_same_file(flush, tmp_path, mo
         for k in ("observables_complete", "complete", "exponentials", "eigenpairs_calls"):
             assert str(f.attrs[k]) == str(g.attrs[k]), k
         assert g.attrs["wall_seconds"] > 0
+        assert f.attrs["context_switch_seconds"] == g.attrs["context_switch_seconds"] == 0.0  # a CPU run
         te = [{k: v for k, v in json.loads(h.attrs["time_error"]).items()
                if not k.startswith("companion_") or k == "companion_dt"} for h in (f, g)]
         assert te[0] == te[1] and te[0]["comparisons"] == 35   # its seconds apart

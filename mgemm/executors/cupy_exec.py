@@ -12,13 +12,7 @@
 * 3m (``method="3m"``): ``split`` and ``combine`` ops are elementwise kernels; the three
   real GEMMs of a tile read planes of the real band stacks through leading dimensions
   (a ``batch=3`` op: one strided-batched cuBLAS call, the planes' spacing its strides);
-* the call synchronises the devices it uses on entry and exit, so buffers can be reused;
-* a schedule on one GPU runs on the caller's current stream instead (its ops follow one
-  another there: no copies between devices to overlap): cuBLAS work on a non-blocking
-  stream left the process's later CUDA-graph launches ~10 % slower for the rest of its
-  life (a 3-point TDSE step 143 against 130 us on an H100,
-  ``benchmarks/results/stream_side_h100x1_20261126T1905.txt``), and on the legacy stream
-  it does not.
+* the call synchronises the devices it uses on entry and exit, so buffers can be reused.
 
 Importing this module needs CuPy; :mod:`mgemm.executors` skips it otherwise.
 """
@@ -257,14 +251,13 @@ class CupyExecutor(ScheduleExecutor):
                     self._t0[d] = e
         handles = {}
         q_of = {}
-        one = len(involved) == 1      # one GPU: the caller's stream (module docstring)
         for op in sched.ops:
             qdev, qname = op.dev, op.stream
             if op.kind == "copy" and self.copy_side == "src" and op.reads[0][0].dev != op.dev:
                 qdev, qname = op.reads[0][0].dev, f"push{op.writes[0].dev}"
             q_of[op.id] = (qdev, qname)
             with cupy.cuda.Device(qdev):
-                st = cupy.cuda.get_current_stream() if one else self._stream(qdev, qname)
+                st = self._stream(qdev, qname)
                 for dep in op.deps + op.after:
                     if q_of[dep] != q_of[op.id]:
                         st.wait_event(events[dep])

@@ -93,6 +93,7 @@ class EstimatingStepper(Steps):
                               if m * 2 ** k <= 2 * self.n_max} | {1, self.n_max})
         self.seconds = 0.0             # the estimates and the carrying (host clock)
         self.substeps, self.rejected, self.h_min = 0, 0, T.dt
+        self.context_switch_seconds = 0.0
 
     # the loop's and the driver's view of a stepper ------------------------------------
     @property

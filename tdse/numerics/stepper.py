@@ -60,6 +60,7 @@ class Stepper(propagators.Steps):
         # how its steps run on this backend: the registry's one choice (on a GPU a step of
         # psi one CUDA graph launch where the method allows)
         self.propagator = propagators.make(self)
+        self.context_switch_seconds = 0.0   # the loops' starts on a GPU (tdse.run.loop._settle)
 
     @property
     def exponentials(self) -> int:
@@ -204,6 +205,7 @@ class BatchStepper(propagators.Steps):
         from ..model.potential import batch
         self.potential = batch([c.potential for c in configs], self.x_host, xp)
         self.exponentials, self.cheb_terms = 0, 0
+        self.context_switch_seconds = 0.0   # the loops' starts on a GPU (tdse.run.loop._settle)
         self._masks = {}
         self._graph = None            # a GraphStep on a GPU (made at the first step)
         self.graphs = xp is not np    # False: launch every kernel from Python
@@ -296,7 +298,7 @@ class NucleiStepper(propagators.Steps):
         self.masks = {}
         shape = () if fields is None else (len(fields),)
         self.absorbed = [xp.zeros(shape), xp.zeros(shape)]
-        self.cheb_terms, self.exponentials = 0, 0
+        self.cheb_terms, self.exponentials, self.context_switch_seconds = 0, 0, 0.0
 
     def field_at(self, t):
         """E(t): a float, or one a member (an array)."""

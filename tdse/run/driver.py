@@ -294,6 +294,7 @@ def _close(writer, complete, ran, new_file, timeline=None):
                          wall_seconds=time.perf_counter() - t0,
                          exponentials=stepper.exponentials,
                          chebyshev_terms_applied=stepper.cheb_terms,
+                         context_switch_seconds=stepper.context_switch_seconds,
                          eigenpairs_seconds=obs.eigen_seconds, eigenpairs_calls=obs.eigen_calls,
                          eigenpairs_wait_seconds=obs.eigen_wait)
     if writer.f:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
+import time
 from dataclasses import dataclass
 
 from .interrupts import check_pending
@@ -116,6 +117,32 @@ def _frozen_heap():
                 _FREEZE["frozen"] = False
 
 
+#: a GPU loop of at least this many steps starts with a context switch on its GPUs
+#: (:func:`_settle`)
+SETTLE_MIN_STEPS = 1000
+
+
+def _settle(plan, steps) -> float:
+    """Before a GPU loop of SETTLE_MIN_STEPS or more: :func:`mgemm.arrays.context_switch`
+    on each of the run's GPUs, so that its steps are scheduled as before any work on a
+    second stream -- which ``method = "auto"``'s calibration (mgemm's band engine) has done
+    in this process: a 3-point step at N = 8192 then takes 143 against 130 us on an H100
+    for the rest of the process (``stream_side_h100x1_20261126T1905.txt``).  ~0.2 s a
+    GPU, a fixed cost of the loop's start (the seconds are returned: the run file keeps
+    them as ``context_switch_seconds``); the option ``run.context_switch = false`` turns it
+    off."""
+    backend = getattr(plan, "backend", None)
+    if backend is None or backend.name != "cupy" or steps < SETTLE_MIN_STEPS:
+        return 0.0
+    if not plan.config.run.context_switch:
+        return 0.0
+    from mgemm.arrays import context_switch
+    t0 = time.perf_counter()
+    for d in backend.devices or (backend.xp.cuda.Device().id,):
+        context_switch(backend.xp, d)
+    return time.perf_counter() - t0
+
+
 def advance(stepper, X, j0: int, j1: int, operator: bool = False):
     """``X`` (psi, an N x B block, or with ``operator`` U(t)) stepped from step ``j0`` to
     ``j1`` by ``stepper`` (:class:`tdse.numerics.propagators.Steps`: a single run's
@@ -125,14 +152,17 @@ def advance(stepper, X, j0: int, j1: int, operator: bool = False):
 
 
 def evolve(plan, psi0, sinks=(), *, start=0, stop=None, U0=None, resumed=False,
-           stepper=None) -> State:
+           stepper=None, settle=True) -> State:
     """Step ``psi0`` (and ``U0``: the propagator, or None) from step ``start`` to ``stop``
     (default the plan's last step) with the plan's scheme and exponentials, handing the
     state to the ``sinks`` (:class:`Sink`, :class:`Observer`) at their save points; returns
     the final :class:`State` (psi and U on the plan's device: NumPy or CuPy arrays).
     ``psi0`` may be None (U only), and a host array on a GPU plan (it is copied there:
     ``tdse.evolve(plan, plan.psi0)`` as docs/PYTHON.md has it).  ``stepper``: one already
-    built for this plan (default: a new one)."""
+    built for this plan (default: a new one); ``settle``: start a GPU loop of
+    :data:`SETTLE_MIN_STEPS` or more with a context switch (:func:`_settle`; its seconds
+    added to ``stepper.context_switch_seconds``) -- False where the caller has made it
+    already, e.g. before a clock that times the steps alone."""
     stepper = stepper or plan.stepper()
     xp = stepper.xp          # psi(0) and U(0) given on the host go where the plan steps
     psi0 = None if psi0 is None else xp.asarray(psi0)
@@ -140,6 +170,8 @@ def evolve(plan, psi0, sinks=(), *, start=0, stop=None, U0=None, resumed=False,
     dt = plan.config.time.dt
     stop = plan.steps if stop is None else stop
     state = State(start, start * dt, psi0, U0, resumed)
+    if settle:
+        stepper.context_switch_seconds += _settle(plan, stop - start)
     backend = getattr(plan, "backend", None)
     limit = backend.limit() if backend is not None else contextlib.nullcontext()
     with limit, _frozen_heap():        # the plan's BLAS threads (prepare(threads=...))

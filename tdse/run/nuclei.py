@@ -263,7 +263,7 @@ def run(plan: NucleiPlan, out_dir=None, *, force=False, progress=False) -> Nucle
         sinks.insert(1, _File(plan, f, rows))
     t0 = time.perf_counter()
     try:
-        state = evolve(plan, plan.psi0, sinks, stepper=stepper)
+        state = evolve(plan, plan.psi0, sinks, stepper=stepper, settle=False)
         loop = time.perf_counter() - t0
         psi = host_psi(state)
         ker = model_nuclei.ker_spectrum(model, psi)
@@ -351,7 +351,7 @@ def scan(sc, workers=None, scheduler=None, keep_psi=False, backend="numpy", devi
         sink = _Rows(model, stepper, plan.config.output.observables_every)
         X0 = xp.asarray(np.ascontiguousarray(np.broadcast_to(plan.psi0, (len(g),) + model.shape)))
         state = evolve(plan, X0, [sink, Progress(plan.steps, disable=not progress, desc=f"members {g[0]}-{g[-1]}")],
-                       stepper=stepper)
+                       stepper=stepper, settle=False)
         psi = to_host(state.psi)
         t_axis = np.array(sink.t)
         table = np.array(sink.rows)                  # (S, B, rows)
