@@ -1395,6 +1395,39 @@ def test_a_named_potential_on_the_gpu_equals_the_cpu():
 
 # ------------------------------------------------------------------ #56: the local error estimate
 @pytest.mark.gpu
+@pytest.mark.parametrize("name,stencil,scheme", [
+    ("h2plus_moving.toml", 3, "cfm4"), ("h2plus_moving.toml", 5, "midpoint"),
+    ("atom_hhg.toml", "dvr", "cfm4"),            # an absorber (masks) and a field
+    ("atom_hhg.toml", 3, "midpoint"),
+])
+def test_the_local_estimate_as_a_graph_equals_the_launched_one(name, stencil, scheme):
+    """LocalError.parts on a GPU by one captured graph (run.graphs, the length gauge) against
+    the launched products and the host's, for a vector and an N x 3 block, at a few step
+    starts (the graph replayed with new letters and a new u): 1e-12 of the largest order's
+    scale (an absorber's h^3 order may nearly cancel: ~1e-13 where the other is ~1e-6)."""
+    import tdse
+    from tdse.numerics.local_error import LocalError
+    cfg = tdse.load_config(os.path.join(ROOT, "inputs", name)).with_value(
+        "grid.stencil", stencil).with_value("propagator.scheme", scheme)
+    rng = np.random.default_rng()
+    n, dt = cfg.grid.n, cfg.time.dt
+    fast, slow = LocalError(cfg, cp), LocalError(cfg.with_value("run.graphs", False), cp)
+    host = LocalError(cfg, np)
+    for shape in ((n,), (n, 3)):
+        for t in (0.3, 0.7, 1.1):
+            u = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+            got, ref, want = (le.parts(x, t, dt) for le, x in ((fast, cp.asarray(u)),
+                                                               (slow, cp.asarray(u)), (host, u)))
+            assert [m for m, _ in got] == [m for m, _ in ref] == [m for m, _ in want]
+            scale = max(float(np.abs(c).max()) for _, c in want)
+            assert scale > 0
+            for (_, a), (_, b), (_, c) in zip(got, ref, want):
+                assert float(np.abs(cp.asnumpy(a) - c).max()) <= 1e-12 * scale
+                assert float(np.abs(cp.asnumpy(b) - c).max()) <= 1e-12 * scale
+    assert len(fast._graphs) == 2 and not slow._graphs
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("kind", ["abrupt", "laser"])
 def test_estimate_and_adaptive_steps_on_a_gpu_equal_the_cpus(kind):
     """time_error = "estimate" (fixed steps) on one GPU: the stated errors equal the CPU's to

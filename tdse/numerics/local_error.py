@@ -196,6 +196,7 @@ class LocalError:
         self._suffixes = sorted({w[i:] for C in self.terms.values() for w in C
                                  for i in range(len(w))}, key=len)
         self._last = None          # (t, V(t)): a step's end is the next one's start
+        self._graphs = {}          # a GPU's captured estimates, by the shape of u (_graph)
 
     def products(self) -> int:
         """Products with T + V (the letter a_0) one estimate makes."""
@@ -227,6 +228,8 @@ class LocalError:
         orders apart, so that another step h scales each by (h/dt)^n."""
         xp = self.xp
         host, A = self.letters(t, dt)
+        if xp is not np and not any(A) and self.config.run.graphs:     # (length gauge)
+            return [(n, S * dt ** n) for n, S in self._graph(u, host)]
         H = Operator(self.config, 1.0, host[0], xp, a=A[0])     # (it takes V from the host)
         zero = np.zeros(self.config.grid.n)
         p = {k: Operator(self.config, 0.0, zero, xp, a=A[k]) for k in range(1, self.P) if A[k]}
@@ -244,6 +247,56 @@ class LocalError:
             else:
                 vec[s] = -1j * (der[k] * rest + p[k](rest)) if k in p else -1j * der[k] * rest
         return [(n, sum(c * vec[w] for w, c in C.items()) * dt ** n) for n, C in self.terms.items()]
+
+    def _graph(self, u, host):
+        """On a GPU: [(n, C_n u)] (dt^n not applied) by one CUDA graph launch, one graph for
+        each shape of u (a vector, an N x B block): u and the letters (:meth:`letters`, one
+        pinned upload) are read from the device buffers it was captured on.  The words'
+        products as :meth:`parts` makes them, H = T + V applied as the kinetic product
+        (the stencils' band kernel of :class:`~tdse.model.hamiltonian.BlockOperator`, the
+        DVR's FFT of :class:`~tdse.model.hamiltonian.Operator`) plus V u: launched, an estimate was ~200 small kernels, 10.6x a cfm4 graph step
+        on one H200 at N = 500 (``time-error_h200x1_20261128T134202.json``)."""
+        from mgemm.arrays import PinnedUpload
+
+        from ..model.hamiltonian import BlockOperator
+        from .graphs import RUN_AHEAD, capture, copy_in
+        grid = self.config.grid
+        cp, n = self.xp, self.config.grid.n
+        g = self._graphs.get(u.shape)
+        if g is None:
+            g = self._graphs[u.shape] = {
+                "u": cp.zeros(u.shape, np.complex128), "D": None, "graph": None, "out": None,
+                "up": PinnedUpload(cp, ring=RUN_AHEAD), "pool": cp.cuda.MemoryPool(),
+                # T alone: the stencils' band kernel; the DVR by FFT (CuPy's cuBLAS calls
+                # cannot be captured: its matmul sets the stream)
+                "T": Operator(self.config, 1.0, np.zeros(n), cp) if grid.stencil == "dvr"
+                else BlockOperator(grid, 1.0, cp.zeros((n, 1)), cp)}
+        g["up"].put(np.concatenate(host))
+        if g["D"] is None or g["up"].dev.data.ptr != g["D"].data.ptr:
+            g["D"], g["graph"] = g["up"].dev, None                  # a new buffer: capture again
+        copy_in(cp, g["u"], u)
+        if g["graph"] is None:
+            g["graph"] = capture(cp, lambda: self._body(g), pool=g["pool"])
+        g["graph"].launch()
+        return g["out"]
+
+    def _body(self, g):
+        """The captured estimate (:meth:`_graph`): its sums into ``g["out"]``."""
+        u, n = g["u"], self.config.grid.n
+        D = g["D"][:self.P * n].reshape(self.P, n)
+        der = [D[k] if u.ndim == 1 else D[k][:, None] for k in range(self.P)]
+        W = None if self.W is None else (self.W if u.ndim == 1 else self.W[:, None])
+
+        def H(X):
+            if isinstance(g["T"], Operator):         # the DVR: T X (+ 0 X) by FFT
+                return g["T"](X) + der[0] * X
+            kin, k = g["T"]._kinetic(X)
+            return (kin * k if k != 1.0 else kin) + der[0] * X
+        vec = {(): u}
+        for s in self._suffixes:
+            k, rest = s[0], vec[s[1:]]
+            vec[s] = -1j * H(rest) if k == 0 else W * rest if k == ABSORBER else -1j * der[k] * rest
+        g["out"] = [(m, sum(c * vec[w] for w, c in C.items())) for m, C in self.terms.items()]
 
     def vector(self, u, t, dt):
         """sum_n dt^n C_n u at step start t (u a vector or N x B block on ``xp``)."""
