@@ -37,10 +37,10 @@ import math
 
 import numpy as np
 
-from ..model.field import vector_potential, velocity_gauge
+from ..model.field import dipole_field, vector_potential, velocity_gauge
 from ..model.grid import points
 from ..model.hamiltonian import Operator
-from ..model.potential import total
+from ..model.potential import soft_core, total_many
 from . import schemes
 
 __all__ = ["leading_term", "estimator_terms", "LocalError"]
@@ -196,6 +196,7 @@ class LocalError:
         self._suffixes = sorted({w[i:] for C in self.terms.values() for w in C
                                  for i in range(len(w))}, key=len)
         self._last = None          # (t, V(t)): a step's end is the next one's start
+        self._molecule = None      # a static molecule's V (letters)
         self._graphs = {}          # a GPU's captured estimates, by the shape of u (_graph)
 
     def products(self) -> int:
@@ -208,19 +209,32 @@ class LocalError:
         the letter a_k is d^k V/dt^k + d^k A/dt^k p): the derivatives of the polynomial
         through V (and A) at p + 1 equally spaced points of the step."""
         pot, P = self.config.potential, self.P
-        ts = [t + i * dt / (P - 1) for i in range(P)]
-        vals = [self._last[1] if self._last is not None and self._last[0] == ts[0]
-                else total(pot, self.x, ts[0])]
-        vals += [total(pot, self.x, s) for s in ts[1:]]
-        self._last = (ts[-1], vals[-1])
-        A = [0.0] * P
+        ts = np.array([t + i * dt / (P - 1) for i in range(P)])
+        vals = np.empty((P, len(self.x)))
+        if not pot.molecule_moves:   # the molecule's V once, then + x E(t) (total's operations)
+            if self._molecule is None:
+                self._molecule = np.asarray(soft_core(pot, self.x, 0.0), dtype=np.float64)
+            vals[:] = self._molecule
+            if pot.field is not None:
+                vals += dipole_field(pot.field, ts)[:, None] * self.x[None, :]
+        else:
+            first = 1 if self._last is not None and self._last[0] == ts[0] else 0
+            if first:
+                vals[0] = self._last[1]
+            total_many(pot, self.x, ts[first:], out=vals[first:])    # (V once a time)
+            self._last = (ts[-1], vals[-1].copy())
+        A = np.zeros(P)
         if velocity_gauge(pot.field):
-            A = [float(a) for a in vector_potential(pot.field, np.asarray(ts))]
-            vals = [v + 0.5 * a * a for v, a in zip(vals, A)]
+            A = np.asarray(vector_potential(pot.field, ts), dtype=np.float64)
+            vals += 0.5 * (A * A)[:, None]
+        scale = dt ** -np.arange(1.0, P)
 
-        def derivatives(vals):
-            return [vals[0]] + [sum(m * v for m, v in zip(self.M[k], vals) if m) / dt ** k
-                                for k in range(1, P)]
+        def derivatives(f):      # f itself, then the derivatives (one product: P x P by P x N)
+            out = np.empty_like(f)
+            out[0] = f[0]
+            out[1:] = self.M[1:] @ f
+            out[1:] *= scale.reshape((-1,) + (1,) * (f.ndim - 1))
+            return out
         return derivatives(vals), derivatives(A)
 
     def parts(self, u, t, dt):
@@ -271,7 +285,7 @@ class LocalError:
                 # cannot be captured: its matmul sets the stream)
                 "T": Operator(self.config, 1.0, np.zeros(n), cp) if grid.stencil == "dvr"
                 else BlockOperator(grid, 1.0, cp.zeros((n, 1)), cp)}
-        g["up"].put(np.concatenate(host))
+        g["up"].put(host.ravel())
         if g["D"] is None or g["up"].dev.data.ptr != g["D"].data.ptr:
             g["D"], g["graph"] = g["up"].dev, None                  # a new buffer: capture again
         copy_in(cp, g["u"], u)
