@@ -268,8 +268,10 @@ class LocalError:
         pinned upload) are read from the device buffers it was captured on.  The words'
         products as :meth:`parts` makes them, H = T + V applied as the kinetic product
         (the stencils' band kernel of :class:`~tdse.model.hamiltonian.BlockOperator`, the
-        DVR's FFT of :class:`~tdse.model.hamiltonian.Operator`) plus V u: launched, an estimate was ~200 small kernels, 10.6x a cfm4 graph step
-        on one H200 at N = 500 (``time-error_h200x1_20261128T134202.json``)."""
+        DVR's FFT of :class:`~tdse.model.hamiltonian.Operator`) plus V u.  Launched, an
+        estimate was ~200 small kernels, 10.6x a cfm4 graph step on one H200 at N = 500
+        (``time-error_h200x1_20261128T134202.json``); as a graph 2.2x
+        (``time-error_h200x1_20261129T055801.json``)."""
         from mgemm.arrays import PinnedUpload
 
         from ..model.hamiltonian import BlockOperator
