@@ -274,8 +274,9 @@ def key_unit(key: str) -> str:
     """The unit of an input key as KEYS states it ("" for none); a named potential's
     parameter (``potential.parameters.NAME``) has its kind's unit where every kind with
     that name agrees."""
-    if key.startswith("potential.parameters."):
-        units = {q.unit for k in NAMED.values() for q in k.parameters if q.name == key[21:]}
+    prefix = "potential.parameters."
+    if key.startswith(prefix):
+        units = {q.unit for k in NAMED.values() for q in k.parameters if q.name == key[len(prefix):]}
         return units.pop() if len(units) == 1 else ""
     return next((k.unit for k in KEYS if k.name == key), "")
 

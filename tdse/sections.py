@@ -159,7 +159,6 @@ def named_potential(t, fld):
                               f"\"{kind.name}\"; allowed: {', '.join(names)}")
     pairs = tuple((q.name, number(f"potential.parameters.{q.name}", given.get(q.name, q.default),
                                   positive=q.positive)) for q in kind.parameters)
-    expression.parse(kind.formula, ("x", "t", *names), f"tdse.potentials.{kind.name}")
     return Potential(0.0, (), fld, kind.name, kind.formula, pairs)
 
 

@@ -287,6 +287,7 @@ class BlockMeasure:
         if xp is np:
             self.layers = layers.astype(np.float64)     # summed against |psi|^2 (einsum)
         self.k = xp.asarray(2 * np.pi * np.fft.fftfreq(len(x), d=self.dx))
+        self.x2 = self.x.ravel() ** 2          # the host's x^2 sum (_host_raw)
 
     def __call__(self, t, X, host=True) -> dict:
         """The row at time t; ``host=False`` keeps it on the device (the caller copies).
@@ -384,7 +385,7 @@ class BlockMeasure:
         # row's bits must not depend on where in a block it is measured (a resumed run's
         # blocks, the observables' worker's: the same file, bit for bit)
         host = {"w": w.sum(axis=0), "layer": layers, "x": np.einsum("n,nb->b", self.x.ravel(), w),
-                "x2": np.einsum("n,nb->b", self.x.ravel() ** 2, w),
+                "x2": np.einsum("n,nb->b", self.x2, w),
                 "force": np.einsum("nb,nb->b", w, dV), "h": energy, "c0_re": c0.real,
                 "c0_im": c0.imag, "p": np.einsum("n,nb->b", self.k, F.real ** 2 + F.imag ** 2),
                 "edge": w[:10].sum(axis=0) + w[max(10, n - 10):].sum(axis=0)}

@@ -67,19 +67,29 @@ def chunk_rows(key, dims):
     return 64 if key is None else max(1, min(256, 2**20 // (16 * max(1, dims[key]))))
 
 
+def table_dataset(f, name, spec, dims, rows=0):
+    """One growing dataset of :data:`SNAPSHOT_DATASETS` / :data:`OBSERVABLE_DATASETS`
+    (``spec`` its entry; ``dims`` the sizes n, c, k), labelled, ``rows`` long (NaN, 0 for an
+    integer, in those rows); its scales attached by the caller.  A row width of 0 (no
+    centres: an expression potential) is chunked by 1."""
+    group, dtype, key, units, desc, _ = spec
+    shape = () if key is None else (dims[key],)
+    fill = {"fillvalue": np.nan if np.dtype(dtype).kind in "fc" else 0} if rows else {}
+    ds = f.create_dataset(f"{group}/{name}", shape=(rows, *shape), dtype=dtype,
+                          maxshape=(None, *(s or None for s in shape)),
+                          chunks=(chunk_rows(key, dims), *(max(1, s) for s in shape)), **fill)
+    label(ds, units, desc)
+    return ds
+
+
 def added_observable(f, name):
     """An observable a file of an earlier version lacks (a later tdse measures more): made
-    as :meth:`tdse.run.snapshots.SnapshotWriter` makes its tables, NaN (0 for an integer) in the rows the file holds,
+    as the writer makes its tables (:func:`table_dataset`), NaN in the rows the file holds,
     so the run resumed there writes every observable."""
-    group, dtype, key, units, desc, rowdims = OBSERVABLE_DATASETS[name]
-    shape = () if key is None else (f["state"].shape[0],)
-    chunks = (chunk_rows(key, {"k": shape[0]} if shape else {}), *(max(1, s) for s in shape))
-    ds = f.create_dataset(f"{group}/{name}", shape=(f["observables/t"].shape[0], *shape),
-                          dtype=dtype, maxshape=(None, *(s or None for s in shape)), chunks=chunks,
-                          fillvalue=np.nan if np.dtype(dtype).kind in "fc" else 0)
-    label(ds, units, desc)
+    spec = OBSERVABLE_DATASETS[name]
+    ds = table_dataset(f, name, spec, {"k": f["state"].shape[0]}, f["observables/t"].shape[0])
     ds.dims[0].attach_scale(f["observables/t"])
-    for i, d in enumerate(rowdims):
+    for i, d in enumerate(spec[5]):             # the row's own dims (the state index)
         ds.dims[i + 1].attach_scale(f[d])
     return ds
 

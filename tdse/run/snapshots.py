@@ -26,7 +26,7 @@ import h5py
 import numpy as np
 
 from .layout import (OBSERVABLE_DATASETS, SNAPSHOT_DATASETS, UNITS, added_observable,  # noqa: F401
-                     chunk_rows, file_bytes, label)
+                     file_bytes, label, table_dataset)
 from .runfile import (FORMAT, NotOurFile, final_path, open_checked, part_path, publish,  # noqa: F401
                       read, readable_attrs, resumable_count, resume_name, resume_state)
 
@@ -169,15 +169,8 @@ class SnapshotWriter:
         f, ns = self.f, scales["state"]
         self.snap, self.obs = {}, {}
         for table, target in ((SNAPSHOT_DATASETS, self.snap), (OBSERVABLE_DATASETS, self.obs)):
-            for name, (group, dtype, key, units, desc, _) in table.items():
-                shape = () if key is None else (dims[key],)
-                rows = chunk_rows(key, dims)
-                # a width of 0 (no centres: an expression potential) is chunked by 1
-                target[name] = f.create_dataset(
-                    f"{group}/{name}", shape=(0, *shape), dtype=dtype,
-                    maxshape=(None, *(s or None for s in shape)),
-                    chunks=(rows, *(max(1, s) for s in shape)))
-                label(target[name], units, desc)
+            for name, spec in table.items():
+                target[name] = table_dataset(f, name, spec, dims)
             target["t"].make_scale("t")
             for name, (_, _, _, _, _, rowdims) in table.items():
                 if name != "t":
