@@ -14,9 +14,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def pytest_collection_modifyitems(config, items):
-    # the slow physics cases first (stable order otherwise): spread over the test processes
-    # from the start, none of them trails the run alone (#58 item 8)
-    items.sort(key=lambda item: "slow" not in item.keywords)
     n = gpu_count()
     for item in items:
         if "gpu" in item.keywords and n == 0:
