@@ -1401,7 +1401,8 @@ def test_a_named_potential_on_the_gpu_equals_the_cpu():
     ("atom_hhg.toml", 3, "midpoint"),
 ])
 def test_the_local_estimate_as_a_graph_equals_the_launched_one(name, stencil, scheme):
-    """LocalError.parts on a GPU by one captured graph (run.graphs, the length gauge) against
+    """LocalError.parts on a GPU by one captured graph (run.graphs, the length gauge; a
+    vector's one cooperative kernel) against
     the launched products and the host's, for a vector and an N x 3 block, at a few step
     starts (the graph replayed with new letters and a new u): 1e-12 of the largest order's
     scale (an absorber's h^3 order may nearly cancel: ~1e-13 where the other is ~1e-6)."""
@@ -1424,7 +1425,12 @@ def test_the_local_estimate_as_a_graph_equals_the_launched_one(name, stencil, sc
             for (_, a), (_, b), (_, c) in zip(got, ref, want):
                 assert float(np.abs(cp.asnumpy(a) - c).max()) <= 1e-12 * scale
                 assert float(np.abs(cp.asnumpy(b) - c).max()) <= 1e-12 * scale
+            # the sum over the orders (a vector's: the one kernel's own, with dt^n uploaded)
+            L, Lh = fast.vector(cp.asarray(u), t, dt), host.vector(u, t, dt)
+            assert float(np.abs(cp.asnumpy(L) - Lh).max()) <= 1e-12 * float(np.abs(Lh).max())
     assert len(fast._graphs) == 2 and not slow._graphs
+    # a vector's estimate is one kernel (tdse.backends.cupy.words); a block's the graph of products
+    assert fast._graphs[(n,)]["words"] is not None and fast._graphs[(n, 3)]["words"] is None
 
 
 @pytest.mark.gpu

@@ -240,10 +240,17 @@ class LocalError:
     def parts(self, u, t, dt):
         """[(n, dt^n C_n u)] at step start t (u a vector or N x B block on ``xp``): the
         orders apart, so that another step h scales each by (h/dt)^n."""
+        return self._parts(u, t, dt, *self.letters(t, dt))
+
+    def _graphs_take(self, A) -> bool:
+        """Whether the estimate runs as a CUDA graph (:meth:`_graph`): on a GPU, in the length
+        gauge (no A p letter), with ``run.graphs`` on."""
+        return self.xp is not np and not any(A) and self.config.run.graphs
+
+    def _parts(self, u, t, dt, host, A):
         xp = self.xp
-        host, A = self.letters(t, dt)
-        if xp is not np and not any(A) and self.config.run.graphs:     # (length gauge)
-            return [(n, S * dt ** n) for n, S in self._graph(u, host)]
+        if self._graphs_take(A):
+            return [(n, S * dt ** n) for n, S in self._graph(u, host, dt)[0]]
         H = Operator(self.config, 1.0, host[0], xp, a=A[0])     # (it takes V from the host)
         zero = np.zeros(self.config.grid.n)
         p = {k: Operator(self.config, 0.0, zero, xp, a=A[k]) for k in range(1, self.P) if A[k]}
@@ -262,16 +269,20 @@ class LocalError:
                 vec[s] = -1j * (der[k] * rest + p[k](rest)) if k in p else -1j * der[k] * rest
         return [(n, sum(c * vec[w] for w, c in C.items()) * dt ** n) for n, C in self.terms.items()]
 
-    def _graph(self, u, host):
-        """On a GPU: [(n, C_n u)] (dt^n not applied) by one CUDA graph launch, one graph for
-        each shape of u (a vector, an N x B block): u and the letters (:meth:`letters`, one
-        pinned upload) are read from the device buffers it was captured on.  The words'
-        products as :meth:`parts` makes them, H = T + V applied as the kinetic product
-        (the stencils' band kernel of :class:`~tdse.model.hamiltonian.BlockOperator`, the
-        DVR's FFT of :class:`~tdse.model.hamiltonian.Operator`) plus V u.  Launched, an
-        estimate was ~200 small kernels, 10.6x a cfm4 graph step on one H200 at N = 500
-        (``time-error_h200x1_20261128T134202.json``); as a graph 2.2x
-        (``time-error_h200x1_20261129T055801.json``)."""
+    def _graph(self, u, host, dt):
+        """On a GPU: ([(n, C_n u)] (dt^n not applied), sum_n dt^n C_n u or None) by one CUDA
+        graph launch, one graph for each shape of u (a vector, an N x B block): u and the
+        letters (:meth:`letters`, one pinned upload, with the orders' dt^n) are read from
+        the device buffers it was captured on.  A vector with the stencils' bands or the
+        DVR's dense T: one cooperative kernel (:data:`tdse.backends.cupy.words.WORDS`) makes
+        every word and the sum.  Else the words' products as :meth:`parts` makes them, H =
+        T + V applied as the kinetic product (the stencils' band kernel of
+        :class:`~tdse.model.hamiltonian.BlockOperator`, the DVR's FFT of
+        :class:`~tdse.model.hamiltonian.Operator`) plus V u, each a kernel (no sum).
+        Launched, an estimate was ~200 small kernels, 10.6x a cfm4 graph step on one H200
+        at N = 500 (``time-error_h200x1_20261128T134202.json``); as a graph of them 2.2x
+        (``time-error_h200x1_20261129T055801.json``): the graph's replay alone 371 us
+        against the step's 103 us (``probe_est_h200x1_20261129T0704.json``)."""
         from mgemm.arrays import PinnedUpload
 
         from ..model.hamiltonian import BlockOperator
@@ -280,21 +291,91 @@ class LocalError:
         cp, n = self.xp, self.config.grid.n
         g = self._graphs.get(u.shape)
         if g is None:
+            block = BlockOperator(grid, 1.0, cp.zeros((n, 1)), cp)
+            one = (u.ndim == 1 and (block.bands is not None or block.T is not None)
+                   and len(self.terms) <= 4)          # (the kernel sums up to 4 orders)
             g = self._graphs[u.shape] = {
                 "u": cp.zeros(u.shape, np.complex128), "D": None, "graph": None, "out": None,
                 "up": PinnedUpload(cp, ring=RUN_AHEAD), "pool": cp.cuda.MemoryPool(),
                 # T alone: the stencils' band kernel; the DVR by FFT (CuPy's cuBLAS calls
                 # cannot be captured: its matmul sets the stream)
                 "T": Operator(self.config, 1.0, np.zeros(n), cp) if grid.stencil == "dvr"
-                else BlockOperator(grid, 1.0, cp.zeros((n, 1)), cp)}
-        g["up"].put(host.ravel())
+                else block, "words": self._words(block) if one else None}
+        orders = np.array([float(dt) ** m for m in self.terms])
+        g["up"].put(np.concatenate([host.ravel(), orders]))
         if g["D"] is None or g["up"].dev.data.ptr != g["D"].data.ptr:
             g["D"], g["graph"] = g["up"].dev, None                  # a new buffer: capture again
         copy_in(cp, g["u"], u)
         if g["graph"] is None:
-            g["graph"] = capture(cp, lambda: self._body(g), pool=g["pool"])
+            g["graph"] = self._capture(g)
         g["graph"].launch()
-        return g["out"]
+        return g["out"], g["total"]
+
+    def _capture(self, g):
+        from .graphs import capture
+        cp = self.xp
+        if g["words"] is None:
+            return capture(cp, lambda: self._body(g), pool=g["pool"])
+        try:
+            return capture(cp, lambda: self._words_body(g))
+        except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError):
+            if not g["words"]["coop"]:
+                raise
+            g["words"]["coop"] = False      # this CUDA cannot capture a cooperative launch
+            return capture(cp, lambda: self._words_body(g))
+
+    def _words(self, block) -> dict:
+        """The one-kernel estimate's buffers (:meth:`_graph`): the suffixes' letters and
+        parents, each order's coefficients by suffix, and where the words are made."""
+        cp, n = self.xp, self.config.grid.n
+        # level by level (the products with H a suffix holds), shorter first within one: a
+        # suffix after its parent, a barrier only where a level's first product is made
+        order = sorted(self._suffixes, key=lambda s: (s.count(0), len(s)))
+        index = {(): 0}
+        for i, s in enumerate(order, 1):
+            index[s] = i
+        M = len(order)
+        letter, parent, sync = (np.zeros(M + 1, np.int32) for _ in range(3))
+        level = 0
+        for s, i in index.items():
+            if s:
+                letter[i], parent[i] = s[0], index[s[1:]]
+                if s[0] == 0 and s.count(0) > level:
+                    sync[i], level = 1, s.count(0)
+        C = np.zeros((len(self.terms), M + 1))
+        for r, Cn in enumerate(self.terms.values()):
+            for w, c in Cn.items():
+                C[r, index[w]] += c
+        dense = block.bands is None
+        sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        rows = 8 if dense else 256                                  # rows a 256-thread block
+        d = block.bands if not dense else (0.0, 0.0, 0.0)
+        return {"letter": cp.asarray(letter), "parent": cp.asarray(parent),
+                "sync": cp.asarray(sync), "levels": level, "M": M,
+                "C": cp.asarray(C), "R": len(self.terms), "dense": dense,
+                "T": block.T if dense else cp.zeros(1), "k": float(block.k),
+                "d": tuple(float(v) for v in d), "grid": (min(-(-n // rows), sms),),
+                "vec": cp.zeros((M + 1, n), np.complex128),
+                "out": cp.zeros((len(self.terms) + 1, n), np.complex128),
+                "W": self.W if self.W is not None else cp.zeros(n), "bar": cp.zeros(2, np.uint32),
+                "coop": True, "stage": dense and 16 * n <= 48 * 1024}
+
+    def _words_body(self, g):
+        """The captured one-kernel estimate (:meth:`_graph`): u into the words' first row,
+        then :data:`tdse.backends.cupy.words.WORDS`."""
+        from ..backends.cupy.words import words_kernel
+        from .graphs import copy_in
+        cp, w, n = self.xp, g["words"], self.config.grid.n
+        copy_in(cp, w["vec"][0], g["u"])
+        d0, d1, d2 = w["d"]
+        words_kernel(cp, w["coop"])(
+            w["grid"], (256,),
+            (w["T"], np.float64(d0), np.float64(d1), np.float64(d2), np.float64(w["k"]),
+             np.int32(w["dense"]), g["D"], w["W"], w["letter"], w["parent"], w["sync"], np.int32(w["M"]),
+             w["C"], np.int32(w["R"]), w["vec"], w["out"], np.int32(n), np.int32(self.P), w["bar"],
+             np.int32(w["stage"])), shared_mem=16 * n if w["stage"] else 0)
+        g["out"] = [(m, w["out"][r]) for r, m in enumerate(self.terms)]
+        g["total"] = w["out"][w["R"]]
 
     def _body(self, g):
         """The captured estimate (:meth:`_graph`): its sums into ``g["out"]``."""
@@ -313,10 +394,19 @@ class LocalError:
             k, rest = s[0], vec[s[1:]]
             vec[s] = -1j * H(rest) if k == 0 else W * rest if k == ABSORBER else -1j * der[k] * rest
         g["out"] = [(m, sum(c * vec[w] for w, c in C.items())) for m, C in self.terms.items()]
+        g["total"] = None
 
     def vector(self, u, t, dt):
         """sum_n dt^n C_n u at step start t (u a vector or N x B block on ``xp``)."""
-        parts = self.parts(u, t, dt)
+        host, A = self.letters(t, dt)
+        if self._graphs_take(A):
+            parts, total = self._graph(u, host, dt)
+            if total is not None:                  # the one-kernel estimate's own sum
+                from .graphs import copy_out
+                return copy_out(self.xp, total)
+            parts = [(n, S * dt ** n) for n, S in parts]
+        else:
+            parts = self._parts(u, t, dt, host, A)
         return parts[0][1] if len(parts) == 1 else sum(v for _, v in parts)
 
     def norm(self, u, t, dt):
