@@ -282,7 +282,9 @@ class LocalError:
         Launched, an estimate was ~200 small kernels, 10.6x a cfm4 graph step on one H200
         at N = 500 (``time-error_h200x1_20261128T134202.json``); as a graph of them 2.2x
         (``time-error_h200x1_20261129T055801.json``): the graph's replay alone 371 us
-        against the step's 103 us (``probe_est_h200x1_20261129T0704.json``)."""
+        against the step's 103 us; the one kernel's 59 us (``estimate_parts_h200x1_
+        20261129T0704.txt``, ``..._0722.txt``), the run x1.62
+        (``time-error_h200x1_20261129T072454.json``)."""
         from mgemm.arrays import PinnedUpload
 
         from ..model.hamiltonian import BlockOperator
