@@ -51,7 +51,7 @@ every = 10
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case, t_end", [("h2plus_moving_ramped", 2.0), ("thesis_fig6_ramp5", 1.2),
+@pytest.mark.parametrize("case, t_end", [("h2plus_moving_ramped", 2.0), ("thesis_fig6_ramp5", 0.6),
                                          ("pulse_ci", 30.0)])
 def test_stated_time_error_bounds_the_true_one(case, t_end, monkeypatch):
     monkeypatch.setitem(check_time_error.CASES, "pulse_ci", (PULSE, []))
