@@ -1687,3 +1687,46 @@ def test_strong_field_features_in_column_bands_on_two_gpus_equal_the_cpu(feature
         rc, rg = (json.loads(v) if isinstance(v, str) else v for v in (rc, rg))
         P, Pg = np.array(rc["P_right"]) + rc["P_left"], np.array(rg["P_right"]) + rg["P_left"]
         assert np.abs(P - Pg).max() <= 1e-9 * P.max() and P.max() > 1e-6, P.max()
+
+
+#: #58 item 0: a short case of every suite of `python -m benchmarks` that runs on a GPU (a
+#: suite's GPU loop had crashed where `tdse run` did not: PinnedUpload's slot).  Several-GPU
+#: suites on one GPU where they take --gpus 1; `tune` is left out (it saves tuned tiles
+#: outside --out), `gpu-tests` too (it runs this file), and the CPU-only suites.
+GPU_SUITES = {
+    "engine": ["--n", "2048", "--gpus", "1", "--repeat", "1", "--no-xt", "--no-jax",
+               "--complex-method", "native", "--placement", "three"],
+    "expm": ["--n", "1024", "--gpus", "1", "--repeat", "1", "--no-baselines"],
+    "tdse": ["--input", "inputs/h2plus_moving.toml", "--gpus", "1", "--steps", "2"],
+    "expm-profile": ["--n", "1024", "--gpus", "1", "--repeat", "1"],
+    "propagator": ["--n", "256", "--gpus", "1", "--steps", "2", "--engines", "mgemm", "chebyshev"],
+    "scale": ["--cases", "2048:1", "--vectors", "2"],
+    "small-n": ["--n", "256", "--steps", "20", "--no-dynamiqs"],
+    "formula": ["--input", "inputs/h2plus_moving.toml", "--backend", "cupy", "--steps", "20",
+                "--repeat", "1"],
+    "time-error": ["--backend", "cupy", "--kinds", "abrupt", "--repeat", "1", "--no-adaptive"],
+    "nuclei": ["--backend", "cupy", "--grids", "64x32", "--steps", "2", "--repeat", "1"],
+    "tsurff": ["--backend", "cupy", "--steps", "50", "--repeat", "1"],
+    "run-overhead": ["--backend", "cupy", "--n", "256", "--stencils", "3", "--steps", "40",
+                     "--populations-every", "0", "10"],
+    "start-up": ["--backend", "cupy", "--inputs", "tiny", "--repeat", "1"],
+    "scan": ["--backend", "cupy", "--members", "4", "--t-end", "5"],
+    "kernels-3m": ["--n", "4096", "--tiles", "1024,2048", "--n-full", "2048", "--seconds", "0.1",
+                   "--rounds", "1"],
+    "sweep-3m": ["--n", "2048", "--gpus", "1", "--repeat", "1"],
+    "step-cost": ["--backend", "cupy", "--n", "256", "--steps", "2"],
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("suite", sorted(GPU_SUITES))
+def test_every_gpu_suite_runs_a_short_case(suite, tmp_path, monkeypatch):
+    """Each GPU suite on a small case: exit 0 and a result file with rows and its command."""
+    import glob
+    import json
+    from benchmarks.runner import main
+    monkeypatch.chdir(ROOT)
+    assert main([suite, *GPU_SUITES[suite], "--out", str(tmp_path)]) == 0
+    (path,) = glob.glob(str(tmp_path / f"{suite}_*.json"))
+    doc = json.load(open(path))
+    assert doc["kind"] == suite and doc["rows"] and doc["command"].startswith(f"python -m benchmarks {suite}")
