@@ -163,3 +163,49 @@ def test_a_one_member_scan_has_its_harmonic_spectrum(base):
     res = scan_mod.scan(base, {"field.E0": [0.04]})
     sp = scan_mod.spectra(res)
     assert sp["power"].shape == (1, len(sp["order"])) and np.all(np.diff(sp["order"]) > 0)
+
+
+def _each_member_is_its_own_run(res, sc, names=("norm", "energy", "x_mean", "acceleration")):
+    """Every member's rows in the scan's result against its own serial run (tdse.simulate of
+    the member's config): to 1e-9 (batched Chebyshev terms against a run's own, at 1e-12)."""
+    for i, cfg in enumerate(sc.configs):
+        serial = tdse.simulate(cfg, backend="numpy").observables
+        at = np.unravel_index(i, sc.shape)
+        for k in names:
+            got, want = np.asarray(res[k])[at], np.asarray(serial[k])
+            assert got.shape == want.shape and np.abs(got - want).max() <= 1e-9 * max(1.0, np.abs(want).max()), (i, k)
+
+
+def test_members_on_different_grids_go_to_their_own_batches_and_equal_their_runs(base):
+    """#58 7b: members whose grid differs (a stencil, a box: another N) cannot share a batch
+    (scan._signature): each batch holds one signature and no member is lost, each member
+    equal to its own run (a signature that dropped the stencil or merged the groups, or a
+    batches() that kept only its last group, ran them on one grid or lost them)."""
+    sets = {"grid.stencil": [3, 5], "grid.x_max": [20.0, 22.0]}
+    sc = scan_mod.members(base, sets)
+    groups = scan_mod.batches(sc)
+    assert sorted(i for g in groups for i in g) == list(range(4)) and len(groups) == 4
+    assert len({scan_mod._signature(c) for c in sc.configs}) == 4
+    _each_member_is_its_own_run(scan_mod.scan(base, sets), sc)
+
+
+def test_members_with_different_envelopes_go_to_their_own_batches(base):
+    """#58 7b: a scan over the field's envelope (the API takes string values; the CLI's
+    --set scans numbers only): one envelope a batch (the batch's potential takes one kind),
+    each member its own run's."""
+    sets = {"field.envelope": ["sin2", "gaussian"]}
+    sc = scan_mod.members(base, sets)
+    assert sorted(scan_mod.batches(sc)) == [[0], [1]]
+    _each_member_is_its_own_run(scan_mod.scan(base, sets), sc)
+
+
+def test_a_scan_without_a_field_runs_each_member_as_its_own_run(inputs_dir):
+    """A field-free input (tiny: moving centres, no [field]) scanned over the soft-core a:
+    one batch (one signature), each member its own run's."""
+    import os
+    cfg = tdse.load_config(os.path.join(inputs_dir, "tiny.toml")).with_value(
+        "propagator.method", "chebyshev").with_value("time.t_end", 0.2)
+    sets = {"potential.a": [0.5, 0.6]}
+    sc = scan_mod.members(cfg, sets)
+    assert cfg.potential.field is None and scan_mod.batches(sc) == [[0, 1]]
+    _each_member_is_its_own_run(scan_mod.scan(cfg, sets), sc, ("norm", "energy", "x_mean"))
