@@ -209,3 +209,30 @@ def test_a_scan_without_a_field_runs_each_member_as_its_own_run(inputs_dir):
     sc = scan_mod.members(cfg, sets)
     assert cfg.potential.field is None and scan_mod.batches(sc) == [[0, 1]]
     _each_member_is_its_own_run(scan_mod.scan(cfg, sets), sc, ("norm", "energy", "x_mean"))
+
+
+def test_the_assembly_places_each_batch_in_its_rows_and_keeps_its_timings(base, monkeypatch):
+    """_Assembly (the client's side of a scan): batches placed in any order land in their
+    members' rows; each batch's own seconds, BLAS threads, set-up and collection kept as
+    the batch reported them; the placing's own time summed over the batches (under a clock
+    that ticks once a call: one tick a batch)."""
+    import itertools
+    sc = scan_mod.members(base, {"field.E0": [0.01, 0.02, 0.03]})
+    groups = [[0, 2], [1]]
+    res = {k: scan_mod.run_batch([sc.configs[i] for i in g]) for k, g in enumerate(groups)}
+    ticks = itertools.count()
+    monkeypatch.setattr(scan_mod.time, "perf_counter", lambda: float(next(ticks)))
+    whole = scan_mod._Assembly(sc, groups, keep_psi=False)
+    for k in (1, 0):
+        whole.place(k, res[k])
+    monkeypatch.undo()
+    assert whole.seconds == 2.0
+    out = whole.result()
+    for k, g in enumerate(groups):
+        for j, i in enumerate(g):
+            assert np.array_equal(out["norm"][i], res[k]["norm"][j])
+        assert whole.meta[k] == {key: float(res[k][key]) for key in
+                                 ("seconds", "blas_threads", "setup_seconds", "collect_seconds")}
+        assert res[k]["setup_seconds"] > 0 and res[k]["collect_seconds"] >= 0
+    assert out["batch_blas_threads"] == [int(res[k]["blas_threads"]) for k in (0, 1)]
+    assert min(out["batch_blas_threads"]) >= 1 and out["batches"] == 2
