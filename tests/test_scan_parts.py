@@ -236,3 +236,41 @@ def test_the_assembly_places_each_batch_in_its_rows_and_keeps_its_timings(base, 
         assert res[k]["setup_seconds"] > 0 and res[k]["collect_seconds"] >= 0
     assert out["batch_blas_threads"] == [int(res[k]["blas_threads"]) for k in (0, 1)]
     assert min(out["batch_blas_threads"]) >= 1 and out["batches"] == 2
+
+
+def test_a_scan_steps_psi_by_chebyshev_whatever_the_input_asks(inputs_dir):
+    """run_batch steps each batch's psi by the block Chebyshev series, with no time-error
+    run and no U(t): tiny at N = 65536 asking for the dense exponent, U(t) and (its default)
+    the companion -- which prepare refuses (the dense matrices: hundreds of GiB) -- scans,
+    each member equal to its own run of psi by Chebyshev without a time error."""
+    import os
+    text = (open(os.path.join(inputs_dir, "tiny.toml")).read()
+            .replace("x_min = -6.4", "x_min = -3276.8").replace("x_max = 6.4", "x_max = 3276.8")
+            .replace("dx = 0.2", "dx = 0.1").replace("t_end = 1.0", "t_end = 0.01")
+            .replace('method = "auto"', 'method = "dense"\noperator = true'))
+    cfg = tdse.config.loads(text)
+    assert cfg.grid.n == 65536 and cfg.propagator.time_error == "companion"
+    with pytest.raises(ConfigError, match="dense"):
+        tdse.prepare(cfg, backend="numpy")
+    sets = {"potential.a": [0.5, 0.6]}
+    sc = scan_mod.members(cfg, sets)
+    res = scan_mod.scan(cfg, sets)
+    for i, c in enumerate(sc.configs):
+        c = c.with_value("propagator.operator", False).with_value("propagator.method", "chebyshev") \
+             .with_value("propagator.time_error", "none")
+        serial = tdse.simulate(c, backend="numpy").observables
+        for k in ("norm", "energy", "x_mean"):
+            assert np.abs(res[k][i] - serial[k]).max() <= 1e-9 * max(1.0, np.abs(serial[k]).max()), (i, k)
+
+
+def test_a_cpu_block_takes_the_usable_cpus_and_a_one_member_batch_keeps_no_psi(base, monkeypatch):
+    """run_batch on the CPU: a block of 2+ members runs its BLAS-3 products on the CPUs this
+    process may use (run.backend.usable_cpus, here made 3), a one-member batch with the
+    plan's default; without keep_psi no final psi is returned."""
+    from tdse.run import backend as be
+    monkeypatch.setattr(be, "usable_cpus", lambda: 3)
+    sc = scan_mod.members(base.with_value("time.t_end", 0.5), {"field.E0": [0.01, 0.02]})
+    two, one = scan_mod.run_batch(sc.configs), scan_mod.run_batch(sc.configs[:1])
+    assert two["blas_threads"] == 3 and one["blas_threads"] != 3
+    assert "psi" not in two and "psi" not in one
+    assert scan_mod.run_batch(sc.configs[:1], keep_psi=True)["psi"].shape == (1, base.grid.n)
