@@ -165,7 +165,8 @@ def test_a_one_member_scan_has_its_harmonic_spectrum(base):
     assert sp["power"].shape == (1, len(sp["order"])) and np.all(np.diff(sp["order"]) > 0)
 
 
-def _each_member_is_its_own_run(res, sc, names=("norm", "energy", "x_mean", "acceleration")):
+def _each_member_is_its_own_run(res, sc, names=("norm", "energy", "x_mean", "acceleration",
+                                                 "populations_h0")):
     """Every member's rows in the scan's result against its own serial run (tdse.simulate of
     the member's config): to 1e-9 (batched Chebyshev terms against a run's own, at 1e-12)."""
     for i, cfg in enumerate(sc.configs):
@@ -273,4 +274,23 @@ def test_a_cpu_block_takes_the_usable_cpus_and_a_one_member_batch_keeps_no_psi(b
     two, one = scan_mod.run_batch(sc.configs), scan_mod.run_batch(sc.configs[:1])
     assert two["blas_threads"] == 3 and one["blas_threads"] != 3
     assert "psi" not in two and "psi" not in one
+    # the work done, as a batch reports it: its exponentials, their terms, its loop's seconds
+    assert two["exponentials"] > 0 and two["chebyshev_terms"] >= 2 * two["exponentials"]
+    assert 0 < two["seconds"] < 60
     assert scan_mod.run_batch(sc.configs[:1], keep_psi=True)["psi"].shape == (1, base.grid.n)
+
+
+@pytest.mark.parametrize("initial", [{"initial.state": 3, "output.populations": 2},
+                                     {"initial.state": "gaussian", "initial.x0": 2.0,
+                                      "initial.sigma": 1.0, "initial.k0": 0.5}])
+def test_members_start_where_their_input_says(base, initial):
+    """A scan's members start from their input's initial state: an eigenstate beyond the
+    populations kept (state 3, populations 2: the batch solves 4 states and keeps 2 for
+    the populations) or a Gaussian packet on the grid; each member its own run's, the
+    populations included."""
+    cfg = base.with_value("time.t_end", 0.5)
+    for k, v in initial.items():
+        cfg = cfg.with_value(k, v)
+    sets = {"field.E0": [0.01, 0.03]}
+    sc = scan_mod.members(cfg, sets)
+    _each_member_is_its_own_run(scan_mod.scan(cfg, sets), sc)
