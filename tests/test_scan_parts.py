@@ -294,3 +294,21 @@ def test_members_start_where_their_input_says(base, initial):
     sets = {"field.E0": [0.01, 0.03]}
     sc = scan_mod.members(cfg, sets)
     _each_member_is_its_own_run(scan_mod.scan(cfg, sets), sc)
+
+
+def test_members_with_one_molecular_h0_share_its_eigenstates(inputs_dir, monkeypatch):
+    """Members whose H(0) is the same (here centres that oscillate at other frequencies:
+    the same positions at t = 0) share one solve of its eigenstates (prepare's); members
+    whose centres start elsewhere get their own (scan._molecule)."""
+    import os
+    cfg = tdse.load_config(os.path.join(inputs_dir, "tiny.toml")).with_value(
+        "propagator.method", "chebyshev").with_value("time.t_end", 0.05)
+    calls = []
+    solve = scan_mod.states.eigenstates
+    monkeypatch.setattr(scan_mod.states, "eigenstates", lambda c, t, k: calls.append(t) or solve(c, t, k))
+    same = scan_mod.members(cfg, {"potential.centres.frequency": [2.0, 3.0, 4.0]})
+    scan_mod.run_batch(same.configs)
+    assert calls == [0.0]                   # prepare's, for all three
+    moved = scan_mod.members(cfg, {"potential.centres.x0": [-1.0, -1.2]})
+    scan_mod.run_batch(moved.configs)
+    assert calls == [0.0] * 3               # prepare's, and the second member's own
