@@ -234,7 +234,7 @@ def test_the_assembly_places_each_batch_in_its_rows_and_keeps_its_timings(base, 
             assert np.array_equal(out["norm"][i], res[k]["norm"][j])
         assert whole.meta[k] == {key: float(res[k][key]) for key in
                                  ("seconds", "blas_threads", "setup_seconds", "collect_seconds")}
-        assert res[k]["setup_seconds"] > 0 and res[k]["collect_seconds"] >= 0
+        assert 0 < res[k]["setup_seconds"] < 60 and 0 <= res[k]["collect_seconds"] < 60
     assert out["batch_blas_threads"] == [int(res[k]["blas_threads"]) for k in (0, 1)]
     assert min(out["batch_blas_threads"]) >= 1 and out["batches"] == 2
 
