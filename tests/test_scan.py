@@ -4,8 +4,10 @@ batches, the file is read by xarray with named dimensions."""
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import os
 import signal
+import time
 
 import numpy as np
 import pytest
@@ -185,6 +187,11 @@ def test_dask_workers_on_this_machine_write_their_parts_and_send_none(base, tmp_
                                  folder, fps))
     small = {"part", "seconds", "write_seconds"}
     assert {k: set(v) for k, v in got.items()} == {0: small, 1: small}
+    # the LocalCluster it started is closed with the scan: none of its processes is left
+    t0 = time.time()
+    while multiprocessing.active_children() and time.time() - t0 < 10:
+        time.sleep(0.1)
+    assert not multiprocessing.active_children()
     here = scan_mod.scan(base, {"field.E0": [0.02, 0.04, 0.06, 0.08]}, batch=2)
     for k, g in enumerate(groups):
         part = scan_mod._load_part(folder, k, fps[k])
