@@ -312,3 +312,21 @@ def test_members_with_one_molecular_h0_share_its_eigenstates(inputs_dir, monkeyp
     moved = scan_mod.members(cfg, {"potential.centres.x0": [-1.0, -1.2]})
     scan_mod.run_batch(moved.configs)
     assert calls == [0.0] * 3               # prepare's, and the second member's own
+
+
+def test_a_scan_shows_its_batches_on_a_bar_only_when_asked_and_times_its_phases(base, capsys):
+    """tdse.scan(progress=True): a tqdm bar named after the input counting batches (3 of 3);
+    without it (the API's default) no bar.  The result says where the scan's time went: the
+    members' making and the placing within the scan's seconds, one set-up and one
+    collection a batch."""
+    sets = {"field.E0": [0.01, 0.02, 0.03]}
+    res = scan_mod.scan(base, sets, batch=1, progress=True)
+    err = capsys.readouterr().err
+    assert "scan atom" in err and "3/3" in err and "batch" in err
+    quiet = scan_mod.scan(base, sets, batch=1)
+    assert "scan atom" not in capsys.readouterr().err
+    for r in (res, quiet):
+        ph = r["phases"]
+        assert 0 < ph["members_seconds"] < r["seconds"] and 0 < ph["place_seconds"] < r["seconds"]
+        assert len(ph["batch_setup_seconds"]) == len(ph["batch_collect_seconds"]) == r["batches"] == 3
+        assert np.all(np.isfinite(ph["batch_setup_seconds"])) and ph["worker_write_seconds"] == []
