@@ -331,3 +331,13 @@ def test_a_scan_shows_its_batches_on_a_bar_only_when_asked_and_times_its_phases(
         assert 0 < ph["members_seconds"] < r["seconds"] and 0 < ph["place_seconds"] < r["seconds"]
         assert len(ph["batch_setup_seconds"]) == len(ph["batch_collect_seconds"]) == r["batches"] == 3
         assert np.all(np.isfinite(ph["batch_setup_seconds"])) and ph["worker_write_seconds"] == []
+
+
+@pytest.mark.parametrize("option, value", [("workers", 2), ("scheduler", "tcp://127.0.0.1:1")])
+def test_a_nuclei_scan_refuses_other_processes_in_one_line(inputs_dir, option, value):
+    """A [nuclei] input's scan runs in this process on one device: tdse.scan hands it
+    --workers and --scheduler, which it refuses before any work, naming the option."""
+    import os
+    cfg = tdse.load_config(os.path.join(inputs_dir, "h2plus_nuclei.toml"))
+    with pytest.raises(ConfigError, match=f"--{option}"):
+        scan_mod.scan(cfg, {"field.E0": [0.01, 0.02]}, **{option: value})
