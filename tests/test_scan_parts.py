@@ -341,3 +341,21 @@ def test_a_nuclei_scan_refuses_other_processes_in_one_line(inputs_dir, option, v
     cfg = tdse.load_config(os.path.join(inputs_dir, "h2plus_nuclei.toml"))
     with pytest.raises(ConfigError, match=f"--{option}"):
         scan_mod.scan(cfg, {"field.E0": [0.01, 0.02]}, **{option: value})
+
+
+@pytest.mark.parametrize("sets, zipped, line", [
+    ({}, False, "--set = None: give at least one KEY=a:b:n"),
+    ({"field.E0": [0.01, 0.02], "field.omega": [0.2, 0.3, 0.4]}, True,
+     "--zip = [2, 3]: zipped keys need lists of one length"),
+    ({"field.E0": [0.01, 0.02], "output.observables_every": [1, 2]}, False,
+     "output.observables_every = [1, 2]: changes the members' time axis (time.dt, time.t_end "
+     "or output.observables_every): a scan's members share one; run each with `tdse run "
+     "INPUT --set output.observables_every=VALUE`"),
+])
+def test_the_members_refusals_word_for_word(base, sets, zipped, line):
+    """scan.members refuses, before any work, in one line naming the option or key: no
+    keys, zipped keys of unequal lengths, a key that changes the members' time axis (named
+    even where it is not the first key)."""
+    with pytest.raises(ConfigError) as e:
+        scan_mod.members(base, sets, zipped=zipped)
+    assert str(e.value) == line
