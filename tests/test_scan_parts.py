@@ -331,6 +331,7 @@ def test_a_scan_shows_its_batches_on_a_bar_only_when_asked_and_times_its_phases(
         assert 0 < ph["members_seconds"] < r["seconds"] and 0 < ph["place_seconds"] < r["seconds"]
         assert len(ph["batch_setup_seconds"]) == len(ph["batch_collect_seconds"]) == r["batches"] == 3
         assert np.all(np.isfinite(ph["batch_setup_seconds"])) and ph["worker_write_seconds"] == []
+        assert np.all(np.isfinite(ph["batch_collect_seconds"])) and 0 < r["seconds"] < 60
 
 
 @pytest.mark.parametrize("option, value", [("workers", 2), ("scheduler", "tcp://127.0.0.1:1")])
