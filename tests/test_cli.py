@@ -315,3 +315,32 @@ def test_the_command_reference_is_generated_from_the_commands():
     text = open(os.path.join(root, "docs", "CLI.md")).read()
     assert text == cli_reference(), "run: python -m tdse.ui.reference > docs/CLI.md"
     assert all(f"## `tdse {name}`" in text for name in group.commands)
+
+
+@pytest.mark.parametrize("command", [
+    ["converge", "{tiny}", "--levels", "2"],
+    ["floquet", "{tiny}", "--steps", "20"],
+    ["spectrum", "{h5}", "--kind", "autocorrelation"],
+])
+def test_a_command_refuses_an_out_without_room_for_its_outputs_before_any_work(
+        command, runner, inputs_dir, tmp_path, monkeypatch):
+    """#58 item 2: a command that writes a JSON and a PNG checks the free space for them (1
+    MiB: files.OUTPUTS_BYTES) up front: with 100 KiB free, one line naming --out, what it
+    needs and what is free, exit 2, nothing written and no work started."""
+    import collections
+    from tdse.run import resources
+    from tdse.studies import converge, floquet
+    h5 = tmp_path / "tiny.h5"
+    if "{h5}" in command:
+        assert runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(tmp_path),
+                                    "--no-plots", "-q"]).exit_code == 0
+    for mod, name in ((converge, "study"), (floquet, "analyse")):
+        monkeypatch.setattr(mod, name, lambda *a, **k: pytest.fail("work started"))
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(resources.shutil, "disk_usage", lambda p: usage(1 << 30, 1 << 30, 100 << 10))
+    out = tmp_path / "out"
+    r = runner.invoke(main, [a.format(tiny=tiny(inputs_dir), h5=h5) for a in command] + ["--out", str(out)])
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert r.exit_code == 2 and len(lines) == 1, r.output
+    assert "--out" in lines[0] and "needs about 1.0 MiB" in lines[0] and "100 KiB are free" in lines[0]
+    assert not out.exists() or not os.listdir(out)

@@ -54,10 +54,22 @@ def check_out(out_dir, option="--out"):
                          f"({e.strerror or e})") from None
 
 
+#: what a command's JSON and PNG need on disk, at most: the recorded studies' are 0.1-0.4
+#: MiB (docs/convergence/, docs/floquet/)
+OUTPUTS_BYTES = 1 << 20
+
+
 def fresh_outputs(out_dir, base, force, exts=(".json", ".png")):
-    """Refuse to overwrite BASE.<ext> without --force, or an OUT that cannot be written;
-    create OUT (one-line errors, before any work)."""
+    """Refuse to overwrite BASE.<ext> without --force, an OUT that cannot be written, or one
+    without :data:`OUTPUTS_BYTES` free; create OUT (one-line errors, before any work)."""
+    from ..config import ConfigError
+    from ..run.resources import check_space
     check_out(out_dir)
+    try:
+        check_space(out_dir, OUTPUTS_BYTES, "the outputs (" + ", ".join(f"{os.path.basename(base)}{e}"
+                                                                      for e in exts) + ")")
+    except ConfigError as e:
+        raise InputError(str(e)) from None
     for ext in exts:
         if os.path.exists(base + ext) and not force:
             raise InputError(f"output {base + ext!r} exists; pass --force to overwrite it")
