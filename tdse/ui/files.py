@@ -59,14 +59,15 @@ def check_out(out_dir, option="--out"):
 OUTPUTS_BYTES = 1 << 20
 
 
-def fresh_outputs(out_dir, base, force, exts=(".json", ".png")):
+def fresh_outputs(out_dir, base, force, exts=(".json", ".png"), room=OUTPUTS_BYTES):
     """Refuse to overwrite BASE.<ext> without --force, an OUT that cannot be written, or one
-    without :data:`OUTPUTS_BYTES` free; create OUT (one-line errors, before any work)."""
+    without ``room`` bytes free (0: the caller checks its own estimate, as a scan does);
+    create OUT (one-line errors, before any work)."""
     from ..config import ConfigError
     from ..run.resources import check_space
     check_out(out_dir)
     try:
-        check_space(out_dir, OUTPUTS_BYTES, "the outputs (" + ", ".join(f"{os.path.basename(base)}{e}"
+        check_space(out_dir, room, "the outputs (" + ", ".join(f"{os.path.basename(base)}{e}"
                                                                       for e in exts) + ")")
     except ConfigError as e:
         raise InputError(str(e)) from None
