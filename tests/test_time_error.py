@@ -51,7 +51,9 @@ every = 10
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case, t_end", [("h2plus_moving_ramped", 2.0), ("thesis_fig6_ramp5", 0.6),
+# the horizons shortened for CI's time (#58 item 8), stated/true the same: h2plus_moving_ramped
+# 1.996 at t = 1 against 1.998 at 2 (4.4 s against 14 s), thesis_fig6_ramp5 1.600 at 0.6 and 1.2
+@pytest.mark.parametrize("case, t_end", [("h2plus_moving_ramped", 1.0), ("thesis_fig6_ramp5", 0.6),
                                          ("pulse_ci", 30.0)])
 def test_stated_time_error_bounds_the_true_one(case, t_end, monkeypatch):
     monkeypatch.setitem(check_time_error.CASES, "pulse_ci", (PULSE, []))
