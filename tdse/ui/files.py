@@ -67,8 +67,8 @@ def fresh_outputs(out_dir, base, force, exts=(".json", ".png"), room=OUTPUTS_BYT
     from ..run.resources import check_space
     check_out(out_dir)
     try:
-        check_space(out_dir, room, "the outputs (" + ", ".join(f"{os.path.basename(base)}{e}"
-                                                                      for e in exts) + ")")
+        check_space(out_dir, room, "writing " + ", ".join(f"{os.path.basename(base)}{e}"
+                                                           for e in exts))
     except ConfigError as e:
         raise InputError(str(e)) from None
     for ext in exts:

@@ -6,7 +6,8 @@ level) and none before the diagonal letters (a row's own thread wrote the row it
 each order's sum of words and the scaled total summed row by row as the words are made.
 
 The letters (``D``, P x N, then the orders' scales): a_0 = -i (T + V(t)) with T the DVR's
-dense matrix (a warp a row, T's row from L2) or the 3-/5-point bands (a thread a row),
+dense matrix (a warp a row, T's row through the read-only cache: in L1 after the first
+product, x staged in shared memory) or the 3-/5-point bands (a thread a row),
 a_k = -i d^k V/dt^k (k >= 1), and the absorber's b = W.  The launched products of
 :meth:`LocalError.parts` compute the same numbers but for the order of the sums."""
 from __future__ import annotations
@@ -26,8 +27,8 @@ WORDS = r"""
    products of one level (each reads a suffix of a lower level); out: (R + 1) x n, out[r] = sum_s C[r, s] vec[s] (r < R <= 4,
    summed in registers as each suffix is made), and out[R] = sum_r D[P n + r] out[r] (the
    orders' scales dt^n uploaded with the letters).  A row's owner (a warp's lane 0, or a
-   thread) keeps its rows' sums; with more rows than owners, each row's suffixes are made
-   in turn (rows at once need a barrier a product, so a row's sums live in a small array). */
+   thread) keeps the sums of its first TDSE_WORDS_ROWS rows as the words are made; a row
+   beyond those (more rows than owners times that) is summed from vec at the end. */
 #define TDSE_WORDS_ROWS 8
 extern "C" __global__ void tdse_words(const double* T, double d0, double d1, double d2,
         double kt, int dense, const double* D, const double* W, const int* letter,
