@@ -299,10 +299,12 @@ class LocalError:
             g = self._graphs[u.shape] = {
                 "u": cp.zeros(u.shape, np.complex128), "D": None, "graph": None, "out": None,
                 "up": PinnedUpload(cp, ring=RUN_AHEAD), "pool": cp.cuda.MemoryPool(),
-                # T alone: the stencils' band kernel; the DVR by FFT (CuPy's cuBLAS calls
-                # cannot be captured: its matmul sets the stream)
-                "T": Operator(self.config, 1.0, np.zeros(n), cp) if grid.stencil == "dvr"
-                else block, "words": self._words(block) if one else None}
+                # the graph of products' T alone (none for the one kernel): the stencils'
+                # band kernel; the DVR by FFT (CuPy's cuBLAS calls cannot be captured: its
+                # matmul sets the stream)
+                "T": None if one else (Operator(self.config, 1.0, np.zeros(n), cp)
+                                       if grid.stencil == "dvr" else block),
+                "words": self._words(block) if one else None}
         orders = np.array([float(dt) ** m for m in self.terms])
         g["up"].put(np.concatenate([host.ravel(), orders]))
         if g["D"] is None or g["up"].dev.data.ptr != g["D"].data.ptr:
@@ -353,7 +355,7 @@ class LocalError:
         rows = 8 if dense else 256                                  # rows a 256-thread block
         d = block.bands if not dense else (0.0, 0.0, 0.0)
         return {"letter": cp.asarray(letter), "parent": cp.asarray(parent),
-                "sync": cp.asarray(sync), "levels": level, "M": M,
+                "sync": cp.asarray(sync), "M": M,
                 "C": cp.asarray(C), "R": len(self.terms), "dense": dense,
                 "T": block.T if dense else cp.zeros(1), "k": float(block.k),
                 "d": tuple(float(v) for v in d), "grid": (min(-(-n // rows), sms),),

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from .chain import CHAIN
 
-#: the grid barrier of the Chebyshev chain (:data:`tdse.backends.cupy.chain.CHAIN`)
+#: the grid barrier and the warp's sum of the Chebyshev chain
+#: (:data:`tdse.backends.cupy.chain.CHAIN`), written once there
 _SYNC = CHAIN[CHAIN.index("__device__ __forceinline__ void tdse_grid_sync"):
               CHAIN.index("/* term kk's x")]
+_WARP_SUM = CHAIN[CHAIN.index("__device__ __forceinline__ void tdse_warp_sum"):
+                  CHAIN.index("/* lane 0's update")]
 
 WORDS = r"""
 #include <cupy/complex.cuh>
-""" + _SYNC + r"""
+""" + _SYNC + _WARP_SUM + r"""
 /* vec: (M + 1) x n, vec[0] = u; suffix s = 1..M is letter[s] (0: H, -1: W, k: d^k V/dt^k)
    applied to vec[parent[s]], in the order of their levels (the products with H a suffix
    holds): a grid barrier where a level's first product is made (sync[s]), none between the
@@ -71,10 +74,7 @@ extern "C" __global__ void tdse_words(const double* T, double d0, double d1, dou
                         re += w * q.x;
                         im += w * q.y;
                     }
-                    for (int off = 16; off > 0; off >>= 1) {
-                        re += __shfl_down_sync(0xffffffff, re, off);
-                        im += __shfl_down_sync(0xffffffff, im, off);
-                    }
+                    tdse_warp_sum(re, im);
                 } else {
                     const double2* xv = reinterpret_cast<const double2*>(x);
                     double2 q;
