@@ -366,6 +366,16 @@ def _time_error(d):
             out.append(f"| {r['tolerance']:g} | {r['seconds']:.2f} | {r['steps']} | {r['true_error']:.2g} | "
                        f"{r['stated']:.2g} | {f.get('dt', '-')} | {r['over_fixed_none'] or float('nan'):.2f} | "
                        f"{r['over_fixed_estimate'] or float('nan'):.2f} |")
+    scans = [r for r in d["rows"] if r["part"].startswith("scan-")]
+    if scans:
+        out += ["", "| scan: members | fixed dt: none s, estimate x | adaptive: tolerance | shared s (steps) | "
+                    "split s (steps a member) | shared / split |", "| --- | --- | --- | --- | --- | --- |"]
+        cost = {r["members"]: r for r in scans if r["part"] == "scan-cost"}
+        for r in (r for r in scans if r["part"] == "scan-adaptive"):
+            c, sh, sp = cost.get(r["members"], {}), r["shared"], r["split"]
+            out.append(f"| {r['members']} | {c['seconds']['none']:.2f}, x{c['estimate_over_none']:.2f} | "
+                       f"{r['tolerance']:g} | {sh['seconds']:.2f} ({sh['steps'][0]}) | {sp['seconds']:.2f} "
+                       f"({min(sp['steps'])}-{max(sp['steps'])}) | {r['shared_over_split']:.2f} |")
     return out
 
 

@@ -1959,6 +1959,11 @@ def _time_error_args(p):
     p.add_argument("--inputs", nargs="*", default=[], help="also these input files' cost (no true error)")
     p.add_argument("--steps", type=int, default=400, help="the --inputs' steps (t_end shortened)")
     p.add_argument("--no-adaptive", action="store_true")
+    p.add_argument("--scan", type=int, nargs="*", default=[],
+                   help="also an E0 scan of the laser drive with this many members (item 4): "
+                        "the estimate's cost in a batch, and adaptive steps shared by a batch "
+                        "against each member's own (--batch 1)")
+    p.add_argument("--scan-tolerance", type=float, default=1e-6)
 
 
 def _time_error(a):
@@ -2022,6 +2027,8 @@ def _time_error(a):
                      "companion_over_none": med["companion"] / med["none"]})
         _say(f"{path} N={cfg.grid.n}: none {med['none']:.2f} s, estimate x{rows[-1]['estimate_over_none']:.2f}, "
              f"companion x{rows[-1]['companion_over_none']:.2f} (stated {stated})")
+    for B in a.scan:
+        rows += _time_error_scan(a, drives.make("laser", rng), B)
     if a.no_adaptive:
         return rows, {"seed": seed, "backend": a.backend}
     # adaptive steps on the laser input
@@ -2057,6 +2064,45 @@ def _time_error(a):
              f"x{row['over_fixed_none'] or float('nan'):.2f} of its wall without an error bar, "
              f"x{row['over_fixed_estimate'] or float('nan'):.2f} with one")
     return rows, {"seed": seed, "ladder": ladder, "backend": a.backend}
+
+
+def _time_error_scan(a, base, B):
+    """#56 item 4: an E0 scan (B members, E0 = 0.02-0.1) of the laser drive ``base``: the
+    batch's seconds without and with the members' time errors (fixed dt, alternating,
+    medians of --repeat); then with time.tolerance (dt = 1 the largest step), the members
+    sharing their steps in one batch against each member in a batch of its own (its own
+    steps): seconds, steps, the largest stated error."""
+    from tdse.config import with_values
+    from tdse.studies.scan import scan
+    sets = {"field.E0": list(np.linspace(0.02, 0.1, B))}
+    cfg = with_values(base, [("output.every", 10), ("propagator.time_error", "none")])
+    secs = {"none": [], "estimate": []}
+    for _ in range(a.repeat):
+        for k in secs:
+            res = scan(cfg.with_value("propagator.time_error", k), sets, backend=a.backend)
+            secs[k].append(res["seconds"])
+    med = {k: float(np.median(v)) for k, v in secs.items()}
+    rows = [{"part": "scan-cost", "members": B, "n": cfg.grid.n, "steps": cfg.time.steps,
+             "seconds": med, "all_seconds": secs, "estimate_over_none": med["estimate"] / med["none"],
+             "largest_stated": float(res["time_error"][:, -1].max())}]
+    _say(f"scan of {B}: none {med['none']:.2f} s, estimate x{rows[-1]['estimate_over_none']:.2f}")
+    ad = with_values(base, [("time.dt", 1.0), ("output.every", 5), ("time.tolerance", a.scan_tolerance)])
+    out = {}
+    for how, batch in (("shared", None), ("split", 1)):
+        times = []
+        for _ in range(a.repeat):
+            res = scan(ad, sets, backend=a.backend, batch=batch)
+            times.append(res["seconds"])
+        out[how] = {"seconds": float(np.median(times)), "all_seconds": times,
+                    "batches": res["batches"], "steps": res["batch_steps_taken"],
+                    "largest_stated": float(res["time_error"][:, -1].max())}
+    rows.append({"part": "scan-adaptive", "members": B, "tolerance": a.scan_tolerance, **out,
+                 "shared_over_split": out["shared"]["seconds"] / out["split"]["seconds"]})
+    _say(f"adaptive scan of {B} at {a.scan_tolerance:g}: shared {out['shared']['seconds']:.2f} s "
+         f"({out['shared']['steps'][0]} steps), split {out['split']['seconds']:.2f} s "
+         f"({min(out['split']['steps'])}-{max(out['split']['steps'])} steps a member): "
+         f"shared/split x{rows[-1]['shared_over_split']:.2f}")
+    return rows
 
 
 # ---------------------------------------------------------------- gauge: #55 item 2

@@ -1730,3 +1730,26 @@ def test_every_gpu_suite_runs_a_short_case(suite, tmp_path, monkeypatch):
     (path,) = glob.glob(str(tmp_path / f"{suite}_*.json"))
     doc = json.load(open(path))
     assert doc["kind"] == suite and doc["rows"] and doc["command"].startswith(f"python -m benchmarks {suite}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("gauge", ["length", "velocity"])
+@pytest.mark.parametrize("tolerance", [None, 1e-6])
+def test_a_scans_time_errors_on_a_gpu_equal_the_cpus(gauge, tolerance):
+    """#56 item 4 on a GPU: a scan with time_error = "estimate" (the block's estimate on the
+    device, BatchPotential's letters by its kernel, BlockOperator's products) states each
+    member's time error as the CPU's scan does (1e-6 relative: the carrier at 1e-6), and with
+    time.tolerance takes the same shared steps."""
+    import tdse
+    from tdse.config import load, with_values
+    cfg = with_values(load(os.path.join(ROOT, "inputs", "atom_hhg.toml")),
+                      [("time.t_end", 40.0), ("field.duration", 40.0), ("time.dt", 0.2),
+                       ("output.every", 20), ("output.observables_every", 5),
+                       ("field.gauge", gauge), ("propagator.time_error", "estimate")]
+                      + ([("time.tolerance", tolerance)] if tolerance else []))
+    sets = {"field.E0": [0.03, 0.06, 0.09]}
+    g, c = tdse.scan(cfg, sets, backend="cupy"), tdse.scan(cfg, sets, backend="numpy")
+    assert g["batch_steps_taken"] == c["batch_steps_taken"]
+    assert c["time_error"][:, -1].min() > 0
+    np.testing.assert_allclose(np.asarray(g["time_error"]), c["time_error"], rtol=1e-6, atol=1e-15)
+    np.testing.assert_allclose(np.asarray(g["norm"]), c["norm"], rtol=0, atol=1e-9)

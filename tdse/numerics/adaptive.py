@@ -71,15 +71,18 @@ def _at_step(config, h):
 class EstimatingStepper(Steps):
     """Steps psi by dt (``step(psi, j)``), carrying its error ``e`` (module docstring);
     ``make(config)`` builds a :class:`~tdse.numerics.stepper.Stepper` for a config (the
-    run plan's :meth:`~tdse.run.plan.RunPlan.stepper`).  ``control``: adaptive steps
+    run plan's :meth:`~tdse.run.plan.RunPlan.stepper`; a scan's batch: a
+    :class:`~tdse.numerics.stepper.BatchStepper` for its members at that config's time and
+    propagator, with ``local`` a :class:`~tdse.numerics.local_error.BatchLocalError`).  ``control``: adaptive steps
     (``time.tolerance``).  ``e`` starts as None (zeros at the first step) and may be set
     (a resumed run's); ``n`` the steps a dt now."""
 
-    def __init__(self, config, make, xp=np, control=False):
+    def __init__(self, config, make, xp=np, control=False, local=None):
         self.config, self.make, self.xp, self.control = config, make, xp, control
-        self.local = LocalError(config, xp)
+        self.local = LocalError(config, xp) if local is None else local
         self.base = make(_at_step(config, config.time.dt) if control else config)
-        self.scheme, self.method, self.static = self.base.scheme, self.base.method, self.base.static
+        self.scheme, self.static = self.base.scheme, self.base.static
+        self.method = getattr(self.base, "method", None)       # (a batch has none)
         self._steps, self._carry = {1: self.base}, {}
         self.n, self.e = 1, None
         self._first = None             # the dt's first local error when _choose made it
@@ -123,9 +126,10 @@ class EstimatingStepper(Steps):
         return self._carry[n]
 
     def _norm(self, parts, scale=1.0):
-        """||sum_n scale^n part_n|| (L2, weight dx) of :meth:`LocalError.parts`."""
+        """||sum_n scale^n part_n|| (L2, weight dx) of :meth:`LocalError.parts`; of a block
+        (a scan's batch) its largest column's: the members share their steps."""
         L = sum((scale ** n) * v for n, v in parts)
-        return float(self.xp.sqrt(self.xp.sum(self.xp.abs(L) ** 2) * self.config.grid.dx))
+        return float(self.xp.sqrt(self.xp.sum(self.xp.abs(L) ** 2, axis=0) * self.config.grid.dx).max())
 
     def step(self, psi, j):
         """psi(t_j + dt), e carried with it."""

@@ -43,7 +43,7 @@ from ..model.hamiltonian import Operator
 from ..model.potential import soft_core, total_many
 from . import schemes
 
-__all__ = ["leading_term", "estimator_terms", "LocalError"]
+__all__ = ["leading_term", "estimator_terms", "LocalError", "BatchLocalError"]
 
 
 def _mul(a, b):
@@ -199,6 +199,14 @@ class LocalError:
         self._molecule = None      # a static molecule's V (letters)
         self._graphs = {}          # a GPU's captured estimates, by the shape of u (_graph)
 
+    @staticmethod
+    def words(config) -> int:
+        """Vectors an estimate for ``config`` holds at once (its suffixes': 5 for midpoint,
+        29 for cfm4, 18 and 39 with an absorber's masks)."""
+        absorber = None if config.hermitian else "masks"
+        T = estimator_terms(config.propagator.scheme, absorber)
+        return len({w[i:] for C in T.values() for w in C for i in range(len(w))})
+
     def products(self) -> int:
         """Products with T + V (the letter a_0) one estimate makes."""
         return sum(1 for s in self._suffixes if s[0] == 0)
@@ -258,6 +266,11 @@ class LocalError:
         if u.ndim == 2:
             der = [d[:, None] for d in der]
         W = None if self.W is None else (self.W if u.ndim == 1 else self.W[:, None])
+        return self._apply(u, dt, H, lambda k, X: der[k] * X + p[k](X) if k in p else der[k] * X, W)
+
+    def _apply(self, u, dt, H, letter, W):
+        """[(n, dt^n C_n u)]: the suffixes' products, a_0 X = -i H(X), a_k X = -i letter(k, X)
+        (k >= 1), b X = W X, then each order's sum."""
         vec = {(): u}
         for s in self._suffixes:
             k, rest = s[0], vec[s[1:]]
@@ -266,7 +279,7 @@ class LocalError:
             elif k == ABSORBER:
                 vec[s] = W * rest
             else:
-                vec[s] = -1j * (der[k] * rest + p[k](rest)) if k in p else -1j * der[k] * rest
+                vec[s] = -1j * letter(k, rest)
         return [(n, sum(c * vec[w] for w, c in C.items()) * dt ** n) for n, C in self.terms.items()]
 
     def _graph(self, u, host, dt):
@@ -305,15 +318,20 @@ class LocalError:
                 "T": None if one else (Operator(self.config, 1.0, np.zeros(n), cp)
                                        if grid.stencil == "dvr" else block),
                 "words": self._words(block) if one else None}
-        orders = np.array([float(dt) ** m for m in self.terms])
-        g["up"].put(np.concatenate([host.ravel(), orders]))
-        if g["D"] is None or g["up"].dev.data.ptr != g["D"].data.ptr:
-            g["D"], g["graph"] = g["up"].dev, None                  # a new buffer: capture again
+        self._letters_in(g, host, dt)
         copy_in(cp, g["u"], u)
         if g["graph"] is None:
             g["graph"] = self._capture(g)
         g["graph"].launch()
         return g["out"], g["total"]
+
+    def _letters_in(self, g, host, dt):
+        """The letters (and the orders' dt^n) into the device buffer ``g["D"]`` the graph
+        reads: one pinned upload (a new buffer of the upload's ring: captured again)."""
+        orders = np.array([float(dt) ** m for m in self.terms])
+        g["up"].put(np.concatenate([host.ravel(), orders]))
+        if g["D"] is None or g["up"].dev.data.ptr != g["D"].data.ptr:
+            g["D"], g["graph"] = g["up"].dev, None
 
     def _capture(self, g):
         from .graphs import capture
@@ -384,9 +402,10 @@ class LocalError:
     def _body(self, g):
         """The captured estimate (:meth:`_graph`): its sums into ``g["out"]``."""
         u, n = g["u"], self.config.grid.n
-        D = g["D"][:self.P * n].reshape(self.P, n)
-        der = [D[k] if u.ndim == 1 else D[k][:, None] for k in range(self.P)]
-        W = None if self.W is None else (self.W if u.ndim == 1 else self.W[:, None])
+        shape = g.get("letters", (self.P, n))         # (a batch's P x N x B)
+        D = g["D"][:math.prod(shape)].reshape(shape)
+        der = [D[k] if D[k].ndim == u.ndim else D[k][:, None] for k in range(self.P)]
+        W = None if self.W is None else (self.W if self.W.ndim == u.ndim else self.W[:, None])
 
         def H(X):
             if isinstance(g["T"], Operator):         # the DVR: T X (+ 0 X) by FFT
@@ -419,3 +438,60 @@ class LocalError:
         xp = self.xp
         n = xp.sqrt(xp.sum(xp.abs(L) ** 2, axis=0) * self.config.grid.dx)
         return float(n) if L.ndim == 1 else n
+
+
+class BatchLocalError(LocalError):
+    """:class:`LocalError` for a scan's batch: an N x B block whose columns are members with
+    their own potentials, fields and absorbers (:class:`tdse.numerics.stepper.BatchStepper`'s
+    ``potential``, a :class:`tdse.model.potential.BatchPotential`, and ``W``, N x B or None).
+    The same words; the letters member by member: a_k's d^k V / dt^k (N x B, from V at the
+    step's p + 1 points on the block's device) and, in the velocity gauge, A(t)'s per member
+    (B,) times p; H = T + V as the block's :class:`~tdse.model.hamiltonian.BlockOperator`.
+    An absorber as masks (the batch's Chebyshev exponentials apply it so).  On a GPU in the
+    length gauge the words' products are one CUDA graph (:meth:`_graphs_take`), the letters
+    made before it by BatchPotential's kernels; in the velocity gauge launched from Python."""
+
+    def __init__(self, configs, potential, W, xp=np):
+        ref = next((c for c in configs if not c.hermitian), configs[0])
+        super().__init__(ref, xp, masks=True)
+        self.batch = potential
+        self.W = None if W is None else xp.asarray(-np.asarray(W, dtype=np.float64))
+
+    def letters(self, t, dt):
+        """([V_b(t), dV_b/dt, ...] each N x B on the device, [A_b(t), dA_b/dt, ...] each (B,)
+        on the host, or None in the length gauge)."""
+        pot, P, xp = self.batch, self.P, self.xp
+        ts = t + dt * np.arange(P) / (P - 1)
+        vals = [pot.total(float(s)) for s in ts]
+        A = None
+        if pot.velocity:
+            A = np.array([pot.vector(float(s)) for s in ts])               # (P, B)
+            vals = [v + xp.asarray(0.5 * a * a)[None, :] for v, a in zip(vals, A)]
+            A = [A[0]] + [(self.M[k] @ A) * dt ** -k for k in range(1, P)]
+        der = [vals[0]] + [sum(float(m) * v for m, v in zip(self.M[k], vals) if m) * dt ** -k
+                           for k in range(1, P)]
+        return der, A
+
+    def _graphs_take(self, A) -> bool:
+        """On a GPU in the length gauge with ``run.graphs``: the words' products as one CUDA
+        graph (:meth:`LocalError._graph`'s graph of products, the DVR's T by FFT), its letters
+        copied on the device into the buffer it reads."""
+        return self.xp is not np and A is None and self.config.run.graphs
+
+    def _letters_in(self, g, der, dt):
+        if g["D"] is None:
+            g["letters"] = (self.P,) + der[0].shape
+            g["D"] = self.xp.zeros(g["letters"])
+        for k, d in enumerate(der):
+            g["D"][k] = d
+
+    def _parts(self, u, t, dt, der, A):
+        from ..model.hamiltonian import BlockOperator
+        from ..model.momentum import BlockMomentum
+        xp, grid = self.xp, self.config.grid
+        H = BlockOperator(grid, 1.0, der[0], xp, a=None if A is None else A[0])
+        if A is None:
+            return self._apply(u, dt, H, lambda k, X: der[k] * X, self.W)
+        p = BlockMomentum(grid, xp)
+        a = [xp.asarray(v)[None, :] for v in A]
+        return self._apply(u, dt, H, lambda k, X: der[k] * X + a[k] * p(X), self.W)

@@ -12,6 +12,7 @@ All quantities in atomic units (hbar = m_e = e = 1); every dataset carries ``uni
   /x                                            the grid (with the final psi)
   /<observable>                                 (key dims..., t) or (member, t) [, state]
   /psi_final                                    (key dims..., x), complex, when kept
+  /time_error, /time_error_populations          (key dims..., t) with time_error = "estimate"
   /hhg_order, /hhg_power                        the harmonic spectrum of each member's
                                                 acceleration (with a [field])
 attrs: format, version, created, input_toml (the base input), keys, zipped, units.
@@ -76,6 +77,15 @@ def write(path, res: dict, spectra: dict | None = None) -> str:
                 put(f, f"tsurff_P_{side}", res[f"tsurff_P_{side}"], dims + [k], "bohr/hbar",
                      f"|b(k)|^2 of the electrons that crossed x = {sign}{R:g} bohr by t_end "
                      "(t-SURFF, [output] tsurff_radius)")
+        if "time_error" in res:         # time_error = "estimate" (tdse.run.timeerror.BatchEstimate)
+            put(f, "time_error", res["time_error"], dims + [t], "1",
+                "stated time-discretisation error of psi (L2, up to a global phase): 2 x the "
+                "norm of the member's local errors carried to t")
+            put(f, "time_error_populations", res["time_error_populations"], dims + [t], "1",
+                "estimated time error of the populations_h0 (their first-order change by the "
+                "carried error, x 2)")
+            f.attrs.update(batch_steps_taken=np.asarray(res["batch_steps_taken"]),
+                           batch_rejected=np.asarray(res["batch_rejected"]))
         if spectra:
             o = f.create_dataset("hhg_order", data=spectra["order"])
             _label(o, "1", "harmonic order omega / omega_0")

@@ -60,7 +60,8 @@ from ..numerics import adaptive
 from ..numerics.adaptive import transport_config
 from .loop import Sink, advance
 
-__all__ = ["TimeErrorEstimate", "CompanionEstimate", "LocalEstimate", "describe", "phase_blind_distance", "window_start",
+__all__ = ["TimeErrorEstimate", "CompanionEstimate", "LocalEstimate", "BatchEstimate",
+           "estimating_batch", "scan_estimates", "describe", "phase_blind_distance", "window_start",
            "companion_config", "SAFETY", "energy_band"]
 
 #: E = SAFETY x the distance to the companion at dt/2, or x the carried error
@@ -353,6 +354,65 @@ class LocalEstimate(Sink):
                        "/snapshots/time_error"}
         if self.writer is not None:
             self.writer.set_attrs(time_error=self.result)
+
+
+def scan_estimates(config) -> bool:
+    """Whether a scan states its members' time errors: where the input asks for the estimate
+    (``time_error = "estimate"``, which ``time.tolerance`` implies).  The companion and the
+    window are not run in a scan (docs/SCANS.md)."""
+    return config.propagator.time_error == "estimate"
+
+
+def estimating_batch(stepper, configs, phi, xp=np):
+    """A scan batch's steps with each member's time error (``time_error = "estimate"``): an
+    :class:`~tdse.numerics.adaptive.EstimatingStepper` over ``stepper``'s kind of steps
+    (:class:`~tdse.numerics.stepper.BatchStepper`) whose estimate is the block's
+    (:class:`~tdse.numerics.local_error.BatchLocalError`), and the sink that reads each
+    member's stated error (:class:`BatchEstimate`).  With ``time.tolerance`` the members
+    share their steps, chosen for the largest estimate among them."""
+    from ..numerics.local_error import BatchLocalError
+    from ..numerics.stepper import BatchStepper
+
+    def make(c):          # the members at c's time and propagator (dt/n, the carrier's)
+        return BatchStepper([m if c is configs[0] else dataclasses.replace(
+            m, time=c.time, propagator=c.propagator) for m in configs], xp)
+    local = BatchLocalError(configs, stepper.potential, stepper.W, xp)
+    est = adaptive.EstimatingStepper(configs[0], make, xp, control=configs[0].time.tolerance is not None,
+                                     local=local)
+    return est, BatchEstimate(est, phi, configs[0])
+
+
+class BatchEstimate(Sink):
+    """Each member's stated time error in a scan's batch (a column of the N x B block and of
+    the carried e): as :meth:`LocalEstimate.estimate`'s E and dP, member by member on the
+    block's device, every ``observables_every`` steps (the scan's rows)."""
+
+    def __init__(self, stepper, phi, config):
+        self.stepper, self.xp, self.dx = stepper, stepper.xp, config.grid.dx
+        self.phi = stepper.xp.asarray(phi)            # (B, K, N): each member's H(0) states
+        self.every, self.last = config.output.observables_every, config.time.steps
+        self.rows = []
+
+    def begin(self, state):
+        self.stepper.e = self.xp.zeros_like(state.psi)
+        self.save(state)
+
+    def save(self, state):
+        xp, a, d = self.xp, state.psi, self.stepper.e
+        beta = xp.sum(a.conj() * d, axis=0).imag / xp.maximum(xp.sum(xp.abs(a) ** 2, axis=0), 1e-300)
+        err = SAFETY * xp.sqrt(xp.sum(xp.abs(d - 1j * beta[None, :] * a) ** 2, axis=0) * self.dx)
+        if self.phi.shape[1]:
+            ca, cd = (xp.einsum("bkn,nb->bk", self.phi, v) * self.dx for v in (a, d))
+            dp = SAFETY * xp.abs(2.0 * (ca.conj() * cd).real).max(axis=1)
+        else:
+            dp = xp.full_like(err, math.nan)
+        self.rows.append(xp.stack([err, dp]))
+
+    def columns(self) -> dict:
+        """{"time_error", "time_error_populations"}: (B, S) each, on the host."""
+        rows = to_host(self.xp.stack(self.rows))           # (S, 2, B)
+        return {"time_error": np.ascontiguousarray(rows[:, 0].T),
+                "time_error_populations": np.ascontiguousarray(rows[:, 1].T)}
 
 
 def describe(e: dict) -> str:

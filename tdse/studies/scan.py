@@ -46,7 +46,9 @@ from ..numerics.stepper import BatchStepper
 from ..run.loop import Sink, evolve
 from ..run.nuclei import scan as nuclei_scan
 from ..run.plan import prepare
+from ..run.timeerror import estimating_batch, scan_estimates
 from ..run.tsurff import for_batch
+from .workers import WORKER_CONFIG, worker_yaml  # noqa: F401  (worker_yaml: docs/SCANS.md)
 
 __all__ = ["parse_set", "members", "batches", "run_batch", "batch_task", "scan", "Scan", "spectra"]
 
@@ -140,10 +142,11 @@ def _one_time_axis(configs, axes):
 
 
 def _signature(cfg: Config):
-    """Members with equal signatures share a batch: one grid, scheme, dt, length, output."""
+    """Members with equal signatures share a batch: one grid, scheme, dt (and tolerance),
+    length, output."""
     g, t, o, p = cfg.grid, cfg.time, cfg.output, cfg.propagator
     f = cfg.potential.field
-    return (g.x_min, g.x_max, g.dx, str(g.stencil), t.dt, t.t_end, p.scheme,
+    return (g.x_min, g.x_max, g.dx, str(g.stencil), t.dt, t.tolerance, t.dt_min, t.t_end, p.scheme,
             o.observables_every, o.populations, len(cfg.potential.centres), cfg.potential.V,
             None if f is None else (f.envelope, f.E))
 
@@ -151,10 +154,12 @@ def _signature(cfg: Config):
 def batch_limit(config: Config, memory=None) -> int:
     """Members a batch may hold in ``memory`` bytes (default: half the memory available):
     about 12 complex blocks of N x B (the Chebyshev recurrence, the FFT's padding, the
-    potentials) and each member's eigenstates."""
+    potentials) and each member's eigenstates; with the time error, the carried e and the
+    estimate's words (:meth:`tdse.numerics.local_error.LocalError.words`)."""
     from ..config import available_memory
+    from ..numerics.local_error import LocalError
     n, K = config.grid.n, config.output.populations
-    per = 16 * n * 12 + 8 * n * (K + 4)
+    per = 16 * n * (12 + (LocalError.words(config) + 4 if scan_estimates(config) else 0)) + 8 * n * (K + 4)
     return max(1, min(MAX_BATCH, int((memory or available_memory() // 2) // per)))
 
 
@@ -242,8 +247,9 @@ def run_batch(configs, backend="numpy", devices=None, keep_psi=False) -> dict:
     """One batch: the members' observables over time ({"t": (S,), name: (B, S[, K])}),
     and with ``keep_psi`` their final psi (B, N); also the work done."""
     t_start = time.perf_counter()
+    kind = "estimate" if scan_estimates(configs[0]) else "none"
     configs = [dataclasses.replace(c, propagator=dataclasses.replace(
-        c.propagator, method=exponentials.Chebyshev.name, time_error="none", error_window=0,
+        c.propagator, method=exponentials.Chebyshev.name, time_error=kind, error_window=0,
         operator=False)) for c in configs]
     from ..run.backend import resolve_backend, usable_cpus
     block = len(configs) > 1 and resolve_backend(backend, devices)[0] == "numpy"
@@ -266,15 +272,20 @@ def run_batch(configs, backend="numpy", devices=None, keep_psi=False) -> dict:
     X0 = np.stack(psi0, axis=1)
     rec = _Recorder(BlockMeasure(configs, x, np.stack(phi), X0, xp), configs[0])
     stepper = BatchStepper(configs, xp)
-    sinks, ts = [rec], for_batch(configs, stepper)
+    sinks, ts, est = [rec], for_batch(configs, stepper), None
     if ts is not None:
         sinks.append(ts)
+    if kind == "estimate":            # each member's time error (adaptive steps: shared)
+        stepper, est = estimating_batch(stepper, configs, np.stack(phi), xp)
+        sinks.append(est)
     t0 = time.perf_counter()
     final = evolve(plan, xp.asarray(X0), sinks, stepper=stepper)   # (with the plan's BLAS threads)
     t1 = time.perf_counter()
     out = {"t": np.asarray(rec.t), "seconds": t1 - t0,
            "exponentials": stepper.exponentials, "chebyshev_terms": stepper.cheb_terms,
            "blas_threads": plan.backend.threads or 0, **rec.columns()}   # (B, S[, K])
+    if est is not None:
+        out.update(est.columns(), steps_taken=stepper.substeps, rejected=stepper.rejected)
     # the batch's work outside its time loop: set-up (plan, states, the members' potentials)
     # and the columns' collection after it
     out["setup_seconds"], out["collect_seconds"] = t0 - t_start, time.perf_counter() - t1
@@ -299,11 +310,12 @@ def scan_bytes(sc: Scan, keep_psi=False) -> int:
     """Bytes a scan writes at most: its file, and while it runs the same again in its parts
     folder -- each member's rows (a dozen real observables, the complex autocorrelation, K
     populations, and its spectrum's share: 120 + 8 K bytes a row; #59 measured ~0.56 MB a
-    member at 4411 rows and K = 4), its final psi with ``keep_psi`` -- and 256 KiB of
+    member at 4411 rows and K = 4; + 16 with the time errors), its final psi with ``keep_psi`` -- and 256 KiB of
     metadata (a bound: tests/test_scan.py compares it with the files a scan writes)."""
     rows = max(c.time.steps // c.output.observables_every + 1 for c in sc.configs)
     K = max(c.output.populations for c in sc.configs)
-    per = rows * (120 + 8 * K) + (16 * sc.base.grid.n if keep_psi else 0)
+    per = rows * (120 + 8 * K + (16 if scan_estimates(sc.base) else 0)) + \
+        (16 * sc.base.grid.n if keep_psi else 0)
     return 2 * len(sc.configs) * per + (1 << 18)
 
 
@@ -464,44 +476,6 @@ def _need_dask_cuda():
                           "(no --workers)") from None
 
 
-#: the Dask configuration of the clusters a scan starts itself: nothing in a worker that
-#: wakes its main thread often enough to take the interpreter lock from the batch's
-#: Python-driven time loop -- no statistical profiler (a thread sampling the running task's
-#: stack every 10 ms: on one H200 a 1000-member batch stepped 6.15 s in process, 8.97 s in
-#: a worker with it, 7.53 s without; ``dask_gpus.sh``, 2026-11-24), and the event loop's
-#: tick, the system monitor and the memory monitor at 1 s, 5 s, 1 s (Dask's defaults 20 ms,
-#: 500 ms, 100 ms): a small host-bound CPU batch 7-17 % slower in a worker than in process
-#: with the defaults, 1-4 % with these (``benchmarks/archive/worker_tick.py``) -- and glibc's
-#: own heap trimming: a nanny starts its worker with MALLOC_TRIM_THRESHOLD_=65536 (Dask's
-#: ``distributed.nanny.pre-spawn-environ``), which made a 1000-member GPU batch's loop
-#: 5.41-5.48 s against 5.04-5.10 s without, in a worker or a plain child process alike
-#: (one H200 of 4, 2026-11-26, ``worker_gpu_h200x4_20261126T0211.log``); the nanny's one
-#: BLAS thread a worker is kept (without it each worker's host BLAS takes every core: a
-#: batch's set-up 9.3-10.7 s instead of 0.2-0.5 s, ``dask_gpus_h200x4_20261126T0216.log``).
-#: A cluster of one's own: :func:`worker_yaml`, docs/SCANS.md.
-WORKER_CONFIG = {"distributed.worker.profile.enabled": False,
-                 "distributed.admin.tick.interval": "1s",
-                 "distributed.admin.system-monitor.interval": "5s",
-                 "distributed.worker.memory.monitor-interval": "1s",
-                 "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
-
-
-def worker_yaml() -> str:
-    """:data:`WORKER_CONFIG` as a Dask YAML file, for workers one starts oneself (``dask
-    worker`` by hand, dask-jobqueue): ``DASK_CONFIG=FILE`` in their environment, or the
-    file in ``~/.config/dask/``."""
-    import yaml
-    tree = {}
-    for key, value in WORKER_CONFIG.items():
-        *path, leaf = key.split(".")
-        node = tree
-        for p in path:
-            node = node.setdefault(p, {})
-        node[leaf] = value
-    return ("# Dask configuration for the workers of a tdse scan (tdse.studies.scan.WORKER_CONFIG)\n"
-            + yaml.safe_dump(tree, sort_keys=True))
-
-
 def _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi, on_submit=None,
              folder=None, fps=None):
     """(batch number, result) as batches finish: here, or on a Dask cluster (a LocalCluster
@@ -554,7 +528,8 @@ class _Assembly:
     def __init__(self, sc, groups, keep_psi):
         self.sc, self.groups = sc, groups
         self.names = BlockMeasure.NAMES + (("psi",) if keep_psi else ()) + \
-            (("tsurff_P_right", "tsurff_P_left") if sc.base.output.tsurff_radius else ())
+            (("tsurff_P_right", "tsurff_P_left") if sc.base.output.tsurff_radius else ()) + \
+            (("time_error", "time_error_populations") if scan_estimates(sc.base) else ())
         self.arrays, self.t, self.k, self.meta, self.seconds = None, None, None, {}, 0.0
 
     def place(self, k, res):
@@ -569,7 +544,8 @@ class _Assembly:
         for n in self.names:
             self.arrays[n][rows] = res[n]
         self.meta[k] = {key: float(res[key]) for key in
-                        ("seconds", "blas_threads", "setup_seconds", "collect_seconds") if key in res}
+                        ("seconds", "blas_threads", "setup_seconds", "collect_seconds",
+                         "steps_taken", "rejected") if key in res}
         self.seconds += time.perf_counter() - t0
 
     def result(self) -> dict:
@@ -577,6 +553,9 @@ class _Assembly:
         out = {"scan": sc, "t": self.t, "batches": len(self.groups),
                "batch_seconds": [self.meta[k]["seconds"] for k in K],
                "batch_blas_threads": [int(self.meta[k].get("blas_threads", 0)) for k in K]}
+        if "steps_taken" in self.meta[0]:       # the estimate's steps, each batch's
+            out["batch_steps_taken"] = [int(self.meta[k]["steps_taken"]) for k in K]
+            out["batch_rejected"] = [int(self.meta[k]["rejected"]) for k in K]
         for n, arr in self.arrays.items():
             out[n] = arr.reshape(sc.shape + arr.shape[1:])
         if self.k is not None:

@@ -549,6 +549,11 @@ def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, 
     sc = res["scan"]
     click.echo(f"{len(sc.configs)} members in {res['batches']} batch(es), {res['seconds']:.1f} s "
                f"({res['seconds'] / len(sc.configs):.3g} s a member); wrote {base}.h5, {base}.png")
+    if "time_error" in res:              # time_error = "estimate": each member's, at t_end
+        te = res["time_error"][..., -1]
+        click.echo(f"time-discretisation error of psi at t_end (the estimate, each member's in "
+                   f"/time_error): {te.min():.2g} to {te.max():.2g}; steps taken "
+                   f"{min(res['batch_steps_taken'])}-{max(res['batch_steps_taken'])} a batch")
 
 
 @main.command()
