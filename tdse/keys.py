@@ -148,8 +148,7 @@ KEYS = (
     Key("propagator.operator", "bool", "", "false", "also accumulate U(t) and store P_mn(t) between the lowest "
         "states of H(0)"),
     Key("propagator.time_error", "\"estimate\" | \"companion\" | \"window\" | \"none\"", "",
-        "companion if H depends on t (window if error_window is given; estimate with "
-        "time.tolerance), else none",
+        "estimate if H depends on t (window if error_window is given), else none",
         "the run's time-discretisation error: estimate = each step's local error (its leading "
         "term, from H's values) carried along the run, 2 x its norm stated per snapshot (1.9-3.2x "
         "the true error on four kinds of drive, tests/test_local_error.py; x1.06 the main job's "

@@ -253,7 +253,7 @@ def test_a_scans_members_state_their_own_time_errors(kind, tmp_path):
     error -- the block's estimate (BatchLocalError: each member's own letters, field,
     absorber) carried with the block -- equal to its own serial run's at every row (1e-6
     relative: the carrier at 1e-6), and at t_end within 1-10x of the member's true error (its
-    own dt/8 Chebyshev 1e-14 run).  The scan file holds them, (key, t), with units."""
+    own dt/8 Chebyshev 1e-14 run; in the velocity gauge the serial run's bound is its own test's).  The scan file holds them, (key, t), with units."""
     rng = np.random.default_rng()
     if kind == "abrupt":
         c, key = _config("abrupt", rng), "potential.centres.frequency"
@@ -277,6 +277,8 @@ def test_a_scans_members_state_their_own_time_errors(kind, tmp_path):
                                    rtol=1e-6, atol=1e-15)
         np.testing.assert_allclose(res["time_error_populations"][i, ::c.output.every],
                                    d["snapshots/time_error_populations"], rtol=1e-5, atol=1e-15)
+        if kind.endswith("velocity"):    # (its run's own bound: test_stated_error_bounds_the_true_one)
+            continue
         _, ref = drives.reference(m)
         true = phase_blind_distance(own.psi[-1], ref, c.grid.dx)
         assert 1.0 <= res["time_error"][i, -1] / true <= 10.0, (v, res["time_error"][i, -1], true)

@@ -242,16 +242,16 @@ def test_the_assembly_places_each_batch_in_its_rows_and_keeps_its_timings(base, 
 
 def test_a_scan_steps_psi_by_chebyshev_whatever_the_input_asks(inputs_dir):
     """run_batch steps each batch's psi by the block Chebyshev series, with no time-error
-    run and no U(t): tiny at N = 65536 asking for the dense exponent, U(t) and (its default)
-    the companion -- which prepare refuses (the dense matrices: hundreds of GiB) -- scans,
-    each member equal to its own run of psi by Chebyshev without a time error."""
+    run and no U(t): tiny at N = 65536 asking for the dense exponent and U(t) (and, by its
+    default, the estimate) -- which prepare refuses (the dense matrices: hundreds of GiB) --
+    scans, each member equal to its own run of psi by Chebyshev without a time error."""
     import os
     text = (open(os.path.join(inputs_dir, "tiny.toml")).read()
             .replace("x_min = -6.4", "x_min = -3276.8").replace("x_max = 6.4", "x_max = 3276.8")
             .replace("dx = 0.2", "dx = 0.1").replace("t_end = 1.0", "t_end = 0.01")
             .replace('method = "auto"', 'method = "dense"\noperator = true'))
     cfg = tdse.config.loads(text)
-    assert cfg.grid.n == 65536 and cfg.propagator.time_error == "companion"
+    assert cfg.grid.n == 65536 and cfg.propagator.time_error == "estimate"
     with pytest.raises(ConfigError, match="dense"):
         tdse.prepare(cfg, backend="numpy")
     sets = {"potential.a": [0.5, 0.6]}

@@ -310,7 +310,7 @@ def test_new_keys_are_validated(inputs_dir, edit, key, words):
 
 def test_scheme_and_window_defaults(inputs_dir):
     tiny = cfgmod.load(os.path.join(inputs_dir, "tiny.toml"))
-    assert tiny.propagator.scheme == "cfm4" and tiny.propagator.time_error == "companion"
+    assert tiny.propagator.scheme == "cfm4" and tiny.propagator.time_error == "estimate"   # #56 item 3
     assert tiny.propagator.error_window == 0
     window = tiny.with_value("propagator.time_error", "window")
     assert window.propagator.error_window == 20  # 200 steps / 10

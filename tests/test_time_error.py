@@ -66,7 +66,7 @@ def test_stated_time_error_bounds_the_true_one(case, t_end, monkeypatch):
 def test_companion_estimate_is_stored_per_snapshot():
     import tdse
     cfg = tdse.load_config(os.path.join(os.path.dirname(HERE), "inputs", "tiny.toml"))
-    cfg = cfg.with_value("propagator.method", "dense")
+    cfg = cfg.with_value("propagator.method", "dense").with_value("propagator.time_error", "companion")
     res = tdse.simulate(cfg, backend="numpy")
     d = res.arrays()
     te, tp = d["snapshots/time_error"], d["snapshots/time_error_populations"]
@@ -100,7 +100,7 @@ def test_the_stated_population_error_bounds_the_true_one():
     9.0e-12 in the populations, 4.0e-11 against 2.1e-11 in psi."""
     import tdse
     cfg = tdse.load_config(os.path.join(os.path.dirname(HERE), "inputs", "tiny.toml"))
-    cfg = cfg.with_value("propagator.method", "dense")
+    cfg = cfg.with_value("propagator.method", "dense").with_value("propagator.time_error", "companion")
     d = tdse.simulate(cfg, backend="numpy").arrays()
     fine = cfg.with_value("time.dt", cfg.time.dt / 8).with_value("propagator.time_error", "none").with_value(
         "output.every", 8 * cfg.output.every).with_value("output.observables_every", 8 * cfg.output.observables_every)

@@ -1,6 +1,7 @@
 """The in-run estimates of the time-discretisation error, sinks of the loop.
 
-**From the local errors** (:class:`LocalEstimate`, ``time_error = "estimate"``): at every
+**From the local errors** (:class:`LocalEstimate`, ``time_error = "estimate"``, the default
+when H depends on t): at every
 step the leading term of the step's local error L_j (:mod:`tdse.numerics.local_error`,
 asymptotically correct: within 10 % of the measured one at the tests' dt,
 ``tests/test_local_error.py``), carried along as the linearised global error
@@ -15,8 +16,8 @@ the state), per snapshot and at t_end; the populations' P_n = |<phi_n|psi>|^2 by
 first-order change with e (an estimate, and the loose bound E implies:
 :meth:`LocalEstimate.estimate`).
 
-**Over the whole run** (:class:`CompanionEstimate`, ``time_error = "companion"``, the
-default when H depends on t): a companion psi is propagated beside the run with half its
+**Over the whole run** (:class:`CompanionEstimate`, ``time_error = "companion"``, opt-in; the
+default is the estimate above): a companion psi is propagated beside the run with half its
 step, dt/2 (two companion steps per step of the run), and compared with the run's psi at
 every snapshot.  With e the run's error and e' the companion's, their distance
 d = min_a ||psi_dt - e^(ia) psi_(dt/2)|| lies in [e - e', e + e'].  The stated error is
