@@ -366,6 +366,13 @@ def _time_error(d):
             out.append(f"| {r['tolerance']:g} | {r['seconds']:.2f} | {r['steps']} | {r['true_error']:.2g} | "
                        f"{r['stated']:.2g} | {f.get('dt', '-')} | {r['over_fixed_none'] or float('nan'):.2f} | "
                        f"{r['over_fixed_estimate'] or float('nan'):.2f} |")
+    for r in (r for r in d["rows"] if r["part"] == "dynamiqs"):
+        out += ["", f"| adaptive (N = {r['n']}, no absorber): tolerance | seconds | true error | dynamiqs "
+                    "Dopri8 as accurate: rtol | its seconds | ours / its |", "| --- | --- | --- | --- | --- | --- |"]
+        for o in r["ours"]:
+            b = o.get("dynamiqs_as_accurate") or {}
+            out.append(f"| {o['tolerance']:g} | {o['seconds']:.3f} | {o['true_error']:.2g} | {b.get('rtol', '-')} | "
+                       f"{b.get('seconds', float('nan')):.3f} | {o['over_dynamiqs'] or float('nan'):.2f} |")
     scans = [r for r in d["rows"] if r["part"].startswith("scan-")]
     if scans:
         out += ["", "| scan: members | fixed dt: none s, estimate x | adaptive: tolerance | shared s (steps) | "

@@ -1463,9 +1463,9 @@ def _bare_steps(plan, steps, graphs=True):
     return (time.perf_counter() - t0) / steps, st, nodes, state.psi
 
 
-def _dynamiqs_case(cfg, plan, t_end):
+def _dynamiqs_case(cfg, plan, t_end, rtol=1e-8):
     """dynamiqs.sesolve of the same H(t) = T + V0 + x E(t) (the sinc-DVR matrix, the same
-    pulse), Dopri8 rtol = atol = 1e-8 in double precision: (seconds warm, seconds with
+    pulse), Dopri8 rtol = atol = ``rtol`` in double precision: (seconds warm, seconds with
     compilation, final psi)."""
     import dynamiqs as dq
     import jax.numpy as jnp
@@ -1484,9 +1484,9 @@ def _dynamiqs_case(cfg, plan, t_end):
     tsave = jnp.asarray([0.0, t_end])
     kw = {}
     try:
-        kw["method"] = dq.method.Dopri8(rtol=1e-8, atol=1e-8)
+        kw["method"] = dq.method.Dopri8(rtol=rtol, atol=rtol)
     except AttributeError:
-        kw["solver"] = dq.solver.Dopri8(rtol=1e-8, atol=1e-8)
+        kw["solver"] = dq.solver.Dopri8(rtol=rtol, atol=rtol)
 
     def run():
         r = dq.sesolve(H, psi0, tsave, **kw)
@@ -1964,6 +1964,10 @@ def _time_error_args(p):
                         "the estimate's cost in a batch, and adaptive steps shared by a batch "
                         "against each member's own (--batch 1)")
     p.add_argument("--scan-tolerance", type=float, default=1e-6)
+    p.add_argument("--dynamiqs", type=float, nargs="*", default=[],
+                   help="also dynamiqs' sesolve (Dopri8) at these rtol = atol on the laser drive "
+                        "without its absorber, against adaptive steps at --tolerances: wall at "
+                        "equal accuracy (a GPU, dynamiqs installed)")
 
 
 def _time_error(a):
@@ -2029,6 +2033,8 @@ def _time_error(a):
              f"companion x{rows[-1]['companion_over_none']:.2f} (stated {stated})")
     for B in a.scan:
         rows += _time_error_scan(a, drives.make("laser", rng), B)
+    if a.dynamiqs:
+        rows += _time_error_dynamiqs(a, drives.make("laser", rng))
     if a.no_adaptive:
         return rows, {"seed": seed, "backend": a.backend}
     # adaptive steps on the laser input
@@ -2064,6 +2070,50 @@ def _time_error(a):
              f"x{row['over_fixed_none'] or float('nan'):.2f} of its wall without an error bar, "
              f"x{row['over_fixed_estimate'] or float('nan'):.2f} with one")
     return rows, {"seed": seed, "ladder": ladder, "backend": a.backend}
+
+
+def _time_error_dynamiqs(a, base):
+    """#56: adaptive steps (time.tolerance, dt = 1 the largest step) against dynamiqs'
+    adaptive Dopri8 on one H(t): the laser drive without its absorber (dynamiqs has no mask),
+    each run's true error against a dt/160 Chebyshev 1e-14 run; at each of our tolerances
+    the cheapest dynamiqs run at least as accurate (warm: its compilation apart)."""
+    import dataclasses
+    import tdse
+    from tdse.config import with_values
+    from tdse.run.timeerror import phase_blind_distance
+    from . import drives
+    cfg = dataclasses.replace(with_values(base, [("time.dt", 1.0), ("output.every", 5)]), absorber=None)
+    _, ref = drives.reference(cfg, factor=160)
+    ours = []
+    for tol in a.tolerances:
+        c = with_values(cfg, [("time.tolerance", tol)])
+        times, res = [], None
+        for _ in range(a.repeat):
+            res = tdse.simulate(c, backend=a.backend)
+            times.append(res.seconds)
+        ours.append({"tolerance": tol, "seconds": float(np.median(times)), "all_seconds": times,
+                     "true_error": phase_blind_distance(np.asarray(res.psi[-1].get() if hasattr(res.psi[-1], "get")
+                                                                   else res.psi[-1]), ref, cfg.grid.dx),
+                     "stated": res.time_error["error_at_t_end"], "steps": res.time_error["steps_taken"]})
+    plan = tdse.prepare(cfg, backend=a.backend)
+    theirs = []
+    for rtol in a.dynamiqs:
+        try:
+            warm, first, psi = _dynamiqs_case(cfg, plan, cfg.time.t_end, rtol)
+        except Exception as e:     # (not installed, or its versions disagree with jax's)
+            theirs.append({"rtol": rtol, "error": f"{type(e).__name__}: {str(e)[:200]}"})
+            continue
+        theirs.append({"rtol": rtol, "seconds": warm, "first_call_seconds": first,
+                       "true_error": phase_blind_distance(psi, ref, cfg.grid.dx)})
+        _say(f"dynamiqs Dopri8 rtol {rtol:g}: {warm:.3f} s, true {theirs[-1]['true_error']:.2g}")
+    for r in ours:
+        ok = [d for d in theirs if "seconds" in d and d["true_error"] <= r["true_error"]]
+        best = min(ok, key=lambda d: d["seconds"]) if ok else None
+        r["dynamiqs_as_accurate"] = best
+        r["over_dynamiqs"] = r["seconds"] / best["seconds"] if best else None
+        _say(f"ours at {r['tolerance']:g}: {r['seconds']:.3f} s, true {r['true_error']:.2g}; dynamiqs as "
+             f"accurate: {best and best['rtol']} -> x{r['over_dynamiqs'] or float('nan'):.2f} its wall")
+    return [{"part": "dynamiqs", "n": cfg.grid.n, "t_end": cfg.time.t_end, "ours": ours, "dynamiqs": theirs}]
 
 
 def _time_error_scan(a, base, B):
