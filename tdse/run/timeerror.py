@@ -374,9 +374,9 @@ def estimating_batch(stepper, configs, phi, xp=np):
     from ..numerics.local_error import BatchLocalError
     from ..numerics.stepper import BatchStepper
 
-    def make(c):          # the members at c's time and propagator (dt/n, the carrier's)
-        return BatchStepper([m if c is configs[0] else dataclasses.replace(
-            m, time=c.time, propagator=c.propagator) for m in configs], xp)
+    def make(c):          # ``stepper`` itself, or the members at c's time and propagator (dt/n, the carrier's)
+        return stepper if c is configs[0] else BatchStepper(
+            [dataclasses.replace(m, time=c.time, propagator=c.propagator) for m in configs], xp)
     local = BatchLocalError(configs, stepper.potential, stepper.W, xp)
     est = adaptive.EstimatingStepper(configs[0], make, xp, control=configs[0].time.tolerance is not None,
                                      local=local)
