@@ -422,6 +422,26 @@ class BatchPotential:
                                       int(self.has_field), out)
         return out
 
+    def weighted(self, times, weights):
+        """[sum_i w_ki V(x, t_i) for each row w_k of ``weights``], (N, B) each: on a GPU one
+        upload of the times' parameters and one kernel a row (:func:`tdse.backends.cupy.
+        potential.device_v` sums over times with weights); the letters of a batch's local
+        error (:class:`tdse.numerics.local_error.BatchLocalError`)."""
+        if self.xp is np:
+            V = [self.total(float(t)) for t in times]
+            return [sum(float(w) * v for w, v in zip(row, V) if w) for row in weights]
+        from mgemm.arrays import PinnedUpload
+        from ..backends.cupy.potential import potential_kernels
+        if getattr(self, "_up", None) is None:
+            self._up = PinnedUpload(self.xp)
+        nt, h, R = len(times), 3 + len(times), len(weights)
+        P = self._up(np.concatenate([self.header(row) for row in weights] + [self.blocks(times)]))
+        kernel, out = potential_kernels(self.xp, self.device)["v"], []
+        for r in range(R):
+            out.append(self.xp.empty((self.x.shape[0], self.B)))
+            kernel(self.x, P, self.constants(), r * h, R * h, nt, self.slots, self.B, int(self.has_field), out[-1])
+        return out
+
     def total(self, t):
         """V at ``t`` (a time, or (B,) own times on the host path), (N, B)."""
         if self.xp is not np:

@@ -462,15 +462,14 @@ class BatchLocalError(LocalError):
         on the host, or None in the length gauge)."""
         pot, P, xp = self.batch, self.P, self.xp
         ts = t + dt * np.arange(P) / (P - 1)
-        vals = [pot.total(float(s)) for s in ts]
-        A = None
-        if pot.velocity:
-            A = np.array([pot.vector(float(s)) for s in ts])               # (P, B)
-            vals = [v + xp.asarray(0.5 * a * a)[None, :] for v, a in zip(vals, A)]
-            A = [A[0]] + [(self.M[k] @ A) * dt ** -k for k in range(1, P)]
-        der = [vals[0]] + [sum(float(m) * v for m, v in zip(self.M[k], vals) if m) * dt ** -k
-                           for k in range(1, P)]
-        return der, A
+        # row k: the weights of V's values that make its k-th derivative at t (row 0: V(t))
+        w = np.vstack([np.eye(P)[0]] + [self.M[k] * dt ** -k for k in range(1, P)])
+        der = pot.weighted(ts, w)              # (on a GPU: one upload, a kernel a letter)
+        if not pot.velocity:
+            return der, None
+        A = np.array([pot.vector(float(s)) for s in ts])                   # (P, B)
+        q = w @ (0.5 * A * A)                  # A^2/2's derivatives, in V
+        return [d + xp.asarray(qk)[None, :] for d, qk in zip(der, q)], list(w @ A)
 
     def _graphs_take(self, A) -> bool:
         """On a GPU in the length gauge with ``run.graphs``: the words' products as one CUDA
