@@ -301,7 +301,7 @@ class LocalError:
         from mgemm.arrays import PinnedUpload
 
         from ..model.hamiltonian import BlockOperator
-        from .graphs import RUN_AHEAD, capture, copy_in
+        from .graphs import RUN_AHEAD, copy_in
         grid = self.config.grid
         cp, n = self.xp, self.config.grid.n
         g = self._graphs.get(u.shape)
