@@ -2080,6 +2080,7 @@ def _time_error_dynamiqs(a, base):
     import dataclasses
     import tdse
     from tdse.config import with_values
+    from mgemm.arrays import to_host
     from tdse.run.timeerror import phase_blind_distance
     from . import drives
     cfg = dataclasses.replace(with_values(base, [("time.dt", 1.0), ("output.every", 5)]), absorber=None)
@@ -2092,8 +2093,7 @@ def _time_error_dynamiqs(a, base):
             res = tdse.simulate(c, backend=a.backend)
             times.append(res.seconds)
         ours.append({"tolerance": tol, "seconds": float(np.median(times)), "all_seconds": times,
-                     "true_error": phase_blind_distance(np.asarray(res.psi[-1].get() if hasattr(res.psi[-1], "get")
-                                                                   else res.psi[-1]), ref, cfg.grid.dx),
+                     "true_error": phase_blind_distance(to_host(res.psi[-1]), ref, cfg.grid.dx),
                      "stated": res.time_error["error_at_t_end"], "steps": res.time_error["steps_taken"]})
     plan = tdse.prepare(cfg, backend=a.backend)
     theirs = []

@@ -171,6 +171,12 @@ def _derivatives(P):
     return np.array([math.factorial(k) * inv[k] for k in range(P)])
 
 
+def _suffixes(terms) -> list:
+    """Every suffix of the words of ``terms`` (:func:`estimator_terms`), shorter first: what
+    an estimate makes, each a letter times a shorter one."""
+    return sorted({w[i:] for C in terms.values() for w in C for i in range(len(w))}, key=len)
+
+
 class LocalError:
     """The leading terms of a step's local error for ``config`` (module docstring):
     :meth:`vector` L_est u at a step's start, :meth:`norm` its L2 norm (weight dx), for u a
@@ -193,8 +199,7 @@ class LocalError:
         self.x = points(config.grid)
         self.W = None if absorber is None else xp.asarray(-absorber_profile(config, self.x))
         self.M = _derivatives(self.P)
-        self._suffixes = sorted({w[i:] for C in self.terms.values() for w in C
-                                 for i in range(len(w))}, key=len)
+        self._suffixes = _suffixes(self.terms)
         self._last = None          # (t, V(t)): a step's end is the next one's start
         self._molecule = None      # a static molecule's V (letters)
         self._graphs = {}          # a GPU's captured estimates, by the shape of u (_graph)
@@ -203,9 +208,8 @@ class LocalError:
     def words(config) -> int:
         """Vectors an estimate for ``config`` holds at once (its suffixes': 5 for midpoint,
         29 for cfm4, 18 and 39 with an absorber's masks)."""
-        absorber = None if config.hermitian else "masks"
-        T = estimator_terms(config.propagator.scheme, absorber)
-        return len({w[i:] for C in T.values() for w in C for i in range(len(w))})
+        return len(_suffixes(estimator_terms(config.propagator.scheme,
+                                             None if config.hermitian else "masks")))
 
     def products(self) -> int:
         """Products with T + V (the letter a_0) one estimate makes."""

@@ -62,7 +62,7 @@ from ..numerics.adaptive import transport_config
 from .loop import Sink, advance
 
 __all__ = ["TimeErrorEstimate", "CompanionEstimate", "LocalEstimate", "BatchEstimate",
-           "estimating_batch", "scan_estimates", "describe", "phase_blind_distance", "window_start",
+           "estimating_batch", "scan_estimates", "stated", "describe", "phase_blind_distance", "window_start",
            "companion_config", "SAFETY", "energy_band"]
 
 #: E = SAFETY x the distance to the companion at dt/2, or x the carried error
@@ -313,16 +313,12 @@ class LocalEstimate(Sink):
         where the true one is 1e-8 or less, near the exponentials' own truncation); B =
         max_n (2 sqrt(P_n) E + E^2), the bound E implies (Cauchy-Schwarz; loose: where
         the error misses the populated states, 1e4 x dP on h2plus_moving_ramped)."""
-        dx = self.config.grid.dx
         a, d = to_host(psi), to_host(e)
-        beta = np.vdot(a, d).imag / max(np.vdot(a, a).real, 1e-300)
-        err = SAFETY * math.sqrt(float(np.sum(np.abs(d - 1j * beta * a) ** 2)) * dx)
-        ca, cd = self.phi0 @ a * dx, self.phi0 @ d * dx
+        err, dp, ca = stated(np, a[:, None], d[:, None], self.phi0[None], self.config.grid.dx)
+        err, dp = float(err[0]), float(dp[0])
         if not ca.size:
             return err, math.nan, math.nan
-        dp = SAFETY * float(np.abs(2.0 * (np.conj(ca) * cd).real).max())
-        bound = float((2.0 * np.abs(ca) * err + err * err).max())
-        return err, dp, bound
+        return err, dp, float((2.0 * np.abs(ca[0]) * err + err * err).max())
 
     def _offer(self, state):
         cfg, st = self.config, self.stepper
@@ -355,6 +351,19 @@ class LocalEstimate(Sink):
                        "/snapshots/time_error"}
         if self.writer is not None:
             self.writer.set_attrs(time_error=self.result)
+
+
+def stated(xp, a, d, phi, dx):
+    """(E, dP, <phi|a>) of states ``a`` with carried errors ``d`` (N x B each, on ``xp``) and
+    each column's reference states ``phi`` (B x K x N): E = SAFETY ||d without its part
+    along a's phase|| (i Im<a, d> a / ||a||^2: a phase is no error of the state), dP =
+    SAFETY max_n |2 Re(conj(<phi_n|a>) <phi_n|d>)| (NaN without states), (B,) each."""
+    beta = xp.sum(a.conj() * d, axis=0).imag / xp.maximum(xp.sum(xp.abs(a) ** 2, axis=0), 1e-300)
+    err = SAFETY * xp.sqrt(xp.sum(xp.abs(d - 1j * beta[None, :] * a) ** 2, axis=0) * dx)
+    if not phi.shape[1]:
+        return err, xp.full_like(err, math.nan), xp.zeros((a.shape[1], 0), a.dtype)
+    ca, cd = (xp.einsum("bkn,nb->bk", phi, v) * dx for v in (a, d))
+    return err, SAFETY * xp.abs(2.0 * (ca.conj() * cd).real).max(axis=1), ca
 
 
 def scan_estimates(config) -> bool:
@@ -399,15 +408,8 @@ class BatchEstimate(Sink):
         self.save(state)
 
     def save(self, state):
-        xp, a, d = self.xp, state.psi, self.stepper.e
-        beta = xp.sum(a.conj() * d, axis=0).imag / xp.maximum(xp.sum(xp.abs(a) ** 2, axis=0), 1e-300)
-        err = SAFETY * xp.sqrt(xp.sum(xp.abs(d - 1j * beta[None, :] * a) ** 2, axis=0) * self.dx)
-        if self.phi.shape[1]:
-            ca, cd = (xp.einsum("bkn,nb->bk", self.phi, v) * self.dx for v in (a, d))
-            dp = SAFETY * xp.abs(2.0 * (ca.conj() * cd).real).max(axis=1)
-        else:
-            dp = xp.full_like(err, math.nan)
-        self.rows.append(xp.stack([err, dp]))
+        err, dp, _ = stated(self.xp, state.psi, self.stepper.e, self.phi, self.dx)
+        self.rows.append(self.xp.stack([err, dp]))
 
     def columns(self) -> dict:
         """{"time_error", "time_error_populations"}: (B, S) each, on the host."""
