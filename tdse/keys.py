@@ -63,7 +63,7 @@ KEYS = (
     Key("field.gauge", "\"length\" | \"velocity\"", "", "\"length\"",
         "how the field couples: length, V gains x E(t); velocity, H gains A(t) p + A(t)^2/2 "
         "with p = -i d/dx by the grid's own derivative and A(t) = -int_0^t E (CPU, GPU and "
-        "scans; on a GPU without the CUDA graphs, slower)"),
+        "scans; on a GPU the Chebyshev steps are CUDA graphs up to the DVR's N = 4096)"),
     Key("field.A", "string", "hbar/(e bohr)", "instead of field.E (expression)",
         "A(t) as a formula in t and field.parameters' names, E = -dA/dt; A(t) - A(0) is "
         "applied for 0 <= t <= duration, constant after"),

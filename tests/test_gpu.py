@@ -553,17 +553,17 @@ def _batch_case(name, t_end, sets):
     return [cfg.with_value(key, v) for v in values]
 
 
-def _graph_and_launched(configs, X0, steps=30):
-    """``steps`` steps of the block X0 by a BatchStepper of ``configs`` with its graphs and
-    launched from Python: [(final X on the host, Chebyshev terms, the graph step or False)]
-    in that order."""
+def _graph_and_launched(configs, X0, steps=30, j0=0):
+    """``steps`` steps (from step ``j0``) of the block X0 by a BatchStepper of ``configs``
+    with its graphs and launched from Python: [(final X on the host, Chebyshev terms, the
+    graph step or False)] in that order."""
     from tdse.numerics.stepper import BatchStepper
     runs = []
     for graphs in (True, False):
         st = BatchStepper(configs, cp)
         st.graphs = graphs
         X = cp.asarray(X0)
-        for j in range(steps):
+        for j in range(j0, j0 + steps):
             X = st.step(X, j)
         runs.append((cp.asnumpy(X), st.cheb_terms, st._graph))
     return runs
@@ -575,22 +575,33 @@ def _graph_and_launched(configs, X0, steps=30):
     ("h2plus_moving.toml", 3, "cfm4", ("potential.centres.amplitude", [0.1, 0.3])),  # moving centres
     ("h2plus_moving.toml", 5, "midpoint", ("potential.a", [0.8, 1.2])),
     ("h2plus_moving.toml", "dvr", "cfm4", ("potential.a", [1.0])),            # one member
+    # the velocity gauge (#55): a_b p and A^2/2 per member, each kinetic product's D X
+    ("velocity", "dvr", "cfm4", ("field.E0", [0.02, 0.05, 0.08])),
+    ("velocity", 3, "cfm4", ("field.E0", [0.05, 0.08])),
+    ("velocity", 5, "midpoint", ("field.E0", [0.06])),
+    ("velocity", "dvr", "midpoint", ("field.E0", [0.07])),                    # one member
 ])
 def test_graph_step_equals_the_launched_step(name, stencil, scheme, sets):
     """A batched step replayed from a CUDA graph (tdse.numerics.graphs) against the same
     steps launched kernel by kernel from Python (#26, #27): every member's psi to 1e-13
     after 30 steps (the same operations in the same order: only FMA contraction may differ),
-    the same Chebyshev work counted, and more than one graph when the term counts change."""
+    the same Chebyshev work counted, and more than one graph when the term counts change.
+    "velocity": atom_hhg in the velocity gauge, 30 steps from t = 40 (A far from 0)."""
     from tdse.model.grid import points
     from tdse.model import states
+    gauge = name == "velocity"
+    name = "atom_hhg.toml" if gauge else name
     configs = [c.with_value("grid.stencil", stencil).with_value("propagator.scheme", scheme)
-               for c in _batch_case(name, 3.0, sets)]
+               for c in _batch_case(name, 3.0 if not gauge else 60.0, sets)]
+    if gauge:
+        configs = [c.with_value("field.gauge", "velocity") for c in configs]
     x = points(configs[0].grid)
     X0 = np.stack([initial_of(c, x, states.eigenstates(c, 0.0, 1)[1]) for c in configs], 1)
     rng = np.random.default_rng(7)      # a generic block, not only eigenstates
     X0 = X0 + 0.01 * (rng.standard_normal(X0.shape) + 1j * rng.standard_normal(X0.shape))
-    (a, terms_a, g), (b, terms_b, _) = _graph_and_launched(configs, X0)
+    (a, terms_a, g), (b, terms_b, _) = _graph_and_launched(configs, X0, j0=400 if gauge else 0)
     assert g, "the graph path was not taken"
+    assert g.velocity == gauge
     assert terms_a == terms_b
     assert np.abs(a - b).max() <= 1e-13 * np.abs(b).max()
 
@@ -777,6 +788,8 @@ def test_device_observables_equal_the_host_definitions(name, sets, t):
     ("atom_hhg.toml", "dvr", 20.0),          # field, absorber masks; the DVR by GEMM vs FFT
     ("h2plus_moving.toml", 3, 1.0),          # moving centres: H(t) eigenpairs each observation
     ("h2plus_moving.toml", "dvr", 1.0),
+    ("velocity", "dvr", 20.0),               # the velocity gauge (#55): its own bounds
+    ("velocity", 5, 20.0),
 ])
 def test_single_run_graph_steps_and_device_observables(name, stencil, t_end, monkeypatch):
     """A single run on one GPU (#27 item 1, #23 item 2): its steps replayed from a CUDA graph
@@ -785,8 +798,11 @@ def test_single_run_graph_steps_and_device_observables(name, stencil, t_end, mon
     the snapshots against the host definitions (tdse.model.observables.Measure) in the same
     run, every dataset to 1e-10 of its scale; the NumPy run agrees as well."""
     import tdse
-    cfg = _batch_case(name, t_end, ("propagator.method", ["chebyshev"]))[0].with_value(
-        "grid.stencil", stencil)
+    gauge = name == "velocity"
+    cfg = _batch_case("atom_hhg.toml" if gauge else name, t_end,
+                      ("propagator.method", ["chebyshev"]))[0].with_value("grid.stencil", stencil)
+    if gauge:
+        cfg = cfg.with_value("field.gauge", "velocity")
     plan = tdse.prepare(cfg, backend="cupy", check_resolution=False)
     finals = {}
     from tdse.numerics import propagators
@@ -1464,9 +1480,8 @@ def test_estimate_and_adaptive_steps_on_a_gpu_equal_the_cpus(kind):
 @pytest.mark.gpu
 @pytest.mark.parametrize("stencil, method", [(3, "chebyshev"), ("dvr", "chebyshev"), (5, "dense")])
 def test_the_velocity_gauge_on_a_gpu_equals_the_cpu(stencil, method):
-    """A velocity-gauge run on one GPU (the launched path: its graphs are the length gauge's)
-    equals the CPU's: psi to 1e-9, every observable to 1e-9 of its scale; and its |psi|^2
-    equals the length gauge's GPU run to the gauges' difference on this grid."""
+    """A velocity-gauge run on one GPU (Chebyshev: its steps CUDA graphs) equals the CPU's:
+    psi to 1e-9, every observable to 1e-9 of its scale."""
     import tdse
     from tdse.config import load, with_values
     cfg = with_values(load(os.path.join(os.path.dirname(__file__), "..", "inputs", "atom_hhg.toml")),
@@ -1496,7 +1511,7 @@ def test_a_velocity_gauge_scan_on_a_gpu_equals_the_cpus():
 
 @pytest.mark.gpu
 def test_tsurff_and_an_expression_field_on_a_gpu_equal_the_cpu():
-    """[output] tsurff_radius on a GPU run (psi's 10 points a step to the host) gives the
+    """[output] tsurff_radius on a GPU run (a block of steps' flux one kernel) gives the
     CPU's P(k) to 1e-9 of its peak; the sin^2 pulse written as a formula equals the built-in
     one on the GPU (psi to 1e-12)."""
     import json
@@ -1522,6 +1537,44 @@ def test_tsurff_and_an_expression_field_on_a_gpu_equal_the_cpu():
 
 
 @pytest.mark.gpu
+def test_tsurff_on_a_gpu_resumes_bit_for_bit_and_equals_the_cpu_in_both_gauges(tmp_path, interrupt_after):
+    """t-SURFF's block of steps as one kernel (tdse.backends.cupy.tsurff): a GPU run
+    interrupted and resumed holds the uninterrupted GPU run's P(k) bit for bit; in each gauge
+    the GPU's P(k) equals the CPU's to 1e-9 of the peak (the kernel's sums run in another
+    order than NumPy's einsum and cumsum)."""
+    import json
+
+    from test_photoelectrons import ATOM_TS
+
+    from tdse import config as tdse_config
+    from tdse.run.driver import run
+    from tdse.run.interrupts import Interrupted
+    from tdse.run.snapshots import read, resume_state
+
+    def spectrum(path):
+        rec = read(path)["attrs"]["photoelectrons_tsurff"]
+        rec = json.loads(rec) if isinstance(rec, str) else rec
+        return np.array(rec["P_right"]) + rec["P_left"], rec
+    E0 = np.random.default_rng().uniform(0.08, 0.12)
+    for gauge in ("length", "velocity"):
+        c = tdse_config.loads(ATOM_TS.format(E0=E0, gauge=gauge))
+        P, rec = spectrum(run(c, tmp_path / f"g{gauge}", backend="cupy").path)
+        Pc, _ = spectrum(run(c, tmp_path / f"c{gauge}", backend="numpy").path)
+        assert P.max() > 1e-3 and np.abs(P - Pc).max() <= 1e-9 * Pc.max(), (gauge, np.abs(P - Pc).max())
+        if gauge == "velocity":
+            break
+        armed = interrupt_after(2, "SIGTERM")
+        with pytest.raises(Interrupted):
+            run(c, tmp_path / "cut", backend="cupy")
+        armed.disarm()
+        part = str(tmp_path / "cut" / f"{c.name}.h5.part")
+        st = resume_state(part)
+        assert st["tsurff"] is not None and 0 < st["step"] < c.time.steps
+        _, rec2 = spectrum(run(c, None, backend="cupy", resume=(st, part)).path)
+        assert rec2["P_right"] == rec["P_right"] and rec2["P_left"] == rec["P_left"]
+
+
+@pytest.mark.gpu
 def test_a_callable_potential_on_a_gpu():
     """tdse.with_potential: --backend auto on a GPU machine runs it on the CPU (the file
     says numpy); --backend cupy runs it on the GPU's launched path (V uploaded each step,
@@ -1543,7 +1596,7 @@ def test_a_callable_potential_on_a_gpu():
 
 @pytest.mark.gpu
 def test_tsurff_in_a_gpu_scan_equals_the_cpus():
-    """t-SURFF in a scan on one GPU (the block's points copied to the host each step):
+    """t-SURFF in a scan on one GPU (each member's flux in the block kernel):
     every member's P(k) equals the CPU scan's to 1e-8 of the peak."""
     import tdse
     from tdse.config import load, with_values

@@ -466,16 +466,19 @@ def test_step_seconds_times_the_runs_own_step():
 
 
 @pytest.mark.parametrize("grouped", [False, True])
-@pytest.mark.parametrize("name,key,values", [
-    ("atom_hhg.toml", "field.E0", [0.02, 0.05, 0.08]),          # field, absorber
-    ("h2plus_moving.toml", "potential.centres.amplitude", [0.1, 0.4]),   # moving centres
+@pytest.mark.parametrize("name,key,values,gauge", [
+    ("atom_hhg.toml", "field.E0", [0.02, 0.05, 0.08], "length"),          # field, absorber
+    ("atom_hhg.toml", "field.E0", [0.02, 0.05, 0.08], "velocity"),        # A(t) p, A^2/2
+    ("h2plus_moving.toml", "potential.centres.amplitude", [0.1, 0.4], "length"),   # moving centres
 ])
-def test_graph_planner_equals_the_per_step_scalars(name, key, values, grouped, inputs_dir,
+def test_graph_planner_equals_the_per_step_scalars(name, key, values, gauge, grouped, inputs_dir,
                                                    monkeypatch):
     """The host side of the CUDA-graph step (tdse.numerics.graphs.Planner: CHUNK steps of
     bounds, term counts, coefficients, phases and potential parameters at once, vectorised)
     against what BatchStepper.step / expm_apply compute one step at a time, and the single
-    run's bounds against Stepper.generators + the method's bounds: exactly equal.
+    run's bounds against Stepper.generators + the method's bounds: exactly equal.  In the
+    velocity gauge the bounds hold A^2/2 and |a| P_max, and the row ends with each
+    exponential's alpha a_b and alpha q_b (a from BatchStepper.generators).
     ``grouped``: the single run's bounds in groups of a few steps (as at N = 8192), the same
     bits."""
     import os
@@ -489,6 +492,8 @@ def test_graph_planner_equals_the_per_step_scalars(name, key, values, grouped, i
         monkeypatch.setattr(stepper, "BOUNDS_GROUP_ELEMENTS", 3000)    # a few steps a group
     cfg = tdse.load_config(os.path.join(inputs_dir, name)).with_value(
         "propagator.time_error", "none").with_value("propagator.method", "chebyshev")
+    if gauge == "velocity":
+        cfg = cfg.with_value("field.gauge", gauge)
     configs = [cfg.with_value(key, v) for v in values]
     st = BatchStepper(configs, np)
     planner = graphs.Planner(st)
@@ -496,23 +501,28 @@ def test_graph_planner_equals_the_per_step_scalars(name, key, values, grouped, i
     _, patterns, P, A, sizes = planner.chunk(j0)
     for i in range(graphs.CHUNK):
         times = st.scheme.times((j0 + i) * dt, dt)
-        heads, coefs, pattern = [], [], []
-        for s, row in planner.rows:
-            lo, hi = hamiltonian.spectrum_bounds(cfg.grid.stencil, cfg.grid.dx,
-                                                 *st.potential.bounds(times, row), s)
+        heads, coefs, pattern, vel = [], [], [], []
+        Av = [st.potential.vector(t) for t in times]
+        for (s, _V, (vlo, vhi), a), (_, row) in zip(st.generators(j0 + i), planner.rows):
+            lo, hi = hamiltonian.spectrum_bounds(cfg.grid.stencil, cfg.grid.dx, vlo, vhi, s,
+                                                 0.0 if a is None else float(np.abs(a).max()))
             c, r = 0.5 * (lo + hi), 0.5 * (hi - lo)
             K = chebyshev.terms(dt * r, st.tol)
             pattern.append(K)
             heads.append(st.potential.header(row, 2.0 / r, c, s))
             coefs.append(np.concatenate([chebyshev.coefficients(dt * r, K), [np.exp(-1j * dt * c)]]))
+            if a is not None:
+                q = sum(w * 0.5 * v * v for w, v in zip(row, Av) if w)
+                vel += [2.0 / r * a, 2.0 / r * q]
         assert patterns[i] == tuple(pattern)
-        assert np.array_equal(P[i], np.concatenate(heads + [st.potential.blocks(times)]))
+        assert (len(vel) > 0) == (gauge == "velocity")
+        assert np.array_equal(P[i], np.concatenate(heads + [st.potential.blocks(times)] + vel))
         assert np.array_equal(A[i, :sizes[i]], np.concatenate(coefs))
     one = Stepper(configs[0], None, np)
     for start in (j0, j0 + 29):      # two windows (a row left unwritten holds other values)
         js = np.arange(start, start + 23)
         times = (js * dt)[:, None] + np.asarray(one.scheme.nodes)[None, :] * dt
-        ref = [[one.method.bounds(s, v) for s, v, _ in one.generators(j)] for j in js]
+        ref = [[one.method.bounds(s, v, a) for s, v, a in one.generators(j)] for j in js]
         assert np.array_equal(one.bounds_many(js, times), np.array(ref))
 
 

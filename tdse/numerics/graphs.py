@@ -112,12 +112,12 @@ def available(stepper) -> bool:
     """Whether ``stepper`` (a BatchStepper) can step by graphs: CuPy, the kinetic product a
     GEMM (DVR up to DVR_GEMM_MAX_N), two FFTs (the DVR beyond it, one member) or a stencil,
     and the option ``run.graphs`` on."""
-    if not stepper.config.run.graphs or stepper.xp is np or stepper.potential.velocity:
-        return False        # (the velocity gauge's A p: the launched path)
+    if not stepper.config.run.graphs or stepper.xp is np:
+        return False
     from ..model.hamiltonian import DVR_GEMM_MAX_N
     g = stepper.config.grid
-    if g.stencil == "dvr" and g.n > DVR_GEMM_MAX_N and stepper.potential.B != 1:
-        return False        # beyond the GEMM's N one member only (:class:`~tdse.numerics.graph_fft.FFTKinetic`)
+    if g.stencil == "dvr" and g.n > DVR_GEMM_MAX_N and (stepper.potential.B != 1 or stepper.potential.velocity):
+        return False        # beyond the GEMM's N one member in the length gauge only (:class:`~tdse.numerics.graph_fft.FFTKinetic`)
     try:
         dgemm_fn(stepper.xp)
     except (OSError, AttributeError):
@@ -207,6 +207,10 @@ class Planner:
         self._K = {}            # the last K of each exponential (terms_near's guess)
         from . import chebyshev
         self._counts = chebyshev.TermCounts(stepper.tol)   # its own: planned in a thread
+        # the velocity gauge: each member's a = sum_i w_i A(t_i) and q = sum_i w_i A(t_i)^2/2
+        # per exponential (BatchStepper.generators), scaled by alpha into the parameter row
+        self.velocity = bool(getattr(stepper.potential, "velocity", False))
+        self._vt = None         # (times, (a, q)): the last chunk's
 
     def chunk(self, j0):
         """The scalars of steps j0 .. j0 + CHUNK - 1 at once, vectorised over the steps (what
@@ -220,6 +224,8 @@ class Planner:
         js = np.arange(j0, j0 + CHUNK)
         t = np.zeros(CHUNK) if st.static else js * dt
         times = t[:, None] + np.asarray(self.scheme.nodes)[None, :] * dt      # (steps, nt)
+        if self.velocity:
+            va, vq = self.velocity_terms(times)
         LH = self.bounds(js, times)                                          # (steps, E, 2)
         lo, hi = LH[..., 0], LH[..., 1]
         c, r = 0.5 * (lo + hi), 0.5 * (hi - lo)
@@ -244,7 +250,10 @@ class Planner:
         heads = [np.concatenate([alpha[:, e:e + 1], c[:, e:e + 1], (alpha[:, e] * s)[:, None],
                                  np.broadcast_to(np.asarray(row, dtype=float), (CHUNK, self.nt))], axis=1)
                  for e, (s, row) in enumerate(self.rows)]
-        P = np.concatenate(heads + [st.potential.blocks_many(times)], axis=1)
+        P = [st.potential.blocks_many(times)]
+        if self.velocity:       # per exponential alpha a_b, then alpha q_b (GraphStep.vbase)
+            P += [z for e in range(E) for z in (alpha[:, e:e + 1] * va[:, e], alpha[:, e:e + 1] * vq[:, e])]
+        P = np.concatenate(heads + P, axis=1)
         return j0, [tuple(row) for row in K], P, A, sizes
 
     def _terms_many(self, R):
@@ -261,15 +270,38 @@ class Planner:
         K = self._K[e] = self._counts(R, self._K.get(e, 0))
         return K
 
+    def velocity_terms(self, times):
+        """(a, q), each (steps, E, B): the velocity gauge's sum_i w_ki A_b(t_i) and
+        sum_i w_ki A_b(t_i)^2 / 2 of every exponential k and member b at the steps' ``times``
+        (steps, nt): :meth:`BatchStepper.generators`' values, the same operations."""
+        if self._vt is not None and self._vt[0] is times:     # (the bounds' own, this chunk)
+            return self._vt[1]
+        pot = self.st.potential
+        A = np.array([[pot.vector(float(t)) for t in row] for row in times])    # (steps, nt, B)
+        a = [sum(w * A[:, i] for i, w in enumerate(row) if w) for _, row in self.rows]
+        q = [sum(w * 0.5 * A[:, i] * A[:, i] for i, w in enumerate(row) if w) for _, row in self.rows]
+        self._vt = times, (np.stack(a, axis=1), np.stack(q, axis=1))
+        return self._vt[1]
+
     def _batch_bounds(self, js, times):
         """(steps, E, 2): the batch's spectral bounds from the parameters per step
-        (BatchPotential.bounds and hamiltonian.spectrum_bounds, vectorised over steps)."""
+        (BatchPotential.bounds and hamiltonian.spectrum_bounds, vectorised over steps; in
+        the velocity gauge V's bounds moved by the members' A^2/2 and widened by
+        |a| P_max, as BatchStepper.step_eager has them)."""
         from ..model.hamiltonian import kinetic_max
+        from ..model.momentum import momentum_max
         g, pot = self.st.config.grid, self.st.potential
         out = np.empty((len(js), len(self.rows), 2))
+        if self.velocity:
+            va, vq = self.velocity_terms(times)
         for e, (s, row) in enumerate(self.rows):
             vmin, vmax = pot.bounds_many(times, row)
-            out[:, e, 0], out[:, e, 1] = vmin, s * kinetic_max(g.stencil, g.dx) + vmax
+            if not self.velocity:
+                out[:, e, 0], out[:, e, 1] = vmin, s * kinetic_max(g.stencil, g.dx) + vmax
+                continue
+            vmin, vmax = vmin + vq[:, e].min(axis=1), vmax + vq[:, e].max(axis=1)
+            m = np.abs(va[:, e]).max(axis=1) * momentum_max(g.stencil, g.dx)
+            out[:, e, 0], out[:, e, 1] = vmin - m, s * kinetic_max(g.stencil, g.dx) + vmax + m
         return out
 
 
@@ -293,7 +325,10 @@ class GraphStep:
         self.k = _kernels(cp, pot.device)
         n, B = self.n, self.B
         self.fft = None
-        if g.stencil == "dvr" and dvr_by_fft(cp, n, B):
+        # the velocity gauge's a_b p (p = -i D): D X by the stencil's band kernel or the
+        # DVR's dense D (a DGEMM), added in the recurrence's pass (first_v / recur_v)
+        self.velocity = self.planner.velocity
+        if g.stencil == "dvr" and dvr_by_fft(cp, n, B) and not self.velocity:
             self.T = self.bands = None
             self.fft = FFTKinetic(cp, g, B)
         elif g.stencil == "dvr":
@@ -312,7 +347,9 @@ class GraphStep:
         # RUN_AHEAD_SECONDS of the device's time ahead of it (host work between steps -- an
         # eigensolve for the populations, a file write -- then overlaps the queued steps
         # instead of idling it)
-        self.up = _upload_ring(cp, len(self.rows) * self.seg + self.nt * B * (1 + self.C) + 2 + 2 * 512)
+        self.vbase = self.base + self.nt * B * (1 + self.C)     # velocity: alpha a, alpha q
+        self.up = _upload_ring(cp, self.vbase + (2 * len(self.rows) * B if self.velocity else 0)
+                               + 2 + 2 * 512)
         self.P = self.A = self._row = self._dev = None
         # (by FFT: the first N rows of 2N, the rest zero for good: the FFT's padded input)
         buf = (self.fft.buffer if self.fft is not None
@@ -324,7 +361,15 @@ class GraphStep:
         self.d = cp.zeros((n, B))
         # one member with the DVR's dense T: a term is one fused GEMV kernel (else a cuBLAS
         # GEMM or the stencil kernel, then the recurrence's pass; FUSED_GEMV: tests force it off)
-        self.fused = B == 1 and self.T is not None and FUSED_GEMV
+        self.fused = B == 1 and self.T is not None and FUSED_GEMV and not self.velocity
+        self.D = self.dbands = self.mom = None
+        if self.velocity:
+            from ..model.momentum import BlockMomentum, momentum_bands
+            if self.T is not None:
+                self.D = BlockMomentum(g, cp).D
+            else:
+                self.dbands = momentum_bands(g.stencil, g.dx)
+            self.mom = buf()
         self.masks = {s: stepper._mask(s) for s, _ in self.rows} if stepper.W is not None else {}
         # ... and, where x fits in a block's shared memory, a whole exponential is one
         # cooperative kernel (:data:`tdse.backends.cupy.chain.CHAIN`; CHEB_CHAIN: tests force it off)
@@ -343,20 +388,35 @@ class GraphStep:
         self.one, self.zero = np.array(1.0), np.array(0.0)
 
     # ---------------------------------------------------------------- device side
+    def _dgemm(self, M, X, out):
+        """out = M X for a real N x N M and the N x B complex block X as N x 2B reals (one
+        cuBLAS DGEMM, row-major as column-major transposed)."""
+        h = self.cp.cuda.device.get_cublas_handle()
+        err = dgemm_fn(self.cp)(h, 0, 0, 2 * self.B, self.n, self.n, self.one.ctypes.data,
+                                 X.data.ptr, 2 * self.B, M.data.ptr, self.n,
+                                 self.zero.ctypes.data, out.data.ptr, 2 * self.B)
+        if err:
+            raise RuntimeError(f"cublasDgemm failed with status {err}")
+
     def _kinetic(self, X):
         if self.fft is not None:
             return self.fft(X)
         if self.T is not None:
-            h = self.cp.cuda.device.get_cublas_handle()
-            err = dgemm_fn(self.cp)(h, 0, 0, 2 * self.B, self.n, self.n, self.one.ctypes.data,
-                                     X.data.ptr, 2 * self.B, self.T.data.ptr, self.n,
-                                     self.zero.ctypes.data, self.kin.data.ptr, 2 * self.B)
-            if err:
-                raise RuntimeError(f"cublasDgemm failed with status {err}")
+            self._dgemm(self.T, X, self.kin)
         else:
             d0, d1, d2 = self.bands
             self.k["band"](X, d0, d1, d2, self.n, self.B, self.kin)
         return self.kin
+
+    def _momentum(self, X):
+        """D X (p X = -i D X) into its buffer: the DVR's dense D by one DGEMM, a stencil's
+        two bands by one kernel."""
+        if self.D is not None:
+            self._dgemm(self.D, X, self.mom)
+        else:
+            c1, c2 = self.dbands
+            self.k["dband"](X, c1, c2, self.n, self.B, self.mom)
+        return self.mom
 
     def _term(self, x, p, z, ik, ia, first):
         """One Chebyshev term of one member by the fused GEMV kernel (:data:`tdse.backends.cupy.chain.GEMV_TERM`)."""
@@ -393,6 +453,9 @@ class GraphStep:
             h = e * self.seg
             k["diag"](self.x, self.P, self.Q, h, self.base, self.nt, self.C, self.B,
                       int(self.st.potential.has_field), self.d)
+            iv = self.vbase + 2 * e * self.B      # velocity: alpha a_b at iv, alpha q_b after
+            if self.velocity:
+                k["vdiag"](self.P, iv + self.B, self.B, self.d)
             mask = self.masks.get(s)
             if mask is not None:
                 k["mask"](X, mask, self.Xw)
@@ -401,6 +464,9 @@ class GraphStep:
             cur = W[0]
             if self.fused:
                 self._term(X, X, cur, h + 2, ia, 1)
+            elif self.velocity:
+                k["first_v"](self._kinetic(X), self._momentum(X), self.d, X, self.P, h + 2,
+                             self.A, ia, iv, self.B, cur, self.Y)
             else:
                 k["first"](self._kinetic(X), self.d, X, self.P, h + 2, self.A, ia, cur, self.Y)
             prev = X
@@ -408,6 +474,9 @@ class GraphStep:
                 nxt = next(b for b in W if b is not cur and b is not prev)
                 if self.fused:
                     self._term(cur, prev, nxt, h + 2, ia + kk, 0)
+                elif self.velocity:
+                    k["recur_v"](self._kinetic(cur), self._momentum(cur), self.d, cur, prev, self.P,
+                                 h + 2, self.A, ia + kk, iv, self.B, nxt, self.Y)
                 else:
                     k["recur"](self._kinetic(cur), self.d, cur, prev, self.P, h + 2, self.A,
                                ia + kk, nxt, self.Y)
@@ -498,9 +567,9 @@ class GraphStep:
         # the step's kernel nodes: an exponential a node (chain); else per exponential the
         # potential, [mask], a fused term or (product, pass) per term, the phase [and mask]
         per_term = (1 if self.fused else 2 if self.fft is None
-                    else 8 if self.fft.four_step else 4)
+                    else 8 if self.fft.four_step else 4) + (1 if self.velocity else 0)
         self.nodes_per_step = (len(pattern) if self.chain else per_term * K
-                               + len(pattern) * (2 + (1 if self.masks else 0)))
+                               + len(pattern) * (2 + (1 if self.masks else 0) + (1 if self.velocity else 0)))
         return copy_out(self.cp, self.result, X.shape)
 
     def _warm(self, pattern):

@@ -10,9 +10,9 @@ path is chosen, once per stepper, never per step; a (method, backend) with no en
   the step (:meth:`tdse.numerics.stepper.Stepper.factors`) applied in turn, each of its
   kernels launched from Python.
 * :class:`ChebyshevGraphs` -- ``("chebyshev", "cupy")``: a step of psi (a vector) is one
-  CUDA graph launch (:class:`tdse.numerics.graphs.GraphStep`); an N x B block or U(t), a
-  velocity-gauge run or a host-only potential (the graphs' kernels have the length gauge's
-  H, V from formulas) or ``run.graphs = false``: launched.
+  CUDA graph launch (:class:`tdse.numerics.graphs.GraphStep`, either gauge); an N x B
+  block or U(t), a host-only potential (the graphs' kernels have V from formulas), the
+  velocity gauge with the DVR beyond its GEMM's N, or ``run.graphs = false``: launched.
 * :class:`DenseGraphs` -- ``("dense" | "taylor", "cupy")``: a step of psi by the dense
   exponent on one GPU as one graph (:class:`tdse.numerics.dense_graph.DenseGraphStep`)
   where that path allows (:func:`tdse.numerics.dense_graph.dense_available`), else launched.
@@ -94,12 +94,10 @@ register(("dense", "numpy"), ("taylor", "numpy"), ("chebyshev", "numpy"))(Launch
 
 
 def _plain(stepper) -> bool:
-    """The graphs' kernels hold the length gauge's H with V from formulas: not the velocity
-    gauge's A p, not a potential evaluated on the host (a Python function)."""
-    from ..model.field import velocity_gauge
+    """The graphs' kernels hold H with V from formulas (either gauge): not a potential
+    evaluated on the host (a Python function)."""
     from ..model.potential import host_only
-    cfg = stepper.config
-    return not (velocity_gauge(cfg.field) or host_only(cfg.potential))
+    return not host_only(stepper.config.potential)
 
 
 @register(("chebyshev", "cupy"))

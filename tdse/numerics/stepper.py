@@ -129,6 +129,7 @@ class Stepper(propagators.Steps):
         long as its 64 steps on the GPU, so the loop waited for it (a bare step 150-235 us,
         150-155 after the groups).  The same operations element by element, the same bits."""
         from ..model.hamiltonian import kinetic_max
+        from ..model.momentum import momentum_max
         from ..model.potential import total_many
         x, g = self.x_host, self.config.grid
         S, nt = times.shape
@@ -138,13 +139,21 @@ class Stepper(propagators.Steps):
         cols = self._extreme_points(times)
         if cols is not None:
             x = x[cols]
+        field = self.config.potential.field
+        A = vector_potential(field, times) if velocity_gauge(field) else None     # (S, nt)
         group = max(1, BOUNDS_GROUP_ELEMENTS // (nt * x.size))
         for a in range(0, S, group):
             b = min(S, a + group)
             v = total_many(self.config.potential, x, times[a:b].ravel()).reshape(b - a, nt, x.size)
+            if A is not None:                     # V + A^2/2 at each time (generators)
+                v = v + (0.5 * A[a:b] * A[a:b])[:, :, None]
             for e, (s, row) in enumerate(rows):
                 vk = sum(w * v[:, i] for i, w in enumerate(row) if w)
-                out[a:b, e, 0], out[a:b, e, 1] = vk.min(axis=1), s * tmax + vk.max(axis=1)
+                lo, hi = vk.min(axis=1), s * tmax + vk.max(axis=1)
+                if A is not None:                 # |a_k| P_max (the method's bounds)
+                    m = np.abs(sum(w * A[a:b, i] for i, w in enumerate(row) if w)) * momentum_max(g.stencil, g.dx)
+                    lo, hi = lo - m, hi + m
+                out[a:b, e, 0], out[a:b, e, 1] = lo, hi
         return out
 
     def _extreme_points(self, times):

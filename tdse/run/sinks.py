@@ -51,7 +51,9 @@ class Snapshots(Sink):
         self.phi0 = plan.states[:cfg.output.populations]
         self.last_step = start
         # what other sinks add to the next snapshot: row values (e.g. time_error), arrays
-        # kept for resuming (e.g. the time-error companion's psi), file attributes
+        # kept for resuming (e.g. the time-error companion's psi; on a GPU they may stay
+        # device arrays, left unchanged by their sink: copied with psi, without a wait),
+        # file attributes
         self.row_extras, self.resume_extras, self.attr_extras = {}, {}, {}
         self.pending = collections.deque()   # (step, t, HostCopy, extras): snapshots being copied
 
@@ -86,8 +88,9 @@ class Snapshots(Sink):
         extras = (self.row_extras, self.resume_extras, self.attr_extras)
         self.row_extras = {}
         if state.U is None and is_device_array(state.psi):
-            pending = self.pending
-            pending.append((state.step, state.t, HostCopy({"psi": state.psi}), extras))
+            pending = self.pending     # (resume arrays on the device copied with psi)
+            dev = {f"keep:{k}": v for k, v in extras[1].items() if is_device_array(v)}
+            pending.append((state.step, state.t, HostCopy({"psi": state.psi, **dev}), extras))
             most = max(1, min(SNAPSHOTS_IN_FLIGHT, SNAPSHOT_BYTES_IN_FLIGHT // max(1, state.psi.nbytes)))
             while pending and (len(pending) > most or pending[0][2].done()):
                 self._finish_one()
@@ -105,7 +108,11 @@ class Snapshots(Sink):
         # psi out of the pinned buffer (which goes back to CuPy's pool for the next copy:
         # held by the writer until its next write, each snapshot took a new cudaHostAlloc,
         # ~0.3 ms of the host's time); a background writer copies it into its block itself
-        psi = copy.result()["psi"]
+        got = copy.result()
+        psi = got["psi"]
+        if len(got) > 1:            # resume arrays that were on the device
+            extras = (extras[0], {k: np.array(got.get(f"keep:{k}", v)) for k, v in extras[1].items()},
+                      extras[2])
         self._write(step, t, psi if getattr(self.writer, "background", False) else np.array(psi),
                     None, extras)
 
@@ -116,7 +123,7 @@ class Snapshots(Sink):
         if U is not None:
             U_host = to_host(U.to_array() if hasattr(U, "to_array") else U)
             row, keep = {"P": self.transitions(U_host)}, {"U": U_host}
-        keep = {**(keep or {}), **resume_extras} or None
+        keep = {**(keep or {}), **{k: to_host(v) for k, v in resume_extras.items()}} or None
         row = {"time_error": np.nan, "time_error_populations": np.nan, "steps_taken": step,
                "step_min": cfg.time.dt, **row, **row_extras}       # (fixed steps, unless told)
         if attr_extras:

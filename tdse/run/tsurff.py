@@ -18,7 +18,8 @@ left, for k > 0 through +R and k < 0 through -R.  Needs no absorber inside R (on
 it is what the method allows) and V ~ 0 beyond R.
 
 An :class:`~tdse.run.loop.Observer` (every step; its steps' integrands are made
-:data:`TSurff.BLOCK` at a time, where psi lives: on a GPU the host only launches), for :func:`tdse.evolve` from t = 0, or a run's sink
+:data:`TSurff.BLOCK` at a time, where psi lives: on a GPU a step only keeps the state's
+array, and a block's points are gathered by one kernel), for :func:`tdse.evolve` from t = 0, or a run's sink
 from its input (``[output] tsurff_radius``): then its sums are kept at each snapshot for
 resuming and its spectrum stored in the run file's ``photoelectrons_tsurff`` attribute
 (``tdse spectrum FILE --kind photoelectron --method tsurff``).
@@ -44,8 +45,10 @@ class TSurff(Observer):
     run file's (the spectrum stored at the end), ``resume``: a resumed run's state."""
 
     #: steps whose integrands are made together (one vectorised pass: the Python a step
-    #: costs a few microseconds where a step's own evaluation cost ~160)
+    #: costs a few microseconds where a step's own evaluation cost ~160; on a GPU one
+    #: kernel, the steps' arrays held until then: at most HELD_BYTES of them)
     BLOCK = 128
+    HELD_BYTES = 256 << 20
 
     def __init__(self, config, radius, k_max=3.0, count=401, snapshots=None, writer=None, resume=None,
                  vector=None, members=1):
@@ -100,7 +103,12 @@ class TSurff(Observer):
         self._xs, self._sign = xp.asarray([self.xR, self.xL]), xp.asarray([[-0.5j], [0.5j]])
         self._k = xp.asarray(self.k)
         self._sum, self.phase = xp.asarray(self._sum), xp.asarray(self.phase)
-        self._held = ([], [])
+        self._held, self._ptrs = ([], []), set()
+        if xp is not np:         # a flush's A, h and addresses: one pinned upload
+            from mgemm.arrays import PinnedUpload
+            self._up, self._rows = PinnedUpload(xp), xp.ascontiguousarray(self._window.ravel())
+            self.phase = xp.ascontiguousarray(self.phase)
+            self.block = max(1, min(self.BLOCK, self.HELD_BYTES // max(1, state.psi.nbytes)))
         r = self.resume
         if state.step != 0:          # A(t) and the Volkov phases are integrated from t = 0
             if r is None or r.get("tsurff") is None:
@@ -111,9 +119,14 @@ class TSurff(Observer):
             self.phase, t_prev = xp.asarray(phase[:-1].reshape(self.phase.shape)), float(phase[-1])
             self.prev = (t_prev, f0)
             return
-        at = self._at(state.psi)[None]
-        f0 = self._integrands(at, xp.asarray(self._A(np.array([state.t]))), self.phase[None])[0]
-        self.prev = (state.t, f0)
+        if xp is np:
+            at = self._at(state.psi)[None]
+            f0 = self._integrands(at, self._A(np.array([state.t])), self.phase[None])[0]
+            self.prev = (state.t, f0)
+        else:            # the first integrand by the block kernel: one step of length 0
+            self.prev = (state.t, xp.zeros(self._sum.shape, complex))
+            self._held = ([state.t], [xp.ascontiguousarray(state.psi)])
+            self._flush()
         self._keep(state.step)
 
     def _at(self, psi):
@@ -125,12 +138,15 @@ class TSurff(Observer):
         ts.append(state.t)
         if self.xp is np:
             at.append(self._at(state.psi))
-        else:            # one take into the block's buffer (fancy indexing: ~3x the launch time)
-            if getattr(self, "_buf", None) is None:
-                self._buf = self.xp.empty((self.block, 10) + state.psi.shape[1:], dtype=complex)
-                self._flat = self._window.ravel()
-            self.xp.take(state.psi, self._flat, axis=0, out=self._buf[len(at)])
-            at.append(None)
+        else:            # the step's own array, kept until the flush gathers its points
+            psi = state.psi  # (every stepper returns a new array a step: a repeat is refused)
+            if not psi.flags.c_contiguous:
+                psi = self.xp.ascontiguousarray(psi)
+            if psi.data.ptr in self._ptrs:
+                raise RuntimeError("TSurff: the stepper returned an array it had returned before; "
+                                   "its points at the earlier step are lost")
+            self._ptrs.add(psi.data.ptr)
+            at.append(psi)
         snapshot = state.step % self.every_snapshot == 0 or state.step == self.last
         if len(ts) >= self.block or (snapshot and self.snapshots is not None):
             self._flush()
@@ -143,8 +159,14 @@ class TSurff(Observer):
         if self.snapshots is None:
             return
         t_prev, f0 = self.prev
-        self.snapshots.resume_extras["tsurff"] = _host(self.xp.concatenate([self._sum, f0]))
-        self.snapshots.resume_extras["tsurff_phase"] = np.concatenate([_host(self.phase).ravel(), [t_prev]])
+        xp, extras = self.xp, self.snapshots.resume_extras
+        extras["tsurff"] = xp.concatenate([self._sum, f0])   # (new arrays: the sums go on)
+        if xp is np:
+            extras["tsurff_phase"] = np.concatenate([self.phase.ravel(), [t_prev]])
+        else:           # on the device, copied with the snapshot's psi (no wait for the steps)
+            extras["tsurff_phase"] = keep = xp.empty(self.phase.size + 1)
+            keep[:-1] = self.phase.ravel()
+            keep[-1] = t_prev
 
     def end(self, state):
         self._flush()
@@ -160,13 +182,24 @@ class TSurff(Observer):
         t0, f0 = self.prev
         t = np.asarray(ts)
         tall = np.concatenate([[t0], t])
-        xp = self.xp
-        Aall = xp.asarray(self._A(tall))                       # (S + 1, B)
-        h = xp.asarray(np.diff(tall))
+        xp, S, B = self.xp, len(ts), self.B
+        if xp is not np:         # one upload (not from pageable memory: that would wait for
+            # the steps) and one kernel (tdse.backends.cupy.tsurff: these operations)
+            from ..backends.cupy.tsurff import tsurff_block
+            ptrs = np.array([a.data.ptr for a in at], dtype=np.uint64).view(np.float64)
+            dev = self._up(np.concatenate([self._A(tall).ravel(), np.diff(tall), ptrs]))
+            f0 = xp.ascontiguousarray(f0)
+            tsurff_block(xp, dev[(S + 1) * B + S:].view(np.uint64), self._rows,
+                         dev[:(S + 1) * B], dev[(S + 1) * B:(S + 1) * B + S], self._k, self._xs,
+                         self._stencil, self.velocity, self.phase, self._sum, f0)
+            self.prev = (float(t[-1]), f0)
+            self._held = ([], [])
+            self._ptrs.clear()
+            return
+        Aall, h, at = self._A(tall), np.diff(tall), np.stack(at)      # A (S + 1, B)
         k = self._k[None, :, None]
         dphase = 0.25 * h[:, None, None] * ((k + Aall[:-1, None, :]) ** 2 + (k + Aall[1:, None, :]) ** 2)
         phase = self.phase[None] + xp.cumsum(dphase, axis=0)
-        at = self._buf[:len(ts)].reshape(len(ts), 2, 5, self.B) if xp is not np else xp.stack(at)
         f = self._integrands(at, Aall[1:], phase)
         fall = xp.concatenate([f0[None], f])
         self._sum += xp.einsum("s,sikb->ikb", 0.5 * h, fall[:-1] + fall[1:])

@@ -5,7 +5,7 @@ the recurrence's element-wise updates, and the dense exponent's two kernels."""
 from __future__ import annotations
 
 from .potential import device_v, potential_kernels
-from .stencil import band_kernel
+from .stencil import band_kernel, dband_kernel
 
 #: one Chebyshev term for one member (B = 1) with the DVR's dense T in one kernel: a warp
 #: per row computes (T x)_i (T from L2, shuffled sums), then the row's recurrence update --
@@ -291,6 +291,19 @@ def graph_kernels(cp, device, reg) -> dict:
         "recur": E("T g, float64 d, T x, T p, raw float64 P, int32 ik, raw T A, int32 ia",
                    "T z, T acc", "z = g * P[ik] + x * d - p; acc += A[ia] * z", "tdse_graph_recur"),
         "final": E("T y, raw T A, int32 ia", "T out", "out = y * A[ia]", "tdse_graph_final"),
+        # the velocity gauge (member b = i % nb): d += alpha q_b (the A^2/2 of V), and the
+        # terms' alpha a_b p x = -i alpha a_b (D x) added to the first / recur updates
+        "dband": dband_kernel(cp),
+        "vdiag": E("raw float64 P, int32 iq, int32 nb", "float64 d", "d += P[iq + i % nb]",
+                   "tdse_graph_vdiag"),
+        "first_v": E("T g, T m, float64 d, T x, raw float64 P, int32 ik, raw T A, int32 ia, "
+                     "int32 iv, int32 nb", "T cur, T y",
+                     "cur = (g * P[ik] + m * T(0, -P[iv + i % nb]) + x * d) * 0.5; "
+                     "y = A[ia] * x; y += A[ia + 1] * cur", "tdse_graph_first_v"),
+        "recur_v": E("T g, T m, float64 d, T x, T p, raw float64 P, int32 ik, raw T A, int32 ia, "
+                     "int32 iv, int32 nb", "T z, T acc",
+                     "z = g * P[ik] + m * T(0, -P[iv + i % nb]) + x * d - p; acc += A[ia] * z",
+                     "tdse_graph_recur_v"),
         "gemv_term": cp.RawKernel(GEMV_TERM, "tdse_gemv_term"),
     }
     src = CHAIN % {"v": device_v(device), "reg": reg}

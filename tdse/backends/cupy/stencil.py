@@ -33,6 +33,25 @@ def band_kernel(cp):
                    "T g", BAND_SOURCE)
 
 
+#: m = D X for the 3-/5-point first derivative (bands c1, c2: momentum_bands, D real and
+#: antisymmetric) of an N x nb block, an element a thread: the velocity gauge's p = -i D
+DBAND_SOURCE = r"""
+int row = i / nb;
+T acc = T(0);
+if (row + 1 < n) acc += c1 * X[i + nb];
+if (row >= 1) acc -= c1 * X[i - nb];
+if (row + 2 < n) acc += c2 * X[i + 2 * nb];
+if (row >= 2) acc -= c2 * X[i - 2 * nb];
+m = acc;
+"""
+
+
+def dband_kernel(cp):
+    """The derivative product :data:`DBAND_SOURCE`: ``k(X, c1, c2, n, nb, out)``."""
+    return _kernel(cp, "tdse_dband", "raw T X, float64 c1, float64 c2, int32 n, int32 nb",
+                   "T m", DBAND_SOURCE)
+
+
 def fused_kernel(cp):
     """y = k g + d x (complex g, x; real d, k) in one pass."""
     return _kernel(cp, "tdse_block_diag", "T g, float64 d, T x, float64 k", "T y", "y = g * k + x * d")
@@ -47,3 +66,4 @@ def recur_kernel(cp):
 def axpy_kernel(cp):
     """y += a x in one pass (no temporary)."""
     return _kernel(cp, "tdse_axpy", "T x, T a", "T y", "y += a * x")
+
