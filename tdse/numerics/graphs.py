@@ -361,7 +361,9 @@ class GraphStep:
         self.d = cp.zeros((n, B))
         # one member with the DVR's dense T: a term is one fused GEMV kernel (else a cuBLAS
         # GEMM or the stencil kernel, then the recurrence's pass; FUSED_GEMV: tests force it off)
-        self.fused = B == 1 and self.T is not None and FUSED_GEMV and not self.velocity
+        # (velocity gauge: fused only as the whole-exponential kernel, which adds D x)
+        fusable = B == 1 and self.T is not None and FUSED_GEMV
+        self.fused = fusable and (not self.velocity or (16 * n <= CHAIN_SMEM and CHEB_CHAIN))
         self.D = self.dbands = self.mom = None
         if self.velocity:
             from ..model.momentum import BlockMomentum, momentum_bands
@@ -380,7 +382,7 @@ class GraphStep:
             # T's rows held in registers where every row has its own warp
             self.chain_kernel = ("tdse_cheb_chain_reg" if n <= 32 * CHAIN_REG
                                  and -(-n // CHAIN_WARPS) <= sms else "tdse_cheb_chain")
-            if not CHAIN_REG_ROWS:
+            if not CHAIN_REG_ROWS or self.velocity:      # (D's row from L2 beside T's)
                 self.chain_kernel = "tdse_cheb_chain"
             self.bar = cp.zeros(2, dtype=np.uint32)
             self.coop = True        # a cooperative launch (all blocks resident, or an error)
@@ -432,7 +434,8 @@ class GraphStep:
                         (self.T, X, null if mask is None else mask, self.x, self.P, self.Q,
                          np.int32(h), np.int32(self.base), np.int32(self.nt), np.int32(self.C),
                          np.int32(int(self.st.potential.has_field)), self.A, np.int32(ia),
-                         np.int32(K), *self.work, self.Y, self.d, out, np.int32(self.n), self.bar),
+                         np.int32(K), *self.work, self.Y, self.d, out, np.int32(self.n), self.bar,
+                         null if self.D is None else self.D, np.int32(self.vbase + 2 * (h // self.seg))),
                         shared_mem=16 * self.n)
 
     def _body(self, pattern):

@@ -136,7 +136,7 @@ extern "C" __global__ void tdse_cheb_chain(const double* T, const complex<double
         const double* m, const double* xg, const double* P, const double* Q, int hdr, int base,
         int nt, int nc, int field, const complex<double>* A, int ia, int K,
         complex<double>* W0, complex<double>* W1, complex<double>* W2, complex<double>* acc,
-        double* d, complex<double>* out, int n, unsigned int* bar) {
+        double* d, complex<double>* out, int n, unsigned int* bar, const double* D, int iv) {
     extern __shared__ double2 xs[];
     const int lane = threadIdx.x & 31;
     const int nw = gridDim.x * (blockDim.x >> 5);
@@ -144,8 +144,10 @@ extern "C" __global__ void tdse_cheb_chain(const double* T, const complex<double
     const double k = P[hdr + 2];
     complex<double>* W[3] = {W0, W1, W2};
     if (lane == 0)
-        for (int row = w0; row < n; row += nw)
+        for (int row = w0; row < n; row += nw) {
             d[row] = tdse_chain_v(row, xg[row], P, Q, hdr, base, nt, nc, 1, field);
+            if (D) d[row] += P[iv + 1];                 /* the velocity gauge's alpha A^2/2 */
+        }
     const int last = K < 1 ? 1 : K;
     for (int kk = 1; kk <= last; ++kk) {
         if (kk > 1) tdse_grid_sync(bar);
@@ -161,6 +163,21 @@ extern "C" __global__ void tdse_cheb_chain(const double* T, const complex<double
                 im += w * v.y;
             }
             tdse_warp_sum(re, im);
+            if (D) {            /* velocity gauge: g += -i alpha a (D x) / k, D's row from L2 */
+                const double* dr = D + (size_t)row * n;
+                double mre = 0.0, mim = 0.0;
+#pragma unroll 4
+                for (int j = lane; j < n; j += 32) {
+                    double w = dr[j];
+                    double2 v = xs[j];
+                    mre += w * v.x;
+                    mim += w * v.y;
+                }
+                tdse_warp_sum(mre, mim);
+                double c = P[iv] / k;
+                re += c * mim;
+                im -= c * mre;
+            }
             if (lane == 0) {
                 complex<double> p;
                 if (kk == 2) {
@@ -186,7 +203,7 @@ extern "C" __global__ void tdse_cheb_chain_reg(const double* T, const complex<do
         const double* m, const double* xg, const double* P, const double* Q, int hdr, int base,
         int nt, int nc, int field, const complex<double>* A, int ia, int K,
         complex<double>* W0, complex<double>* W1, complex<double>* W2, complex<double>* acc,
-        double* d, complex<double>* out, int n, unsigned int* bar) {
+        double* d, complex<double>* out, int n, unsigned int* bar, const double* D, int iv) {
     extern __shared__ double2 xs[];
     const int lane = threadIdx.x & 31;
     const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
