@@ -85,6 +85,19 @@ def _expm(d):
     return out
 
 
+def _expm_plan(d):
+    rows = d["rows"]
+    sizes = list(rows[0]["sizes"]) if rows else []
+    out = ["| method | GPUs | GiB a GPU | largest N (plan) | largest N (leanest) | "
+           + " | ".join(f"N = {n}" for n in sizes) + " |", "|---" * (5 + len(sizes)) + "|"]
+    for r in rows:
+        cells = [(f"{c['bytes_per_gpu_run'] / 2 ** 30:.1f} GiB, {c['stored_powers_run']} powers" if c["fits"]
+                  else f"refused ({c['bytes_per_gpu_leanest'] / 2 ** 30:.0f} GiB)") for c in r["sizes"].values()]
+        out.append(f"| {r['method']} | {r['gpus']} | {r['free_bytes'] / 2 ** 30:.1f} | {r['largest_n']} | "
+                   f"{r['largest_n_leanest']} | " + " | ".join(cells) + " |")
+    return out
+
+
 def _expm_cpu(d):
     out = ["| case | median ms | rel. error | speed-up vs SciPy |", "|---|---|---|---|"]
     for r in d["rows"]:
@@ -469,6 +482,7 @@ def _nuclei(d):
 
 
 RENDER = {"nuclei": _nuclei, "engine": _engine, "sweep-3m": _sweep, "expm": _expm, "expm-cpu": _expm_cpu,
+          "expm-plan": _expm_plan,
           "tune": _tune, "tdse": _tdse, "gpu-tests": _gpu_tests, "kernels-3m": _kernels,
           "accuracy": _accuracy, "step-cost": _step_cost, "expm-profile": _expm_profile,
           "propagator": _propagator, "inputs": _inputs, "absorber": _absorber,

@@ -240,8 +240,20 @@ def tune(sizes, gpus, dtype, placement, min_tile, repeat, profile_path, plot, co
 @click.option("--repeat", type=int, default=3, show_default=True)
 @click.option("--no-baselines", is_flag=True)
 @click.option("--json-out", type=click.Path(dir_okay=False), default=None)
-def bench_expm(sizes, gpus, methods, repeat, no_baselines, json_out):
-    """Time mgemm.expm on 1..G GPUs against torch, jax and cupyx on one GPU."""
+@click.option("--plan", "plan_only", is_flag=True,
+              help="time nothing: per G the largest N that fits a GPU's memory, and per N the "
+                   "GiB a GPU needs (no GPU needed with --memory)")
+@click.option("--memory", type=click.FloatRange(0, None, min_open=True), default=None,
+              help="GiB free on each GPU for --plan (default: GPU 0's free memory); mgemm's "
+                   "reserve is taken from it, as expm does")
+def bench_expm(sizes, gpus, methods, repeat, no_baselines, json_out, plan_only, memory):
+    """Time mgemm.expm on 1..G GPUs against torch, jax and cupyx on one GPU; with --plan,
+    the sizes that fit instead."""
+    if plan_only:
+        _plan_expm(sizes, gpus, methods, memory, json_out)
+        return
+    if memory is not None:
+        raise click.UsageError("--memory goes with --plan")
     _need_gpus("bench-expm", gpus)
     from .tools.bench_expm import run_bench_expm
     save = (lambda rows: _save(json_out, "expm-gpu", "mgemm bench-expm", rows)) if json_out else None
@@ -254,6 +266,41 @@ def bench_expm(sizes, gpus, methods, repeat, no_baselines, json_out):
         if "seconds" in r:
             click.echo(f"{r['n']:6d} {r['engine']:28} {r['gpus']:2d} {r['seconds']:8.3f} "
                        f"{r['rel_error']:8.1e} {r.get('speedup_vs_fastest_library', float('nan')):7.2f}")
+
+
+def _plan_expm(sizes, gpus, methods, memory, json_out):
+    """``bench-expm --plan``: :func:`mgemm.tools.bench_expm.plan_rows`, a table a method."""
+    from .tools.bench_expm import NORM1, plan_rows
+    if memory is None:
+        _need_gpus("bench-expm --plan (or give --memory GIB)", ())
+        import cupy as cp
+
+        from .expm import free_bytes, usable
+        free = usable(free_bytes(cp, 0))
+    else:
+        from .expm import usable
+        free = usable(int(memory * 2 ** 30))
+    rows = plan_rows(list(sizes), list(gpus), list(methods), free)
+    if json_out:
+        _save(json_out, "expm-plan", "mgemm bench-expm", rows)
+    for method in dict.fromkeys(methods):
+        mine = [r for r in rows if r["method"] == method]
+        p, q = mine[0]["plan"], mine[0]["leanest_plan"]
+        click.echo(f"{method}: ||A||_1 = {NORM1:g}, complex128 ({p['path']} path), degree {p['degree']}, "
+                   f"{p['squarings']} squarings, {p['ps_block']} stored powers, {p['products']} products; "
+                   f"leanest fallback {q['ps_block']} stored powers, {q['products']} products; "
+                   f"{free / 2 ** 30:.1f} GiB a GPU")
+        click.echo("largest N: with the plan, (with the leanest); per N the GiB a GPU holds with "
+                   "the plan expm runs there (qK: K stored powers), or what the leanest needs")
+        click.echo(f"{'G':>3} {'largest N':>10} {'(leanest)':>10}  " + "  ".join(f"{'N = ' + str(n):>17}"
+                                                                         for n in sizes))
+        for r in mine:
+            cells = []
+            for n in sizes:
+                c = r["sizes"][str(n)]
+                cells.append(f"{c['bytes_per_gpu_run'] / 2 ** 30:10.1f} GiB q{c['stored_powers_run']}"
+                             if c["fits"] else f"{'refused: ' + format(c['bytes_per_gpu_leanest'] / 2 ** 30, '.0f'):>17}")
+            click.echo(f"{r['gpus']:3d} {r['largest_n']:10d} {r['largest_n_leanest']:10d}  " + "  ".join(cells))
 
 
 def _save(path, kind, command, rows, **extra):

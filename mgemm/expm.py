@@ -36,7 +36,8 @@ from .gemm import gemm
 from .plan import ExpmPlan, plan_expm
 
 __all__ = ["expm", "expm_plan_for", "evaluate", "ExpmMemoryError", "memory_bytes",
-           "peak_matrices", "fitting_plan"]
+           "peak_matrices", "fitting_plan", "leaner_plans", "largest_fitting_n",
+           "input_and_exponent_bytes"]
 
 
 def _banded(A) -> bool:
@@ -442,11 +443,29 @@ def fitting_plan(plan: ExpmPlan, n: int, dtype, devices: int, free: int):
     degree ``plan_expm`` picks without formulas), else raise :class:`ExpmMemoryError`
     naming the bytes the leanest plan needs and the largest N whose input and exponent
     fit in ``free``."""
-    import dataclasses
     if memory_bytes(n, plan, dtype, devices) <= free:
         return plan
-    cands = []
-    base = plan
+    cands = leaner_plans(plan, dtype)
+    for c in cands:
+        if memory_bytes(n, c, dtype, devices) <= free:
+            return c
+    lean = min([plan] + cands, key=lambda c: memory_bytes(n, c, dtype, devices))
+    need = memory_bytes(n, lean, dtype, devices)
+    largest = largest_fitting_n(lean, dtype, devices, free)
+    raise ExpmMemoryError(
+        f"mgemm.expm: N = {n} needs {need / 2**30:.2f} GiB on each of {devices} device(s) "
+        f"(the leanest plan: {lean.path} path, degree {lean.degree}, {lean.ps_block} stored "
+        f"powers, {lean.squarings} squarings); {free / 2**30:.2f} GiB are free; the largest "
+        f"N that fits (with its input) is {largest}" + (" (none does)" if largest == 0 else ""))
+
+
+def leaner_plans(plan: ExpmPlan, dtype) -> list:
+    """The plans :func:`fitting_plan` falls back to, leanest last: a formula plan's
+    Paterson-Stockmeyer plan of the degree ``plan_expm`` picks without formulas, then the
+    same degree and squarings with fewer stored powers (more products, fewer live
+    matrices)."""
+    import dataclasses
+    cands, base = [], plan
     if plan.formula != "ps":
         base = plan_expm(plan.theta, tolerance=plan.tolerance, split=plan.path == "split",
                          unitary=plan.unitary, unit_roundoff=unit_roundoff(dtype), use_formulas=False)
@@ -454,24 +473,27 @@ def fitting_plan(plan: ExpmPlan, n: int, dtype, devices: int, free: int):
     if base.method == "auto":
         for q in range(base.ps_block - 1, 0, -1):
             cands.append(dataclasses.replace(base, ps_block=q, products=_products(base, q)))
-    for c in cands:
-        if memory_bytes(n, c, dtype, devices) <= free:
-            return c
-    lean = min([plan] + cands, key=lambda c: memory_bytes(n, c, dtype, devices))
-    need = memory_bytes(n, lean, dtype, devices)
-    # the largest N whose input (the caller's A, N x its band of dtype) and exponent fit
-    total = lambda k: (memory_bytes(k, lean, dtype, devices)  # noqa: E731
-                       + k * -(-k // devices) * np.dtype(dtype).itemsize)
-    largest = int(math.isqrt(int(free * n * n / total(n))))
+    return cands
+
+
+def input_and_exponent_bytes(n: int, plan: ExpmPlan, dtype, devices: int = 1) -> int:
+    """Bytes a device needs for the caller's input (N x its band of ``dtype``) and
+    :func:`expm`'s work with ``plan`` (:func:`memory_bytes`)."""
+    g = max(1, int(devices))
+    return memory_bytes(n, plan, dtype, g) + n * -(-n // g) * np.dtype(dtype).itemsize
+
+
+def largest_fitting_n(plan: ExpmPlan, dtype, devices: int, free: int) -> int:
+    """The largest N whose input and exponent (:func:`input_and_exponent_bytes`) fit
+    ``free`` bytes on each of ``devices`` devices; 0 where none does."""
+    total = lambda k: input_and_exponent_bytes(k, plan, dtype, devices)  # noqa: E731
+    ref = 4096
+    largest = int(math.isqrt(int(free * ref * ref / total(ref))))     # the bytes go as N^2
     while largest > 0 and total(largest) > free:     # the estimate, made exact both ways
         largest -= 1
     while total(largest + 1) <= free:
         largest += 1
-    raise ExpmMemoryError(
-        f"mgemm.expm: N = {n} needs {need / 2**30:.2f} GiB on each of {devices} device(s) "
-        f"(the leanest plan: {lean.path} path, degree {lean.degree}, {lean.ps_block} stored "
-        f"powers, {lean.squarings} squarings); {free / 2**30:.2f} GiB are free; the largest "
-        f"N that fits (with its input) is {largest}" + (" (none does)" if largest == 0 else ""))
+    return largest
 
 
 #: memory left for what the model does not count (cuBLAS workspaces, kernels' scratch,

@@ -479,3 +479,76 @@ def test_fitting_plan_stores_fewer_powers_then_refuses():
     assert memory_bytes(largest, leanest, dtype) + 16 * largest ** 2 <= free
     with pytest.raises(ExpmMemoryError):
         fitting_plan(fast, largest + 1, dtype, 1, free - 16 * (largest + 1) ** 2)
+
+
+# ---- #59 item 4: `mgemm bench-expm --plan`, the sizes that fit a GPU count and its memory
+@pytest.mark.parametrize("method", ["auto", "taylor"])
+def test_the_benchmark_familys_plan_is_the_one_expm_detects(method):
+    """bench-expm --plan plans without forming A: its plan (||A||_1 = 20, split, unitary)
+    equals what expm_plan_for detects from the family's A itself at two sizes."""
+    from mgemm.expm import expm_plan_for
+    from mgemm.tools.bench_expm import family_plan, h2plus_matrix
+    for n in (200, 333):
+        H, dt = h2plus_matrix(n)
+        got, _ = expm_plan_for(-1j * dt * H, method=method)
+        want = family_plan(method)
+        assert (got.path, got.unitary, got.degree, got.squarings, got.ps_block, got.products) == \
+            (want.path, want.unitary, want.degree, want.squarings, want.ps_block, want.products)
+
+
+def test_the_plan_rows_state_the_largest_n_exactly_and_agree_with_expms_own_choice():
+    """plan_rows: the largest N's input and exponent fit the memory and N + 1's do not
+    (with the plan and with its leanest fallback); per N, "fits" is where expm's own
+    fallback (fitting_plan, given the memory left once the input exists) finds a plan, and
+    the bytes stated are that plan's; more GPUs fit more."""
+    from mgemm.expm import fitting_plan, input_and_exponent_bytes, leaner_plans
+    from mgemm.plan import ExpmPlan
+    from mgemm.tools.bench_expm import family_plan, plan_rows
+    rng = np.random.default_rng()
+    free = int(rng.uniform(20, 140) * 2 ** 30)
+    sizes = [8192, 30000, 49152, 65536]
+    rows = plan_rows(sizes, [1, 2, 4], ["auto"], free)
+    plan = family_plan("auto")
+    lean = leaner_plans(plan, np.complex128)[-1]
+    c = np.complex128
+    for r in rows:
+        g = r["gpus"]
+        for p, key in ((plan, "largest_n"), (lean, "largest_n_leanest")):
+            n = r[key]
+            assert input_and_exponent_bytes(n, p, c, g) <= free < input_and_exponent_bytes(n + 1, p, c, g)
+        for n in sizes:
+            s = r["sizes"][str(n)]
+            assert s["fits"] == (n <= r["largest_n_leanest"])
+            if s["fits"]:
+                inp = n * -(-n // g) * 16                  # the input band, complex128
+                run = fitting_plan(plan, n, c, g, free - inp)
+                assert isinstance(run, ExpmPlan) and run.ps_block == s["stored_powers_run"]
+                assert s["bytes_per_gpu_run"] == input_and_exponent_bytes(n, run, c, g) <= free
+    by_g = {r["gpus"]: r["largest_n"] for r in rows}
+    assert by_g[1] < by_g[2] < by_g[4]
+
+
+def test_bench_expm_plan_from_the_command_line(tmp_path):
+    """`mgemm bench-expm --plan --memory GIB` needs no GPU: a table and a JSON file of
+    kind expm-plan; --memory without --plan, and --plan without --memory and without a GPU,
+    give one line and exit 2."""
+    import json
+
+    from click.testing import CliRunner
+
+    from mgemm.arrays import gpu_count
+    from mgemm.cli import main
+    out = tmp_path / "p.json"
+    r = CliRunner().invoke(main, ["bench-expm", "--plan", "--memory", "79", "--n", "49152",
+                                  "--gpus", "4", "--json-out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "largest N" in r.output and "49152" in r.output
+    doc = json.loads(out.read_text())
+    assert doc["kind"] == "expm-plan" and doc["rows"][0]["gpus"] == 4
+    r = CliRunner().invoke(main, ["bench-expm", "--memory", "79"])
+    assert r.exit_code == 2 and "--memory goes with --plan" in r.output
+    if not gpu_count():
+        r = CliRunner().invoke(main, ["bench-expm", "--plan"])
+        assert r.exit_code == 2 and "--memory" in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(main, ["bench-expm", "--plan", "--memory", "0"])
+    assert r.exit_code == 2 and "0" in r.output

@@ -210,6 +210,48 @@ def test_expm_multi_gpu_vs_eigendecomposition(ngpu, method, dtype, split):
     assert err < tol and unit < tol, (err, unit)
 
 
+@pytest.mark.gpu
+def test_bench_expm_plans_largest_n_runs_and_beyond_it_expm_refuses_before_work():
+    """`mgemm bench-expm --plan`'s model against mgemm.expm itself on one GPU under a CuPy
+    pool limit of 2 GiB beyond what the process holds: at the planned largest N (with the
+    plan's leanest fallback) the family's exponent runs within the limit and is accurate;
+    4 % beyond it expm refuses before any work (ExpmMemoryError)."""
+    from mgemm.expm import ExpmMemoryError, usable
+    from mgemm.tools.bench_expm import plan_rows
+    pool = cp.get_default_memory_pool()
+    pool.free_all_blocks()
+    limit = 2 * 2 ** 30
+    row = plan_rows([], [1], ["auto"], usable(limit))[0]
+    n_ok, n_no = row["largest_n_leanest"], int(row["largest_n_leanest"] * 1.04)
+    assert 2000 < n_ok < 8000, row
+    try:
+        pool.set_limit(size=pool.used_bytes() + limit)
+        from mgemm.tools.bench_expm import h2plus_matrix
+        for n, fits in ((n_ok, True), (n_no, False)):
+            if fits:
+                A, ref = _hermitian_case(n, np.complex128)
+            else:
+                H, dt = h2plus_matrix(n)
+                A = -1j * dt * H
+            with cp.cuda.Device(0):
+                dA = cp.asarray(A)
+                del A
+                if fits:
+                    U = mgemm.expm(dA)
+                    v = np.random.default_rng(1).standard_normal(n)
+                    err = float(np.abs((U @ cp.asarray(v)).get() - ref @ v).max())
+                    assert err < 1e-9, err
+                    del U
+                else:
+                    with pytest.raises(ExpmMemoryError, match="the largest N"):
+                        mgemm.expm(dA)
+                del dA
+            pool.free_all_blocks()
+    finally:
+        pool.set_limit(size=0)
+        pool.free_all_blocks()
+
+
 @pytest.mark.multi_gpu(2)
 def test_tdse_gpu_paths_agree_with_cpu(tmp_path):
     import h5py

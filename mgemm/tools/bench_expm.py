@@ -20,7 +20,11 @@ from ..expm import expm, expm_plan_for
 from .common import free_gpu_memory
 
 
-def h2plus_matrix(n, norm1=20.0):
+#: the family's ||A||_1 (:func:`h2plus_matrix`)
+NORM1 = 20.0
+
+
+def h2plus_matrix(n, norm1=NORM1):
     """(H, dt) on the host: 3-point H of the soft-core double well, dt: ||dt H||_1 = norm1."""
     dx = 0.1
     x = (np.arange(n) - n / 2) * dx
@@ -31,7 +35,7 @@ def h2plus_matrix(n, norm1=20.0):
     return H, dt
 
 
-def h2plus_columns(n, norm1=20.0):
+def h2plus_columns(n, norm1=NORM1):
     """The same H as :func:`h2plus_matrix` without ever forming it: ``(make, dt, d, off)``
     with ``make(c0, c1)`` the columns c0..c1-1 of -i dt H built on the current GPU (for
     :meth:`mgemm.dist.Layout.from_columns`), d the diagonal, off the off-diagonal value."""
@@ -54,6 +58,51 @@ def h2plus_columns(n, norm1=20.0):
         band *= -1j * dt
         return band
     return make, dt, d, off
+
+
+def family_plan(method="auto"):
+    """The plan :func:`mgemm.expm` takes for the benchmark's family at any N: A = -i dt H
+    (purely imaginary, skew-Hermitian: the split path, unitary) with ||A||_1 = :data:`NORM1`,
+    complex128, the unit roundoff as tolerance (what :func:`~mgemm.expm.expm_plan_for`
+    detects from such an A)."""
+    from ..arrays import unit_roundoff
+    from ..plan import plan_expm
+    u = unit_roundoff(np.complex128)
+    return plan_expm(NORM1, method=method, tolerance=u, split=True, unitary=True, unit_roundoff=u)
+
+
+def plan_rows(sizes, gpus, methods, free):
+    """``mgemm bench-expm --plan``: per method and GPU count G, with ``free`` bytes on each
+    GPU, the largest N whose input band and exponent fit (:func:`mgemm.expm.largest_fitting_n`)
+    with the family's plan and with its leanest fallback (what :func:`mgemm.expm.expm`
+    falls back to before it refuses), and per N of ``sizes`` the bytes a GPU needs and
+    the plan expm would run (or None: it refuses before any work)."""
+    from ..expm import (ExpmMemoryError, fitting_plan, input_and_exponent_bytes,
+                        largest_fitting_n, leaner_plans, memory_bytes)
+    dt = np.complex128
+    rows = []
+    for method in methods:
+        plan = family_plan(method)
+        lean = (leaner_plans(plan, dt) or [plan])[-1]
+        for g in gpus:
+            row = {"method": method, "gpus": g, "free_bytes": int(free), "plan": plan.as_dict(),
+                   "largest_n": largest_fitting_n(plan, dt, g, free),
+                   "largest_n_leanest": largest_fitting_n(lean, dt, g, free),
+                   "leanest_plan": lean.as_dict(), "sizes": {}}
+            for n in sizes:
+                left = free - (input_and_exponent_bytes(n, plan, dt, g) - memory_bytes(n, plan, dt, g))
+                try:            # (expm sees the memory left once the caller's input is made)
+                    run = fitting_plan(plan, n, dt, g, left) if left > 0 else None
+                except ExpmMemoryError:
+                    run = None
+                row["sizes"][str(n)] = {
+                    "bytes_per_gpu": input_and_exponent_bytes(n, plan, dt, g),
+                    "bytes_per_gpu_leanest": input_and_exponent_bytes(n, lean, dt, g),
+                    "bytes_per_gpu_run": input_and_exponent_bytes(n, run, dt, g) if run else None,
+                    "stored_powers_run": run.ps_block if run else None,
+                    "fits": run is not None}
+            rows.append(row)
+    return rows
 
 
 def _timed(fn, sync, repeat):
