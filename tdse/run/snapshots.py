@@ -372,12 +372,7 @@ class SnapshotWriter:
                 self.f.close()
             except Exception:  # noqa: BLE001
                 pass
-        # the file's h5py objects dropped now, while the interpreter is whole: left to the
-        # collector at exit, a file whose close the full disk refused took the process down
-        # (SIGSEGV while garbage-collecting at exit, 1 in ~30 runs of the disk-full test)
-        self.f, self.snap, self.obs, self._shapes = None, {}, {}, {}
-        import gc
-        gc.collect()
+        self.f = None
         raise StorageError(self.path, count, need, free, cause)
 
     def observe(self, **row):
