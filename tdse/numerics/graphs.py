@@ -209,7 +209,7 @@ class Planner:
         self._counts = chebyshev.TermCounts(stepper.tol)   # its own: planned in a thread
         # the velocity gauge: each member's a = sum_i w_i A(t_i) and q = sum_i w_i A(t_i)^2/2
         # per exponential (BatchStepper.generators), scaled by alpha into the parameter row
-        self.velocity = bool(getattr(stepper.potential, "velocity", False))
+        self.velocity = bool(stepper.potential.velocity)
         self._vt = None         # (times, (a, q)): the last chunk's
 
     def chunk(self, j0):
