@@ -253,16 +253,21 @@ def _formulas(d):
 
 
 def _scan(d):
-    out = ["| input | backend | members | batches | steps | N | scan s | s / member | serial s each | serial timed | speedup | max rel diff |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out = ["| input | backend | members | batches | steps | N | scan s | s / member | serial s each | serial timed | speedup | max rel diff | x its operator products alone |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in d["rows"]:
         out.append(f"| {r['input']} | {r['backend']}{' x' + str(r['workers']) + ' workers' if r.get('workers') else ''}"
                    f"{' on ' + str(r['gpus']) + ' GPUs (Dask scheduler)' if r.get('gpus') else ''} "
                    f"| {r['members']} | {r['batches']} | {r['steps']} | {r['n']} | {r['scan_seconds']:.1f} | "
                    f"{r['seconds_per_member']:.3g} | {r['serial_seconds_each']:.2f} | "
                    f"{r['serial_runs_timed']}{' (extrapolated)' if r['serial_extrapolated'] else ''} | "
-                   f"{r['speedup']:.1f}x | {r['max_rel_diff_acceleration']:.1e} |")
+                   f"{r['speedup']:.1f}x | {r['max_rel_diff_acceleration']:.1e} | "
+                   f"{_x(r.get('scan_over_kinetic_floor'))} |")
     return out
+
+
+def _x(v):
+    return "--" if v is None else f"x{v:.2f}"
 
 
 def _ms(v):

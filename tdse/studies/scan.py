@@ -545,14 +545,19 @@ class _Assembly:
             self.arrays[n][rows] = res[n]
         self.meta[k] = {key: float(res[key]) for key in
                         ("seconds", "blas_threads", "setup_seconds", "collect_seconds",
-                         "steps_taken", "rejected") if key in res}
+                         "steps_taken", "rejected", "chebyshev_terms") if key in res}
         self.seconds += time.perf_counter() - t0
 
     def result(self) -> dict:
         sc, K = self.sc, range(len(self.groups))
         out = {"scan": sc, "t": self.t, "batches": len(self.groups),
                "batch_seconds": [self.meta[k]["seconds"] for k in K],
-               "batch_blas_threads": [int(self.meta[k].get("blas_threads", 0)) for k in K]}
+               "batch_blas_threads": [int(self.meta[k].get("blas_threads", 0)) for k in K],
+               # each batch's members and block Chebyshev terms (a kinetic product of the
+               # block each; None for a batch read back from an older part)
+               "batch_members": [len(self.groups[k]) for k in K],
+               "batch_chebyshev_terms": [int(self.meta[k]["chebyshev_terms"])
+                                         if "chebyshev_terms" in self.meta[k] else None for k in K]}
         if "steps_taken" in self.meta[0]:       # the estimate's steps, each batch's
             out["batch_steps_taken"] = [int(self.meta[k]["steps_taken"]) for k in K]
             out["batch_rejected"] = [int(self.meta[k]["rejected"]) for k in K]
