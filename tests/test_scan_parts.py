@@ -215,8 +215,8 @@ def test_a_scan_without_a_field_runs_each_member_as_its_own_run(inputs_dir):
 
 def test_the_assembly_places_each_batch_in_its_rows_and_keeps_its_timings(base, monkeypatch):
     """_Assembly (the client's side of a scan): batches placed in any order land in their
-    members' rows; each batch's own seconds, BLAS threads, set-up and collection kept as
-    the batch reported them; the placing's own time summed over the batches (under a clock
+    members' rows; each batch's own seconds, BLAS threads, set-up, collection and Chebyshev
+    terms kept as the batch reported them (and its members counted); the placing's own time summed over the batches (under a clock
     that ticks once a call: one tick a batch)."""
     import itertools
     sc = scan_mod.members(base, {"field.E0": [0.01, 0.02, 0.03]})
@@ -234,9 +234,13 @@ def test_the_assembly_places_each_batch_in_its_rows_and_keeps_its_timings(base, 
         for j, i in enumerate(g):
             assert np.array_equal(out["norm"][i], res[k]["norm"][j])
         assert whole.meta[k] == {key: float(res[k][key]) for key in
-                                 ("seconds", "blas_threads", "setup_seconds", "collect_seconds")}
+                                 ("seconds", "blas_threads", "setup_seconds", "collect_seconds",
+                                  "chebyshev_terms")}
         assert 0 < res[k]["setup_seconds"] < 60 and 0 <= res[k]["collect_seconds"] < 60
     assert out["batch_blas_threads"] == [int(res[k]["blas_threads"]) for k in (0, 1)]
+    assert out["batch_members"] == [2, 1]
+    assert out["batch_chebyshev_terms"] == [int(res[k]["chebyshev_terms"]) for k in (0, 1)]
+    assert min(out["batch_chebyshev_terms"]) > 0
     assert min(out["batch_blas_threads"]) >= 1 and out["batches"] == 2
 
 
