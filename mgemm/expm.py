@@ -37,7 +37,7 @@ from .plan import ExpmPlan, plan_expm
 
 __all__ = ["expm", "expm_plan_for", "evaluate", "ExpmMemoryError", "memory_bytes",
            "peak_matrices", "fitting_plan", "leaner_plans", "largest_fitting_n",
-           "input_and_exponent_bytes"]
+           "input_bytes", "input_and_exponent_bytes"]
 
 
 def _banded(A) -> bool:
@@ -476,11 +476,15 @@ def leaner_plans(plan: ExpmPlan, dtype) -> list:
     return cands
 
 
+def input_bytes(n: int, dtype, devices: int = 1) -> int:
+    """Bytes of the caller's N x N ``dtype`` input on each device (N x its widest band)."""
+    return n * -(-n // max(1, int(devices))) * np.dtype(dtype).itemsize
+
+
 def input_and_exponent_bytes(n: int, plan: ExpmPlan, dtype, devices: int = 1) -> int:
-    """Bytes a device needs for the caller's input (N x its band of ``dtype``) and
-    :func:`expm`'s work with ``plan`` (:func:`memory_bytes`)."""
-    g = max(1, int(devices))
-    return memory_bytes(n, plan, dtype, g) + n * -(-n // g) * np.dtype(dtype).itemsize
+    """Bytes a device needs for the caller's input (:func:`input_bytes`) and :func:`expm`'s
+    work with ``plan`` (:func:`memory_bytes`)."""
+    return memory_bytes(n, plan, dtype, devices) + input_bytes(n, dtype, devices)
 
 
 def largest_fitting_n(plan: ExpmPlan, dtype, devices: int, free: int) -> int:

@@ -77,8 +77,8 @@ def plan_rows(sizes, gpus, methods, free):
     with the family's plan and with its leanest fallback (what :func:`mgemm.expm.expm`
     falls back to before it refuses), and per N of ``sizes`` the bytes a GPU needs and
     the plan expm would run (or None: it refuses before any work)."""
-    from ..expm import (ExpmMemoryError, fitting_plan, input_and_exponent_bytes,
-                        largest_fitting_n, leaner_plans, memory_bytes)
+    from ..expm import (ExpmMemoryError, fitting_plan, input_and_exponent_bytes, input_bytes,
+                        largest_fitting_n, leaner_plans)
     dt = np.complex128
     rows = []
     for method in methods:
@@ -90,7 +90,7 @@ def plan_rows(sizes, gpus, methods, free):
                    "largest_n_leanest": largest_fitting_n(lean, dt, g, free),
                    "leanest_plan": lean.as_dict(), "sizes": {}}
             for n in sizes:
-                left = free - (input_and_exponent_bytes(n, plan, dt, g) - memory_bytes(n, plan, dt, g))
+                left = free - input_bytes(n, dt, g)
                 try:            # (expm sees the memory left once the caller's input is made)
                     run = fitting_plan(plan, n, dt, g, left) if left > 0 else None
                 except ExpmMemoryError:
