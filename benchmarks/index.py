@@ -262,7 +262,7 @@ def _scan(d):
                    f"{r['seconds_per_member']:.3g} | {r['serial_seconds_each']:.2f} | "
                    f"{r['serial_runs_timed']}{' (extrapolated)' if r['serial_extrapolated'] else ''} | "
                    f"{r['speedup']:.1f}x | {r['max_rel_diff_acceleration']:.1e} | "
-                   f"{_x(r.get('scan_over_kinetic_floor'))} |")
+                   f"{_x(r.get('scan_over_operator_floor'))} |")
     return out
 
 

@@ -987,12 +987,12 @@ def _warm_worker(toml):
             "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}
 
 
-def _kinetic_floor(cfg, members, terms, backend, repeat=15):
+def _operator_floor(cfg, members, terms, backend, repeat=15):
     """Seconds of a scan's operator products alone (#59 item 6: its compute bound): each
     batch's block Chebyshev terms x one application of the operator the batch steps with
     (:func:`tdse.model.hamiltonian.block_operator`: the DVR's T by GEMM -- on the CPU its
     two half-size GEMMs in the folded basis -- or the stencils' bands, then the diagonal)
-    to the batch's N x B block, timed here on ``backend`` (the median of ``repeat``); the
+    to the batch's N x B block, timed here on ``backend`` (:func:`_median_time`); the
     recurrence's other passes are left out.  None where a batch's terms are not known."""
     if not terms or any(t is None for t in terms):
         return None
@@ -1006,14 +1006,8 @@ def _kinetic_floor(cfg, members, terms, backend, repeat=15):
         X = xp.asarray(rng.standard_normal((cfg.grid.n, B)) + 1j * rng.standard_normal((cfg.grid.n, B)))
         op = block_operator(cfg.grid, 1.0, xp.zeros((cfg.grid.n, B)), xp)
         X = op.into(X) if hasattr(op, "into") else X
-        ts = []
-        for _ in range(repeat + 2):
-            t0 = time.perf_counter()
-            op(X)
-            if xp is not np:
-                xp.cuda.Device().synchronize()
-            ts.append(time.perf_counter() - t0)
-        per[B] = float(np.median(ts[2:]))
+        sync = xp.cuda.Device().synchronize if xp is not np else (lambda: None)
+        per[B] = _median_time(lambda: (op(X), sync()), repeat)[0]
     return float(sum(t * per[B] for t, B in zip(terms, members)))
 
 
@@ -1022,7 +1016,7 @@ def _scan(a):
     by one (`tdse.simulate`, the same numerics: Chebyshev, no time-error companion), both in
     this process; members per second, the largest difference of any member's acceleration
     from its serial run, and the scan's seconds over its operator products alone
-    (:func:`_kinetic_floor`, timed in the same call; divided among ``--workers``)."""
+    (:func:`_operator_floor`, timed in the same call; divided among ``--workers``)."""
     from tdse import config as cfgmod
     from tdse.studies.scan import scan
     import tdse
@@ -1076,10 +1070,10 @@ def _scan(a):
            "max_rel_diff_acceleration": worst,
            "batch_members": res.get("batch_members"),
            "batch_chebyshev_terms": res.get("batch_chebyshev_terms")}
-    floor = _kinetic_floor(cfg, res.get("batch_members"), res.get("batch_chebyshev_terms"), a.backend)
+    floor = _operator_floor(cfg, res.get("batch_members"), res.get("batch_chebyshev_terms"), a.backend)
     if floor is not None:
         floor /= max(1, a.workers or 1)
-        row.update(kinetic_floor_seconds=floor, scan_over_kinetic_floor=wall / floor)
+        row.update(operator_floor_seconds=floor, scan_over_operator_floor=wall / floor)
     _say(f"{a.members} members: scan {wall:.1f} s vs serial {per_serial:.2f} s each "
          f"({'extrapolated from ' + str(len(serial)) if len(serial) < a.members else 'all run'}): "
          f"{row['speedup']:.1f}x; max rel diff {worst:.1e}"

@@ -179,14 +179,14 @@ def test_the_scan_suite_states_its_seconds_over_its_operator_products(tmp_path):
     batch's block, timed in the same call): more than 1 -- the scan does that work and
     more, here mostly its set-up); without the terms (a batch read back from an older
     part) no ratio is made."""
-    from benchmarks.suites import _kinetic_floor
+    from benchmarks.suites import _operator_floor
     assert main(["scan", "--input", "inputs/atom_hhg.toml", "--members", "3", "--t-end", "2",
                  "--batch", "2", "--out", str(tmp_path)]) == 0
     (path,) = glob.glob(str(tmp_path / "scan_cpu*_*.json"))
     row = json.load(open(path))["rows"][0]
     assert row["batch_members"] == [2, 1] and all(t > 0 for t in row["batch_chebyshev_terms"])
-    assert row["kinetic_floor_seconds"] > 0 and row["scan_over_kinetic_floor"] > 1.0
+    assert row["operator_floor_seconds"] > 0 and row["scan_over_operator_floor"] > 1.0
     import tdse
     cfg = tdse.load_config("inputs/atom_hhg.toml").with_value("time.t_end", 2.0)
-    assert _kinetic_floor(cfg, [2, 1], [10, None], "numpy") is None
-    assert _kinetic_floor(cfg, [2], [10], "numpy") > 0
+    assert _operator_floor(cfg, [2, 1], [10, None], "numpy") is None
+    assert _operator_floor(cfg, [2], [10], "numpy") > 0
