@@ -1584,18 +1584,16 @@ def test_tsurff_on_a_gpu_resumes_bit_for_bit_and_equals_the_cpu_in_both_gauges(t
     interrupted and resumed holds the uninterrupted GPU run's P(k) bit for bit; in each gauge
     the GPU's P(k) equals the CPU's to 1e-9 of the peak (the kernel's sums run in another
     order than NumPy's einsum and cumsum)."""
-    import json
-
     from test_photoelectrons import ATOM_TS
 
     from tdse import config as tdse_config
+    from tdse.studies.photoelectrons import tsurff_record
     from tdse.run.driver import run
     from tdse.run.interrupts import Interrupted
     from tdse.run.snapshots import read, resume_state
 
     def spectrum(path):
-        rec = read(path)["attrs"]["photoelectrons_tsurff"]
-        rec = json.loads(rec) if isinstance(rec, str) else rec
+        rec = tsurff_record(read(path)["attrs"])
         return np.array(rec["P_right"]) + rec["P_left"], rec
     E0 = np.random.default_rng().uniform(0.08, 0.12)
     for gauge in ("length", "velocity"):

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from tdse import config as tdse_config
 from tdse.model.grid import points
 from tdse.model.initial import initial_state
-from tdse.studies.photoelectrons import window_spectrum
+from tdse.studies.photoelectrons import tsurff_record, window_spectrum
 from tdse.ui.cli import main
 
 FREE = """
@@ -220,8 +220,7 @@ def test_tsurff_from_the_input_resumes_bit_for_bit_and_is_gauge_invariant(tmp_pa
     E0 = rng.uniform(0.08, 0.12)
     c = tdse_config.loads(ATOM_TS.format(E0=E0, gauge="length"))
     ref = read(run(c, tmp_path / "ref", backend="numpy").path)
-    rec = ref["attrs"]["photoelectrons_tsurff"]
-    rec = json.loads(rec) if isinstance(rec, str) else rec
+    rec = tsurff_record(ref["attrs"])
     armed = interrupt_after(2, "SIGTERM")
     with pytest.raises(Interrupted):
         run(c, tmp_path / "cut", backend="numpy")
@@ -230,13 +229,11 @@ def test_tsurff_from_the_input_resumes_bit_for_bit_and_is_gauge_invariant(tmp_pa
     st = resume_state(part)
     assert st["tsurff"] is not None and 0 < st["step"] < c.time.steps
     got = read(run(c, None, backend="numpy", resume=(st, part)).path)
-    rec2 = got["attrs"]["photoelectrons_tsurff"]
-    rec2 = json.loads(rec2) if isinstance(rec2, str) else rec2
+    rec2 = tsurff_record(got["attrs"])
     assert rec2["P_right"] == rec["P_right"] and rec2["P_left"] == rec["P_left"]
     vel = tdse_config.loads(ATOM_TS.format(E0=E0, gauge="velocity"))
     rv = run(vel, tmp_path / "vel", backend="numpy")
-    v = read(rv.path)["attrs"]["photoelectrons_tsurff"]
-    v = json.loads(v) if isinstance(v, str) else v
+    v = tsurff_record(read(rv.path)["attrs"])
     P, Pv = np.array(rec["P_right"]) + rec["P_left"], np.array(v["P_right"]) + v["P_left"]
     assert v["gauge"] == "velocity" and P.max() > 1e-3, P.max()
     assert np.abs(P - Pv).max() < 0.02 * P.max(), np.abs(P - Pv).max() / P.max()
@@ -265,8 +262,6 @@ def test_tsurff_in_a_scan_equals_each_members_run(tmp_path):
     own A(t); every member's P(k) equals its serial run's to 1e-7 of the peak (measured
     3e-9..7e-9: the block's and the vector's psi differ at rounding, and t-SURFF reads psi at
     two points), and the scan file holds them over the scan's keys and k."""
-    import json
-
     import tdse
     from tdse.run.scanfile import read
     rng = np.random.default_rng()
@@ -275,8 +270,7 @@ def test_tsurff_in_a_scan_equals_each_members_run(tmp_path):
     sc = tdse.scan(base, {"field.E0": E0s}, backend="numpy")
     for i, e in enumerate(E0s):
         r = tdse.simulate(tdse_config.with_values(base, [("field.E0", e)]), backend="numpy")
-        rec = r.attrs["photoelectrons_tsurff"]
-        rec = json.loads(rec) if isinstance(rec, str) else rec
+        rec = tsurff_record(r.attrs)
         for side in ("right", "left"):
             P, Ps = np.array(rec[f"P_{side}"]), np.asarray(sc[f"tsurff_P_{side}"])[i]
             assert np.abs(P - Ps).max() < 1e-7 * max(np.max(rec["P_right"]), np.max(rec["P_left"])), (side, e)

@@ -31,7 +31,7 @@ from ..model.grid import points
 from ..model.states import eigenstates
 from ..run.tsurff import TSurff, spectrum_of
 
-__all__ = ["window_spectrum", "from_file", "EV", "TSurff"]
+__all__ = ["window_spectrum", "from_file", "EV", "TSurff", "tsurff_record"]
 
 #: one hartree in eV (CODATA 2018)
 EV = 27.211386245988
@@ -108,17 +108,25 @@ def from_file(d: dict, gamma=None, e_max=None, method="window") -> dict:
     return res
 
 
-def tsurff_spectrum(d: dict, energies) -> dict:
-    """dP/dE at ``energies`` (hartree) from a run file's t-SURFF amplitudes: P(k) / |k| at
-    k = +-sqrt(2E), interpolated between the recorded momenta; "continuum": the integral of
-    P(k) over the recorded k (what crossed either surface)."""
-    rec = d["attrs"].get("photoelectrons_tsurff")
+def tsurff_record(attrs) -> dict:
+    """The t-SURFF amplitudes a run recorded (its ``photoelectrons_tsurff`` attribute: JSON
+    in a file, a dict in memory) as a dict; ValueError where it recorded none."""
+    rec = attrs.get("photoelectrons_tsurff")
     if rec is None:
         raise ValueError("the run recorded no t-SURFF amplitudes: set [output] tsurff_radius "
                          "(bohr) in its input, or use --method window")
     if isinstance(rec, str):
         import json
         rec = json.loads(rec)
+    return rec
+
+
+def tsurff_spectrum(d: dict, energies) -> dict:
+    """dP/dE at ``energies`` (hartree) from a run file's t-SURFF amplitudes
+    (:func:`tsurff_record`): P(k) / |k| at k = +-sqrt(2E), interpolated between the
+    recorded momenta; "continuum": the integral of P(k) over the recorded k (what crossed
+    either surface)."""
+    rec = tsurff_record(d["attrs"])
     k = np.linspace(-rec["k_max"], rec["k_max"], rec["momenta"])
     s = spectrum_of(k, np.asarray(rec["P_right"]), np.asarray(rec["P_left"]))
     E = np.asarray(energies, dtype=np.float64)
