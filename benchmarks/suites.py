@@ -1652,6 +1652,141 @@ def _single_run_dynamiqs(a, single):
     return out
 
 
+# ---------------------------------------------------------------- mid-step: #59 item 3
+def _mid_step_args(p):
+    p.add_argument("--input", default="inputs/h2plus_moving_large.toml")
+    p.add_argument("--n", type=int, nargs="+", default=[8192, 16384])
+    p.add_argument("--stencils", type=int, nargs="+", default=[3, 5], choices=[3, 5])
+    p.add_argument("--schemes", nargs="+", default=["midpoint"], choices=["midpoint", "cfm4"])
+    p.add_argument("--steps", type=int, default=1000, help="steps timed per path")
+    p.add_argument("--replays", type=int, default=2000, help="graph replays timed per path")
+
+
+def _replayed(cp, g, replays):
+    """Device seconds a step of the GraphStep ``g``: its graph of the most terms met,
+    replayed back to back with no host work between (CUDA events)."""
+    graph = g.graphs[max(g.graphs, key=sum)]
+    s = cp.cuda.Stream(non_blocking=True)
+    graph.launch(s)
+    a, b = cp.cuda.Event(), cp.cuda.Event()
+    a.record(s)
+    for _ in range(replays):
+        graph.launch(s)
+    b.record(s)
+    b.synchronize()
+    return cp.cuda.get_elapsed_time(a, b) / 1e3 / replays
+
+
+#: the least a term of tdse_cheb_tile can take on the device: per term each thread reads
+#: its neighbours' values from shared memory, writes its own, and the block waits
+_BARRIER_CHAIN = r"""
+extern "C" __global__ void tdse_barrier_chain(double* out, int K, int ext) {
+    extern __shared__ double w[];
+    double* b[2] = {w, w + ext};
+    for (int j = threadIdx.x; j < ext; j += blockDim.x) w[j] = j;
+    __syncthreads();
+    for (int k = 1; k <= K; ++k) {
+        const double* cur = b[(k - 1) & 1];
+        double* nxt = b[k & 1];
+        for (int j = k + threadIdx.x; j < ext - k; j += blockDim.x)
+            nxt[j] = 0.5 * (cur[j - 1] + cur[j + 1]) - cur[j];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[blockIdx.x] = b[K & 1][ext / 2];
+}
+"""
+
+
+def _barrier_chain(cp, g, K, replays=200):
+    """Device seconds of :data:`_BARRIER_CHAIN` with the GraphStep ``g``'s tile grid and
+    block for K terms (its halo): the latency bound of a tiled exponential."""
+    halo = g.rad * K
+    ext = g.tile + 2 * halo
+    blocks, threads = -(-g.n // g.tile), min(1024, 32 * -(-ext // 32))
+    k = cp.RawKernel(_BARRIER_CHAIN, "tdse_barrier_chain")
+    out = cp.empty(blocks)
+    args = ((blocks,), (threads,), (out, np.int32(K), np.int32(ext)))
+    k(*args, shared_mem=16 * ext)
+    a, b = cp.cuda.Event(), cp.cuda.Event()
+    a.record()
+    for _ in range(replays):
+        k(*args, shared_mem=16 * ext)
+    b.record()
+    b.synchronize()
+    return cp.cuda.get_elapsed_time(a, b) / 1e3 / replays
+
+
+def _mid_step(a):
+    """#59 item 3: one run's Chebyshev step on the 3-/5-point stencil at N = 8192 and 16384
+    (the input's box and dt, dx = box / N, the potential's own H(t)) on one GPU: a whole
+    exponential as one kernel of overlapping tiles (chain.tdse_cheb_tile) against the graph
+    of two kernels a term it replaces (graphs.CHEB_TILE off) and the step launched from
+    Python; each as the loop's seconds a step (tdse.evolve, host included) and as the
+    graph's device seconds (replayed back to back); beside them the launch bound (the
+    graph's nodes x an empty node's replay), the tile's latency bound (its grid and blocks
+    doing nothing a term but a 3-point average in shared memory and a barrier:
+    :data:`_BARRIER_CHAIN`, launched back to back) and the bandwidth bound (the bytes a step must
+    move through HBM at the device copy rate: the tile reads psi, the mask and x and writes
+    psi, 48 N bytes an exponential; the terms' nodes read 3 and write 2 vectors a term,
+    80 N bytes); psi of each path against the launched one after the same steps."""
+    import dataclasses
+
+    import cupy as cp
+
+    import tdse
+    from tdse import config as cfgmod
+    from tdse.numerics import graphs as G
+    base = cfgmod.load(os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input)
+    base = base.with_value("propagator.time_error", "none").with_value("propagator.method", "chebyshev")
+    width = base.grid.x_max - base.grid.x_min
+    node_s, hbm = _launch_cost(cp), _hbm_rate(cp)
+    _say(f"launch bound {node_s * 1e6:.2f} us a graph node; device copy {hbm / 1e9:.0f} GB/s")
+    rows = []
+    for n in a.n:
+        for stencil in a.stencils:
+            for scheme in a.schemes:
+                cfg = dataclasses.replace(base, grid=dataclasses.replace(base.grid, dx=width / n, stencil=stencil))
+                cfg = cfg.with_value("propagator.scheme", scheme)
+                cfg = cfg.with_value("time.t_end", (a.steps + 2) * cfg.time.dt)
+                plan = tdse.prepare(cfg, backend="cupy", devices=[0], check_resolution=False)
+                row = {"n": cfg.grid.n, "stencil": stencil, "scheme": scheme, "steps": a.steps}
+                psi = {}
+                for key in ("tile", "terms", "launched"):
+                    G.CHEB_TILE = key == "tile"       # (a module constant: tests and this suite)
+                    try:
+                        sec, st, nodes, p = _bare_steps(plan, a.steps, graphs=key != "launched")
+                    finally:
+                        G.CHEB_TILE = True
+                    row[f"{key}_step_s"], psi[key] = sec, cp.asnumpy(p)
+                    g = getattr(st.propagator, "graph", None)
+                    if key != "launched":
+                        row[f"{key}_nodes_per_step"] = nodes
+                        row[f"{key}_device_s"] = _replayed(cp, g, a.replays)
+                        row[f"{key}_launch_bound_s"] = nodes * node_s
+                        terms = g.cheb_terms / max(1, g.exponentials)
+                        row["terms_per_exponential"] = terms
+                        E = len(g.rows)
+                        row[f"{key}_bandwidth_bound_s"] = (48.0 * n * E if key == "tile"
+                                                           else 80.0 * n * terms * E) / hbm
+                        if key == "tile":
+                            row["tile_latency_bound_s"] = sum(_barrier_chain(cp, g, int(K))
+                                                              for K in max(g.graphs, key=sum))
+                    else:
+                        row["tile_vs_launched_max_diff"] = float(np.abs(psi["tile"] - psi[key]).max())
+                        row["terms_vs_launched_max_diff"] = float(np.abs(psi["terms"] - psi[key]).max())
+                        row["psi_scale"] = float(np.abs(psi[key]).max())
+                row["tile_over_terms_step"] = row["tile_step_s"] / row["terms_step_s"]
+                row["tile_device_over_latency_bound"] = row["tile_device_s"] / row["tile_latency_bound_s"]
+                _say(f"N={n} {stencil}-point {scheme}: step {row['tile_step_s'] * 1e6:.1f} us tiled "
+                     f"({row['tile_device_s'] * 1e6:.1f} us device) against {row['terms_step_s'] * 1e6:.1f} "
+                     f"us by terms ({row['terms_device_s'] * 1e6:.1f}), {row['launched_step_s'] * 1e6:.0f} "
+                     f"us launched; {row['terms_per_exponential']:.0f} terms; latency bound "
+                     f"{row['tile_latency_bound_s'] * 1e6:.1f} us; diff "
+                     f"{row['tile_vs_launched_max_diff']:.1e}")
+                rows.append(row)
+    return rows, {"launch_bound_s_per_node": node_s, "device_copy_bytes_per_s": hbm, "input": a.input}
+
+
 # ---------------------------------------------------------------- run-overhead: a run vs its steps
 def _at_least(lo):
     """An argparse type: an integer >= lo (a clear message otherwise)."""
@@ -2303,6 +2438,9 @@ SUITES = {
                       _formulas_args, _formulas),
     "small-n": Suite("one run's step at N = 256-4000 on a GPU (graph / launched) and the CPU, "
                      "launch and bandwidth bounds, auto's pick, dynamiqs", True, _small_n_args, _small_n),
+    "mid-step": Suite("#59 item 3: one run's stencil step at N = 8192 / 16384, an exponential one "
+                      "tiled kernel against a graph node a term and launched; device time, launch "
+                      "and bandwidth bounds", True, _mid_step_args, _mid_step),
     "formula": Suite("a step of the molecule written as a [potential] formula against the "
                      "built-in soft-core centres, in one process", False, _formula_args, _formula),
     "time-error": Suite("#56: the loop with its error bar by the estimate or the companion against "

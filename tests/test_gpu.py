@@ -751,6 +751,69 @@ def test_one_kernel_exponential_by_a_plain_launch_equals_the_cooperative_one():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("name,stencil,scheme,n,tiling", [
+    ("atom_hhg.toml", 3, "cfm4", None, "all"),            # field, absorber masks
+    ("h2plus_moving.toml", 5, "midpoint", None, "all"),   # moving centres, 2 halo rows a term
+    ("h2plus_moving_large.toml", 3, "midpoint", 8192, "all"),   # #59 item 3's case
+    ("h2plus_moving_large.toml", 5, "cfm4", 16384, "all"),
+    ("h2plus_moving.toml", 3, "cfm4", 777, "none"),       # a halo beyond TILE_SMEM: by terms
+    ("atom_hhg.toml", 5, "cfm4", None, "mixed"),          # a step's exponentials both ways
+    ("velocity", 3, "cfm4", None, "all"),                 # the velocity gauge's D x, A^2/2
+    ("velocity", 5, "midpoint", None, "all"),
+    ("velocity", 3, "cfm4", None, "mixed"),
+])
+def test_stencil_exponential_as_one_tiled_kernel_equals_the_other_paths(name, stencil, scheme, n,
+                                                                        tiling, monkeypatch):
+    """#59 item 3: one member's exponential on the 3-/5-point stencil as one kernel of
+    overlapping tiles (chain.tdse_cheb_tile: no grid barrier, a halo of 1 or 2 rows a term)
+    against the graph of two kernels a term (graphs.CHEB_TILE off) and the steps launched
+    from Python, over 30 steps from a generic psi (a Gaussian plus noise): psi to 1e-13
+    of its scale (the same operations in the same order; FMA contraction is the only
+    freedom), the same Chebyshev work, a node an exponential where it is tiled."""
+    from tdse.model.grid import points
+    from tdse.numerics import graphs as G
+    from tdse.numerics.stepper import BatchStepper
+    gauge = name == "velocity"
+    cfg = _batch_case("atom_hhg.toml" if gauge else name, 60.0 if gauge else 3.0,
+                      ("grid.stencil", [stencil]))[0]
+    cfg = cfg.with_value("propagator.scheme", scheme).with_value("propagator.method", "chebyshev")
+    if gauge:
+        cfg = cfg.with_value("field.gauge", "velocity")
+    if n:
+        cfg = cfg.with_value("grid.dx", (cfg.grid.x_max - cfg.grid.x_min) / n)
+    if tiling == "none":                 # (32 terms: 23 fit in 3000 bytes at 32 rows a tile)
+        monkeypatch.setattr(G, "TILE_SMEM", 3000)
+    if tiling == "mixed":                # every other exponential tiled (the buffers' hand-over)
+        calls = iter(range(10 ** 6))
+        real = G.GraphStep._tiled
+        monkeypatch.setattr(G.GraphStep, "_tiled", lambda self, K: real(self, K) and next(calls) % 2 == 0)
+    x = points(cfg.grid)
+    rng = np.random.default_rng(cfg.grid.n)
+    X0 = (np.exp(-0.5 * x * x) + 0.01 * (rng.standard_normal(x.size) + 1j * rng.standard_normal(x.size)))[:, None]
+    j0 = 400 if gauge else 0
+    runs = {}
+    for key in ("tile", "terms", "launched"):
+        monkeypatch.setattr(G, "CHEB_TILE", key == "tile")
+        st = BatchStepper([cfg], cp)
+        st.graphs = key != "launched"
+        X = cp.asarray(X0)
+        for j in range(j0, j0 + 30):
+            X = st.step(X, j)
+        runs[key] = (cp.asnumpy(X), st.cheb_terms, st._graph)
+    (a, ka, g), (b, kb, g0), (c, kc, _) = runs["tile"], runs["terms"], runs["launched"]
+    assert g.tile and g0.tile is None and g.velocity == gauge
+    assert ka == kb == kc
+    if tiling != "mixed":
+        tiled = [g._tiled(K) for p in g.graphs for K in p]
+        assert all(tiled) if tiling == "all" else not any(tiled)
+        assert g.nodes_per_step in {g._nodes(p) for p in g.graphs}
+        assert (g.nodes_per_step == len(g.rows)) == (tiling == "all")
+    scale = np.abs(c).max()
+    assert np.abs(a - c).max() <= 1e-13 * scale
+    assert np.abs(a - b).max() <= 1e-13 * scale
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("name,stencil,t_end", [
     ("h2plus_moving.toml", "dvr", 0.4),       # moving centres, the main job's numerics
     ("h2plus_moving.toml", 3, 0.4),

@@ -22,9 +22,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.special
 
-__all__ = ["tail_bound", "terms", "terms_near", "TermCounts", "term_counts", "coefficients",
+__all__ = ["tail_bound", "terms", "terms_near", "TermCounts", "term_counts", "bessel_j", "coefficients",
            "expm_apply"]
 
 _MAX_TERMS = 100_000
@@ -157,10 +156,69 @@ def term_counts(tol) -> TermCounts:
     return _COUNTS[tol]
 
 
+def bessel_j(K, R) -> np.ndarray:
+    """J_0(R) .. J_K(R) for R >= 0: (K + 1,) for a float R; for an array R (K an int or an
+    array of R's shape) (max K + 1, *R.shape), each element's J_k(R) for k <= its K.
+
+    Miller's backward recurrence J_(m-1) = (2m / R) J_m - J_(m+1) (DLMF 10.6.1) from
+    J_(M+1) = 0, J_M = 1e-300 at an even M = max(K, ceil R) + 31 + floor(3 sqrt(ceil R))
+    (rounded up to even: past the turning point k = R, where J_k(R) falls the faster the
+    further k is beyond R + O(R^(1/3))), normalised by J_0 + 2 sum_k J_2k = 1 (DLMF
+    10.12.4); rescaled by 1e-250 where a value passes 1e250 (tiny R only).  Each element
+    goes through the same operations whether alone or in an array (the same bits; an
+    element's M is its own).  Against mpmath's J_k at 30 digits, for R from 1e-12 to 1000
+    and K up to what any tolerance needs: within 5e-16, where scipy.special.jv (AMOS) was
+    within 2e-14; ~10x faster than jv for a GPU run's 64 steps at once (the graph
+    planner's), about as fast for one R (tests/test_schemes.py)."""
+    if np.ndim(R) == 0:
+        R, K = float(R), int(K)
+        if R == 0.0:
+            return np.array([1.0] + [0.0] * K)
+        n = math.ceil(R)
+        M = top = 2 * ((max(K, n) + 31 + int(3.0 * math.sqrt(n))) // 2)
+        low, rows, zero = R, K + 1, None
+    else:
+        R = np.asarray(R, dtype=np.float64)
+        K = np.broadcast_to(np.asarray(K), R.shape)
+        zero = R == 0.0
+        R = np.where(zero, 1.0, R)
+        n = np.ceil(R).astype(np.int64)
+        M = 2 * ((np.maximum(K, n) + 31 + (3.0 * np.sqrt(n)).astype(np.int64)) // 2)
+        top, low, rows = int(M.max()), float(R.min()), int(K.max()) + 1
+    rescale = top * math.log10(2.0 * top / low + 1.0) > 550      # |J_(m-1)| <= (2m/R + 1) max
+    b1 = b0 = s = 0.0 * R
+    out = [None] * rows
+    for m in range(top, 0, -1):
+        if zero is None:
+            if m == M:
+                b0 = 1e-300
+        else:
+            start = M == m
+            if start.any():
+                b0 = np.where(start, 1e-300, b0)
+        b1, b0 = b0, (2.0 * m / R) * b0 - b1
+        if m - 1 < rows:
+            out[m - 1] = b0
+        if m % 2 == 1 and m > 1:
+            s = s + b0
+        if rescale:
+            big = abs(b0) > 1e250
+            if np.any(big):
+                f = 1e-250 if zero is None else np.where(big, 1e-250, 1.0)
+                b0, b1, s = b0 * f, b1 * f, s * f
+                out[m - 1:] = [None if v is None else v * f for v in out[m - 1:]]
+    norm = b0 + 2.0 * s
+    out = np.array([v / norm for v in out])
+    if zero is not None and zero.any():
+        out[:, zero] = 0.0
+        out[0, zero] = 1.0
+    return out
+
+
 def coefficients(R: float, K: int) -> np.ndarray:
-    """eps_k (-i)^k J_k(R), k = 0..K (complex)."""
+    """eps_k (-i)^k J_k(R), k = 0..K (complex; J_k by :func:`bessel_j`)."""
     k = np.arange(K + 1)
-    a = scipy.special.jv(k, R) * (-1j) ** k
+    a = bessel_j(K, R) * (-1j) ** k
     a[1:] *= 2.0
     return a
 

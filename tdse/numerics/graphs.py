@@ -34,6 +34,7 @@ import ctypes
 import numpy as np
 
 from .graph_fft import FFTKinetic, dvr_by_fft
+from .graph_plan import CHUNK, Planner
 
 #: steps the host may always queue ahead of the device, and the device's seconds it may
 #: queue where that is more steps (:class:`mgemm.arrays.PinnedUpload`'s adaptive lead:
@@ -62,9 +63,6 @@ def _upload_ring(cp, floats):
 
 __all__ = ["available", "GraphStep", "CHUNK", "capture", "copy_in", "copy_out", "dgemm_fn"]
 
-#: steps whose scalars are planned at once on the host (vectorised)
-CHUNK = 64
-
 #: chunks planned ahead of the one stepping (:meth:`GraphStep._plan`)
 PLAN_DEPTH = 3
 
@@ -79,6 +77,20 @@ CHAIN_SMEM = 48 * 1024
 FUSED_GEMV = CHEB_CHAIN = CHAIN_REG_ROWS = True
 #: T's row in registers (tdse_cheb_chain_reg): up to 32 CHAIN_REG columns, one row a warp
 CHAIN_REG = 32
+#: a stencil's exponential of one member as one kernel of overlapping tiles (tdse_cheb_tile;
+#: tests turn it off to check it against the terms' nodes): at least 32 TILE_ROWS rows a
+#: block, a block an SM where N allows; an exponential whose halo (1 or 2 rows a term)
+#: would need more than TILE_SMEM of shared memory runs as the terms' nodes
+CHEB_TILE = True
+TILE_ROWS = 32
+TILE_SMEM = 48 * 1024
+
+
+def tile_smem(tile, halo):
+    """Shared bytes of tdse_cheb_tile: three terms and d on the tile's rows and halo, the
+    running sum on its rows."""
+    ext = tile + 2 * halo
+    return 16 * (3 * ext + (ext + 1) // 2 + tile)
 
 def _kernels(cp, device):
     """The graph step's kernels (:func:`tdse.backends.cupy.chain.graph_kernels`) with the
@@ -191,120 +203,6 @@ def _planning_thread():
     return _PLANNING[0]
 
 
-class Planner:
-    """The host side of a graph step: every per-step scalar of the block Chebyshev step
-    (:meth:`chunk`), planned CHUNK steps at a time with NumPy (no GPU needed: tested on the
-    CPU against the per-step computation, element by element equal)."""
-
-    def __init__(self, stepper, bounds=None):
-        self.st, self.scheme = stepper, stepper.scheme
-        self.rows = [(s, row) for s, row in zip(self.scheme.scales(), self.scheme.factors)]
-        self.nt = len(self.scheme.factors[0])
-        # (steps, E, 2): (lo, hi) of each exponential of the steps js at times (steps, nt):
-        # default the batch's bounds from the parameters (as BatchStepper.step); a single
-        # run passes its own (from its V, as Stepper.step)
-        self.bounds = bounds or self._batch_bounds
-        self._K = {}            # the last K of each exponential (terms_near's guess)
-        from . import chebyshev
-        self._counts = chebyshev.TermCounts(stepper.tol)   # its own: planned in a thread
-        # the velocity gauge: each member's a = sum_i w_i A(t_i) and q = sum_i w_i A(t_i)^2/2
-        # per exponential (BatchStepper.generators), scaled by alpha into the parameter row
-        self.velocity = bool(stepper.potential.velocity)
-        self._vt = None         # (times, (a, q)): the last chunk's
-
-    def chunk(self, j0):
-        """The scalars of steps j0 .. j0 + CHUNK - 1 at once, vectorised over the steps (what
-        BatchStepper.step / expm_apply compute one step at a time, element by element the
-        same operations): per step the pattern of term counts, the parameter row (headers,
-        then the times' field and centres) and the coefficient row ([eps_k (-i)^k J_k(R)
-        ..., e^(-i dt c)] per exponential).  None where an exponential has r = 0."""
-        import scipy.special
-        st, cfg = self.st, self.st.config
-        dt, E = cfg.time.dt, len(self.rows)
-        js = np.arange(j0, j0 + CHUNK)
-        t = np.zeros(CHUNK) if st.static else js * dt
-        times = t[:, None] + np.asarray(self.scheme.nodes)[None, :] * dt      # (steps, nt)
-        if self.velocity:
-            va, vq = self.velocity_terms(times)
-        LH = self.bounds(js, times)                                          # (steps, E, 2)
-        lo, hi = LH[..., 0], LH[..., 1]
-        c, r = 0.5 * (lo + hi), 0.5 * (hi - lo)
-        if (r == 0.0).any():
-            return None
-        R = dt * r
-        K = self._terms_many(R)
-        k = np.arange(K.max() + 1)
-        coef = scipy.special.jv(k[None, None, :], R[:, :, None]) * (-1j) ** k
-        coef[..., 1:] *= 2.0
-        phase = np.exp(-1j * dt * c)
-        sizes = (K + 2).sum(axis=1)
-        A = np.zeros((CHUNK, sizes.max()), dtype=np.complex128)
-        # per step, per exponential: its K + 1 coefficients, then its phase
-        offs = np.concatenate([np.zeros((CHUNK, 1), dtype=int), np.cumsum(K + 2, axis=1)[:, :-1]], axis=1)
-        steps = np.broadcast_to(np.arange(CHUNK)[:, None], (CHUNK, k.size))
-        for e in range(E):
-            used = k[None, :] <= K[:, e:e + 1]
-            A[steps[used], (offs[:, e:e + 1] + k[None, :])[used]] = coef[:, e, :][used]
-            A[np.arange(CHUNK), offs[:, e] + K[:, e] + 1] = phase[:, e]
-        alpha = 2.0 / r
-        heads = [np.concatenate([alpha[:, e:e + 1], c[:, e:e + 1], (alpha[:, e] * s)[:, None],
-                                 np.broadcast_to(np.asarray(row, dtype=float), (CHUNK, self.nt))], axis=1)
-                 for e, (s, row) in enumerate(self.rows)]
-        P = [st.potential.blocks_many(times)]
-        if self.velocity:       # per exponential alpha a_b, then alpha q_b (GraphStep.vbase)
-            P += [z for e in range(E) for z in (alpha[:, e:e + 1] * va[:, e], alpha[:, e:e + 1] * vq[:, e])]
-        P = np.concatenate(heads + P, axis=1)
-        return j0, [tuple(row) for row in K], P, A, sizes
-
-    def _terms_many(self, R):
-        """(steps, E) term counts: :meth:`_terms` of each R, those inside an interval met
-        before looked up at once (the same K: terms(R) is a function of R alone)."""
-        K = self._counts.known(R)
-        for i, e in zip(*np.nonzero(K == 0)):
-            K[i, e] = self._terms(R[i, e], e)
-        return K
-
-    def _terms(self, R, e):
-        """chebyshev.terms(R, tol) (:class:`chebyshev.TermCounts`, from exponential e's
-        last K)."""
-        K = self._K[e] = self._counts(R, self._K.get(e, 0))
-        return K
-
-    def velocity_terms(self, times):
-        """(a, q), each (steps, E, B): the velocity gauge's sum_i w_ki A_b(t_i) and
-        sum_i w_ki A_b(t_i)^2 / 2 of every exponential k and member b at the steps' ``times``
-        (steps, nt): :meth:`BatchStepper.generators`' values, the same operations."""
-        if self._vt is not None and self._vt[0] is times:     # (the bounds' own, this chunk)
-            return self._vt[1]
-        pot = self.st.potential
-        A = np.array([[pot.vector(float(t)) for t in row] for row in times])    # (steps, nt, B)
-        a = [sum(w * A[:, i] for i, w in enumerate(row) if w) for _, row in self.rows]
-        q = [sum(w * 0.5 * A[:, i] * A[:, i] for i, w in enumerate(row) if w) for _, row in self.rows]
-        self._vt = times, (np.stack(a, axis=1), np.stack(q, axis=1))
-        return self._vt[1]
-
-    def _batch_bounds(self, js, times):
-        """(steps, E, 2): the batch's spectral bounds from the parameters per step
-        (BatchPotential.bounds and hamiltonian.spectrum_bounds, vectorised over steps; in
-        the velocity gauge V's bounds moved by the members' A^2/2 and widened by
-        |a| P_max, as BatchStepper.step_eager has them)."""
-        from ..model.hamiltonian import kinetic_max
-        from ..model.momentum import momentum_max
-        g, pot = self.st.config.grid, self.st.potential
-        out = np.empty((len(js), len(self.rows), 2))
-        if self.velocity:
-            va, vq = self.velocity_terms(times)
-        for e, (s, row) in enumerate(self.rows):
-            vmin, vmax = pot.bounds_many(times, row)
-            if not self.velocity:
-                out[:, e, 0], out[:, e, 1] = vmin, s * kinetic_max(g.stencil, g.dx) + vmax
-                continue
-            vmin, vmax = vmin + vq[:, e].min(axis=1), vmax + vq[:, e].max(axis=1)
-            m = np.abs(va[:, e]).max(axis=1) * momentum_max(g.stencil, g.dx)
-            out[:, e, 0], out[:, e, 1] = vmin - m, s * kinetic_max(g.stencil, g.dx) + vmax + m
-        return out
-
-
 class GraphStep:
     """Steps an N x B block as :meth:`BatchStepper.step` does, one graph launch a step."""
 
@@ -386,7 +284,14 @@ class GraphStep:
                 self.chain_kernel = "tdse_cheb_chain"
             self.bar = cp.zeros(2, dtype=np.uint32)
             self.coop = True        # a cooperative launch (all blocks resident, or an error)
-        self.graphs = {}
+        # ... and on a stencil, one kernel of overlapping tiles (chain.tdse_cheb_tile): its
+        # rows a block, and the halo's rows a term (1: the 3-point stencil, 2: the 5-point)
+        self.tile = None
+        if B == 1 and self.bands is not None and CHEB_TILE:
+            sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+            self.tile = max(TILE_ROWS, TILE_ROWS * -(-n // (TILE_ROWS * sms)))
+            self.rad = 1 if self.bands[2] == 0.0 and (self.dbands is None or self.dbands[1] == 0.0) else 2
+        self.graphs, self._node_counts = {}, {}
         self.one, self.zero = np.array(1.0), np.array(0.0)
 
     # ---------------------------------------------------------------- device side
@@ -438,25 +343,46 @@ class GraphStep:
                          null if self.D is None else self.D, np.int32(self.vbase + 2 * (h // self.seg))),
                         shared_mem=16 * self.n)
 
+    def _tiled(self, K):
+        """Whether an exponential of K terms runs as tdse_cheb_tile (its shared memory fits)."""
+        return self.tile is not None and tile_smem(self.tile, self.rad * max(K, 1)) <= TILE_SMEM
+
+    def _tile_exp(self, X, mask, h, ia, K, iv, out):
+        """One exponential of one member on a stencil by tdse_cheb_tile."""
+        halo = self.rad * max(K, 1)
+        ext = self.tile + 2 * halo
+        c1, c2 = self.dbands if self.dbands is not None else (0.0, 0.0)
+        d0, d1, d2 = self.bands
+        f = np.float64
+        self.k["tdse_cheb_tile"]((-(-self.n // self.tile),), (min(1024, 32 * -(-ext // 32)),),
+                                 (X, np.uint64(0) if mask is None else mask, self.x, self.P, self.Q,
+                                  np.int32(h), np.int32(self.base), np.int32(self.nt), np.int32(self.C),
+                                  np.int32(int(self.st.potential.has_field)), self.A, np.int32(ia),
+                                  np.int32(K), f(d0), f(d1), f(d2), f(c1), f(c2),
+                                  np.int32(int(self.velocity)), np.int32(iv), out, np.int32(self.n),
+                                  np.int32(self.tile), np.int32(self.rad)),
+                                 shared_mem=tile_smem(self.tile, halo))
+
     def _body(self, pattern):
         """The step's kernels for a pattern of term counts (run eagerly or under capture)."""
         k = self.k
         X = self.Xin
         ia = 0
-        if self.chain:                       # an exponential a kernel, Xin and Xw in turn
-            for e, (s, _row) in enumerate(self.rows):
-                out = self.Xw if X is self.Xin else self.Xin
-                self._chain(X, self.masks.get(s), e * self.seg, ia, pattern[e], out)
-                X = out
-                ia += pattern[e] + 2
-            self.result = X
-            return
         for e, (s, _row) in enumerate(self.rows):
             K = pattern[e]
             h = e * self.seg
+            iv = self.vbase + 2 * e * self.B      # velocity: alpha a_b at iv, alpha q_b after
+            if self.chain or self._tiled(K):     # an exponential a kernel, Xin and Xw in turn
+                out = self.Xw if X is self.Xin else self.Xin
+                if self.chain:
+                    self._chain(X, self.masks.get(s), h, ia, K, out)
+                else:
+                    self._tile_exp(X, self.masks.get(s), h, ia, K, iv, out)
+                X = out
+                ia += K + 2
+                continue
             k["diag"](self.x, self.P, self.Q, h, self.base, self.nt, self.C, self.B,
                       int(self.st.potential.has_field), self.d)
-            iv = self.vbase + 2 * e * self.B      # velocity: alpha a_b at iv, alpha q_b after
             if self.velocity:
                 k["vdiag"](self.P, iv + self.B, self.B, self.d)
             mask = self.masks.get(s)
@@ -491,7 +417,8 @@ class GraphStep:
                 k["final"](self.Y, self.A, ia + K + 1, out)
             X = out
             ia += K + 2
-        self.result = X
+        if X is not self.Xin:                # the step's result where the next step reads it
+            self.Xin.data.copy_from_device_async(X.data, X.nbytes)
 
     def _graph(self, pattern):
         if pattern not in self.graphs:
@@ -536,16 +463,36 @@ class GraphStep:
                 nxt += CHUNK
         return ch
 
+    def advance(self, X, j0, j1):
+        """``X`` stepped from step ``j0`` towards ``j1``: (a new array, the step reached).
+        psi stays in the graphs' buffer between steps: one copy in and one copy out, and a
+        step is a row upload and a graph launch.  The step reached is below ``j1`` where the
+        planner leaves that step to the launched path (an exponential with r = 0)."""
+        j = j0
+        while j < j1 and self._ready(j):
+            if j == j0:
+                copy_in(self.cp, self.Xin, X)
+            self._launch(j)
+            j += 1
+        return (X if j == j0 else copy_out(self.cp, self.Xin, X.shape)), j
+
     def step(self, X, j):
+        """One step (:meth:`advance`): a new array, or None where the graphs leave it."""
+        out, reached = self.advance(X, j, j + 1)
+        return out if reached > j else None
+
+    def _ready(self, j):
+        """Whether step j is planned (its chunk fetched: :meth:`_plan`) for the graphs."""
         ch = self._chunk
         if ch is None or not ch[0] <= j < ch[0] + CHUNK:
             ch = self._chunk = self._plan(j)
-        if ch is None:
-            return None
-        j0, patterns, Ps, As, sizes = ch
+        return ch is not None
+
+    def _launch(self, j):
+        """Step j's row uploaded and its graph launched on Xin, the result left there."""
+        j0, patterns, Ps, As, sizes = self._chunk
         i = j - j0
         pattern = patterns[i]
-        copy_in(self.cp, self.Xin, X)
         n_p = Ps.shape[1] + Ps.shape[1] % 2             # the coefficients 16-byte aligned
         row = self._row
         if row is None or row.size < n_p + 2 * As.shape[1]:
@@ -565,15 +512,20 @@ class GraphStep:
                 self._warm(pattern)
         self._graph(pattern).launch()
         self.exponentials += len(pattern)
-        K = sum(pattern)
-        self.cheb_terms += K
-        # the step's kernel nodes: an exponential a node (chain); else per exponential the
-        # potential, [mask], a fused term or (product, pass) per term, the phase [and mask]
+        self.cheb_terms += sum(pattern)
+        self.nodes_per_step = self._nodes(pattern)
+
+    def _nodes(self, pattern):
+        """The step's kernel nodes: an exponential a node (chain, tile); else per exponential
+        the potential, [mask], a fused term or (product, pass) per term, the phase [and mask]."""
+        if pattern in self._node_counts:
+            return self._node_counts[pattern]
         per_term = (1 if self.fused else 2 if self.fft is None
                     else 8 if self.fft.four_step else 4) + (1 if self.velocity else 0)
-        self.nodes_per_step = (len(pattern) if self.chain else per_term * K
-                               + len(pattern) * (2 + (1 if self.masks else 0) + (1 if self.velocity else 0)))
-        return copy_out(self.cp, self.result, X.shape)
+        n = self._node_counts[pattern] = sum(
+            1 if self.chain or self._tiled(K) else per_term * K + 2 + (1 if self.masks else 0)
+            + (1 if self.velocity else 0) for K in pattern)
+        return n
 
     def _warm(self, pattern):
         """Run the body once eagerly on a copy of the buffers (kernels compile here, not

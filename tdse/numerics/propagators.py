@@ -50,13 +50,39 @@ class Steps:
         ``j1``: nothing but the steps (on a GPU one graph launch each).  ``into``: an array
         of X's shape and backend that receives the result (returned), e.g. a row of a
         block kept where psi lives; None: the last step's own array."""
-        step = self.step_operator if operator else self.step
-        for j in range(j0, j1):
-            X = step(X, j)
+        if operator:
+            for j in range(j0, j1):
+                X = self.step_operator(X, j)
+        else:
+            X = self.steps(X, j0, j1)
         if into is None:
             return X
         into[...] = X
         return into
+
+    def steps(self, X, j0: int, j1: int):
+        """``X`` stepped from ``j0`` to ``j1``: a loop of :meth:`step` (a propagator on a GPU
+        keeps X in its graphs' buffer between steps: :func:`graph_steps`)."""
+        for j in range(j0, j1):
+            X = self.step(X, j)
+        return X
+
+
+def graph_steps(graph, counts, X, j0: int, j1: int, launched):
+    """``X`` stepped from ``j0`` to ``j1`` by ``graph`` (a :class:`tdse.numerics.graphs.GraphStep`:
+    psi kept in its buffer, a row upload and a graph launch a step), a step it leaves to the
+    launched path by ``launched(X, j)``; the graph's work added to ``counts``' exponentials
+    and cheb_terms."""
+    while j0 < j1:
+        e0, k0 = graph.exponentials, graph.cheb_terms
+        X, j = graph.advance(X, j0, j1)
+        counts.exponentials += graph.exponentials - e0
+        counts.cheb_terms += graph.cheb_terms - k0
+        if j < j1:
+            X = launched(X, j)
+            j += 1
+        j0 = j
+    return X
 
 
 #: (method name, backend name) -> the propagator class that steps it (:func:`make`)
@@ -127,15 +153,14 @@ class ChebyshevGraphs(Launched):
         return self.graph
 
     def step(self, X, j: int):
-        if self.on and X.ndim == 1 and self._graph():
-            g, m = self.graph, self.stepper.method
-            e0, k0 = g.exponentials, g.cheb_terms
-            out = g.step(X, j)   # a vector in, a vector out (no reshapes)
-            if out is not None:
-                m.exponentials += g.exponentials - e0
-                m.cheb_terms += g.cheb_terms - k0
-                return out
-        return super().step(X, j)
+        return self.steps(X, j, j + 1)
+
+    def steps(self, X, j0: int, j1: int):
+        if self.on and X.ndim == 1 and self._graph():   # a vector in, a vector out (no reshapes)
+            return graph_steps(self.graph, self.stepper.method, X, j0, j1, super().step)
+        for j in range(j0, j1):
+            X = super().step(X, j)
+        return X
 
 
 @register(("dense", "cupy"), ("taylor", "cupy"))

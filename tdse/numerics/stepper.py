@@ -252,18 +252,19 @@ class BatchStepper(propagators.Steps):
     def step(self, X, j: int):
         """X (N x B) one step on: on a GPU one CUDA graph launch (:mod:`tdse.numerics.graphs`,
         the same numbers), otherwise the block Chebyshev series launched from Python."""
+        return self.steps(X, j, j + 1)
+
+    def steps(self, X, j0: int, j1: int):
+        """X from step j0 to j1 (on a GPU kept in the graphs' buffer between steps)."""
         if self.graphs:
             from . import graphs
             if self._graph is None:
                 self._graph = graphs.GraphStep(self) if graphs.available(self) else False
             if self._graph:
-                e0, k0 = self._graph.exponentials, self._graph.cheb_terms
-                out = self._graph.step(X, j)
-                if out is not None:
-                    self.exponentials += self._graph.exponentials - e0
-                    self.cheb_terms += self._graph.cheb_terms - k0
-                    return out
-        return self.step_eager(X, j)
+                return propagators.graph_steps(self._graph, self, X, j0, j1, self.step_eager)
+        for j in range(j0, j1):
+            X = self.step_eager(X, j)
+        return X
 
     def step_eager(self, X, j: int):
         from ..model import hamiltonian

@@ -1,6 +1,7 @@
 """The one-member kernels of the CUDA-graph step (``tdse.numerics.graphs``): a Chebyshev
 term by a fused GEMV with the DVR's dense T, a whole exponential as one cooperative kernel
-(the row's potential generated from the potential's definition, :func:`.potential.device_v`),
+(the row's potential generated from the potential's definition, :func:`.potential.device_v`)
+or, on a stencil, as one kernel of overlapping tiles,
 the recurrence's element-wise updates, and the dense exponent's two kernels."""
 from __future__ import annotations
 
@@ -196,6 +197,92 @@ extern "C" __global__ void tdse_cheb_chain(const double* T, const complex<double
     }
 }
 
+/* One exponential of one member on the 3-/5-point stencil with no grid barrier (#59 item
+   3): block b owns rows [b tile, (b + 1) tile) and stages the (masked) input and the row's
+   d on them and on rad K rows either side (the halo).  A term's band product reads rad rows
+   either side, so term kk is computed on the staged rows less rad kk at each edge (what
+   the rows beyond would need is not staged: overlapped, or "trapezoidal", tiling), and
+   after K terms the owned rows are exact.  The blocks never wait for each other; a term is
+   a __syncthreads apart.  A row's operations are those of BAND_SOURCE (DBAND_SOURCE for the
+   velocity gauge) and of the first / recur (first_v / recur_v) and final kernels, in their
+   order.  Shared memory: three terms and d on the staged rows, the running sum on the
+   owned ones (tile_smem in tdse.numerics.graphs).  X and out must be different buffers. */
+extern "C" __global__ void tdse_cheb_tile(const complex<double>* X, const double* m,
+        const double* xg, const double* P, const double* Q, int hdr, int base, int nt, int nc,
+        int field, const complex<double>* A, int ia, int K, double d0, double d1, double d2,
+        double c1, double c2, int vel, int iv, complex<double>* out, int n, int tile, int rad) {
+    extern __shared__ double2 sh[];
+    const int last = K < 1 ? 1 : K;
+    const int halo = rad * last, ext = tile + 2 * halo;
+    const int lo = blockIdx.x * tile - halo;          /* the global row of staged row 0 */
+    double2* W[3] = {sh, sh + ext, sh + 2 * ext};
+    double* d = reinterpret_cast<double*>(sh + 3 * ext);
+    double2* acc = sh + 3 * ext + (ext + 1) / 2;
+    const double k = P[hdr + 2];
+    const complex<double> va(0.0, vel ? -P[iv] : 0.0);
+    for (int j = threadIdx.x; j < ext; j += blockDim.x) {
+        const int gi = lo + j;
+        if (gi < 0 || gi >= n) continue;               /* beyond the grid: never read */
+        complex<double> v = X[gi];
+        if (m) v = v * m[gi];
+        W[0][j] = make_double2(v.real(), v.imag());
+        double dv = tdse_chain_v(gi, xg[gi], P, Q, hdr, base, nt, nc, 1, field);
+        if (vel) dv += P[iv + 1];                      /* the velocity gauge's alpha A^2/2 */
+        d[j] = dv;
+    }
+    __syncthreads();
+#define TDSE_W(b, j) complex<double>((b)[j].x, (b)[j].y)
+    for (int kk = 1; kk <= last; ++kk) {
+        const double2* cur = W[(kk - 1) %% 3];
+        const double2* prv = W[(kk + 1) %% 3];
+        double2* nxt = W[kk %% 3];
+        for (int j = rad * kk + threadIdx.x; j < ext - rad * kk; j += blockDim.x) {
+            const int gi = lo + j;
+            if (gi < 0 || gi >= n) continue;
+            const complex<double> xv = TDSE_W(cur, j);
+            complex<double> g(0.0, 0.0);
+            if (rad > 1 && gi >= 2) g += d2 * TDSE_W(cur, j - 2);
+            if (gi >= 1) g += d1 * TDSE_W(cur, j - 1);
+            g += d0 * xv;
+            if (gi + 1 < n) g += d1 * TDSE_W(cur, j + 1);
+            if (rad > 1 && gi + 2 < n) g += d2 * TDSE_W(cur, j + 2);
+            complex<double> z = g * k;
+            if (vel) {
+                complex<double> mv(0.0, 0.0);
+                if (gi + 1 < n) mv += c1 * TDSE_W(cur, j + 1);
+                if (gi >= 1) mv -= c1 * TDSE_W(cur, j - 1);
+                if (rad > 1 && gi + 2 < n) mv += c2 * TDSE_W(cur, j + 2);
+                if (rad > 1 && gi >= 2) mv -= c2 * TDSE_W(cur, j - 2);
+                z = z + mv * va;
+            }
+            z = z + xv * d[j];
+            if (kk == 1) z = z * 0.5;
+            else z = z - TDSE_W(prv, j);
+            nxt[j] = make_double2(z.real(), z.imag());
+            const int t = j - halo;
+            if (t >= 0 && t < tile) {                  /* an owned row: the running sum */
+                complex<double> a;
+                if (kk == 1) {
+                    a = A[ia] * xv;
+                    a += A[ia + 1] * z;
+                } else {
+                    a = TDSE_W(acc, t);
+                    a += A[ia + kk] * z;
+                }
+                if (kk == last) {
+                    complex<double> o = a * A[ia + K + 1];
+                    if (m) o = o * m[gi];
+                    out[gi] = o;
+                } else {
+                    acc[t] = make_double2(a.real(), a.imag());
+                }
+            }
+        }
+        __syncthreads();
+    }
+#undef TDSE_W
+}
+
 /* N <= 32 CHAIN_REG with a warp a row: T's row held in registers and the row's d, previous
    term and sum in lane 0's registers across the terms, so a term reads only x from L2
    (summation order and operations as above). */
@@ -327,6 +414,7 @@ def graph_kernels(cp, device, reg) -> dict:
     for name in ("tdse_cheb_chain", "tdse_cheb_chain_reg"):
         for coop in (True, False):
             k[name, coop] = cp.RawKernel(src, name, enable_cooperative_groups=coop)
+    k["tdse_cheb_tile"] = cp.RawKernel(src, "tdse_cheb_tile")
     k["final_mask"] = E("T y, raw T A, int32 ia, float64 m", "T out",
                         "out = y * A[ia]; out = out * m", "tdse_graph_final_mask")
     _KERNELS[key] = k
