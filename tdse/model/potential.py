@@ -412,15 +412,7 @@ class BatchPotential:
 
     def _device(self, t, kind):
         """V or dV/dx at t by one kernel from uploaded parameters (CuPy)."""
-        from mgemm.arrays import PinnedUpload
-        if getattr(self, "_up", None) is None:
-            self._up = PinnedUpload(self.xp)
-        P = self._up(self.pack([t], [1.0]))
-        out = self.xp.empty((self.x.shape[0], self.B))
-        from ..backends.cupy.potential import potential_kernels
-        potential_kernels(self.xp, self.device)[kind](self.x, P, self.constants(), 0, 4, 1, self.slots, self.B,
-                                      int(self.has_field), out)
-        return out
+        return self._rows(kind, [t], [[1.0]])[0]
 
     def weighted(self, times, weights):
         """[sum_i w_ki V(x, t_i) for each row w_k of ``weights``], (N, B) each: on a GPU one
@@ -430,13 +422,18 @@ class BatchPotential:
         if self.xp is np:
             V = [self.total(float(t)) for t in times]
             return [sum(float(w) * v for w, v in zip(row, V) if w) for row in weights]
+        return self._rows("v", times, weights)
+
+    def _rows(self, kind, times, weights):
+        """The device kernel ``kind`` ("v", "dv") once per row of ``weights`` over ``times``,
+        after one upload of the headers and the times' parameters: (N, B) arrays."""
         from mgemm.arrays import PinnedUpload
         from ..backends.cupy.potential import potential_kernels
         if getattr(self, "_up", None) is None:
             self._up = PinnedUpload(self.xp)
         nt, h, R = len(times), 3 + len(times), len(weights)
         P = self._up(np.concatenate([self.header(row) for row in weights] + [self.blocks(times)]))
-        kernel, out = potential_kernels(self.xp, self.device)["v"], []
+        kernel, out = potential_kernels(self.xp, self.device)[kind], []
         for r in range(R):
             out.append(self.xp.empty((self.x.shape[0], self.B)))
             kernel(self.x, P, self.constants(), r * h, R * h, nt, self.slots, self.B, int(self.has_field), out[-1])

@@ -274,7 +274,7 @@ class LocalError:
 
     def _apply(self, u, dt, H, letter, W):
         """[(n, dt^n C_n u)]: the suffixes' products, a_0 X = -i H(X), a_k X = -i letter(k, X)
-        (k >= 1), b X = W X, then each order's sum."""
+        (k >= 1), b X = W X, then each order's sum (dt None: C_n u, dt^n not applied)."""
         vec = {(): u}
         for s in self._suffixes:
             k, rest = s[0], vec[s[1:]]
@@ -284,7 +284,8 @@ class LocalError:
                 vec[s] = W * rest
             else:
                 vec[s] = -1j * letter(k, rest)
-        return [(n, sum(c * vec[w] for w, c in C.items()) * dt ** n) for n, C in self.terms.items()]
+        sums = [(n, sum(c * vec[w] for w, c in C.items())) for n, C in self.terms.items()]
+        return sums if dt is None else [(n, S * dt ** n) for n, S in sums]
 
     def _graph(self, u, host, dt):
         """On a GPU: ([(n, C_n u)] (dt^n not applied), sum_n dt^n C_n u or None) by one CUDA
@@ -416,11 +417,7 @@ class LocalError:
                 return g["T"](X) + der[0] * X
             kin, k = g["T"]._kinetic(X)
             return (kin * k if k != 1.0 else kin) + der[0] * X
-        vec = {(): u}
-        for s in self._suffixes:
-            k, rest = s[0], vec[s[1:]]
-            vec[s] = -1j * H(rest) if k == 0 else W * rest if k == ABSORBER else -1j * der[k] * rest
-        g["out"] = [(m, sum(c * vec[w] for w, c in C.items())) for m, C in self.terms.items()]
+        g["out"] = self._apply(u, None, H, lambda k, X: der[k] * X, W)
         g["total"] = None
 
     def vector(self, u, t, dt):

@@ -101,6 +101,20 @@ __device__ __forceinline__ void tdse_chain_stage(double2* xs, const complex<doub
     __syncthreads();
 }
 
+/* a warp's share of row . x (x staged in shared memory), lanes strided */
+__device__ __forceinline__ void tdse_row_dot(const double* r, const double2* xs, int n, int lane,
+        double& re, double& im) {
+    re = 0.0;
+    im = 0.0;
+#pragma unroll 4
+    for (int j = lane; j < n; j += 32) {
+        double w = r[j];
+        double2 v = xs[j];
+        re += w * v.x;
+        im += w * v.y;
+    }
+}
+
 __device__ __forceinline__ void tdse_warp_sum(double& re, double& im) {
     for (int off = 16; off > 0; off >>= 1) {
         re += __shfl_down_sync(0xffffffff, re, off);
@@ -154,26 +168,12 @@ extern "C" __global__ void tdse_cheb_chain(const double* T, const complex<double
         if (kk > 1) tdse_grid_sync(bar);
         tdse_chain_stage(xs, X, m, W, kk, n);
         for (int row = w0; row < n; row += nw) {
-            const double* t = T + (size_t)row * n;
-            double re = 0.0, im = 0.0;
-#pragma unroll 4
-            for (int j = lane; j < n; j += 32) {
-                double w = t[j];
-                double2 v = xs[j];
-                re += w * v.x;
-                im += w * v.y;
-            }
+            double re, im;
+            tdse_row_dot(T + (size_t)row * n, xs, n, lane, re, im);
             tdse_warp_sum(re, im);
             if (D) {            /* velocity gauge: g += -i alpha a (D x) / k, D's row from L2 */
-                const double* dr = D + (size_t)row * n;
-                double mre = 0.0, mim = 0.0;
-#pragma unroll 4
-                for (int j = lane; j < n; j += 32) {
-                    double w = dr[j];
-                    double2 v = xs[j];
-                    mre += w * v.x;
-                    mim += w * v.y;
-                }
+                double mre, mim;
+                tdse_row_dot(D + (size_t)row * n, xs, n, lane, mre, mim);
                 tdse_warp_sum(mre, mim);
                 double c = P[iv] / k;
                 re += c * mim;
