@@ -486,7 +486,25 @@ def _nuclei(d):
     return out
 
 
-RENDER = {"nuclei": _nuclei, "engine": _engine, "sweep-3m": _sweep, "expm": _expm, "expm-cpu": _expm_cpu,
+def _mid_step(d):
+    """#59 item 3: one run's stencil step, an exponential as one tiled kernel against a node a
+    term and launched, with the tile's bounds (us a step)."""
+    us = lambda v: "--" if v is None else f"{1e6 * v:.1f}"  # noqa: E731
+    out = ["| N | stencil | scheme | terms | loop, tiled | device, tiled | latency bound | launch bound | "
+           "bandwidth bound | device / latency bound | loop, a node a term (device) | launched | tiled vs launched |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in d["rows"]:
+        ratio = r.get("tile_device_over_latency_bound")
+        out.append(f"| {r['n']} | {r['stencil']} | {r['scheme']} | {r['terms_per_exponential']:.0f} | "
+                   f"{us(r['tile_step_s'])} | {us(r['tile_device_s'])} | {us(r.get('tile_latency_bound_s'))} | "
+                   f"{us(r['tile_launch_bound_s'])} | {us(r['tile_bandwidth_bound_s'])} | "
+                   f"{'--' if ratio is None else format(ratio, '.1f')} | "
+                   f"{us(r['terms_step_s'])} ({us(r['terms_device_s'])}) | {us(r['launched_step_s'])} | "
+                   f"{r['tile_vs_launched_max_diff']:.1e} |")
+    return out
+
+
+RENDER = {"nuclei": _nuclei, "mid-step": _mid_step, "engine": _engine, "sweep-3m": _sweep, "expm": _expm, "expm-cpu": _expm_cpu,
           "expm-plan": _expm_plan,
           "tune": _tune, "tdse": _tdse, "gpu-tests": _gpu_tests, "kernels-3m": _kernels,
           "accuracy": _accuracy, "step-cost": _step_cost, "expm-profile": _expm_profile,
@@ -528,6 +546,8 @@ def headline(doc) -> dict:
             out[f"{r['input']} {r['backend']} {r['members']} members s"] = r["scan_seconds"]
         elif s == "small-n":
             out[f"N={r['n']} {r['method']} graph s/step"] = r["gpu_graph_s"]
+        elif s == "mid-step":
+            out[f"N={r['n']} {r['stencil']}-point {r['scheme']} tiled s/step"] = r["tile_step_s"]
         elif s == "start-up":
             out[f"{r['input']} {r['backend']} wall s"] = r["wall_seconds"]
         elif s == "run-overhead":

@@ -12,7 +12,7 @@ Methods (the choice of degree and squarings is :func:`mgemm.plan.plan_expm`):
   Sastre formulas of :mod:`mgemm.formulas`; scheme, degree and squarings are the fewest
   products that meet ``tolerance`` for the bound theta = ||A - mu I||_1.
 
-Two structural facts are used (both exact algebra, documented in ARCHITECTURE.md):
+Two structural facts are used (both exact algebra, documented in docs/MODULES.md):
 
 * ``shift`` mu: exp(A) = e^mu exp(A - mu I).  For A = -i dt H the TDSE passes the centre
   of H's Gershgorin interval, halving theta (the thesis uses no shift).
