@@ -138,7 +138,7 @@ class EstimatingStepper(Steps):
             self.e = self.xp.zeros_like(psi)
         dt = self.config.time.dt
         if not self.control:
-            L = self.local.vector(psi, j * dt, dt)
+            L = self.local.vector(psi, j * dt, dt, j)
             self.seconds += time.perf_counter() - t0
             out = self.base.step(psi, j)
             t1 = time.perf_counter()

@@ -162,6 +162,13 @@ def estimator_terms(scheme, absorber=None) -> dict:
     return out
 
 
+#: steps whose letters a run of fixed steps makes at once (LocalError.letters), within
+#: LETTERS_CHUNK_BYTES of values (P N each): a step's letters alone took ~100 us of host
+#: time on atom_hhg (N = 500, P = 5), most of it NumPy's per-call cost
+LETTERS_CHUNK = 64
+LETTERS_CHUNK_BYTES = 4 << 20
+
+
 def _derivatives(P):
     """M (P x P): the k-th derivative at s = 0 of the polynomial through values at
     s_i = i/(P-1) (i < P) is sum_i M[k, i] f_i (times h^-k for the step h)."""
@@ -200,7 +207,7 @@ class LocalError:
         self.W = None if absorber is None else xp.asarray(-absorber_profile(config, self.x))
         self.M = _derivatives(self.P)
         self._suffixes = _suffixes(self.terms)
-        self._last = None          # (t, V(t)): a step's end is the next one's start
+        self._chunk = None         # (dt, j0, letters V, letters A) of the steps from j0 (letters)
         self._molecule = None      # a static molecule's V (letters)
         self._graphs = {}          # a GPU's captured estimates, by the shape of u (_graph)
 
@@ -215,39 +222,53 @@ class LocalError:
         """Products with T + V (the letter a_0) one estimate makes."""
         return sum(1 for s in self._suffixes if s[0] == 0)
 
-    def letters(self, t, dt):
+    def letters(self, t, dt, j=None):
         """([V(t), dV/dt, ..., d^p V/dt^p], [A(t), ..., d^p A/dt^p]) at the step's start t
         (host, N each; the second all 0 but in the velocity gauge, where V has A^2/2 and
         the letter a_k is d^k V/dt^k + d^k A/dt^k p): the derivatives of the polynomial
-        through V (and A) at p + 1 equally spaced points of the step."""
-        pot, P = self.config.potential, self.P
-        ts = np.array([t + i * dt / (P - 1) for i in range(P)])
-        vals = np.empty((P, len(self.x)))
+        through V (and A) at p + 1 equally spaced points of the step.  ``j``: t is step j's
+        start j dt of a run of fixed steps dt; the letters of LETTERS_CHUNK such steps are
+        then made at once (:meth:`_letters_many`) and kept for the steps that follow."""
+        if j is not None and t == j * dt:
+            c = self._chunk
+            if c is None or c[0] != dt or not c[1] <= j < c[1] + len(c[2]):
+                S = max(1, min(LETTERS_CHUNK, LETTERS_CHUNK_BYTES // (8 * self.P * len(self.x))))
+                j0 = j - j % S                 # (a resumed run's chunks are the same steps)
+                c = self._chunk = (dt, j0, *self._letters_many(np.arange(j0, j0 + S) * dt, dt))
+            return c[2][j - c[1]], c[3][j - c[1]]
+        V, A = self._letters_many(np.array([t], dtype=np.float64), dt)
+        return V[0], A[0]
+
+    def _letters_many(self, starts, dt):
+        """:meth:`letters` at each of the steps' ``starts`` (S,): (S, P, N), (S, P) -- each
+        step's values by the same operations as one step alone."""
+        pot, P, S = self.config.potential, self.P, len(starts)
+        ts = starts[:, None] + (np.arange(P) * dt / (P - 1))[None, :]           # (S, P)
+        vals = np.empty((S, P, len(self.x)))
         if not pot.molecule_moves:   # the molecule's V once, then + x E(t) (total's operations)
             if self._molecule is None:
                 self._molecule = np.asarray(soft_core(pot, self.x, 0.0), dtype=np.float64)
             vals[:] = self._molecule
             if pot.field is not None:
-                vals += dipole_field(pot.field, ts)[:, None] * self.x[None, :]
+                vals += dipole_field(pot.field, ts)[..., None] * self.x
         else:
-            first = 1 if self._last is not None and self._last[0] == ts[0] else 0
-            if first:
-                vals[0] = self._last[1]
-            total_many(pot, self.x, ts[first:], out=vals[first:])    # (V once a time)
-            self._last = (ts[-1], vals[-1].copy())
-        A = np.zeros(P)
+            total_many(pot, self.x, ts.ravel(), out=vals.reshape(S * P, -1))    # (V once a time)
+        A = np.zeros((S, P))
         if velocity_gauge(pot.field):
             A = np.asarray(vector_potential(pot.field, ts), dtype=np.float64)
-            vals += 0.5 * (A * A)[:, None]
+            vals += 0.5 * (A * A)[..., None]
         scale = dt ** -np.arange(1.0, P)
 
-        def derivatives(f):      # f itself, then the derivatives (one product: P x P by P x N)
+        def derivatives(f):      # f itself, then sum_i M[k, i] f_i dt^-k (a step's own values)
             out = np.empty_like(f)
-            out[0] = f[0]
-            out[1:] = self.M[1:] @ f
-            out[1:] *= scale.reshape((-1,) + (1,) * (f.ndim - 1))
+            out[:, 0] = f[:, 0]
+            for k in range(1, P):
+                d = self.M[k, 0] * f[:, 0]
+                for i in range(1, P):
+                    d += self.M[k, i] * f[:, i]
+                out[:, k] = d * scale[k - 1]
             return out
-        return derivatives(vals), derivatives(A)
+        return derivatives(vals), derivatives(A[..., None])[..., 0]
 
     def parts(self, u, t, dt):
         """[(n, dt^n C_n u)] at step start t (u a vector or N x B block on ``xp``): the
@@ -420,9 +441,10 @@ class LocalError:
         g["out"] = self._apply(u, None, H, lambda k, X: der[k] * X, W)
         g["total"] = None
 
-    def vector(self, u, t, dt):
-        """sum_n dt^n C_n u at step start t (u a vector or N x B block on ``xp``)."""
-        host, A = self.letters(t, dt)
+    def vector(self, u, t, dt, j=None):
+        """sum_n dt^n C_n u at step start t (u a vector or N x B block on ``xp``; ``j``: t is
+        step j's start j dt, :meth:`letters`)."""
+        host, A = self.letters(t, dt) if j is None else self.letters(t, dt, j)
         if self._graphs_take(A):
             parts, total = self._graph(u, host, dt)
             if total is not None:                  # the one-kernel estimate's own sum
@@ -458,7 +480,7 @@ class BatchLocalError(LocalError):
         self.batch = potential
         self.W = None if W is None else xp.asarray(-np.asarray(W, dtype=np.float64))
 
-    def letters(self, t, dt):
+    def letters(self, t, dt, j=None):
         """([V_b(t), dV_b/dt, ...] each N x B on the device, [A_b(t), dA_b/dt, ...] each (B,)
         on the host, or None in the length gauge)."""
         pot, P, xp = self.batch, self.P, self.xp
