@@ -23,7 +23,10 @@ launched-from-Python path computes, in the same order of operations except the k
 product's summation (tested equal to 1e-13 on a GPU, tests/test_gpu.py).  The kinetic product
 is a cuBLAS DGEMM called through ctypes (CuPy's own wrappers refuse to run under capture)
 for the DVR, one stencil kernel for the 3- and 5-point T; for one member with the DVR a
-whole term is one kernel (:data:`tdse.backends.cupy.chain.GEMV_TERM`).
+whole term is one kernel (:data:`tdse.backends.cupy.chain.GEMV_TERM`), and one member's
+whole exponential is one kernel where it fits: the DVR's cooperative chain, a stencil's
+overlapping tiles (``tdse_cheb_tile``).  Between save points psi stays in the graph's
+buffer (:meth:`GraphStep.advance`).
 """
 from __future__ import annotations
 
