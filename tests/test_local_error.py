@@ -329,7 +329,8 @@ def test_a_scans_members_state_their_own_time_errors(kind, tmp_path):
                                         "--out", str(tmp_path / "cli"), "-q"])
         assert out.exit_code == 0, out.output
         with h5py.File(tmp_path / "cli" / f"{c.name}_scan.h5") as f:
-            te = f["time_error"][:, -1]
+            te = f["time_error"][()]                 # (--save final: at t_end)
+        np.testing.assert_array_equal(te, res["time_error"][:, -1])
         assert f"{te.min():.2g} to {te.max():.2g}; steps taken {c.time.steps}-{c.time.steps}" in out.output
 
 

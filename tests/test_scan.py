@@ -246,33 +246,50 @@ def test_an_interrupted_cli_scan_says_what_it_kept(tmp_path, monkeypatch):
 
 
 def test_cli_writes_a_file_xarray_reads_with_named_dimensions(tmp_path):
+    """The CLI's file read by xarray: by default (--save final) each observable at t_end over
+    the keys, the harmonic spectra; with --save series:NAMES those over time too, on "t".
+    Members read back at their own coordinates equal their own serial runs (at t_end, and
+    over time where saved)."""
     import xarray as xr
     p = tmp_path / "atom.toml"
     p.write_text(ATOM)
-    r = CliRunner().invoke(main, ["scan", str(p), "--set", "field.E0=0.02:0.06:3", "--set",
-                                  "potential.a=1.5,2.0", "--out", str(tmp_path), "-q"])
-    assert r.exit_code == 0, r.output
-    assert not (tmp_path / "atom_scan.parts").exists()     # #58 item 6: gone once written
-    ds = xr.open_dataset(tmp_path / "atom_scan.h5", engine="h5netcdf")
-    assert ds["yield_flux"].dims == ("field.E0", "potential.a", "t")
-    assert ds["populations_h0"].dims == ("field.E0", "potential.a", "t", "state")
-    assert ds["hhg_power"].dims[:2] == ("field.E0", "potential.a")
-    assert np.allclose(ds["field.E0"].values, [0.02, 0.04, 0.06])
-    assert ds["field.E0"].attrs["units"] == "E_h/(e bohr)" and ds["t"].attrs["units"] == "hbar/E_h"
-    assert (tmp_path / "atom_scan.png").stat().st_size > 10_000
-    # #58 item 7b: members read back from the file at their own coordinates against their
-    # own serial runs (rows written in another order than the keys' scales fail here)
+    named = ["norm", "x_mean", "acceleration", "yield_flux", "populations_h0"]
     base = tdse.config.loads(ATOM)
-    for i, j in ((2, 0), (0, 1)):
-        e0, a = float(ds["field.E0"].values[i]), float(ds["potential.a"].values[j])
-        one = tdse.simulate(base.with_value("field.E0", e0).with_value("potential.a", a), backend="numpy")
-        got = ds.sel({"field.E0": e0, "potential.a": a})
-        assert np.allclose(got["t"].values, one.observables["t"])
-        for k in ("norm", "x_mean", "acceleration", "yield_flux"):
-            assert np.abs(got[k].values - one.observables[k]).max() < 1e-8, (k, i, j)
-        assert np.abs(got["populations_h0"].values - one.observables["populations_h0"][:, :4]).max() < 1e-8
+    for save in ("final", "series:" + ",".join(named)):
+        out = tmp_path / save.split(":")[0]
+        r = CliRunner().invoke(main, ["scan", str(p), "--set", "field.E0=0.02:0.06:3", "--set",
+                                      "potential.a=1.5,2.0", "--out", str(out), "-q"]
+                               + ([] if save == "final" else ["--save", save]))
+        assert r.exit_code == 0, r.output
+        assert not (out / "atom_scan.parts").exists()     # #58 item 6: gone once written
+        ds = xr.open_dataset(out / "atom_scan.h5", engine="h5netcdf")
+        assert ds.attrs["save"] == save
+        over = ("t",) if save != "final" else ()
+        assert ds["yield_flux"].dims == ("field.E0", "potential.a") + over
+        assert ds["populations_h0"].dims == ("field.E0", "potential.a") + over + ("state",)
+        assert ds["energy"].dims == ("field.E0", "potential.a")      # not named: at t_end
+        assert ds["hhg_power"].dims[:2] == ("field.E0", "potential.a")
+        assert np.allclose(ds["field.E0"].values, [0.02, 0.04, 0.06])
+        assert ds["field.E0"].attrs["units"] == "E_h/(e bohr)" and ds["t"].attrs["units"] == "hbar/E_h"
+        assert (out / "atom_scan.png").stat().st_size > 10_000
+        # #58 item 7b: members read back from the file at their own coordinates against their
+        # own serial runs (rows written in another order than the keys' scales fail here)
+        for i, j in ((2, 0), (0, 1)):
+            e0, a = float(ds["field.E0"].values[i]), float(ds["potential.a"].values[j])
+            one = tdse.simulate(base.with_value("field.E0", e0).with_value("potential.a", a), backend="numpy")
+            got = ds.sel({"field.E0": e0, "potential.a": a})
+            assert np.allclose(got["t"].values, one.observables["t"])
+            sl = slice(None) if over else -1
+            for k in named[:-1] + ["energy"]:
+                want = one.observables[k][-1 if k == "energy" else sl]
+                assert np.abs(got[k].values - want).max() < 1e-8, (k, i, j, save)
+            assert np.abs(got["populations_h0"].values - one.observables["populations_h0"][sl, :4]).max() < 1e-8
     r = CliRunner().invoke(main, ["scan", str(p), "--set", "field.E0=0.02:x:3", "--out", str(tmp_path)])
     assert r.exit_code == 2 and "--set" in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(main, ["scan", str(p), "--set", "field.E0=0.02:0.06:3", "--save", "series:nrm",
+                                  "--out", str(tmp_path / "bad")])
+    assert r.exit_code == 2 and r.output.count("\n") == 1 and "--save = 'series:nrm'" in r.output
+    assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
 
 
 def test_a_zipped_scan_file_holds_each_member_along_member(tmp_path):
@@ -283,7 +300,7 @@ def test_a_zipped_scan_file_holds_each_member_along_member(tmp_path):
     p = tmp_path / "atom.toml"
     p.write_text(ATOM)
     r = CliRunner().invoke(main, ["scan", str(p), "--zip", "--set", "field.E0=0.03,0.07", "--set",
-                                  "potential.a=2.0,1.5", "--out", str(tmp_path), "-q"])
+                                  "potential.a=2.0,1.5", "--out", str(tmp_path), "-q", "--save", "series"])
     assert r.exit_code == 0, r.output
     with h5py.File(tmp_path / "atom_scan.h5") as f:
         assert f.attrs["zipped"] and list(f["member"][:]) == [0, 1]
@@ -315,7 +332,8 @@ def test_a_scan_file_with_the_final_psi_and_its_attributes(tmp_path):
                                   "--out", str(tmp_path), "-q"])
     assert r.exit_code == 0, r.output
     with h5py.File(tmp_path / "atom_scan.h5") as f:
-        assert f.attrs["format"] == "tdse-scan/1" and f.attrs["version"] == tdse.__version__
+        assert f.attrs["format"] == "tdse-scan/2" and f.attrs["version"] == tdse.__version__
+        assert f.attrs["save"] == "final" and json.loads(f.attrs["saved_series"]) == []
         assert json.loads(f.attrs["keys"]) == ["field.E0"] and int(f.attrs["batches"]) == 2
         assert f["x"].attrs["units"] == "bohr" and f["psi_final"].attrs["units"] == "bohr^-1/2"
         assert f.attrs["created"].endswith("+00:00") and float(f.attrs["seconds"]) > 0
@@ -493,7 +511,7 @@ def test_a_scan_that_cannot_fit_its_disk_refuses_before_any_work(tmp_path, monke
     p.write_text(ATOM)
     sets = ["--set", "field.E0=0.02,0.04,0.06"]
     sc = scan_mod.members(tdse.config.loads(ATOM), [scan_mod.parse_set(sets[1])])
-    need = scan_mod.scan_bytes(sc)
+    need = scan_mod.scan_bytes(sc, series=())          # the CLI's default: --save final
     real = shutil.disk_usage
     monkeypatch.setattr(resources.shutil, "disk_usage",
                         lambda path: real(path)._replace(free=need - 1))
@@ -504,12 +522,15 @@ def test_a_scan_that_cannot_fit_its_disk_refuses_before_any_work(tmp_path, monke
     assert len(lines) == 1 and lines[0].startswith("error: --out = ") and "the scan" in lines[0]
     assert "free there" in lines[0]
     monkeypatch.undo()
-    res = scan_mod.scan(tdse.config.loads(ATOM), [scan_mod.parse_set(sets[1])], out=str(tmp_path / "s"))
-    parts = sum(f.stat().st_size for f in (tmp_path / "s").rglob("*") if f.is_file())
-    from tdse.run.scanfile import write
-    write(str(tmp_path / "s" / "atom_scan.h5"), res, scan_mod.spectra(res))
-    written = sum(f.stat().st_size for f in (tmp_path / "s").rglob("*") if f.is_file())
-    assert parts > 0 and written <= need, (parts, written, need)
+    from tdse.run.scanfile import SERIES, write
+    for save, series in (("final", ()), ("series", SERIES)):
+        out = tmp_path / save
+        res = scan_mod.scan(tdse.config.loads(ATOM), [scan_mod.parse_set(sets[1])], out=str(out), save=save)
+        parts = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+        write(str(out / "atom_scan.h5"), res, scan_mod.spectra(res))
+        written = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+        bound = scan_mod.scan_bytes(sc, series=series)
+        assert parts > 0 and written <= bound, (save, parts, written, bound)
 
 
 def test_a_scans_harmonic_spectra_are_each_members_own_and_none_when_omega_is_scanned(base):

@@ -72,6 +72,8 @@ def test_parts_are_told_apart_and_a_missing_mark_is_not_seen(base, tmp_path):
     assert len(groups) == 2 and fps[0] != fps[1]
     other = scan_mod.members(base, {"field.E0": [0.02, 0.04, 0.06, 0.09]})
     assert scan_mod._fingerprint(other, groups[1]) != fps[1] and scan_mod._fingerprint(other, groups[0]) == fps[0]
+    # what a part keeps (--save) is part of its fingerprint: a scan saving otherwise runs it again
+    assert scan_mod._fingerprint(sc, groups[0], ()) != fps[0] != scan_mod._fingerprint(sc, groups[0], ("norm",))
     folder = str(tmp_path / "p")
     assert not scan_mod._sees(folder, "0" * 16)
     first = scan_mod._mark(folder)
@@ -221,7 +223,9 @@ def test_the_assembly_places_each_batch_in_its_rows_and_keeps_its_timings(base, 
     import itertools
     sc = scan_mod.members(base, {"field.E0": [0.01, 0.02, 0.03]})
     groups = [[0, 2], [1]]
-    res = {k: scan_mod.run_batch([sc.configs[i] for i in g]) for k, g in enumerate(groups)}
+    from tdse.studies.scan_save import SERIES, reduce_batch, spectra_of
+    res = {k: reduce_batch(scan_mod.run_batch([sc.configs[i] for i in g]), SERIES, spectra_of(sc))
+           for k, g in enumerate(groups)}
     ticks = itertools.count()
     monkeypatch.setattr(scan_mod.time, "perf_counter", lambda: float(next(ticks)))
     whole = scan_mod._Assembly(sc, groups, keep_psi=False)

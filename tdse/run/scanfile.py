@@ -1,4 +1,4 @@
-"""The file of a scan: ``OUT/<name>_scan.h5`` (h5py; format ``tdse-scan/1``), readable by
+"""The file of a scan: ``OUT/<name>_scan.h5`` (h5py; format ``tdse-scan/2``), readable by
 xarray with named dimensions (``xarray.open_dataset(path, engine="h5netcdf")``).
 
 All quantities in atomic units (hbar = m_e = e = 1); every dataset carries ``units`` and
@@ -11,11 +11,17 @@ All quantities in atomic units (hbar = m_e = e = 1); every dataset carries ``uni
   /state                                        eigenstate index of the populations
   /x                                            the grid (with the final psi)
   /<observable>                                 (key dims..., t) or (member, t) [, state]
+                                                where saved as a series (``tdse scan --save
+                                                series[:NAME,...]``), else its value at t_end
+                                                (key dims... [, state]): attrs saved_series
   /psi_final                                    (key dims..., x), complex, when kept
-  /time_error, /time_error_populations          (key dims..., t) with time_error = "estimate"
+  /time_error, /time_error_populations          (key dims..., t), or at t_end, with
+                                                time_error = "estimate"
   /hhg_order, /hhg_power                        the harmonic spectrum of each member's
                                                 acceleration (with a [field])
-attrs: format, version, created, input_toml (the base input), keys, zipped, units.
+attrs: format, version, created, input_toml (the base input), keys, zipped, units, save
+(the ``--save`` text), saved_series (JSON list).  ``tdse-scan/1`` (before #59's ``--save``)
+kept every series; :func:`read` gives its saved_series as all of them.
 """
 from __future__ import annotations
 
@@ -26,11 +32,30 @@ import h5py
 import numpy as np
 
 from ..config import key_unit, to_toml
-from ..model.observables import OBSERVABLES as _REGISTRY
+from ..model.observables import OBSERVABLES as _REGISTRY, BlockMeasure
 from ..version import __version__
 from .snapshots import publish
 
-FORMAT = "tdse-scan/1"
+FORMAT = "tdse-scan/2"
+#: the formats :func:`read` reads
+FORMATS = ("tdse-scan/1", FORMAT)
+
+#: the quantities a scan's batch records over time: the observables, the stated time errors
+#: (what ``tdse scan --save`` keeps as series or at t_end: tdse.studies.scan_save)
+SERIES = BlockMeasure.NAMES + ("time_error", "time_error_populations")
+
+
+def save_text(series) -> str:
+    """The ``--save`` text of ``series`` (what a scan file records)."""
+    series = tuple(series)
+    return "final" if not series else "series" if series == SERIES else "series:" + ",".join(series)
+
+
+def at_end(values, name, series, keys) -> np.ndarray:
+    """``values`` of quantity ``name`` (an array with ``keys`` leading key dimensions) at
+    t_end: the last time of a series (``name`` in ``series``), else itself."""
+    return np.take(values, -1, axis=keys) if name in series else np.asarray(values)
+
 
 #: observable: (units, description) of what a block measures (tdse.model.observables.OBSERVABLES)
 OBSERVABLES = {o.name: (o.unit, o.description) for o in _REGISTRY if o.block}
@@ -52,6 +77,11 @@ def write(path, res: dict, spectra: dict | None = None) -> str:
                        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                        units="atomic units (hbar = m_e = e = 1)", batches=int(res["batches"]),
                        seconds=float(res["seconds"]))
+        series = tuple(res.get("saved_series", SERIES))
+        f.attrs.update(save=save_text(series), saved_series=json.dumps(list(series)))
+
+        def over_t(name):              # the time axis where the quantity is a series
+            return [t] if name in series else []
         dims = key_scales(f, sc, key_unit)
         t = f.create_dataset("t", data=res["t"])
         _label(t, "hbar/E_h", "observation time")
@@ -62,7 +92,8 @@ def write(path, res: dict, spectra: dict | None = None) -> str:
         st.make_scale("state")
         for name, (units, desc) in OBSERVABLES.items():
             extra = [st] if name == "populations_h0" else []
-            put(f, name, res[name], dims + [t] + extra, units, desc)
+            put(f, name, res[name], dims + over_t(name) + extra, units,
+                desc if name in series else f"{desc}, at t_end")
         if "psi" in res:
             x = f.create_dataset("x", data=points_of(sc.base))
             _label(x, "bohr", "grid points")
@@ -78,14 +109,7 @@ def write(path, res: dict, spectra: dict | None = None) -> str:
                      f"|b(k)|^2 of the electrons that crossed x = {sign}{R:g} bohr by t_end "
                      "(t-SURFF, [output] tsurff_radius)")
         if "time_error" in res:         # time_error = "estimate" (tdse.run.timeerror.BatchEstimate)
-            put(f, "time_error", res["time_error"], dims + [t], "1",
-                "stated time-discretisation error of psi (L2, up to a global phase): 2 x the "
-                "norm of the member's local errors carried to t")
-            put(f, "time_error_populations", res["time_error_populations"], dims + [t], "1",
-                "estimated time error of the populations_h0 (their first-order change by the "
-                "carried error, x 2)")
-            f.attrs.update(batch_steps_taken=np.asarray(res["batch_steps_taken"]),
-                           batch_rejected=np.asarray(res["batch_rejected"]))
+            _time_errors(f, res, dims, over_t, series)
         if spectra:
             o = f.create_dataset("hhg_order", data=spectra["order"])
             _label(o, "1", "harmonic order omega / omega_0")
@@ -94,6 +118,21 @@ def write(path, res: dict, spectra: dict | None = None) -> str:
                  "|FFT of the acceleration|^2 (hann window) of each member")
     publish(tmp, path)         # (an earlier file removed first: snapshots.publish)
     return path
+
+
+def _time_errors(f, res, dims, over_t, series):
+    """The members' stated time errors (over t where saved as series, else at t_end) and
+    the batches' steps."""
+    put(f, "time_error", res["time_error"], dims + over_t("time_error"), "1",
+        "stated time-discretisation error of psi (L2, up to a global phase): 2 x the "
+        "norm of the member's local errors carried to t"
+        + ("" if "time_error" in series else ", at t_end"))
+    put(f, "time_error_populations", res["time_error_populations"],
+        dims + over_t("time_error_populations"), "1",
+        "estimated time error of the populations_h0 (their first-order change by the "
+        "carried error, x 2)" + ("" if "time_error_populations" in series else ", at t_end"))
+    f.attrs.update(batch_steps_taken=np.asarray(res["batch_steps_taken"]),
+                   batch_rejected=np.asarray(res["batch_rejected"]))
 
 
 def points_of(cfg):
@@ -132,10 +171,21 @@ def put(f, name, data, scales, units, desc):
 
 
 def read(path) -> dict:
-    """The scan file's datasets and attributes (NumPy arrays)."""
+    """The scan file's datasets and attributes (NumPy arrays); ``saved_series``: the
+    quantities kept over time (a tdse-scan/1 file: all)."""
     with h5py.File(path) as f:
-        if f.attrs.get("format") != FORMAT:
+        if f.attrs.get("format") not in FORMATS:
             raise ValueError(f"{path}: not a tdse scan file (format {f.attrs.get('format')!r})")
         out = {k: f[k][()] for k in f}
         out["attrs"] = dict(f.attrs)
+    out["saved_series"] = tuple(json.loads(out["attrs"].get("saved_series", json.dumps(SERIES))))
     return out
+
+
+def final(d, name):
+    """Quantity ``name`` of a scan (a :func:`read` file or a scan's result) at t_end."""
+    if "attrs" in d:
+        keys = 1 if d["attrs"]["zipped"] else len(json.loads(d["attrs"]["keys"]))
+    else:
+        keys = len(d["scan"].shape)
+    return at_end(d[name], name, d.get("saved_series", SERIES), keys)

@@ -48,6 +48,7 @@ from ..run.nuclei import scan as nuclei_scan
 from ..run.plan import prepare
 from ..run.timeerror import estimating_batch, scan_estimates
 from ..run.tsurff import for_batch
+from .scan_save import SERIES, parse_save, reduce_batch, save_text, spectra_of
 from .workers import WORKER_CONFIG, worker_yaml  # noqa: F401  (worker_yaml: docs/SCANS.md)
 
 __all__ = ["parse_set", "members", "batches", "run_batch", "batch_task", "scan", "Scan", "spectra"]
@@ -297,8 +298,8 @@ def run_batch(configs, backend="numpy", devices=None, keep_psi=False) -> dict:
     return out
 
 
-def _fingerprint(scan: Scan, members_) -> str:
-    text = json.dumps([to_toml(scan.configs[i]) for i in members_])
+def _fingerprint(scan: Scan, members_, series=SERIES) -> str:
+    text = json.dumps([to_toml(scan.configs[i]) for i in members_] + [save_text(series)])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -306,16 +307,18 @@ def _parts_dir(out, name):
     return None if out is None else os.path.join(out, f"{name}_scan.parts")
 
 
-def scan_bytes(sc: Scan, keep_psi=False) -> int:
+def scan_bytes(sc: Scan, keep_psi=False, series=SERIES) -> int:
     """Bytes a scan writes at most: its file, and while it runs the same again in its parts
     folder -- each member's rows (a dozen real observables, the complex autocorrelation, K
     populations, and its spectrum's share: 120 + 8 K bytes a row; #59 measured ~0.56 MB a
-    member at 4411 rows and K = 4; + 16 with the time errors), its final psi with ``keep_psi`` -- and 256 KiB of
-    metadata (a bound: tests/test_scan.py compares it with the files a scan writes)."""
+    member at 4411 rows and K = 4; + 16 with the time errors) where it keeps ``series``,
+    else one such row and its spectrum (8 bytes a row), its final psi with ``keep_psi`` --
+    and 256 KiB of metadata (a bound: tests/test_scan.py compares it with the files a scan
+    writes)."""
     rows = max(c.time.steps // c.output.observables_every + 1 for c in sc.configs)
     K = max(c.output.populations for c in sc.configs)
-    per = rows * (120 + 8 * K + (16 if scan_estimates(sc.base) else 0)) + \
-        (16 * sc.base.grid.n if keep_psi else 0)
+    row = 120 + 8 * K + (16 if scan_estimates(sc.base) else 0)
+    per = (rows * row if series else row + 8 * rows) + (16 * sc.base.grid.n if keep_psi else 0)
     return 2 * len(sc.configs) * per + (1 << 18)
 
 
@@ -387,13 +390,14 @@ def _sees(folder, token) -> bool:
         return False
 
 
-def batch_task(configs, backend, devices, keep_psi, part=None) -> dict:
+def batch_task(configs, backend, devices, keep_psi, part=None, series=SERIES, spectra=None) -> dict:
     """A batch as a Dask task.  ``part`` = (folder, k, fingerprint, token): a worker that
     sees the client's parts folder (the token in it: the same machine, or a shared file
     system) writes the batch there itself and returns only its number and seconds, so a
     batch's observables (~0.6 GB for 1000 atom_hhg members) never travel through the
-    scheduler's connection to the client; any other worker returns them."""
-    res = run_batch(configs, backend, devices, keep_psi)
+    scheduler's connection to the client; any other worker returns them.  The result is
+    reduced to what the scan keeps first (:func:`tdse.studies.scan_save.reduce_batch`)."""
+    res = reduce_batch(run_batch(configs, backend, devices, keep_psi), series, spectra)
     if part is not None and _sees(part[0], part[3]):
         t0 = time.perf_counter()
         _save_part(part[0], part[1], part[2], res)
@@ -403,11 +407,15 @@ def batch_task(configs, backend, devices, keep_psi, part=None) -> dict:
 
 def scan(config: Config, sets, *, zipped=False, out=None, workers=None, scheduler=None,
          backend="numpy", devices=None, batch=None, keep_psi=False, progress=False,
-         on_submit=None) -> dict:
+         on_submit=None, save="series") -> dict:
     """Run the scan (module docstring); returns {"scan": Scan, "t", name: array
-    (shape..., S[, K]), "psi" (shape..., N) with ``keep_psi``, "batches", "seconds"}.
+    (shape..., S[, K]) -- at t_end (shape...[, K]) where ``save`` keeps no series of it
+    (:mod:`tdse.studies.scan_save`: "final", "series" (this API's default: the whole
+    record), "series:NAME,..."), "saved_series", "hhg_order" and "hhg_power" (shape..., F)
+    with a [field], "psi" (shape..., N) with ``keep_psi``, "batches", "seconds"}.
     ``on_submit(client)``: called once the batches are submitted to a Dask cluster (a
     hook for tests and monitoring)."""
+    series = parse_save(save)
     from tqdm.auto import tqdm
     t_members, sc = time.perf_counter(), members(config, sets, zipped)
     t_members = time.perf_counter() - t_members
@@ -419,8 +427,8 @@ def scan(config: Config, sets, *, zipped=False, out=None, workers=None, schedule
         _need_dask_cuda()
     groups = batches(sc, batch, device_memory(backend) if workers is None and scheduler is None else None)
     folder = _parts_dir(None if out is None else os.path.abspath(out), config.name)
-    fps = [_fingerprint(sc, g) for g in groups]
-    whole = _Assembly(sc, groups, keep_psi)
+    fps = [_fingerprint(sc, g, series) for g in groups]
+    whole = _Assembly(sc, groups, keep_psi, series)
     for k, fp in enumerate(fps if folder else ()):
         part = _load_part(folder, k, fp)            # finished before: kept (unless it
         if part is not None and all(n in part for n in whole.names):   # lacks a final psi
@@ -433,7 +441,7 @@ def scan(config: Config, sets, *, zipped=False, out=None, workers=None, schedule
     with ThreadPoolExecutor(1) as writer:   # a part is written while the next batch runs
         saving, written = [], []            # (waited for at the exit: also on an interrupt)
         for k, res in _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi,
-                               on_submit, folder, fps):
+                               on_submit, folder, fps, series):
             if "part" in res:                # the worker wrote it
                 written.append(res.get("write_seconds", 0.0))
                 res = _load_part(folder, k, fps[k])
@@ -477,15 +485,17 @@ def _need_dask_cuda():
 
 
 def _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi, on_submit=None,
-             folder=None, fps=None):
+             folder=None, fps=None, series=SERIES):
     """(batch number, result) as batches finish: here, or on a Dask cluster (a LocalCluster
     of ``workers``, or the one at ``scheduler``) where a batch whose worker dies is retried
     and a worker that sees ``folder`` writes its batch's part there (:func:`batch_task`)."""
     if not todo:
         return
+    spectra = spectra_of(sc)
     if workers is None and scheduler is None:
         for k in todo:
-            yield k, run_batch([sc.configs[i] for i in groups[k]], backend, devices, keep_psi)
+            yield k, reduce_batch(run_batch([sc.configs[i] for i in groups[k]], backend, devices,
+                                            keep_psi), series, spectra)
         return
     import dask
     from dask.distributed import Client, LocalCluster, as_completed
@@ -507,7 +517,7 @@ def _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi, o
     token = _mark(folder) if folder else None
     try:
         futures = {client.submit(batch_task, [sc.configs[i] for i in groups[k]], backend, devices,
-                                 keep_psi, folder and (folder, k, fps[k], token),
+                                 keep_psi, folder and (folder, k, fps[k], token), series, spectra,
                                  key=f"tdse-batch-{k}-{fps[k]}", retries=3): k for k in todo}
         if on_submit is not None:
             on_submit(client)
@@ -525,19 +535,20 @@ class _Assembly:
     rows placed by one indexed assignment a quantity), so that the client holds each
     quantity once and, on a cluster, places a batch while the others still run."""
 
-    def __init__(self, sc, groups, keep_psi):
-        self.sc, self.groups = sc, groups
+    def __init__(self, sc, groups, keep_psi, series=SERIES):
+        self.sc, self.groups, self.series = sc, groups, series
         self.names = BlockMeasure.NAMES + (("psi",) if keep_psi else ()) + \
             (("tsurff_P_right", "tsurff_P_left") if sc.base.output.tsurff_radius else ()) + \
-            (("time_error", "time_error_populations") if scan_estimates(sc.base) else ())
-        self.arrays, self.t, self.k, self.meta, self.seconds = None, None, None, {}, 0.0
+            (("time_error", "time_error_populations") if scan_estimates(sc.base) else ()) + \
+            (("hhg_power",) if spectra_of(sc) else ())
+        self.arrays, self.t, self.k, self.order, self.meta, self.seconds = None, None, None, None, {}, 0.0
 
     def place(self, k, res):
         t0 = time.perf_counter()
         sc = self.sc
         if self.arrays is None:
             self.t = np.array(res["t"])
-            self.k = res.get("tsurff_k")
+            self.k, self.order = res.get("tsurff_k"), res.get("hhg_order")
             self.arrays = {n: np.empty((math.prod(sc.shape),) + res[n].shape[1:], res[n].dtype)
                            for n in self.names}
         rows = np.ravel_multi_index(np.array([sc.index[i] for i in self.groups[k]]).T, sc.shape)
@@ -550,7 +561,7 @@ class _Assembly:
 
     def result(self) -> dict:
         sc, K = self.sc, range(len(self.groups))
-        out = {"scan": sc, "t": self.t, "batches": len(self.groups),
+        out = {"scan": sc, "t": self.t, "batches": len(self.groups), "saved_series": self.series,
                "batch_seconds": [self.meta[k]["seconds"] for k in K],
                "batch_blas_threads": [int(self.meta[k].get("blas_threads", 0)) for k in K],
                # each batch's members and block Chebyshev terms (a kinetic product of the
@@ -565,20 +576,13 @@ class _Assembly:
             out[n] = arr.reshape(sc.shape + arr.shape[1:])
         if self.k is not None:
             out["tsurff_k"] = self.k
+        if self.order is not None:
+            out["hhg_order"] = self.order
         return out
 
 
-def spectra(res: dict, win="hann"):
+def spectra(res: dict):
     """The harmonic spectrum of every member's acceleration ({"order", "power" (shape...,
-    F)}), when the base input has a [field] (against its omega; a scanned omega changes
-    the order axis per member: then None)."""
-    from .spectra import hhg
-    sc = res["scan"]
-    fld = sc.base.potential.field
-    if fld is None or any(k.startswith("field.omega") or k == "field.wavelength" for k, _ in sc.axes):
-        return None
-    acc = res["acceleration"]
-    flat = acc.reshape(-1, acc.shape[-1])
-    rows = [hhg(res["t"], a, fld.omega, win) for a in flat]
-    power = np.array([r["power"] for r in rows]).reshape(acc.shape[:-1] + (-1,))
-    return {"order": np.asarray(rows[0]["order"]), "power": power}
+    F)}) that the scan kept (:func:`tdse.studies.scan_save.spectra_of`: with a [field] whose
+    omega is not scanned), else None."""
+    return {"order": res["hhg_order"], "power": res["hhg_power"]} if "hhg_power" in res else None

@@ -506,18 +506,21 @@ def _floquet_scan(cfg, input_file, text, *, period, steps, count, out_dir, backe
 @click.option("--batch", type=click.IntRange(1, None), default=None,
               help="members per batch at most (default: what the memory holds, <= 1024)")
 @click.option("--keep-psi", is_flag=True, help="also store each member's final psi")
+@click.option("--save", default="final", show_default=True, metavar="final|series[:NAME,...]",
+              help="each observable at t_end (and HHG spectra); series: all over time too, or the named")
 @click.option("--force", is_flag=True, help="overwrite the outputs")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar")
-def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, keep_psi, force, quiet):
+def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, keep_psi, save, force, quiet):
     """INPUT over a grid of parameter values, many runs at once: OUT/<name>_scan.h5 (xarray
     reads it) and a map PNG."""
-    from ..run.scanfile import write
+    from ..run.scanfile import final, write
     from ..run.resources import check_space
     from ..studies.scan import members, parse_set, remove_parts, scan as scan_, scan_bytes, spectra
+    from ..studies.scan_save import parse_save
     from .plots import plot_scan_map
     cfg = _load(input_file)
     try:
-        parsed = [parse_set(s) for s in sets]
+        parsed, series = [parse_set(s) for s in sets], parse_save(save)
         sc = members(cfg, parsed, zipped)     # every value checked before any work
     except ConfigError as e:
         raise InputError(f"{input_file}: {e}") from None
@@ -525,15 +528,17 @@ def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, 
     fresh_outputs(out_dir, base, force, exts=(".h5", ".png"), room=0)   # its own estimate below
     if cfg.nuclei is not None:          # the 1D + 1D H2+ model's scan (tdse.ui.nuclei)
         from .nuclei import scan_nuclei
+        if save != "final":
+            raise InputError(f"--save = {save!r}: a 1D + 1D scan keeps its own quantities (docs/NUCLEI.md)")
         return scan_nuclei(cfg, parsed, zipped, base, backend, batch, quiet, InputError, workers, scheduler, keep_psi)
     try:                                      # #58 item 2: the space it needs, before any work
-        check_space(out_dir, scan_bytes(sc, keep_psi), "the scan (its file, and its parts "
+        check_space(out_dir, scan_bytes(sc, keep_psi, series), "the scan (its file, and its parts "
                     "folder while it runs)")
     except ConfigError as e:
         raise InputError(str(e)) from None
     try:
         res = scan_(cfg, parsed, zipped=zipped, out=out_dir, workers=workers, scheduler=scheduler,
-                    backend=backend, batch=batch, keep_psi=keep_psi, progress=not quiet)
+                    backend=backend, batch=batch, keep_psi=keep_psi, progress=not quiet, save=save)
     except ConfigError as e:
         raise InputError(f"{input_file}: {e}") from None
     except KeyboardInterrupt as e:       # #58 item 6: say what was kept and how to go on
@@ -546,11 +551,10 @@ def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, 
     write(base + ".h5", res, spec)
     remove_parts(out_dir, cfg.name)      # the file holds every batch now
     plot_scan_map(base + ".h5", base + ".png")
-    sc = res["scan"]
     click.echo(f"{len(sc.configs)} members in {res['batches']} batch(es), {res['seconds']:.1f} s "
                f"({res['seconds'] / len(sc.configs):.3g} s a member); wrote {base}.h5, {base}.png")
     if "time_error" in res:              # time_error = "estimate": each member's, at t_end
-        te = res["time_error"][..., -1]
+        te = final(res, "time_error")
         click.echo(f"time-discretisation error of psi at t_end (the estimate, each member's in "
                    f"/time_error): {te.min():.2g} to {te.max():.2g}; steps taken "
                    f"{min(res['batch_steps_taken'])}-{max(res['batch_steps_taken'])} a batch")

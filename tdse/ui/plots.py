@@ -505,16 +505,20 @@ def _scan_without_absorber(fig, axs, d, keys, label, zipped):
     """A scan without an absorber: 1 - norm is the exponentials' rounding (1e-10), so the
     picture shows what the members do -- the population left in H(0)'s ground state at
     t_end, 1 - P_0 (excitation, and ionisation where the box holds it), over the keys."""
-    P0 = d["populations_h0"][..., -1, 0]
+    from ..run.scanfile import final
+    P0 = final(d, "populations_h0")[..., 0]
     if len(keys) == 1 or zipped:
         v = d[keys[0]]
         axs[0].plot(v, 1.0 - P0, "o-", ms=3)
         axs[0].set(xlabel=label[keys[0]], ylabel="1 - P_0(t_end)",
                    title="left the ground state of H(0) by t_end")
-        im = axs[1].pcolormesh(d["t"], v, 1.0 - d["populations_h0"][..., 0], shading="auto",
-                               cmap="magma")
-        axs[1].set(xlabel="t (a.u. of time)", ylabel=label[keys[0]], title="1 - P_0(t)")
-        fig.colorbar(im, ax=axs[1], label="1 - P_0")
+        if "populations_h0" in d["saved_series"]:
+            im = axs[1].pcolormesh(d["t"], v, 1.0 - d["populations_h0"][..., 0], shading="auto",
+                                   cmap="magma")
+            axs[1].set(xlabel="t (a.u. of time)", ylabel=label[keys[0]], title="1 - P_0(t)")
+            fig.colorbar(im, ax=axs[1], label="1 - P_0")
+        else:
+            _not_saved(axs[1], "populations_h0")
     else:
         k1, k2 = keys[:2]
         y = 1.0 - P0
@@ -526,12 +530,18 @@ def _scan_without_absorber(fig, axs, d, keys, label, zipped):
         axs[1].axis("off")
 
 
+def _not_saved(ax, name):
+    ax.text(0.5, 0.5, f"{name} over time not saved\n(tdse scan --save series:{name})",
+            ha="center", va="center", transform=ax.transAxes)
+    ax.axis("off")
+
+
 def plot_scan_map(h5path, path):
     """A scan's picture: one scanned key -- the harmonic spectrum against the key and the
     harmonic order (with a [field]; else the yield over the key and time), and the final
     yield (1 - norm and as flux) against the key; two keys -- the final yield over both."""
     import json
-    from ..run.scanfile import read as read_scan
+    from ..run.scanfile import final, read as read_scan
     from ..config import key_unit, loads
     d = read_scan(h5path)
     keys = json.loads(d["attrs"]["keys"])
@@ -553,25 +563,28 @@ def plot_scan_map(h5path, path):
             axs[0].set(xlabel="harmonic order omega / omega_0", ylabel=label[key],
                        title="harmonic spectrum |a(omega)|^2 of each member")
             fig.colorbar(im, ax=axs[0], label="log10 power (a.u.)")
-        else:
+        elif "yield" in d["saved_series"]:
             im = axs[0].pcolormesh(d["t"], v, d["yield"], shading="auto", cmap="magma")
             axs[0].set(xlabel="t (a.u. of time)", ylabel=label[key],
                        title="1 - norm over time")
             fig.colorbar(im, ax=axs[0], label="1 - norm")
-        axs[1].plot(v, d["yield"][:, -1], "o-", ms=3, label="1 - norm at t_end")
-        axs[1].plot(v, d["yield_flux"][:, -1], "s--", ms=3, label="flux into the layers at t_end")
+        else:
+            _not_saved(axs[0], "yield")
+        axs[1].plot(v, final(d, "yield"), "o-", ms=3, label="1 - norm at t_end")
+        axs[1].plot(v, final(d, "yield_flux"), "s--", ms=3, label="flux into the layers at t_end")
         axs[1].set(xlabel=label[key], ylabel="yield", title="yield against the key")
         axs[1].legend(fontsize=8)
     else:
         k1, k2 = keys[:2]
-        y = d["yield_flux"][..., -1]
+        y = final(d, "yield_flux")
         while y.ndim > 2:
             y = y[..., 0]
         im = axs[0].pcolormesh(d[k2], d[k1], y, shading="auto", cmap="magma")
         axs[0].set(xlabel=label[k2], ylabel=label[k1],
                    title="yield (flux into the layers) at t_end")
         fig.colorbar(im, ax=axs[0], label="yield")
-        axs[1].plot(d[k2], d["norm"][0, :, -1] if d["norm"].ndim >= 3 else d["norm"][:, -1], "o-")
+        norm = final(d, "norm")
+        axs[1].plot(d[k2], norm[0] if norm.ndim >= 2 else norm, "o-")
         axs[1].set(xlabel=label[k2], ylabel="norm at t_end", title=f"{k1} = {d[k1][0]:g}")
     fig.suptitle(f"{os.path.basename(h5path)}: atomic units but for the keys' own", fontsize=9)
     fig.tight_layout()
