@@ -237,6 +237,40 @@ class _FakeCuda:
         return [n for n, _ in self.calls]
 
 
+def test_graph_steps_hand_the_planners_refused_steps_to_the_launched_path():
+    """propagators.graph_steps (how a run's and a batch's advance use a GPU graph): the
+    graph takes the steps it can from j0 (GraphStep.advance: psi kept in its buffer), a step
+    it leaves (the planner's r = 0) goes to the launched path, the graph goes on after it;
+    its exponentials and terms counted once each into the stepper's counters.  A stand-in
+    graph (no GPU): a step adds j + 1 to X, its refused steps 17 and 18 add 1000 (j + 1)."""
+    from tdse.numerics.propagators import graph_steps
+
+    class Graph:
+        exponentials = cheb_terms = 0
+
+        def advance(self, X, j0, j1):
+            j = j0
+            while j < j1 and j not in (17, 18):
+                X, j = X + (j + 1), j + 1
+                self.exponentials += 2
+                self.cheb_terms += 20
+            return X, j
+
+    class Counts:
+        exponentials = cheb_terms = 0
+    launched = []
+
+    def by_launch(X, j):
+        launched.append(j)
+        return X + 1000 * (j + 1)
+    g, c = Graph(), Counts()
+    X = graph_steps(g, c, 0.0, 5, 40, by_launch)
+    assert launched == [17, 18]
+    assert X == sum(j + 1 for j in range(5, 40)) + 999 * (18 + 19)
+    assert (c.exponentials, c.cheb_terms) == (2 * 33, 20 * 33) == (g.exponentials, g.cheb_terms)
+    assert graph_steps(g, c, 7.0, 40, 40, by_launch) == 7.0      # no step: X itself
+
+
 @pytest.mark.parametrize("fail", [None, "ctxCreate", "memset"])
 def test_context_switch_restores_the_context_and_frees_what_it_made(fail):
     """mgemm.arrays.context_switch (on a stand-in CUDA): a second context on the device, a
