@@ -114,7 +114,9 @@ def _median_time(f, repeat):
 
 def _expm_cpu(a):
     """mgemm.expm vs scipy.linalg.expm on A = -i dt H (the moving case's 3-point H, Z = 30,
-    a = 0.1, dx = 0.1, dt = 0.002), against U = V exp(-i Lambda dt) V^T."""
+    a = 0.1, dx = 0.1, dt = 0.002), against U = V exp(-i Lambda dt) V^T; each mgemm plan's
+    seconds over its products at one same-size GEMM's rate, timed in the same call (the
+    library bound: 1.0 is all the time in its products)."""
     import scipy.linalg
 
     import mgemm
@@ -128,17 +130,29 @@ def _expm_cpu(a):
     ref = (V * np.exp(-1j * 0.002 * w)) @ V.T
     rel = lambda U: float(np.linalg.norm(U - ref) / np.linalg.norm(ref))  # noqa: E731
     rows = []
-    for name, f in (("scipy.linalg.expm", lambda: scipy.linalg.expm(A)),
-                    ("mgemm auto", lambda: mgemm.expm(A)),
-                    ("mgemm auto (complex path)", lambda: mgemm.expm(A, split=False)),
-                    ("mgemm taylor k=10", lambda: mgemm.expm(A, method="taylor", terms=10))):
+    # the library bound (#59 item 6): a plan's products at the rate of one GEMM of this size
+    # and type, timed here (ZGEMM for the complex path, DGEMM for the split one)
+    Ar = np.ascontiguousarray(A.imag)
+    gemm = {"complex": _median_time(lambda: A @ A, a.repeat)[0],
+            "split": _median_time(lambda: Ar @ Ar, a.repeat)[0]}
+    for name, kw in (("scipy.linalg.expm", None), ("mgemm auto", {}),
+                     ("mgemm auto (complex path)", {"split": False}),
+                     ("mgemm taylor k=10", {"method": "taylor", "terms": 10})):
+        f = (lambda: scipy.linalg.expm(A)) if kw is None else (lambda kw=kw: mgemm.expm(A, **kw))
         t, sd = _median_time(f, a.repeat)
-        rows.append({"name": name, "seconds": t, "std": sd, "rel_error": rel(f())})
+        row = {"name": name, "seconds": t, "std": sd, "rel_error": rel(f())}
+        if kw is not None:
+            plan = mgemm.expm(A, return_plan=True, **kw)[1]
+            bound = plan.products * gemm[plan.path]
+            row.update(path=plan.path, products=plan.products, gemm_bound_seconds=bound,
+                       over_gemm_bound=t / bound)
+        rows.append(row)
     for r in rows:
         r["speedup_vs_scipy"] = rows[0]["seconds"] / r["seconds"]
     _, plan = mgemm.expm(A, return_plan=True)
     return rows, {"n": a.n, "dtype": "complex128", "auto_plan": plan.as_dict(),
-                  "theta_onenorm": float(np.abs(A).sum(axis=0).max())}
+                  "theta_onenorm": float(np.abs(A).sum(axis=0).max()),
+                  "gemm_seconds": gemm}
 
 
 # ---------------------------------------------------------------- tdse: step time on GPUs
