@@ -186,16 +186,6 @@ def bessel_j(K, R) -> np.ndarray:
         M = 2 * ((np.maximum(K, n) + 31 + (3.0 * np.sqrt(n)).astype(np.int64)) // 2)
         top, low, rows = int(M.max()), float(R.min()), int(K.max()) + 1
     rescale = top * math.log10(2.0 * top / low + 1.0) > 550      # |J_(m-1)| <= (2m/R + 1) max
-    if zero is None and not rescale:     # one R: the loop below's operations, nothing else
-        b1, b0, vals = 0.0, 1e-300, [0.0] * (M + 1)
-        for m in range(M, 0, -1):
-            b1, b0 = b0, (2.0 * m / R) * b0 - b1
-            vals[m - 1] = b0
-        s = 0.0
-        for v in vals[M - 2:1:-2]:
-            s = s + v
-        norm = b0 + 2.0 * s
-        return np.array([v / norm for v in vals[:rows]])
     b1 = b0 = s = 0.0 * R
     out = [None] * rows
     for m in range(top, 0, -1):

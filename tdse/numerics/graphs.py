@@ -479,11 +479,6 @@ class GraphStep:
             j += 1
         return (X if j == j0 else copy_out(self.cp, self.Xin, X.shape)), j
 
-    def step(self, X, j):
-        """One step (:meth:`advance`): a new array, or None where the graphs leave it."""
-        out, reached = self.advance(X, j, j + 1)
-        return out if reached > j else None
-
     def _ready(self, j):
         """Whether step j is planned (its chunk fetched: :meth:`_plan`) for the graphs."""
         ch = self._chunk
