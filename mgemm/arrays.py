@@ -57,6 +57,22 @@ def to_host(x):
     return x.get() if is_device_array(x) else np.asarray(x)
 
 
+#: the GPUs on which this process issued work on a second stream (mgemm's band engine:
+#: :func:`mark_side_work`) since their last :func:`context_switch`
+_SIDE_WORK = set()
+
+
+def mark_side_work(device) -> None:
+    """Note that this process issued work on a second stream of GPU ``device`` (what leaves
+    its later small kernels scheduled slower: :func:`context_switch`)."""
+    _SIDE_WORK.add(int(device))
+
+
+def side_work(device) -> bool:
+    """Whether :func:`mark_side_work` noted GPU ``device`` since its last switch."""
+    return int(device) in _SIDE_WORK
+
+
 def context_switch(cp, device) -> bool:
     """A memset in a short-lived second CUDA context on GPU ``device`` (then this thread's
     context restored): the GPU switches contexts, which leaves the process's later work
@@ -84,6 +100,7 @@ def context_switch(cp, device) -> bool:
             rt.deviceSynchronize()
         finally:
             rt.free(p)
+        _SIDE_WORK.discard(int(device))
         return True
     except Exception:
         return False

@@ -34,7 +34,7 @@ import numbers
 
 import numpy as np
 
-from .arrays import cupy_or_none
+from .arrays import cupy_or_none, mark_side_work
 
 
 class Layout:
@@ -315,6 +315,7 @@ class Layout:
         if t not in self._copy_streams:
             with self.ctx(t):
                 self._copy_streams[t] = self.cp.cuda.Stream(non_blocking=True)
+        mark_side_work(self.devices[t])
         return self._copy_streams[t]
 
     def _staging(self, t, dtype):

@@ -48,9 +48,9 @@ OPTIONS = (
            "the loop on a GPU, beside the BLAS threads on the CPU) and they would take the "
            "loop more than 0.1 s (0.5 s on fewer than 4 CPUs)"),
     Option("context_switch", (True, False), True,
-           "a GPU loop of 1000 steps or more starts with a context switch on its GPUs, so "
-           "that its steps are scheduled as before auto's calibration ran on a second stream "
-           "(~0.2 s a GPU, recorded as context_switch_seconds)"),
+           "a GPU loop of 1000 steps or more starts with a context switch on each GPU where "
+           "this process ran work on a second stream (auto's calibration), so that its steps "
+           "are scheduled as before it (~0.2 s a GPU, recorded as context_switch_seconds)"),
 )
 
 _BY_NAME = {o.name: o for o in OPTIONS}

@@ -1415,6 +1415,22 @@ def test_context_switch_on_the_gpu_leaves_this_context_working():
 
 
 @pytest.mark.gpu
+def test_the_band_engine_marks_its_gpu_for_the_loops_context_switch():
+    """mgemm's band engine (its non-blocking streams) marks the GPU it ran on
+    (mgemm.arrays.side_work: what tdse's loop switches contexts for, run/loop._settle); a
+    switch clears the mark; plain CuPy work on the current stream does not set it."""
+    import mgemm.arrays as arrays
+    d = cp.cuda.Device().id
+    arrays._SIDE_WORK.discard(d)
+    A = cp.asarray(np.random.default_rng(3).standard_normal((256, 256)))
+    B = A @ A
+    assert not arrays.side_work(d)
+    C = mgemm.gemm(A, A, devices=[d], tile=64)        # bands of 64 rows on its streams
+    assert arrays.side_work(d) and float(cp.abs(C - B).max()) < 1e-10
+    assert arrays.context_switch(cp, d) and not arrays.side_work(d)
+
+
+@pytest.mark.gpu
 def test_the_docs_prepare_and_evolve_block_runs_on_a_gpu_plan(run_python_doc, inputs_dir):
     """#58 item 0: docs/PYTHON.md's prepare/evolve block on a CuPy plan (it raised TypeError
     where evolve took plan.psi0 -- a host array -- into the graph step's device copy): the

@@ -69,6 +69,24 @@ def test_block_rows_equal_the_row_at_a_time_measure(stencil, driven, inputs_dir,
     assert np.ptp(host.observables["x_mean"]) > 1e-3
 
 
+def test_static_centres_populations_by_a_product_a_block_equal_a_row_at_a_time(inputs_dir, monkeypatch):
+    """A static molecule (atom_hhg's, its field and absorber, 61 rows in blocks of 7):
+    its rows' amplitudes in H(t)'s states are one product for each run of rows with those
+    states (rows._BlockRows._amplitudes: up to 7 rows here); the populations equal the row
+    at a time's to 1e-12 (populations_every = 3 with moving centres: the test above)."""
+    cfg = cfgmod.load(os.path.join(inputs_dir, "atom_hhg.toml"))
+    cfg = cfg.with_value("time.t_end", 60 * cfg.time.dt)
+    monkeypatch.setattr(rows, "TIME_BLOCK", 7)
+    block = tdse.simulate(cfg, backend="numpy")
+    monkeypatch.setattr(rows, "BLOCK_OBSERVABLES", False)
+    host = tdse.simulate(cfg, backend="numpy")
+    for k in ("populations_ht", "n_mean", "energies_ht"):
+        got, ref = np.asarray(block.observables[k]), np.asarray(host.observables[k])
+        assert np.isfinite(ref).all() and np.abs(got - ref).max() <= 1e-12, k
+    P = np.asarray(host.observables["populations_ht"])
+    assert P[-1, 0] > 0.5 and np.ptp(P[:, 1]) > 1e-9      # the rows do change
+
+
 def test_a_block_of_one_configuration_is_made_from_one_state(inputs_dir, rng):
     """BlockMeasure of M members of one configuration (a single run's time block) given
     psi(0) once as (N, 1), H(0)'s states as a broadcast view and the same config object M

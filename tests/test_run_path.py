@@ -293,23 +293,38 @@ def test_context_switch_restores_the_context_and_frees_what_it_made(fail):
 
 def test_a_long_gpu_loop_starts_with_a_context_switch_on_each_gpu(monkeypatch):
     """evolve's _settle: a loop of SETTLE_MIN_STEPS or more on a CuPy backend calls
-    context_switch once per GPU of the run; a shorter loop, a NumPy run and
+    context_switch once on each GPU of the run where this process ran work on a second
+    stream since (mgemm.arrays.mark_side_work, which mgemm's band engine calls; the real
+    switch clears the mark); a GPU without it, a shorter loop, a NumPy run and
     run.context_switch = false call none."""
     import types
     import mgemm.arrays
     from tdse.options import RunOptions
     from tdse.run import loop
     done = []
-    monkeypatch.setattr(mgemm.arrays, "context_switch", lambda cp, d: done.append(d) or True)
+
+    def switch(cp, d):
+        done.append(d)
+        mgemm.arrays._SIDE_WORK.discard(d)
+        return True
+    monkeypatch.setattr(mgemm.arrays, "context_switch", switch)
+    monkeypatch.setattr(mgemm.arrays, "_SIDE_WORK", set())
     cuda = _FakeCuda()
     on = types.SimpleNamespace(run=RunOptions())
-    gpu = types.SimpleNamespace(backend=types.SimpleNamespace(name="cupy", devices=(0, 2), xp=cuda),
+    gpu = types.SimpleNamespace(backend=types.SimpleNamespace(name="cupy", devices=(0, 2, 3), xp=cuda),
                                 config=on)
     cpu = types.SimpleNamespace(backend=types.SimpleNamespace(name="numpy", devices=None, xp=np),
                                 config=on)
     assert loop._settle(gpu, loop.SETTLE_MIN_STEPS) >= 0.0
+    assert done == []                       # no work on a second stream: nothing to undo
+    mgemm.arrays.mark_side_work(0)
+    mgemm.arrays.mark_side_work(2)
+    assert loop._settle(gpu, loop.SETTLE_MIN_STEPS) >= 0.0
     assert done == [0, 2]
+    assert loop._settle(gpu, loop.SETTLE_MIN_STEPS) >= 0.0
+    assert done == [0, 2]                   # switched: the marks are gone
     done.clear()
+    mgemm.arrays.mark_side_work(0)
     assert loop._settle(gpu, loop.SETTLE_MIN_STEPS - 1) == 0.0
     assert loop._settle(cpu, 10 ** 6) == 0.0
     gpu.config = types.SimpleNamespace(run=RunOptions(context_switch=False))

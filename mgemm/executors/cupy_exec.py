@@ -26,6 +26,7 @@ try:
 except ImportError:  # older layouts
     from cupy.cuda import cublas  # type: ignore
 
+from ..arrays import mark_side_work
 from .registry import register
 from .common import ScheduleExecutor, resolve_alpha, resolve_beta, resolve_tile, roles
 
@@ -106,6 +107,7 @@ class CupyExecutor(ScheduleExecutor):
         if key not in self._streams:
             with cupy.cuda.Device(dev):
                 self._streams[key] = cupy.cuda.Stream(non_blocking=True)
+        mark_side_work(dev)          # (tdse's loop switches contexts before its steps)
         return self._streams[key]
 
     @staticmethod

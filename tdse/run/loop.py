@@ -124,22 +124,25 @@ SETTLE_MIN_STEPS = 1000
 
 def _settle(plan, steps) -> float:
     """Before a GPU loop of SETTLE_MIN_STEPS or more: :func:`mgemm.arrays.context_switch`
-    on each of the run's GPUs, so that its steps are scheduled as before any work on a
-    second stream -- which ``method = "auto"``'s calibration (mgemm's band engine) has done
-    in this process: a 3-point step at N = 8192 then takes 143 against 130 us on an H100
-    for the rest of the process (``stream_side_h100x1_20261126T1905.txt``).  ~0.2 s a
-    GPU, a fixed cost of the loop's start (the seconds are returned: the run file keeps
-    them as ``context_switch_seconds``); the option ``run.context_switch = false`` turns it
-    off."""
+    on each of the run's GPUs where this process issued work on a second stream
+    (:func:`mgemm.arrays.side_work`: mgemm's band engine, e.g. ``method = "auto"``'s
+    calibration), so that its steps are scheduled as before it: after such work a 3-point
+    step at N = 8192 took 143 against 130 us on an H100 for the rest of the process
+    (``stream_side_h100x1_20261126T1905.txt``).  ~0.15-0.2 s a GPU where it is made, a
+    fixed cost of the loop's start (the seconds are returned: the run file keeps them as
+    ``context_switch_seconds``); none where no such work was done (atom_hhg's 0.16 s of an
+    H200 run, ``small_run_parts_h200x1_20261129T1430_atom_hhg.txt``).  The option
+    ``run.context_switch = false`` turns it off."""
     backend = getattr(plan, "backend", None)
     if backend is None or backend.name != "cupy" or steps < SETTLE_MIN_STEPS:
         return 0.0
     if not plan.config.run.context_switch:
         return 0.0
-    from mgemm.arrays import context_switch
+    from mgemm.arrays import context_switch, side_work
     t0 = time.perf_counter()
     for d in backend.devices or (backend.xp.cuda.Device().id,):
-        context_switch(backend.xp, d)
+        if side_work(d):
+            context_switch(backend.xp, d)
     return time.perf_counter() - t0
 
 

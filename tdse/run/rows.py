@@ -230,7 +230,8 @@ class _BlockRows:
         # the ring bounds the host's lead over the device to ring x populations_every steps
         self.up = PinnedUpload(xp, ring=PAIRS_RING) if xp is not np else np.asarray
         self._phit = None            # (host array, device copy) of the last H(t) states
-        self.pending, self.also = [], []   # (step, t, E_n(t)) per row; <phi_n(t)|psi> or None
+        self.pending, self.also = [], []   # (step, t, E_n(t)) per row; whether it has H(t)'s
+        self.phis = []                     # the device states of each row of the block, or None
         self._no_energies = np.full(self.K, np.nan)     # a row without H(t)'s (read only)
         self._no_energies.flags.writeable = False
 
@@ -245,7 +246,7 @@ class _BlockRows:
     def record(self, step, t, psi, molecular):
         """One row; ``molecular``: H(t)'s (E, phi), or None where this row has no
         populations in them (NaN)."""
-        also = None
+        phit = None
         if molecular is None:
             Et = self._no_energies
         else:
@@ -255,10 +256,9 @@ class _BlockRows:
                 phit = np.ascontiguousarray(phi_all[:self.K])
                 dev = self.up(phit.ravel()).reshape(phit.shape)
                 # complex once an upload: the product with psi would convert them at each
-                # row (what matmul does with real @ complex: the same values, the same bits),
-                # ~0.17 ms of the loop's host time a row at N = 8192 on an H100's host
+                # product (what matmul does with real @ complex: the same values, the same bits)
                 self._phit = (phi_all, dev if self.xp is np else dev.astype(np.complex128))
-            also = self._phit[1] @ psi
+            phit = self._phit[1]
         row = self.slots[self.cols]
         if self.xp is not np and psi.flags.c_contiguous and psi.dtype == row.dtype:
             row.data.copy_from_device_async(psi.data, row.nbytes)     # queued on the stream
@@ -267,20 +267,37 @@ class _BlockRows:
         self.cols += 1
         self.ts.append(t)
         self.pending.append((step, t, Et))
-        self.also.append(also)
+        self.also.append(phit is not None)
+        self.phis.append(phit)
         if self.cols == self.M:
             self._measure()
 
     def _measure(self):
         """The filled rows of the block measured (as the columns of its transpose), each at
-        its time (rows past them hold older states: measured and dropped)."""
+        its time (rows past them hold older states: measured and dropped); their
+        amplitudes in H(t)'s states (:meth:`_amplitudes`)."""
         m = self.cols
         if not m:
             return
         ts = self.ts + [self.ts[-1]] * (self.M - m)
         r = self.tblock.raw(None, self.buf.T, times=ts)
-        self.done.append((r["sums"][:, :m], r["amps"][:, :m]))
-        self.cols, self.ts = 0, []
+        self.done.append((r["sums"][:, :m], r["amps"][:, :m], self._amplitudes(m)))
+        self.cols, self.ts, self.phis = 0, [], []
+
+    def _amplitudes(self, m):
+        """<phi_n(t)|psi> (K x rows) of the block's first ``m`` rows that have H(t)'s states,
+        in order: one product for each run of consecutive rows with the same states (a
+        static molecule's: one a block, where a product a row cost ~60 us of a GPU loop's
+        host time at N = 500, small_run_parts_h200x1_20261129T1430_atom_hhg.txt)."""
+        out, i, phis = [], 0, self.phis
+        while i < m:
+            k = i + 1
+            while k < m and phis[k] is phis[i]:
+                k += 1
+            if phis[i] is not None:
+                out.append(phis[i] @ self.buf[i:k].T)
+            i = k
+        return out
 
     def take(self):
         """The pending rows, finished on the host, in order."""
@@ -297,9 +314,9 @@ class _BlockRows:
         done, self.done = self.done, []
         cols = {"sums": xp.concatenate([d[0] for d in done], axis=1),
                 "amps": xp.concatenate([d[1] for d in done], axis=1)}
-        due = [i for i, a in enumerate(also) if a is not None]
+        due = [i for i, a in enumerate(also) if a]
         if due:
-            cols["also"] = xp.stack([also[i] for i in due])
+            cols["also"] = xp.ascontiguousarray(xp.concatenate([a for d in done for a in d[2]], axis=1).T)
         return pend, due, HostCopy(cols)
 
     def finish(self, handle):
