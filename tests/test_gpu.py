@@ -1565,6 +1565,14 @@ def test_the_local_estimate_as_a_graph_equals_the_launched_one(name, stencil, sc
             # the sum over the orders (a vector's: the one kernel's own, with dt^n uploaded)
             L, Lh = fast.vector(cp.asarray(u), t, dt), host.vector(u, t, dt)
             assert float(np.abs(cp.asnumpy(L) - Lh).max()) <= 1e-12 * float(np.abs(Lh).max())
+    # fixed steps (``j``): the letters from their chunk, uploaded once and a row copied on
+    # the device a step (LocalError._letters_in), across a chunk's end and back; keep=False
+    # hands the kernel's own buffer
+    for j in (0, 1, 63, 64, 65, 2):
+        u = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+        Lh = host.vector(u, j * dt, dt, j)
+        L = cp.asnumpy(fast.vector(cp.asarray(u), j * dt, dt, j, keep=False))
+        assert float(np.abs(L - Lh).max()) <= 1e-12 * float(np.abs(Lh).max())
     assert len(fast._graphs) == 2 and not slow._graphs
     # a vector's estimate is one kernel (tdse.backends.cupy.words); a block's the graph of products
     assert fast._graphs[(n,)]["words"] is not None and fast._graphs[(n, 3)]["words"] is None

@@ -138,11 +138,13 @@ class EstimatingStepper(Steps):
             self.e = self.xp.zeros_like(psi)
         dt = self.config.time.dt
         if not self.control:
-            L = self.local.vector(psi, j * dt, dt, j)
+            L = self.local.vector(psi, j * dt, dt, j, keep=False)    # (read below, once)
             self.seconds += time.perf_counter() - t0
             out = self.base.step(psi, j)
             t1 = time.perf_counter()
-            self.e = self._carrier(1).step(self.e, j) + L
+            e = self._carrier(1).step(self.e, j)    # (a new array: added to in place)
+            e += L
+            self.e = e
             self.substeps += 1
             self.seconds += time.perf_counter() - t1
             return out
