@@ -214,7 +214,7 @@ def _propagator(t, time: Time, time_dependent: bool, hermitian: bool):
         raise ConfigError("propagator.scheme", scheme, "must be \"midpoint\" or \"cfm4\"")
     given = "error_window" in t and t["error_window"] != 0
     # (#56 item 3: the estimate, cheaper than the companion wherever measured on the CPU and
-    # on a dense GPU run; on a small GPU run x1.6-1.7 against the companion's x1.4)
+    # on a dense GPU run; on a small GPU run x2.1 against the companion's x1.6)
     default = ("window" if given else "estimate") if time_dependent else "none"
     if time.tolerance is not None:        # adaptive steps come from the estimate
         default = "estimate"

@@ -131,7 +131,7 @@ def _settle(plan, steps) -> float:
     (``stream_side_h100x1_20261126T1905.txt``).  ~0.15-0.2 s a GPU where it is made, a
     fixed cost of the loop's start (the seconds are returned: the run file keeps them as
     ``context_switch_seconds``); none where no such work was done (atom_hhg's 0.16 s of an
-    H200 run, ``small_run_parts_h200x1_20261129T1430_atom_hhg.txt``).  The option
+    H200 run, ``small_run_parts_h200x1_20261129T1429_atom_hhg.txt``).  The option
     ``run.context_switch = false`` turns it off."""
     backend = getattr(plan, "backend", None)
     if backend is None or backend.name != "cupy" or steps < SETTLE_MIN_STEPS:

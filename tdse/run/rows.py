@@ -288,7 +288,7 @@ class _BlockRows:
         """<phi_n(t)|psi> (K x rows) of the block's first ``m`` rows that have H(t)'s states,
         in order: one product for each run of consecutive rows with the same states (a
         static molecule's: one a block, where a product a row cost ~60 us of a GPU loop's
-        host time at N = 500, small_run_parts_h200x1_20261129T1430_atom_hhg.txt)."""
+        host time at N = 500, small_run_parts_h200x1_20261129T1429_atom_hhg.txt)."""
         out, i, phis = [], 0, self.phis
         while i < m:
             k = i + 1
