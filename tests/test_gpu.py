@@ -1573,6 +1573,7 @@ def test_the_local_estimate_as_a_graph_equals_the_launched_one(name, stencil, sc
         Lh = host.vector(u, j * dt, dt, j)
         L = cp.asnumpy(fast.vector(cp.asarray(u), j * dt, dt, j, keep=False))
         assert float(np.abs(L - Lh).max()) <= 1e-12 * float(np.abs(Lh).max())
+        assert fast._graphs[(n,)].get("chunk") is fast._chunk      # (the chunk's path taken)
     assert len(fast._graphs) == 2 and not slow._graphs
     # a vector's estimate is one kernel (tdse.backends.cupy.words); a block's the graph of products
     assert fast._graphs[(n,)]["words"] is not None and fast._graphs[(n, 3)]["words"] is None

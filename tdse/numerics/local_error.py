@@ -365,7 +365,7 @@ class LocalError:
             g["D"], g["graph"] = cp.empty(size), None
         c = self._chunk
         if j is not None and c is not None and c[0] == dt and c[1] <= j < c[1] + len(c[2]) \
-                and host is c[2][j - c[1]]:
+                and host.base is c[2] and host.ctypes.data == c[2][j - c[1]].ctypes.data:
             src = self._chunk_on(g, c, orders).data + (j - c[1]) * size * 8
         else:
             g["up"].put(np.concatenate([host.ravel(), orders]))

@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from ..model import observables, states, tracker
+from ..model import observables, tracker
 from ..model.potential import host_only
 from .eigenpairs import Lookahead, lookahead_wanted
 from .loop import Sink
@@ -59,7 +59,8 @@ class Observables(Sink):
         self._pop_every, self._last = cfg.output.populations_interval, cfg.time.steps
         self.measure = observables.Measure(cfg, plan.x, plan.states[:K], np.asarray(plan.psi0))
         self.moving = cfg.potential.molecule_moves
-        self._static = None
+        # a static molecule's H(t) states are H(0)'s, which the plan has (not solved again)
+        self._static = None if self.moving else (plan.energies[:K], plan.states[:K])
         self.tracker = tracker.Tracker(cfg, K) if self.moving else None
         # the run's look-ahead processes, if it opened them: its decision (one sample of the
         # spare CPUs a run -- a second one here found none where the first had found one,
@@ -115,13 +116,10 @@ class Observables(Sink):
             self.eigen_seconds, self.eigen_calls, self.eigen_wait = p.seconds, p.calls, p.wait
 
     def molecular_states(self, t):
-        """Eigenpairs of the molecular H(t) (no field, no absorber); once when no centre
-        moves."""
-        cfg = self.config
+        """Eigenpairs of the molecular H(t) (no field, no absorber): where no centre moves,
+        the plan's of H(0)."""
         if self.moving:
             return self.tracker(t)
-        if self._static is None:
-            self._static = states.eigenstates(cfg, 0.0, cfg.output.populations)
         return self._static
 
     def with_populations(self, state) -> bool:
