@@ -1606,33 +1606,6 @@ def test_estimate_and_adaptive_steps_on_a_gpu_equal_the_cpus(kind):
             assert b["error_at_t_end"] <= tol and dpsi < tol
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("kind", ["abrupt", "laser", "fast"])
-def test_a_fixed_step_with_its_estimate_as_one_graph_equals_three_graphs(kind, monkeypatch):
-    """#56: fixed steps with time_error = "estimate" on one GPU, each after the first one
-    graph of the estimate, the carrier's step and the run's (tdse.numerics.estimate_graph):
-    psi and the stated errors equal those of three graphs a step (the fused step off) to
-    1e-12 of their scale, and of the CPU's to 1e-9 / 1e-6 relative (5-point tiles, the
-    DVR's chain, 3-point tiles)."""
-    import tdse
-    from benchmarks import drives
-    from tdse.numerics import estimate_graph
-    cfg = drives.make(kind, np.random.default_rng(23))
-    one = tdse.simulate(cfg, backend="cupy")
-    assert one.time_error["steps_in_one_graph"] == cfg.time.steps - 1
-    assert one.time_error["estimate_fraction"] is None
-    monkeypatch.setattr(estimate_graph.EstimateGraph, "make", classmethod(lambda cls, est: None))
-    three = tdse.simulate(cfg, backend="cupy")
-    cpu = tdse.simulate(cfg, backend="numpy")
-    assert "steps_in_one_graph" not in three.time_error
-    a, b = np.asarray(one.psi[-1]), np.asarray(three.psi[-1])
-    assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max()
-    assert np.abs(a - np.asarray(cpu.psi[-1])).max() < 1e-9
-    for k in ("error_at_t_end", "max_error"):
-        assert one.time_error[k] == pytest.approx(three.time_error[k], rel=1e-10), k
-        assert one.time_error[k] == pytest.approx(cpu.time_error[k], rel=1e-6), k
-
-
 # ------------------------------------------------------------------ #55: the velocity gauge
 @pytest.mark.gpu
 @pytest.mark.parametrize("stencil, method", [(3, "chebyshev"), ("dvr", "chebyshev"), (5, "dense")])

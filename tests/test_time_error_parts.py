@@ -295,10 +295,6 @@ def test_the_printed_lines_word_for_word():
         "2.5e-08 at t = 4; 2 x the distance to a companion run at dt/2 over the whole "
         "run (per snapshot in /snapshots/time_error), which cost +192 % of the stepping time; of the "
         "populations in H(0)'s eigenstates: 1e-10 at t_end, largest 3e-10")
-    # a GPU run whose steps made their estimate in one graph each: no share measured
-    fused = timeerror.describe({**whole, "kind": "estimate", "estimate_fraction": None})
-    assert "made in each step's one CUDA graph with the step (not timed apart" in fused
-    assert "which cost" not in fused and fused.endswith("largest 3e-10")
 
 
 @pytest.mark.parametrize("kind", ["companion", "estimate"])
@@ -357,32 +353,3 @@ def test_the_energy_band_is_reached_by_the_worst_first_order_error(rng):
         change = abs(energy(psi + e) - energy(psi))
         _, _, half = timeerror.energy_band(cfg, x, [t], [psi], [E])
         assert change <= half[0] <= 1.01 * change, (E, change, half[0])
-
-
-def test_fixed_estimated_steps_go_through_the_fused_step_and_take_the_steps_it_leaves(plan):
-    """EstimatingStepper.steps with a fused step (on a GPU, tdse.numerics.estimate_graph; a
-    stand-in here): the steps it takes are counted, a step it leaves (the planner's r = 0:
-    it returns at once) is taken by step() and the fused step goes on after it; e is what
-    the fused step returns.  On the CPU no fused step is made (after the first step)."""
-    from tdse.numerics.adaptive import EstimatingStepper
-    cfg = plan.config.with_value("propagator.time_error", "estimate")
-    st = EstimatingStepper(cfg, plan.stepper, np)
-    X = st.steps(np.asarray(plan.psi0, dtype=complex), 0, 3)
-    assert st._fused is False and st.substeps == 3
-
-    class Fused:
-        calls = []
-
-        def advance(self, psi, e, j0, j1):
-            self.calls.append((j0, j1))
-            j = j0
-            while j < j1 and j not in (7, 8):
-                psi, e, j = psi + 1, e + 10, j + 1
-            return psi, e, j
-    st._fused, taken = Fused(), []
-    st.step = lambda psi, j: taken.append(j) or psi + 1000
-    st.e = np.zeros_like(X)
-    Y = st.steps(X, 3, 12)
-    assert taken == [7, 8] and Fused.calls == [(3, 12), (7, 12), (8, 12), (9, 12)]
-    assert np.abs(Y - (X + 2007)).max() < 1e-9 and np.array_equal(st.e, np.full_like(X, 70))
-    assert st.substeps == 3 + 7            # (the stand-in's step() counts none of its own)

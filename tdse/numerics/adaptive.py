@@ -95,7 +95,6 @@ class EstimatingStepper(Steps):
         self.ladder = sorted({min(self.n_max, m * 2 ** k) for k in range(64) for m in (2, 3)
                               if m * 2 ** k <= 2 * self.n_max} | {1, self.n_max})
         self.seconds = 0.0             # the estimates and the carrying (host clock)
-        self._fused = None             # the fused step (steps), False where none
         self.substeps, self.rejected, self.h_min = 0, 0, T.dt
         self.context_switch_seconds = 0.0
 
@@ -131,30 +130,6 @@ class EstimatingStepper(Steps):
         (a scan's batch) its largest column's: the members share their steps."""
         L = sum((scale ** n) * v for n, v in parts)
         return float(self.xp.sqrt(self.xp.sum(self.xp.abs(L) ** 2, axis=0) * self.config.grid.dx).max())
-
-    def steps(self, X, j0: int, j1: int):
-        """psi from step j0 to j1, e carried with it: fixed steps on a GPU as one graph launch
-        a step where every part is a graph (:class:`tdse.numerics.estimate_graph.EstimateGraph`,
-        decided after the run's first step, which makes each part's own graph), else
-        :meth:`step` a step."""
-        while j0 < j1:
-            if self._fused is None and self.substeps:
-                from .estimate_graph import EstimateGraph
-                self._fused = (not self.control and self.xp is not np
-                               and EstimateGraph.make(self)) or False
-            if self._fused:
-                if self.e is None:
-                    self.e = self.xp.zeros_like(X)
-                X, self.e, j = self._fused.advance(X, self.e, j0, j1)
-                self.substeps += j - j0
-                if j == j0:                # a step the planner leaves to the launched path
-                    X = self.step(X, j0)
-                    j = j0 + 1
-                j0 = j
-            else:
-                X = self.step(X, j0)
-                j0 += 1
-        return X
 
     def step(self, psi, j):
         """psi(t_j + dt), e carried with it."""

@@ -488,13 +488,6 @@ class GraphStep:
 
     def _launch(self, j):
         """Step j's row uploaded and its graph launched on Xin, the result left there."""
-        self._graph(self.stage(j)).launch()
-
-    def stage(self, j):
-        """Step j's row uploaded where the step's kernels read it (the first time, each
-        kernel compiled by one eager run), its work counted: the step's pattern of term
-        counts, for a graph of :meth:`_body` (:meth:`_launch`, or one holding more than this
-        step: :mod:`tdse.numerics.estimate_graph`).  Step j must be :meth:`_ready`."""
         j0, patterns, Ps, As, sizes = self._chunk
         i = j - j0
         pattern = patterns[i]
@@ -515,10 +508,10 @@ class GraphStep:
             self.A = dev[n_p:n_p + 2 * ((dev.size - n_p) // 2)].view(np.complex128)
             if first:                        # compile every kernel outside any capture
                 self._warm(pattern)
+        self._graph(pattern).launch()
         self.exponentials += len(pattern)
         self.cheb_terms += sum(pattern)
         self.nodes_per_step = self._nodes(pattern)
-        return pattern
 
     def _nodes(self, pattern):
         """The step's kernel nodes: an exponential a node (chain, tile); else per exponential

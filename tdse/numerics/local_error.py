@@ -312,8 +312,8 @@ class LocalError:
         """On a GPU: ([(n, C_n u)] (dt^n not applied), sum_n dt^n C_n u or None) by one CUDA
         graph launch, one graph for each shape of u (a vector, an N x B block): u and the
         letters (:meth:`letters`, with the orders' dt^n: :meth:`_letters_in`; ``j`` the
-        step of a run of fixed steps) are read from the device buffers it was captured
-        on.  A vector with the stencils' bands or the DVR's dense T: one cooperative kernel (:data:`tdse.backends.cupy.words.WORDS`) makes
+        step of a run of fixed steps) are read from the device buffers it was captured on.  A vector with the stencils' bands or the
+        DVR's dense T: one cooperative kernel (:data:`tdse.backends.cupy.words.WORDS`) makes
         every word and the sum.  Else the words' products as :meth:`parts` makes them, H =
         T + V applied as the kinetic product (the stencils' band kernel of
         :class:`~tdse.model.hamiltonian.BlockOperator`, the DVR's FFT of
@@ -324,31 +324,19 @@ class LocalError:
         against the step's 103 us; the one kernel's 59 us (``estimate_parts_h200x1_
         20261129T0704.txt``, ``..._0722.txt``), the run x1.62
         (``time-error_h200x1_20261129T072454.json``)."""
-        from .graphs import copy_in
-        g = self.graph_state(u.shape)
-        self._letters_in(g, host, dt, j)
-        copy_in(self.xp, g["u"], u)
-        if g["graph"] is None:
-            g["graph"] = self._capture(g)
-        g["graph"].launch()
-        return g["out"], g["total"]
-
-    def graph_state(self, shape) -> dict:
-        """The buffers (and graph, once captured) of :meth:`_graph` for u of ``shape``, made
-        at the first call; ``["words"]`` is None where the estimate is not one kernel."""
         from mgemm.arrays import PinnedUpload
 
         from ..model.hamiltonian import BlockOperator
-        from .graphs import RUN_AHEAD
+        from .graphs import RUN_AHEAD, copy_in
         grid = self.config.grid
         cp, n = self.xp, self.config.grid.n
-        g = self._graphs.get(shape)
+        g = self._graphs.get(u.shape)
         if g is None:
             block = BlockOperator(grid, 1.0, cp.zeros((n, 1)), cp)
-            one = (len(shape) == 1 and (block.bands is not None or block.T is not None)
+            one = (u.ndim == 1 and (block.bands is not None or block.T is not None)
                    and len(self.terms) <= 4)          # (the kernel sums up to 4 orders)
-            g = self._graphs[shape] = {
-                "u": cp.zeros(shape, np.complex128), "D": None, "graph": None, "out": None,
+            g = self._graphs[u.shape] = {
+                "u": cp.zeros(u.shape, np.complex128), "D": None, "graph": None, "out": None,
                 "up": PinnedUpload(cp, ring=RUN_AHEAD), "pool": cp.cuda.MemoryPool(),
                 # the graph of products' T alone (none for the one kernel): the stencils'
                 # band kernel; the DVR by FFT (CuPy's cuBLAS calls cannot be captured: its
@@ -356,7 +344,12 @@ class LocalError:
                 "T": None if one else (Operator(self.config, 1.0, np.zeros(n), cp)
                                        if grid.stencil == "dvr" else block),
                 "words": self._words(block) if one else None}
-        return g
+        self._letters_in(g, host, dt, j)
+        copy_in(cp, g["u"], u)
+        if g["graph"] is None:
+            g["graph"] = self._capture(g)
+        g["graph"].launch()
+        return g["out"], g["total"]
 
     def _letters_in(self, g, host, dt, j=None):
         """The letters (and the orders' dt^n) into the device buffer ``g["D"]`` the graph
@@ -448,13 +441,13 @@ class LocalError:
                 "W": self.W if self.W is not None else cp.zeros(n), "bar": cp.zeros(2, np.uint32),
                 "coop": True, "stage": dense and 16 * n <= 48 * 1024}
 
-    def _words_body(self, g, src=None):
-        """The captured one-kernel estimate (:meth:`_graph`): u (or the vector ``src``) into
-        the words' first row, then :data:`tdse.backends.cupy.words.WORDS`."""
+    def _words_body(self, g):
+        """The captured one-kernel estimate (:meth:`_graph`): u into the words' first row,
+        then :data:`tdse.backends.cupy.words.WORDS`."""
         from ..backends.cupy.words import words_kernel
         from .graphs import copy_in
         cp, w, n = self.xp, g["words"], self.config.grid.n
-        copy_in(cp, w["vec"][0], g["u"] if src is None else src)
+        copy_in(cp, w["vec"][0], g["u"])
         d0, d1, d2 = w["d"]
         words_kernel(cp, w["coop"])(
             w["grid"], (256,),

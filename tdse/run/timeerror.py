@@ -333,17 +333,6 @@ class LocalEstimate(Sink):
             self.snapshots.resume_extras["step_counts"] = np.array([st.n, st.substeps, st.rejected])
         st.h_min = cfg.time.dt              # the smallest step since this snapshot, next
 
-    def _cost(self, wall) -> dict:
-        """The estimate's host seconds and their share of the rest of the loop; where the
-        steps ran as one graph with their estimate (tdse.numerics.estimate_graph) it is
-        not timed apart: None, with the steps taken so."""
-        st = self.stepper
-        fused = getattr(getattr(st, "_fused", None), "steps", 0)
-        if fused:
-            return {"estimate_seconds": None, "estimate_fraction": None, "steps_in_one_graph": fused}
-        return {"estimate_seconds": st.seconds,
-                "estimate_fraction": st.seconds / max(wall - st.seconds, 1e-12)}
-
     def end(self, state):
         cfg = self.config
         wall = time.perf_counter() - self.main_t0 if self.main_t0 else 0.0
@@ -354,7 +343,8 @@ class LocalEstimate(Sink):
             "tolerance": cfg.time.tolerance, "steps_taken": self.stepper.substeps,
             "rejected": self.stepper.rejected, "t_end": cfg.time.t_end, **_summary(self.points),
             "population_bound_at_t_end": self.bound,
-            **self._cost(wall),
+            "estimate_seconds": self.stepper.seconds,
+            "estimate_fraction": self.stepper.seconds / max(wall - self.stepper.seconds, 1e-12),
             "meaning": "estimated bound on the error of psi (L2 distance up to a global phase) "
                        "over the whole run: 2 x the norm of the local errors' leading terms, "
                        "each carried to t (tdse.numerics.local_error); per snapshot in "
@@ -438,13 +428,10 @@ def describe(e: dict) -> str:
                 f"covers the whole run)")
     how = ("each step's local error (its leading term) carried to t" if e["kind"] == "estimate"
            else "the distance to a companion run at dt/2")
-    frac = e.get(e["kind"] + "_fraction")
-    cost = (f"which cost +{100 * frac:.0f} % of the stepping time" if frac is not None else
-            "made in each step's one CUDA graph with the step (not timed apart: "
-            "`python -m benchmarks time-error` measures it)")
     return (f"{head}: {e['error_at_t_end']:.2g} at t = {e['t_compared']:.4g}, largest "
             f"{e['max_error']:.2g} at t = {e['t_max_error']:.4g}; {e['safety']:g} x {how} over the "
-            f"whole run (per snapshot in /snapshots/time_error), {cost}; of the populations in "
+            f"whole run (per snapshot in /snapshots/time_error), which cost "
+            f"+{100 * e[e['kind'] + '_fraction']:.0f} % of the stepping time; of the populations in "
             f"H(0)'s eigenstates: {e['population_error_at_t_end']:.2g} at t_end, largest "
             f"{e['max_population_error']:.2g}")
 
