@@ -312,10 +312,11 @@ class LocalError:
         """On a GPU: ([(n, C_n u)] (dt^n not applied), sum_n dt^n C_n u or None) by one CUDA
         graph launch, one graph for each shape of u (a vector, an N x B block): u and the
         letters (:meth:`letters`, with the orders' dt^n: :meth:`_letters_in`; ``j`` the
-        step of a run of fixed steps) are read from the device buffers it was captured on.  A vector with the stencils' bands or the
-        DVR's dense T: one cooperative kernel (:data:`tdse.backends.cupy.words.WORDS`) makes
-        every word and the sum.  Else the words' products as :meth:`parts` makes them, H =
-        T + V applied as the kinetic product (the stencils' band kernel of
+        step of a run of fixed steps) are read from the device buffers it was captured
+        on.  A vector with the stencils' bands or the DVR's dense T: one cooperative kernel
+        (:data:`tdse.backends.cupy.words.WORDS`) makes every word and the sum.  Else the
+        words' products as :meth:`parts` makes them, H = T + V applied as the kinetic
+        product (the stencils' band kernel of
         :class:`~tdse.model.hamiltonian.BlockOperator`, the DVR's FFT of
         :class:`~tdse.model.hamiltonian.Operator`) plus V u, each a kernel (no sum).
         Launched, an estimate was ~200 small kernels, 10.6x a cfm4 graph step on one H200
@@ -374,7 +375,7 @@ class LocalError:
 
     def _orders(self, dt):
         """[dt^n for each order n of the terms] (host), made once a step size."""
-        if getattr(self, "_orders_dt", (None,))[0] != dt:
+        if getattr(self, "_orders_dt", (None,))[0] != dt:     # (set at the first call)
             self._orders_dt = (dt, np.array([float(dt) ** m for m in self.terms]))
         return self._orders_dt[1]
 

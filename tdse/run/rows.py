@@ -314,7 +314,8 @@ class _BlockRows:
                 "amps": xp.concatenate([d[1] for d in done], axis=1)}
         due = [i for i, a in enumerate(also) if a]
         if due:
-            cols["also"] = xp.ascontiguousarray(xp.concatenate([a for d in done for a in d[2]], axis=1).T)
+            amps = xp.concatenate([a for d in done for a in d[2]], axis=1)     # K x rows
+            cols["also"] = xp.ascontiguousarray(amps.T)
         return pend, due, HostCopy(cols)
 
     def finish(self, handle):
