@@ -168,14 +168,15 @@ def _accuracy(d):
 
 def _step_cost(d):
     out = [f"{d.get('input')}: cfm4 steps, seconds per step (median)", "",
-           "| backend | GPUs | N | stencil | mode | method | ms/step | products or terms | "
-           "auto's estimate ms/step | auto chooses |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "| backend | GPUs | N | stencil | mode | method | ms/step | x its products alone | "
+           "products or terms | auto's estimate ms/step | auto chooses |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in d["rows"]:
         work = r["products"] if r["products"] is not None else r["chebyshev_terms"]
-        pred = r.get("predicted_seconds")
+        pred, over = r.get("predicted_seconds"), r.get("over_floor")
         out.append(f"| {r['backend']} | {r['gpus']} | {r['n']} | {r['stencil']} | {r['mode']} | "
-                   f"{r['method']} | {1e3 * r['step_seconds']:.2f} | {work} | "
+                   f"{r['method']} | {1e3 * r['step_seconds']:.2f} | "
+                   f"{'-' if over is None else f'{over:.2f}'} | {work} | "
                    f"{'-' if pred is None else f'{1e3 * pred:.2f}'} | {r.get('auto_chooses', '-')} |")
     return out
 

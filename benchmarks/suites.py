@@ -369,11 +369,26 @@ def _step_cost_args(p):
     p.add_argument("--threads", type=int, default=None, help="BLAS threads (numpy)")
 
 
+def _step_floor(prop, X, terms, xp, sync):
+    """Seconds of a Chebyshev step of psi in its operator products alone (#59 item 6: the
+    bound step-cost names): the step's terms x one application of the operator its series
+    applies (:class:`tdse.model.hamiltonian.Operator` at the step's first generator) to the
+    vector, timed here (:func:`_median_time`); the recurrence's other passes and the set-up
+    left out.  (A dense step's products are mgemm's, complex or split by its choice: the
+    expm-cpu suite states their bound.  U(t)'s block products measured alone were slower
+    than inside the series, x0.74-0.97 of the step on 2 cores: no floor there.)"""
+    from tdse.model.hamiltonian import Operator
+    s, v, a = prop.generators(0)[0]
+    op = Operator(prop.config, s, v, xp, a=a)
+    return terms * _median_time(lambda: (op(X), sync()), 7)[0]
+
+
 def _step_cost(a):
     """Seconds per cfm4 step (the input's dt) for psi alone or the whole U(t), per stencil,
     N and exponential method, on this machine: where each method wins -- and what
     ``method = "auto"`` predicted for each (tdse.numerics.cost, its kernels timed in the same run)
-    and chose."""
+    and chose; a Chebyshev step of psi over its operator products alone (:func:`_step_floor`,
+    timed in the same run)."""
     import dataclasses
 
     from tdse import config as cfgmod
@@ -419,12 +434,14 @@ def _step_cost(a):
                         else:
                             X = xp.eye(n, dtype=np.complex128)
                             f = prop.step_operator
-                        ts = []
+                        ts, k0 = [], prop.cheb_terms
                         for j in range(a.steps + 1):
                             t0 = time.perf_counter()
                             X = f(X, j)
                             sync()
                             ts.append(time.perf_counter() - t0)
+                        floor = None if not free or mode == "U" else _step_floor(
+                            prop, X, (prop.cheb_terms - k0) / (a.steps + 1), xp, sync)
                         row = {"n": n, "stencil": st, "method": method, "mode": mode,
                                "backend": a.backend, "gpus": a.gpus if a.backend == "cupy" else 0,
                                "threads": threads if a.backend == "numpy" else None,
@@ -432,9 +449,12 @@ def _step_cost(a):
                                "theta": pc.theta, "products": None if free else pc.plan.products,
                                "chebyshev_terms": pc.chebyshev_terms if free else None,
                                "predicted_seconds": predicted[mode]["seconds_per_step"].get(method),
-                               "auto_chooses": predicted[mode]["chosen"]}
+                               "auto_chooses": predicted[mode]["chosen"],
+                               "floor_seconds": floor,
+                               "over_floor": None if floor is None else float(np.median(ts[1:])) / floor}
                         rows.append(row)
-                        _say(f"N={n} {st} {method} {mode}: {row['step_seconds'] * 1e3:.2f} ms/step")
+                        _say(f"N={n} {st} {method} {mode}: {row['step_seconds'] * 1e3:.2f} ms/step" + (
+                            "" if floor is None else f", x{row['over_floor']:.2f} its products"))
                         del X
     return rows, {"input": a.input, "scheme": "cfm4"}
 
