@@ -375,8 +375,10 @@ def _step_floor(prop, X, terms, xp, sync):
     applies (:class:`tdse.model.hamiltonian.Operator` at the step's first generator) to the
     vector, timed here (:func:`_median_time`); the recurrence's other passes and the set-up
     left out.  (A dense step's products are mgemm's, complex or split by its choice: the
-    expm-cpu suite states their bound.  U(t)'s block products measured alone were slower
-    than inside the series, x0.74-0.97 of the step on 2 cores: no floor there.)"""
+    expm-cpu suite states their bound.  For U(t) the DVR's block products timed alone were
+    slower than inside the series, the step x0.74 / 0.97 of them at N = 256 / 512 on 2 cores
+    -- ``step-cost_cpu2_20261129T153946.json``, a first version that gave every row a
+    floor, the dense ones at a complex GEMM's rate --: no floor for U(t).)"""
     from tdse.model.hamiltonian import Operator
     s, v, a = prop.generators(0)[0]
     op = Operator(prop.config, s, v, xp, a=a)
