@@ -513,8 +513,8 @@ def test_eigenpairs_ahead_in_the_workers_equal_those_in_the_loop(stencil, n, inp
 
 
 def test_the_lookahead_keeps_a_bounded_depth_and_drops_steps_passed(inputs_dir, monkeypatch):
-    """Lookahead: at most DEPTH tasks a worker in flight, in step order (a window's steps a
-    task for the 3-point tracker, a step a task for the DVR's); a step the caller passes
+    """Lookahead: at most DEPTH tasks a worker in flight, in step order (whole windows a
+    task for the 3-point tracker, as many as span TASK_STEPS steps; a step a task for the DVR's); a step the caller passes
     without asking is dropped; an unforeseen step (off the cadence) is computed by the
     caller's tracker, the same bits; after close nothing is in flight and the pool is gone."""
     from tdse.run import eigenpairs
@@ -535,12 +535,15 @@ def test_the_lookahead_keeps_a_bounded_depth_and_drops_steps_passed(inputs_dir, 
     assert la.calls == 3 and la.seconds > 0
     la.close()
     assert not la.tasks and la.pool is None
-    win = eigenpairs.Lookahead(tracker.Tracker(_moving(inputs_dir, 3, n=160, **{
-        "output.populations_every": 2}), 4), dt, 200, 2, ahead=True)
-    win(0, 0.0)
-    span = win.span // 2                             # a window's steps, one task
-    assert [len(t[1]) for t in win.tasks.values()][:2] == [span - 1, span]
-    win.close()
+    three = tracker.Tracker(_moving(inputs_dir, 3, n=160, **{"output.populations_every": 2}), 4)
+    for task_steps in (1, eigenpairs.TASK_STEPS):   # whole windows a task, spanning TASK_STEPS
+        monkeypatch.setattr(eigenpairs, "TASK_STEPS", task_steps)
+        win = eigenpairs.Lookahead(three, dt, 800, 2, ahead=True)
+        win(0, 0.0)
+        calls = win.span // 2 * -(-task_steps // win.span)   # a window's calls x windows
+        assert [len(t[1]) for t in win.tasks.values()][:2] == [calls - 1, calls]
+        assert all(t[1][-1] % win.span == win.span - 2 for t in win.tasks.values())
+        win.close()
     off = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 40, 2, ahead=False)
     assert np.array_equal(off(4, 4 * dt)[0], ref(4 * dt)[0]) and off.pool is None and not off.tasks
 
@@ -601,33 +604,58 @@ def test_when_the_eigenpairs_go_ahead(inputs_dir, monkeypatch):
     monkeypatch.setattr(ep, "seconds_guess", lambda c: 100.0)
     assert not ep.lookahead_wanted(moving, gpu) and not ep.lookahead_wanted(moving, cpu(1))
     monkeypatch.undo()
-    # the guess: 801 calls of the DVR's dense solver at N = 256 (1.5e-8 N^2 s each)
+    # the guess: 801 calls of the DVR's dense solver at N = 256 (4e-8 N^2 s each), of the
+    # 3-point windows (their floor, then 4.5e-7 N s)
     dvr = _moving(inputs_dir, "dvr", n=256, **{"output.populations_every": 10})
     dvr = dvr.with_value("time.t_end", 8000 * dvr.time.dt)
-    assert ep.seconds_guess(dvr) == pytest.approx(801 * 1.5e-8 * dvr.grid.n ** 2)
+    assert ep.seconds_guess(dvr) == pytest.approx(801 * 4e-8 * dvr.grid.n ** 2)
+    for n, each in ((256, 2.5e-4), (2048, 4.5e-7 * 2048)):
+        fd = dvr.with_value("grid.stencil", 3).with_value("grid.dx", dvr.grid.dx * 256 / n)
+        assert ep.seconds_guess(fd) == pytest.approx(801 * each)
 
 
 def test_a_call_whose_task_is_under_way_is_computed_by_the_caller(inputs_dir, monkeypatch):
-    """Lookahead: where the task holding a step has not finished, the caller computes that
-    call itself (Tracker.single: the same bits) rather than wait for the whole window, and
-    the task stays for its later steps."""
+    """Lookahead: where the windows' task holding a step has not finished, the caller
+    computes that call itself -- once the workers have started, alone (Tracker.single: no
+    window kept), while they start, its whole window -- the same bits either way, and the
+    task stays for its later steps.  A task of one call (the DVR's) under way in a worker
+    is waited for, not computed again; one not yet begun is the caller's."""
     import concurrent.futures
+    import threading
 
     from tdse.run import eigenpairs
     cfg = _moving(inputs_dir, 3, n=160, **{"output.populations_every": 2})
     dt = cfg.time.dt
-    la = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 200, 2, ahead=False)
-    la.pool, la.workers, la.ready = object(), 1, concurrent.futures.Future()   # workers "starting"
-    pending = concurrent.futures.Future()
-    la.tasks[2] = [pending, [2, 4, 6], False]
-    la.next = None
     ref = tracker.Tracker(cfg, 4)
-    E4, _ = la(4, 4 * dt)                        # its task under way: computed here
-    assert np.array_equal(E4, ref(4 * dt)[0]) and list(la.tasks) == [2]
-    E, phi = ref(6 * dt)
-    pending.set_result(([ref(2 * dt), ref(4 * dt), (E + 1, phi)], 0.5, []))
-    E6, _ = la(6, 6 * dt)                        # done now: the task's own (marked + 1)
-    assert np.array_equal(E6, E + 1) and not la.tasks and la.seconds >= 0.5
+    for started in (False, True):
+        la = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 200, 2, ahead=False)
+        la.pool, la.workers, la.ready = object(), 1, concurrent.futures.Future()
+        if started:
+            la.ready.set_result(True)
+        la._fill = lambda step: None              # (no pool to ask)
+        pending = concurrent.futures.Future()
+        la.tasks[2] = [pending, [2, 4, 6], False]
+        E4, _ = la(4, 4 * dt)                        # its task under way: computed here
+        assert np.array_equal(E4, ref(4 * dt)[0]) and list(la.tasks) == [2]
+        assert (la.tracker._window is None) == started     # alone, or its whole window
+        E, phi = ref(6 * dt)
+        pending.set_result(([ref(2 * dt), ref(4 * dt), (E + 1, phi)], 0.5, []))
+        E6, _ = la(6, 6 * dt)                        # done now: the task's own (marked + 1)
+        assert np.array_equal(E6, E + 1) and not la.tasks and la.seconds >= 0.5
+        la.pool = None
+    dvr = _moving(inputs_dir, "dvr", n=120, **{"output.populations_every": 2})
+    la = eigenpairs.Lookahead(tracker.Tracker(dvr, 4), dt, 40, 2, ahead=False)
+    la.pool, la.workers, la.ready = object(), 1, concurrent.futures.Future()
+    la.ready.set_result(True)
+    la._fill = lambda step: None
+    running, queued = concurrent.futures.Future(), concurrent.futures.Future()
+    assert running.set_running_or_notify_cancel()
+    la.tasks[2], la.tasks[4] = [running, [2], False], [queued, [4], False]
+    E2, phi2 = tracker.Tracker(dvr, 4)(2 * dt)
+    threading.Timer(0.2, running.set_result, [([(E2 + 1, phi2)], 0.1, [])]).start()
+    assert np.array_equal(la(2, 2 * dt)[0], E2 + 1)     # waited for: the worker's (marked)
+    E4 = la(4, 4 * dt)[0]                               # not begun: the caller's own
+    assert np.array_equal(E4, tracker.Tracker(dvr, 4)(4 * dt)[0]) and list(la.tasks) == [4]
     la.pool = None
 
 

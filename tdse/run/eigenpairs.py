@@ -37,9 +37,18 @@ from ..model.tracker import Tracker
 
 __all__ = ["Lookahead", "Workers", "lookahead_wanted", "may_want", "seconds_guess"]
 
-#: tasks in flight a worker: a task is a window's calls for the 3- and 5-point trackers
-#: (computed together, at its first), else one call
+#: tasks in flight a worker: a task is whole windows' calls for the 3- and 5-point trackers
+#: (:data:`TASK_STEPS`; each window computed together, at its first), else one call
 DEPTH = 2
+
+#: a 3-/5-point task takes whole windows until it spans this many steps.  Each task costs
+#: the loop's thread a few hand-overs of the GIL to the executor's thread (the task out,
+#: its result back): 2 cores, N = 256, populations every step (a window 16 steps), 8000
+#: steps, a task a window slowed the loop's steps from 0.455 to 0.540 ms (3-point; the run
+#: x1.36 the run with populations at its ends only), whole windows spanning 128 steps 0.473
+#: ms (x1.14); 5-point 0.561 / 0.536 ms against 0.492, x1.40 / 1.22
+#: (``benchmarks/archive/lookahead_latency.py``, ``lookahead_latency_cpu2_20261129T1645.txt``)
+TASK_STEPS = 128
 
 #: worker processes at most: each call depends on t alone, so two may share them (one
 #: H100, N = 8192, 5000 steps, populations every 50, ``benchmarks/archive/davidson_workers.py``:
@@ -48,26 +57,33 @@ WORKERS = 2
 
 #: "auto" computes the pairs ahead where computing them in the loop would take more than
 #: this many seconds of the run (:func:`seconds_guess`) -- on a machine of fewer than
-#: MANY_CPUS CPUs AHEAD_MIN_SECONDS_FEW_CPUS, where the workers' start (~0.3 s of imports a
-#: process) shares the run's cores: 2 cores, N = 256, 4000 steps, 3-point, populations
-#: every 10 (0.11 s of pairs in the loop) cost the run's wall 0.26 s more with a worker;
-#: 8000 steps (0.22 s) about broke even (``benchmarks/archive/observer_parts.py``)
+#: MANY_CPUS CPUs AHEAD_MIN_SECONDS_FEW_CPUS, where the worker's start (~0.3 s of imports)
+#: and its tasks share the run's cores: 2 cores, N = 256, 8000 steps, populations every
+#: 10 (0.20 / 0.35 s of pairs in the loop, 3- / 5-point) took the run 0.10 / 0.12 s more
+#: with a worker; populations every step at 2000 steps (0.45 / 0.85 s) 0.14 / 0.47 s less
+#: (``lookahead_latency_cpu2_20261129T1645.txt``)
 AHEAD_MIN_SECONDS = 0.1
-AHEAD_MIN_SECONDS_FEW_CPUS = 0.5
+AHEAD_MIN_SECONDS_FEW_CPUS = 0.4
 MANY_CPUS = 4
 
 
 def seconds_guess(config) -> float:
-    """A low guess of the seconds H(t)'s pairs of a run of ``config`` would take in its loop:
-    the calls (``time.steps / populations_every + 1``) x one call on one core (measured on 2
-    cores: the windows, 3-point 0.3-0.5 us x N, 5-point 0.5-1 us x N, ``window_pairs_cpu2_*``;
-    the DVR's dense solver up to N = 512 ~4e-8 N^2 s, Davidson beyond 2.6-5 us x N)."""
+    """A guess of the seconds H(t)'s pairs of a run of ``config`` would take in its loop:
+    the calls (``time.steps / populations_every + 1``) x one call on one core, as measured
+    on 2 cores with populations every step (``lookahead_latency_cpu2_20261129T1645.txt``,
+    N = 256 / 512 / 1024 / 2048): the windows, 3-point 0.25 / 0.26 / 0.43 / 0.97 ms (a
+    floor of NumPy calls, then ~0.45 us x N), 5-point 0.41 / 0.51 / 0.91 / 1.68 ms; the
+    DVR's dense solver up to N = 512 2.6 / 14 ms (~4e-8 N^2 s), Davidson beyond 9.4 / 12 ms
+    (~6 us x N).  Calls further apart cost more (populations every 10: 0.31 / 0.52 ms at N =
+    256)."""
     o, n, g = config.output, config.grid.n, config.grid
     calls = config.time.steps // o.populations_interval + 1
-    if g.stencil in (3, 5):
-        each = (3e-7 if g.stencil == 3 else 5e-7) * n
+    if g.stencil == 3:
+        each = max(2.5e-4, 4.5e-7 * n)
+    elif g.stencil == 5:
+        each = max(4e-4, 8.5e-7 * n)
     else:
-        each = 1.5e-8 * n * n if n <= states.DVR_DENSE_MAX else 2.5e-6 * n
+        each = 4e-8 * n * n if n <= states.DVR_DENSE_MAX else 6e-6 * n
     return calls * each
 
 
@@ -226,7 +242,8 @@ class Lookahead:
         while self.next is not None and len(self.tasks) < DEPTH * self.workers:
             group = [self.next]
             self.next = self._following(self.next)
-            while self.span and self.next is not None and self.next // self.span == group[0] // self.span:
+            while (self.span and self.next is not None
+                   and (self.next // self.span - group[0] // self.span) * self.span < TASK_STEPS):
                 group.append(self.next)
                 self.next = self._following(self.next)
             try:
@@ -237,9 +254,11 @@ class Lookahead:
 
     def _take(self, step, t):
         """The pairs of ``step`` from its task once it is done (its seconds and warnings
-        counted once), else None -- no task holds it, or its task is still under way: the
-        caller computes that call alone rather than wait for a whole window (the workers,
-        meanwhile, get ahead of the loop); tasks whose steps all passed are dropped."""
+        counted once), or once the call under way in a worker is (a task of one call),
+        else None -- no task holds it, or its windows' task is still under way (the caller
+        computes that call alone rather than wait for whole windows; the workers, meanwhile,
+        get ahead of the loop), or its one call is not yet begun; tasks whose steps all
+        passed are dropped."""
         while self.tasks:
             first, task = next(iter(self.tasks.items()))
             f, group = task[0], task[1]
@@ -247,8 +266,13 @@ class Lookahead:
                 self.tasks.popitem(last=False)
                 f.cancel()
                 continue
-            if step not in group or t != step * self.dt or not f.done():
-                return None     # (a task still under way: the caller computes this call)
+            if step not in group or t != step * self.dt:
+                return None
+            if not f.done() and (self.span or not f.running()):
+                return None     # (a window's task still under way: the caller computes this
+                                # call alone; a call's own task not yet begun: the caller's)
+            # (a call's own task under way -- the DVR's -- waited for: it ends sooner than
+            # the same call made again here, which had made the workers worse than none)
             pairs, seconds, said = f.result()
             if not task[2]:
                 task[2] = True
@@ -271,9 +295,11 @@ class Lookahead:
             except Exception as e:  # noqa: BLE001 -- a worker died: the loop computes the rest
                 self._break(e)
         if out is None:
-            # in the caller: with workers, this call alone (Tracker.single: the same bits,
-            # its window's anchor and its own member, not the whole window)
-            out = self.tracker(t) if self.pool is None or self.broken else self.tracker.single(t)
+            # in the caller: with workers started, this call alone (Tracker.single: the same
+            # bits, its window's anchor and its own member, not the whole window the workers
+            # are computing); while they start, its whole window, as without them
+            alone = self.pool is not None and not self.broken and self.ready.done()
+            out = self.tracker.single(t) if alone else self.tracker(t)
             self.seconds += time.perf_counter() - t0
         if self.pool is not None:
             self._fill(step)
