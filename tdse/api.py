@@ -19,10 +19,10 @@ what ``tdse resume`` continues; ``Result.config`` is that configuration.
 from __future__ import annotations
 
 from .config import Config, ConfigError, load_config
-from .run.driver import Result, run
+from .run.driver import Result, look_ahead, run
 from .run import loop
 from .run.loop import Observer, Sink, State
-from .run.plan import RunPlan, prepare
+from .run.plan import RunPlan, prepare, with_options
 
 __all__ = ["load_config", "simulate", "Result", "prepare", "evolve", "RunPlan", "Sink",
            "Observer", "State", "scan", "extend", "photoelectron_spectrum", "with_potential"]
@@ -66,12 +66,17 @@ def simulate(config, *, backend="auto", devices=None, out=None, force=False,
     cfg = load_config(config)
     if not isinstance(cfg, Config):  # pragma: no cover
         raise ConfigError("config", type(config).__name__, "must be a Config, path, TOML text or dict")
-    plan = prepare(cfg, backend=backend, devices=devices, threads=threads,
-                   allow_inaccurate=allow_inaccurate, options=options)
+    if options is not None:
+        cfg = with_options(cfg, options)
     if cfg.nuclei is not None:      # the 1D + 1D model: its own file (tdse.run.nuclei)
         from .run import nuclei
-        return nuclei.run(plan, out, force=force, progress=progress)
-    return run(plan, out, force=force, allow_inaccurate=allow_inaccurate, progress=progress)
+        return nuclei.run(prepare(cfg, backend=backend, devices=devices, threads=threads,
+                                  allow_inaccurate=allow_inaccurate), out, force=force, progress=progress)
+    with look_ahead(cfg, backend, threads) as workers:     # their start beside the set-up
+        plan = prepare(cfg, backend=backend, devices=devices, threads=threads,
+                       allow_inaccurate=allow_inaccurate)
+        return run(plan, out, force=force, allow_inaccurate=allow_inaccurate, progress=progress,
+                   workers=workers)
 
 
 def extend(h5file, t_end, *, out=None, config=None, backend="auto", devices=None, force=False,

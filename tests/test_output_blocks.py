@@ -659,6 +659,58 @@ def test_a_call_whose_task_is_under_way_is_computed_by_the_caller(inputs_dir, mo
     la.pool = None
 
 
+def test_the_cli_and_simulate_open_the_workers_before_they_prepare(inputs_dir, tmp_path, monkeypatch):
+    """The look-ahead's processes start before the run is prepared (their imports beside
+    the set-up, not in the loop: tdse.run.driver.look_ahead), from the CLI and from
+    tdse.simulate; the run uses them, and they are closed when it ends, or when the
+    preparation refuses (one line, exit 2).  Where the run does not want them, none."""
+    from click.testing import CliRunner
+
+    from tdse.config import ConfigError
+    from tdse.run import driver, eigenpairs, plan as planmod
+    from tdse.ui.cli import main
+    opened, closed, at_prepare, refuse = [], [], [], []
+    real_init, real_close, real_prepare = eigenpairs.Workers.__init__, eigenpairs.Workers.close, planmod.prepare
+
+    def init(self):
+        real_init(self)
+        opened.append(self)
+
+    def close(self):
+        closed.append(self)
+        real_close(self)
+
+    def prepare(*a, **k):
+        at_prepare.append(len(opened) - len(closed))     # the workers open meanwhile
+        if refuse:
+            raise ConfigError("grid.dx", 0.1, "refused by the test")
+        return real_prepare(*a, **k)
+    monkeypatch.setattr(eigenpairs.Workers, "__init__", init)
+    monkeypatch.setattr(eigenpairs.Workers, "close", close)
+    monkeypatch.setattr("tdse.api.prepare", prepare)
+    monkeypatch.setattr(planmod, "prepare", prepare)
+    monkeypatch.setattr(driver, "may_want", lambda *a, **k: True)
+    made = _started(monkeypatch)
+    cfg = _moving(inputs_dir, 3, n=160, **{"output.populations_every": 4})
+    tdse.simulate(cfg, backend="numpy")
+    assert at_prepare == [1] and len(opened) == 1 and closed == opened
+    assert made[-1].taken and made[-1].pool is None       # the run's look-ahead used them
+    cli = ["run", os.path.join(inputs_dir, "h2plus_moving.toml"), "--out", str(tmp_path), "--backend",
+           "numpy", "--quiet", "--no-plots", "--force", "--set", "grid.stencil=3", "--set", "grid.dx=0.16",
+           "--set", "propagator.method=chebyshev", "--set", "time.t_end=1.2",
+           "--set", "output.populations_every=4"]
+    r = CliRunner().invoke(main, cli)
+    assert r.exit_code == 0, r.output
+    assert at_prepare == [1, 1] and len(opened) == 2 and closed == opened and made[-1].taken
+    refuse.append(True)
+    r = CliRunner().invoke(main, cli)
+    assert r.exit_code == 2 and "refused by the test" in r.output and len(opened) == 3 and closed == opened
+    refuse.clear()
+    monkeypatch.setattr(driver, "may_want", lambda *a, **k: False)
+    tdse.simulate(cfg, backend="numpy")
+    assert len(opened) == 3 and at_prepare[-1] == 0
+
+
 def test_the_runs_workers_are_used_whatever_a_second_look_at_the_cpus_says(inputs_dir, monkeypatch):
     """The look-ahead's processes a run opened (its one decision, made before it prepares)
     are the ones its observables use, even where the spare CPUs seen later say no: never

@@ -7,6 +7,7 @@ completes; without, nothing is written and the arrays stay in memory.  Atomic un
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -187,9 +188,25 @@ def _time_error(plan, stepper, writer, snaps, resume, start):
     return None
 
 
+@contextlib.contextmanager
+def look_ahead(config, backend="auto", threads=None):
+    """H(t)'s eigenpairs' look-ahead processes (:class:`tdse.run.eigenpairs.Workers`) where a
+    run of ``config`` may want them (:func:`tdse.run.eigenpairs.may_want`), else None,
+    closed at the end: opened before the run is prepared, their start (imports; ~1.5 s on a
+    GPU host) goes beside its set-up (on a GPU auto's calibration, 2 s) rather than into its
+    loop, where the loop computes the pairs itself until they have started -- the CLI opens
+    them so (``tdse.ui.cli``), and :func:`run` when given a Config."""
+    workers = Workers() if may_want(config, backend, threads) else None
+    try:
+        yield workers
+    finally:
+        if workers is not None:
+            workers.close()
+
+
 def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=False,
         precheck_result: Precheck | None = None, resume=None, allow_inaccurate=False,
-        threads=None) -> Result:
+        threads=None, workers=None) -> Result:
     """Propagate ``config`` (a Config, or a :class:`RunPlan` already prepared) and write
     OUT/<name>.h5 (:mod:`tdse.run.snapshots`); with ``out_dir=None`` nothing is written
     and the arrays stay in the :class:`Result`.
@@ -201,20 +218,17 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
     ``allow_inaccurate``: run although the exponential misses its tolerance;
     ``threads``: the host's BLAS threads, on a GPU run too (default: :func:`tdse.run.backend.blas_threads`).
 
-    H(t)'s eigenpairs' look-ahead processes (:class:`tdse.run.eigenpairs.Workers`), where the
-    run may want them, are opened here before the set-up (their start overlaps it) and
-    closed when the run ends."""
+    ``workers``: the look-ahead's processes the caller opened (:func:`look_ahead`, before
+    it prepared), used and left to it to close; without them they are opened here
+    (:func:`look_ahead`: before the set-up, and before the preparation when ``config`` is a
+    Config) and closed when the run ends."""
     entered = time.time()
     cfg = config.config if isinstance(config, RunPlan) else config
-    workers = Workers() if may_want(cfg, backend, threads) else None
-    try:
+    with contextlib.nullcontext(workers) if workers is not None else look_ahead(cfg, backend, threads) as w:
         return _run(config, out_dir, backend=backend, devices=devices, force=force,
                     progress=progress, precheck_result=precheck_result, resume=resume,
-                    allow_inaccurate=allow_inaccurate, threads=threads, workers=workers,
+                    allow_inaccurate=allow_inaccurate, threads=threads, workers=w,
                     entered=entered)
-    finally:
-        if workers is not None:
-            workers.close()
 
 
 def _run(config, out_dir, *, backend, devices, force, progress, precheck_result, resume,

@@ -128,7 +128,7 @@ def prepare(config: Config, *, backend="auto", devices=None, threads=None,
         return nuclei.prepare(config, backend=backend, devices=devices, threads=threads)
     t0, e0 = time.perf_counter(), time.time()
     if options is not None:
-        config = _with_options(config, options)
+        config = with_options(config, options)
     memory_check(config)          # before any work: the method's matrices must fit
     x = points(config.grid)
     t1 = time.perf_counter()
@@ -153,7 +153,7 @@ def prepare(config: Config, *, backend="auto", devices=None, threads=None,
                                prepare_window=(e0, time.time()))
 
 
-def _with_options(config: Config, options) -> Config:
+def with_options(config: Config, options) -> Config:
     """``config`` with its ``[run]`` options replaced by ``options`` (a RunOptions, or a dict
     of fields over the config's own), validated (a ConfigError names ``run.<key>``)."""
     from ..options import RunOptions

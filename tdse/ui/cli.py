@@ -25,10 +25,8 @@ def _load(path):
 
 
 def _devices(value):
-    if value is None or value == "":
-        return None
     try:
-        return [int(v) for v in value.split(",")]
+        return [int(v) for v in value.split(",")] if value else None
     except ValueError:
         raise InputError(f"--devices = {value!r}: must be comma-separated GPU ids, e.g. 0,1,2,3") from None
 
@@ -165,12 +163,14 @@ def _resume(h5file, input_file, **opts):
 def _go(cfg, label, out_dir, resume_arg, **opts):
     """A run from the command line: SIGINT/SIGTERM at any moment (start-up, calibration,
     the precheck, the loop) end it with 130/143; before the loop nothing is written."""
-    _interruptible(lambda: _start(cfg, label, out_dir, resume_arg, **opts),
-                   " during start-up: nothing was written")
+    from ..run.driver import look_ahead      # the eigenpairs' workers start beside the set-up
+    with look_ahead(cfg, opts["backend"], opts["threads"]) as workers:
+        _interruptible(lambda: _start(cfg, label, out_dir, resume_arg, workers=workers, **opts),
+                       " during start-up: nothing was written")
 
 
 def _start(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_inaccurate,
-           threads, yes, quiet, plots):
+           threads, yes, quiet, plots, workers=None):
     import warnings
 
     from ..run.driver import run as run_
@@ -185,7 +185,7 @@ def _start(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_in
         t_run = process_seconds()
         try:
             res = run_(plan, out_dir, force=force, progress=not quiet, resume=resume_arg,
-                       allow_inaccurate=allow_inaccurate)
+                       allow_inaccurate=allow_inaccurate, workers=workers)
         except ConfigError as e:
             raise InputError(str(e)) from None
         except OutputExists as e:
