@@ -5,8 +5,9 @@ pairs every ``output.populations_every`` steps.  Their times are known before th
 and a call's pairs depend on t alone (:class:`tdse.model.tracker.Tracker`: each from its
 window's or anchor's pairs), so they can be computed ahead of the loop, by trackers of
 their own, and come out bit for bit as the loop would compute them.  :class:`Lookahead`
-does that over one :class:`concurrent.futures.ProcessPoolExecutor`, opened when the run's
-loop begins and closed when it ends (never by ``prepare``).
+does that over one :class:`concurrent.futures.ProcessPoolExecutor`, opened by the run's
+entry (:func:`tdse.run.driver.look_ahead`: before the run is prepared, so that the
+processes start beside its set-up) and closed when it ends (never by ``prepare``).
 
 Processes, spawned, not threads: a call is mostly NumPy and SciPy calls on N x K arrays
 between LAPACK calls, each taking the GIL the loop's thread wants -- one H200, N = 8192,
@@ -271,8 +272,9 @@ class Lookahead:
             if not f.done() and (self.span or not f.running()):
                 return None     # (a window's task still under way: the caller computes this
                                 # call alone; a call's own task not yet begun: the caller's)
-            # (a call's own task under way -- the DVR's -- waited for: it ends sooner than
-            # the same call made again here, which had made the workers worse than none)
+            # (a call's own task under way -- the DVR's; running: in a worker or next in its
+            # queue -- waited for: it ends sooner than the same call made again here, which
+            # had made the workers worse than none)
             pairs, seconds, said = f.result()
             if not task[2]:
                 task[2] = True
