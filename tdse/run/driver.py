@@ -196,7 +196,11 @@ def look_ahead(config, backend="auto", threads=None):
     GPU host) goes beside its set-up (on a GPU auto's calibration, 2 s) rather than into its
     loop, where the loop computes the pairs itself until they have started -- the CLI opens
     them so (``tdse.ui.cli``), and :func:`run` when given a Config."""
-    workers = Workers() if may_want(config, backend, threads) else None
+    try:
+        want = may_want(config, backend, threads)
+    except ConfigError:         # a bad value (e.g. threads = 0): prepare refuses it, one line
+        want = False
+    workers = Workers() if want else None
     try:
         yield workers
     finally:
