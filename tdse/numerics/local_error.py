@@ -355,9 +355,10 @@ class LocalError:
     def _letters_in(self, g, host, dt, j=None):
         """The letters (and the orders' dt^n) into the device buffer ``g["D"]`` the graph
         reads (one buffer for the graph's life): a device copy from the letters of
-        :meth:`letters`' chunk of fixed steps where ``host`` is step ``j``'s row of it (the
-        chunk uploaded once, at its first step: :meth:`_chunk_on`), else one pinned upload
-        and a device copy.  (Per step, the pinned upload of the letters with the orders
+        :meth:`letters`' chunk of fixed steps where ``j`` is given -- ``host`` is then step
+        ``j``'s row of it (:meth:`vector` passes ``j`` only where ``t == j dt``, as
+        :meth:`letters` takes its chunk; the chunk uploaded once, at its first step:
+        :meth:`_chunk_on`) --, else one pinned upload and a device copy.  (Per step, the pinned upload of the letters with the orders
         appended held the loop's host ~30 us a step on an H200's host.)"""
         cp = self.xp
         orders = self._orders(dt)
@@ -365,8 +366,7 @@ class LocalError:
         if g["D"] is None:
             g["D"], g["graph"] = cp.empty(size), None
         c = self._chunk
-        if j is not None and c is not None and c[0] == dt and c[1] <= j < c[1] + len(c[2]) \
-                and host.base is c[2] and host.ctypes.data == c[2][j - c[1]].ctypes.data:
+        if j is not None:                    # host is row j - c[1] of letters()' chunk c
             src = self._chunk_on(g, c, orders).data + (j - c[1]) * size * 8
         else:
             g["up"].put(np.concatenate([host.ravel(), orders]))
@@ -480,9 +480,10 @@ class LocalError:
         step j's start j dt, :meth:`letters`).  ``keep=False``: the caller reads it before
         the next estimate is queued (on a GPU it may be the one-kernel estimate's own
         buffer, not a copy)."""
-        host, A = self.letters(t, dt) if j is None else self.letters(t, dt, j)
+        row = j if j is not None and t == j * dt else None       # (letters' chunk row)
+        host, A = self.letters(t, dt, row)
         if self._graphs_take(A):
-            parts, total = self._graph(u, host, dt, j)
+            parts, total = self._graph(u, host, dt, row)
             if total is not None:                  # the one-kernel estimate's own sum
                 from .graphs import copy_out
                 return copy_out(self.xp, total) if keep else total
