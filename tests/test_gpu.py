@@ -807,7 +807,7 @@ def test_stencil_exponential_as_one_tiled_kernel_equals_the_other_paths(name, st
         tiled = [g._tiled(K) for p in g.graphs for K in p]
         assert all(tiled) if tiling == "all" else not any(tiled)
         assert g.nodes_per_step in {g._nodes(p) for p in g.graphs}
-        assert (g.nodes_per_step == len(g.rows)) == (tiling == "all")
+        assert (g.nodes_per_step == len(g.rows) + 1) == (tiling == "all")     # (+ the row's fetch)
     scale = np.abs(c).max()
     assert np.abs(a - c).max() <= 1e-13 * scale
     assert np.abs(a - b).max() <= 1e-13 * scale
@@ -936,21 +936,85 @@ def test_single_run_graph_steps_and_device_observables(name, stencil, t_end, mon
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("name,stencil,t_end,every", [
+    ("h2plus_moving.toml", 3, 2.0, 7),       # the tiled one-kernel step; populations every 7
+    ("h2plus_moving.toml", "dvr", 2.0, 5),   # the DVR's chain kernel
+    ("atom_hhg.toml", "dvr", 20.0, None),    # a static molecule: every row H(0)'s populations
+])
+def test_rows_filled_by_the_graph_steps_equal_a_save_point_a_row(name, stencil, t_end, every,
+                                                                  monkeypatch):
+    """A GPU run's rows tapped by the graph step (psi's buffer copied into the block's slot
+    after the step: tdse.numerics.graphs.GraphStep.advance) equal those of a save point a
+    row (psi copied out and into the slot), bit for bit: the same steps, the same block
+    measure."""
+    import tdse
+    from tdse.run import rows
+    cfg = _batch_case(name, t_end, ("propagator.method", ["chebyshev"]))[0].with_value(
+        "grid.stencil", stencil).with_value("output.every", 10)
+    if every:
+        cfg = cfg.with_value("output.populations_every", every)
+    monkeypatch.setattr(rows, "TIME_BLOCK_GPU", 64)        # several blocks
+    tapped = tdse.simulate(cfg, backend="cupy")
+    monkeypatch.setattr(rows, "TAP_ROWS", False)
+    each = tdse.simulate(cfg, backend="cupy")
+    for k, ref in each.observables.items():
+        got, ref = np.asarray(tapped.observables[k]), np.asarray(ref)
+        assert np.array_equal(got, ref, equal_nan=got.dtype.kind == "f"), k
+    assert len(ref) == cfg.time.steps + 1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stencil", [3, "dvr"])
+def test_graph_taps_and_segments_equal_a_step_at_a_time(stencil):
+    """GraphStep.advance over segments (the steps' rows uploaded at once, fetched by each
+    step's graph; one advance crossing two chunks, one starting mid-chunk) with taps into a
+    block's rows (the graph's tap kernel) and into a lone array (a memcpy after the launch),
+    against one advance a step with the states copied out: the same bits."""
+    import tdse
+    from tdse.numerics.graph_plan import CHUNK
+    cfg = _batch_case("h2plus_moving.toml", 2.0, ("propagator.method", ["chebyshev"]))[0].with_value(
+        "grid.stencil", stencil)
+    plan = tdse.prepare(cfg, backend="cupy", check_resolution=False)
+    n = cfg.grid.n
+    psi0 = cp.asarray(plan.psi0)
+    want = {3: "block0", 50: "block1", CHUNK + 9: "lone", CHUNK + 10: "block2"}
+    ref, st = {}, plan.stepper()
+    X = psi0
+    for j in range(0, CHUNK + 20):
+        X = st.advance(X, j, j + 1)
+        if j + 1 in want:
+            ref[j + 1] = cp.asnumpy(X)
+    final_ref = cp.asnumpy(X)
+    st = plan.stepper()
+    block, lone = cp.zeros((4, n), dtype=cp.complex128), cp.zeros(n, dtype=cp.complex128)
+    taps = {3: [block[0]], 50: [block[1]], CHUNK + 9: [lone], CHUNK + 10: [block[2]]}
+    X = st.advance(psi0, 0, 2)
+    X = st.advance(X, 2, CHUNK + 20, taps=taps)          # from mid-chunk, across a chunk
+    g = st.propagator.graph
+    assert g and g.tap_to is block
+    got = {3: block[0], 50: block[1], CHUNK + 9: lone, CHUNK + 10: block[2]}
+    for k in want:
+        assert np.array_equal(cp.asnumpy(got[k]), ref[k]), k
+    assert np.array_equal(cp.asnumpy(X), final_ref)
+    assert not cp.asnumpy(block[3]).any()                # an untapped row untouched
+
+
+@pytest.mark.gpu
 def test_graph_steps_planned_ahead_in_a_thread_are_the_same_bit_for_bit(monkeypatch):
     """GraphStep._plan: the next chunk's scalars planned in a thread while this chunk steps
     give the run planned chunk by chunk in the loop, bit for bit, over several chunks (and
     the planning thread was used)."""
     import tdse
-    from tdse.numerics import graphs as G
+    from tdse.numerics import graph_plan, graphs as G
     cfg = _batch_case("h2plus_moving.toml", 3 * G.CHUNK * 0.02 + 0.1,
                       ("propagator.method", ["chebyshev"]))[0]
     plan = tdse.prepare(cfg, backend="cupy", check_resolution=False)
     finals, submitted = {}, []
-    pool = G._planning_thread()
+    pool = graph_plan.planning_thread()
     real = pool.submit
-    monkeypatch.setattr(pool, "submit", lambda *a: submitted.append(G.plan_ahead()) or real(*a))
+    monkeypatch.setattr(pool, "submit", lambda *a: submitted.append(graph_plan.plan_ahead()) or real(*a))
     for ahead in (True, False):
-        monkeypatch.setattr(G, "PLAN_AHEAD", ahead)
+        monkeypatch.setattr(graph_plan, "PLAN_AHEAD", ahead)
         st = plan.stepper()
         finals[ahead] = cp.asnumpy(tdse.evolve(plan, cp.asarray(plan.psi0), stepper=st).psi)
         assert st.propagator.graph, "the graph path was not taken"

@@ -69,6 +69,71 @@ def test_block_rows_equal_the_row_at_a_time_measure(stencil, driven, inputs_dir,
     assert np.ptp(host.observables["x_mean"]) > 1e-3
 
 
+@pytest.mark.parametrize("moving", [True, False])
+def test_rows_filled_by_the_steps_equal_a_save_point_a_row(moving, inputs_dir, monkeypatch):
+    """Rows tapped (rows.Observables.tap: psi copied into the block's slot by the steps,
+    a save point only at a row with H(t)'s states, the block's last or the run's last)
+    equal those of a save point a row, bit for bit: a moving molecule (populations every
+    3, blocks of 7, snapshots every 4) and a static one (atom_hhg's, every row with H(0)'s
+    populations); and the taps cut the loop's save points."""
+    if moving:
+        cfg = _moving(inputs_dir, 3, **{"output.populations_every": 3, "output.every": 4})
+    else:
+        cfg = cfgmod.load(os.path.join(inputs_dir, "atom_hhg.toml"))
+        cfg = cfg.with_value("time.t_end", 61 * cfg.time.dt).with_value("output.every", 4)
+    monkeypatch.setattr(rows, "TIME_BLOCK", 7)
+    saves = []
+    save = rows.Observables.save
+    monkeypatch.setattr(rows.Observables, "save", lambda self, st: (saves.append(st.step), save(self, st)))
+    tapped = tdse.simulate(cfg, backend="numpy")
+    n_tapped, saves[:] = len(saves), []
+    monkeypatch.setattr(rows, "TAP_ROWS", False)
+    each = tdse.simulate(cfg, backend="numpy")
+    assert len(saves) == cfg.time.steps and n_tapped < cfg.time.steps // 2
+    assert set(tapped.observables) == set(each.observables)
+    for k, ref in each.observables.items():
+        got, ref = np.asarray(tapped.observables[k]), np.asarray(ref)
+        assert got.shape == ref.shape and np.array_equal(got, ref, equal_nan=got.dtype.kind == "f"), k
+    assert len(each.observables["t"]) == cfg.time.steps + 1
+    assert np.ptp(each.observables["x_mean" if moving else "acceleration"]) > 1e-6
+
+
+def test_rows_tapped_past_a_failed_step_are_dropped(inputs_dir, monkeypatch):
+    """A step that fails in the middle of an advance (the rows up to the next save point
+    already reserved for the taps): the rows reach the writer up to the last state the loop
+    had, the same as those of a run that went on, and none after it."""
+    from tdse.numerics import propagators
+    from tdse.run.memory import MemoryWriter
+    cfg = _moving(inputs_dir, 3, **{"output.populations_every": 20, "output.every": 10})
+    plan = tdse.prepare(cfg, backend="numpy", check_resolution=False)
+    monkeypatch.setattr(rows, "TIME_BLOCK", 16)
+
+    def go(fail_at=None):
+        w = MemoryWriter(config=cfg, x=plan.x, v0=np.zeros(cfg.grid.n), energies=plan.energies,
+                         phi=plan.states, attrs={})
+        obs, snaps = rows.Observables(plan, w), sinks.Snapshots(plan, w)
+        if fail_at is None:
+            evolve(plan, plan.psi0.copy(), [obs, snaps])
+        else:
+            step = propagators.Launched.step
+
+            def failing(self, X, j):
+                if j == fail_at:
+                    raise RuntimeError("boom")
+                return step(self, X, j)
+            monkeypatch.setattr(propagators.Launched, "step", failing)
+            with pytest.raises(RuntimeError, match="boom"):
+                evolve(plan, plan.psi0.copy(), [obs, snaps])
+            monkeypatch.setattr(propagators.Launched, "step", step)
+        return w.data()
+    full, cut = go(), go(fail_at=25)
+    assert list(cut["observables/step"]) == list(range(21))
+    for k in cut:
+        if k.startswith("observables/"):
+            a, b = np.asarray(cut[k]), np.asarray(full[k])[:21]
+            assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), k
+
+
 def test_static_centres_populations_by_a_product_a_block_equal_a_row_at_a_time(inputs_dir, monkeypatch):
     """A static molecule (atom_hhg's, its field and absorber, 61 rows in blocks of 7):
     its rows' amplitudes in H(t)'s states are one product for each run of rows with those

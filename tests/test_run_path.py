@@ -243,17 +243,19 @@ def test_graph_steps_hand_the_planners_refused_steps_to_the_launched_path():
     it leaves (the planner's r = 0) goes to the launched path, the graph goes on after it;
     its exponentials and terms counted once each into the stepper's counters.  A stand-in
     graph (no GPU): a step adds j + 1 to X, its refused steps 17 and 18 add 1000 (j + 1)."""
-    from tdse.numerics.propagators import graph_steps
+    from tdse.numerics.propagators import graph_steps, tap
 
     class Graph:
         exponentials = cheb_terms = 0
 
-        def advance(self, X, j0, j1):
+        def advance(self, X, j0, j1, taps=None):
             j = j0
             while j < j1 and j not in (17, 18):
                 X, j = X + (j + 1), j + 1
                 self.exponentials += 2
                 self.cheb_terms += 20
+                if taps:
+                    tap(taps, j, X)
             return X, j
 
     class Counts:
@@ -269,6 +271,13 @@ def test_graph_steps_hand_the_planners_refused_steps_to_the_launched_path():
     assert X == sum(j + 1 for j in range(5, 40)) + 999 * (18 + 19)
     assert (c.exponentials, c.cheb_terms) == (2 * 33, 20 * 33) == (g.exponentials, g.cheb_terms)
     assert graph_steps(g, c, 7.0, 40, 40, by_launch) == 7.0      # no step: X itself
+    # taps: X after each named step copied out, by the graph's steps and the launched ones
+    taps = {k: [np.full(1, -1.0)] for k in (6, 17, 18, 19, 20, 40)}
+    launched.clear()
+    Y = graph_steps(g, c, np.zeros(1), 5, 40, by_launch, taps)
+    want = {k: sum(j + 1 for j in range(5, k)) + 999 * sum(j + 1 for j in (17, 18) if j < k)
+            for k in taps}
+    assert {k: float(v[0][0]) for k, v in taps.items()} == want and Y[0] == want[40]
 
 
 @pytest.mark.parametrize("fail", [None, "ctxCreate", "memset"])
@@ -575,6 +584,36 @@ def test_graph_planner_equals_the_per_step_scalars(name, key, values, gauge, gro
         assert np.array_equal(one.bounds_many(js, times), np.array(ref))
 
 
+@pytest.mark.parametrize("a,b", [(0, 64), (5, 30), (63, 64)])
+def test_a_segment_holds_each_steps_row_where_the_fetch_finds_it(a, b, inputs_dir):
+    """tdse.numerics.graph_plan.segment (the rows of steps a .. b - 1 of a planned chunk,
+    uploaded at once for the GPU graphs): tdse_row_fetch's reading of it, in NumPy (row c
+    at 2 + CHUNK + c * stride, its slot at 2 + c), gives each step the row a step's own
+    upload had -- its parameters, then from the even offset its coefficients -- and its
+    tap slot."""
+    import os
+
+    import tdse
+    from tdse.numerics import graph_plan
+    from tdse.numerics.stepper import BatchStepper
+    cfg = tdse.load_config(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value(
+        "propagator.time_error", "none").with_value("propagator.method", "chebyshev")
+    st = BatchStepper([cfg], np)
+    _, patterns, P, A, sizes = graph_plan.Planner(st).chunk(11)
+    nP = P.shape[1]
+    n_p = nP + nP % 2
+    slots = np.random.default_rng(a).integers(-1, 9, b - a).astype(float)
+    out = np.full(2 + graph_plan.CHUNK + graph_plan.CHUNK * (n_p + 2 * A.shape[1] + 7), np.nan)
+    seg = graph_plan.segment(out, P[a:b], A[a:b], n_p, slots)
+    assert seg[0] == 0 and np.isnan(out[seg.size:]).all()
+    stride = int(seg[1])
+    for c in range(b - a):               # the fetch of the segment's c-th step
+        row = seg[2 + graph_plan.CHUNK + c * stride:][:stride]
+        i = a + c
+        assert np.array_equal(row[:nP], P[i]) and seg[2 + c] == slots[c]
+        assert np.array_equal(row[n_p:n_p + 2 * sizes[i]].view(np.complex128), A[i, :sizes[i]])
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_bounds_at_the_extreme_points_equal_the_whole_grid(seed, inputs_dir, monkeypatch):
     """Stepper.bounds_many where V's extremes are looked for only at the grid's ends and
@@ -629,7 +668,7 @@ def test_bounds_at_the_extreme_points_equal_the_whole_grid(seed, inputs_dir, mon
 
 @pytest.mark.parametrize("ahead", ["1", "0"])
 def test_graph_chunks_planned_ahead_in_order_and_taken_over(ahead, monkeypatch):
-    # (graphs.PLAN_AHEAD: the branch forced here, off the fast path's default)
+    # (graph_plan.PLAN_AHEAD: the branch forced here, off the fast path's default)
     """GraphStep._plan (no GPU needed: a stand-in planner): each chunk asked for is the
     planner's chunk at that step; with PLAN_AHEAD up to PLAN_DEPTH chunks are under
     way in the planning thread and taken over when asked for (each planned once, in step
@@ -639,7 +678,7 @@ def test_graph_chunks_planned_ahead_in_order_and_taken_over(ahead, monkeypatch):
     import threading
     import time
 
-    from tdse.numerics import graphs as G
+    from tdse.numerics import graph_plan, graphs as G
     calls, busy = [], []
 
     class Planner:
@@ -651,7 +690,7 @@ def test_graph_chunks_planned_ahead_in_order_and_taken_over(ahead, monkeypatch):
             busy.pop()
             return None if j == 2000 else (j, "scalars of", j)   # r = 0 there: no graph step
 
-    monkeypatch.setattr(G, "PLAN_AHEAD", ahead == "1")
+    monkeypatch.setattr(graph_plan, "PLAN_AHEAD", ahead == "1")
     g = object.__new__(G.GraphStep)
     g.planner, g._ahead = Planner(), collections.deque()
     for j in (0, 64, 128, 192, 256):
@@ -662,8 +701,8 @@ def test_graph_chunks_planned_ahead_in_order_and_taken_over(ahead, monkeypatch):
     assert g._plan(1064) == (1064, "scalars of", 1064)
     if ahead == "1":                  # a chunk planned ahead that is None: taken as it is
         g._ahead.clear()
-        g._ahead.append((2000, G._planning_thread().submit(g.planner.chunk, 2000)))
-        g._ahead.append((2064, G._planning_thread().submit(g.planner.chunk, 2064)))
+        g._ahead.append((2000, graph_plan.planning_thread().submit(g.planner.chunk, 2000)))
+        g._ahead.append((2064, graph_plan.planning_thread().submit(g.planner.chunk, 2064)))
         assert g._plan(2000) is None
         for _, f in list(g._ahead):
             f.result()

@@ -4,7 +4,8 @@ observables every step or every 100, the snapshots, H(t)'s populations and the e
 workers each turned off, the writer's thread off, and the interpreter's switch interval set
 (``sys.setswitchinterval`` before the CLI starts).  Prints the loop's seconds and us a step.
 
-    python benchmarks/archive/run_parts.py INPUT   (on a GPU machine; INPUT e.g. archive/large3.toml)
+    python benchmarks/archive/run_parts.py INPUT [LABEL ...]   (on a GPU machine; INPUT e.g.
+        archive/large3.toml; LABELs: those variants only)
 
 Two calls of its first version (outputs/, each with part of these variants) are
 ``run_parts_h200x1_20261129T1741_large3.txt``.
@@ -60,6 +61,8 @@ if __name__ == "__main__":
     print(f"# python benchmarks/archive/run_parts.py {inp} ({time.strftime('%Y-%m-%dT%H:%M', time.gmtime())}); "
           f"loop s, best of 2")
     for label, extra, si in VARIANTS:
+        if sys.argv[2:] and label not in sys.argv[2:]:
+            continue
         runs = [one(inp, d, extra, si) for _ in range(2)]
         loop = min(r[1] for r in runs)
         steps = runs[0][2] if isinstance(runs[0][2], int) else 20000

@@ -188,14 +188,10 @@ def bessel_j(K, R) -> np.ndarray:
     rescale = top * math.log10(2.0 * top / low + 1.0) > 550      # |J_(m-1)| <= (2m/R + 1) max
     b1 = b0 = s = 0.0 * R
     out = [None] * rows
+    starts = {M} if zero is None else set(M.ravel().tolist())   # the m where an element starts
     for m in range(top, 0, -1):
-        if zero is None:
-            if m == M:
-                b0 = 1e-300
-        else:
-            start = M == m
-            if start.any():
-                b0 = np.where(start, 1e-300, b0)
+        if m in starts:
+            b0 = 1e-300 if zero is None else np.where(M == m, 1e-300, b0)
         b1, b0 = b0, (2.0 * m / R) * b0 - b1
         if m - 1 < rows:
             out[m - 1] = b0
@@ -208,7 +204,7 @@ def bessel_j(K, R) -> np.ndarray:
                 b0, b1, s = b0 * f, b1 * f, s * f
                 out[m - 1:] = [None if v is None else v * f for v in out[m - 1:]]
     norm = b0 + 2.0 * s
-    out = np.array([v / norm for v in out])
+    out = np.array(out) / norm
     if zero is not None and zero.any():
         out[:, zero] = 0.0
         out[0, zero] = 1.0

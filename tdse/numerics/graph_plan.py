@@ -8,6 +8,44 @@ import numpy as np
 CHUNK = 64
 
 
+#: plan the next chunk's scalars in a thread while this one steps
+#: (:meth:`tdse.numerics.graphs.GraphStep._plan`; False: each planned when it is reached --
+#: a test's way to force that branch)
+PLAN_AHEAD = True
+
+
+def plan_ahead() -> bool:
+    """Whether to plan the next chunk's scalars in a thread (:data:`PLAN_AHEAD`)."""
+    return PLAN_AHEAD
+
+
+_PLANNING = []
+
+
+def planning_thread():
+    """The process's one planning thread (a ThreadPoolExecutor of one, made at first use)."""
+    if not _PLANNING:
+        import concurrent.futures
+        _PLANNING.append(concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tdse-plan"))
+    return _PLANNING[0]
+
+
+def segment(out, P, A, n_p, slots):
+    """The device segment of steps' rows (``tdse_row_fetch``, :data:`tdse.backends.cupy.chain.ROWS`)
+    written into the start of ``out`` (returned, that part): [0 (the counter), the stride,
+    ``slots`` (a tap slot a step; CHUNK places), then a row a step: its parameters ``P``,
+    its coefficients ``A`` (complex) from ``n_p``]."""
+    m, head = len(P), 2 + CHUNK
+    stride = n_p + 2 * A.shape[1]
+    need = head + m * stride
+    out[0], out[1] = 0.0, stride
+    out[2:2 + m] = slots
+    rows = out[head:need].reshape(m, stride)
+    rows[:, :P.shape[1]] = P
+    rows[:, n_p:] = np.ascontiguousarray(A).view(np.float64)
+    return out[:need]
+
+
 class Planner:
     """The host side of a graph step: every per-step scalar of the block Chebyshev step
     (:meth:`chunk`), planned CHUNK steps at a time with NumPy (no GPU needed: tested on the

@@ -7,7 +7,9 @@ in CuPy, far more than its device time; a 1000-member batch and a one-member run
 about the same wall (3.5 ms a step on an H200, benchmarks/archive/scan_profile.py).  Here
 the step's kernels are captured once into a graph (``cudaStreamBeginCapture``) and
 replayed by one launch a step.  What changes from step to step is read by the kernels from
-device buffers that the host fills before each launch (one pinned-memory copy):
+a device row that the step's graph fetches first from a segment: the rows of the steps
+between two save points, uploaded at once (one pinned-memory copy; a device counter says
+which row is the step's).  The row holds:
 
 * per exponential e: alpha_e = 2 / r_e, the shift c_e, k_e = alpha_e s_e (the Chebyshev
   scaling of :func:`tdse.numerics.chebyshev.expm_apply`), the scheme's time weights;
@@ -37,32 +39,17 @@ import ctypes
 import numpy as np
 
 from .graph_fft import FFTKinetic, dvr_by_fft
-from .graph_plan import CHUNK, Planner
+from .graph_plan import CHUNK, Planner, plan_ahead, planning_thread, segment
 
-#: steps the host may always queue ahead of the device, and the device's seconds it may
-#: queue where that is more steps (:class:`mgemm.arrays.PinnedUpload`'s adaptive lead:
-#: 64 steps of 0.13 ms, the 3-point step at N = 8192 on an H100, were 8 ms, and the host's
-#: bursts -- a block of snapshots written to the file, ~46 ms every 2 s on an H100's host --
-#: left the device idle, ``step_attrib_h100x1_20261126T1600_3point.txt``).  CUDA's own queue
-#: of stream calls then stops the host at ~170 such steps (~1024 calls, 6 a step of a run:
-#: ``lead_depth_h100x1_20261126T1620_3point.txt``), ~22 ms
+#: the ring of the dense and estimating graphs' per-step uploads (:class:`mgemm.arrays.PinnedUpload`)
 RUN_AHEAD = 64
-RUN_AHEAD_SECONDS = 0.1
-#: the most steps a run's ring may hold (pinned host memory: a row a step)
-RUN_AHEAD_MAX = 512
-RUN_AHEAD_BYTES = 32 << 20
-
-
-def _upload_ring(cp, floats):
-    """The step rows' :class:`mgemm.arrays.PinnedUpload` for rows of up to ``floats``
-    float64 values: a ring of up to RUN_AHEAD_MAX slots (RUN_AHEAD_BYTES of pinned memory
-    at most), a lead of RUN_AHEAD_SECONDS of the device's time, at least RUN_AHEAD steps."""
-    from mgemm.arrays import PinnedUpload
-    ring = int(min(RUN_AHEAD_MAX, max(2 * RUN_AHEAD, RUN_AHEAD_BYTES // (8 * floats))))
-    up = PinnedUpload(cp, ring=ring + PinnedUpload.ADAPT, lead_seconds=RUN_AHEAD_SECONDS,
-                      min_lead=RUN_AHEAD)
-    up(np.zeros(floats))
-    return up
+#: a stencil's or the DVR's graph step uploads the rows of the steps between two save points
+#: (a CHUNK's at most) at once, into a segment that its graphs read on the device
+#: (:meth:`GraphStep.advance`): a ring of this many pinned segments.  The host's lead over the
+#: device is then bounded by CUDA's own queue (~1024 calls: a launch a step), where a row
+#: uploaded a step (an upload, an event, a launch) was ~170 steps
+#: (``lead_depth_h100x1_20261126T1620_3point.txt``)
+SEGMENT_RING = 16
 
 __all__ = ["available", "GraphStep", "CHUNK", "capture", "copy_in", "copy_out", "dgemm_fn"]
 
@@ -94,13 +81,6 @@ def tile_smem(tile, halo):
     running sum on its rows."""
     ext = tile + 2 * halo
     return 16 * (3 * ext + (ext + 1) // 2 + tile)
-
-def _kernels(cp, device):
-    """The graph step's kernels (:func:`tdse.backends.cupy.chain.graph_kernels`) with the
-    potential's row generated from its ``device`` definition."""
-    from ..backends.cupy.chain import graph_kernels
-    return graph_kernels(cp, device, CHAIN_REG)
-
 
 _DGEMM = None
 
@@ -185,27 +165,6 @@ def copy_out(cp, src, shape=None):
     return out
 
 
-#: plan the next chunk's scalars in a thread while this one steps (:meth:`GraphStep._plan`;
-#: False: each planned when it is reached -- a test's way to force that branch)
-PLAN_AHEAD = True
-
-
-def plan_ahead() -> bool:
-    """Whether to plan the next chunk's scalars in a thread (:data:`PLAN_AHEAD`)."""
-    return PLAN_AHEAD
-
-
-_PLANNING = []
-
-
-def _planning_thread():
-    """The process's one planning thread (a ThreadPoolExecutor of one, made at first use)."""
-    if not _PLANNING:
-        import concurrent.futures
-        _PLANNING.append(concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tdse-plan"))
-    return _PLANNING[0]
-
-
 class GraphStep:
     """Steps an N x B block as :meth:`BatchStepper.step` does, one graph launch a step."""
 
@@ -223,7 +182,8 @@ class GraphStep:
         self.n, self.B, self.C = g.n, pot.B, pot.slots
         # the scheme's exponentials (scale, time weights) and its number of times: the planner's
         self.scheme, self.rows, self.nt = self.planner.scheme, self.planner.rows, self.planner.nt
-        self.k = _kernels(cp, pot.device)
+        from ..backends.cupy.chain import graph_kernels     # (V's row from its device definition)
+        self.k = graph_kernels(cp, pot.device, CHAIN_REG)
         n, B = self.n, self.B
         self.fft = None
         # the velocity gauge's a_b p (p = -i D): D X by the stencil's band kernel or the
@@ -244,14 +204,21 @@ class GraphStep:
         # coefficients (and phases) of every exponential of the step
         self.seg = 3 + self.nt
         self.base = len(self.rows) * self.seg
-        # one row a step: parameters, then coefficients; the ring lets the host run up to
-        # RUN_AHEAD_SECONDS of the device's time ahead of it (host work between steps -- an
-        # eigensolve for the populations, a file write -- then overlaps the queued steps
-        # instead of idling it)
+        # a row a step: parameters, then coefficients, read by the kernels from self.row;
+        # the rows of the steps between two save points are uploaded at once (a segment,
+        # self.up) and a step's row fetched from it by the step's graph (:meth:`advance`)
         self.vbase = self.base + self.nt * B * (1 + self.C)     # velocity: alpha a, alpha q
-        self.up = _upload_ring(cp, self.vbase + (2 * len(self.rows) * B if self.velocity else 0)
-                               + 2 + 2 * 512)
-        self.P = self.A = self._row = self._dev = None
+        self.row_floats = self.vbase + (2 * len(self.rows) * B if self.velocity else 0) + 2 + 2 * 512
+        from mgemm.arrays import PinnedUpload
+        self.up = PinnedUpload(cp, ring=SEGMENT_RING)
+        self.up.put(np.zeros(2 + CHUNK + CHUNK * self.row_floats))   # its device segment, made once
+        self._seg_ptr, self._hseg = self.up.dev.data.ptr, None
+        self.row = cp.zeros(self.row_floats)
+        self.slot = cp.full(1, -1, dtype=np.int32)      # the step's tap slot (tdse_row_fetch)
+        self.tap_to = None       # the block whose rows the taps fill (:meth:`_slot_of`)
+        self._warmed = False     # the kernels compiled (:meth:`_first`)
+        self._slot_ids = {}      # id(row) -> (row, its slot or None) (:meth:`_slot_of`)
+        self.P = self.A = None
         # (by FFT: the first N rows of 2N, the rest zero for good: the FFT's padded input)
         buf = (self.fft.buffer if self.fft is not None
                else lambda: cp.zeros((n, B), dtype=np.complex128))
@@ -438,12 +405,22 @@ class GraphStep:
         return self.graphs[pattern]
 
     def _capture(self, pattern):
-        return capture(self.cp, lambda: self._body(pattern))
+        return capture(self.cp, lambda: self._step_body(pattern))
+
+    def _step_body(self, pattern):
+        """A step as its graph has it: the step's row fetched from the segment, the body,
+        and the tap into the rows' block where there is one (:data:`tdse.backends.cupy.chain.ROWS`)."""
+        self.k["row_fetch"]((1,), (256,), (self.up.dev, self.row, self.slot, np.int32(CHUNK)))
+        self._body(pattern)
+        if self.tap_to is not None:
+            m = self.n * self.B
+            self.k["row_tap"]((min(-(-m // 256), 1024),), (256,),
+                              (self.Xin, self.tap_to, self.slot, np.int64(m)))
 
     def _plan(self, j):
         """:meth:`Planner.chunk` at ``j``: the chunk planned ahead when it is the one asked
         for (the steps run in order), else planned now; then the planning of the next
-        :data:`PLAN_DEPTH` chunks is under way in a thread (:func:`_planning_thread`),
+        :data:`PLAN_DEPTH` chunks is under way in a thread (:func:`tdse.numerics.graph_plan.planning_thread`),
         beside the GPU's stepping and the loop's sinks.  The planner is called by one
         thread at a time, in the same order as without the thread (its caches alike: the
         same scalars, bit for bit).  A chunk is ~2 ms of NumPy and SciPy at N = 8192 on 2
@@ -462,21 +439,38 @@ class GraphStep:
         if ch is not None and plan_ahead():
             nxt = (ahead[-1][0] if ahead else ch[0]) + CHUNK
             while len(ahead) < PLAN_DEPTH:
-                ahead.append((nxt, _planning_thread().submit(self.planner.chunk, nxt)))
+                ahead.append((nxt, planning_thread().submit(self.planner.chunk, nxt)))
                 nxt += CHUNK
         return ch
 
-    def advance(self, X, j0, j1):
+    def advance(self, X, j0, j1, taps=None):
         """``X`` stepped from step ``j0`` towards ``j1``: (a new array, the step reached).
-        psi stays in the graphs' buffer between steps: one copy in and one copy out, and a
-        step is a row upload and a graph launch.  The step reached is below ``j1`` where the
+        psi stays in the graphs' buffer between steps: one copy in and one copy out.  The
+        rows of the steps up to ``j1`` (a chunk's at most) go to the device in one upload,
+        and a step is one graph launch: its graph fetches its row and, where ``taps`` names
+        the step with a row of the block it fills (:meth:`_slot_of`), copies psi there (a
+        memcpy after the launch for any other row, as
+        :func:`tdse.numerics.propagators.tap`).  The step reached is below ``j1`` where the
         planner leaves that step to the launched path (an exponential with r = 0)."""
         j = j0
         while j < j1 and self._ready(j):
+            c0, patterns = self._chunk[0], self._chunk[1]
+            e = min(j1, c0 + CHUNK)
+            slots, late = self._slots(taps, j, e)
             if j == j0:
                 copy_in(self.cp, self.Xin, X)
-            self._launch(j)
-            j += 1
+            self._upload(j - c0, e - c0, slots)
+            graphs = self.graphs
+            for i in range(j - c0, e - c0):
+                g = graphs.get(patterns[i]) or self._first(patterns[i])
+                g.launch()
+                if late is not None and c0 + i + 1 in late:
+                    for row in late[c0 + i + 1]:
+                        copy_in(self.cp, row, self.Xin)
+            self.exponentials += (e - j) * len(self.rows)
+            self.cheb_terms += sum(map(sum, patterns[j - c0:e - c0]))
+            self.nodes_per_step = self._nodes(patterns[e - c0 - 1])
+            j = e
         return (X if j == j0 else copy_out(self.cp, self.Xin, X.shape)), j
 
     def _ready(self, j):
@@ -486,36 +480,93 @@ class GraphStep:
             ch = self._chunk = self._plan(j)
         return ch is not None
 
-    def _launch(self, j):
-        """Step j's row uploaded and its graph launched on Xin, the result left there."""
-        j0, patterns, Ps, As, sizes = self._chunk
-        i = j - j0
-        pattern = patterns[i]
-        n_p = Ps.shape[1] + Ps.shape[1] % 2             # the coefficients 16-byte aligned
-        row = self._row
-        if row is None or row.size < n_p + 2 * As.shape[1]:
-            row = self._row = np.zeros(n_p + 2 * max(As.shape[1], 512))
-        row[:Ps.shape[1]] = Ps[i]
-        row[n_p:n_p + 2 * sizes[i]] = As[i, :sizes[i]].view(np.float64)
-        self.up.put(row[:n_p + 2 * sizes[i]])           # one upload a step
-        dev = self.up.dev
-        if self.P is None or dev.data.ptr != self._dev or self.P.size != Ps.shape[1]:
-            if self.P is not None:
-                self.graphs.clear()          # a buffer moved: the graphs read the old one
-            first = self.P is None
-            self._dev = dev.data.ptr
-            self.P = dev[:Ps.shape[1]]
-            self.A = dev[n_p:n_p + 2 * ((dev.size - n_p) // 2)].view(np.complex128)
-            if first:                        # compile every kernel outside any capture
-                self._warm(pattern)
-        self._graph(pattern).launch()
-        self.exponentials += len(pattern)
-        self.cheb_terms += sum(pattern)
-        self.nodes_per_step = self._nodes(pattern)
+    def _slots(self, taps, j, e):
+        """(the tap slot of steps j .. e - 1: the row of :attr:`tap_to` that psi after the step
+        fills, -1 for none; {step: rows} the graphs do not fill, or None)."""
+        slots, late = np.full(e - j, -1.0), None
+        for k, rows in (taps or {}).items():
+            if not j < k <= e:
+                continue
+            for row in rows:
+                s = self._slot_of(row)
+                if s is not None and slots[k - j - 1] < 0:
+                    slots[k - j - 1] = s
+                else:
+                    late = late or {}
+                    late.setdefault(k, []).append(row)
+        return slots, late
+
+    def _slot_of(self, row):
+        """The index of ``row`` in the block the graphs' taps fill (the first such block met:
+        its graphs are captured again with the tap), or None for another array; kept by the
+        row's id with the row (a block's rows are the same views every time)."""
+        got = self._slot_ids.get(id(row))
+        if got is not None and got[0] is row:
+            return got[1]
+        slot = self._find_slot(row)
+        if len(self._slot_ids) > 4096:      # (rows made anew each time: not kept for ever)
+            self._slot_ids.clear()
+        self._slot_ids[id(row)] = (row, slot)
+        return slot
+
+    def _find_slot(self, row):
+        base = getattr(row, "base", None)
+        m = self.n * self.B
+        if base is None or base.ndim != 2 or base.shape[1] != m or base.dtype != np.complex128 \
+                or not base.flags.c_contiguous or row.size != m or not row.flags.c_contiguous:
+            return None
+        if self.tap_to is None:
+            self.tap_to = base
+            self.graphs.clear()
+        if base is not self.tap_to:
+            return None
+        off, size = row.data.ptr - base.data.ptr, 16 * m
+        return off // size if off % size == 0 and 0 <= off < base.nbytes else None
+
+    def _upload(self, a, b, slots):
+        """The rows of the chunk's steps a .. b - 1 and their tap ``slots`` to the device
+        segment in one upload: [0 (the counter), the stride, a slot a step, the rows]."""
+        _, _, Ps, As, _ = self._chunk
+        nP = Ps.shape[1]
+        n_p = nP + nP % 2                       # the coefficients 16-byte aligned
+        stride = n_p + 2 * As.shape[1]
+        if stride > self.row_floats or self.P is None or self.P.size != nP:
+            self._rows(max(stride, self.row_floats), nP, n_p)
+        if self._hseg is None:
+            self._hseg = np.zeros(2 + CHUNK + CHUNK * self.row_floats)
+        self.up.put(segment(self._hseg, Ps[a:b], As[a:b], n_p, slots))
+        if self.up.dev.data.ptr != self._seg_ptr:   # the segment grew: the graphs read the old one
+            self._seg_ptr = self.up.dev.data.ptr
+            self.graphs.clear()
+
+    def _rows(self, floats, nP, n_p):
+        """The step's row on the device of ``floats`` values (P: the first ``nP``, A from
+        ``n_p``), and the segment for a chunk of such rows; the graphs, which read the old
+        ones, dropped."""
+        if floats != self.row_floats:
+            self.row_floats = floats
+            self.row = self.cp.zeros(floats)
+            self.up.put(np.zeros(2 + CHUNK + CHUNK * floats))
+            self._hseg = None
+        self.P = self.row[:nP]
+        self.A = self.row[n_p:n_p + 2 * ((floats - n_p) // 2)].view(np.complex128)
+        self.graphs.clear()
+
+    def _first(self, pattern):
+        """The graph of a pattern met for the first time (every kernel compiled outside any
+        capture first: :meth:`_warm`)."""
+        if not self._warmed:
+            self._warm(pattern)
+            self._warmed = True
+        return self._graph(pattern)
 
     def _nodes(self, pattern):
-        """The step's kernel nodes: an exponential a node (chain, tile); else per exponential
-        the potential, [mask], a fused term or (product, pass) per term, the phase [and mask]."""
+        """The step's kernel nodes: the row's fetch [and the tap]; an exponential a node
+        (chain, tile); else per exponential the potential, [mask], a fused term or (product,
+        pass) per term, the phase [and mask]."""
+        return self._exp_nodes(pattern) + 1 + (self.tap_to is not None)
+
+    def _exp_nodes(self, pattern):
         if pattern in self._node_counts:
             return self._node_counts[pattern]
         per_term = (1 if self.fused else 2 if self.fft is None
@@ -527,8 +578,10 @@ class GraphStep:
 
     def _warm(self, pattern):
         """Run the body once eagerly on a copy of the buffers (kernels compile here, not
-        under capture), then restore the input."""
+        under capture), then restore the input; the row kernels compiled."""
         from cupy_backends.cuda.libs import cublas
+        self.k["row_fetch"].compile()
+        self.k["row_tap"].compile()
         keep = self.Xin.copy()
         cublas.setStream(self.cp.cuda.device.get_cublas_handle(),
                          self.cp.cuda.get_current_stream().ptr)

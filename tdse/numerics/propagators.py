@@ -23,7 +23,9 @@ one) advances with :meth:`Steps.advance` from save point to save point
 """
 from __future__ import annotations
 
-__all__ = ["Steps", "Launched", "ChebyshevGraphs", "DenseGraphs", "PROPAGATORS", "register", "make",
+import numpy as np
+
+__all__ = ["Steps", "tap", "Launched", "ChebyshevGraphs", "DenseGraphs", "PROPAGATORS", "register", "make",
            "FORMULA_DEVICE_BOUNDS_MIN_N"]
 
 #: from this N a formula's GPU graph step takes its spectral bounds on the device
@@ -45,42 +47,60 @@ class Steps:
     def step_operator(self, U, j: int):
         raise NotImplementedError
 
-    def advance(self, X, j0: int, j1: int, into=None, operator: bool = False):
+    def advance(self, X, j0: int, j1: int, into=None, operator: bool = False, taps=None):
         """``X`` (psi, an N x B block, or with ``operator`` U(t)) stepped from step ``j0`` to
         ``j1``: nothing but the steps (on a GPU one graph launch each).  ``into``: an array
         of X's shape and backend that receives the result (returned), e.g. a row of a
-        block kept where psi lives; None: the last step's own array."""
+        block kept where psi lives; None: the last step's own array.  ``taps``: {step k:
+        [arrays]} -- X after step k (j0 < k <= j1) copied into each, where X lives and on
+        its stream (:func:`tap`; a sink's rows filled without a save point, X only)."""
         if operator:
             for j in range(j0, j1):
                 X = self.step_operator(X, j)
         else:
-            X = self.steps(X, j0, j1)
+            X = self.steps(X, j0, j1, taps)
         if into is None:
             return X
         into[...] = X
         return into
 
-    def steps(self, X, j0: int, j1: int):
+    def steps(self, X, j0: int, j1: int, taps=None):
         """``X`` stepped from ``j0`` to ``j1``: a loop of :meth:`step` (a propagator on a GPU
-        keeps X in its graphs' buffer between steps: :func:`graph_steps`)."""
+        keeps X in its graphs' buffer between steps: :func:`graph_steps`), each of ``taps``'
+        steps copied out (:meth:`advance`)."""
         for j in range(j0, j1):
             X = self.step(X, j)
+            if taps:
+                tap(taps, j + 1, X)
         return X
 
 
-def graph_steps(graph, counts, X, j0: int, j1: int, launched):
+def tap(taps, k, X):
+    """X (the state after step ``k``) copied into each of ``taps.get(k)``: on a GPU one
+    memcpy queued on the current stream where both are contiguous (no kernel, no wait)."""
+    for row in taps.get(k, ()):
+        if not isinstance(row, np.ndarray) and X.flags.c_contiguous and row.flags.c_contiguous \
+                and X.dtype == row.dtype and X.size == row.size:
+            row.data.copy_from_device_async(X.data, row.nbytes)
+        else:
+            row[...] = X.reshape(row.shape)
+
+
+def graph_steps(graph, counts, X, j0: int, j1: int, launched, taps=None):
     """``X`` stepped from ``j0`` to ``j1`` by ``graph`` (a :class:`tdse.numerics.graphs.GraphStep`:
-    psi kept in its buffer, a row upload and a graph launch a step), a step it leaves to the
-    launched path by ``launched(X, j)``; the graph's work added to ``counts``' exponentials
-    and cheb_terms."""
+    psi kept in its buffer, a row upload and a graph launch a step, and ``taps``' copies
+    from it), a step it leaves to the launched path by ``launched(X, j)``; the graph's
+    work added to ``counts``' exponentials and cheb_terms."""
     while j0 < j1:
         e0, k0 = graph.exponentials, graph.cheb_terms
-        X, j = graph.advance(X, j0, j1)
+        X, j = graph.advance(X, j0, j1, taps)
         counts.exponentials += graph.exponentials - e0
         counts.cheb_terms += graph.cheb_terms - k0
         if j < j1:
             X = launched(X, j)
             j += 1
+            if taps:
+                tap(taps, j, X)
         j0 = j
     return X
 
@@ -155,11 +175,13 @@ class ChebyshevGraphs(Launched):
     def step(self, X, j: int):
         return self.steps(X, j, j + 1)
 
-    def steps(self, X, j0: int, j1: int):
+    def steps(self, X, j0: int, j1: int, taps=None):
         if self.on and X.ndim == 1 and self._graph():   # a vector in, a vector out (no reshapes)
-            return graph_steps(self.graph, self.stepper.method, X, j0, j1, super().step)
+            return graph_steps(self.graph, self.stepper.method, X, j0, j1, super().step, taps)
         for j in range(j0, j1):
             X = super().step(X, j)
+            if taps:
+                tap(taps, j + 1, X)
         return X
 
 

@@ -114,9 +114,9 @@ class Stepper(propagators.Steps):
         run's propagator (:mod:`tdse.numerics.propagators`)."""
         return self.propagator.step(psi, j)
 
-    def advance(self, X, j0: int, j1: int, into=None, operator: bool = False):
+    def advance(self, X, j0: int, j1: int, into=None, operator: bool = False, taps=None):
         """X stepped from step j0 to j1 by the propagator (:meth:`tdse.numerics.propagators.Steps.advance`)."""
-        return self.propagator.advance(X, j0, j1, into, operator)
+        return self.propagator.advance(X, j0, j1, into, operator, taps)
 
     def bounds_many(self, js, times):
         """(steps, E, 2): each exponential's spectral bounds at the steps js (times (steps, nt)),
@@ -254,16 +254,19 @@ class BatchStepper(propagators.Steps):
         the same numbers), otherwise the block Chebyshev series launched from Python."""
         return self.steps(X, j, j + 1)
 
-    def steps(self, X, j0: int, j1: int):
-        """X from step j0 to j1 (on a GPU kept in the graphs' buffer between steps)."""
+    def steps(self, X, j0: int, j1: int, taps=None):
+        """X from step j0 to j1 (on a GPU kept in the graphs' buffer between steps), each of
+        ``taps``' steps copied out (:meth:`tdse.numerics.propagators.Steps.advance`)."""
         if self.graphs:
             from . import graphs
             if self._graph is None:
                 self._graph = graphs.GraphStep(self) if graphs.available(self) else False
             if self._graph:
-                return propagators.graph_steps(self._graph, self, X, j0, j1, self.step_eager)
+                return propagators.graph_steps(self._graph, self, X, j0, j1, self.step_eager, taps)
         for j in range(j0, j1):
             X = self.step_eager(X, j)
+            if taps:
+                propagators.tap(taps, j + 1, X)
         return X
 
     def step_eager(self, X, j: int):

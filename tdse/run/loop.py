@@ -57,6 +57,17 @@ class Sink:
         p = end if not e else min((step // e + 1) * e, end)
         return p if step < p <= stop else None
 
+    def tap(self, j0: int, j1: int, saved: bool):
+        """Where psi goes after steps between save points, with no call back into Python:
+        {step k: [arrays]} for steps j0 < k <= j1 (each filled with psi(t_k) where psi
+        lives, on its stream, by :meth:`tdse.numerics.propagators.Steps.advance`), or None.
+        Called before each advance from ``j0`` to ``j1``, in order; ``saved``: this sink is
+        :meth:`save` d at ``j1`` after it (a step it takes there is not a tap).  (The
+        observables' rows: a row every ``observables_every`` steps, a save point only
+        where the host is needed.)  Rows tapped past the state a :meth:`fail` gets were not
+        filled."""
+        return None
+
     def begin(self, state: State):
         pass
 
@@ -146,11 +157,14 @@ def _settle(plan, steps) -> float:
     return time.perf_counter() - t0
 
 
-def advance(stepper, X, j0: int, j1: int, operator: bool = False):
+def advance(stepper, X, j0: int, j1: int, operator: bool = False, taps=None):
     """``X`` (psi, an N x B block, or with ``operator`` U(t)) stepped from step ``j0`` to
     ``j1`` by ``stepper`` (:class:`tdse.numerics.propagators.Steps`: a single run's
     :class:`~tdse.numerics.stepper.Stepper` through its registered propagator, a batch's, the
-    nuclei's): nothing but the steps -- on a GPU one graph launch each."""
+    nuclei's): nothing but the steps -- on a GPU one graph launch each -- and the copies
+    of psi that ``taps`` asks for (:meth:`Sink.tap`)."""
+    if taps:
+        return stepper.advance(X, j0, j1, operator=operator, taps=taps)
     return stepper.advance(X, j0, j1, operator=operator)
 
 
@@ -183,6 +197,8 @@ def evolve(plan, psi0, sinks=(), *, start=0, stop=None, U0=None, resumed=False,
 
 def _run(stepper, dt, start, stop, state, sinks):
     hooks = [s for s in sinks if isinstance(s, Observer)]     # per-step: before each step
+    tappers = [i for i, s in enumerate(sinks)          # those with a Sink.tap of their own
+               if getattr(type(s), "tap", Sink.tap) is not Sink.tap]
     try:
         for s in sinks:
             s.begin(state)
@@ -192,7 +208,8 @@ def _run(stepper, dt, start, stop, state, sinks):
             k = min((p for p in nexts if p is not None), default=stop)
             for h in hooks:
                 h.before(j, state)
-            psi = None if state.psi is None else advance(stepper, state.psi, j, k)
+            taps = None if state.psi is None or not tappers else _taps(sinks, tappers, j, k, nexts)
+            psi = None if state.psi is None else advance(stepper, state.psi, j, k, taps=taps)
             U = None if state.U is None else advance(stepper, state.U, j, k, operator=True)
             state = State(k, k * dt, psi, U)
             for i, s in enumerate(sinks):
@@ -208,3 +225,20 @@ def _run(stepper, dt, start, stop, state, sinks):
     for s in sinks:
         s.end(state)
     return state
+
+
+def _taps(sinks, tappers, j, k, nexts):
+    """The :meth:`Sink.tap` s of ``sinks[i]`` for i in ``tappers`` for the advance from
+    ``j`` to ``k``, merged: {step: [arrays]}, or None."""
+    if len(tappers) == 1:                 # (one sink's: its own dict)
+        i = tappers[0]
+        return sinks[i].tap(j, k, nexts[i] == k) or None
+    out = None
+    for i in tappers:
+        t = sinks[i].tap(j, k, nexts[i] == k)
+        if t:
+            if out is None:
+                out = {}
+            for step, rows in t.items():
+                out.setdefault(step, []).extend(rows)
+    return out

@@ -28,6 +28,11 @@ EDGE_NORM = 1e-6
 #: kept on; a test turns it off to check the two paths agree
 BLOCK_OBSERVABLES = True
 
+#: rows filled by the steps where psi lives, a save point only where a row needs the host
+#: (:meth:`Observables.tap`; measured against a save point a row and kept on: a test turns
+#: it off to check the two paths agree)
+TAP_ROWS = True
+
 #: slots of the ring through which a GPU run's H(t) states are uploaded (:class:`_BlockRows`)
 PAIRS_RING = 16
 
@@ -77,6 +82,7 @@ class Observables(Sink):
         # end: no synchronisation a row, and a row costs a share of a block's few array
         # passes instead of a dozen calls of its own
         self.rows = self._started = None   # (_started: the rows whose copy is under way)
+        self.tapping = False               # (decided at begin: the rows tapped, :meth:`tap`)
         self.gpu = False
         # (a Python function's V on a GPU: a row at a time by Measure on the host -- the block's
         # sums are generated from formulas)
@@ -92,8 +98,41 @@ class Observables(Sink):
             cfg = self.config
             self.pairs = Lookahead(self.tracker, cfg.time.dt, cfg.time.steps,
                                    self._pop_every, ahead=self.ahead, workers=self.workers)
+        # rows without H(t)'s states filled by the steps themselves (:meth:`tap`): a save
+        # point only at a row that needs the host (:meth:`next_point`)
+        self.tapping = TAP_ROWS and self.rows is not None and state.psi is not None \
+            and self.rows.holds(state.psi)
         if not state.resumed:
             self.record(state)
+
+    def next_point(self, step, stop):
+        """The next row that needs the host: one with the populations in H(t)'s states, the
+        one that fills the block, the run's last; the rows between are :meth:`tap` ped (a
+        save point every row where they cannot be)."""
+        p = super().next_point(step, stop)
+        if p is None or not self.tapping:
+            return p
+        e, pe = self.every, self._pop_every
+        fill = p + (self.rows.M - self.rows.cols - 1) * e
+        # (a static molecule's H(t) states are H(0)'s, on the device from the first row)
+        host = min(self.last, -(-p // pe) * pe if self.moving else self.last, fill)
+        return host if host <= stop else None
+
+    def tap(self, j0, j1, saved):
+        """The slots of the rows in (j0, j1] (but j1 where it is saved there), filled with
+        psi by the steps (:meth:`_BlockRows.reserve`): rows without H(t)'s states, or with a
+        static molecule's."""
+        if not self.tapping:
+            return None
+        e, dt, rows = self.every, self.config.time.dt, self.rows
+        ks = range((j0 // e + 1) * e, (j1 - 1 if saved else j1) + 1, e)
+        pops = [self._pops_at(k) for k in ks] if self._static is not None else ()
+        if not any(pops):
+            slots = rows.reserve_plain(ks, dt)
+        else:       # (a static molecule's H(t) states: the plan's, as eigenpairs gives them)
+            self.eigen_calls += sum(pops)
+            slots = [rows.reserve(k, k * dt, self._static if p else None) for k, p in zip(ks, pops)]
+        return {k: [row] for k, row in zip(ks, slots)}
 
     def save(self, state):
         self.record(state)
@@ -104,6 +143,8 @@ class Observables(Sink):
 
     def fail(self, state, error):
         self._close_pairs()
+        if self.rows is not None:      # rows tapped for steps the run did not reach
+            self.rows.drop_after(state.step)
         try:        # rows already measured reach the file, as they did one by one
             self.flush()
         except Exception:  # noqa: BLE001 -- the run's own error is the one to report
@@ -126,8 +167,10 @@ class Observables(Sink):
         """Whether this row has the populations in H(t)'s eigenstates
         (``output.populations_every``; always at step 0, the first of a resumed run and
         the last)."""
-        step = state.step
-        return step % self._pop_every == 0 or step == self._last or state.resumed or step == 0
+        return self._pops_at(state.step) or state.resumed
+
+    def _pops_at(self, step) -> bool:
+        return step % self._pop_every == 0 or step == self._last or step == 0
 
     def eigenpairs(self, state):
         """H(t)'s pairs at the state's time: from the look-ahead where a centre moves."""
@@ -244,6 +287,18 @@ class _BlockRows:
     def record(self, step, t, psi, molecular):
         """One row; ``molecular``: H(t)'s (E, phi), or None where this row has no
         populations in them (NaN)."""
+        row = self.reserve(step, t, molecular)
+        if self.xp is not np and psi.flags.c_contiguous and psi.dtype == row.dtype:
+            row.data.copy_from_device_async(psi.data, row.nbytes)     # queued on the stream
+        else:
+            row[...] = psi
+        if self.cols == self.M:
+            self._measure()
+
+    def reserve(self, step, t, molecular=None):
+        """The slot of the row at ``step`` (``molecular`` as :meth:`record` has it) that
+        :meth:`record` or the steps (:meth:`Observables.tap`: never the block's last, a save
+        point) fill with psi(t)."""
         phit = None
         if molecular is None:
             Et = self._no_energies
@@ -258,17 +313,34 @@ class _BlockRows:
                 self._phit = (phi_all, dev if self.xp is np else dev.astype(np.complex128))
             phit = self._phit[1]
         row = self.slots[self.cols]
-        if self.xp is not np and psi.flags.c_contiguous and psi.dtype == row.dtype:
-            row.data.copy_from_device_async(psi.data, row.nbytes)     # queued on the stream
-        else:
-            row[...] = psi
         self.cols += 1
         self.ts.append(t)
         self.pending.append((step, t, Et))
         self.also.append(phit is not None)
         self.phis.append(phit)
-        if self.cols == self.M:
-            self._measure()
+        return row
+
+    def reserve_plain(self, steps, dt):
+        """The slots of rows at ``steps`` (times step dt) without H(t)'s states, as
+        :meth:`reserve` gives them one at a time."""
+        c, m = self.cols, len(steps)
+        if c + m >= self.M:         # (the block's last row is a save point: Observables.next_point)
+            raise RuntimeError(f"{m} rows tapped into a block with {self.M - c} free")
+        self.cols += m
+        ts = [k * dt for k in steps]
+        self.ts += ts
+        self.pending += [(k, t, self._no_energies) for k, t in zip(steps, ts)]
+        self.also += [False] * m
+        self.phis += [None] * m
+        return self.slots[c:c + m]
+
+    def drop_after(self, step):
+        """The block's rows past ``step`` forgotten (reserved, never filled: a run that
+        failed before it reached them)."""
+        while self.cols and self.pending and self.pending[-1][0] > step:
+            self.cols -= 1
+            for rows in (self.ts, self.pending, self.also, self.phis):
+                rows.pop()
 
     def _measure(self):
         """The filled rows of the block measured (as the columns of its transpose), each at

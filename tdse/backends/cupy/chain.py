@@ -57,6 +57,32 @@ extern "C" __global__ void tdse_gemv_term(const double* T, const complex<double>
 #: operations of :data:`GEMV_TERM`, a warp per row, x staged in shared memory) and the
 #: phase, with a grid-wide barrier between terms instead of a kernel boundary.  The input X
 #: and the output must be different buffers; W0..W2 rotate as in GraphStep._body.
+#: a graph step's row from its segment (:meth:`tdse.numerics.graphs.GraphStep.advance`: the
+#: steps between two save points uploaded at once, [counter, stride, a tap slot a step,
+#: the rows]): one block copies row ``counter`` into the step's fixed row, sets the step's
+#: tap slot and counts the step (a step is then one graph launch, no upload of its own);
+#: and the tap: the step's result copied into row ``slot`` of the rows' block, where >= 0
+ROWS = r"""
+extern "C" __global__ void tdse_row_fetch(double* seg, double* row, int* slot, int steps) {
+    __shared__ int c;
+    if (threadIdx.x == 0) c = (int)seg[0];
+    __syncthreads();
+    int s = (int)seg[1];
+    const double* src = seg + 2 + steps + (long long)c * s;
+    for (int i = threadIdx.x; i < s; i += blockDim.x) row[i] = src[i];
+    __syncthreads();
+    if (threadIdx.x == 0) { slot[0] = (int)seg[2 + c]; seg[0] = c + 1; }
+}
+extern "C" __global__ void tdse_row_tap(const double2* x, double2* to, const int* slot,
+                                        long long n) {
+    long long k = slot[0];
+    if (k < 0) return;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x)
+        to[k * n + i] = x[i];
+}
+"""
+
 CHAIN = r"""
 #include <cupy/complex.cuh>
 __device__ __forceinline__ double tdse_chain_v(int i, double x, const double* P, const double* Q,
@@ -409,6 +435,8 @@ def graph_kernels(cp, device, reg) -> dict:
                      "z = g * P[ik] + m * T(0, -P[iv + i % nb]) + x * d - p; acc += A[ia] * z",
                      "tdse_graph_recur_v"),
         "gemv_term": cp.RawKernel(GEMV_TERM, "tdse_gemv_term"),
+        "row_fetch": cp.RawKernel(ROWS, "tdse_row_fetch"),
+        "row_tap": cp.RawKernel(ROWS, "tdse_row_tap"),
     }
     src = CHAIN % {"v": device_v(device), "reg": reg}
     for name in ("tdse_cheb_chain", "tdse_cheb_chain_reg"):
