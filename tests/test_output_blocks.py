@@ -737,8 +737,8 @@ def test_the_cli_and_simulate_open_the_workers_before_they_prepare(inputs_dir, t
     opened, closed, at_prepare, refuse = [], [], [], []
     real_init, real_close, real_prepare = eigenpairs.Workers.__init__, eigenpairs.Workers.close, planmod.prepare
 
-    def init(self):
-        real_init(self)
+    def init(self, most=eigenpairs.WORKERS):
+        real_init(self, most)
         opened.append(self)
 
     def close(self):
@@ -791,3 +791,15 @@ def test_the_runs_workers_are_used_whatever_a_second_look_at_the_cpus_says(input
     monkeypatch.setattr(driver, "may_want", lambda *a, **k: False)
     tdse.simulate(cfg, backend="numpy")
     assert made[1].ready is None          # no workers of the run: decided by the sink (no)
+
+
+def test_the_lookahead_beside_a_gpu_may_take_more_workers(monkeypatch):
+    """eigenpairs.workers_most: beside a GPU's loop (its steps ~20 us at N = 8192) up to
+    GPU_WORKERS processes, beside the CPU's (whose BLAS threads hold the cores) WORKERS."""
+    from tdse.run import backend, eigenpairs
+    assert eigenpairs.workers_most("cupy") == eigenpairs.GPU_WORKERS > eigenpairs.WORKERS
+    assert eigenpairs.workers_most("numpy") == eigenpairs.WORKERS
+    monkeypatch.setattr(backend, "gpu_count", lambda: 0)
+    assert eigenpairs.workers_most("auto") == eigenpairs.WORKERS
+    monkeypatch.setattr(backend, "gpu_count", lambda: 2)
+    assert eigenpairs.workers_most("auto") == eigenpairs.GPU_WORKERS

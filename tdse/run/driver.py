@@ -22,7 +22,7 @@ from ..model.states import DTYPE
 from ..numerics.precheck import Precheck
 from .interrupts import Interrupts
 from .loop import evolve
-from .eigenpairs import Workers, may_want
+from .eigenpairs import Workers, may_want, workers_most
 from .rows import Observables
 from .sinks import Progress, Snapshots
 from .plan import RunPlan, prepare
@@ -200,7 +200,7 @@ def look_ahead(config, backend="auto", threads=None):
         want = may_want(config, backend, threads)
     except ConfigError:         # a bad value (e.g. threads = 0): prepare refuses it, one line
         want = False
-    workers = Workers() if want else None
+    workers = Workers(workers_most(backend)) if want else None
     try:
         yield workers
     finally:

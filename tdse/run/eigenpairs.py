@@ -36,7 +36,7 @@ import warnings
 from ..model import states
 from ..model.tracker import Tracker
 
-__all__ = ["Lookahead", "Workers", "lookahead_wanted", "may_want", "seconds_guess"]
+__all__ = ["Lookahead", "Workers", "lookahead_wanted", "may_want", "seconds_guess", "workers_most"]
 
 #: tasks in flight a worker: a task is whole windows' calls for the 3- and 5-point trackers
 #: (:data:`TASK_STEPS`; each window computed together, at its first), else one call
@@ -55,6 +55,11 @@ TASK_STEPS = 128
 #: H100, N = 8192, 5000 steps, populations every 50, ``benchmarks/archive/davidson_workers.py``:
 #: the 5-point loop 2.18-2.20 s with two against 3.58-3.91 s with one)
 WORKERS = 2
+#: ... and beside a GPU's loop, up to this many (where the CPUs are there): its steps are
+#: ~20 us at N = 8192 (3-point, one H200), so populations every 100 steps ask for a call
+#: every 2 ms, and a call costs ~3.7 ms (:func:`seconds_guess`): with two workers the loop
+#: waited 3.1 ms a call, 31 us a step (``run_attrib_h200x1_20261129T1852_large3.txt``)
+GPU_WORKERS = 8
 
 #: "auto" computes the pairs ahead where computing them in the loop would take more than
 #: this many seconds of the run (:func:`seconds_guess`) -- on a machine of fewer than
@@ -122,9 +127,21 @@ def may_want(config, backend="auto", threads=None) -> bool:
     mode = config.run.eigen_workers
     if mode != "auto" or not config.potential.molecule_moves:
         return mode == "on"
-    from .backend import blas_threads, gpu_count
-    gpu = backend == "cupy" or (backend == "auto" and gpu_count() > 0)
-    return _auto(config, gpu, blas_threads(config, threads))
+    from .backend import blas_threads
+    return _auto(config, _gpu(backend), blas_threads(config, threads))
+
+
+def _gpu(backend) -> bool:
+    """Whether a run asked for on ``backend`` steps on a GPU ("auto": where there is one)."""
+    from .backend import gpu_count
+    return backend == "cupy" or (backend == "auto" and gpu_count() > 0)
+
+
+def workers_most(backend="auto") -> int:
+    """The look-ahead's processes at most for a run on ``backend``: :data:`GPU_WORKERS`
+    beside a GPU's loop, :data:`WORKERS` beside the CPU's (whose BLAS threads use the
+    cores)."""
+    return GPU_WORKERS if _gpu(backend) else WORKERS
 
 
 _MAIN_LOCK = threading.Lock()
@@ -180,13 +197,13 @@ class Workers:
     :mod:`tdse.run.ahead_child`), their start begun at once (``ready``: done once one has
     started).  Opened by a run and closed by it (:meth:`close`), never by ``prepare``."""
 
-    def __init__(self):
+    def __init__(self, most=WORKERS):
         import multiprocessing
 
         from ..options import blas_env
         from . import ahead_child
         from .backend import usable_cpus
-        self.count = max(1, min(WORKERS, usable_cpus() - 1))
+        self.count = max(1, min(most, usable_cpus() - 1))
         self.pool = concurrent.futures.ProcessPoolExecutor(
             self.count, mp_context=multiprocessing.get_context("spawn"),
             initializer=ahead_child.start, initargs=(states.EIGEN_BLAS_THREADS,))
@@ -210,7 +227,7 @@ class Lookahead:
     computing them (in the workers or here); ``wait``: the caller's time in ``__call__``;
     ``calls``."""
 
-    def __init__(self, tracker, dt, steps, interval, ahead=True, workers=None):
+    def __init__(self, tracker, dt, steps, interval, ahead=True, workers=None, most=WORKERS):
         self.tracker, self.dt, self.steps, self.interval = tracker, dt, steps, interval
         self.seconds = self.wait = 0.0
         self.calls = 0
@@ -221,7 +238,7 @@ class Lookahead:
         self.broken = self.own = False
         if ahead:           # the run's workers, or (none given) this look-ahead's own
             self.own = workers is None
-            self.pool = Workers() if workers is None else workers
+            self.pool = Workers(most) if workers is None else workers
             self.ready, self.workers = self.pool.ready, self.pool.count
             self.run = (os.getpid(), next(_RUNS))
             self.begin = (tracker.config, tracker.K, tracker.settings())

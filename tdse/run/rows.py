@@ -15,7 +15,7 @@ import numpy as np
 
 from ..model import observables, tracker
 from ..model.potential import host_only
-from .eigenpairs import Lookahead, lookahead_wanted
+from .eigenpairs import Lookahead, lookahead_wanted, workers_most
 from .loop import Sink
 from .sinks import host_psi
 
@@ -72,6 +72,7 @@ class Observables(Sink):
         # and left the processes the run had started idle); else decided here
         self.workers = workers
         self.ahead = workers is not None or lookahead_wanted(cfg, plan.backend)
+        self._most = workers_most(plan.backend.name)      # (processes of its own, if it opens them)
         self.pairs = None                  # the run's Lookahead (begin .. end)
         # H(t)'s eigenpairs, for the closing note: seconds computing them, calls, and the
         # seconds the loop waited for them (all of the computing when not ahead)
@@ -96,8 +97,8 @@ class Observables(Sink):
     def begin(self, state):
         if self.moving:
             cfg = self.config
-            self.pairs = Lookahead(self.tracker, cfg.time.dt, cfg.time.steps,
-                                   self._pop_every, ahead=self.ahead, workers=self.workers)
+            self.pairs = Lookahead(self.tracker, cfg.time.dt, cfg.time.steps, self._pop_every,
+                                   ahead=self.ahead, workers=self.workers, most=self._most)
         # rows without H(t)'s states filled by the steps themselves (:meth:`tap`): a save
         # point only at a row that needs the host (:meth:`next_point`)
         self.tapping = TAP_ROWS and self.rows is not None and state.psi is not None \
