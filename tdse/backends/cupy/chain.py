@@ -60,12 +60,14 @@ extern "C" __global__ void tdse_gemv_term(const double* T, const complex<double>
 #: a graph step's row from its segment (:meth:`tdse.numerics.graphs.GraphStep.advance`: the
 #: steps between two save points uploaded at once, [counter, stride, a tap slot a step,
 #: the rows]): one block copies row ``counter`` into the step's fixed row, sets the step's
-#: tap slot and counts the step (a step is then one graph launch, no upload of its own);
+#: tap slot and counts the step (a step is then one graph launch, no upload of its own; a
+#: graph replayed past its segment, as a benchmark does, reads the segment's last place);
 #: and the tap: the step's result copied into row ``slot`` of the rows' block, where >= 0
 ROWS = r"""
 extern "C" __global__ void tdse_row_fetch(double* seg, double* row, int* slot, int steps) {
     __shared__ int c;
-    if (threadIdx.x == 0) c = (int)seg[0];
+    if (threadIdx.x == 0) c = min((int)seg[0], steps - 1);   /* (a graph replayed past its
+                                                              segment: its last row again) */
     __syncthreads();
     int s = (int)seg[1];
     const double* src = seg + 2 + steps + (long long)c * s;
