@@ -148,10 +148,11 @@ def capture(cp, body, pool=None):
 
 
 def copy_in(cp, dst, src):
-    """dst := src on the device (a vector may fill an N x 1 buffer): one memcpy where both
-    are C-contiguous of one dtype and size (no kernel)."""
-    if src.flags.c_contiguous and src.dtype == dst.dtype and src.size == dst.size \
-            and dst.flags.c_contiguous:
+    """dst := src where they live, ``cp`` their array module (a vector may fill an N x 1
+    buffer): on a GPU one memcpy queued on the stream where both are C-contiguous of one
+    dtype and size (no kernel)."""
+    if cp is not np and src.flags.c_contiguous and src.dtype == dst.dtype \
+            and src.size == dst.size and dst.flags.c_contiguous:
         dst.data.copy_from_device_async(src.data, src.nbytes)
     else:
         cp.copyto(dst, src.reshape(dst.shape))

@@ -23,8 +23,6 @@ one) advances with :meth:`Steps.advance` from save point to save point
 """
 from __future__ import annotations
 
-import numpy as np
-
 __all__ = ["Steps", "tap", "Launched", "ChebyshevGraphs", "DenseGraphs", "PROPAGATORS", "register", "make",
            "FORMULA_DEVICE_BOUNDS_MIN_N"]
 
@@ -76,14 +74,17 @@ class Steps:
 
 
 def tap(taps, k, X):
-    """X (the state after step ``k``) copied into each of ``taps.get(k)``: on a GPU one
-    memcpy queued on the current stream where both are contiguous (no kernel, no wait)."""
-    for row in taps.get(k, ()):
-        if not isinstance(row, np.ndarray) and X.flags.c_contiguous and row.flags.c_contiguous \
-                and X.dtype == row.dtype and X.size == row.size:
-            row.data.copy_from_device_async(X.data, row.nbytes)
-        else:
-            row[...] = X.reshape(row.shape)
+    """X (the state after step ``k``) copied into each of ``taps.get(k)``
+    (:func:`tdse.numerics.graphs.copy_in`: on a GPU one memcpy queued on the current
+    stream, no wait)."""
+    rows = taps.get(k)
+    if rows:
+        from mgemm.arrays import get_xp
+
+        from .graphs import copy_in
+        xp = get_xp(X)
+        for row in rows:
+            copy_in(xp, row, X)
 
 
 def graph_steps(graph, counts, X, j0: int, j1: int, launched, taps=None):

@@ -230,9 +230,6 @@ def _run(stepper, dt, start, stop, state, sinks):
 def _taps(sinks, tappers, j, k, nexts):
     """The :meth:`Sink.tap` s of ``sinks[i]`` for i in ``tappers`` for the advance from
     ``j`` to ``k``, merged: {step: [arrays]}, or None."""
-    if len(tappers) == 1:                 # (one sink's: its own dict)
-        i = tappers[0]
-        return sinks[i].tap(j, k, nexts[i] == k) or None
     out = None
     for i in tappers:
         t = sinks[i].tap(j, k, nexts[i] == k)

@@ -288,11 +288,8 @@ class _BlockRows:
     def record(self, step, t, psi, molecular):
         """One row; ``molecular``: H(t)'s (E, phi), or None where this row has no
         populations in them (NaN)."""
-        row = self.reserve(step, t, molecular)
-        if self.xp is not np and psi.flags.c_contiguous and psi.dtype == row.dtype:
-            row.data.copy_from_device_async(psi.data, row.nbytes)     # queued on the stream
-        else:
-            row[...] = psi
+        from ..numerics.graphs import copy_in
+        copy_in(self.xp, self.reserve(step, t, molecular), psi)   # (a GPU's: on its stream)
         if self.cols == self.M:
             self._measure()
 
@@ -313,26 +310,25 @@ class _BlockRows:
                 # product (what matmul does with real @ complex: the same values, the same bits)
                 self._phit = (phi_all, dev if self.xp is np else dev.astype(np.complex128))
             phit = self._phit[1]
-        row = self.slots[self.cols]
-        self.cols += 1
-        self.ts.append(t)
-        self.pending.append((step, t, Et))
-        self.also.append(phit is not None)
-        self.phis.append(phit)
-        return row
+        return self._take([step], [t], Et, phit)[0]
 
     def reserve_plain(self, steps, dt):
         """The slots of rows at ``steps`` (times step dt) without H(t)'s states, as
-        :meth:`reserve` gives them one at a time."""
+        :meth:`reserve` gives them one at a time; never the block's last (a save point:
+        :meth:`Observables.next_point`)."""
+        if self.cols + len(steps) >= self.M:
+            raise RuntimeError(f"{len(steps)} rows tapped into a block with {self.M - self.cols} free")
+        return self._take(steps, [k * dt for k in steps], self._no_energies, None)
+
+    def _take(self, steps, ts, Et, phit):
+        """The next slots, for rows at ``steps`` (times ``ts``), each with the energies
+        ``Et`` and H(t)'s states ``phit`` (None: none)."""
         c, m = self.cols, len(steps)
-        if c + m >= self.M:         # (the block's last row is a save point: Observables.next_point)
-            raise RuntimeError(f"{m} rows tapped into a block with {self.M - c} free")
         self.cols += m
-        ts = [k * dt for k in steps]
         self.ts += ts
-        self.pending += [(k, t, self._no_energies) for k, t in zip(steps, ts)]
-        self.also += [False] * m
-        self.phis += [None] * m
+        self.pending += [(k, t, Et) for k, t in zip(steps, ts)]
+        self.also += [phit is not None] * m
+        self.phis += [phit] * m
         return self.slots[c:c + m]
 
     def drop_after(self, step):
