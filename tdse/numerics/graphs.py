@@ -50,6 +50,9 @@ RUN_AHEAD = 64
 #: uploaded a step (an upload, an event, a launch) was ~170 steps
 #: (``lead_depth_h100x1_20261126T1620_3point.txt``)
 SEGMENT_RING = 16
+#: ... fewer (at least 4) where 16 segments would pin more host memory than this: a scan's
+#: batch of 1000 members makes a segment of ~3.6 MB (the per-step ring had been ~32 MB)
+SEGMENT_RING_BYTES = 32 << 20
 
 __all__ = ["available", "GraphStep", "CHUNK", "capture", "copy_in", "copy_out", "dgemm_fn"]
 
@@ -211,8 +214,9 @@ class GraphStep:
         self.vbase = self.base + self.nt * B * (1 + self.C)     # velocity: alpha a, alpha q
         self.row_floats = self.vbase + (2 * len(self.rows) * B if self.velocity else 0) + 2 + 2 * 512
         from mgemm.arrays import PinnedUpload
-        self.up = PinnedUpload(cp, ring=SEGMENT_RING)
-        self.up.put(np.zeros(2 + CHUNK + CHUNK * self.row_floats))   # its device segment, made once
+        seg_floats = 2 + CHUNK + CHUNK * self.row_floats
+        self.up = PinnedUpload(cp, ring=max(4, min(SEGMENT_RING, SEGMENT_RING_BYTES // (8 * seg_floats))))
+        self.up.put(np.zeros(seg_floats))   # its device segment, made once
         self._seg_ptr, self._hseg = self.up.dev.data.ptr, None
         self.row = cp.zeros(self.row_floats)
         self.slot = cp.full(1, -1, dtype=np.int32)      # the step's tap slot (tdse_row_fetch)
