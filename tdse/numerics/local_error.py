@@ -42,124 +42,9 @@ from ..model.grid import points
 from ..model.hamiltonian import Operator
 from ..model.potential import soft_core, total_many
 from . import schemes
+from .error_terms import ABSORBER, estimator_terms, horner_plan, leading_term, suffixes
 
-__all__ = ["leading_term", "estimator_terms", "LocalError", "BatchLocalError"]
-
-
-def _mul(a, b):
-    out = {}
-    for wa, ca in a.items():
-        for wb, cb in b.items():
-            out[wa + wb] = out.get(wa + wb, 0.0) + ca * cb
-    return out
-
-
-def _add(a, b, s=1.0):
-    out = dict(a)
-    for w, c in b.items():
-        out[w] = out.get(w, 0.0) + s * c
-    return out
-
-
-def _series_mul(X, Y, P):
-    Z = [{} for _ in range(P + 1)]
-    for i in range(P + 1):
-        for j in range(P + 1 - i):
-            if X[i] and Y[j]:
-                Z[i + j] = _add(Z[i + j], _mul(X[i], Y[j]))
-    return Z
-
-
-def _series_exp(X, P):
-    """exp(X) to h^P (X without an h^0 part)."""
-    out = [{(): 1.0}] + [{} for _ in range(P)]
-    term = [{(): 1.0}] + [{} for _ in range(P)]
-    for n in range(1, P + 1):
-        term = [{w: c / n for w, c in e.items()} for e in _series_mul(term, X, P)]
-        out = [_add(o, t) for o, t in zip(out, term)]
-    return out
-
-
-#: the letter of the absorber, b = -W (constant in time, weight h)
-ABSORBER = -1
-
-
-def _exact(P, absorber):
-    """E(h) to h^P: E_0 = 1, (n+1) E_(n+1) = sum_k a_k / k! E_(n-k) [+ b E_n]."""
-    E = [{(): 1.0}] + [{} for _ in range(P)]
-    for n in range(P):
-        acc = {}
-        for k in range(n + 1):
-            acc = _add(acc, _mul({(k,): 1.0 / math.factorial(k)}, E[n - k]))
-        if absorber:
-            acc = _add(acc, _mul({(ABSORBER,): 1.0}, E[n]))
-        E[n + 1] = {w: c / (n + 1) for w, c in acc.items()}
-    return E
-
-
-def _scheme(sc, P, absorber):
-    """S(h) to h^P: exp(h B_K) ... exp(h B_1), the first factor acting first; an absorber
-    ``"generator"`` adds h s_m b to each exponent, ``"masks"`` puts exp(h s_m b / 2) on both
-    sides of each (:attr:`tdse.numerics.exponentials.Exponential.absorber_masks`)."""
-    S = [{(): 1.0}] + [{} for _ in range(P)]
-    for s_m, row in zip(sc.scales(), sc.factors):
-        X = [{} for _ in range(P + 1)]
-        for k in range(P):
-            c = sum(w * cj ** k for w, cj in zip(row, sc.nodes)) / math.factorial(k)
-            if c:
-                X[k + 1] = {(k,): c}
-        if absorber == "generator":
-            X[1] = _add(X[1], {(ABSORBER,): s_m})
-        F = _series_exp(X, P)
-        if absorber == "masks":
-            M = [{} for _ in range(P + 1)]
-            M[1] = {(ABSORBER,): 0.5 * s_m}
-            M = _series_exp(M, P)
-            F = _series_mul(M, _series_mul(F, M, P), P)
-        S = _series_mul(F, S, P)
-    return S
-
-
-#: coefficients below this are the series' rounding (the exact ones are multiples of 1/8640)
-_ZERO = 1e-13
-
-
-def leading_term(scheme, absorber=None) -> dict:
-    """The local error's terms {n: C_n} of h^n, n <= p + 1 (module docstring), C_n as
-    {word: coefficient}, a word (k_1, ..., k_n) the product a_k1 ... a_kn (a_kn acting
-    first; the letter :data:`ABSORBER` is b = -W).  Without an absorber only n = p + 1;
-    with one also the lower orders of its splitting (``absorber="masks"``: h^3).  Raises
-    if a lower order without b does not vanish (the scheme's tables are wrong)."""
-    sc = schemes.get(scheme) if isinstance(scheme, str) else scheme
-    P = sc.order + 1
-    E, S = _exact(P, absorber), _scheme(sc, P, absorber)
-    out = {}
-    for n in range(P + 1):
-        C = {w: c for w, c in _add(S[n], E[n], -1.0).items() if abs(c) > _ZERO}
-        if n < P and any(ABSORBER not in w for w in C):
-            raise ValueError(f"scheme {sc.name!r} is not of order {sc.order}: its h^{n} terms differ")
-        if C:
-            out[n] = C
-    return out
-
-
-def estimator_terms(scheme, absorber=None) -> dict:
-    """The terms :class:`LocalError` evaluates: :func:`leading_term`'s, where an absorber's
-    masks make lower orders (their splitting error, h^3 for Strang) only the lowest order
-    of the words with b and, at h^(p+1), the words without it (the scheme's own leading
-    term, all of the error where W = 0): the higher orders of the absorbing layers' error
-    left out (cfm4: 20 of 116 words)."""
-    T = leading_term(scheme, absorber)
-    if absorber != "masks":
-        return T
-    P, low = max(T), min(T)
-    if low == P:              # midpoint: the splitting's order is the scheme's
-        return T
-    out = {low: T[low]}
-    own = {w: c for w, c in T[P].items() if ABSORBER not in w}
-    if own:
-        out[P] = _add(out.get(P, {}), own)
-    return out
+__all__ = ["leading_term", "estimator_terms", "LocalError", "BatchLocalError", "ABSORBER"]
 
 
 #: steps whose letters a run of fixed steps makes at once (LocalError.letters), within
@@ -176,12 +61,6 @@ def _derivatives(P):
     V = np.vander(s, P, increasing=True)           # f_i = sum_k c_k s_i^k
     inv = np.linalg.inv(V)                         # c = inv f
     return np.array([math.factorial(k) * inv[k] for k in range(P)])
-
-
-def _suffixes(terms) -> list:
-    """Every suffix of the words of ``terms`` (:func:`estimator_terms`), shorter first: what
-    an estimate makes, each a letter times a shorter one."""
-    return sorted({w[i:] for C in terms.values() for w in C for i in range(len(w))}, key=len)
 
 
 class LocalError:
@@ -206,7 +85,9 @@ class LocalError:
         self.x = points(config.grid)
         self.W = None if absorber is None else xp.asarray(-absorber_profile(config, self.x))
         self.M = _derivatives(self.P)
-        self._suffixes = _suffixes(self.terms)
+        self._suffixes = suffixes(self.terms)
+        self._plan = horner_plan(self.terms)   # (the length gauge's: diagonal letters)
+        self.diagonal = not velocity_gauge(config.potential.field)
         self._chunk = None         # (dt, j0, letters V, letters A) of the steps from j0 (letters)
         self._molecule = None      # a static molecule's V (letters)
         self._graphs = {}          # a GPU's captured estimates, by the shape of u (_graph)
@@ -215,11 +96,15 @@ class LocalError:
     def words(config) -> int:
         """Vectors an estimate for ``config`` holds at once (its suffixes': 5 for midpoint,
         29 for cfm4, 18 and 39 with an absorber's masks)."""
-        return len(_suffixes(estimator_terms(config.propagator.scheme,
+        return len(suffixes(estimator_terms(config.propagator.scheme,
                                              None if config.hermitian else "masks")))
 
     def products(self) -> int:
-        """Products with T + V (the letter a_0) one estimate makes."""
+        """Products with T + V (the letter a_0) one estimate makes on the host or as a graph
+        of products: in the length gauge by :func:`~tdse.numerics.error_terms.horner_plan`,
+        else one a suffix that starts with a_0 (as the GPU's one-kernel estimate makes)."""
+        if self.diagonal:
+            return sum(1 for kind, _ in self._plan[0] if kind == "H")
         return sum(1 for s in self._suffixes if s[0] == 0)
 
     def letters(self, t, dt, j=None):
@@ -291,21 +176,45 @@ class LocalError:
         if u.ndim == 2:
             der = [d[:, None] for d in der]
         W = None if self.W is None else (self.W if u.ndim == 1 else self.W[:, None])
-        return self._apply(u, dt, H, lambda k, X: der[k] * X + p[k](X) if k in p else der[k] * X, W)
+        return self._apply(u, dt, H, lambda k, X: der[k] * X + p[k](X) if k in p else der[k] * X, W,
+                           diagonal=not p)
 
-    def _apply(self, u, dt, H, letter, W):
-        """[(n, dt^n C_n u)]: the suffixes' products, a_0 X = -i H(X), a_k X = -i letter(k, X)
-        (k >= 1), b X = W X, then each order's sum (dt None: C_n u, dt^n not applied)."""
-        vec = {(): u}
-        for s in self._suffixes:
-            k, rest = s[0], vec[s[1:]]
-            if k == 0:
-                vec[s] = -1j * H(rest)
-            elif k == ABSORBER:
-                vec[s] = W * rest
-            else:
-                vec[s] = -1j * letter(k, rest)
-        sums = [(n, sum(c * vec[w] for w, c in C.items())) for n, C in self.terms.items()]
+    def _apply(self, u, dt, H, letter, W, diagonal=True):
+        """[(n, dt^n C_n u)] with a_0 X = -i H(X), a_k X = -i letter(k, X) (k >= 1), b X =
+        W X (dt None: C_n u, dt^n not applied).  ``diagonal`` (the length gauge: every letter
+        but a_0 a multiplication): by :func:`~tdse.numerics.error_terms.horner_plan`, the
+        factors -i carried as scalars; else every suffix's product, then each order's sum."""
+        if not diagonal:
+            vec = {(): u}
+            for s in self._suffixes:
+                k, rest = s[0], vec[s[1:]]
+                if k == 0:
+                    vec[s] = -1j * H(rest)
+                elif k == ABSORBER:
+                    vec[s] = W * rest
+                else:
+                    vec[s] = -1j * letter(k, rest)
+            sums = [(n, sum(c * vec[w] for w, c in C.items())) for n, C in self.terms.items()]
+            return sums if dt is None else [(n, S * dt ** n) for n, S in sums]
+        ops, outs = self._plan
+        vec, f = [u], [1.0]          # vec_i's value is f_i vec[i]
+        for kind, arg in ops:
+            if kind == "H":
+                vec.append(H(vec[arg]))
+                f.append(-1j * f[arg])
+                continue
+            acc = None
+            for c, d, i in arg:
+                X, c = vec[i], c * f[i]
+                for k in d:
+                    if k == ABSORBER:
+                        X = W * X
+                    else:
+                        X, c = letter(k, X), -1j * c
+                acc = c * X if acc is None else acc + c * X
+            vec.append(acc)
+            f.append(1.0)
+        sums = [(n, (s * f[i]) * vec[i]) for n, s, i in outs]
         return sums if dt is None else [(n, S * dt ** n) for n, S in sums]
 
     def _graph(self, u, host, dt, j=None):
@@ -515,6 +424,7 @@ class BatchLocalError(LocalError):
         ref = next((c for c in configs if not c.hermitian), configs[0])
         super().__init__(ref, xp, masks=True)
         self.batch = potential
+        self.diagonal = not potential.velocity
         self.W = None if W is None else xp.asarray(-np.asarray(W, dtype=np.float64))
 
     def letters(self, t, dt, j=None):
@@ -553,4 +463,4 @@ class BatchLocalError(LocalError):
             return self._apply(u, dt, H, lambda k, X: der[k] * X, self.W)
         p = BlockMomentum(grid, xp)
         a = [xp.asarray(v)[None, :] for v in A]
-        return self._apply(u, dt, H, lambda k, X: der[k] * X + a[k] * p(X), self.W)
+        return self._apply(u, dt, H, lambda k, X: der[k] * X + a[k] * p(X), self.W, diagonal=False)
