@@ -23,8 +23,11 @@ D(h) = S'(h) u - A(t + h) S(h) u with L ~ h D(h) / (p + 1); the defect of a comm
 scheme needs each exponential applied once more, the cost of the step again.  Here the same leading term is formed from H's own values: for H = T + V(x, t),
 a_0 u = -i (T + V(t)) u and a_k u = -i (d^k V / dt^k)(t) u (V includes the field's x E(t)),
 the derivatives from V at p + 1 points of the step (the interpolating polynomial's).  Each
-word is a few products with H: 2 for midpoint, 14 for cfm4, against a Chebyshev
-exponential's tens of terms (:meth:`LocalError.products`).
+word is a few products with H; in the length gauge, where every letter but a_0 is diagonal,
+the words are nested as a Horner scheme in H (:func:`~tdse.numerics.error_terms.horner_plan`):
+2 products for midpoint, 6 for cfm4 (9 with an absorber's masks), against a Chebyshev
+exponential's tens of terms (:meth:`LocalError.products`); one a suffix (14 for cfm4) in
+the velocity gauge and in the GPU's one-kernel estimate.
 
 An absorber's -i W enters as the letter b = -W (weight h): inside each exponent for the
 dense methods, as masks exp(h s_m b / 2) around each for Chebyshev (Strang), whose
