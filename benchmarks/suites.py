@@ -2197,7 +2197,7 @@ def _time_error_args(p):
     p.add_argument("--backend", default="numpy")
     p.add_argument("--inputs", nargs="*", default=[], help="also these input files' cost (no true error)")
     p.add_argument("--steps", type=int, default=400, help="the --inputs' steps (t_end shortened)")
-    p.add_argument("--no-adaptive", action="store_true")
+    p.add_argument("--no-adaptive", action="store_true", help="no adaptive rows (the laser's, and a --scan's)")
     p.add_argument("--scan", type=int, nargs="*", default=[],
                    help="also an E0 scan of the laser drive with this many members (item 4): "
                         "the estimate's cost in a batch, and adaptive steps shared by a batch "
@@ -2375,6 +2375,8 @@ def _time_error_scan(a, base, B):
              "seconds": med, "all_seconds": secs, "estimate_over_none": med["estimate"] / med["none"],
              "largest_stated": float(res["time_error"][:, -1].max())}]
     _say(f"scan of {B}: none {med['none']:.2f} s, estimate x{rows[-1]['estimate_over_none']:.2f}")
+    if a.no_adaptive:
+        return rows
     ad = with_values(base, [("time.dt", 1.0), ("output.every", 5), ("time.tolerance", a.scan_tolerance)])
     out = {}
     for how, batch in (("shared", None), ("split", 1)):
