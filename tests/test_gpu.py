@@ -2010,3 +2010,33 @@ def test_the_gpu_showcase_input_is_unchanged_on_a_gpu():
     refactor, to the case's tolerance (3.1e-7: H(0)'s near-degenerate pair)."""
     from test_reference import check_case
     check_case("h2plus_moving_large", "cupy")
+
+
+@pytest.mark.gpu
+def test_a_batch_potentials_weighted_rows_in_one_launch_equal_the_hosts():
+    """BatchPotential.weighted on a GPU (every row of weights in one launch, a row's header
+    broadcast) against the host's sum of V at each time, for moving centres with a field and
+    random weights; one row (the R = 1 launch) likewise: 1e-12 of V's scale."""
+    import dataclasses
+
+    from tdse import config as cfgmod
+    from tdse.model.grid import points
+    from tdse.model.potential import BatchPotential
+    rng = np.random.default_rng()
+    cfg = cfgmod.load(os.path.join(ROOT, "inputs", "h2plus_moving.toml"))
+    atom = cfgmod.load(os.path.join(ROOT, "inputs", "atom_hhg.toml"))
+    x = points(cfg.grid)
+    p0 = dataclasses.replace(cfg.potential, field=atom.potential.field)
+    members = [dataclasses.replace(p0, a=float(rng.uniform(0.5, 2.0)),
+                                   field=dataclasses.replace(p0.field, E0=float(rng.uniform(0.01, 0.1))))
+               for _ in range(5)]
+    host, dev = BatchPotential(members, x), BatchPotential(members, x, xp=cp)
+    times = rng.uniform(0.0, 50.0, 5)
+    scale = max(float(np.abs(v).max()) for v in host.weighted(times, np.eye(5)))
+    for weights in (rng.standard_normal((5, 5)), rng.standard_normal((1, 5)), rng.standard_normal((3, 5))):
+        want = host.weighted(times, weights)
+        got = dev.weighted(times, weights)
+        assert len(got) == len(want)
+        for g, w, row in zip(got, want, weights):
+            assert g.shape == w.shape
+            assert float(np.abs(cp.asnumpy(g) - w).max()) <= 1e-12 * scale * np.abs(row).sum()
