@@ -2040,3 +2040,35 @@ def test_a_batch_potentials_weighted_rows_in_one_launch_equal_the_hosts():
         for g, w, row in zip(got, want, weights):
             assert g.shape == w.shape
             assert float(np.abs(cp.asnumpy(g) - w).max()) <= 1e-12 * scale * np.abs(row).sum()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["laser", "fast"])
+def test_estimating_steps_over_a_range_on_a_gpu_equal_a_step_at_a_time(kind):
+    """EstimatingStepper.steps on a GPU (psi by the graph steps over a piece, each local
+    error made from psi in the graphs' buffer by a tap, e by the carrier's graphs with each L
+    added in place after its step) against a step at a time: psi and e bit for bit, a row of
+    psi tapped as the run's sinks tap it; and against the CPU to 1e-9."""
+    import tdse
+    import tdse.numerics.adaptive as ad
+    from benchmarks import drives
+    cfg = drives.make(kind, np.random.default_rng())
+    plan = tdse.prepare(cfg, backend="cupy")
+    psi0 = cp.asarray(plan.psi0, dtype=complex)
+    one, many = (ad.EstimatingStepper(cfg, plan.stepper, cp) for _ in range(2))
+    X = psi0
+    for j in range(150):
+        X = one.step(X, j)
+    row = cp.zeros_like(psi0)
+    Y = many.advance(psi0, 0, 100, taps={70: [row]})
+    Y = many.advance(Y, 100, 150)
+    assert bool(cp.array_equal(X, Y)) and bool(cp.array_equal(one.e, many.e))
+    st, Z = plan.stepper(), psi0
+    for j in range(70):
+        Z = st.step(Z, j)
+    assert bool(cp.array_equal(row, Z))
+    host = tdse.prepare(cfg, backend="numpy")
+    cpu = ad.EstimatingStepper(cfg, host.stepper, np)
+    W = cpu.advance(np.asarray(host.psi0, dtype=complex), 0, 150)
+    assert float(np.abs(cp.asnumpy(Y) - W).max()) < 1e-9
+    assert float(np.abs(cp.asnumpy(many.e) - cpu.e).max()) <= 1e-6 * float(np.abs(cpu.e).max())

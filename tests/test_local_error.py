@@ -415,3 +415,34 @@ def test_an_adaptive_scan_shares_its_steps_at_the_largest_members_estimate():
         _, ref = drives.reference(c.with_value("field.E0", v), factor=80)
         true = phase_blind_distance(res["psi"][i], ref, c.grid.dx)
         assert true <= res["time_error"][i, -1] <= tol, (v, true, res["time_error"][i, -1])
+
+
+@pytest.mark.parametrize("kind", ["laser", "fast"])
+def test_estimating_steps_over_a_range_equal_a_step_at_a_time(kind):
+    """EstimatingStepper.steps (pieces: psi by the run's steps with each local error made
+    from a tap, then e by the carrier with each L added after its step) against one
+    EstimatingStepper.step a step: psi and the carried e bit for bit, taps of psi filled as
+    a plain stepper's, across more than one piece."""
+    import tdse.numerics.adaptive as ad
+    cfg = drives.make(kind, np.random.default_rng())
+    plan = tdse.prepare(cfg, backend="numpy")
+    psi0 = np.asarray(plan.psi0, dtype=complex)
+    one, many = (ad.EstimatingStepper(cfg, plan.stepper, np) for _ in range(2))
+    X = psi0
+    for j in range(0, 150):
+        X = one.step(X, j)
+    rows = {k: [np.empty_like(psi0)] for k in (1, 64, 65, 150)}
+    old = ad.PIECE_STEPS
+    try:
+        ad.PIECE_STEPS = 40                          # 150 steps: four pieces
+        Y = many.advance(psi0, 0, 100, taps={k: r for k, r in rows.items() if k <= 100})
+        Y = many.advance(Y, 100, 150, taps={150: rows[150]})
+    finally:
+        ad.PIECE_STEPS = old
+    assert np.array_equal(X, Y) and np.array_equal(one.e, many.e)
+    assert many.substeps == one.substeps == 150
+    st, Z = plan.stepper(), psi0
+    for j in range(150):
+        Z = st.step(Z, j)
+        if j + 1 in rows:
+            assert np.array_equal(rows[j + 1][0], Z)

@@ -24,6 +24,7 @@ every one is landed on; h below ``time.dt_min`` stops the run with one line
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 
@@ -43,6 +44,17 @@ CHOICE = 0.8
 REJECT = 1.5
 #: the tolerance of the exponentials that carry e (it needs a few digits)
 TRANSPORT_TOLERANCE = 1e-6
+
+
+#: the steps :meth:`EstimatingStepper.steps` takes at once (their local errors kept until e
+#: is carried over them), within PIECE_BYTES of local errors
+PIECE_STEPS = 64
+PIECE_BYTES = 64 << 20
+
+
+def _add_to(L, Y):
+    """Y += L in place (Y the carrier's e where it lives, after a step)."""
+    Y += L
 
 
 class StepTooSmall(RuntimeError):
@@ -130,6 +142,47 @@ class EstimatingStepper(Steps):
         (a scan's batch) its largest column's: the members share their steps."""
         L = sum((scale ** n) * v for n, v in parts)
         return float(self.xp.sqrt(self.xp.sum(self.xp.abs(L) ** 2, axis=0) * self.config.grid.dx).max())
+
+    def steps(self, X, j0, j1, taps=None):
+        """``X`` stepped from ``j0`` to ``j1`` with e carried (fixed steps; adaptive ones a
+        dt at a time, :meth:`step`), in pieces of at most :data:`PIECE_STEPS`: psi by the
+        run's own steps over the piece (on a GPU its graphs' launches, as a run without the
+        estimate), each step's local error made from psi where it lives before the step (a
+        tap of :func:`~tdse.numerics.propagators.tap`), then e by the carrier over the piece,
+        each L_k added after its step k (a tap): a step at a time, psi and e had each been
+        copied into and out of their graphs' buffers and their rows uploaded every step
+        (atom_hhg on one H200: the estimate x3.2-3.4 the run without it,
+        ``time-error_h200x1_20261129T200821.json``).  The same numbers as :meth:`step`'s."""
+        if self.control:
+            return super().steps(X, j0, j1, taps)
+        if self.e is None:
+            self.e = self.xp.zeros_like(X)
+        dt = self.config.time.dt
+        piece = max(1, min(PIECE_STEPS, PIECE_BYTES // (16 * X.size)))
+        j = j0
+        while j < j1:
+            e = min(j1, j + piece)
+            t0 = time.perf_counter()
+            Ls = [self.local.vector(X, j * dt, dt, j)]
+            self.seconds += time.perf_counter() - t0
+
+            def grab(k):
+                def made(Y):              # psi(t_k), before step k
+                    t = time.perf_counter()
+                    Ls.append(self.local.vector(Y, k * dt, dt, k))
+                    self.seconds += time.perf_counter() - t
+                return made
+            own = {k: list((taps or {}).get(k, ())) + [grab(k)] for k in range(j + 1, e)}
+            if taps and e in taps:
+                own[e] = taps[e]
+            X = self.base.advance(X, j, e, taps=own)
+            t1 = time.perf_counter()
+            self.e = self._carrier(1).advance(
+                self.e, j, e, taps={k + 1: [functools.partial(_add_to, L)] for k, L in zip(range(j, e), Ls)})
+            self.substeps += e - j
+            self.seconds += time.perf_counter() - t1
+            j = e
+        return X
 
     def step(self, psi, j):
         """psi(t_j + dt), e carried with it."""

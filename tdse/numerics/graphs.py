@@ -471,7 +471,10 @@ class GraphStep:
                 g.launch()
                 if late is not None and c0 + i + 1 in late:
                     for row in late[c0 + i + 1]:
-                        copy_in(self.cp, row, self.Xin)
+                        if callable(row):         # (propagators.tap: given psi where it lives)
+                            row(self.Xin.reshape(-1)[:X.size].reshape(X.shape))
+                        else:
+                            copy_in(self.cp, row, self.Xin)
             self.exponentials += (e - j) * len(self.rows)
             self.cheb_terms += sum(map(sum, patterns[j - c0:e - c0]))
             self.nodes_per_step = self._nodes(patterns[e - c0 - 1])
@@ -493,7 +496,7 @@ class GraphStep:
             if not j < k <= e:
                 continue
             for row in rows:
-                s = self._slot_of(row)
+                s = None if callable(row) else self._slot_of(row)
                 if s is not None and slots[k - j - 1] < 0:
                     slots[k - j - 1] = s
                 else:

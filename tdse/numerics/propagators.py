@@ -74,9 +74,11 @@ class Steps:
 
 
 def tap(taps, k, X):
-    """X (the state after step ``k``) copied into each of ``taps.get(k)``
+    """X (the state after step ``k``) copied into each array of ``taps.get(k)``
     (:func:`tdse.numerics.graphs.copy_in`: on a GPU one memcpy queued on the current
-    stream, no wait)."""
+    stream, no wait); a callable there is called with X itself, where it lives, before the
+    next step (it may queue work on X's stream, or add to X in place: the estimating
+    stepper's local errors, :meth:`tdse.numerics.adaptive.EstimatingStepper.steps`)."""
     rows = taps.get(k)
     if rows:
         from mgemm.arrays import get_xp
@@ -84,7 +86,10 @@ def tap(taps, k, X):
         from .graphs import copy_in
         xp = get_xp(X)
         for row in rows:
-            copy_in(xp, row, X)
+            if callable(row):
+                row(X)
+            else:
+                copy_in(xp, row, X)
 
 
 def graph_steps(graph, counts, X, j0: int, j1: int, launched, taps=None):
