@@ -420,17 +420,24 @@ def test_an_adaptive_scan_shares_its_steps_at_the_largest_members_estimate():
 @pytest.mark.parametrize("kind", ["laser", "fast"])
 def test_estimating_steps_over_a_range_equal_a_step_at_a_time(kind):
     """EstimatingStepper.steps (pieces: psi by the run's steps with each local error made
-    from a tap, then e by the carrier with each L added after its step) against one
-    EstimatingStepper.step a step: psi and the carried e bit for bit, taps of psi filled as
-    a plain stepper's, across more than one piece."""
+    from a tap, then e by the carrier with each L added after its step) against e_(j+1) =
+    S'_j e_j + L_j written out a step at a time (L_j from psi(t_j), S' the carrier's step):
+    psi and the carried e bit for bit, taps of psi filled as a plain stepper's, across more
+    than one piece; and EstimatingStepper.step (a piece of one) likewise."""
     import tdse.numerics.adaptive as ad
     cfg = drives.make(kind, np.random.default_rng())
     plan = tdse.prepare(cfg, backend="numpy")
     psi0 = np.asarray(plan.psi0, dtype=complex)
     one, many = (ad.EstimatingStepper(cfg, plan.stepper, np) for _ in range(2))
-    X = psi0
+    dt, base, carry = cfg.time.dt, plan.stepper(), plan.stepper(ad.transport_config(cfg))
+    X, e = psi0, np.zeros_like(psi0)
     for j in range(0, 150):
-        X = one.step(X, j)
+        L = one.local.vector(X, j * dt, dt, j)
+        X, e = base.step(X, j), carry.step(e, j) + L
+    Xs = psi0
+    for j in range(0, 150):
+        Xs = one.step(Xs, j)
+    assert np.array_equal(X, Xs) and np.array_equal(e, one.e)
     rows = {k: [np.empty_like(psi0)] for k in (1, 64, 65, 150)}
     old = ad.PIECE_STEPS
     try:

@@ -457,7 +457,7 @@ class GraphStep:
         memcpy after the launch for any other row, as
         :func:`tdse.numerics.propagators.tap`).  The step reached is below ``j1`` where the
         planner leaves that step to the launched path (an exponential with r = 0)."""
-        j = j0
+        j, here = j0, None       # (here: psi in Xin, as X's shape, for a callable tap)
         while j < j1 and self._ready(j):
             c0, patterns = self._chunk[0], self._chunk[1]
             e = min(j1, c0 + CHUNK)
@@ -472,7 +472,9 @@ class GraphStep:
                 if late is not None and c0 + i + 1 in late:
                     for row in late[c0 + i + 1]:
                         if callable(row):         # (propagators.tap: given psi where it lives)
-                            row(self.Xin.reshape(-1)[:X.size].reshape(X.shape))
+                            if here is None:
+                                here = self.Xin.reshape(-1)[:X.size].reshape(X.shape)
+                            row(here)
                         else:
                             copy_in(self.cp, row, self.Xin)
             self.exponentials += (e - j) * len(self.rows)

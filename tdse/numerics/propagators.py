@@ -23,7 +23,7 @@ one) advances with :meth:`Steps.advance` from save point to save point
 """
 from __future__ import annotations
 
-__all__ = ["Steps", "tap", "Launched", "ChebyshevGraphs", "DenseGraphs", "PROPAGATORS", "register", "make",
+__all__ = ["Steps", "tap", "each_step", "Launched", "ChebyshevGraphs", "DenseGraphs", "PROPAGATORS", "register", "make",
            "FORMULA_DEVICE_BOUNDS_MIN_N"]
 
 #: from this N a formula's GPU graph step takes its spectral bounds on the device
@@ -66,11 +66,17 @@ class Steps:
         """``X`` stepped from ``j0`` to ``j1``: a loop of :meth:`step` (a propagator on a GPU
         keeps X in its graphs' buffer between steps: :func:`graph_steps`), each of ``taps``'
         steps copied out (:meth:`advance`)."""
-        for j in range(j0, j1):
-            X = self.step(X, j)
-            if taps:
-                tap(taps, j + 1, X)
-        return X
+        return each_step(self.step, X, j0, j1, taps)
+
+
+def each_step(step, X, j0: int, j1: int, taps=None):
+    """``X`` stepped from ``j0`` to ``j1`` by ``step(X, j)`` a step at a time, ``taps``' steps
+    given X after each (:func:`tap`)."""
+    for j in range(j0, j1):
+        X = step(X, j)
+        if taps:
+            tap(taps, j + 1, X)
+    return X
 
 
 def tap(taps, k, X):
@@ -184,11 +190,7 @@ class ChebyshevGraphs(Launched):
     def steps(self, X, j0: int, j1: int, taps=None):
         if self.on and X.ndim == 1 and self._graph():   # a vector in, a vector out (no reshapes)
             return graph_steps(self.graph, self.stepper.method, X, j0, j1, super().step, taps)
-        for j in range(j0, j1):
-            X = super().step(X, j)
-            if taps:
-                tap(taps, j + 1, X)
-        return X
+        return each_step(super().step, X, j0, j1, taps)
 
 
 @register(("dense", "cupy"), ("taylor", "cupy"))

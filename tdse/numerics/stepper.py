@@ -263,11 +263,7 @@ class BatchStepper(propagators.Steps):
                 self._graph = graphs.GraphStep(self) if graphs.available(self) else False
             if self._graph:
                 return propagators.graph_steps(self._graph, self, X, j0, j1, self.step_eager, taps)
-        for j in range(j0, j1):
-            X = self.step_eager(X, j)
-            if taps:
-                propagators.tap(taps, j + 1, X)
-        return X
+        return propagators.each_step(self.step_eager, X, j0, j1, taps)
 
     def step_eager(self, X, j: int):
         from ..model import hamiltonian

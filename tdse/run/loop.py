@@ -163,9 +163,7 @@ def advance(stepper, X, j0: int, j1: int, operator: bool = False, taps=None):
     :class:`~tdse.numerics.stepper.Stepper` through its registered propagator, a batch's, the
     nuclei's): nothing but the steps -- on a GPU one graph launch each -- and the copies
     of psi that ``taps`` asks for (:meth:`Sink.tap`)."""
-    if taps:
-        return stepper.advance(X, j0, j1, operator=operator, taps=taps)
-    return stepper.advance(X, j0, j1, operator=operator)
+    return stepper.advance(X, j0, j1, operator=operator, taps=taps)
 
 
 def evolve(plan, psi0, sinks=(), *, start=0, stop=None, U0=None, resumed=False,
