@@ -47,7 +47,8 @@ TRANSPORT_TOLERANCE = 1e-6
 
 
 #: the steps :meth:`EstimatingStepper.steps` takes at once (their local errors kept until e
-#: is carried over them), within PIECE_BYTES of local errors
+#: is carried over them), within PIECE_BYTES of local errors: choices, not measured (a graph
+#: step's chunk of steps; 64 MB of the host's or the device's memory)
 PIECE_STEPS = 64
 PIECE_BYTES = 64 << 20
 

@@ -50,8 +50,8 @@ RUN_AHEAD = 64
 #: uploaded a step (an upload, an event, a launch) was ~170 steps
 #: (``lead_depth_h100x1_20261126T1620_3point.txt``)
 SEGMENT_RING = 16
-#: ... fewer (at least 4) where 16 segments would pin more host memory than this: a scan's
-#: batch of 1000 members makes a segment of ~3.6 MB (the per-step ring had been ~32 MB)
+#: ... fewer (at least 4) where 16 segments would pin more host memory than this (a choice:
+#: the per-step ring's cap before; a scan's batch of 1000 members makes ~3.6 MB segments)
 SEGMENT_RING_BYTES = 32 << 20
 
 __all__ = ["available", "GraphStep", "CHUNK", "capture", "copy_in", "copy_out", "dgemm_fn"]
