@@ -23,6 +23,7 @@ every one is landed on; h below ``time.dt_min`` stops the run with one line
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import math
@@ -51,6 +52,10 @@ TRANSPORT_TOLERANCE = 1e-6
 #: step's chunk of steps; 64 MB of the host's or the device's memory)
 PIECE_STEPS = 64
 PIECE_BYTES = 64 << 20
+#: ... and on the host, where the words of a piece are made as one block
+#: (:meth:`LocalError.block`), at most HOST_BLOCK_BYTES a vector of the block (a choice: a
+#: block that stays in a core's cache)
+HOST_BLOCK_BYTES = 2 << 20
 
 
 def _add_to(L, Y):
@@ -110,6 +115,8 @@ class EstimatingStepper(Steps):
         self.seconds = 0.0             # the estimates and the carrying (host clock)
         self.substeps, self.rejected, self.h_min = 0, 0, T.dt
         self.context_switch_seconds = 0.0
+        self._U = None                 # psi before each step of a piece (steps)
+        self._side = None              # a GPU's stream that carries e (steps)
 
     # the loop's and the driver's view of a stepper ------------------------------------
     @property
@@ -159,32 +166,67 @@ class EstimatingStepper(Steps):
             return super().steps(X, j0, j1, taps)
         if self.e is None:
             self.e = self.xp.zeros_like(X)
-        dt = self.config.time.dt
+        xp, dt = self.xp, self.config.time.dt
         piece = max(1, min(PIECE_STEPS, PIECE_BYTES // (16 * X.size)))
+        block = X.ndim == 1 and type(self.local) is LocalError     # (a run's psi, not a batch)
+        if block:                      # (pieces within one chunk of the letters: a slice of it)
+            piece = min(piece, self.local.chunk_steps)
+            if xp is np:
+                piece = max(1, min(piece, HOST_BLOCK_BYTES // (16 * X.size)))
+        side = self._side_stream() if block and xp is not np else None
+        held = collections.deque()        # (the carrier's event, the local errors it reads)
         j = j0
         while j < j1:
-            end = min(j1, j + piece)
-            t0 = time.perf_counter()
-            Ls = [self.local.vector(X, j * dt, dt, j)]
-            self.seconds += time.perf_counter() - t0
+            end = min(j1, (j // piece + 1) * piece if block else j + piece)
+            own = {k: list(v) for k, v in (taps or {}).items() if j < k <= end}
+            if block:                  # psi before each step kept, the estimates made at once
+                if self._U is None or self._U.shape != (piece, X.size):
+                    self._U = xp.empty((piece, X.size), dtype=np.complex128)
+                U = self._U
+                U[0] = X
+                for k in range(j + 1, end):
+                    own.setdefault(k, []).append(U[k - j])
+                X = self.base.advance(X, j, end, taps=own)
+                t0 = time.perf_counter()
+                Ls = self.local.block(U[:end - j], j, dt)
+                self.seconds += time.perf_counter() - t0
+            else:
+                t0 = time.perf_counter()
+                Ls = [self.local.vector(X, j * dt, dt, j)]
+                self.seconds += time.perf_counter() - t0
 
-            def grab(k):
-                def made(Y):              # psi(t_k), before step k
-                    t = time.perf_counter()
-                    Ls.append(self.local.vector(Y, k * dt, dt, k))
-                    self.seconds += time.perf_counter() - t
-                return made
-            own = {k: list((taps or {}).get(k, ())) + [grab(k)] for k in range(j + 1, end)}
-            if taps and end in taps:
-                own[end] = taps[end]
-            X = self.base.advance(X, j, end, taps=own)
+                def grab(k):
+                    def made(Y):              # psi(t_k), before step k
+                        t = time.perf_counter()
+                        Ls.append(self.local.vector(Y, k * dt, dt, k))
+                        self.seconds += time.perf_counter() - t
+                    return made
+                for k in range(j + 1, end):
+                    own.setdefault(k, []).append(grab(k))
+                X = self.base.advance(X, j, end, taps=own)
             t1 = time.perf_counter()
-            self.e = self._carrier(1).advance(
-                self.e, j, end, taps={k + 1: [functools.partial(_add_to, L)] for k, L in zip(range(j, end), Ls)})
+            adds = {k + 1: [functools.partial(_add_to, Ls[k - j])] for k in range(j, end)}
+            if side is None:
+                self.e = self._carrier(1).advance(self.e, j, end, taps=adds)
+            else:                      # e on its own stream, beside psi's next piece
+                main = xp.cuda.get_current_stream()
+                side.wait_event(main.record())
+                with side:
+                    self.e = self._carrier(1).advance(self.e, j, end, taps=adds)
+                held.append((side.record(), Ls))
+                if len(held) > 2:      # its memory reused by psi's stream only after e read it
+                    main.wait_event(held.popleft()[0])
             self.substeps += end - j
             self.seconds += time.perf_counter() - t1
             j = end
+        if held:                       # e ready for the run's readers on psi's stream
+            xp.cuda.get_current_stream().wait_event(held[-1][0])
         return X
+
+    def _side_stream(self):
+        if self._side is None:
+            self._side = self.xp.cuda.Stream(non_blocking=True)
+        return self._side
 
     def step(self, psi, j):
         """psi(t_j + dt), e carried with it (fixed steps: :meth:`steps`' piece of one)."""

@@ -94,6 +94,7 @@ class LocalError:
         self._chunk = None         # (dt, j0, letters V, letters A) of the steps from j0 (letters)
         self._molecule = None      # a static molecule's V (letters)
         self._graphs = {}          # a GPU's captured estimates, by the shape of u (_graph)
+        self._block_up = None      # a GPU's upload of a block's letters (block)
 
     @staticmethod
     def words(config) -> int:
@@ -118,33 +119,44 @@ class LocalError:
         start j dt of a run of fixed steps dt; the letters of LETTERS_CHUNK such steps are
         then made at once (:meth:`_letters_many`) and kept for the steps that follow."""
         if j is not None and t == j * dt:
-            c = self._chunk
-            if c is None or c[0] != dt or not c[1] <= j < c[1] + len(c[2]):
-                S = max(1, min(LETTERS_CHUNK, LETTERS_CHUNK_BYTES // (8 * self.P * len(self.x))))
-                j0 = j - j % S                 # (a resumed run's chunks are the same steps)
-                c = self._chunk = (dt, j0, *self._letters_many(np.arange(j0, j0 + S) * dt, dt))
+            c = self._chunk_of(j, dt)
             return c[2][j - c[1]], c[3][j - c[1]]
         V, A = self._letters_many(np.array([t], dtype=np.float64), dt)
         return V[0], A[0]
+
+    @property
+    def chunk_steps(self) -> int:
+        """The steps of one chunk of :meth:`letters` (LETTERS_CHUNK within LETTERS_CHUNK_BYTES);
+        chunks start at its multiples."""
+        return max(1, min(LETTERS_CHUNK, LETTERS_CHUNK_BYTES // (8 * self.P * len(self.x))))
+
+    def _chunk_of(self, j, dt):
+        """(dt, its first step, letters V (S, P, N), letters A (S, P)) of the chunk holding
+        step j, made where it is not the one kept."""
+        c = self._chunk
+        if c is None or c[0] != dt or not c[1] <= j < c[1] + len(c[2]):
+            S = self.chunk_steps
+            j0 = j - j % S                 # (a resumed run's chunks are the same steps)
+            c = self._chunk = (dt, j0, *self._letters_many(np.arange(j0, j0 + S) * dt, dt))
+        return c
+
+    def _rows(self, j0, S, dt):
+        """(V letters (S, P, N), A letters (S, P)) of the steps j0 .. j0 + S - 1, as
+        :meth:`letters` makes them: a slice of one chunk where they lie in one."""
+        c = self._chunk_of(j0, dt)
+        if j0 + S <= c[1] + len(c[2]):
+            return c[2][j0 - c[1]:j0 - c[1] + S], c[3][j0 - c[1]:j0 - c[1] + S]
+        rows = [self.letters((j0 + k) * dt, dt, j0 + k) for k in range(S)]
+        return np.stack([r[0] for r in rows]), np.stack([r[1] for r in rows])
 
     def _letters_many(self, starts, dt):
         """:meth:`letters` at each of the steps' ``starts`` (S,): (S, P, N), (S, P) -- each
         step's values by the same operations as one step alone."""
         pot, P, S = self.config.potential, self.P, len(starts)
         ts = starts[:, None] + (np.arange(P) * dt / (P - 1))[None, :]           # (S, P)
-        vals = np.empty((S, P, len(self.x)))
-        if not pot.molecule_moves:   # the molecule's V once, then + x E(t) (total's operations)
-            if self._molecule is None:
-                self._molecule = np.asarray(soft_core(pot, self.x, 0.0), dtype=np.float64)
-            vals[:] = self._molecule
-            if pot.field is not None:
-                vals += dipole_field(pot.field, ts)[..., None] * self.x
-        else:
-            total_many(pot, self.x, ts.ravel(), out=vals.reshape(S * P, -1))    # (V once a time)
         A = np.zeros((S, P))
         if velocity_gauge(pot.field):
             A = np.asarray(vector_potential(pot.field, ts), dtype=np.float64)
-            vals += 0.5 * (A * A)[..., None]
         scale = dt ** -np.arange(1.0, P)
 
         def derivatives(f):      # f itself, then sum_i M[k, i] f_i dt^-k (a step's own values)
@@ -156,7 +168,23 @@ class LocalError:
                     d += self.M[k, i] * f[:, i]
                 out[:, k] = d * scale[k - 1]
             return out
-        return derivatives(vals), derivatives(A[..., None])[..., 0]
+        if not pot.molecule_moves:
+            # V = V_mol(x) + x E(t) + A(t)^2 / 2: the molecule's V once, and the time
+            # derivatives of the two scalars E and A^2/2 (S x P values, not S x P x N; the
+            # molecule's part of V's differences is 0 but for its rounding)
+            if self._molecule is None:
+                self._molecule = np.asarray(soft_core(pot, self.x, 0.0), dtype=np.float64)
+            E = dipole_field(pot.field, ts) if pot.field is not None else np.zeros((S, P))
+            vals = derivatives(np.asarray(E, dtype=np.float64))[..., None] * self.x
+            vals[:, 0] += self._molecule
+            if A.any():
+                vals += derivatives(0.5 * A * A)[..., None]
+        else:
+            vals = np.empty((S, P, len(self.x)))
+            total_many(pot, self.x, ts.ravel(), out=vals.reshape(S * P, -1))    # (V once a time)
+            vals += 0.5 * (A * A)[..., None]
+            vals = derivatives(vals)
+        return vals, derivatives(A[..., None])[..., 0]
 
     def parts(self, u, t, dt):
         """[(n, dt^n C_n u)] at step start t (u a vector or N x B block on ``xp``): the
@@ -403,6 +431,77 @@ class LocalError:
         else:
             parts = self._parts(u, t, dt, host, A)
         return parts[0][1] if len(parts) == 1 else sum(v for _, v in parts)
+
+    def block(self, U, j0, dt):
+        """The local errors of the fixed steps dt j0, j0 + 1, ..., j0 + S - 1 of a run at once:
+        row k of the S x N result is :meth:`vector`'s sum for step j0 + k from psi(t_(j0+k)),
+        row k of ``U`` (S x N, on ``xp``).  The steps are the columns of one N x S block, each
+        with its own letters (:meth:`letters`' chunk of steps; one step alone: :meth:`vector`): every
+        product with H is one product of the block (a GEMM for the DVR, one band kernel or
+        sparse product for a stencil), so an estimate costs a step a few elementwise passes
+        over its column, not a launch or a NumPy call per word."""
+        from ..model.hamiltonian import BlockOperator
+        from ..model.momentum import BlockMomentum
+        xp, S = self.xp, U.shape[0]
+        if S == 1:                          # (one step: a block's set-up is not worth it)
+            return self.vector(U[0], j0 * dt, dt, j0)[None]
+        vals, A = self._rows(j0, S, dt)                                     # (S, P, N), (S, P)
+        velocity = bool(np.any(A))
+        if self._graphs_take(A.ravel()):
+            return self._block_graph(U, vals, dt)
+        der = np.ascontiguousarray(vals.transpose(1, 2, 0))                 # (P, N, S)
+        if xp is not np:          # one pinned upload, queued (a pageable one waits for the stream)
+            from mgemm.arrays import PinnedUpload
+            if self._block_up is None:
+                self._block_up = PinnedUpload(xp, ring=2)
+            self._block_up.put(der.ravel())
+            der = self._block_up.dev[:der.size].reshape(der.shape)
+        X = xp.ascontiguousarray(U.T)
+        H = BlockOperator(self.config.grid, 1.0, der[0], xp, a=A[:, 0] if velocity else None)
+        if velocity:
+            p, a = BlockMomentum(self.config.grid, xp), xp.asarray(A.T)[:, None, :]   # (P, 1, S)
+
+            def letter(k, Y):
+                return der[k] * Y + a[k] * p(Y)
+        else:
+            def letter(k, Y):
+                return der[k] * Y
+        W = None if self.W is None else self.W[:, None]
+        parts = self._apply(X, dt, H, letter, W, diagonal=not velocity)
+        L = parts[0][1] if len(parts) == 1 else sum(v for _, v in parts)
+        return xp.ascontiguousarray(L.T)
+
+    def _block_graph(self, U, vals, dt):
+        """:meth:`block` on a GPU in the length gauge: the words' products as one CUDA graph
+        (:meth:`_graph`'s graph of products: the DVR's T by FFT, a stencil's band kernel) on
+        an N x S' block, S' the power of two from S (a graph for each; the columns past S
+        hold stale values): a piece's estimates one graph launch, its letters ``vals`` (S, P,
+        N) one pinned upload and one copy into the graph's (P, N, S') buffer."""
+        from mgemm.arrays import PinnedUpload
+
+        from ..model.hamiltonian import BlockOperator
+        cp, grid, S = self.xp, self.config.grid, U.shape[0]
+        n, P, Sb = grid.n, self.P, 1 << (S - 1).bit_length()
+        g = self._graphs.get(("block", Sb))
+        if g is None:
+            g = self._graphs[("block", Sb)] = {
+                "u": cp.zeros((n, Sb), np.complex128), "letters": (P, n, Sb),
+                "D": cp.zeros(P * n * Sb), "graph": None, "out": None, "words": None,
+                "pool": cp.cuda.MemoryPool(), "up": PinnedUpload(cp, ring=2),
+                "T": (Operator(self.config, 1.0, np.zeros(n), cp) if grid.stencil == "dvr"
+                      else BlockOperator(grid, 1.0, cp.zeros((n, 1)), cp))}
+        g["up"].put(vals.ravel())
+        src = g["up"].dev[:vals.size].reshape(vals.shape)
+        g["D"].reshape(P, n, Sb)[:, :, :S] = src.transpose(1, 2, 0)
+        g["u"][:, :S] = U.T
+        if g["graph"] is None:
+            g["graph"] = self._capture(g)
+        g["graph"].launch()
+        L = None
+        for m, C in g["out"]:
+            term = (dt ** m) * C[:, :S]
+            L = term if L is None else L + term
+        return cp.ascontiguousarray(L.T)
 
     def norm(self, u, t, dt):
         """||sum_n dt^n C_n u|| (L2, weight dx): a float, or (B,) for a block."""
