@@ -112,7 +112,8 @@ class Snapshots(Sink):
         got = copy.result()
         psi = got["psi"]
         if len(got) > 1:            # resume arrays and row values that were on the device
-            extras = ({k: float(got[f"row:{k}"]) if f"row:{k}" in got else v for k, v in extras[0].items()},
+            extras = ({k: float(got[f"row:{k}"].reshape(-1)[0]) if f"row:{k}" in got else v
+                       for k, v in extras[0].items()},
                       {k: np.array(got.get(f"keep:{k}", v)) for k, v in extras[1].items()},
                       extras[2])
         self._write(step, t, psi if getattr(self.writer, "background", False) else np.array(psi),
@@ -129,7 +130,8 @@ class Snapshots(Sink):
         keep = {**(keep or {}), **{k: to_host(v) for k, v in resume_extras.items()}} or None
         row = {"time_error": np.nan, "time_error_populations": np.nan, "steps_taken": step,
                "step_min": cfg.time.dt, **row,                      # (fixed steps, unless told)
-               **{k: float(to_host(v)) if is_device_array(v) else v for k, v in row_extras.items()}}
+               **{k: float(to_host(v).reshape(-1)[0]) if is_device_array(v) else v
+                  for k, v in row_extras.items()}}
         if attr_extras:
             self.writer.set_attrs(**attr_extras)
         # (the node count: the writer's, from psi, when it writes: NodeCounter)
