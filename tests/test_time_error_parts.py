@@ -204,8 +204,9 @@ def test_the_local_estimates_formulas_against_independent_ones(plan):
 def test_the_local_estimate_resumes_offers_at_snapshots_and_states_its_cost(plan, monkeypatch):
     """begin() on a resume takes e, the step counts and the rows' comparisons; a file
     without e gives no estimate from there (save adds nothing); save points that are no
-    snapshot add nothing; with no snapshot the bound is NaN; the cost is the stepper's
-    seconds over the rest of the wall."""
+    snapshot add nothing; with no snapshot the bound is NaN; a snapshot's row values are
+    made from its copies of psi and e when it is written, and fill the point; end() writes
+    the snapshots first; the cost is the stepper's seconds over the rest of the wall."""
     rng = np.random.default_rng()
     xp = np
 
@@ -235,16 +236,26 @@ def test_the_local_estimate_resumes_offers_at_snapshots_and_states_its_cost(plan
     clock = Clock()
     monkeypatch.setattr(timeerror, "time", clock)
     st = stepper()
-    snaps = SimpleNamespace(row_extras={}, resume_extras={})
+    written = []
+    snaps = SimpleNamespace(row_extras={}, resume_extras={}, finish=lambda: written.append(True))
     le = timeerror.LocalEstimate(plan, st, snapshots=snaps)
     le.begin(State(0, 0.0, plan.psi0))
     for step in (1, 3, 19):
         le.save(State(step, step * 0.005, plan.psi0))
     assert len(le.points) == 1
+    st.e = ev
     le.save(State(20, 0.1, plan.psi0))
     assert len(le.points) == 2 and snaps.row_extras["steps_taken"] == 0
+    # the row's values are made when the snapshot is written, from its host copies of psi
+    # and e, and fill the point (NaN till then)
+    assert math.isnan(le.points[1][1])
+    got = snaps.row_extras["time_error"](plan.psi0, {"error_vector": snaps.resume_extras["error_vector"]})
+    E, dP, B = le.estimate(plan.psi0, ev)
+    assert got == {"time_error": E, "time_error_populations": dP}
+    assert le.points[1] == (0.1, E, dP) and le.bound == B
     st.seconds = 0.25
     le.end(State(20, 0.1, plan.psi0))
+    assert written                                        # end() wrote the snapshots first
     wall = clock.now - 1.0                                # from begin()'s call to end()'s
     assert wall == 1.0 and le.result["estimate_seconds"] == 0.25 and le.result["products_per_step"] == 7
     assert le.result["estimate_fraction"] == pytest.approx(0.25 / 0.75, rel=1e-12)

@@ -474,14 +474,16 @@ class LocalError:
     def _block_graph(self, U, vals, dt):
         """:meth:`block` on a GPU in the length gauge: the words' products as one CUDA graph
         (:meth:`_graph`'s graph of products: the DVR's T by FFT, a stencil's band kernel) on
-        an N x S' block, S' the power of two from S (a graph for each; the columns past S
-        hold stale values): a piece's estimates one graph launch, its letters ``vals`` (S, P,
-        N) one pinned upload and one copy into the graph's (P, N, S') buffer."""
+        an N x S' block, S' = :attr:`chunk_steps` (the most a piece holds: one graph a run,
+        where a graph for each S, captured in the run, had cost atom_hhg's 1000 steps with a
+        snapshot every 50 ~0.15 s on one H200; the columns past S hold stale values): a
+        piece's estimates one graph launch, its letters ``vals`` (S, P, N) one pinned upload
+        and one copy into the graph's (P, N, S') buffer."""
         from mgemm.arrays import PinnedUpload
 
         from ..model.hamiltonian import BlockOperator
         cp, grid, S = self.xp, self.config.grid, U.shape[0]
-        n, P, Sb = grid.n, self.P, 1 << (S - 1).bit_length()
+        n, P, Sb = grid.n, self.P, max(S, self.chunk_steps)
         g = self._graphs.get(("block", Sb))
         if g is None:
             g = self._graphs[("block", Sb)] = {

@@ -50,7 +50,9 @@ class Snapshots(Sink):
         self.config, self.writer, self.x = cfg, writer, plan.x
         self.phi0 = plan.states[:cfg.output.populations]
         self.last_step = start
-        # what other sinks add to the next snapshot: row values (e.g. time_error), arrays
+        # what other sinks add to the next snapshot: row values (e.g. time_error; or a
+        # callable f(psi, keep) -> {name: value} called when the row is written, with psi
+        # and the arrays kept for resuming on the host: the local estimate's), arrays
         # kept for resuming (e.g. the time-error companion's psi; on a GPU they may stay
         # device arrays, left unchanged by their sink: copied with psi, without a wait),
         # file attributes
@@ -88,9 +90,8 @@ class Snapshots(Sink):
         extras = (self.row_extras, self.resume_extras, self.attr_extras)
         self.row_extras = {}
         if state.U is None and is_device_array(state.psi):
-            pending = self.pending     # (resume arrays and row values on the device copied with psi)
+            pending = self.pending     # (resume arrays on the device copied with psi)
             dev = {f"keep:{k}": v for k, v in extras[1].items() if is_device_array(v)}
-            dev.update({f"row:{k}": v for k, v in extras[0].items() if is_device_array(v)})
             pending.append((state.step, state.t, HostCopy({"psi": state.psi, **dev}), extras))
             most = max(1, min(SNAPSHOTS_IN_FLIGHT, SNAPSHOT_BYTES_IN_FLIGHT // max(1, state.psi.nbytes)))
             while pending and (len(pending) > most or pending[0][2].done()):
@@ -111,16 +112,13 @@ class Snapshots(Sink):
         # ~0.3 ms of the host's time); a background writer copies it into its block itself
         got = copy.result()
         psi = got["psi"]
-        if len(got) > 1:            # resume arrays and row values that were on the device
-            extras = ({k: float(got[f"row:{k}"].reshape(-1)[0]) if f"row:{k}" in got else v
-                       for k, v in extras[0].items()},
-                      {k: np.array(got.get(f"keep:{k}", v)) for k, v in extras[1].items()},
+        if len(got) > 1:            # resume arrays that were on the device
+            extras = (extras[0], {k: np.array(got.get(f"keep:{k}", v)) for k, v in extras[1].items()},
                       extras[2])
         self._write(step, t, psi if getattr(self.writer, "background", False) else np.array(psi),
                     None, extras)
 
     def _write(self, step, t, psi, U, extras):
-        from mgemm.arrays import is_device_array
         cfg = self.config
         row_extras, resume_extras, attr_extras = extras
         row, keep = {}, None
@@ -129,9 +127,9 @@ class Snapshots(Sink):
             row, keep = {"P": self.transitions(U_host)}, {"U": U_host}
         keep = {**(keep or {}), **{k: to_host(v) for k, v in resume_extras.items()}} or None
         row = {"time_error": np.nan, "time_error_populations": np.nan, "steps_taken": step,
-               "step_min": cfg.time.dt, **row,                      # (fixed steps, unless told)
-               **{k: float(to_host(v).reshape(-1)[0]) if is_device_array(v) else v
-                  for k, v in row_extras.items()}}
+               "step_min": cfg.time.dt, **row}                      # (fixed steps, unless told)
+        for k, v in row_extras.items():  # a callable: row values from psi and keep, on the host
+            row.update(v(psi, keep or {}) if callable(v) else {k: v})
         if attr_extras:
             self.writer.set_attrs(**attr_extras)
         # (the node count: the writer's, from psi, when it writes: NodeCounter)

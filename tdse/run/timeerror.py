@@ -53,7 +53,7 @@ import time
 
 import numpy as np
 
-from mgemm.arrays import get_xp, is_device_array, to_host
+from mgemm.arrays import is_device_array, to_host
 
 from ..config import Config
 from ..numerics import schemes
@@ -282,9 +282,8 @@ class LocalEstimate(Sink):
         self.config, self.writer, self.snapshots, self.resume = cfg, writer, snapshots, resume
         self.stepper, self.order = stepper, stepper.local.order
         self.phi0 = plan.states[:cfg.output.populations]
-        self.points = []          # (t, estimate, population estimate; on a GPU device values till end)
+        self.points = []          # (t, estimate, population estimate: NaN till its snapshot is written)
         self.bound = math.nan     # the populations' bound at the last snapshot
-        self._phi = None          # phi0 on the device (_on_device)
         self.main_t0, self.result, self.active = None, None, True
         self.every, self.last = cfg.output.every, cfg.time.steps
 
@@ -321,48 +320,36 @@ class LocalEstimate(Sink):
             return err, math.nan, math.nan
         return err, dp, float((2.0 * np.abs(ca[0]) * err + err * err).max())
 
-    def _on_device(self, psi, e) -> tuple:
-        """:meth:`estimate`'s (E, dP, B) where psi and e live on a GPU: 0-d device arrays,
-        made without a wait (a copy to the host here had waited for every step queued, at
-        every snapshot); the snapshot copies them with psi, :meth:`end` reads them."""
-        xp = get_xp(psi)
-        if self._phi is None:
-            self._phi = xp.asarray(self.phi0, dtype=np.complex128)[None]
-        err, dp, ca = stated(xp, psi[:, None], e[:, None], self._phi, self.config.grid.dx)
-        bound = (2.0 * xp.abs(ca[0]) * err[0] + err[0] * err[0]).max() if ca.size else math.nan
-        return err[0], dp[0], bound
-
     def _offer(self, state):
         cfg, st = self.config, self.stepper
         if not (state.step % cfg.output.every == 0 or state.step == cfg.time.steps):
             return
-        device = is_device_array(state.psi)
-        e, ep, self.bound = (self._on_device if device else self.estimate)(state.psi, st.e)
-        self.points.append((state.t, e, ep))
-        if self.snapshots is not None:
-            self.snapshots.row_extras.update(time_error=e, time_error_populations=ep,
-                                             steps_taken=st.substeps, step_min=st.h_min)
-            # (on a GPU a copy, copied with psi: e goes on in place)
+        if self.snapshots is None:
+            e, ep, self.bound = self.estimate(state.psi, st.e)
+            self.points.append((state.t, e, ep))
+        else:
+            slot = len(self.points)
+            self.points.append((state.t, math.nan, math.nan))
+
+            def row(psi, keep):        # psi and e as the snapshot has them on the host
+                e, ep, bound = self.estimate(psi, keep["error_vector"])
+                self.points[slot] = (self.points[slot][0], e, ep)
+                if slot == len(self.points) - 1:
+                    self.bound = bound
+                return {"time_error": e, "time_error_populations": ep}
+            # the stated error made from the snapshot's own copies of psi and e when it is
+            # written (on a GPU after their copies ran: no wait for the steps queued, where a
+            # copy here had waited at every snapshot; e copied, as it goes on in place)
+            device = is_device_array(st.e)
+            self.snapshots.row_extras.update(time_error=row, steps_taken=st.substeps, step_min=st.h_min)
             self.snapshots.resume_extras["error_vector"] = st.e.copy() if device else to_host(st.e)
             self.snapshots.resume_extras["step_counts"] = np.array([st.n, st.substeps, st.rejected])
         st.h_min = cfg.time.dt              # the smallest step since this snapshot, next
 
-    def _read(self):
-        """The points' and the bound's device values read (one copy)."""
-        dev = [v for _, e, ep in self.points for v in (e, ep) if is_device_array(v)]
-        if is_device_array(self.bound):
-            dev.append(self.bound)
-        if not dev:
-            return
-        got = iter(float(v) for v in to_host(get_xp(dev[0]).stack(dev)))
-        self.points = [(t, next(got) if is_device_array(e) else e, next(got) if is_device_array(ep) else ep)
-                       for t, e, ep in self.points]
-        if is_device_array(self.bound):
-            self.bound = next(got)
-
     def end(self, state):
         cfg = self.config
-        self._read()
+        if self.snapshots is not None:
+            self.snapshots.finish()      # (the snapshots' rows make the points: _offer)
         wall = time.perf_counter() - self.main_t0 if self.main_t0 else 0.0
         self.result = {
             "kind": "estimate", "scheme": cfg.propagator.scheme, "order": self.order,
