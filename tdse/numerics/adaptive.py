@@ -23,7 +23,6 @@ every one is landed on; h below ``time.dt_min`` stops the run with one line
 """
 from __future__ import annotations
 
-import collections
 import dataclasses
 import functools
 import math
@@ -116,7 +115,6 @@ class EstimatingStepper(Steps):
         self.substeps, self.rejected, self.h_min = 0, 0, T.dt
         self.context_switch_seconds = 0.0
         self._U = None                 # psi before each step of a piece (steps)
-        self._side = None              # a GPU's stream that carries e (steps)
 
     # the loop's and the driver's view of a stepper ------------------------------------
     @property
@@ -153,15 +151,19 @@ class EstimatingStepper(Steps):
 
     def steps(self, X, j0, j1, taps=None):
         """``X`` stepped from ``j0`` to ``j1`` with e carried (fixed steps; adaptive ones a
-        dt at a time, :meth:`step`), in pieces of at most :data:`PIECE_STEPS`: psi by the
-        run's own steps over the piece (on a GPU its graphs' launches, as a run without the
-        estimate), each step's local error made from psi where it lives before the step (a
-        tap of :func:`~tdse.numerics.propagators.tap`), then e by the carrier over the piece,
-        each L_k added after its step k (a tap): a step at a time, psi and e had each been
-        copied into and out of their graphs' buffers and their rows uploaded every step
-        (atom_hhg on one H200: the estimate x3.4-3.7 the run without it a step at a time,
-        x2.8 in pieces, in one call: ``time-error_h200x1_20261129T201452.json``,
-        ``..._201420.json``).  The same numbers as :meth:`step`'s."""
+        dt at a time, :meth:`step`), in pieces of at most :data:`PIECE_STEPS` (a run's psi:
+        within one chunk of the letters, :attr:`LocalError.chunk_steps`): psi by the run's
+        own steps over the piece (on a GPU its graphs' launches, as a run without the
+        estimate), psi before each step tapped into a block (:func:`~tdse.numerics.propagators.tap`),
+        the piece's local errors made at once from it (:meth:`LocalError.block`; a scan's
+        batch: each from a callable tap, a step at a time), then e by the carrier over the
+        piece, each L_k added after its step k (a tap).  atom_hhg on one H200: the estimate
+        x3.4-3.7 the run without it a step at a time, x2.8 in pieces with an estimate a step
+        (``time-error_h200x1_20261129T201452.json``, ``..._201420.json``), x2.2 with a
+        piece's estimates one block (``..._213620.json``).  e on a stream of its own,
+        beside psi's next piece, was tried: no gain that held over three calls (the
+        carrier's chain kernels and psi's did not overlap where measured).  The same psi as
+        :meth:`step`'s; e to rounding (a block's products round otherwise than a vector's)."""
         if self.control:
             return super().steps(X, j0, j1, taps)
         if self.e is None:
@@ -173,8 +175,6 @@ class EstimatingStepper(Steps):
             piece = min(piece, self.local.chunk_steps)
             if xp is np:
                 piece = max(1, min(piece, HOST_BLOCK_BYTES // (16 * X.size)))
-        side = self._side_stream() if block and xp is not np else None
-        held = collections.deque()        # (the carrier's event, the local errors it reads)
         j = j0
         while j < j1:
             end = min(j1, (j // piece + 1) * piece if block else j + piece)
@@ -205,28 +205,12 @@ class EstimatingStepper(Steps):
                     own.setdefault(k, []).append(grab(k))
                 X = self.base.advance(X, j, end, taps=own)
             t1 = time.perf_counter()
-            adds = {k + 1: [functools.partial(_add_to, Ls[k - j])] for k in range(j, end)}
-            if side is None:
-                self.e = self._carrier(1).advance(self.e, j, end, taps=adds)
-            else:                      # e on its own stream, beside psi's next piece
-                main = xp.cuda.get_current_stream()
-                side.wait_event(main.record())
-                with side:
-                    self.e = self._carrier(1).advance(self.e, j, end, taps=adds)
-                held.append((side.record(), Ls))
-                if len(held) > 2:      # its memory reused by psi's stream only after e read it
-                    main.wait_event(held.popleft()[0])
+            self.e = self._carrier(1).advance(
+                self.e, j, end, taps={k + 1: [functools.partial(_add_to, Ls[k - j])] for k in range(j, end)})
             self.substeps += end - j
             self.seconds += time.perf_counter() - t1
             j = end
-        if held:                       # e ready for the run's readers on psi's stream
-            xp.cuda.get_current_stream().wait_event(held[-1][0])
         return X
-
-    def _side_stream(self):
-        if self._side is None:
-            self._side = self.xp.cuda.Stream(non_blocking=True)
-        return self._side
 
     def step(self, psi, j):
         """psi(t_j + dt), e carried with it (fixed steps: :meth:`steps`' piece of one)."""
