@@ -160,9 +160,9 @@ class EstimatingStepper(Steps):
         piece, each L_k added after its step k (a tap).  atom_hhg on one H200: the estimate
         x3.4-3.7 the run without it a step at a time, x2.8 in pieces with an estimate a step
         (``time-error_h200x1_20261129T201452.json``, ``..._201420.json``), x2.2 with a
-        piece's estimates one block (``..._213620.json``).  e on a stream of its own,
-        beside psi's next piece, was tried: no gain that held over three calls (the
-        carrier's chain kernels and psi's did not overlap where measured).  The same psi as
+        piece's estimates one block (``..._214551.json``).  e on a stream of its own,
+        beside psi's next piece, was tried: the steps alone x1.4 against x1.9, but the runs
+        with their sinks the same (``estimate_split_h200x1_20261129T2145.txt``): not kept.  The same psi as
         :meth:`step`'s; e to rounding (a block's products round otherwise than a vector's)."""
         if self.control:
             return super().steps(X, j0, j1, taps)
