@@ -2102,3 +2102,34 @@ def test_local_errors_of_a_block_of_steps_on_a_gpu(kind, gauge):
         assert np.linalg.norm(one - want[k]) <= 1e-12 * scale, k
     assert np.linalg.norm(got2[::-1] - LocalError(cfg, np).block(U[::-1].copy(), j0, dt)[::-1]) \
         <= 1e-12 * np.linalg.norm(want)
+
+
+@pytest.mark.gpu
+def test_adaptive_steps_on_a_gpu_by_blocks_equal_a_step_at_a_time_and_the_cpu():
+    """Adaptive steps (time.tolerance) on a GPU: a dt's n steps with their local errors as
+    one block (EstimatingStepper._interval_block: the block's graph) against a step at a time
+    (_interval_steps: the one-kernel estimate): psi bit for bit, e within 1e-6 of its size +
+    1e-15; and a whole adaptive run against the CPU's: the same steps taken, psi to 1e-9,
+    the stated error to 1e-6 of itself."""
+    import tdse
+    import tdse.numerics.adaptive as ad
+    from benchmarks import drives
+    from tdse.config import with_values
+    rng = np.random.default_rng()
+    cfg = with_values(drives.make("laser", rng), [("time.dt", 1.0), ("time.tolerance", 1e-6)])
+    plan = tdse.prepare(cfg, backend="cupy")
+    a, b = (ad.EstimatingStepper(cfg, plan.stepper, cp, control=True) for _ in range(2))
+    psi = cp.asarray(plan.psi0, dtype=complex)
+    for st in (a, b):
+        st.tau = 1.0
+    for j, n in ((0, 3), (7, 8), (20, 5)):
+        e0 = cp.asarray(1e-9 * (rng.standard_normal(psi.size) + 1j * rng.standard_normal(psi.size)))
+        p1, e1, ok1 = a._interval_block(psi, e0, j, n)
+        p2, e2, ok2 = b._interval_steps(psi, e0, j, n)
+        assert ok1 and ok2 and bool(cp.array_equal(p1, p2))
+        assert float(cp.linalg.norm(e1 - e2)) <= 1e-6 * float(cp.linalg.norm(e2)) + 1e-15
+        psi = p1
+    gpu, cpu = tdse.simulate(cfg, backend="cupy"), tdse.simulate(cfg, backend="numpy")
+    assert gpu.time_error["steps_taken"] == cpu.time_error["steps_taken"]
+    assert float(np.abs(np.asarray(gpu.psi[-1]) - np.asarray(cpu.psi[-1])).max()) < 1e-9
+    assert gpu.time_error["error_at_t_end"] == pytest.approx(cpu.time_error["error_at_t_end"], rel=1e-6)

@@ -305,6 +305,35 @@ def test_adaptive_steps_meet_the_tolerance_and_land_on_output_times():
     assert 50 < d["snapshots/steps_taken"][-1] == te["steps_taken"] < 0.8 * 50 / hmin.min()
 
 
+def test_an_adaptive_dts_steps_as_one_block_equal_a_step_at_a_time():
+    """EstimatingStepper._interval_block (a dt's n steps of psi first, their local errors as
+    one block, then checked and carried) against _interval_steps (each estimate made and
+    checked before its step): psi bit for bit, e within 1e-6 of its size + 1e-15 (the
+    block's products round otherwise), the same steps counted; a dt whose share of the
+    tolerance is below its estimates rejected by both, e left as it was."""
+    import tdse.numerics.adaptive as ad
+    rng = np.random.default_rng()
+    c = _adaptive(with_values(_config("laser", rng), [("time.dt", 1.0)]), 1e-6)
+    plan = tdse.prepare(c, backend="numpy")
+    a, b = (ad.EstimatingStepper(c, plan.stepper, np, control=True) for _ in range(2))
+    psi = np.asarray(plan.psi0, dtype=complex)
+    for st in (a, b):
+        st.tau = 1.0
+    for j, n in ((0, 3), (7, 8), (20, 5)):       # (the pulse's rise and its peak)
+        e0 = 1e-9 * (rng.standard_normal(psi.size) + 1j * rng.standard_normal(psi.size))
+        p1, e1, ok1 = a._interval_block(psi, e0, j, n)
+        p2, e2, ok2 = b._interval_steps(psi, e0, j, n)
+        assert ok1 and ok2 and np.array_equal(p1, p2)
+        assert np.linalg.norm(e1 - e2) <= 1e-6 * np.linalg.norm(e2) + 1e-15
+        psi = p1
+    assert a.substeps == b.substeps == 16
+    for st in (a, b):
+        st.tau = 0.0
+    e0 = np.ones_like(psi)
+    for got in (a._interval_block(psi, e0, 30, 4), b._interval_steps(psi, e0, 30, 4)):
+        assert got[1] is e0 and got[2] is False
+
+
 def test_fixed_steps_stay_the_default_and_dt_min_stops_with_one_line():
     from tdse.numerics.adaptive import StepTooSmall
     rng = np.random.default_rng()
