@@ -162,7 +162,9 @@ class EstimatingStepper(Steps):
         (``time-error_h200x1_20261129T201452.json``, ``..._201420.json``), x2.2 with a
         piece's estimates one block (``..._214551.json``).  e on a stream of its own,
         beside psi's next piece, was tried: the steps alone x1.4 against x1.9, but the runs
-        with their sinks the same (``estimate_split_h200x1_20261129T2145.txt``): not kept.  The same psi as
+        with their sinks the same (``estimate_split_h200x1_20261129T2145.txt``): this method
+        waited for e at its end, and a run's advance between two save points is mostly one
+        piece, so nothing overlapped there; not kept.  The same psi as
         :meth:`step`'s; e to rounding (a block's products round otherwise than a vector's)."""
         if self.control:
             return super().steps(X, j0, j1, taps)
