@@ -305,6 +305,34 @@ def test_adaptive_steps_meet_the_tolerance_and_land_on_output_times():
     assert 50 < d["snapshots/steps_taken"][-1] == te["steps_taken"] < 0.8 * 50 / hmin.min()
 
 
+def test_a_large_ns_estimate_keeps_long_pieces(monkeypatch):
+    """Where the letters' chunk is one step (a large N: LETTERS_CHUNK_BYTES), the pieces
+    stay PIECE_STEPS long with an estimate a step (a piece of one step each had copied psi
+    into and out of a GPU's graphs every step), and give the block path's psi bit for bit
+    and its e to rounding; with chunks of many steps the pieces end at the chunks'
+    multiples and the estimates are blocks."""
+    import tdse.numerics.adaptive as ad
+    import tdse.numerics.local_error as le
+    cfg = drives.make("fast", np.random.default_rng())
+    plan = tdse.prepare(cfg, backend="numpy")
+    psi = np.asarray(plan.psi0, dtype=complex)
+    runs = {}
+    for chunk in (1, le.LETTERS_CHUNK):
+        monkeypatch.setattr(le, "LETTERS_CHUNK", chunk)
+        st = ad.EstimatingStepper(cfg, plan.stepper, np)
+        spans, blocks = [], []
+        advance, block = st.base.advance, st.local.block
+        st.base.advance = lambda X, j0, j1, **kw: (spans.append((j0, j1)), advance(X, j0, j1, **kw))[1]
+        st.local.block = lambda U, j0, dt: (blocks.append(len(U)), block(U, j0, dt))[1]
+        runs[chunk] = (st.advance(psi, 10, 150), st.e, spans, blocks)
+    _, _, spans, blocks = runs[1]
+    assert spans == [(10, 74), (74, 138), (138, 150)] and blocks == []
+    _, _, spans, blocks = runs[le.LETTERS_CHUNK]
+    assert spans == [(10, 64), (64, 128), (128, 150)] and blocks == [54, 64, 22]
+    assert np.array_equal(runs[1][0], runs[le.LETTERS_CHUNK][0])
+    assert np.linalg.norm(runs[1][1] - runs[le.LETTERS_CHUNK][1]) <= 1e-6 * np.linalg.norm(runs[1][1]) + 1e-15
+
+
 def test_an_adaptive_dts_steps_as_one_block_equal_a_step_at_a_time():
     """EstimatingStepper._interval_block (a dt's n steps of psi first, their local errors as
     one block, then checked and carried) against _interval_steps (each estimate made and

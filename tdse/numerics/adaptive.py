@@ -174,9 +174,13 @@ class EstimatingStepper(Steps):
         piece = max(1, min(PIECE_STEPS, PIECE_BYTES // (16 * X.size)))
         block = X.ndim == 1 and type(self.local) is LocalError     # (a run's psi, not a batch)
         if block:                      # (pieces within one chunk of the letters: a slice of it)
-            piece = min(piece, self.local.chunk_steps)
+            most = min(piece, self.local.chunk_steps)
             if xp is np:
-                piece = max(1, min(piece, HOST_BLOCK_BYTES // (16 * X.size)))
+                most = min(most, HOST_BLOCK_BYTES // (16 * X.size))
+            # a block of one step is the one-step estimate; a large N (letters' chunks of
+            # one step) keeps long pieces with an estimate a step, not pieces of one
+            block = most > 1
+            piece = most if block else piece
         j = j0
         while j < j1:
             end = min(j1, (j // piece + 1) * piece if block else j + piece)
