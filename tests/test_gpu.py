@@ -2109,8 +2109,10 @@ def test_adaptive_steps_on_a_gpu_by_blocks_equal_a_step_at_a_time_and_the_cpu():
     """Adaptive steps (time.tolerance) on a GPU: a dt's n steps with their local errors as
     one block (EstimatingStepper._interval_block: the block's graph) against a step at a time
     (_interval_steps: the one-kernel estimate): psi bit for bit, e within 1e-6 of its size +
-    1e-15; and a whole adaptive run against the CPU's: the same steps taken, psi to 1e-9,
-    the stated error to 1e-6 of itself."""
+    1e-15; and a whole adaptive run against the CPU's: each stated error within the
+    tolerance; the same steps taken (psi to 1e-9, the stated error to 1e-6 of itself), or,
+    where an estimate at a step choice's threshold rounded the other way, steps within 5 %
+    and psi within twice the tolerance."""
     import tdse
     import tdse.numerics.adaptive as ad
     from benchmarks import drives
@@ -2130,6 +2132,12 @@ def test_adaptive_steps_on_a_gpu_by_blocks_equal_a_step_at_a_time_and_the_cpu():
         assert float(cp.linalg.norm(e1 - e2)) <= 1e-6 * float(cp.linalg.norm(e2)) + 1e-15
         psi = p1
     gpu, cpu = tdse.simulate(cfg, backend="cupy"), tdse.simulate(cfg, backend="numpy")
-    assert gpu.time_error["steps_taken"] == cpu.time_error["steps_taken"]
-    assert float(np.abs(np.asarray(gpu.psi[-1]) - np.asarray(cpu.psi[-1])).max()) < 1e-9
-    assert gpu.time_error["error_at_t_end"] == pytest.approx(cpu.time_error["error_at_t_end"], rel=1e-6)
+    diff = float(np.abs(np.asarray(gpu.psi[-1]) - np.asarray(cpu.psi[-1])).max())
+    for res in (gpu, cpu):
+        assert res.time_error["error_at_t_end"] <= 1e-6
+    if gpu.time_error["steps_taken"] == cpu.time_error["steps_taken"]:   # (the usual case)
+        assert diff < 1e-9
+        assert gpu.time_error["error_at_t_end"] == pytest.approx(cpu.time_error["error_at_t_end"], rel=1e-6)
+    else:       # an estimate at a step choice's threshold rounded the other way: both within it
+        assert abs(gpu.time_error["steps_taken"] - cpu.time_error["steps_taken"]) <= 0.05 * cpu.time_error["steps_taken"]
+        assert diff < 2e-6
