@@ -51,10 +51,6 @@ TRANSPORT_TOLERANCE = 1e-6
 #: step's chunk of steps; 64 MB of the host's or the device's memory)
 PIECE_STEPS = 64
 PIECE_BYTES = 64 << 20
-#: ... and on the host, where the words of a piece are made as one block
-#: (:meth:`LocalError.block`), at most HOST_BLOCK_BYTES a vector of the block (a choice: a
-#: block that stays in a core's cache)
-HOST_BLOCK_BYTES = 2 << 20
 
 
 def _add_to(L, Y):
@@ -114,7 +110,7 @@ class EstimatingStepper(Steps):
         self.seconds = 0.0             # the estimates and the carrying (host clock)
         self.substeps, self.rejected, self.h_min = 0, 0, T.dt
         self.context_switch_seconds = 0.0
-        self._U = None                 # psi before each step of a piece (steps)
+        self._U = None                 # psi before each step of a piece or a dt (_psi_rows)
 
     # the loop's and the driver's view of a stepper ------------------------------------
     @property
@@ -171,24 +167,15 @@ class EstimatingStepper(Steps):
         if self.e is None:
             self.e = self.xp.zeros_like(X)
         xp, dt = self.xp, self.config.time.dt
-        piece = max(1, min(PIECE_STEPS, PIECE_BYTES // (16 * X.size)))
-        block = X.ndim == 1 and type(self.local) is LocalError     # (a run's psi, not a batch)
-        if block:                      # (pieces within one chunk of the letters: a slice of it)
-            most = min(piece, self.local.chunk_steps)
-            if xp is np:
-                most = min(most, HOST_BLOCK_BYTES // (16 * X.size))
-            # a block of one step is the one-step estimate; a large N (letters' chunks of
-            # one step) keeps long pieces with an estimate a step, not pieces of one
-            block = most > 1
-            piece = most if block else piece
+        most = self._block_most(X)
+        block = most > 1
+        piece = most if block else max(1, min(PIECE_STEPS, PIECE_BYTES // (16 * X.size)))
         j = j0
         while j < j1:
             end = min(j1, (j // piece + 1) * piece if block else j + piece)
             own = {k: list(v) for k, v in (taps or {}).items() if j < k <= end}
             if block:                  # psi before each step kept, the estimates made at once
-                if self._U is None or self._U.shape != (piece, X.size):
-                    self._U = xp.empty((piece, X.size), dtype=np.complex128)
-                U = self._U
+                U = self._psi_rows(X)
                 U[0] = X
                 for k in range(j + 1, end):
                     own.setdefault(k, []).append(U[k - j])
@@ -272,11 +259,29 @@ class EstimatingStepper(Steps):
         self.seconds += time.perf_counter() - t0
         return n
 
+    def _block_most(self, X):
+        """The most steps whose local errors are made as one block (:meth:`LocalError.block`)
+        for X: a run's psi, :data:`PIECE_STEPS` within one chunk of the letters
+        (:attr:`LocalError.chunk_steps`, so that a piece's letters are one slice of it); 0 for a scan's batch, and where a
+        chunk is one step (a large N: a block of one is the one-step estimate, and pieces
+        of one step each had copied psi into and out of a GPU's graphs every step)."""
+        if X.ndim != 1 or type(self.local) is not LocalError:
+            return 0
+        most = min(PIECE_STEPS, self.local.chunk_steps)
+        return most if most > 1 else 0
+
+    def _psi_rows(self, X):
+        """The block that holds psi before each step of a piece or a dt (:meth:`_block_most`
+        rows), made once: a GPU's graphs fill the rows of one block in their own launch."""
+        if self._U is None or self._U.shape[1] != X.size:
+            self._U = self.xp.empty((self._block_most(X), X.size), dtype=np.complex128)
+        return self._U
+
     def _interval(self, psi, e, j, n):
         """The dt from step j in n steps: (psi, e, accepted) -- a run's psi in 2 to
-        :attr:`LocalError.chunk_steps` steps by :meth:`_interval_block`, else a step at a
-        time (:meth:`_interval_steps`)."""
-        if psi.ndim == 1 and type(self.local) is LocalError and 1 < n <= self.local.chunk_steps:
+        :meth:`_block_most` steps by :meth:`_interval_block`, else a step at a time
+        (:meth:`_interval_steps`)."""
+        if 1 < n <= self._block_most(psi):
             return self._interval_block(psi, e, j, n)
         return self._interval_steps(psi, e, j, n)
 
@@ -287,11 +292,11 @@ class EstimatingStepper(Steps):
         share, carried into e (a rejected dt's steps are all taken before it is known:
         rejections are rare where measured, 0 of 777 steps)."""
         xp, h, k0 = self.xp, self.config.time.dt / n, j * n
-        U = xp.empty((n, psi.size), dtype=np.complex128)
+        U = self._psi_rows(psi)
         U[0] = psi
         out = self._stepper(n).advance(psi, k0, k0 + n, taps={k0 + i: [U[i]] for i in range(1, n)})
         t0 = time.perf_counter()
-        Ls = self.local.block(U, k0, h)
+        Ls = self.local.block(U[:n], k0, h)
         norms = xp.sqrt(xp.sum(xp.abs(Ls) ** 2, axis=1) * self.config.grid.dx)
         if float(norms.max()) > REJECT * self.tau * h:
             self.seconds += time.perf_counter() - t0

@@ -440,8 +440,6 @@ class LocalError:
         product with H is one product of the block (a GEMM for the DVR, one band kernel or
         sparse product for a stencil), so an estimate costs a step a few elementwise passes
         over its column, not a launch or a NumPy call per word."""
-        from ..model.hamiltonian import BlockOperator
-        from ..model.momentum import BlockMomentum
         xp, S = self.xp, U.shape[0]
         if S == 1:                          # (one step: a block's set-up is not worth it)
             return self.vector(U[0], j0 * dt, dt, j0)[None]
@@ -456,20 +454,26 @@ class LocalError:
                 self._block_up = PinnedUpload(xp, ring=2)
             self._block_up.put(der.ravel())
             der = self._block_up.dev[:der.size].reshape(der.shape)
-        X = xp.ascontiguousarray(U.T)
-        H = BlockOperator(self.config.grid, 1.0, der[0], xp, a=A[:, 0] if velocity else None)
-        if velocity:
-            p, a = BlockMomentum(self.config.grid, xp), xp.asarray(A.T)[:, None, :]   # (P, 1, S)
-
-            def letter(k, Y):
-                return der[k] * Y + a[k] * p(Y)
-        else:
-            def letter(k, Y):
-                return der[k] * Y
-        W = None if self.W is None else self.W[:, None]
-        parts = self._apply(X, dt, H, letter, W, diagonal=not velocity)
+        parts = self._columns(xp.ascontiguousarray(U.T), dt, der, list(A.T) if velocity else None,
+                              None if self.W is None else self.W[:, None])
         L = parts[0][1] if len(parts) == 1 else sum(v for _, v in parts)
         return xp.ascontiguousarray(L.T)
+
+    def _columns(self, u, dt, der, A, W):
+        """:meth:`_apply` on an N x B block whose columns have their own letters: ``der`` the
+        d^k V / dt^k (each N x B), ``A`` the velocity gauge's d^k A / dt^k (each (B,), host)
+        or None (the length gauge), ``W`` the absorber's -W (N x B or N x 1) or None; H = T +
+        V as one :class:`~tdse.model.hamiltonian.BlockOperator` (a scan's members, a run's
+        steps: :meth:`block`)."""
+        from ..model.hamiltonian import BlockOperator
+        from ..model.momentum import BlockMomentum
+        xp, grid = self.xp, self.config.grid
+        H = BlockOperator(grid, 1.0, der[0], xp, a=None if A is None else A[0])
+        if A is None:
+            return self._apply(u, dt, H, lambda k, X: der[k] * X, W)
+        p = BlockMomentum(grid, xp)
+        a = [xp.asarray(v)[None, :] for v in A]
+        return self._apply(u, dt, H, lambda k, X: der[k] * X + a[k] * p(X), W, diagonal=False)
 
     def _block_graph(self, U, vals, dt):
         """:meth:`block` on a GPU in the length gauge: the words' products as one CUDA graph
@@ -559,12 +563,4 @@ class BatchLocalError(LocalError):
             g["D"][k] = d
 
     def _parts(self, u, t, dt, der, A):
-        from ..model.hamiltonian import BlockOperator
-        from ..model.momentum import BlockMomentum
-        xp, grid = self.xp, self.config.grid
-        H = BlockOperator(grid, 1.0, der[0], xp, a=None if A is None else A[0])
-        if A is None:
-            return self._apply(u, dt, H, lambda k, X: der[k] * X, self.W)
-        p = BlockMomentum(grid, xp)
-        a = [xp.asarray(v)[None, :] for v in A]
-        return self._apply(u, dt, H, lambda k, X: der[k] * X + a[k] * p(X), self.W, diagonal=False)
+        return self._columns(u, dt, der, A, self.W)

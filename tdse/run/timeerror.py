@@ -53,7 +53,7 @@ import time
 
 import numpy as np
 
-from mgemm.arrays import is_device_array, to_host
+from mgemm.arrays import to_host
 
 from ..config import Config
 from ..numerics import schemes
@@ -339,10 +339,10 @@ class LocalEstimate(Sink):
                 return {"time_error": e, "time_error_populations": ep}
             # the stated error made from the snapshot's own copies of psi and e when it is
             # written (on a GPU after their copies ran: no wait for the steps queued, where a
-            # copy here had waited at every snapshot; e copied, as it goes on in place)
-            device = is_device_array(st.e)
+            # copy here had waited at every snapshot; e copied where it lives, as it goes on
+            # in place)
             self.snapshots.row_extras.update(time_error=row, steps_taken=st.substeps, step_min=st.h_min)
-            self.snapshots.resume_extras["error_vector"] = st.e.copy() if device else to_host(st.e)
+            self.snapshots.resume_extras["error_vector"] = st.e.copy()
             self.snapshots.resume_extras["step_counts"] = np.array([st.n, st.substeps, st.rejected])
         st.h_min = cfg.time.dt              # the smallest step since this snapshot, next
 
