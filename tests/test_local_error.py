@@ -509,11 +509,12 @@ def test_estimating_steps_over_a_range_equal_a_step_at_a_time(kind):
     that cancel to far below their size (on the laser's quiet start by 1e-5 and more), so
     their rounding is relative to the words (1e-15 of psi, normalised), not to e."""
     import tdse.numerics.adaptive as ad
+    from tdse.numerics.carrier import carrier
     cfg = drives.make(kind, np.random.default_rng())
     plan = tdse.prepare(cfg, backend="numpy")
     psi0 = np.asarray(plan.psi0, dtype=complex)
     one, many = (ad.EstimatingStepper(cfg, plan.stepper, np) for _ in range(2))
-    dt, base, carry = cfg.time.dt, plan.stepper(), plan.stepper(ad.transport_config(cfg))
+    dt, base, carry = cfg.time.dt, plan.stepper(), carrier(plan.stepper(ad.transport_config(cfg)))
     X, e = psi0, np.zeros_like(psi0)
     for j in range(0, 150):
         L = one.local.vector(X, j * dt, dt, j)

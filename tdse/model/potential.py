@@ -167,13 +167,14 @@ def coulomb_force(Z, X, a, x):
     return Z * r / (r * r + a) ** 1.5
 
 
-def total(potential, x, t, xp=np):
+def total(potential, x, t, xp=np, molecule=None):
     """V(x, t) including the field's x E(t) in the length gauge (the molecule alone:
     :func:`soft_core`; in the velocity gauge the field is in H's A(t) p instead); any
-    kind (:func:`of`), the soft-core's operations here."""
+    kind (:func:`of`), the soft-core's operations here.  ``molecule``: :func:`soft_core`'s
+    values at ``x`` kept by the caller where no centre moves (the same bits; not written to)."""
     if potential.V:
         return of(potential).values(x, t, xp)
-    v = soft_core(potential, x, t, xp)
+    v = soft_core(potential, x, t, xp) if molecule is None else molecule
     if potential.field is not None:
         e = dipole_field(potential.field, t)
         if e:

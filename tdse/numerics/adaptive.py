@@ -30,6 +30,7 @@ import time
 
 import numpy as np
 
+from .carrier import carrier
 from .local_error import LocalError
 from .propagators import Steps
 
@@ -136,7 +137,8 @@ class EstimatingStepper(Steps):
 
     def _carrier(self, n):
         if n not in self._carry:
-            self._carry[n] = self.make(transport_config(_at_step(self.config, self.config.time.dt / n)))
+            self._carry[n] = carrier(self.make(transport_config(_at_step(self.config, self.config.time.dt / n))),
+                                     self.xp)
         return self._carry[n]
 
     def _norm(self, parts, scale=1.0):

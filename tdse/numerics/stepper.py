@@ -15,7 +15,7 @@ import numpy as np
 from ..config import Config
 from ..model.field import dipole_field, vector_potential, velocity_gauge
 from ..model.grid import points
-from ..model.potential import total
+from ..model.potential import soft_core, total
 from ..model.states import DTYPE
 from . import exponentials, propagators, schemes
 
@@ -57,6 +57,7 @@ class Stepper(propagators.Steps):
         self.method = cls(config, plan, xp, gemm_opts, self.layout)
         self.static = not config.time_dependent
         self._factors = None          # the factors of a time-independent H
+        self._molecule = None         # the molecule's V where no centre moves (generators)
         # how its steps run on this backend: the registry's one choice (on a GPU a step of
         # psi one CUDA graph launch where the method allows)
         self.propagator = propagators.make(self)
@@ -80,7 +81,9 @@ class Stepper(propagators.Steps):
         t = 0.0 if self.static else j * dt
         pot = self.config.potential
         times = self.scheme.times(t, dt)
-        V = [total(pot, self.x_host, tj) for tj in times]
+        if self._molecule is None and not (pot.V or pot.molecule_moves):
+            self._molecule = soft_core(pot, self.x_host, 0.0)     # (the same bits every step)
+        V = [total(pot, self.x_host, tj, molecule=self._molecule) for tj in times]
         A = [0.0] * len(times)
         if velocity_gauge(pot.field):              # (one call for the step's times)
             A = [float(a) for a in vector_potential(pot.field, np.asarray(times, dtype=np.float64))]

@@ -1,0 +1,118 @@
+"""The step that carries a run's error e: e_(j+1) = S_j e_j + L_j
+(:class:`tdse.numerics.adaptive.EstimatingStepper`; Kormann, Holmgren & Karlsson, Uppsala
+TR 2009-021: the global error is the sum of the local ones, each propagated to t).  e needs
+a few digits of S_j, not the run's: the stated error is 2 ||e||.
+
+:class:`SplitCarrier` (the length gauge, on the CPU) takes S_j as the Strang splitting of the
+midpoint generator G = s T + diag(v), v = V(x, t_j + h/2):
+
+    S_j e = D Q exp(-i h s diag(tau)) Q D e,   D = exp(-i h v / 2) exp(-h s W / 2)
+
+(W the absorber, as the Chebyshev step's masks), Q the orthonormal sine transform (DST-I,
+its own inverse; applied as one FFT of the odd extension of 2N + 2 points and its inverse)
+and tau the kinetic symbol at the sine basis' wave numbers k_m = pi m / (N + 1),
+m = 1..N (:func:`sine_symbol`).  Q diag(tau) Q is the 3-point T exactly (Dirichlet walls:
+the walls the run's T has); for the 5-point T it differs in the two corner entries (the
+ghost point -psi_1 against the run's 0); for the DVR it is the sine-DVR's kinetic energy (a
+box of hard walls; the run's is the sinc-DVR's section, Colbert & Miller 1992), the same
+symbol k^2 / (2 dx^2).  The step is unitary (with W = 0); its error is the splitting's,
+O(h^3) a step (Strang), and near the walls the kinetic energy's.  Measured against the
+Chebyshev midpoint carrier at 1e-6 (:func:`tdse.numerics.adaptive.transport_config`) on the
+four random drives of :mod:`benchmarks.drives` (5 seeds x cfm4 / midpoint, 40 runs):
+stated / true the same to 1 % but two DVR runs (ramped cfm4: 3.13 -> 3.82, 2.06 -> 2.16);
+each within 1-10x (``benchmarks/results/split_carrier_cpu2_20261129T2330.txt``).
+
+Its cost is two FFTs of 2N + 2 points and four diagonal products a step, where the
+Chebyshev carrier applies H ~9 times (atom_hhg: ~0.4 of a cfm4 step of 2 x 11 terms).  On
+a GPU the Chebyshev carrier stays: its step is one graph launch (the split step's FFTs
+and products ~8 launches from Python).  The velocity gauge keeps it too (p is not
+diagonal in the sine basis).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..model.absorber import absorber_profile
+from ..model.field import velocity_gauge
+from ..model.grid import points
+from .propagators import Steps, each_step
+
+__all__ = ["SplitCarrier", "sine_symbol", "carrier"]
+
+
+def sine_symbol(grid) -> np.ndarray:
+    """The kinetic symbol (hartree) at k_m = pi m / (N + 1), m = 1..N: T's eigenvalues
+    for the 3-point stencil with Dirichlet walls (module docstring)."""
+    k = np.pi * np.arange(1, grid.n + 1) / (grid.n + 1)
+    h2 = grid.dx * grid.dx
+    if grid.stencil == 3:
+        return (1.0 - np.cos(k)) / h2
+    if grid.stencil == 5:
+        return (30.0 - 32.0 * np.cos(k) + 2.0 * np.cos(2.0 * k)) / (24.0 * h2)
+    return k * k / (2.0 * h2)
+
+
+class SplitCarrier(Steps):
+    """The carrier's step by Strang splitting (module docstring) with the generators of
+    ``stepper`` (a :class:`~tdse.numerics.stepper.Stepper` or a scan's
+    :class:`~tdse.numerics.stepper.BatchStepper` at the midpoint scheme: one generator a
+    step, the members' potentials N x B)."""
+
+    def __init__(self, stepper, xp=np):
+        self.stepper, self.xp = stepper, xp
+        cfg = stepper.config
+        self.h, self.n = cfg.time.dt, cfg.grid.n
+        self.tau = sine_symbol(cfg.grid)
+        W = stepper.W if hasattr(stepper, "W") else \
+            (None if cfg.hermitian else absorber_profile(cfg, points(cfg.grid)))
+        self.W = None if W is None else xp.asarray(W)
+        self._phases = {}
+        # SciPy's FFT on the host (2N + 2 = 1002 points: 38 against NumPy's 57 us), the
+        # array module's own on a device
+        import importlib
+        self._fft = importlib.import_module("scipy.fft" if xp is np else "cupyx.scipy.fft")
+
+    def _kinetic(self, s, ndim):
+        """exp(-i h s tau) on the odd extension's 2N + 2 frequencies (even in k: an odd
+        vector stays odd), as a column for a block."""
+        key = (s, ndim)
+        if key not in self._phases:
+            p = np.exp(-1j * self.h * s * self.tau)
+            ext = np.concatenate([[1.0], p, [1.0], p[::-1]])
+            self._phases[key] = self.xp.asarray(ext if ndim == 1 else ext[:, None])
+        return self._phases[key]
+
+    def step(self, X, j: int):
+        xp, n, h = self.xp, self.n, self.h
+        (s, v, *_), = self.stepper.generators(j)
+        d = xp.asarray(v) * (-0.5j * h)
+        if self.W is not None:
+            d = d - (0.5 * h * s) * self.W
+        d = xp.exp(d)
+        if d.ndim < X.ndim:
+            d = d[:, None]
+        y = xp.zeros((2 * n + 2,) + X.shape[1:], dtype=np.complex128)
+        y[1:n + 1] = X * d
+        y[n + 2:] = -y[n:0:-1]
+        fft = self._fft
+        y = fft.ifft(fft.fft(y, axis=0, overwrite_x=True) * self._kinetic(s, X.ndim), axis=0,
+                     overwrite_x=True)
+        Y = y[1:n + 1]
+        Y *= d
+        return Y
+
+    def steps(self, X, j0: int, j1: int, taps=None):
+        return each_step(self.step, X, j0, j1, taps)
+
+
+def carrier(stepper, xp=np):
+    """The carrier for ``stepper`` (the Chebyshev midpoint step of
+    :func:`~tdse.numerics.adaptive.transport_config`): :class:`SplitCarrier` on the host in the
+    length gauge, else ``stepper`` itself (module docstring)."""
+    cfg = stepper.config
+    if xp is not np or velocity_gauge(cfg.potential.field) or \
+            getattr(getattr(stepper, "potential", None), "velocity", False):
+        return stepper
+    return SplitCarrier(stepper, xp)
