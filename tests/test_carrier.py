@@ -90,7 +90,8 @@ def test_the_stated_error_by_the_split_carrier_is_the_chebyshev_carriers(kind, m
     Chebyshev midpoint step at 1e-6 (the carrier before): within 30 % (measured 0-22 % on
     40 draws of the four drives, the largest on the DVR's ramped drive)."""
     cfg = drives.make(kind, np.random.default_rng())
-    split = tdse.simulate(cfg, backend="numpy").time_error["error_at_t_end"]
+    split = tdse.simulate(cfg, backend="numpy").time_error
     monkeypatch.setattr(adaptive, "carrier", lambda st, xp=np: st)
-    cheb = tdse.simulate(cfg, backend="numpy").time_error["error_at_t_end"]
-    assert split == pytest.approx(cheb, rel=0.3)
+    cheb = tdse.simulate(cfg, backend="numpy").time_error
+    assert split["error_at_t_end"] == pytest.approx(cheb["error_at_t_end"], rel=0.3)
+    assert split["carried_by"].startswith("split") and cheb["carried_by"].startswith("midpoint")

@@ -54,6 +54,15 @@ def check(ngpu, placement, dtype, shape, tile, beta, complex_method="native", se
         assert mgemm.executors.get("cupy").last_schedule.method == "3m"
 
 
+@pytest.fixture
+def chebyshev_carrier(monkeypatch):
+    """The CPU's e carried as a GPU's is, by the Chebyshev midpoint step (the host's split
+    step, tdse.numerics.carrier, states the error within ~1-20 % of it: tests/test_carrier.py):
+    for the tests that hold a GPU's carried e or stated error to the CPU's at 1e-6."""
+    import tdse.numerics.adaptive as ad
+    monkeypatch.setattr(ad, "carrier", lambda st, xp=np: st)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
 @pytest.mark.parametrize("shape", SHAPES)
@@ -1643,6 +1652,7 @@ def test_the_local_estimate_as_a_graph_equals_the_launched_one(name, stencil, sc
     assert fast._graphs[(n,)]["words"] is not None and fast._graphs[(n, 3)]["words"] is None
 
 
+@pytest.mark.usefixtures("chebyshev_carrier")
 @pytest.mark.gpu
 @pytest.mark.parametrize("kind", ["abrupt", "laser"])
 def test_estimate_and_adaptive_steps_on_a_gpu_equal_the_cpus(kind):
@@ -1977,6 +1987,7 @@ def test_every_gpu_suite_runs_a_short_case(suite, tmp_path, monkeypatch):
     assert doc["kind"] == suite and doc["rows"] and doc["command"].startswith(f"python -m benchmarks {suite}")
 
 
+@pytest.mark.usefixtures("chebyshev_carrier")
 @pytest.mark.gpu
 @pytest.mark.parametrize("gauge", ["length", "velocity"])
 @pytest.mark.parametrize("tolerance", [None, 1e-6])
@@ -2042,6 +2053,7 @@ def test_a_batch_potentials_weighted_rows_in_one_launch_equal_the_hosts():
             assert float(np.abs(cp.asnumpy(g) - w).max()) <= 1e-12 * scale * np.abs(row).sum()
 
 
+@pytest.mark.usefixtures("chebyshev_carrier")
 @pytest.mark.gpu
 @pytest.mark.parametrize("kind", ["laser", "fast"])
 def test_estimating_steps_over_a_range_on_a_gpu_equal_a_step_at_a_time(kind):
@@ -2104,6 +2116,7 @@ def test_local_errors_of_a_block_of_steps_on_a_gpu(kind, gauge):
         <= 1e-12 * np.linalg.norm(want)
 
 
+@pytest.mark.usefixtures("chebyshev_carrier")
 @pytest.mark.gpu
 def test_adaptive_steps_on_a_gpu_by_blocks_equal_a_step_at_a_time_and_the_cpu():
     """Adaptive steps (time.tolerance) on a GPU: a dt's n steps with their local errors as

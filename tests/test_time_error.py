@@ -211,7 +211,7 @@ def test_each_estimates_summary_holds_what_the_run_did(kind):
         assert 0 < e["companion_seconds"] and 0 < e["companion_fraction"] < 50
     else:
         assert e["steps_taken"] == cfg.time.steps and e["rejected"] == 0 and e["tolerance"] is None
-        assert e["carried_by"] == "midpoint, tolerance 1e-06" and e["products_per_step"] > 0
+        assert e["carried_by"].startswith("split step") and e["products_per_step"] > 0   # (the host's)
         assert e["population_bound_at_t_end"] == pytest.approx(float((2 * np.sqrt(P) * E + E * E).max()), rel=1e-6)
         assert 0 < e["estimate_seconds"] and 0 < e["estimate_fraction"] < 50
 

@@ -211,7 +211,7 @@ def test_the_local_estimate_resumes_offers_at_snapshots_and_states_its_cost(plan
     xp = np
 
     def stepper():
-        return SimpleNamespace(local=SimpleNamespace(order=4, products=lambda: 7), xp=xp, e=None,
+        return SimpleNamespace(local=SimpleNamespace(order=4, products=lambda: 7), xp=xp, e=None, carried_by="c",
                                n=0, substeps=0, rejected=0, h_min=0.005, seconds=0.0)
 
     ev = random_state(64, rng) * 1e-8

@@ -5,7 +5,8 @@
 L_j (:class:`tdse.numerics.local_error.LocalError`) and carries the global error
 e_(j+1) = S_j e_j + L_j (the linearised error, the local errors each propagated to t:
 Kormann, Holmgren & Karlsson, Uppsala TR 2009-021) by a cheaper step
-(:func:`transport_config`).  The run states
+(:mod:`tdse.numerics.carrier`: a split step on the host; :func:`transport_config`'s midpoint
+Chebyshev step on a GPU).  The run states
 SAFETY ||e|| (:mod:`tdse.run.timeerror`).
 
 With ``time.tolerance`` (``control``) each dt is made of n = 1, 2, 3, 4, 6, 8, 12, ...
@@ -134,6 +135,13 @@ class EstimatingStepper(Steps):
         if n not in self._steps:
             self._steps[n] = self.make(_at_step(self.config, self.config.time.dt / n))
         return self._steps[n]
+
+    @property
+    def carried_by(self) -> str:
+        """What carries e (the run file's ``time_error`` attribute)."""
+        c = self._carrier(1)
+        return c.description if hasattr(c, "description") else \
+            f"midpoint, tolerance {c.config.propagator.tolerance:g}"
 
     def _carrier(self, n):
         if n not in self._carry:

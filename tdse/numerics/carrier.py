@@ -59,6 +59,7 @@ class SplitCarrier(Steps):
     ``stepper`` (a :class:`~tdse.numerics.stepper.Stepper` or a scan's
     :class:`~tdse.numerics.stepper.BatchStepper` at the midpoint scheme: one generator a
     step, the members' potentials N x B)."""
+    description = "split step (Strang; the kinetic energy by the sine transform)"
 
     def __init__(self, stepper, xp=np):
         self.stepper, self.xp = stepper, xp

@@ -7,9 +7,10 @@ asymptotically correct: within 10 % of the measured one at the tests' dt,
 ``tests/test_local_error.py``), carried along as the linearised global error
 e_(j+1) = S_j e_j + L_j (Kormann, Holmgren & Karlsson, Uppsala TR 2009-021: the global
 error is the sum of the local ones each propagated to t; no assumption of how they add --
-summed as norms they overstated it 6-80x, their phases cancel) by a midpoint Chebyshev
-step at 1e-6 (:func:`tdse.numerics.adaptive.transport_config`: e needs a few digits, and
-it is carried with an O(dt^2) relative error), in
+summed as norms they overstated it 6-80x, their phases cancel) by the carrier
+(:mod:`tdse.numerics.carrier`: on the host a split step, on a GPU and in the velocity gauge
+a midpoint Chebyshev step at 1e-6; e needs a few digits, and it is carried with an
+O(dt^2) relative error), in
 :class:`tdse.numerics.adaptive.EstimatingStepper`.  The stated error is SAFETY ||e||
 with e's global-phase part i Im<psi, e> psi / ||psi||^2 taken out (a phase is no error of
 the state), per snapshot and at t_end; the populations' P_n = |<phi_n|psi>|^2 by their
@@ -58,7 +59,6 @@ from mgemm.arrays import to_host
 from ..config import Config
 from ..numerics import schemes
 from ..numerics import adaptive
-from ..numerics.adaptive import transport_config
 from .loop import Sink, advance
 
 __all__ = ["TimeErrorEstimate", "CompanionEstimate", "LocalEstimate", "BatchEstimate",
@@ -354,7 +354,7 @@ class LocalEstimate(Sink):
         self.result = {
             "kind": "estimate", "scheme": cfg.propagator.scheme, "order": self.order,
             "dt": cfg.time.dt, "safety": SAFETY, "products_per_step": self.stepper.local.products(),
-            "carried_by": f"midpoint, tolerance {transport_config(cfg).propagator.tolerance:g}",
+            "carried_by": self.stepper.carried_by,
             "tolerance": cfg.time.tolerance, "steps_taken": self.stepper.substeps,
             "rejected": self.stepper.rejected, "t_end": cfg.time.t_end, **_summary(self.points),
             "population_bound_at_t_end": self.bound,
