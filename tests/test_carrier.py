@@ -62,6 +62,10 @@ def test_a_split_step_is_strangs_product_of_dense_exponentials(kind):
     K = scipy.linalg.expm(-1j * h * s * _sine_kinetic(cfg.grid))
     want = d * (K @ (d * e))
     assert np.linalg.norm(sc.step(e, j) - want) < 1e-12 * np.linalg.norm(e)
+    one = e                    # a range's D at once (total_many) against a step at a time
+    for k in range(j, j + 5):
+        one = sc.step(one, k)
+    assert np.linalg.norm(sc.advance(e, j, j + 5) - one) < 1e-13 * np.linalg.norm(e)
     if W.any():
         return
     errs = []

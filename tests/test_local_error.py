@@ -333,6 +333,30 @@ def test_a_large_ns_estimate_keeps_long_pieces(monkeypatch):
     assert np.linalg.norm(runs[1][1] - runs[le.LETTERS_CHUNK][1]) <= 1e-6 * np.linalg.norm(runs[1][1]) + 1e-15
 
 
+def test_a_piece_spans_the_calls_until_e_is_read():
+    """A run's save points every step (H(t)'s populations) with e read every 10 steps (its
+    snapshots): the steps' local errors are made as one block a piece of 10 (or to the
+    chunk's end), not a block of one a call, when e is read; psi bit for bit and e to
+    rounding against one call over the range."""
+    import tdse.numerics.adaptive as ad
+    cfg = drives.make("fast", np.random.default_rng())
+    plan = tdse.prepare(cfg, backend="numpy")
+    psi0 = np.asarray(plan.psi0, dtype=complex)
+    st, whole = ad.EstimatingStepper(cfg, plan.stepper, np), ad.EstimatingStepper(cfg, plan.stepper, np)
+    blocks, block = [], st.local.block
+    st.local.block = lambda U, j0, dt: (blocks.append((j0, len(U))), block(U, j0, dt))[1]
+    X, es = psi0, []
+    for j in range(0, 75):
+        X = st.advance(X, j, j + 1)
+        if (j + 1) % 10 == 0:
+            es.append(st.e.copy())
+    Y = whole.advance(psi0, 0, 75)
+    assert blocks == [(0, 10), (10, 10), (20, 10), (30, 10), (40, 10), (50, 10), (60, 4), (64, 6)]
+    assert np.array_equal(X, Y) and st.substeps == whole.substeps == 75
+    assert np.linalg.norm(st.e - whole.e) <= 1e-6 * np.linalg.norm(whole.e) + 1e-15
+    assert len(es) == 7 and all(np.linalg.norm(e) > 0 for e in es)
+
+
 def test_an_adaptive_dts_steps_as_one_block_equal_a_step_at_a_time():
     """EstimatingStepper._interval_block (a dt's n steps of psi first, their local errors as
     one block, then checked and carried) against _interval_steps (each estimate made and

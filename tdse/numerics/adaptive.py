@@ -99,7 +99,8 @@ class EstimatingStepper(Steps):
         self.scheme, self.static = self.base.scheme, self.base.static
         self.method = getattr(self.base, "method", None)       # (a batch has none)
         self._steps, self._carry = {1: self.base}, {}
-        self.n, self.e = 1, None
+        self.n, self._e = 1, None
+        self._pending = None           # [first, end) steps whose local errors are not yet made
         self._first = None             # the dt's first local error when _choose made it
         T = config.time
         self.budget = T.tolerance / SAFETY if control else math.inf
@@ -155,61 +156,100 @@ class EstimatingStepper(Steps):
         L = sum((scale ** n) * v for n, v in parts)
         return float(self.xp.sqrt(self.xp.sum(self.xp.abs(L) ** 2, axis=0) * self.config.grid.dx).max())
 
+    @property
+    def e(self):
+        """The carried error at the last step taken (a piece whose local errors are still
+        to be made, :meth:`steps`, is made first)."""
+        if self._pending is not None:
+            self._make_piece()
+        return self._e
+
+    @e.setter
+    def e(self, value):
+        self._pending, self._e = None, value
+
     def steps(self, X, j0, j1, taps=None):
         """``X`` stepped from ``j0`` to ``j1`` with e carried (fixed steps; adaptive ones a
         dt at a time, :meth:`step`), in pieces of at most :data:`PIECE_STEPS` (a run's psi:
-        within one chunk of the letters, :attr:`LocalError.chunk_steps`): psi by the run's
-        own steps over the piece (on a GPU its graphs' launches, as a run without the
-        estimate), psi before each step tapped into a block (:func:`~tdse.numerics.propagators.tap`),
-        the piece's local errors made at once from it (:meth:`LocalError.block`; a scan's
-        batch: each from a callable tap, a step at a time), then e by the carrier over the
-        piece, each L_k added after its step k (a tap).  atom_hhg on one H200: the estimate
-        x3.4-3.7 the run without it a step at a time, x2.8 in pieces with an estimate a step
-        (``time-error_h200x1_20261129T201452.json``, ``..._201420.json``), x2.2 with a
-        piece's estimates one block (``..._214551.json``).  e on a stream of its own,
-        beside psi's next piece, was tried: the steps alone x1.4 against x1.9, but the runs
-        with their sinks the same (``estimate_split_h200x1_20261129T2145.txt``): this method
-        waited for e at its end, and a run's advance between two save points is mostly one
-        piece, so nothing overlapped there; not kept.  The same psi as
-        :meth:`step`'s; e to rounding (a block's products round otherwise than a vector's)."""
+        one chunk of the letters, :attr:`LocalError.chunk_steps`, aligned to it): psi by
+        the run's own steps (on a GPU its graphs' launches, as a run without the estimate),
+        psi before each step tapped into a block (:func:`~tdse.numerics.propagators.tap`);
+        the piece's local errors are made at once from it (:meth:`LocalError.block`) and e
+        carried over it (each L_k added after its step k, a tap) when the piece is whole
+        or e is read (:attr:`e`: a snapshot's), so that a piece spans the calls of the
+        save points between (a run with H(t)'s populations every step and a snapshot every
+        10 steps: pieces of 10 steps, not of one).  A scan's batch: each local error from a
+        callable tap, a step at a time, e carried at the call's end.  atom_hhg on one
+        H200: x3.4-3.7 the run without the estimate a step at a time, x2.8 in pieces with
+        an estimate a step (``time-error_h200x1_20261129T201452.json``, ``..._201420.json``),
+        x2.2 with a piece's estimates one block (``..._214551.json``); e on a stream of its
+        own beside psi's next piece gained nothing in runs (the graphs' one-kernel
+        exponentials take the whole device; ``estimate_split_h200x1_20261129T2145.txt``).
+        The same psi as :meth:`step`'s; e to rounding (a block's products round otherwise
+        than a vector's)."""
         if self.control:
             return super().steps(X, j0, j1, taps)
-        if self.e is None:
-            self.e = self.xp.zeros_like(X)
-        xp, dt = self.xp, self.config.time.dt
+        if self._e is None:
+            self._e = self.xp.zeros_like(X)
         most = self._block_most(X)
-        block = most > 1
-        piece = most if block else max(1, min(PIECE_STEPS, PIECE_BYTES // (16 * X.size)))
+        if not most:
+            return self._steps_each(X, j0, j1, taps)
+        if self._pending is not None and self._pending[1] != j0:
+            self._make_piece()
         j = j0
         while j < j1:
-            end = min(j1, (j // piece + 1) * piece if block else j + piece)
+            if self._pending is None:
+                self._pending = [j, j]
+            start = self._pending[0]
+            end = min(j1, (start // most + 1) * most)
             own = {k: list(v) for k, v in (taps or {}).items() if j < k <= end}
-            if block:                  # psi before each step kept, the estimates made at once
-                U = self._psi_rows(X)
-                U[0] = X
-                for k in range(j + 1, end):
-                    own.setdefault(k, []).append(U[k - j])
-                X = self.base.advance(X, j, end, taps=own)
-                t0 = time.perf_counter()
-                Ls = self.local.block(U[:end - j], j, dt)
-                self.seconds += time.perf_counter() - t0
-            else:
-                t0 = time.perf_counter()
-                Ls = [self.local.vector(X, j * dt, dt, j)]
-                self.seconds += time.perf_counter() - t0
+            U = self._psi_rows(X)
+            U[j - start] = X               # psi before each step kept
+            for k in range(j + 1, end):
+                own.setdefault(k, []).append(U[k - start])
+            X = self.base.advance(X, j, end, taps=own)
+            self._pending[1] = end
+            self.substeps += end - j
+            if end % most == 0:            # a whole chunk: its estimates now
+                self._make_piece()
+            j = end
+        return X
 
-                def grab(k):
-                    def made(Y):              # psi(t_k), before step k
-                        t = time.perf_counter()
-                        Ls.append(self.local.vector(Y, k * dt, dt, k))
-                        self.seconds += time.perf_counter() - t
-                    return made
-                for k in range(j + 1, end):
-                    own.setdefault(k, []).append(grab(k))
-                X = self.base.advance(X, j, end, taps=own)
+    def _make_piece(self):
+        """The pending piece's local errors as one block, then e carried over it."""
+        start, end = self._pending
+        self._pending = None
+        dt = self.config.time.dt
+        t0 = time.perf_counter()
+        Ls = self.local.block(self._U[:end - start], start, dt)
+        self._e = self._carrier(1).advance(
+            self._e, start, end, taps={k + 1: [functools.partial(_add_to, Ls[k - start])] for k in range(start, end)})
+        self.seconds += time.perf_counter() - t0
+
+    def _steps_each(self, X, j0, j1, taps=None):
+        """:meth:`steps` for a scan's batch: each step's local error from a callable tap."""
+        dt = self.config.time.dt
+        piece = max(1, min(PIECE_STEPS, PIECE_BYTES // (16 * X.size)))
+        j = j0
+        while j < j1:
+            end = min(j1, j + piece)
+            own = {k: list(v) for k, v in (taps or {}).items() if j < k <= end}
+            t0 = time.perf_counter()
+            Ls = [self.local.vector(X, j * dt, dt, j)]
+            self.seconds += time.perf_counter() - t0
+
+            def grab(k):
+                def made(Y):              # psi(t_k), before step k
+                    t = time.perf_counter()
+                    Ls.append(self.local.vector(Y, k * dt, dt, k))
+                    self.seconds += time.perf_counter() - t
+                return made
+            for k in range(j + 1, end):
+                own.setdefault(k, []).append(grab(k))
+            X = self.base.advance(X, j, end, taps=own)
             t1 = time.perf_counter()
-            self.e = self._carrier(1).advance(
-                self.e, j, end, taps={k + 1: [functools.partial(_add_to, Ls[k - j])] for k in range(j, end)})
+            self._e = self._carrier(1).advance(
+                self._e, j, end, taps={k + 1: [functools.partial(_add_to, Ls[k - j])] for k in range(j, end)})
             self.substeps += end - j
             self.seconds += time.perf_counter() - t1
             j = end

@@ -37,7 +37,8 @@ import numpy as np
 from ..model.absorber import absorber_profile
 from ..model.field import velocity_gauge
 from ..model.grid import points
-from .propagators import Steps, each_step
+from ..model.potential import total_many
+from .propagators import Steps, each_step, tap
 
 __all__ = ["SplitCarrier", "sine_symbol", "carrier"]
 
@@ -85,18 +86,26 @@ class SplitCarrier(Steps):
             self._phases[key] = self.xp.asarray(ext if ndim == 1 else ext[:, None])
         return self._phases[key]
 
-    def step(self, X, j: int):
-        xp, n, h = self.xp, self.n, self.h
-        (s, v, *_), = self.stepper.generators(j)
-        d = xp.asarray(v) * (-0.5j * h)
+    def _halves(self, v, s):
+        """D = exp(-i h v / 2) exp(-h s W / 2) of potentials ``v`` (N, N x B, or S x N: a
+        row a step)."""
+        d = self.xp.asarray(v) * (-0.5j * self.h)
         if self.W is not None:
-            d = d - (0.5 * h * s) * self.W
-        d = xp.exp(d)
+            d = d - (0.5 * self.h * s) * (self.W if d.shape[0] == self.n else self.W[None, :])
+        return self.xp.exp(d)
+
+    def step(self, X, j: int, d=None):
+        """e one step on from step j (``d``: its D, else from the stepper's generator)."""
+        xp, n = self.xp, self.n
+        s = 1.0
+        if d is None:
+            (s, v, *_), = self.stepper.generators(j)
+            d = self._halves(v, s)
         if d.ndim < X.ndim:
             d = d[:, None]
         y = xp.zeros((2 * n + 2,) + X.shape[1:], dtype=np.complex128)
-        y[1:n + 1] = X * d
-        y[n + 2:] = -y[n:0:-1]
+        xp.multiply(X, d, out=y[1:n + 1])
+        xp.negative(y[n:0:-1], out=y[n + 2:])
         fft = self._fft
         y = fft.ifft(fft.fft(y, axis=0, overwrite_x=True) * self._kinetic(s, X.ndim), axis=0,
                      overwrite_x=True)
@@ -105,7 +114,19 @@ class SplitCarrier(Steps):
         return Y
 
     def steps(self, X, j0: int, j1: int, taps=None):
-        return each_step(self.step, X, j0, j1, taps)
+        """e from step j0 to j1; a single run's D for all the steps at once (its potential
+        at their midpoints in one pass, :func:`~tdse.model.potential.total_many`)."""
+        st = self.stepper
+        if getattr(st, "x_host", None) is None or hasattr(st, "W") or j1 - j0 < 2:
+            return each_step(self.step, X, j0, j1, taps)
+        h = self.h
+        times = [st.scheme.times(j * h, h)[0] for j in range(j0, j1)]     # (the midpoint's)
+        D = self._halves(total_many(st.config.potential, st.x_host, times), 1.0)
+        for j in range(j0, j1):
+            X = self.step(X, j, D[j - j0])
+            if taps:
+                tap(taps, j + 1, X)
+        return X
 
 
 def carrier(stepper, xp=np):
