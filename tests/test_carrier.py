@@ -92,7 +92,7 @@ def test_the_velocity_gauge_and_a_gpu_keep_the_chebyshev_carrier():
 def test_the_stated_error_by_the_split_carrier_is_the_chebyshev_carriers(kind, monkeypatch):
     """The run's stated error at t_end with e carried by the split step against the
     Chebyshev midpoint step at 1e-6 (the carrier before): within 30 % (measured 0-22 % on
-    40 draws of the four drives, the largest on the DVR's ramped drive)."""
+    32 draws of the four drives, the largest on the DVR's ramped drive)."""
     cfg = drives.make(kind, np.random.default_rng())
     split = tdse.simulate(cfg, backend="numpy").time_error
     monkeypatch.setattr(adaptive, "carrier", lambda st, xp=np: st)

@@ -18,7 +18,7 @@ box of hard walls; the run's is the sinc-DVR's section, Colbert & Miller 1992), 
 symbol k^2 / (2 dx^2).  The step is unitary (with W = 0); its error is the splitting's,
 O(h^3) a step (Strang), and near the walls the kinetic energy's.  Measured against the
 Chebyshev midpoint carrier at 1e-6 (:func:`tdse.numerics.adaptive.transport_config`) on the
-four random drives of :mod:`benchmarks.drives` (5 seeds x cfm4 / midpoint, 40 runs):
+four random drives of :mod:`benchmarks.drives` (4 seeds x cfm4 / midpoint, 32 runs):
 stated / true the same to 1 % but two DVR runs (ramped cfm4: 3.13 -> 3.82, 2.06 -> 2.16);
 each within 1-10x (``benchmarks/results/split_carrier_cpu2_20261129T2330.txt``).
 
@@ -29,8 +29,6 @@ and products ~8 launches from Python).  The velocity gauge keeps it too (p is no
 diagonal in the sine basis).
 """
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -90,8 +88,8 @@ class SplitCarrier(Steps):
         """D = exp(-i h v / 2) exp(-h s W / 2) of potentials ``v`` (N, N x B, or S x N: a
         row a step)."""
         d = self.xp.asarray(v) * (-0.5j * self.h)
-        if self.W is not None:
-            d = d - (0.5 * self.h * s) * (self.W if d.shape[0] == self.n else self.W[None, :])
+        if self.W is not None:          # (a single run's W broadcasts over the S rows)
+            d = d - (0.5 * self.h * s) * self.W
         return self.xp.exp(d)
 
     def step(self, X, j: int, d=None):
@@ -117,7 +115,7 @@ class SplitCarrier(Steps):
         """e from step j0 to j1; a single run's D for all the steps at once (its potential
         at their midpoints in one pass, :func:`~tdse.model.potential.total_many`)."""
         st = self.stepper
-        if getattr(st, "x_host", None) is None or hasattr(st, "W") or j1 - j0 < 2:
+        if hasattr(st, "W") or j1 - j0 < 2:      # (a scan's BatchStepper: a step at a time)
             return each_step(self.step, X, j0, j1, taps)
         h = self.h
         times = [st.scheme.times(j * h, h)[0] for j in range(j0, j1)]     # (the midpoint's)
