@@ -1987,6 +1987,35 @@ def test_every_gpu_suite_runs_a_short_case(suite, tmp_path, monkeypatch):
     assert doc["kind"] == suite and doc["rows"] and doc["command"].startswith(f"python -m benchmarks {suite}")
 
 
+@pytest.mark.gpu
+def test_a_scans_block_kinetic_by_fft_equals_the_gemm(monkeypatch):
+    """#59 item 1: a DVR scan's block (B members) with T X by two strided cuFFT transforms
+    a term (graph_fft.FFTKinetic, B > 1) against the dense T's GEMM: the observables of
+    every member to 1e-10 of their scale (the two round differently); the timed choice
+    (BLOCK_FFT None) picks one and keeps it for that (N, B)."""
+    import tdse
+    from tdse.config import load, with_values
+    from tdse.numerics import graph_fft
+    cfg = with_values(load(os.path.join(ROOT, "inputs", "atom_hhg.toml")),
+                      [("time.t_end", 20.0), ("output.every", 50), ("propagator.time_error", "none")])
+    sets = {"field.E0": [0.03, 0.05, 0.07, 0.09, 0.11]}
+    made, init = [], graph_fft.FFTKinetic.__init__
+    monkeypatch.setattr(graph_fft.FFTKinetic, "__init__",
+                        lambda self, cp_, grid, B: (made.append(B), init(self, cp_, grid, B))[1])
+    res = {}
+    for mode in (False, True):
+        monkeypatch.setattr(graph_fft, "BLOCK_FFT", mode)
+        res[mode] = tdse.scan(cfg, sets, backend="cupy")
+    assert made == [5]
+    for k in ("norm", "acceleration", "x_mean"):
+        a, b = np.asarray(res[False][k]), np.asarray(res[True][k])
+        assert np.abs(a - b).max() <= 1e-10 * max(1.0, np.abs(a).max()), k
+    monkeypatch.setattr(graph_fft, "BLOCK_FFT", None)
+    monkeypatch.setattr(graph_fft, "_BLOCK_CHOICES", {})
+    first = graph_fft.block_by_fft(cp, cfg.grid, 5)
+    assert first in (True, False) and list(graph_fft._BLOCK_CHOICES.values()) == [first]
+
+
 @pytest.mark.usefixtures("chebyshev_carrier")
 @pytest.mark.gpu
 @pytest.mark.parametrize("gauge", ["length", "velocity"])

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FFTKinetic", "dvr_by_fft", "four_step_tables", "FFT_MIN_N", "FOUR_STEP", "FOUR_STEP_MIN"]
+__all__ = ["FFTKinetic", "dvr_by_fft", "block_by_fft", "four_step_tables", "FFT_MIN_N", "FOUR_STEP",
+           "FOUR_STEP_MIN", "BLOCK_FFT"]
 
 #: the four-step FFT on (measured against one cuFFT call of 2N and kept on; a test turns it
 #: off to check the two agree)
@@ -22,16 +23,55 @@ FFT_MIN_N = None
 L2_FRACTION = 0.8
 
 
-def dvr_by_fft(cp, n, B):
-    """Whether one member's DVR graph applies T by FFT (:data:`FFT_MIN_N`)."""
+#: a scan's block (B > 1 members) by FFT or by the dense T's GEMM: None -- whichever of the
+#: two takes less time on this device, timed once for each (N, B) when its graph is made
+#: (:func:`block_by_fft`); True / False: forced (tests)
+BLOCK_FFT = None
+_BLOCK_CHOICES = {}
+
+
+def dvr_by_fft(cp, n, B, grid=None):
+    """Whether a DVR graph applies T by FFT: one member by :data:`FFT_MIN_N`; a block of B
+    members (``grid`` given) by :func:`block_by_fft`."""
     from ..model.hamiltonian import DVR_GEMM_MAX_N
     if B != 1:
-        return False
+        return grid is not None and block_by_fft(cp, grid, B)
     if n > DVR_GEMM_MAX_N:
         return True
     if FFT_MIN_N is not None:
         return n >= FFT_MIN_N
     return 8 * n * n > L2_FRACTION * cp.cuda.Device().attributes["L2CacheSize"]
+
+
+def block_by_fft(cp, grid, B, repeat=5):
+    """Whether T X of an N x B block takes less time by :class:`FFTKinetic` (two batched
+    cuFFT transforms of 2N and a product) than by the dense T's GEMM (N^2 2B multiply-adds:
+    at N = 500 and B = 1000 a GFLOP a term) on this device: each timed ``repeat`` times on
+    a random block, once for each (device, N, dx, B) (:data:`BLOCK_FFT` forces it)."""
+    if BLOCK_FFT is not None:
+        return BLOCK_FFT
+    from ..model.hamiltonian import DVR_GEMM_MAX_N, kinetic_dense
+    if grid.n > DVR_GEMM_MAX_N:
+        return True
+    key = (cp.cuda.Device().id, grid.n, grid.dx, B)
+    if key not in _BLOCK_CHOICES:
+        n = grid.n
+        fft, T = FFTKinetic(cp, grid, B), cp.asarray(kinetic_dense(grid, cp))
+        X = fft.buffer()
+        X[...] = cp.random.standard_normal((n, B)) + 1j * cp.random.standard_normal((n, B))
+        real = cp.ascontiguousarray(X).view(np.float64)
+        seconds = []
+        for apply in (lambda: fft(X), lambda: T @ real):
+            apply()
+            start, stop = cp.cuda.Event(), cp.cuda.Event()
+            start.record()
+            for _ in range(repeat):
+                apply()
+            stop.record()
+            stop.synchronize()
+            seconds.append(cp.cuda.get_elapsed_time(start, stop))
+        _BLOCK_CHOICES[key] = seconds[0] < seconds[1]
+    return _BLOCK_CHOICES[key]
 
 
 #: the four-step FFT (:func:`four_step_tables`) where 2N = N1 N2 has a factor N1 >= this
@@ -62,8 +102,10 @@ def four_step_tables(n, dx):
 
 
 class FFTKinetic:
-    """T X for the sinc-DVR's Toeplitz T of one member (B = 1) where its graph takes the FFT
-    (:func:`dvr_by_fft`: T past 0.8 of L2, or N beyond DVR_GEMM_MAX_N), as graph nodes: T
+    """T X for the sinc-DVR's Toeplitz T of one member where its graph takes the FFT
+    (:func:`dvr_by_fft`: T past 0.8 of L2, or N beyond DVR_GEMM_MAX_N), or of a scan's block
+    of B members where that is faster (:func:`block_by_fft`: B transforms down the columns,
+    one strided cuFFT plan), as graph nodes: T
     embedded in a circulant of size 2N (its eigenvalues ``dvr_symbol``, module
     docstring of :mod:`tdse.model.hamiltonian`), so T X is the first N rows of
     IFFT(lam FFT([X; 0])) -- the launched path's product (``BlockOperator._kinetic``), here
@@ -77,9 +119,7 @@ class FFTKinetic:
 
     def __init__(self, cp, grid, B):
         from ..model.hamiltonian import dvr_symbol
-        if B != 1:
-            raise ValueError(f"the graphs' DVR FFT is for one member, not B = {B}")
-        wanted = FOUR_STEP
+        wanted = FOUR_STEP and B == 1
         from cupy.cuda import cufft
         n = self.n = grid.n
         self.cp, self.cufft = cp, cufft
@@ -104,8 +144,12 @@ class FFTKinetic:
             self.tw, self.twc = cp.asarray(tw), cp.asarray(tw.conj())
             self.lam = cp.asarray(lam)
         self.four_step = four_step
+        if not four_step and B == 1:
+            self.plan = cufft.Plan1d(2 * n, cufft.CUFFT_Z2Z, 1)
+        elif not four_step:      # B columns of 2N, element stride B, batch distance 1
+            self.plan = cufft.PlanNd((2 * n,), (2 * n,), B, 1, (2 * n,), B, 1, cufft.CUFFT_Z2Z,
+                                     B, "C", 0, None)
         if not four_step:
-            self.plan = cufft.Plan1d(2 * n, cufft.CUFFT_Z2Z, B)
             self.lam = cp.ascontiguousarray((dvr_symbol(n, grid.dx, cp) / (2 * n))[:, None])
 
     def buffer(self):

@@ -193,7 +193,7 @@ class GraphStep:
         # the velocity gauge's a_b p (p = -i D): D X by the stencil's band kernel or the
         # DVR's dense D (a DGEMM), added in the recurrence's pass (first_v / recur_v)
         self.velocity = self.planner.velocity
-        if g.stencil == "dvr" and dvr_by_fft(cp, n, B) and not self.velocity:
+        if g.stencil == "dvr" and not self.velocity and dvr_by_fft(cp, n, B, g):
             self.T = self.bands = None
             self.fft = FFTKinetic(cp, g, B)
         elif g.stencil == "dvr":
