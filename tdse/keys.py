@@ -150,7 +150,7 @@ KEYS = (
     Key("propagator.time_error", "\"estimate\" | \"companion\" | \"window\" | \"none\"", "",
         "estimate if H depends on t (window if error_window is given), else none",
         "the run's time-discretisation error: estimate = each step's local error (its leading "
-        "term, from H's values) carried along the run, 2 x its norm stated per snapshot (1.9-3.8x "
+        "term, from H's values) carried along the run, 2 x its norm stated per snapshot (1.6-4.7x "
         "the true error on four kinds of drive, tests/test_local_error.py; x1.00 the main job's "
         "stepping on 2 CPU cores, x1.1-1.3 small Chebyshev runs there, x1.00 a dense N = 8192 "
         "run on a GPU, x1.9-2.2 small Chebyshev runs on a GPU: atom_hhg's steps and a laser "
