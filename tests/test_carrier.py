@@ -97,7 +97,7 @@ def test_the_stated_error_by_the_split_carrier_is_the_chebyshev_carriers(kind, m
     both bound the true error, tests/test_local_error.py)."""
     cfg = drives.make(kind, np.random.default_rng())
     split = tdse.simulate(cfg, backend="numpy").time_error
-    monkeypatch.setattr(adaptive, "carrier", lambda st, xp=np, graph=False: st)
+    monkeypatch.setattr(adaptive, "carrier", lambda st, xp=np: st)
     cheb = tdse.simulate(cfg, backend="numpy").time_error
     assert 0.5 <= split["error_at_t_end"] / cheb["error_at_t_end"] <= 2.0
     assert split["carried_by"].startswith("split") and cheb["carried_by"].startswith("midpoint")

@@ -19,7 +19,7 @@ for seed in [int(s) for s in sys.argv[1:]] or [1]:
             c = drives.make(kind, np.random.default_rng(seed), scheme)
             plan, ref = drives.reference(c)
             row = [kind, scheme, seed]
-            for carry in ((lambda st, xp=np, graph=False: st), split):
+            for carry in ((lambda st, xp=np: st), split):
                 ad.carrier = carry
                 t0 = time.perf_counter()
                 res = tdse.simulate(c, backend="numpy")

@@ -147,7 +147,7 @@ class EstimatingStepper(Steps):
     def _carrier(self, n):
         if n not in self._carry:
             self._carry[n] = carrier(self.make(transport_config(_at_step(self.config, self.config.time.dt / n))),
-                                     self.xp, graph=not self.control)
+                                     self.xp)
         return self._carry[n]
 
     def _norm(self, parts, scale=1.0):
@@ -222,12 +222,8 @@ class EstimatingStepper(Steps):
         dt = self.config.time.dt
         t0 = time.perf_counter()
         Ls = self.local.block(self._U[:end - start], start, dt)
-        c = self._carrier(1)
-        if hasattr(c, "carry"):            # (a GPU's split steps: one graph a piece)
-            self._e = c.carry(self._e, start, end, Ls)
-        else:
-            self._e = c.advance(self._e, start, end,
-                                taps={k + 1: [functools.partial(_add_to, Ls[k - start])] for k in range(start, end)})
+        self._e = self._carrier(1).advance(
+            self._e, start, end, taps={k + 1: [functools.partial(_add_to, Ls[k - start])] for k in range(start, end)})
         self.seconds += time.perf_counter() - t0
 
     def _steps_each(self, X, j0, j1, taps=None):

@@ -26,12 +26,13 @@ drive, where psi nears the walls, 1.56-4.65 against the Chebyshev carrier's 1.95
 
 Its cost is two FFTs of 2N + 2 points and four diagonal products a step, where the
 Chebyshev carrier applies H ~9 times (atom_hhg: ~0.4 of a cfm4 step of 2 x 11 terms).  On
-a GPU a run's fixed steps carry e by :class:`SplitGraphCarrier`, a piece's split steps one
-captured graph, where that is the faster of the two (timed; launched from Python a step at a time they cost more than the Chebyshev
-carrier's one graph launch a step: x3.9 against x1.8 on atom_hhg,
-``split_carrier_h200x1_20261129T2305.txt``); adaptive steps and a scan's batch there keep
-the Chebyshev carrier, and so does the velocity gauge everywhere (p is not diagonal in the
-sine basis).
+a GPU the Chebyshev carrier stays: its step is one graph launch (the split step's FFTs
+and products ~8 launches from Python: x3.9 against x1.8 on atom_hhg,
+``split_carrier_h200x1_20261129T2305.txt``).  A piece's split steps as one captured graph
+(cc07234, ``split_graph_h200x1_20261129T2353.txt``) took laser 1.99 -> 1.74 but atom_hhg
+1.80 -> 2.01 (N = 500, 9 Chebyshev terms a step), and choosing by timing both when the
+carrier was made cost the runs more than it saved: not kept.  The velocity gauge keeps the
+Chebyshev carrier too (p is not diagonal in the sine basis).
 """
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ from ..model.grid import points
 from ..model.potential import total_many
 from .propagators import Steps, each_step, tap
 
-__all__ = ["SplitCarrier", "SplitGraphCarrier", "sine_symbol", "carrier"]
+__all__ = ["SplitCarrier", "sine_symbol", "carrier"]
 
 
 def sine_symbol(grid) -> np.ndarray:
@@ -132,101 +133,12 @@ class SplitCarrier(Steps):
         return X
 
 
-class SplitGraphCarrier(SplitCarrier):
-    """On a GPU, a run's fixed steps: a piece's split steps (:class:`SplitCarrier`'s
-    arithmetic) as one captured CUDA graph (:meth:`carry`), each local error added in it:
-    per step two elementwise kernels, cuFFT's transform of 2N + 2 points each way
-    (one plan, made once), the kinetic phases and D.  The graph reads e, the piece's D
-    (computed on the device from V at the midpoints, one pinned upload) and local errors
-    from buffers of its own; one graph per piece length.  Taken where it is faster than the
-    Chebyshev carrier's graph steps, timed when the run's carrier is made
-    (:meth:`faster_than`; one H200: the laser drive, N = 320 and 13 Chebyshev terms a
-    step, x1.99 -> 1.74 the run without the estimate; atom_hhg, N = 500 and 9 terms, x1.80
-    -> 2.01, `time-error_h200x1_20261129T234730.json`)."""
-
-    def __init__(self, stepper, xp):
-        super().__init__(stepper, xp)
-        from cupy.cuda import cufft
-        from mgemm.arrays import PinnedUpload
-        n = self.n
-        self.cufft = cufft
-        self.plan = cufft.Plan1d(2 * n + 2, cufft.CUFFT_Z2Z, 1)
-        self.K = self._kinetic(1.0, 1) / (2 * n + 2)         # (the inverse's normalisation)
-        self.y = xp.zeros(2 * n + 2, dtype=np.complex128)
-        self.e = xp.zeros(n, dtype=np.complex128)
-        self.D = self.L = None
-        self.up, self.graphs = PinnedUpload(xp, ring=2), {}
-
-    def _body(self, S):
-        cp, n, y, e, fw, inv = self.xp, self.n, self.y, self.e, self.cufft.CUFFT_FORWARD, self.cufft.CUFFT_INVERSE
-        for k in range(S):
-            cp.multiply(e, self.D[k], out=y[1:n + 1])
-            cp.negative(y[n:0:-1], out=y[n + 2:])
-            self.plan.fft(y, y, fw)
-            cp.multiply(y, self.K, out=y)
-            self.plan.fft(y, y, inv)
-            cp.multiply(y[1:n + 1], self.D[k], out=e)
-            cp.add(e, self.L[k], out=e)
-
-    def faster_than(self, stepper, S=16, repeat=3):
-        """Whether :meth:`carry` over S steps takes less of the device's time than
-        ``stepper``'s own steps with the S adds (the Chebyshev carrier: its terms grow with
-        the spectral radius times dt, the split step's cost with the FFT of 2N + 2 points),
-        each timed ``repeat`` times on a fresh random e and local errors after a warm-up."""
-        cp, n = self.xp, self.n
-        j1 = min(S, self.stepper.config.time.steps)
-        e = cp.random.standard_normal(n) + 1j * cp.random.standard_normal(n)
-        L = 1e-3 * (cp.random.standard_normal((j1, n)) + 1j * cp.random.standard_normal((j1, n)))
-        taps = {k + 1: [lambda Y, k=k: Y.__iadd__(L[k])] for k in range(j1)}
-        seconds = []
-        for go in (lambda: self.carry(e, 0, j1, L), lambda: stepper.advance(e.copy(), 0, j1, taps=taps)):
-            go()
-            start, stop = cp.cuda.Event(), cp.cuda.Event()
-            start.record()
-            for _ in range(repeat):
-                go()
-            stop.record()
-            stop.synchronize()
-            seconds.append(cp.cuda.get_elapsed_time(start, stop))
-        self.choice_ms = tuple(s / repeat for s in seconds)
-        return seconds[0] < seconds[1]
-
-    def carry(self, e, j0: int, j1: int, Ls):
-        """e carried from step j0 to j1 with ``Ls`` (S x N, where it lives) added after each
-        step: one graph launch.  Returns this carrier's own buffer (overwritten by the next
-        call: a caller keeps a copy)."""
-        from .graphs import capture
-        cp, n, S, h, st = self.xp, self.n, j1 - j0, self.h, self.stepper
-        if self.D is None or self.D.shape[0] < S:
-            self.D = cp.empty((S, n), dtype=np.complex128)
-            self.L = cp.empty((S, n), dtype=np.complex128)
-            self.graphs = {}
-        V = total_many(st.config.potential, st.x_host, [st.scheme.times(j * h, h)[0] for j in range(j0, j1)])
-        self.up.put(V.ravel())
-        d = self.up.dev[:V.size].reshape(S, n) * (-0.5j * h)
-        if self.W is not None:
-            d -= (0.5 * h) * self.W
-        cp.exp(d, out=self.D[:S])
-        self.L[:S] = Ls
-        if e is not self.e:
-            self.e[...] = e
-        if S not in self.graphs:
-            self.graphs[S] = capture(cp, lambda: self._body(S))
-        self.graphs[S].launch()
-        return self.e
-
-
-def carrier(stepper, xp=np, graph=False):
+def carrier(stepper, xp=np):
     """The carrier for ``stepper`` (the Chebyshev midpoint step of
-    :func:`~tdse.numerics.adaptive.transport_config`) in the length gauge: :class:`SplitCarrier`
-    on the host; on a GPU with ``graph`` (a run's fixed steps, :meth:`SplitGraphCarrier.carry`)
-    :class:`SplitGraphCarrier`; else ``stepper`` itself (module docstring)."""
+    :func:`~tdse.numerics.adaptive.transport_config`): :class:`SplitCarrier` on the host in the
+    length gauge, else ``stepper`` itself (module docstring)."""
     cfg = stepper.config
-    if velocity_gauge(cfg.potential.field) or getattr(getattr(stepper, "potential", None), "velocity", False):
+    if xp is not np or velocity_gauge(cfg.potential.field) or \
+            getattr(getattr(stepper, "potential", None), "velocity", False):
         return stepper
-    if xp is np:
-        return SplitCarrier(stepper, xp)
-    if graph and not hasattr(stepper, "W") and cfg.run.graphs:
-        split = SplitGraphCarrier(stepper, xp)
-        return split if split.faster_than(stepper) else stepper
-    return stepper
+    return SplitCarrier(stepper, xp)
