@@ -47,7 +47,10 @@ def block_by_fft(cp, grid, B, repeat=5):
     """Whether T X of an N x B block takes less time by :class:`FFTKinetic` (two batched
     cuFFT transforms of 2N and a product) than by the dense T's GEMM (N^2 2B multiply-adds:
     at N = 500 and B = 1000 a GFLOP a term) on this device: each timed ``repeat`` times on
-    a random block, once for each (device, N, dx, B) (:data:`BLOCK_FFT` forces it)."""
+    a random block, once for each (device, N, dx, B) in a process (:data:`BLOCK_FFT` forces
+    it).  Near the crossover two processes (Dask workers, a resumed scan) may choose
+    differently: the two paths agree to ~1e-13 at N = 500 and 6e-11 at N = 4000 (members'
+    acceleration, ``scan_fft_h200x1_20261129T2334.txt``), not bit for bit."""
     if BLOCK_FFT is not None:
         return BLOCK_FFT
     from ..model.hamiltonian import DVR_GEMM_MAX_N, kinetic_dense
