@@ -144,6 +144,12 @@ class EstimatingStepper(Steps):
         return c.description if hasattr(c, "description") else \
             f"midpoint, tolerance {c.config.propagator.tolerance:g}"
 
+    def _carried(self, n, e, k0, Ls):
+        """e carried by the carrier of dt/n over the steps k0, k0 + 1, ... (one a row of
+        ``Ls``), each local error L_k added after its step (a tap)."""
+        return self._carrier(n).advance(e, k0, k0 + len(Ls), taps={
+            k0 + i + 1: [functools.partial(_add_to, Ls[i])] for i in range(len(Ls))})
+
     def _carrier(self, n):
         if n not in self._carry:
             self._carry[n] = carrier(self.make(transport_config(_at_step(self.config, self.config.time.dt / n))),
@@ -222,8 +228,7 @@ class EstimatingStepper(Steps):
         dt = self.config.time.dt
         t0 = time.perf_counter()
         Ls = self.local.block(self._U[:end - start], start, dt)
-        self._e = self._carrier(1).advance(
-            self._e, start, end, taps={k + 1: [functools.partial(_add_to, Ls[k - start])] for k in range(start, end)})
+        self._e = self._carried(1, self._e, start, Ls)
         self.seconds += time.perf_counter() - t0
 
     def _steps_each(self, X, j0, j1, taps=None):
@@ -248,8 +253,7 @@ class EstimatingStepper(Steps):
                 own.setdefault(k, []).append(grab(k))
             X = self.base.advance(X, j, end, taps=own)
             t1 = time.perf_counter()
-            self._e = self._carrier(1).advance(
-                self._e, j, end, taps={k + 1: [functools.partial(_add_to, Ls[k - j])] for k in range(j, end)})
+            self._e = self._carried(1, self._e, j, Ls)
             self.substeps += end - j
             self.seconds += time.perf_counter() - t1
             j = end
@@ -351,8 +355,7 @@ class EstimatingStepper(Steps):
         if float(norms.max()) > REJECT * self.tau * h:
             self.seconds += time.perf_counter() - t0
             return psi, e, False
-        e = self._carrier(n).advance(e, k0, k0 + n, taps={k0 + i + 1: [functools.partial(_add_to, Ls[i])]
-                                                          for i in range(n)})
+        e = self._carried(n, e, k0, Ls)
         self.seconds += time.perf_counter() - t0
         self.substeps += n
         return out, e, True

@@ -66,6 +66,11 @@ def _derivatives(P):
     return np.array([math.factorial(k) * inv[k] for k in range(P)])
 
 
+def _summed(parts):
+    """sum_n of [(n, dt^n C_n u)]: the local error's leading terms added."""
+    return parts[0][1] if len(parts) == 1 else sum(v for _, v in parts)
+
+
 class LocalError:
     """The leading terms of a step's local error for ``config`` (module docstring):
     :meth:`vector` L_est u at a step's start, :meth:`norm` its L2 norm (weight dx), for u a
@@ -430,7 +435,7 @@ class LocalError:
             parts = [(n, S * dt ** n) for n, S in parts]
         else:
             parts = self._parts(u, t, dt, host, A)
-        return parts[0][1] if len(parts) == 1 else sum(v for _, v in parts)
+        return _summed(parts)
 
     def block(self, U, j0, dt):
         """The local errors of the fixed steps dt j0, j0 + 1, ..., j0 + S - 1 of a run at once:
@@ -456,8 +461,7 @@ class LocalError:
             der = self._block_up.dev[:der.size].reshape(der.shape)
         parts = self._columns(xp.ascontiguousarray(U.T), dt, der, list(A.T) if velocity else None,
                               None if self.W is None else self.W[:, None])
-        L = parts[0][1] if len(parts) == 1 else sum(v for _, v in parts)
-        return xp.ascontiguousarray(L.T)
+        return xp.ascontiguousarray(_summed(parts).T)
 
     def _columns(self, u, dt, der, A, W):
         """:meth:`_apply` on an N x B block whose columns have their own letters: ``der`` the
