@@ -88,11 +88,9 @@ class Tracker:
     def __call__(self, t, alone=False):
         self.calls += 1
         stencil = self.config.grid.stencil
-        if stencil == 3:                  # (its thread must not set the process's BLAS)
+        if stencil in (3, 5):
             return self._banded_call(t, alone)
         with states.eigen_threads():
-            if stencil == 5:
-                return self._banded_call(t, alone)
             self.solved += 1
             if not self.iterative:
                 return states.eigenstates(self.config, t, self.K)
@@ -151,31 +149,47 @@ class Tracker:
         g, c = self.config.grid, self.config
         if g.n < self.warm_min:
             self.solved += 1
-            got = self._scratch(t, self._potentials([t])[0])
+            with self._solving():
+                got = self._scratch(t, self._potentials([t])[0])
         else:
             every, calls = c.output.populations_interval, self.anchor_calls
             h = every * c.time.dt
             q = round(t / h)                       # t's index among the populations times
             member = q >= 0 and abs(t - q * h) <= 1e-9 * h
             a = q // calls if member else math.floor(t / (h * calls) + 1e-9)
-            if member and not (alone and (self._window is None or self._window[0] != a)):
-                E, phi = self.window(a)[q % calls]
+            if member and self._window is not None and self._window[0] == a:
+                E, phi = self._window[1][q % calls]     # (at hand: no solve, no BLAS limit)
                 self._clusters(E)
                 return E, phi
-            if member:                             # the step's own time, as the window's
-                t = q * every * c.time.dt
-            anchor = self._anchor(a)
-            if member and q % calls == 0:
-                got = anchor
-            else:
-                v = self._potentials([t])[0]
-                self.solved += 1
-                got = states.warm_banded(g, v, *anchor, states.residual_bound(g, v, self.tol))
-                if got is None:
-                    self.restarts += 1
-                    got = self._scratch(t, v)
+            with self._solving():
+                if member and not alone:
+                    E, phi = self.window(a)[q % calls]
+                    self._clusters(E)
+                    return E, phi
+                if member:                         # the step's own time, as the window's
+                    t = q * every * c.time.dt
+                anchor = self._anchor(a)
+                if member and q % calls == 0:
+                    got = anchor
+                else:
+                    v = self._potentials([t])[0]
+                    self.solved += 1
+                    got = states.warm_banded(g, v, *anchor, states.residual_bound(g, v, self.tol))
+                    if got is None:
+                        self.restarts += 1
+                        got = self._scratch(t, v)
         self._clusters(got[0])
         return states.as_states(g, *got)
+
+    def _solving(self):
+        """The context of a finite-difference solve: the host's BLAS at
+        :data:`states.EIGEN_BLAS_THREADS` for the 5-point H (its banded solves and products:
+        the same bits wherever computed); none for the 3-point H, whose solvers call no BLAS
+        (and whose thread must not set the process's).  Entered only where pairs are solved
+        -- not for a call whose window is at hand (threadpoolctl's limit, ~50-80 us a call
+        on 2 cores, was ~1 % of an N = 256 5-point run with populations every 10 steps)."""
+        import contextlib
+        return states.eigen_threads() if self.config.grid.stencil == 5 else contextlib.nullcontext()
 
     def _anchor(self, a):
         """(E, unit columns N x K) at the anchor of window ``a`` (its first time): the
