@@ -453,6 +453,28 @@ def test_blas_threads_by_size_and_option(inputs_dir, tmp_path, monkeypatch):
         assert f.attrs["blas_threads"] == 1
 
 
+def test_usable_cpus_counts_the_busy_once_within_its_seconds(monkeypatch):
+    """usable_cpus samples the machine's busy CPUs once within BUSY_SECONDS (a run's start
+    asks up to 3 times), again after them; the environment's cap is read every call."""
+    from tdse.run import backend as be
+    looks = []
+    monkeypatch.setattr(be, "running_others", lambda cpus=None: looks.append(1) or float(len(looks)))
+    monkeypatch.setattr(be, "_BUSY", [None])
+    monkeypatch.setattr(be.os, "sched_getaffinity", lambda pid: set(range(8)))
+    monkeypatch.setattr(be.os, "cpu_count", lambda: 8)
+    for key in be.THREAD_ENV:
+        monkeypatch.delenv(key, raising=False)
+    clock = [100.0]
+    monkeypatch.setattr(be.time, "monotonic", lambda: clock[0])
+    assert be.usable_cpus() == 7 and be.usable_cpus() == 7 and len(looks) == 1
+    clock[0] += be.BUSY_SECONDS * 0.9
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert be.usable_cpus() == 2 and len(looks) == 1
+    clock[0] += be.BUSY_SECONDS * 1.1
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert be.usable_cpus() == 6 and len(looks) == 2
+
+
 def test_usable_cpus_falls_back_to_the_load_average(monkeypatch):
     """Where /proc does not say who runs now, usable_cpus takes the 1-minute load average as
     the busy count (rounded), at least one CPU left."""
@@ -461,6 +483,7 @@ def test_usable_cpus_falls_back_to_the_load_average(monkeypatch):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setattr(be.os, "sched_getaffinity", lambda pid: set(range(4)))
     monkeypatch.setattr(be, "running_others", lambda cpus=None: None)   # where /proc does not say
+    monkeypatch.setattr(be, "BUSY_SECONDS", 0.0)                 # (a fresh look each call)
     for load, usable in [(0.0, 4), (0.4, 4), (1.0, 3), (2.2, 2), (3.6, 1), (9.0, 1)]:
         monkeypatch.setattr(be.os, "getloadavg", lambda o=load: (o, 0.0, 0.0))
         assert be.usable_cpus() == usable, load
@@ -484,6 +507,7 @@ def test_running_others_sees_a_busy_process_at_once_and_forgets_it_at_once(monke
         spinner.wait()
     after = be.running_others(samples=20)
     assert during >= before + 0.6 and during >= after + 0.6, (before, during, after)
+    monkeypatch.setattr(be, "BUSY_SECONDS", 0.0)                 # (a fresh look each call)
     monkeypatch.setattr(be.os, "sched_getaffinity", lambda pid: set(range(4)))
     for key in be.THREAD_ENV:
         monkeypatch.delenv(key, raising=False)

@@ -138,24 +138,38 @@ def _running_on(cpus) -> int:
     return count
 
 
+#: (monotonic time, the busy count) of :func:`usable_cpus`' last look at the machine
+_BUSY = [None]
+#: :func:`usable_cpus` counts the busy CPUs again only after this many seconds: a run asks
+#: up to 3 times while it starts (look-ahead or not, BLAS threads), ~10 ms of samples each
+BUSY_SECONDS = 1.0
+
+
 def usable_cpus() -> int:
     """CPUs this process may run on, less those other processes keep busy, at most
     :func:`env_threads` where the environment sets a count, at least 1.  Busy: the threads
     of others running now (:func:`running_others`, on this process's CPUs alone where it is
     confined to some; the 1-minute load average lags both ways: a job that ended half a
     minute ago would still hold its CPUs, one started just now would not yet), or where
-    /proc does not say, the 1-minute load average."""
+    /proc does not say, the 1-minute load average; counted once within
+    :data:`BUSY_SECONDS` (the same count for a run's start)."""
     try:
         mine = os.sched_getaffinity(0)
     except (AttributeError, OSError):  # pragma: no cover
         mine = set(range(os.cpu_count() or 1))
     n = min(len(mine), env_threads() or len(mine))
-    busy = running_others(cpus=mine if len(mine) < (os.cpu_count() or 0) else None)
-    if busy is None:
-        try:
-            busy = os.getloadavg()[0]
-        except OSError:  # pragma: no cover
-            busy = 0.0
+    cpus = mine if len(mine) < (os.cpu_count() or 0) else None
+    last = _BUSY[0]
+    if last is not None and last[1] == cpus and time.monotonic() - last[0] < BUSY_SECONDS:
+        busy = last[2]
+    else:
+        busy = running_others(cpus=cpus)
+        if busy is None:
+            try:
+                busy = os.getloadavg()[0]
+            except OSError:  # pragma: no cover
+                busy = 0.0
+        _BUSY[0] = (time.monotonic(), cpus, busy)
     return max(1, n - int(busy + 0.5))
 
 
