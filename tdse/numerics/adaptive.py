@@ -5,8 +5,8 @@
 L_j (:class:`tdse.numerics.local_error.LocalError`) and carries the global error
 e_(j+1) = S_j e_j + L_j (the linearised error, the local errors each propagated to t:
 Kormann, Holmgren & Karlsson, Uppsala TR 2009-021) by a cheaper step
-(:mod:`tdse.numerics.carrier`: a split step on the host; :func:`transport_config`'s midpoint
-Chebyshev step on a GPU).  The run states
+(:mod:`tdse.numerics.carrier`: a split step in the length gauge, a piece of them one kernel
+on a GPU; else :func:`transport_config`'s midpoint Chebyshev step).  The run states
 SAFETY ||e|| (:mod:`tdse.run.timeerror`).
 
 With ``time.tolerance`` (``control``) each dt is made of n = 1, 2, 3, 4, 6, 8, 12, ...
@@ -146,8 +146,12 @@ class EstimatingStepper(Steps):
 
     def _carried(self, n, e, k0, Ls):
         """e carried by the carrier of dt/n over the steps k0, k0 + 1, ... (one a row of
-        ``Ls``), each local error L_k added after its step (a tap)."""
-        return self._carrier(n).advance(e, k0, k0 + len(Ls), taps={
+        ``Ls``), each local error L_k added after its step (a tap; on a GPU's split carrier
+        the piece in one kernel, :meth:`~tdse.numerics.carrier.SplitCarrier.carry`)."""
+        c = self._carrier(n)
+        if getattr(c, "one_launch", False):
+            return c.carry(e, k0, Ls)
+        return c.advance(e, k0, k0 + len(Ls), taps={
             k0 + i + 1: [functools.partial(_add_to, Ls[i])] for i in range(len(Ls))})
 
     def _carrier(self, n):

@@ -26,13 +26,16 @@ drive, where psi nears the walls, 1.56-4.65 against the Chebyshev carrier's 1.95
 
 Its cost is two FFTs of 2N + 2 points and four diagonal products a step, where the
 Chebyshev carrier applies H ~9 times (atom_hhg: ~0.4 of a cfm4 step of 2 x 11 terms).  On
-a GPU the Chebyshev carrier stays: its step is one graph launch (the split step's FFTs
-and products ~8 launches from Python: x3.9 against x1.8 on atom_hhg,
-``split_carrier_h200x1_20261129T2305.txt``).  A piece's split steps as one captured graph
-(cc07234, ``split_graph_h200x1_20261129T2353.txt``) took laser 1.99 -> 1.74 but atom_hhg
-1.80 -> 2.01 (N = 500, 9 Chebyshev terms a step), and choosing by timing both when the
-carrier was made cost the runs more than it saved: not kept.  The velocity gauge keeps the
-Chebyshev carrier too (p is not diagonal in the sine basis).
+a GPU (a single run, N <= :data:`SPLIT_DEVICE_MAX`) a piece's split steps are one launch of
+a cooperative kernel (:data:`tdse.backends.cupy.split.SPLIT`: Q as the DST-I's dense
+matrix, a warp a row, two grid barriers a step; :meth:`SplitCarrier.carry`), 9.6-10.7 us a
+step on one H200 at N = 500 / 320 against the Chebyshev carrier's graph steps' 36-58 us
+(``split_gpu_h200x1_20261130T0107.txt``); the same numbers as the host's FFTs to 1e-12
+(tests/test_gpu.py).  Launched from Python the split step had cost atom_hhg x3.9 against
+x1.8 (``split_carrier_h200x1_20261129T2305.txt``), as a captured graph a piece laser 1.74
+but atom_hhg 2.01 (cc07234, ``split_graph_h200x1_20261129T2353.txt``).  A scan's batch on
+a GPU and the velocity gauge keep the Chebyshev carrier (p is not diagonal in the sine
+basis).
 """
 from __future__ import annotations
 
@@ -132,13 +135,61 @@ class SplitCarrier(Steps):
                 tap(taps, j + 1, X)
         return X
 
+    @property
+    def one_launch(self) -> bool:
+        """Whether :meth:`carry` takes a piece in one kernel (a single run on a GPU)."""
+        return self.xp is not np and not hasattr(self.stepper, "W")
+
+    def carry(self, e, k0: int, Ls):
+        """e carried from step k0 over the steps of ``Ls`` (S x N on the device), L_i added
+        after step k0 + i, in one launch of :data:`tdse.backends.cupy.split.SPLIT`: the
+        step as above with Q the DST-I's N x N matrix (Q_jm = sqrt(2/(N+1)) sin(pi j m /
+        (N+1)), j, m = 1..N), each step's D from the potentials of the piece made at once."""
+        from mgemm.arrays import PinnedUpload
+
+        from ..backends.cupy.split import SPLIT_WARPS, split_kernel
+        cp, n, h, st = self.xp, self.n, self.h, self.stepper
+        S = len(Ls)
+        if S == 0:
+            return e
+        L = cp.ascontiguousarray(Ls if getattr(Ls, "ndim", 0) == 2 else cp.stack(Ls), dtype=np.complex128)
+        if getattr(self, "_dev", None) is None:
+            m = np.arange(1, n + 1)
+            Q = np.sqrt(2.0 / (n + 1)) * np.sin(np.pi * np.outer(m, m) / (n + 1))
+            sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+            self._dev = {"Q": cp.asarray(Q), "ph": cp.asarray(np.exp(-1j * h * self.tau)),
+                         "y": cp.zeros(n, np.complex128), "z": cp.zeros(n, np.complex128),
+                         "bar": cp.zeros(2, np.uint32), "grid": (min(-(-n // SPLIT_WARPS), sms),),
+                         "up": PinnedUpload(cp, ring=2)}
+        d = self._dev
+        # the piece's potentials at the steps' midpoints in one pass, uploaded pinned (a
+        # pageable upload waits for the steps queued before it: atom_hhg's carrier had then
+        # cost 40 us a step on one H200, the host's work not overlapping the device's)
+        times = [st.scheme.times(j * h, h)[0] for j in range(k0, k0 + S)]
+        V = total_many(st.config.potential, st.x_host, times)
+        d["up"].put(V.ravel())
+        D = cp.ascontiguousarray(self._halves(d["up"].dev[:V.size].reshape(V.shape), 1.0))
+        out = cp.array(e, dtype=np.complex128)
+        split_kernel(cp)(d["grid"], (32 * SPLIT_WARPS,),
+                         (d["Q"], d["ph"], D, L, out, d["y"], d["z"], np.int32(S), np.int32(n),
+                          d["bar"]), shared_mem=16 * n)
+        return out
+
+
+#: a GPU's split carrier up to this N: the kernel stages a vector in shared memory (16 N
+#: bytes of 48 KiB) and reads Q's N^2 values from L2 twice a step
+SPLIT_DEVICE_MAX = 3072
+
 
 def carrier(stepper, xp=np):
     """The carrier for ``stepper`` (the Chebyshev midpoint step of
-    :func:`~tdse.numerics.adaptive.transport_config`): :class:`SplitCarrier` on the host in the
-    length gauge, else ``stepper`` itself (module docstring)."""
+    :func:`~tdse.numerics.adaptive.transport_config`): :class:`SplitCarrier` in the length
+    gauge -- on a GPU for a single run up to N = :data:`SPLIT_DEVICE_MAX` (a piece in one
+    kernel, :meth:`SplitCarrier.carry`) --, else ``stepper`` itself (module docstring)."""
     cfg = stepper.config
-    if xp is not np or velocity_gauge(cfg.potential.field) or \
+    if velocity_gauge(cfg.potential.field) or \
             getattr(getattr(stepper, "potential", None), "velocity", False):
         return stepper
+    if xp is not np and (hasattr(stepper, "W") or cfg.grid.n > SPLIT_DEVICE_MAX):
+        return stepper                  # (a scan's batch on a GPU; a large N)
     return SplitCarrier(stepper, xp)

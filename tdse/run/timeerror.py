@@ -8,8 +8,9 @@ asymptotically correct: within 10 % of the measured one at the tests' dt,
 e_(j+1) = S_j e_j + L_j (Kormann, Holmgren & Karlsson, Uppsala TR 2009-021: the global
 error is the sum of the local ones each propagated to t; no assumption of how they add --
 summed as norms they overstated it 6-80x, their phases cancel) by the carrier
-(:mod:`tdse.numerics.carrier`: on the host a split step, on a GPU and in the velocity gauge
-a midpoint Chebyshev step at 1e-6; e needs a few digits, and it is carried with an
+(:mod:`tdse.numerics.carrier`: in the length gauge a split step -- on a GPU a piece of them
+one kernel --, in the velocity gauge and a GPU scan's batch a midpoint Chebyshev step at
+1e-6; e needs a few digits, and it is carried with an
 O(dt^2) relative error), in
 :class:`tdse.numerics.adaptive.EstimatingStepper`.  The stated error is SAFETY ||e||
 with e's global-phase part i Im<psi, e> psi / ||psi||^2 taken out (a phase is no error of
