@@ -2136,13 +2136,16 @@ def test_local_errors_of_a_block_of_steps_on_a_gpu(kind, gauge):
     got = cp.asnumpy(dev.block(cp.asarray(U), j0, dt))
     got2 = cp.asnumpy(dev.block(cp.asarray(U[::-1].copy()), j0, dt))    # (the upload's ring reused)
     want = LocalError(cfg, np).block(U, j0, dt)
+    # the velocity gauge's products (p by FFT) round otherwise on the two devices: 30 draws
+    # 4.3e-13 median, 1.02e-12 the largest (flake_velocity_h200x1_20261130T0116.txt)
+    tol = 5e-12 if gauge == "velocity" else 1e-12
     for k in range(S):
         one = cp.asnumpy(LocalError(cfg, cp).vector(cp.asarray(U[k]), (j0 + k) * dt, dt, j0 + k))
         scale = np.linalg.norm(want[k])
-        assert np.linalg.norm(got[k] - want[k]) <= 1e-12 * scale, k
-        assert np.linalg.norm(one - want[k]) <= 1e-12 * scale, k
+        assert np.linalg.norm(got[k] - want[k]) <= tol * scale, k
+        assert np.linalg.norm(one - want[k]) <= tol * scale, k
     assert np.linalg.norm(got2[::-1] - LocalError(cfg, np).block(U[::-1].copy(), j0, dt)[::-1]) \
-        <= 1e-12 * np.linalg.norm(want)
+        <= tol * np.linalg.norm(want)
 
 
 @pytest.mark.usefixtures("chebyshev_carrier")
