@@ -177,12 +177,20 @@ def blas_threads(config: Config, requested: int | None = None) -> int:
     """BLAS threads for a CPU run: ``requested``, else by matrix size -- one thread below
     N = 512 (the products are too small to share; measured on 2 cores: a 256^2 exponent
     runs as fast on 1 thread as on 2, and 10x slower when a second thread competes with
-    another process), then one per 512 rows, up to the usable CPUs."""
+    another process), then one per 512 rows, up to the usable CPUs.  One for psi on a 3- or
+    5-point grid by a matrix-free method (Chebyshev, or auto's choice there): its products
+    are NumPy's band slices, not BLAS, and a second BLAS thread only spun beside them --
+    h2plus_moving's molecule on 2 cores, 1000 steps, populations at the ends: N = 1024
+    3-point 2.49 s on 1 thread against 3.20 s on 2, 5-point 2.97 / 3.49, N = 2048 9.25 /
+    10.00 and 12.60 / 12.67 (``blas_threads_cpu2_20261130T0125.txt``); the other CPU is then
+    free for H(t)'s eigenpairs ahead (:mod:`tdse.run.eigenpairs`)."""
     if requested is not None:
         if requested < 1:
             raise ConfigError("--threads", requested, "must be >= 1")
         return requested
-    n = config.grid.n
+    n, pr = config.grid.n, config.propagator
+    if config.grid.stencil in (3, 5) and pr.method in ("chebyshev", "auto") and not pr.operator:
+        return 1
     return 1 if n < 512 else max(1, min(usable_cpus(), n // 512))
 
 
