@@ -442,9 +442,10 @@ def test_blas_threads_by_size_and_option(inputs_dir, tmp_path, monkeypatch):
     small = cfgmod.load(os.path.join(inputs_dir, "tiny.toml"))
     assert blas_threads(small) == 1 and blas_threads(small, 3) == 3
     big = dataclasses.replace(small, grid=dataclasses.replace(small.grid, dx=12.8 / 2048, stencil="dvr"))
-    assert blas_threads(big) == min(backend.usable_cpus(), 4) >= 1
-    # psi on a 3-/5-point grid by Chebyshev (or auto): band slices, no BLAS -- one thread;
-    # a dense exponent or U(t) there: by size
+    assert blas_threads(big) == min(backend.usable_cpus(), 4) >= 1      # (auto on the DVR: by size)
+    assert blas_threads(big.with_value("propagator.method", "chebyshev")) == 1
+    # psi by Chebyshev (or auto on a 3-/5-point grid): one thread; a dense exponent or U(t)
+    # there: by size
     fd = dataclasses.replace(big, grid=dataclasses.replace(big.grid, stencil=5))
     assert blas_threads(fd) == 1 and blas_threads(fd.with_value("propagator.method", "chebyshev")) == 1
     assert blas_threads(fd.with_value("propagator.method", "dense")) == min(backend.usable_cpus(), 4)

@@ -177,19 +177,21 @@ def blas_threads(config: Config, requested: int | None = None) -> int:
     """BLAS threads for a CPU run: ``requested``, else by matrix size -- one thread below
     N = 512 (the products are too small to share; measured on 2 cores: a 256^2 exponent
     runs as fast on 1 thread as on 2, and 10x slower when a second thread competes with
-    another process), then one per 512 rows, up to the usable CPUs.  One for psi on a 3- or
-    5-point grid by a matrix-free method (Chebyshev, or auto's choice there): its products
-    are NumPy's band slices, not BLAS, and a second BLAS thread only spun beside them --
-    h2plus_moving's molecule on 2 cores, 1000 steps, populations at the ends: N = 1024
-    3-point 2.49 s on 1 thread against 3.20 s on 2, 5-point 2.97 / 3.49, N = 2048 9.25 /
-    10.00 and 12.60 / 12.67 (``blas_threads_cpu2_20261130T0125.txt``); the other CPU is then
-    free for H(t)'s eigenpairs ahead (:mod:`tdse.run.eigenpairs`)."""
+    another process), then one per 512 rows, up to the usable CPUs.  One for psi by
+    Chebyshev (and by auto's choice on a 3- or 5-point grid, Chebyshev there): its products
+    are band slices or the DVR's matrix-vector products, and a second BLAS thread won
+    nothing -- h2plus_moving's molecule on 2 cores, populations at the ends: N = 1024
+    3-point 2.49 s on 1 thread against 3.20 s on 2 (1000 steps), 5-point 2.97 / 3.49, the DVR
+    9.72 / 9.84, N = 2048 9.25 / 10.00, 12.60 / 12.67, 45.6 / 45.6, the DVR at N = 4096
+    28.5 / 29.5 (100 steps; ``blas_threads_cpu2_20261130T0125.txt``) -- and the other CPU is
+    then free for H(t)'s eigenpairs ahead (:mod:`tdse.run.eigenpairs`)."""
     if requested is not None:
         if requested < 1:
             raise ConfigError("--threads", requested, "must be >= 1")
         return requested
     n, pr = config.grid.n, config.propagator
-    if config.grid.stencil in (3, 5) and pr.method in ("chebyshev", "auto") and not pr.operator:
+    if not pr.operator and (pr.method == "chebyshev"
+                            or (pr.method == "auto" and config.grid.stencil in (3, 5))):
         return 1
     return 1 if n < 512 else max(1, min(usable_cpus(), n // 512))
 
