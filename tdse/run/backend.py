@@ -189,9 +189,10 @@ def blas_threads(config: Config, requested: int | None = None) -> int:
         if requested < 1:
             raise ConfigError("--threads", requested, "must be >= 1")
         return requested
+    from ..numerics import exponentials
     n, pr = config.grid.n, config.propagator
-    if not pr.operator and (pr.method == "chebyshev"
-                            or (pr.method == "auto" and config.grid.stencil in (3, 5))):
+    if not pr.operator and (exponentials.get(pr.method).matrix_free
+                            or (exponentials.is_auto(pr.method) and config.grid.stencil in (3, 5))):
         return 1
     return 1 if n < 512 else max(1, min(usable_cpus(), n // 512))
 
