@@ -80,7 +80,7 @@ def _run_options(f):
         click.option("--allow-inaccurate", is_flag=True,
                      help="run although the exponential misses its tolerance (precheck)"),
         click.option("--threads", type=int, default=None,
-                     help="BLAS threads of the host (a GPU run's host work too; default: by matrix size and free CPUs, at most OMP_NUM_THREADS)"),
+                     help="BLAS threads of the host (a GPU run's host work too; default: one for Chebyshev, else by matrix size and free CPUs, at most OMP_NUM_THREADS)"),
         click.option("--yes", is_flag=True,
                      help=f"run even if the CPU estimate exceeds {CPU_LIMIT_HOURS:g} h"),
         click.option("--quiet", "-q", is_flag=True, help="no progress bar, notes or plots list"),
