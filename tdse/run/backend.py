@@ -184,7 +184,8 @@ def blas_threads(config: Config, requested: int | None = None) -> int:
     3-point 2.49 s on 1 thread against 3.20 s on 2 (1000 steps), 5-point 2.97 / 3.49, the DVR
     9.72 / 9.84, N = 2048 9.25 / 10.00, 12.60 / 12.67, 45.6 / 45.6, the DVR at N = 4096
     28.5 / 29.5 (100 steps; ``blas_threads_cpu2_20261130T0125.txt``) -- and the other CPU is
-    then free for H(t)'s eigenpairs ahead (:mod:`tdse.run.eigenpairs`)."""
+    then free for H(t)'s eigenpairs ahead (:mod:`tdse.run.eigenpairs`).  ``auto`` elsewhere:
+    by size until auto has chosen, then the chosen method's (:func:`tdse.run.plan.prepare`)."""
     if requested is not None:
         if requested < 1:
             raise ConfigError("--threads", requested, "must be >= 1")

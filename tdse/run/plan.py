@@ -25,7 +25,7 @@ from ..model.initial import initial_state, states_needed as initial_states_neede
 from ..numerics import cost, schemes
 from ..numerics.precheck import Precheck, memory_check, precheck as run_precheck
 from ..numerics.stepper import Stepper
-from .backend import Backend, backend_for, gpu_count
+from .backend import Backend, backend_for, blas_threads, gpu_count
 
 __all__ = ["RunPlan", "prepare", "effective_attrs"]
 
@@ -172,6 +172,8 @@ def _on(backend, config, pc, x, E, phi, devices, threads, operator, steps) -> Ru
         with be.limit():
             config, pc, choice = cost.resolve(config, pc, be.name, list(be.devices or []),
                                               xp=be.xp, operator=operator, steps=steps)
+        if choice is not None and threads is None:    # auto's method known: its BLAS threads
+            be = dataclasses.replace(be, threads=blas_threads(config))
     t2 = time.perf_counter()
     psi0 = initial_state(config, x, phi)
     return RunPlan(config, pc, be, x, E, phi, psi0, choice,
