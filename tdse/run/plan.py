@@ -172,8 +172,8 @@ def _on(backend, config, pc, x, E, phi, devices, threads, operator, steps) -> Ru
         with be.limit():
             config, pc, choice = cost.resolve(config, pc, be.name, list(be.devices or []),
                                               xp=be.xp, operator=operator, steps=steps)
-        if choice is not None and threads is None:    # auto's method known: its BLAS threads
-            be = dataclasses.replace(be, threads=blas_threads(config))
+        if choice is not None and threads is None and be.xp is np:   # auto's method known:
+            be = dataclasses.replace(be, threads=blas_threads(config))   # its BLAS threads
     t2 = time.perf_counter()
     psi0 = initial_state(config, x, phi)
     return RunPlan(config, pc, be, x, E, phi, psi0, choice,
