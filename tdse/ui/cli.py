@@ -12,7 +12,7 @@ import sys
 import click
 
 from ..config import ConfigError, load
-from .files import InputError, check_out, fresh_outputs, save_outputs
+from .files import InputError, check_out, fresh_outputs, save_outputs, storage_exit
 from .lines import error_summary, header, process_seconds, yield_lines
 from ..version import __version__
 
@@ -196,7 +196,7 @@ def _start(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_in
             click.echo(f"error: {e}", err=True)
             sys.exit(143 if e.signame == "SIGTERM" else 130)
         except StorageError as e:
-            raise InputError(str(e.strerror)) from None
+            storage_exit(e)
         except MemoryError as e:   # the exponent (mgemm.ExpmMemoryError) or the device refused
             raise InputError(f"{e} (the snapshots written so far are kept; a coarser grid, "
                              f"more GPUs or method = \"chebyshev\" need less)") from None
