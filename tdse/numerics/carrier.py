@@ -123,17 +123,21 @@ class SplitCarrier(Steps):
     def steps(self, X, j0: int, j1: int, taps=None):
         """e from step j0 to j1; a single run's D for all the steps at once (its potential
         at their midpoints in one pass, :func:`~tdse.model.potential.total_many`)."""
-        st = self.stepper
-        if hasattr(st, "W") or j1 - j0 < 2:      # (a scan's BatchStepper: a step at a time)
+        if hasattr(self.stepper, "W") or j1 - j0 < 2:   # (a scan's BatchStepper: a step at a time)
             return each_step(self.step, X, j0, j1, taps)
-        h = self.h
-        times = [st.scheme.times(j * h, h)[0] for j in range(j0, j1)]     # (the midpoint's)
-        D = self._halves(total_many(st.config.potential, st.x_host, times), 1.0)
+        D = self._halves(self._potentials(j0, j1), 1.0)
         for j in range(j0, j1):
             X = self.step(X, j, D[j - j0])
             if taps:
                 tap(taps, j + 1, X)
         return X
+
+    def _potentials(self, j0, j1):
+        """A single run's V at the midpoints of steps j0 .. j1 - 1, (j1 - j0) x N on the host,
+        in one pass (:func:`~tdse.model.potential.total_many`)."""
+        st, h = self.stepper, self.h
+        return total_many(st.config.potential, st.x_host,
+                          [st.scheme.times(j * h, h)[0] for j in range(j0, j1)])
 
     @property
     def one_launch(self) -> bool:
@@ -148,7 +152,7 @@ class SplitCarrier(Steps):
         from mgemm.arrays import PinnedUpload
 
         from ..backends.cupy.split import SPLIT_WARPS, split_kernel
-        cp, n, h, st = self.xp, self.n, self.h, self.stepper
+        cp, n, h = self.xp, self.n, self.h
         S = len(Ls)
         if S == 0:
             return e
@@ -165,8 +169,7 @@ class SplitCarrier(Steps):
         # the piece's potentials at the steps' midpoints in one pass, uploaded pinned (a
         # pageable upload waits for the steps queued before it: atom_hhg's carrier had then
         # cost 40 us a step on one H200, the host's work not overlapping the device's)
-        times = [st.scheme.times(j * h, h)[0] for j in range(k0, k0 + S)]
-        V = total_many(st.config.potential, st.x_host, times)
+        V = self._potentials(k0, k0 + S)
         d["up"].put(V.ravel())
         D = cp.ascontiguousarray(self._halves(d["up"].dev[:V.size].reshape(V.shape), 1.0))
         out = cp.array(e, dtype=np.complex128)

@@ -69,10 +69,9 @@ SPLIT_WARPS = 8
 _KERNELS = {}
 
 
-def split_kernel(cp, cooperative=True):
-    """:data:`SPLIT`, compiled once a process (a cooperative launch, or a plain one: its grid
-    is at most a block an SM)."""
-    if cooperative not in _KERNELS:
-        _KERNELS[cooperative] = cp.RawKernel(SPLIT, "tdse_split_steps",
-                                             enable_cooperative_groups=cooperative)
-    return _KERNELS[cooperative]
+def split_kernel(cp):
+    """:data:`SPLIT`, compiled once a process, launched cooperatively (its grid is at most a
+    block an SM: every block resident, as its grid barriers need)."""
+    if not _KERNELS:
+        _KERNELS["split"] = cp.RawKernel(SPLIT, "tdse_split_steps", enable_cooperative_groups=True)
+    return _KERNELS["split"]
