@@ -3,6 +3,7 @@
 Run on the device machines: ``python -m pytest -m "gpu or multi_gpu" tests/test_gpu.py``.
 Tolerances as in test_engine.py, relative to max|ref| (cuBLAS blocking differs per tile).
 """
+import json
 import os
 
 import numpy as np
@@ -1678,6 +1679,49 @@ def test_estimate_and_adaptive_steps_on_a_gpu_equal_the_cpus(kind):
         else:
             assert abs(b["steps_taken"] - a["steps_taken"]) <= 0.1 * a["steps_taken"]
             assert b["error_at_t_end"] <= tol and dpsi < tol
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["laser", "fast"])
+def test_the_split_carriers_pieces_go_on_past_snapshots_with_the_same_bits(kind, tmp_path, monkeypatch,
+                                                                            interrupt_after):
+    """#56 on a GPU's split carrier: a piece of local errors spans the snapshots between its
+    ends (each snapshot's e deferred until its piece is made, DeferredE): the snapshots'
+    stated errors, e kept for resuming and psi equal, bit for bit, those of the run whose
+    pieces end at every snapshot; a run interrupted mid-way and resumed from its file states
+    the uninterrupted run's error at t_end."""
+    from benchmarks import drives
+    from tdse.numerics import adaptive
+    from tdse.run.driver import run
+    from tdse.run.interrupts import Interrupted
+    from tdse.run.snapshots import read, resume_state
+    c = drives.make(kind, np.random.default_rng()).with_value("propagator.time_error", "estimate")
+    made = []
+    orig = adaptive.EstimatingStepper._make_piece
+    monkeypatch.setattr(adaptive.EstimatingStepper, "_make_piece",
+                        lambda self: (made.append(self._pending[1] - self._pending[0]), orig(self))[1])
+    a = read(run(c, tmp_path / "a", backend="cupy").path)
+    te = json.loads(a["attrs"]["time_error"])
+    assert te["carried_by"].startswith("split step")
+    assert max(made) > c.output.every                  # pieces past a snapshot
+    with monkeypatch.context() as m:                   # pieces ended at every snapshot
+        m.setattr(adaptive.EstimatingStepper, "deferred_e", lambda self, step: None)
+        made.clear()
+        b = read(run(c, tmp_path / "b", backend="cupy").path)
+        assert max(made) <= c.output.every
+    for k in ("snapshots/time_error", "snapshots/time_error_populations", "snapshots/psi"):
+        assert np.array_equal(a[k], b[k], equal_nan=True), k
+    assert np.isfinite(a["snapshots/time_error"]).all() and a["snapshots/time_error"][-1] > 0
+    armed = interrupt_after(3, "SIGTERM")
+    with pytest.raises(Interrupted):
+        run(c, tmp_path / "cut", backend="cupy")
+    armed.disarm()
+    part = str(tmp_path / "cut" / f"{c.name}.h5.part")
+    st = resume_state(part)
+    assert 0 < st["step"] < c.time.steps
+    r = read(run(c, None, backend="cupy", resume=(st, part)).path)
+    assert json.loads(r["attrs"]["time_error"])["error_at_t_end"] == te["error_at_t_end"]
+    assert np.array_equal(r["snapshots/psi"][-1], a["snapshots/psi"][-1])
 
 
 # ------------------------------------------------------------------ #55: the velocity gauge

@@ -212,7 +212,8 @@ def test_the_local_estimate_resumes_offers_at_snapshots_and_states_its_cost(plan
 
     def stepper():
         return SimpleNamespace(local=SimpleNamespace(order=4, products=lambda: 7), xp=xp, e=None, carried_by="c",
-                               n=0, substeps=0, rejected=0, h_min=0.005, seconds=0.0)
+                               n=0, substeps=0, rejected=0, h_min=0.005, seconds=0.0,
+                               deferred_e=lambda step: None)
 
     ev = random_state(64, rng) * 1e-8
     rows = np.array([[0.0, 0.0, 0.0], [0.1, 1e-9, 2e-11]])

@@ -60,6 +60,30 @@ def _add_to(L, Y):
     Y += L
 
 
+class DeferredE:
+    """e after a step whose piece is not yet made (:meth:`EstimatingStepper.deferred_e`): a
+    snapshot's e, read on the host once its piece is made (:meth:`result` makes it where
+    it is still pending) -- so that a piece spans the snapshots between its ends."""
+
+    def __init__(self, stepper):
+        self.stepper, self.copy = stepper, None
+
+    def set(self, e):
+        """e at the step, on the device: its copy to the host queued (no wait)."""
+        from mgemm.arrays import HostCopy
+        self.copy = HostCopy({"e": e})
+
+    def ready(self) -> bool:
+        """Whether e is on the host (no wait)."""
+        return self.copy is not None and self.copy.done()
+
+    def result(self):
+        """e on the host (its piece made first where it is pending)."""
+        if self.copy is None:
+            self.stepper.e              # noqa: B018 -- the pending piece is made on reading e
+        return self.copy.result()["e"]
+
+
 class StepTooSmall(RuntimeError):
     """Adaptive steps would need a step under time.dt_min."""
 
@@ -101,6 +125,7 @@ class EstimatingStepper(Steps):
         self._steps, self._carry = {1: self.base}, {}
         self.n, self._e = 1, None
         self._pending = None           # [first, end) steps whose local errors are not yet made
+        self._deferred = []            # (step, DeferredE) within the pending piece
         self._first = None             # the dt's first local error when _choose made it
         T = config.time
         self.budget = T.tolerance / SAFETY if control else math.inf
@@ -144,13 +169,14 @@ class EstimatingStepper(Steps):
         return c.description if hasattr(c, "description") else \
             f"midpoint, tolerance {c.config.propagator.tolerance:g}"
 
-    def _carried(self, n, e, k0, Ls):
+    def _carried(self, n, e, k0, Ls, taps=None):
         """e carried by the carrier of dt/n over the steps k0, k0 + 1, ... (one a row of
         ``Ls``), each local error L_k added after its step (a tap; on a GPU's split carrier
-        the piece in one kernel, :meth:`~tdse.numerics.carrier.SplitCarrier.carry`)."""
+        the piece in one kernel, :meth:`~tdse.numerics.carrier.SplitCarrier.carry`, given
+        e at the steps of ``taps``, {step: [callable]})."""
         c = self._carrier(n)
         if getattr(c, "one_launch", False):
-            return c.carry(e, k0, Ls)
+            return c.carry(e, k0, Ls, taps)
         return c.advance(e, k0, k0 + len(Ls), taps={
             k0 + i + 1: [functools.partial(_add_to, Ls[i])] for i in range(len(Ls))})
 
@@ -176,7 +202,20 @@ class EstimatingStepper(Steps):
 
     @e.setter
     def e(self, value):
-        self._pending, self._e = None, value
+        self._pending, self._e, self._deferred = None, value, []
+
+    def deferred_e(self, step):
+        """A :class:`DeferredE` of e after ``step``, the end of the pending piece, which
+        then goes on past it (a GPU's split carrier, one kernel a piece: there a piece ended
+        at every snapshot had cost the laser drive's 500 steps, a snapshot every 10, ~0.7 ms
+        of the host's time a piece, ``trace_probe_h200x1_20261130T0250.txt``); None where e
+        is at hand or the carrier is not one kernel (read :attr:`e` then)."""
+        p = self._pending
+        if p is None or p[1] != step or not getattr(self._carrier(1), "one_launch", False):
+            return None
+        d = DeferredE(self)
+        self._deferred.append((step, d))
+        return d
 
     def steps(self, X, j0, j1, taps=None):
         """``X`` stepped from ``j0`` to ``j1`` with e carried (fixed steps; adaptive ones a
@@ -232,7 +271,9 @@ class EstimatingStepper(Steps):
         dt = self.config.time.dt
         t0 = time.perf_counter()
         Ls = self.local.block(self._U[:end - start], start, dt)
-        self._e = self._carried(1, self._e, start, Ls)
+        taps = {k: [d.set] for k, d in self._deferred}
+        self._deferred = []
+        self._e = self._carried(1, self._e, start, Ls, taps)
         self.seconds += time.perf_counter() - t0
 
     def _steps_each(self, X, j0, j1, taps=None):

@@ -144,11 +144,13 @@ class SplitCarrier(Steps):
         """Whether :meth:`carry` takes a piece in one kernel (a single run on a GPU)."""
         return self.xp is not np and not hasattr(self.stepper, "W")
 
-    def carry(self, e, k0: int, Ls):
+    def carry(self, e, k0: int, Ls, taps=None):
         """e carried from step k0 over the steps of ``Ls`` (S x N on the device), L_i added
         after step k0 + i, in one launch of :data:`tdse.backends.cupy.split.SPLIT`: the
         step as above with Q the DST-I's N x N matrix (Q_jm = sqrt(2/(N+1)) sin(pi j m /
-        (N+1)), j, m = 1..N), each step's D from the potentials of the piece made at once."""
+        (N+1)), j, m = 1..N), each step's D from the potentials of the piece made at once;
+        ``taps`` ({step: [callable]}): the piece in a launch up to each such step, whose
+        callables are given e there (a device array the next launch does not change)."""
         from mgemm.arrays import PinnedUpload
 
         from ..backends.cupy.split import SPLIT_WARPS, split_kernel
@@ -172,11 +174,17 @@ class SplitCarrier(Steps):
         V = self._potentials(k0, k0 + S)
         d["up"].put(V.ravel())
         D = cp.ascontiguousarray(self._halves(d["up"].dev[:V.size].reshape(V.shape), 1.0))
-        out = cp.array(e, dtype=np.complex128)
-        split_kernel(cp)(d["grid"], (32 * SPLIT_WARPS,),
-                         (d["Q"], d["ph"], D, L, out, d["y"], d["z"], np.int32(S), np.int32(n),
-                          d["bar"]), shared_mem=16 * n)
-        return out
+        taps = taps or {}
+        a = 0
+        for b in sorted({k - k0 for k in taps if k0 < k <= k0 + S} | {S}):
+            out = cp.array(e, dtype=np.complex128)
+            split_kernel(cp)(d["grid"], (32 * SPLIT_WARPS,),
+                             (d["Q"], d["ph"], D[a:b], L[a:b], out, d["y"], d["z"], np.int32(b - a),
+                              np.int32(n), d["bar"]), shared_mem=16 * n)
+            e, a = out, b
+            for f in taps.get(k0 + b, ()):
+                f(e)
+        return e
 
 
 #: a GPU's split carrier up to this N: the kernel stages a vector in shared memory (16 N

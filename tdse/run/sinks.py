@@ -87,14 +87,16 @@ class Snapshots(Sink):
         whole snapshot is then a few intervals older while the run goes on.  Otherwise
         written now."""
         from mgemm.arrays import HostCopy, is_device_array
-        extras = (self.row_extras, self.resume_extras, self.attr_extras)
+        # (resume_extras as they are now: a sink sets its entries again for a later snapshot,
+        # while this one may wait for its copies -- or a deferred entry, DeferredE)
+        extras = (self.row_extras, dict(self.resume_extras), self.attr_extras)
         self.row_extras = {}
         if state.U is None and is_device_array(state.psi):
             pending = self.pending     # (resume arrays on the device copied with psi)
             dev = {f"keep:{k}": v for k, v in extras[1].items() if is_device_array(v)}
             pending.append((state.step, state.t, HostCopy({"psi": state.psi, **dev}), extras))
             most = max(1, min(SNAPSHOTS_IN_FLIGHT, SNAPSHOT_BYTES_IN_FLIGHT // max(1, state.psi.nbytes)))
-            while pending and (len(pending) > most or pending[0][2].done()):
+            while pending and (len(pending) > most or (pending[0][2].done() and _ready(pending[0][3][1]))):
                 self._finish_one()
         else:
             self.finish()
@@ -113,7 +115,8 @@ class Snapshots(Sink):
         got = copy.result()
         psi = got["psi"]
         if len(got) > 1:            # resume arrays that were on the device
-            extras = (extras[0], {k: np.array(got.get(f"keep:{k}", v)) for k, v in extras[1].items()},
+            extras = (extras[0], {k: v if hasattr(v, "result") else np.array(got.get(f"keep:{k}", v))
+                                  for k, v in extras[1].items()},             # (deferred: _write)
                       extras[2])
         self._write(step, t, psi if getattr(self.writer, "background", False) else np.array(psi),
                     None, extras)
@@ -125,7 +128,8 @@ class Snapshots(Sink):
         if U is not None:
             U_host = to_host(U.to_array() if hasattr(U, "to_array") else U)
             row, keep = {"P": self.transitions(U_host)}, {"U": U_host}
-        keep = {**(keep or {}), **{k: to_host(v) for k, v in resume_extras.items()}} or None
+        keep = {**(keep or {}), **{k: v.result() if hasattr(v, "result") else to_host(v)
+                                   for k, v in resume_extras.items()}} or None
         row = {"time_error": np.nan, "time_error_populations": np.nan, "steps_taken": step,
                "step_min": cfg.time.dt, **row}                      # (fixed steps, unless told)
         for k, v in row_extras.items():  # a callable: row values from psi and keep, on the host
@@ -136,6 +140,12 @@ class Snapshots(Sink):
         self.writer.append(state=keep, t=t, step=step, psi=psi,
                            centres=centre_positions(cfg.potential, t), **row)
         self.last_step = step
+
+
+def _ready(resume_extras) -> bool:
+    """Whether a snapshot's deferred resume arrays (e.g. the local estimate's e after a
+    piece not yet made, :class:`tdse.numerics.adaptive.DeferredE`) are on the host."""
+    return all(v.ready() for v in resume_extras.values() if hasattr(v, "ready"))
 
 
 class Progress(Sink):

@@ -343,7 +343,9 @@ class LocalEstimate(Sink):
             # copy here had waited at every snapshot; e copied where it lives, as it goes on
             # in place)
             self.snapshots.row_extras.update(time_error=row, steps_taken=st.substeps, step_min=st.h_min)
-            self.snapshots.resume_extras["error_vector"] = st.e.copy()
+            # (on a GPU's split carrier e after a piece that goes on past this snapshot,
+            # read when the piece is made: DeferredE)
+            self.snapshots.resume_extras["error_vector"] = st.deferred_e(state.step) or st.e.copy()
             self.snapshots.resume_extras["step_counts"] = np.array([st.n, st.substeps, st.rejected])
         st.h_min = cfg.time.dt              # the smallest step since this snapshot, next
 
