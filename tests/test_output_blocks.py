@@ -803,3 +803,75 @@ def test_the_lookahead_beside_a_gpu_may_take_more_workers(monkeypatch):
     assert eigenpairs.workers_most("auto") == eigenpairs.WORKERS
     monkeypatch.setattr(backend, "gpu_count", lambda: 2)
     assert eigenpairs.workers_most("auto") == eigenpairs.GPU_WORKERS
+
+
+def test_pending_snapshots_wait_for_their_own_deferred_resume_arrays(inputs_dir, monkeypatch):
+    """A GPU's snapshots wait for their copies (Snapshots.write's pending queue); a resume
+    array that is deferred (the local estimate's e on a GPU's split carrier, DeferredE) holds
+    its snapshot back until it is ready, or is made when the snapshot must be written; each
+    snapshot keeps the value set for it, not a later snapshot's (the sink's resume_extras is
+    set again for each).  Device arrays and their copies faked on the CPU."""
+    import mgemm.arrays
+    from tdse.run.loop import State
+
+    class Dev(np.ndarray):
+        pass
+
+    class Copy:                              # a HostCopy whose copies have run
+        def __init__(self, arrays):
+            self.host = {k: np.array(v) for k, v in arrays.items()}
+
+        def done(self):
+            return True
+
+        def result(self):
+            return self.host
+
+    class Deferred:
+        def __init__(self, value):
+            self.value, self.is_ready, self.made = value, False, False
+
+        def ready(self):
+            return self.is_ready
+
+        def result(self):
+            self.made = not self.is_ready
+            return self.value
+
+    class Writer:
+        def __init__(self):
+            self.rows = []
+
+        def append(self, state=None, **row):
+            self.rows.append((row["step"], state))
+
+        def set_attrs(self, **attrs):
+            pass
+
+    monkeypatch.setattr(mgemm.arrays, "is_device_array", lambda a: isinstance(a, Dev))
+    monkeypatch.setattr(mgemm.arrays, "HostCopy", Copy)
+    cfg = _moving(inputs_dir, 3, **{"output.every": 10})
+    plan = tdse.prepare(cfg, backend="numpy")
+    writer = Writer()
+    snaps = sinks.Snapshots(plan, writer)
+    rng = np.random.default_rng()
+    psi = np.asarray(plan.psi0).view(Dev)
+    made = {}
+    for step in (10, 20, 30):
+        made[step] = Deferred(rng.standard_normal(4))
+        snaps.resume_extras["error_vector"] = made[step]
+        snaps.resume_extras["counts"] = np.array([step])
+        snaps.write(State(step, step * cfg.time.dt, psi))
+    assert writer.rows == []                      # each waits for its deferred e
+    made[10].is_ready = True
+    made[40] = Deferred(rng.standard_normal(4))
+    snaps.resume_extras["error_vector"] = made[40]
+    snaps.resume_extras["counts"] = np.array([40])
+    snaps.write(State(40, 40 * cfg.time.dt, psi))
+    assert [s for s, _ in writer.rows] == [10]    # the ready one, in order; 20 not yet
+    snaps.finish()
+    assert [s for s, _ in writer.rows] == [10, 20, 30, 40]
+    for step, keep in writer.rows:
+        assert np.array_equal(keep["error_vector"], made[step].value)
+        assert keep["counts"][0] == step
+    assert not made[10].made and made[20].made and made[40].made
