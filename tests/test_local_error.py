@@ -317,7 +317,8 @@ def test_a_large_ns_estimate_keeps_long_pieces(monkeypatch):
     plan = tdse.prepare(cfg, backend="numpy")
     psi = np.asarray(plan.psi0, dtype=complex)
     runs = {}
-    for chunk in (1, le.LETTERS_CHUNK):
+    monkeypatch.setattr(ad, "PIECE_STEPS", 64)       # (the mechanism at these sizes)
+    for chunk in (1, 64):
         monkeypatch.setattr(le, "LETTERS_CHUNK", chunk)
         st = ad.EstimatingStepper(cfg, plan.stepper, np)
         spans, blocks = [], []
@@ -327,18 +328,21 @@ def test_a_large_ns_estimate_keeps_long_pieces(monkeypatch):
         runs[chunk] = (st.advance(psi, 10, 150), st.e, spans, blocks)
     _, _, spans, blocks = runs[1]
     assert spans == [(10, 74), (74, 138), (138, 150)] and blocks == []
-    _, _, spans, blocks = runs[le.LETTERS_CHUNK]
+    _, _, spans, blocks = runs[64]
     assert spans == [(10, 64), (64, 128), (128, 150)] and blocks == [54, 64, 22]
-    assert np.array_equal(runs[1][0], runs[le.LETTERS_CHUNK][0])
-    assert np.linalg.norm(runs[1][1] - runs[le.LETTERS_CHUNK][1]) <= 1e-6 * np.linalg.norm(runs[1][1]) + 1e-15
+    assert np.array_equal(runs[1][0], runs[64][0])
+    assert np.linalg.norm(runs[1][1] - runs[64][1]) <= 1e-6 * np.linalg.norm(runs[1][1]) + 1e-15
 
 
-def test_a_piece_spans_the_calls_until_e_is_read():
+def test_a_piece_spans_the_calls_until_e_is_read(monkeypatch):
     """A run's save points every step (H(t)'s populations) with e read every 10 steps (its
     snapshots): the steps' local errors are made as one block a piece of 10 (or to the
-    chunk's end), not a block of one a call, when e is read; psi bit for bit and e to
-    rounding against one call over the range."""
+    chunk's end: chunks of 64 here), not a block of one a call, when e is read; psi bit for
+    bit and e to rounding against one call over the range."""
     import tdse.numerics.adaptive as ad
+    import tdse.numerics.local_error as le
+    monkeypatch.setattr(ad, "PIECE_STEPS", 64)
+    monkeypatch.setattr(le, "LETTERS_CHUNK", 64)
     cfg = drives.make("fast", np.random.default_rng())
     plan = tdse.prepare(cfg, backend="numpy")
     psi0 = np.asarray(plan.psi0, dtype=complex)

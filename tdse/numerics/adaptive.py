@@ -49,9 +49,10 @@ TRANSPORT_TOLERANCE = 1e-6
 
 
 #: the steps :meth:`EstimatingStepper.steps` takes at once (their local errors kept until e
-#: is carried over them), within PIECE_BYTES of local errors: choices, not measured (a graph
-#: step's chunk of steps; 64 MB of the host's or the device's memory)
-PIECE_STEPS = 64
+#: is carried over them), within PIECE_BYTES of local errors: a chunk of the letters
+#: (:data:`tdse.numerics.local_error.LETTERS_CHUNK`, where it is measured); 64 MB of the
+#: host's or the device's memory, a choice
+PIECE_STEPS = 256
 PIECE_BYTES = 64 << 20
 
 

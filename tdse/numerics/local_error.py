@@ -52,8 +52,13 @@ __all__ = ["leading_term", "estimator_terms", "LocalError", "BatchLocalError", "
 
 #: steps whose letters a run of fixed steps makes at once (LocalError.letters), within
 #: LETTERS_CHUNK_BYTES of values (P N each): a step's letters alone took ~100 us of host
-#: time on atom_hhg (N = 500, P = 5), most of it NumPy's per-call cost
-LETTERS_CHUNK = 64
+#: time on atom_hhg (N = 500, P = 5), most of it NumPy's per-call cost; the pieces of the
+#: estimating stepper are at most a chunk (tdse.numerics.adaptive.PIECE_STEPS): 256 against
+#: 64 took the time-error suite's rows x1.07-1.24 against x1.11-1.27 on 2 CPUs
+#: (time-error_cpu2_20261130T025850.json, ..._030006_before.json), the laser's x1.37 / 1.45
+#: against x1.52 / 1.55 on one H200, atom_hhg's the same (x1.42 / 1.55 against 1.44 /
+#: 1.45; time-error_h200x1_20261130T030542.json ... _030640_before.json, alternating)
+LETTERS_CHUNK = 256
 LETTERS_CHUNK_BYTES = 4 << 20
 
 
