@@ -142,7 +142,8 @@ def _gpu_tests(d):
     c = d.get("counts", {})
     out = [f"{c.get('passed', 0)} passed, {c.get('failed', 0)} failed, {c.get('error', 0)} errors, "
            f"{c.get('skipped', 0)} skipped in {d.get('wall_seconds', 0):.0f} s "
-           f"(exit code {d.get('returncode')})"]
+           f"(exit code {d.get('returncode')}"
+           f"{'; STOPPED: the tests after the last row did not run' if d.get('returncode') not in (0, 1, None) else ''})"]
     bad = [r for r in d["rows"] if r["outcome"] in ("failed", "error")]
     if bad:
         last = [((r.get("why") or "").strip().splitlines() or [""])[-1][:200] for r in bad]

@@ -272,11 +272,17 @@ def _gpu_tests(a):
                         outcome = {"failure": "failed", "error": "error"}.get(tag, tag)
                         if tag != "skipped":           # the traceback's end: why it failed
                             why = (case.find(tag).text or case.find(tag).get("message") or "")[-1500:]
+                if case.get("name") is None:      # (the entry junit adds for a stopped session)
+                    continue
                 rows.append({"test": f"{case.get('classname')}::{case.get('name')}",
                              "outcome": outcome, "seconds": float(case.get("time", 0)),
                              **({"why": why} if why is not None else {})})
     counts = {k: sum(r["outcome"] == k for r in rows) for k in ("passed", "failed", "error", "skipped")}
     _say(proc.stdout[-3000:])
+    if proc.returncode not in (0, 1):   # pytest stopped (2: interrupted) or could not run
+        counts["stopped"] = True        # the tests after the last row did not run
+        _say(f"INCOMPLETE: pytest exited {proc.returncode}; the tests after "
+             f"{rows[-1]['test'] if rows else 'the start'} did not run")
     return rows, {"counts": counts, "returncode": proc.returncode, "wall_seconds": wall,
                   "pytest_tail": (proc.stdout + proc.stderr)[-2000:]}
 

@@ -1,5 +1,6 @@
 """Robustness: resume, interrupts (SIGINT, SIGTERM, SIGKILL in a subprocess), resource
 checks, output safety, hostile input (hypothesis) and determinism."""
+import json
 import math
 import os
 import signal
@@ -102,6 +103,42 @@ def test_resume_after_interrupt_equals_uninterrupted(tmp_path, interrupt_after, 
         assert np.array_equal(got[k], ref[k]), k  # bit-identical on the CPU
     if operator:
         assert np.array_equal(got["operator/P"], ref["operator/P"])
+
+
+@pytest.mark.parametrize("time_error", ["none", "estimate"])
+def test_a_signal_while_the_sinks_end_is_an_interrupt_and_resumes(tmp_path, monkeypatch, time_error):
+    """A SIGTERM while the run's sinks end (on a GPU the snapshots still being copied are
+    written then) stops the run as one in the loop does: Interrupted naming the .part
+    file, which resumes -- here with every step already done -- to the uninterrupted
+    run's file."""
+    from tdse.run.sinks import Snapshots
+    d = deep(VALID)
+    d["propagator"]["time_error"] = time_error
+    cfg = cfgmod.loads(to_toml(d))
+    ref = read(run(cfg, tmp_path / "ref", backend="numpy").path)
+    finish = Snapshots.end
+
+    def end_then_signal(self, state):
+        finish(self, state)
+        raise KeyboardInterrupt("SIGTERM")
+    with monkeypatch.context() as m:
+        m.setattr(Snapshots, "end", end_then_signal)
+        with pytest.raises(BaseException) as ei:    # (a KeyboardInterrupt would end pytest)
+            run(cfg, tmp_path / "cut", backend="numpy")
+    assert isinstance(ei.value, Interrupted) and ei.value.signame == "SIGTERM", repr(ei.value)
+    part = str(tmp_path / "cut" / "h.h5.part")
+    st_ = resume_state(part)
+    assert st_["step"] == cfg.time.steps and st_["count"] == len(ref["snapshots/t"])
+    got = read(run(cfg, None, backend="numpy", resume=(st_, part)).path)
+    assert got["attrs"]["complete"]
+    if time_error == "estimate":
+        a, b = (json.loads(f["attrs"]["time_error"]) for f in (got, ref))
+        for k in ("error_at_t_end", "max_error", "population_error_at_t_end",
+                  "population_bound_at_t_end", "steps_taken"):
+            assert a[k] == b[k], k
+    for k in ("snapshots/psi", "snapshots/t", "snapshots/time_error", "observables/norm",
+              "observables/populations_h0"):
+        assert np.array_equal(got[k], ref[k], equal_nan=True), k
 
 
 def test_a_part_file_of_an_earlier_version_with_fewer_observables_resumes(tmp_path, interrupt_after):

@@ -197,7 +197,8 @@ def _run(stepper, dt, start, stop, state, sinks):
     hooks = [s for s in sinks if isinstance(s, Observer)]     # per-step: before each step
     tappers = [i for i, s in enumerate(sinks)          # those with a Sink.tap of their own
                if getattr(type(s), "tap", Sink.tap) is not Sink.tap]
-    try:
+    ended = 0           # each sink gets end or fail: a signal during the ends (a GPU's
+    try:                # snapshots written at the end) fails the sinks that had not ended
         for s in sinks:
             s.begin(state)
         nexts = [s.next_point(start, stop) for s in sinks]
@@ -216,12 +217,13 @@ def _run(stepper, dt, start, stop, state, sinks):
                     nexts[i] = s.next_point(k, stop)
             check_pending()        # a signal whose KeyboardInterrupt Python dropped
             j = k
-    except BaseException as e:   # noqa: BLE001 -- the sinks decide; re-raised below
         for s in sinks:
+            s.end(state)
+            ended += 1
+    except BaseException as e:   # noqa: BLE001 -- the sinks decide; re-raised below
+        for s in sinks[ended:]:
             s.fail(state, e)
         raise
-    for s in sinks:
-        s.end(state)
     return state
 
 

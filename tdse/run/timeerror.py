@@ -297,6 +297,7 @@ class LocalEstimate(Sink):
                 st.n, st.substeps, st.rejected = (int(v) for v in r["step_counts"])
             rows = r.get("companion_rows")
             self.points = [tuple(float(v) for v in q) for q in rows] if rows is not None else []
+            self.bound = self.estimate(state.psi, st.e)[2]   # (the resumed snapshot's)
         elif r is not None:           # a file without e: no estimate from here
             self.active = False
         else:
