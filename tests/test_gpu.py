@@ -977,9 +977,10 @@ def test_rows_filled_by_the_graph_steps_equal_a_save_point_a_row(name, stencil, 
 @pytest.mark.parametrize("stencil", [3, "dvr"])
 def test_graph_taps_and_segments_equal_a_step_at_a_time(stencil):
     """GraphStep.advance over segments (the steps' rows uploaded at once, fetched by each
-    step's graph; one advance crossing two chunks, one starting mid-chunk) with taps into a
-    block's rows (the graph's tap kernel) and into a lone array (a memcpy after the launch),
-    against one advance a step with the states copied out: the same bits."""
+    step's graph; one advance crossing two chunks, one starting mid-chunk) with taps into
+    two blocks' rows (the graph's tap kernel, both at one step too) and into a third
+    block's row and a lone array (a memcpy after the launch), against one advance a step
+    with the states copied out: the same bits."""
     import tdse
     from tdse.numerics.graph_plan import CHUNK
     cfg = _batch_case("h2plus_moving.toml", 2.0, ("propagator.method", ["chebyshev"]))[0].with_value(
@@ -987,7 +988,7 @@ def test_graph_taps_and_segments_equal_a_step_at_a_time(stencil):
     plan = tdse.prepare(cfg, backend="cupy", check_resolution=False)
     n = cfg.grid.n
     psi0 = cp.asarray(plan.psi0)
-    want = {3: "block0", 50: "block1", CHUNK + 9: "lone", CHUNK + 10: "block2"}
+    want = {3: "block0", 7: "two", 50: "block1", CHUNK + 9: "lone", CHUNK + 10: "block2"}
     ref, st = {}, plan.stepper()
     X = psi0
     for j in range(0, CHUNK + 20):
@@ -997,16 +998,20 @@ def test_graph_taps_and_segments_equal_a_step_at_a_time(stencil):
     final_ref = cp.asnumpy(X)
     st = plan.stepper()
     block, lone = cp.zeros((4, n), dtype=cp.complex128), cp.zeros(n, dtype=cp.complex128)
-    taps = {3: [block[0]], 50: [block[1]], CHUNK + 9: [lone], CHUNK + 10: [block[2]]}
+    other, third = cp.zeros((3, n), dtype=cp.complex128), cp.zeros((2, n), dtype=cp.complex128)
+    taps = {3: [block[0]], 7: [other[1], third[1], other[0]], 50: [block[1], other[2]],
+            CHUNK + 9: [lone], CHUNK + 10: [block[2]]}
     X = st.advance(psi0, 0, 2)
     X = st.advance(X, 2, CHUNK + 20, taps=taps)          # from mid-chunk, across a chunk
     g = st.propagator.graph
-    assert g and g.tap_to is block
-    got = {3: block[0], 50: block[1], CHUNK + 9: lone, CHUNK + 10: block[2]}
+    assert g and len(g.tap_to) == 2 and g.tap_to[0] is block and g.tap_to[1] is other
+    got = {3: block[0], 7: other[1], 50: block[1], CHUNK + 9: lone, CHUNK + 10: block[2]}
     for k in want:
         assert np.array_equal(cp.asnumpy(got[k]), ref[k]), k
+    for a, k in ((third[1], 7), (other[0], 7), (other[2], 50)):  # (third: a memcpy; other[0]:
+        assert np.array_equal(cp.asnumpy(a), ref[k]), k           #  its block's slot taken)
     assert np.array_equal(cp.asnumpy(X), final_ref)
-    assert not cp.asnumpy(block[3]).any()                # an untapped row untouched
+    assert not cp.asnumpy(block[3]).any() and not cp.asnumpy(third[0]).any()   # untouched
 
 
 @pytest.mark.gpu

@@ -588,9 +588,9 @@ def test_graph_planner_equals_the_per_step_scalars(name, key, values, gauge, gro
 def test_a_segment_holds_each_steps_row_where_the_fetch_finds_it(a, b, inputs_dir):
     """tdse.numerics.graph_plan.segment (the rows of steps a .. b - 1 of a planned chunk,
     uploaded at once for the GPU graphs): tdse_row_fetch's reading of it, in NumPy (row c
-    at 2 + CHUNK + c * stride, its slot at 2 + c), gives each step the row a step's own
-    upload had -- its parameters, then from the even offset its coefficients -- and its
-    tap slot."""
+    at 2 + 2 CHUNK + c * stride, its two slots at 2 + 2c, 3 + 2c), gives each step the row
+    a step's own upload had -- its parameters, then from the even offset its coefficients
+    -- and its tap slots."""
     import os
 
     import tdse
@@ -602,15 +602,16 @@ def test_a_segment_holds_each_steps_row_where_the_fetch_finds_it(a, b, inputs_di
     _, patterns, P, A, sizes = graph_plan.Planner(st).chunk(11)
     nP = P.shape[1]
     n_p = nP + nP % 2
-    slots = np.random.default_rng(a).integers(-1, 9, b - a).astype(float)
-    out = np.full(2 + graph_plan.CHUNK + graph_plan.CHUNK * (n_p + 2 * A.shape[1] + 7), np.nan)
+    slots = np.random.default_rng(a).integers(-1, 9, (b - a, 2)).astype(float)
+    out = np.full(2 + 2 * graph_plan.CHUNK + graph_plan.CHUNK * (n_p + 2 * A.shape[1] + 7), np.nan)
     seg = graph_plan.segment(out, P[a:b], A[a:b], n_p, slots)
     assert seg[0] == 0 and np.isnan(out[seg.size:]).all()
     stride = int(seg[1])
     for c in range(b - a):               # the fetch of the segment's c-th step
-        row = seg[2 + graph_plan.CHUNK + c * stride:][:stride]
+        row = seg[2 + 2 * graph_plan.CHUNK + c * stride:][:stride]
         i = a + c
-        assert np.array_equal(row[:nP], P[i]) and seg[2 + c] == slots[c]
+        assert np.array_equal(row[:nP], P[i])
+        assert seg[2 + 2 * c] == slots[c, 0] and seg[3 + 2 * c] == slots[c, 1]
         assert np.array_equal(row[n_p:n_p + 2 * sizes[i]].view(np.complex128), A[i, :sizes[i]])
 
 

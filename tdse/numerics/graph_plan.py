@@ -6,6 +6,11 @@ import numpy as np
 
 #: steps whose scalars are planned at once on the host (vectorised)
 CHUNK = 64
+#: the blocks a graph step's tap fills (psi after the step copied into a row of each: a
+#: run's observables' block and the local error estimate's block of psi before each step)
+TAPS = 2
+#: the segment's head: [counter, stride, TAPS slots a step for CHUNK steps]
+HEAD = 2 + TAPS * CHUNK
 
 
 #: plan the next chunk's scalars in a thread while this one steps
@@ -33,14 +38,14 @@ def planning_thread():
 def segment(out, P, A, n_p, slots):
     """The device segment of steps' rows (``tdse_row_fetch``, :data:`tdse.backends.cupy.chain.ROWS`)
     written into the start of ``out`` (returned, that part): [0 (the counter), the stride,
-    ``slots`` (a tap slot a step; CHUNK places), then a row a step: its parameters ``P``,
-    its coefficients ``A`` (complex) from ``n_p``]."""
-    m, head = len(P), 2 + CHUNK
+    ``slots`` (m x :data:`TAPS`: a step's tap slots; CHUNK x TAPS places), then a row a
+    step: its parameters ``P``, its coefficients ``A`` (complex) from ``n_p``]."""
+    m = len(P)
     stride = n_p + 2 * A.shape[1]
-    need = head + m * stride
+    need = HEAD + m * stride
     out[0], out[1] = 0.0, stride
-    out[2:2 + m] = slots
-    rows = out[head:need].reshape(m, stride)
+    out[2:2 + TAPS * m] = np.asarray(slots).reshape(-1)
+    rows = out[HEAD:need].reshape(m, stride)
     rows[:, :P.shape[1]] = P
     rows[:, n_p:] = np.ascontiguousarray(A).view(np.float64)
     return out[:need]

@@ -39,7 +39,7 @@ import ctypes
 import numpy as np
 
 from .graph_fft import FFTKinetic, dvr_by_fft
-from .graph_plan import CHUNK, Planner, plan_ahead, planning_thread, segment
+from .graph_plan import CHUNK, HEAD, TAPS, Planner, plan_ahead, planning_thread, segment
 
 #: the ring of the dense and estimating graphs' per-step uploads (:class:`mgemm.arrays.PinnedUpload`)
 RUN_AHEAD = 64
@@ -214,13 +214,13 @@ class GraphStep:
         self.vbase = self.base + self.nt * B * (1 + self.C)     # velocity: alpha a, alpha q
         self.row_floats = self.vbase + (2 * len(self.rows) * B if self.velocity else 0) + 2 + 2 * 512
         from mgemm.arrays import PinnedUpload
-        seg_floats = 2 + CHUNK + CHUNK * self.row_floats
+        seg_floats = HEAD + CHUNK * self.row_floats
         self.up = PinnedUpload(cp, ring=max(4, min(SEGMENT_RING, SEGMENT_RING_BYTES // (8 * seg_floats))))
         self.up.put(np.zeros(seg_floats))   # its device segment, made once
         self._seg_ptr, self._hseg = self.up.dev.data.ptr, None
         self.row = cp.zeros(self.row_floats)
-        self.slot = cp.full(1, -1, dtype=np.int32)      # the step's tap slot (tdse_row_fetch)
-        self.tap_to = None       # the block whose rows the taps fill (:meth:`_slot_of`)
+        self.slot = cp.full(TAPS, -1, dtype=np.int32)   # the step's tap slots (tdse_row_fetch)
+        self.tap_to = []         # the blocks whose rows the taps fill (:meth:`_slot_of`)
         self._warmed = False     # the kernels compiled (:meth:`_first`)
         self._slot_ids = {}      # id(row) -> (row, its slot or None) (:meth:`_slot_of`)
         self.P = self.A = None
@@ -414,13 +414,13 @@ class GraphStep:
 
     def _step_body(self, pattern):
         """A step as its graph has it: the step's row fetched from the segment, the body,
-        and the tap into the rows' block where there is one (:data:`tdse.backends.cupy.chain.ROWS`)."""
+        and the tap into the rows' blocks where there are (:data:`tdse.backends.cupy.chain.ROWS`)."""
         self.k["row_fetch"]((1,), (256,), (self.up.dev, self.row, self.slot, np.int32(CHUNK)))
         self._body(pattern)
-        if self.tap_to is not None:
-            m = self.n * self.B
+        if self.tap_to:
+            m, to = self.n * self.B, self.tap_to
             self.k["row_tap"]((min(-(-m // 256), 1024),), (256,),
-                              (self.Xin, self.tap_to, self.slot, np.int64(m)))
+                              (self.Xin, to[0], to[-1], self.slot, np.int64(m)))
 
     def _plan(self, j):
         """:meth:`Planner.chunk` at ``j``: the chunk planned ahead when it is the one asked
@@ -453,7 +453,7 @@ class GraphStep:
         psi stays in the graphs' buffer between steps: one copy in and one copy out.  The
         rows of the steps up to ``j1`` (a chunk's at most) go to the device in one upload,
         and a step is one graph launch: its graph fetches its row and, where ``taps`` names
-        the step with a row of the block it fills (:meth:`_slot_of`), copies psi there (a
+        the step with a row of a block it fills (:meth:`_slot_of`), copies psi there (a
         memcpy after the launch for any other row, as
         :func:`tdse.numerics.propagators.tap`).  The step reached is below ``j1`` where the
         planner leaves that step to the launched path (an exponential with r = 0)."""
@@ -491,25 +491,26 @@ class GraphStep:
         return ch is not None
 
     def _slots(self, taps, j, e):
-        """(the tap slot of steps j .. e - 1: the row of :attr:`tap_to` that psi after the step
-        fills, -1 for none; {step: rows} the graphs do not fill, or None)."""
-        slots, late = np.full(e - j, -1.0), None
+        """(the tap slots of steps j .. e - 1, (e - j) x TAPS: the row of each block of
+        :attr:`tap_to` that psi after the step fills, -1 for none; {step: rows} the graphs
+        do not fill, or None)."""
+        slots, late = np.full((e - j, TAPS), -1.0), None
         for k, rows in (taps or {}).items():
             if not j < k <= e:
                 continue
             for row in rows:
                 s = None if callable(row) else self._slot_of(row)
-                if s is not None and slots[k - j - 1] < 0:
-                    slots[k - j - 1] = s
+                if s is not None and slots[k - j - 1, s[0]] < 0:
+                    slots[k - j - 1, s[0]] = s[1]
                 else:
                     late = late or {}
                     late.setdefault(k, []).append(row)
         return slots, late
 
     def _slot_of(self, row):
-        """The index of ``row`` in the block the graphs' taps fill (the first such block met:
-        its graphs are captured again with the tap), or None for another array; kept by the
-        row's id with the row (a block's rows are the same views every time)."""
+        """(t, the index of ``row`` in block t of the blocks the graphs' taps fill: the first
+        TAPS blocks met, the graphs captured again with each), or None for another array;
+        kept by the row's id with the row (a block's rows are the same views every time)."""
         got = self._slot_ids.get(id(row))
         if got is not None and got[0] is row:
             return got[1]
@@ -525,17 +526,17 @@ class GraphStep:
         if base is None or base.ndim != 2 or base.shape[1] != m or base.dtype != np.complex128 \
                 or not base.flags.c_contiguous or row.size != m or not row.flags.c_contiguous:
             return None
-        if self.tap_to is None:
-            self.tap_to = base
+        t = next((t for t, b in enumerate(self.tap_to) if b is base), None)
+        if t is None and len(self.tap_to) < TAPS:
+            t = len(self.tap_to)
+            self.tap_to.append(base)
             self.graphs.clear()
-        if base is not self.tap_to:
-            return None
         off, size = row.data.ptr - base.data.ptr, 16 * m
-        return off // size if off % size == 0 and 0 <= off < base.nbytes else None
+        return (t, off // size) if t is not None and off % size == 0 and 0 <= off < base.nbytes else None
 
     def _upload(self, a, b, slots):
         """The rows of the chunk's steps a .. b - 1 and their tap ``slots`` to the device
-        segment in one upload: [0 (the counter), the stride, a slot a step, the rows]."""
+        segment in one upload: [0 (the counter), the stride, TAPS slots a step, the rows]."""
         _, _, Ps, As, _ = self._chunk
         nP = Ps.shape[1]
         n_p = nP + nP % 2                       # the coefficients 16-byte aligned
@@ -543,7 +544,7 @@ class GraphStep:
         if stride > self.row_floats or self.P is None or self.P.size != nP:
             self._rows(max(stride, self.row_floats), nP, n_p)
         if self._hseg is None:
-            self._hseg = np.zeros(2 + CHUNK + CHUNK * self.row_floats)
+            self._hseg = np.zeros(HEAD + CHUNK * self.row_floats)
         self.up.put(segment(self._hseg, Ps[a:b], As[a:b], n_p, slots))
         if self.up.dev.data.ptr != self._seg_ptr:   # the segment grew: the graphs read the old one
             self._seg_ptr = self.up.dev.data.ptr
@@ -556,7 +557,7 @@ class GraphStep:
         if floats != self.row_floats:
             self.row_floats = floats
             self.row = self.cp.zeros(floats)
-            self.up.put(np.zeros(2 + CHUNK + CHUNK * floats))
+            self.up.put(np.zeros(HEAD + CHUNK * floats))
             self._hseg = None
         self.P = self.row[:nP]
         self.A = self.row[n_p:n_p + 2 * ((floats - n_p) // 2)].view(np.complex128)
@@ -574,7 +575,7 @@ class GraphStep:
         """The step's kernel nodes: the row's fetch [and the tap]; an exponential a node
         (chain, tile); else per exponential the potential, [mask], a fused term or (product,
         pass) per term, the phase [and mask]."""
-        return self._exp_nodes(pattern) + 1 + (self.tap_to is not None)
+        return self._exp_nodes(pattern) + 1 + bool(self.tap_to)
 
     def _exp_nodes(self, pattern):
         if pattern in self._node_counts:

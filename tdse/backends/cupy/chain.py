@@ -58,11 +58,11 @@ extern "C" __global__ void tdse_gemv_term(const double* T, const complex<double>
 #: phase, with a grid-wide barrier between terms instead of a kernel boundary.  The input X
 #: and the output must be different buffers; W0..W2 rotate as in GraphStep._body.
 #: a graph step's row from its segment (:meth:`tdse.numerics.graphs.GraphStep.advance`: the
-#: steps between two save points uploaded at once, [counter, stride, a tap slot a step,
+#: steps between two save points uploaded at once, [counter, stride, two tap slots a step,
 #: the rows]): one block copies row ``counter`` into the step's fixed row, sets the step's
-#: tap slot and counts the step (a step is then one graph launch, no upload of its own; a
+#: tap slots and counts the step (a step is then one graph launch, no upload of its own; a
 #: graph replayed past its segment, as a benchmark does, reads the segment's last place);
-#: and the tap: the step's result copied into row ``slot`` of the rows' block, where >= 0
+#: and the tap: the step's result copied into row ``slot[t]`` of block t, where >= 0
 ROWS = r"""
 extern "C" __global__ void tdse_row_fetch(double* seg, double* row, int* slot, int steps) {
     __shared__ int c;
@@ -70,18 +70,23 @@ extern "C" __global__ void tdse_row_fetch(double* seg, double* row, int* slot, i
                                                               segment: its last row again) */
     __syncthreads();
     int s = (int)seg[1];
-    const double* src = seg + 2 + steps + (long long)c * s;
+    const double* src = seg + 2 + 2 * steps + (long long)c * s;
     for (int i = threadIdx.x; i < s; i += blockDim.x) row[i] = src[i];
     __syncthreads();
-    if (threadIdx.x == 0) { slot[0] = (int)seg[2 + c]; seg[0] = c + 1; }
+    if (threadIdx.x == 0) {
+        slot[0] = (int)seg[2 + 2 * c]; slot[1] = (int)seg[3 + 2 * c]; seg[0] = c + 1;
+    }
 }
-extern "C" __global__ void tdse_row_tap(const double2* x, double2* to, const int* slot,
-                                        long long n) {
-    long long k = slot[0];
-    if (k < 0) return;
+extern "C" __global__ void tdse_row_tap(const double2* x, double2* to0, double2* to1,
+                                        const int* slot, long long n) {
+    long long k0 = slot[0], k1 = slot[1];
+    if (k0 < 0 && k1 < 0) return;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x)
-        to[k * n + i] = x[i];
+         i += (long long)gridDim.x * blockDim.x) {
+        double2 v = x[i];
+        if (k0 >= 0) to0[k0 * n + i] = v;
+        if (k1 >= 0) to1[k1 * n + i] = v;
+    }
 }
 """
 
