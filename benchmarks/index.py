@@ -386,8 +386,10 @@ def _time_error(d):
     for r in d["rows"]:
         if r["part"] == "adaptive":
             f = r.get("fixed_as_accurate") or {}
+            fx = (f"{f['dt']:.4g} ({f.get('steps', '-')} steps, true {f['true_error']:.2g})"
+                  if f else "-")
             out.append(f"| {r['tolerance']:g} | {r['seconds']:.2f} | {r['steps']} | {r['true_error']:.2g} | "
-                       f"{r['stated']:.2g} | {f.get('dt', '-')} | {r['over_fixed_none'] or float('nan'):.2f} | "
+                       f"{r['stated']:.2g} | {fx} | {r['over_fixed_none'] or float('nan'):.2f} | "
                        f"{r['over_fixed_estimate'] or float('nan'):.2f} |")
     for r in (r for r in d["rows"] if r["part"] == "dynamiqs"):
         out += ["", f"| adaptive (N = {r['n']}, no absorber): tolerance | seconds | true error | dynamiqs "

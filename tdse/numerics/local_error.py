@@ -150,9 +150,14 @@ class LocalError:
             c = self._chunk = (dt, j0, *self._letters_many(np.arange(j0, j0 + S) * dt, dt))
         return c
 
-    def _rows(self, j0, S, dt):
+    def _rows(self, j0, S, dt, alone=False):
         """(V letters (S, P, N), A letters (S, P)) of the steps j0 .. j0 + S - 1, as
-        :meth:`letters` makes them: a slice of one chunk where they lie in one."""
+        :meth:`letters` makes them: a slice of one chunk where they lie in one; ``alone``:
+        those S made by themselves where the kept chunk is of another dt or steps (an
+        adaptive run's dt of n steps: a chunk of LETTERS_CHUNK for each n it took)."""
+        c = self._chunk
+        if alone and (c is None or c[0] != dt or not c[1] <= j0 < j0 + S <= c[1] + len(c[2])):
+            return self._letters_many(np.arange(j0, j0 + S) * dt, dt)
         c = self._chunk_of(j0, dt)
         if j0 + S <= c[1] + len(c[2]):
             return c[2][j0 - c[1]:j0 - c[1] + S], c[3][j0 - c[1]:j0 - c[1] + S]
@@ -442,18 +447,19 @@ class LocalError:
             parts = self._parts(u, t, dt, host, A)
         return _summed(parts)
 
-    def block(self, U, j0, dt):
+    def block(self, U, j0, dt, alone=False):
         """The local errors of the fixed steps dt j0, j0 + 1, ..., j0 + S - 1 of a run at once:
         row k of the S x N result is :meth:`vector`'s sum for step j0 + k from psi(t_(j0+k)),
         row k of ``U`` (S x N, on ``xp``).  The steps are the columns of one N x S block, each
         with its own letters (:meth:`letters`' chunk of steps; one step alone: :meth:`vector`): every
         product with H is one product of the block (a GEMM for the DVR, one band kernel or
         sparse product for a stencil), so an estimate costs a step a few elementwise passes
-        over its column, not a launch or a NumPy call per word."""
+        over its column, not a launch or a NumPy call per word.  ``alone``: the letters made
+        for these steps only where the kept chunk is not theirs (:meth:`_rows`)."""
         xp, S = self.xp, U.shape[0]
         if S == 1:                          # (one step: a block's set-up is not worth it)
             return self.vector(U[0], j0 * dt, dt, j0)[None]
-        vals, A = self._rows(j0, S, dt)                                     # (S, P, N), (S, P)
+        vals, A = self._rows(j0, S, dt, alone)                              # (S, P, N), (S, P)
         velocity = bool(np.any(A))
         if self._graphs_take(A.ravel()):
             return self._block_graph(U, vals, dt)

@@ -22,7 +22,7 @@ from ..model import states as model_states
 from ..model.grid import points
 from ..model.potential import host_only
 from ..model.initial import initial_state, states_needed as initial_states_needed
-from ..numerics import cost, schemes
+from ..numerics import cost, exponentials, schemes
 from ..numerics.precheck import Precheck, memory_check, precheck as run_precheck
 from ..numerics.stepper import Stepper
 from .backend import Backend, backend_for, blas_threads, gpu_count
@@ -72,7 +72,11 @@ class RunPlan:
         plan = self.precheck.plan
         if cfg is not self.config and (cfg.time.dt != self.config.time.dt or
                                        cfg.propagator != self.config.propagator):
-            plan = run_precheck(cfg, check_resolution=False).plan   # its own theta, tolerance
+            # its own theta, tolerance (a dense method's ExpmPlan; Chebyshev needs none: the
+            # precheck's bounds over every step of dt/n had cost an adaptive run ~15 ms for
+            # each n it took, a third of the laser's at 1e-8 on one H200)
+            plan = None if exponentials.get(cfg.propagator.method).matrix_free else \
+                run_precheck(cfg, check_resolution=False).plan
         return Stepper(cfg, plan, self.backend.xp, self.backend.gemm_opts)
 
     def attrs(self, allow_inaccurate=False) -> dict:
