@@ -31,6 +31,8 @@ import time
 
 import numpy as np
 
+from mgemm.arrays import to_host
+
 from .carrier import carrier
 from .local_error import LocalError
 from .propagators import Steps
@@ -140,6 +142,7 @@ class EstimatingStepper(Steps):
         self.substeps, self.rejected, self.h_min = 0, 0, T.dt
         self.context_switch_seconds = 0.0
         self._U = None                 # psi before each step of a piece or a dt (_psi_rows)
+        self._rows = []                # its rows' views
 
     # the loop's and the driver's view of a stepper ------------------------------------
     @property
@@ -257,8 +260,9 @@ class EstimatingStepper(Steps):
             own = {k: list(v) for k, v in (taps or {}).items() if j < k <= end}
             U = self._psi_rows(X)
             U[j - start] = X               # psi before each step kept
+            rows = self._rows
             for k in range(j + 1, end):
-                own.setdefault(k, []).append(U[k - start])
+                own.setdefault(k, []).append(rows[k - start])
             X = self.base.advance(X, j, end, taps=own)
             self._pending[1] = end
             self.substeps += end - j
@@ -342,13 +346,23 @@ class EstimatingStepper(Steps):
         step and scaled, order by order, to the others."""
         t0 = time.perf_counter()
         dt, T = self.config.time.dt, self.config.time.t_end
-        left = max(self.budget - self._norm([(0, self.e)]), 0.1 * self.budget)
-        self.tau = left / max(T - j * dt, dt)
         n0 = self.n
         parts = self.local.parts(psi, j * dt, dt / n0)
+        # ||e|| and each candidate n's predicted norm from one Gram matrix of e and the
+        # parts, read from the device once (a read a norm had been ~4 waits a dt on a GPU)
+        xp = self.xp
+        V = xp.stack([v.reshape(len(v), -1) for v in [self.e] + [v for _, v in parts]])
+        G = to_host(xp.einsum("knb,lnb->bkl", V.conj(), V).real) * self.config.grid.dx
+        orders = [k for k, _ in parts]
+
+        def norm(c):            # max over the columns of ||sum_k c_k v_k||
+            c = np.asarray(c, dtype=np.float64)
+            return math.sqrt(max(float(np.einsum("k,bkl,l->b", c, G, c).max()), 0.0))
+        left = max(self.budget - norm([1.0] + [0.0] * len(orders)), 0.1 * self.budget)
+        self.tau = left / max(T - j * dt, dt)
 
         def ok(n):
-            return self._norm(parts, n0 / n) <= CHOICE * self.tau * dt / n
+            return norm([0.0] + [(n0 / n) ** k for k in orders]) <= CHOICE * self.tau * dt / n
         ladder = self.ladder
         i = max(0, ladder.index(n0) - 2)   # from about half the previous dt's steps
         while not ok(ladder[i]):
@@ -377,6 +391,9 @@ class EstimatingStepper(Steps):
         rows), made once: a GPU's graphs fill the rows of one block in their own launch."""
         if self._U is None or self._U.shape[1] != X.size:
             self._U = self.xp.empty((self._block_most(X), X.size), dtype=np.complex128)
+            # its rows' views made once: a GPU graph finds a row's place by the view (a new
+            # view each step had cost the laser's run ~3 ms of 120, prof_diff_h200x1_20261130T0410.txt)
+            self._rows = list(self._U)
         return self._U
 
     def _interval(self, psi, e, j, n):
@@ -396,7 +413,8 @@ class EstimatingStepper(Steps):
         xp, h, k0 = self.xp, self.config.time.dt / n, j * n
         U = self._psi_rows(psi)
         U[0] = psi
-        out = self._stepper(n).advance(psi, k0, k0 + n, taps={k0 + i: [U[i]] for i in range(1, n)})
+        rows = self._rows
+        out = self._stepper(n).advance(psi, k0, k0 + n, taps={k0 + i: [rows[i]] for i in range(1, n)})
         t0 = time.perf_counter()
         Ls = self.local.block(U[:n], k0, h, alone=True)
         norms = xp.sqrt(xp.sum(xp.abs(Ls) ** 2, axis=1) * self.config.grid.dx)
