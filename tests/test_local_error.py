@@ -392,44 +392,6 @@ def test_an_adaptive_dts_steps_as_one_block_equal_a_step_at_a_time():
         assert got[1] is e0 and got[2] is False
 
 
-def test_the_next_dts_terms_read_with_the_check_choose_as_a_fresh_choice(monkeypatch):
-    """An adaptive run whose dt's steps count comes from the leading terms made and read
-    with the dt before's check (EstimatingStepper._next: one wait for a GPU a dt) against
-    one whose every dt chooses afresh (_choose at the dt's start): the same step counts,
-    psi, stated errors and each dt's Gram matrix of e and the terms bit for bit; the next
-    dt's terms used for most dts."""
-    import tdse.numerics.adaptive as ad
-    c = _adaptive(with_values(_config("laser", np.random.default_rng()), [("time.dt", 1.0)]), 1e-7)
-    fresh, grams = {"n": 0}, ({}, {})
-    choose, step, pick = ad.EstimatingStepper._choose, ad.EstimatingStepper.step, ad.EstimatingStepper._pick
-
-    def counted(self, psi, j):
-        fresh["n"] += 1
-        return choose(self, psi, j)
-
-    def kept(self, G, parts, j):
-        grams[fresh.get("run", 0)][j] = np.array(G)
-        return pick(self, G, parts, j)
-    monkeypatch.setattr(ad.EstimatingStepper, "_choose", counted)
-    monkeypatch.setattr(ad.EstimatingStepper, "_pick", kept)
-    a = tdse.simulate(c, backend="numpy", progress=False)
-    assert 1 <= fresh["n"] < c.time.steps // 2, fresh
-
-    def afresh(self, psi, j):
-        self._next = None
-        return step(self, psi, j)
-    monkeypatch.setattr(ad.EstimatingStepper, "step", afresh)
-    fresh.update(n=0, run=1)
-    b = tdse.simulate(c, backend="numpy", progress=False)
-    assert fresh["n"] == c.time.steps
-    assert grams[0].keys() == grams[1].keys() and len(grams[0]) == c.time.steps
-    for j in grams[0]:
-        assert np.array_equal(grams[0][j], grams[1][j]), j
-    assert a.time_error["steps_taken"] == b.time_error["steps_taken"]
-    assert np.array_equal(np.asarray(a.psi), np.asarray(b.psi))
-    assert a.time_error["error_at_t_end"] == b.time_error["error_at_t_end"]
-
-
 def test_fixed_steps_stay_the_default_and_dt_min_stops_with_one_line():
     from tdse.numerics.adaptive import StepTooSmall
     rng = np.random.default_rng()

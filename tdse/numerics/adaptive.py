@@ -143,7 +143,6 @@ class EstimatingStepper(Steps):
         self.context_switch_seconds = 0.0
         self._U = None                 # psi before each step of a piece or a dt (_psi_rows)
         self._rows = []                # its rows' views
-        self._next = None              # (j, psi, e, Gram, terms): the next dt's terms, made
 
     # the loop's and the driver's view of a stepper ------------------------------------
     @property
@@ -319,11 +318,7 @@ class EstimatingStepper(Steps):
         if self.e is None:
             self.e = self.xp.zeros_like(psi)
         dt = self.config.time.dt
-        c, self._next = self._next, None
-        if c is not None and c[0] == j and c[1] is psi and c[2] is self._e:
-            n = self._pick(c[3], c[4], j)      # (its terms read with the dt before's check)
-        else:
-            n = self._choose(psi, j)
+        n = self._choose(psi, j)
         psi0, e0 = psi, self.e
         while True:
             psi, e, ok = self._interval(psi0, e0, j, n)
@@ -348,28 +343,16 @@ class EstimatingStepper(Steps):
     def _choose(self, psi, j):
         """n for this dt: the fewest steps (from half the previous dt's up) whose predicted
         estimate at the dt's start holds, the leading terms made once at the previous n's
-        step and scaled, order by order, to the others (:meth:`_pick`)."""
-        t0 = time.perf_counter()
-        parts, G = self._terms(psi, self.e, j, self.n)
-        self.seconds += time.perf_counter() - t0
-        return self._pick(to_host(G) * self.config.grid.dx, parts, j)
-
-    def _terms(self, psi, e, j, n0):
-        """(the leading terms at psi, the start of dt j, for h = dt / n0; the Gram matrix
-        (B, K, K) of e and them, real part, on the device, not read): ||e|| and each
-        candidate n's predicted norm from it, the device read once (a read a norm had
-        been ~4 waits a dt on a GPU)."""
-        xp, dt = self.xp, self.config.time.dt
-        parts = self.local.parts(psi, j * dt, dt / n0)
-        V = xp.stack([v.reshape(len(v), -1) for v in [e] + [v for _, v in parts]])
-        return parts, xp.einsum("knb,lnb->bkl", V.conj(), V).real
-
-    def _pick(self, G, parts, j):
-        """:meth:`_choose`'s n from the Gram matrix ``G`` (host, x dx) of e and ``parts``
-        (made for h = dt / self.n)."""
+        step and scaled, order by order, to the others."""
         t0 = time.perf_counter()
         dt, T = self.config.time.dt, self.config.time.t_end
         n0 = self.n
+        parts = self.local.parts(psi, j * dt, dt / n0)
+        # ||e|| and each candidate n's predicted norm from one Gram matrix of e and the
+        # parts, read from the device once (a read a norm had been ~4 waits a dt on a GPU)
+        xp = self.xp
+        V = xp.stack([v.reshape(len(v), -1) for v in [self.e] + [v for _, v in parts]])
+        G = to_host(xp.einsum("knb,lnb->bkl", V.conj(), V).real) * self.config.grid.dx
         orders = [k for k, _ in parts]
 
         def norm(c):            # max over the columns of ||sum_k c_k v_k||
@@ -435,23 +418,13 @@ class EstimatingStepper(Steps):
         t0 = time.perf_counter()
         Ls = self.local.block(U[:n], k0, h, alone=True)
         norms = xp.sqrt(xp.sum(xp.abs(Ls) ** 2, axis=1) * self.config.grid.dx)
-        # e carried and the next dt's leading terms made before the check, and read with
-        # it: one wait for the device a dt (a rejected dt, rare, drops them)
-        e1 = self._carried(n, e, k0, Ls)
-        nxt = None
-        if j + 1 < self.config.time.steps:
-            parts, G = self._terms(out, e1, j + 1, n)
-            got = to_host(xp.concatenate([norms.max().reshape(1), G.ravel()]))
-            worst = float(got[0])
-            nxt = (j + 1, out, e1, got[1:].reshape(G.shape) * self.config.grid.dx, parts)
-        else:
-            worst = float(norms.max())
-        self.seconds += time.perf_counter() - t0
-        if worst > REJECT * self.tau * h:
+        if float(norms.max()) > REJECT * self.tau * h:
+            self.seconds += time.perf_counter() - t0
             return psi, e, False
-        self._next = nxt                   # (for :meth:`step` at j + 1 from out and e1)
+        e = self._carried(n, e, k0, Ls)
+        self.seconds += time.perf_counter() - t0
         self.substeps += n
-        return out, e1, True
+        return out, e, True
 
     def _interval_steps(self, psi, e, j, n):
         """:meth:`_interval` a step at a time: each step's local error made and checked
