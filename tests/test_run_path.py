@@ -606,6 +606,8 @@ def test_a_segment_holds_each_steps_row_where_the_fetch_finds_it(a, b, inputs_di
     out = np.full(2 + 2 * graph_plan.CHUNK + graph_plan.CHUNK * (n_p + 2 * A.shape[1] + 7), np.nan)
     seg = graph_plan.segment(out, P[a:b], A[a:b], n_p, slots)
     assert seg[0] == 0 and np.isnan(out[seg.size:]).all()
+    from tdse.backends.cupy.chain import ROWS      # (the kernels are written for two slots)
+    assert graph_plan.TAPS == 2 and "seg + 2 + 2 * steps" in ROWS and "slot[1] = (int)seg[3 + 2 * c]" in ROWS
     stride = int(seg[1])
     for c in range(b - a):               # the fetch of the segment's c-th step
         row = seg[2 + 2 * graph_plan.CHUNK + c * stride:][:stride]
