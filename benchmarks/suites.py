@@ -301,7 +301,11 @@ def _accuracy(a):
     """For each scheme x method: the largest dt = t_end / 2^k whose final psi is within
     --target of a reference (cfm4, Chebyshev at 1e-14, dt/64 of the finest tried), the
     wall time of that run, and its exponentials; the error is the L2 distance up to a
-    global phase.  Same grid for all (the input's), psi only, one process, in turn."""
+    global phase.  Same grid for all (the input's), psi only, one process, in turn.  Beside
+    each its products' floor (#59 item 6): Chebyshev, its terms x one application of H to
+    psi (:func:`_step_floor`'s operator); dense and Taylor, its exponentials x the plan's
+    products x one N x N GEMM of the plan's path (ZGEMM, or DGEMM for the split one), each
+    timed here -- the run at 1.0 would be all products."""
     import dataclasses
 
     from tdse import config as cfgmod
@@ -326,32 +330,51 @@ def _accuracy(a):
     def final(cfg):
         pc = precheck(cfg, check_resolution=False)
         if not pc.ok:
-            return None, 0.0, 0
+            return None, 0.0, 0, None
         prop = Propagator(cfg, pc.plan)
         psi = initial_state(cfg, x, phi)
         t0 = time.perf_counter()
         for j in range(cfg.time.steps):
             psi = prop.step(psi, j)
-        return psi, time.perf_counter() - t0, prop.exponentials
+        return psi, time.perf_counter() - t0, prop.exponentials, (prop, pc.plan)
+
+    gemm = {}
+
+    def floor(prop, plan, psi):
+        """Seconds of the run's products alone (the docstring's floor)."""
+        from tdse.model.hamiltonian import Operator
+        if prop.method.matrix_free:
+            s, v, A_ = prop.generators(0)[0]
+            op = Operator(prop.config, s, v, np, a=A_)
+            return prop.cheb_terms * _median_time(lambda: op(psi), 7)[0]
+        if plan.path not in gemm:
+            n = base.grid.n
+            M = np.random.default_rng(0).standard_normal((n, n))
+            M = M if plan.path == "split" else M + 1j * M
+            gemm[plan.path] = _median_time(lambda: M @ M, 5)[0]
+        return prop.exponentials * plan.products * gemm[plan.path]
 
     rows = []
     with _blas_threads(threads):
         ladder = [a.t_end / 2 ** k for k in range(3, 17)]
-        ref, _, _ = final(config("cfm4", "chebyshev", ladder[-1] / 4, 1e-14))
+        ref = final(config("cfm4", "chebyshev", ladder[-1] / 4, 1e-14))[0]
         for scheme in a.schemes:
             for method in a.methods:
                 tol = 1e-12 if method != "taylor" else 1e-10
                 found = None
                 for dt in ladder:
-                    psi, sec, exps = final(config(scheme, method, dt, tol))
+                    psi, sec, exps, made = final(config(scheme, method, dt, tol))
                     if psi is None:
                         continue  # the Taylor series refuses this dt (precheck)
                     err = phase_blind_distance(psi, ref, base.grid.dx)
                     _say(f"{scheme} {method} dt={dt:.3g}: error {err:.2e}, {sec:.2f} s")
                     if err <= a.target:
+                        fl = floor(*made, psi)
                         found = {"scheme": scheme, "method": method, "dt": dt,
                                  "steps": round(a.t_end / dt), "error": err, "seconds": sec,
-                                 "exponentials": exps, "seconds_per_step": sec / round(a.t_end / dt)}
+                                 "exponentials": exps, "seconds_per_step": sec / round(a.t_end / dt),
+                                 "products_floor_seconds": fl, "over_products_floor": sec / fl}
+                        _say(f"  -> x{sec / fl:.2f} its products' floor ({fl:.3g} s)")
                         break
                 rows.append(found or {"scheme": scheme, "method": method, "error": "not reached"})
     best = min((r["seconds"] for r in rows if "seconds" in r), default=None)
