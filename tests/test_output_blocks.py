@@ -453,6 +453,44 @@ def test_rows_by_blocks_and_one_at_a_time_reach_the_file_in_order(tmp_path, inpu
         assert np.array_equal(np.asarray(got[f"observables/{n}"]), np.stack([r[n] for r in rows])), n
 
 
+def test_a_signal_while_a_pending_snapshots_copy_is_waited_for_leaves_no_gap(inputs_dir, monkeypatch):
+    """A SIGTERM's KeyboardInterrupt while a deferred snapshot's copy is waited for (a GPU's
+    HostCopy.result, here stood in for) stops the run with every snapshot taken written, in
+    order, none missing: the one being written stays pending until the writer holds it
+    (Snapshots._finish_one), where dropping it first had left a gap in the file."""
+    import mgemm.arrays
+    from tdse.run.memory import MemoryWriter
+    cfg = _moving(inputs_dir, 3, **{"output.every": 3})
+    plan = tdse.prepare(cfg, backend="numpy", check_resolution=False)
+    made, cut = [], {"at": None}
+
+    class HostCopy:                       # a device's copy: "run" for none until asked
+        def __init__(self, arrays):
+            self.host = {k: np.array(v) for k, v in arrays.items()}
+            made.append(self)
+
+        def done(self):
+            return False
+
+        def result(self):
+            if len(made) == 9 and cut["at"] is None:     # once, at the 9th's start
+                cut["at"] = self
+                raise KeyboardInterrupt("SIGTERM")
+            return self.host
+
+    monkeypatch.setattr(mgemm.arrays, "HostCopy", HostCopy)
+    monkeypatch.setattr(mgemm.arrays, "is_device_array", lambda a: True)
+    monkeypatch.setattr(sinks, "SNAPSHOTS_IN_FLIGHT", 4)
+    w = MemoryWriter(config=cfg, x=plan.x, v0=np.zeros(cfg.grid.n), energies=plan.energies,
+                     phi=plan.states, attrs={})
+    snaps = sinks.Snapshots(plan, w)
+    with pytest.raises(BaseException) as ei:       # (a KeyboardInterrupt would end pytest)
+        evolve(plan, plan.psi0.copy(), [snaps])
+    assert isinstance(ei.value, KeyboardInterrupt) and cut["at"] is not None
+    steps = list(w.data()["snapshots/step"])
+    assert steps == list(range(0, 3 * len(steps), 3)) and len(steps) == len(made)
+
+
 # ------------------------------------------------ the observables in a worker process (#23)
 
 
@@ -840,10 +878,11 @@ def test_pending_snapshots_wait_for_their_own_deferred_resume_arrays(inputs_dir,
 
     class Writer:
         def __init__(self):
-            self.rows = []
+            self.rows, self.appended = [], 0
 
         def append(self, state=None, **row):
             self.rows.append((row["step"], state))
+            self.appended += 1
 
         def set_attrs(self, **attrs):
             pass

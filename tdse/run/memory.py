@@ -31,7 +31,7 @@ class MemoryWriter:
         self._nodes = NodeCounter(x, config)
         self.groups = {name: g for name, (g, *_) in {**SNAPSHOT_DATASETS, **(extra or {})}.items()}
         self.obs = {name: [] for name in OBSERVABLE_DATASETS}
-        self.count = self.obs_count = 0
+        self.count = self.obs_count = self.appended = 0
         self.before_write = []
 
     def append(self, state=None, **row):
@@ -39,6 +39,7 @@ class MemoryWriter:
         for name in self.snap:
             self.snap[name].append(np.asarray(row[name]))
         self.count += 1
+        self.appended += 1
 
     def observe(self, **row):
         self.observe_block(1, **one_row(row, self.obs).cols)

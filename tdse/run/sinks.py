@@ -108,7 +108,17 @@ class Snapshots(Sink):
             self._finish_one()
 
     def _finish_one(self):
-        (step, t, copy, extras) = self.pending.popleft()
+        """The oldest pending snapshot written, and then dropped from :attr:`pending` -- once
+        the writer holds it (``appended``): a signal while its copy is waited for leaves it
+        to :meth:`fail`'s :meth:`finish`, where dropping it first had left a gap."""
+        before = self.writer.appended
+        try:
+            self._write_pending(*self.pending[0])
+        finally:
+            if self.writer.appended > before:
+                self.pending.popleft()
+
+    def _write_pending(self, step, t, copy, extras):
         # psi out of the pinned buffer (which goes back to CuPy's pool for the next copy:
         # held by the writer until its next write, each snapshot took a new cudaHostAlloc,
         # ~0.3 ms of the host's time); a background writer copies it into its block itself

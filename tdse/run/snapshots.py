@@ -121,6 +121,7 @@ class SnapshotWriter:
         self.path = path = os.fspath(path)
         self.extra, self.flush_seconds = dict(extra or {}), config.output.flush_seconds
         self._held, self._held_since = [], None     # snapshots appended, not yet written
+        self.appended = 0                # snapshots given to append (held or written)
         self.before_write = []
         # background (a GPU run, whose loop's thread keeps the device fed): each block's HDF5
         # calls on the writer's one thread (:meth:`write`), psi's rows copied into one array as
@@ -244,6 +245,7 @@ class SnapshotWriter:
             buf[len(held)] = psi
             row = {**row, "psi": None}
         held.append((row, state))
+        self.appended += 1
         if len(held) > 2:
             held[-3] = (held[-3][0], None)      # a state is written only for the last two
         now = time.monotonic()
