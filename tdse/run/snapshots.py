@@ -120,8 +120,7 @@ class SnapshotWriter:
         from ..version import __version__
         self.path = path = os.fspath(path)
         self.extra, self.flush_seconds = dict(extra or {}), config.output.flush_seconds
-        self._held, self._held_since = [], None     # snapshots appended, not yet written
-        self.appended = 0                # snapshots given to append (held or written)
+        self._held, self._held_since, self.appended = [], None, 0   # held; appends made
         self.before_write = []
         # background (a GPU run, whose loop's thread keeps the device fed): each block's HDF5
         # calls on the writer's one thread (:meth:`write`), psi's rows copied into one array as
