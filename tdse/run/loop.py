@@ -41,7 +41,8 @@ class Sink:
     :meth:`begin` with the first state, :meth:`save` at each step :meth:`next_point` names,
     :meth:`end` when the loop has finished, :meth:`fail` when it stops on an exception (the
     last state and the exception; a sink may raise another in its place, as the interrupts
-    sink turns a signal into :class:`tdse.run.interrupts.Interrupted`).
+    sink turns a signal into :class:`tdse.run.interrupts.Interrupted`) -- one of the two:
+    an exception in a sink's :meth:`end` fails it and the sinks after it.
 
     ``every``: a save point every that many steps and at the last step -- ``last``, the
     run's (None: the loop's stop); with ``every`` None only there.  Override
