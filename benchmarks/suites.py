@@ -2346,8 +2346,10 @@ def _time_error(a):
         steps = lo["steps"] * (lo["true_error"] / err) ** (1.0 / p)
         for _ in range(8):
             steps = int(np.ceil(steps / 10.0)) * 10
+            if steps >= lo["steps"]:
+                return lo
             got = fixed(steps, steps // 10)
-            if got["true_error"] <= err or steps >= lo["steps"]:
+            if got["true_error"] <= err:
                 return got
             steps *= 1.05
         return lo
