@@ -101,21 +101,3 @@ def test_the_stated_error_by_the_split_carrier_is_the_chebyshev_carriers(kind, m
     cheb = tdse.simulate(cfg, backend="numpy").time_error
     assert 0.5 <= split["error_at_t_end"] / cheb["error_at_t_end"] <= 2.0
     assert split["carried_by"].startswith("split") and cheb["carried_by"].startswith("midpoint")
-
-
-@pytest.mark.parametrize("source", ["laser", "inputs/atom_hhg.toml"])
-def test_a_molecule_at_rests_potentials_from_its_field_are_the_same_bits(source):
-    """SplitCarrier._at_rest (a GPU's carrier of a molecule at rest: E(t) x + V_mol made
-    where e lives from the field's values at the steps' midpoints) against _potentials
-    (total_many on the host): the same bits, over random pieces."""
-    rng = np.random.default_rng()
-    base = (drives.make(source, rng) if not source.endswith(".toml")
-            else tdse.load_config(source))
-    cfg = adaptive.transport_config(base)
-    assert not cfg.potential.molecule_moves and cfg.potential.field is not None
-    sc = carrier(tdse.prepare(cfg, backend="numpy", check_resolution=False).stepper(cfg))
-    S = int(rng.integers(1, 300))
-    j0 = int(rng.integers(0, cfg.time.steps - S))
-    V = sc._potentials(j0, j0 + S)
-    assert V.shape == (S, cfg.grid.n)
-    assert np.array_equal(sc._at_rest(sc._midpoint_field(j0, j0 + S)), V)

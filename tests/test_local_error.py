@@ -175,25 +175,6 @@ def test_letters_of_a_chunk_of_steps_are_each_steps_own(name, gauge):
         assert np.array_equal(V, first[j][0]) and np.array_equal(A, first[j][1])
 
 
-def test_a_molecule_at_rests_letters_from_the_fields_derivatives_are_the_same_bits():
-    """A GPU's block estimate for a molecule at rest (length gauge) makes its letters on the
-    device from the field's (S, P) derivatives: D[k, :, s] = d^k E_s x, the molecule's V
-    added to k = 0 (LocalError._block_graph, the same operations in the same order) --
-    here in NumPy: the same bits as the host's (S, P, N) letters, over random steps."""
-    rng = np.random.default_rng()
-    cfg = tdse.load_config("inputs/atom_hhg.toml")
-    le = LocalError(cfg, np)
-    dt, S = cfg.time.dt, int(rng.integers(2, 40))
-    starts = (int(rng.integers(0, cfg.time.steps - S)) + np.arange(S)) * dt
-    vals, _ = le._letters_many(starts, dt)                     # (S, P, N)
-    dE, none = le._letters_many(starts, dt, field_only=True)   # (S, P)
-    assert none is None and dE.shape == vals.shape[:2] and np.abs(dE).max() > 0
-    D = np.empty((le.P, len(le.x), S))
-    np.multiply(dE.T[:, None, :], le.x[:, None][None], out=D)
-    D[0] += le._molecule[:, None]
-    assert np.array_equal(D, vals.transpose(1, 2, 0))
-
-
 @pytest.mark.parametrize("kind, scheme, method", [
     ("abrupt", "cfm4", "chebyshev"), ("abrupt", "midpoint", "chebyshev"),
     ("laser", "cfm4", "chebyshev"),

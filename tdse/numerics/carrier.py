@@ -42,9 +42,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.absorber import absorber_profile
-from ..model.field import dipole_field, velocity_gauge
+from ..model.field import velocity_gauge
 from ..model.grid import points
-from ..model.potential import soft_core, total_many
+from ..model.potential import total_many
 from .propagators import Steps, each_step, tap
 
 __all__ = ["SplitCarrier", "sine_symbol", "carrier"]
@@ -139,26 +139,6 @@ class SplitCarrier(Steps):
         return total_many(st.config.potential, st.x_host,
                           [st.scheme.times(j * h, h)[0] for j in range(j0, j1)])
 
-    def _midpoint_field(self, j0, j1):
-        """E(t) at the midpoints of steps j0 .. j1 - 1 (host), as :meth:`_potentials` has it."""
-        st, h = self.stepper, self.h
-        pot = st.config.potential
-        ts = np.atleast_1d(np.asarray([st.scheme.times(j * h, h)[0] for j in range(j0, j1)],
-                                      dtype=np.float64))
-        return (np.asarray(dipole_field(pot.field, ts), dtype=np.float64) if pot.field is not None
-                else np.zeros(ts.size))
-
-    def _at_rest(self, E):
-        """:meth:`_potentials` of a molecule at rest from its field's values ``E`` (S, on
-        :attr:`xp`): E x + V_mol on xp, the same operations (the same bits)."""
-        if getattr(self, "_rest", None) is None:
-            pot, x = self.stepper.config.potential, np.asarray(self.stepper.x_host, dtype=np.float64)
-            self._rest = (self.xp.asarray(x)[None, :], self.xp.asarray(soft_core(pot, x, 0.0)))
-        x, mol = self._rest
-        V = self.xp.multiply(E[:, None], x)
-        V += mol
-        return V
-
     @property
     def one_launch(self) -> bool:
         """Whether :meth:`carry` takes a piece in one kernel (a single run on a GPU)."""
@@ -190,18 +170,10 @@ class SplitCarrier(Steps):
         d = self._dev
         # the piece's potentials at the steps' midpoints in one pass, uploaded pinned (a
         # pageable upload waits for the steps queued before it: atom_hhg's carrier had then
-        # cost 40 us a step on one H200, the host's work not overlapping the device's); a
-        # molecule at rest: E(t) x + V_mol made here from the field's S values (the same
-        # operations as total_many's; its S x N on the host had been ~1 ms a piece)
-        pot = self.stepper.config.potential
-        if not pot.V and not pot.molecule_moves:
-            d["up"].put(self._midpoint_field(k0, k0 + S))
-            V = self._at_rest(d["up"].dev[:S])
-        else:
-            V = self._potentials(k0, k0 + S)
-            d["up"].put(V.ravel())
-            V = d["up"].dev[:V.size].reshape(V.shape)
-        D = cp.ascontiguousarray(self._halves(V, 1.0))
+        # cost 40 us a step on one H200, the host's work not overlapping the device's)
+        V = self._potentials(k0, k0 + S)
+        d["up"].put(V.ravel())
+        D = cp.ascontiguousarray(self._halves(d["up"].dev[:V.size].reshape(V.shape), 1.0))
         taps = taps or {}
         a = 0
         for b in sorted({k - k0 for k in taps if k0 < k <= k0 + S} | {S}):

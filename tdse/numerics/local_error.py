@@ -164,11 +164,9 @@ class LocalError:
         rows = [self.letters((j0 + k) * dt, dt, j0 + k) for k in range(S)]
         return np.stack([r[0] for r in rows]), np.stack([r[1] for r in rows])
 
-    def _letters_many(self, starts, dt, field_only=False):
+    def _letters_many(self, starts, dt):
         """:meth:`letters` at each of the steps' ``starts`` (S,): (S, P, N), (S, P) -- each
-        step's values by the same operations as one step alone.  ``field_only`` (a molecule
-        that does not move, the length gauge): the field's derivatives (S, P) alone, the
-        letters being d^k E x, and the molecule's V added to the first."""
+        step's values by the same operations as one step alone."""
         pot, P, S = self.config.potential, self.P, len(starts)
         ts = starts[:, None] + (np.arange(P) * dt / (P - 1))[None, :]           # (S, P)
         A = np.zeros((S, P))
@@ -192,8 +190,6 @@ class LocalError:
             if self._molecule is None:
                 self._molecule = np.asarray(soft_core(pot, self.x, 0.0), dtype=np.float64)
             E = dipole_field(pot.field, ts) if pot.field is not None else np.zeros((S, P))
-            if field_only:
-                return derivatives(np.asarray(E, dtype=np.float64)), None
             vals = derivatives(np.asarray(E, dtype=np.float64))[..., None] * self.x
             vals[:, 0] += self._molecule
             if A.any():
@@ -463,12 +459,6 @@ class LocalError:
         xp, S = self.xp, U.shape[0]
         if S == 1:                          # (one step: a block's set-up is not worth it)
             return self.vector(U[0], j0 * dt, dt, j0)[None]
-        pot = self.config.potential
-        if not pot.molecule_moves and not velocity_gauge(pot.field) and self._graphs_take([0.0]):
-            # a molecule at rest, length gauge: the letters d^k E x made on the device from
-            # (S, P) values (the host's bits; its (S, P, N) letters ~2 ms a piece of 256)
-            dE, _ = self._letters_many(np.arange(j0, j0 + S) * dt, dt, field_only=True)
-            return self._block_graph(U, dE, dt)
         vals, A = self._rows(j0, S, dt, alone)                              # (S, P, N), (S, P)
         velocity = bool(np.any(A))
         if self._graphs_take(A.ravel()):
@@ -507,9 +497,7 @@ class LocalError:
         where a graph for each S, captured in the run, had cost atom_hhg's 1000 steps with a
         snapshot every 50 ~0.15 s on one H200; the columns past S hold stale values): a
         piece's estimates one graph launch, its letters ``vals`` (S, P, N) one pinned upload
-        and one copy into the graph's (P, N, S') buffer -- or, ``vals`` (S, P) the field's
-        derivatives (a molecule at rest), the letters d^k E x (+ the molecule's V in the
-        first) made there."""
+        and one copy into the graph's (P, N, S') buffer."""
         from mgemm.arrays import PinnedUpload
 
         from ..model.hamiltonian import BlockOperator
@@ -525,14 +513,7 @@ class LocalError:
                       else BlockOperator(grid, 1.0, cp.zeros((n, 1)), cp))}
         g["up"].put(vals.ravel())
         src = g["up"].dev[:vals.size].reshape(vals.shape)
-        D = g["D"].reshape(P, n, Sb)
-        if vals.ndim == 2:                  # d^k E (S, P): D[k, :, s] = d^k E_s x (+ V_mol)
-            if "x" not in g:
-                g["x"], g["mol"] = cp.asarray(self.x)[:, None], cp.asarray(self._molecule)[:, None]
-            cp.multiply(src.T[:, None, :], g["x"][None], out=D[:, :, :S])
-            D[0, :, :S] += g["mol"]
-        else:
-            D[:, :, :S] = src.transpose(1, 2, 0)
+        g["D"].reshape(P, n, Sb)[:, :, :S] = src.transpose(1, 2, 0)
         g["u"][:, :S] = U.T
         if g["graph"] is None:
             g["graph"] = self._capture(g)
