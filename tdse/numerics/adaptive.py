@@ -31,8 +31,6 @@ import time
 
 import numpy as np
 
-from mgemm.arrays import to_host
-
 from .carrier import carrier
 from .local_error import LocalError
 from .propagators import Steps
@@ -346,23 +344,13 @@ class EstimatingStepper(Steps):
         step and scaled, order by order, to the others."""
         t0 = time.perf_counter()
         dt, T = self.config.time.dt, self.config.time.t_end
+        left = max(self.budget - self._norm([(0, self.e)]), 0.1 * self.budget)
+        self.tau = left / max(T - j * dt, dt)
         n0 = self.n
         parts = self.local.parts(psi, j * dt, dt / n0)
-        # ||e|| and each candidate n's predicted norm from one Gram matrix of e and the
-        # parts, read from the device once (a read a norm had been ~4 waits a dt on a GPU)
-        xp = self.xp
-        V = xp.stack([v.reshape(len(v), -1) for v in [self.e] + [v for _, v in parts]])
-        G = to_host(xp.einsum("knb,lnb->bkl", V.conj(), V).real) * self.config.grid.dx
-        orders = [k for k, _ in parts]
-
-        def norm(c):            # max over the columns of ||sum_k c_k v_k||
-            c = np.asarray(c, dtype=np.float64)
-            return math.sqrt(max(float(np.einsum("k,bkl,l->b", c, G, c).max()), 0.0))
-        left = max(self.budget - norm([1.0] + [0.0] * len(orders)), 0.1 * self.budget)
-        self.tau = left / max(T - j * dt, dt)
 
         def ok(n):
-            return norm([0.0] + [(n0 / n) ** k for k in orders]) <= CHOICE * self.tau * dt / n
+            return self._norm(parts, n0 / n) <= CHOICE * self.tau * dt / n
         ladder = self.ladder
         i = max(0, ladder.index(n0) - 2)   # from about half the previous dt's steps
         while not ok(ladder[i]):
