@@ -213,12 +213,13 @@ def _scale(d):
 
 
 def _propagator(d):
-    out = ["| N | engine | GPUs | steps timed | s/step | s/period (steps) | unitarity max | vs mgemm | "
+    out = ["| N | engine | GPUs | steps timed | s/step | of its bound | s/period (steps) | unitarity max | vs mgemm | "
            "speed-up vs torch | auto's estimate s/step | auto chooses |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in d["rows"]:
         pred = r.get("predicted_seconds_per_step")
-        out.append(f"| {r['n']} | {r['engine']} | {r['gpus']} | {r['steps']} | {r['seconds_per_step']:.3f} | "
+        bound = f"{r['fraction_of_bound']:.2f} of {r['bound']}" if "bound" in r else "-"
+        out.append(f"| {r['n']} | {r['engine']} | {r['gpus']} | {r['steps']} | {r['seconds_per_step']:.3f} | {bound} | "
                    f"{r['seconds_per_period']:.1f} ({r['steps_per_period']}) | {r['unitarity_max']:.1e} | "
                    f"{r.get('max_diff_vs_mgemm', float('nan')):.1e} | {r.get('speedup_vs_torch', float('nan')):.2f} | "
                    f"{'-' if pred is None else f'{pred:.3f}'} | {r.get('auto_chooses', '-')} |")

@@ -806,13 +806,20 @@ def _propagator(a):
     the Chebyshev block on G GPUs (each GPU its columns), and the same loop with
     torch.linalg.matrix_exp (complex128) on one GPU.  Seconds per step and per period (M
     steps, extrapolated), ||U^H U - I||_max, each U against mgemm's, and what ``method =
-    "auto"`` predicted per step for each and would choose (tdse.numerics.cost, timed in this run)."""
+    "auto"`` predicted per step for each and would choose (tdse.numerics.cost, timed in this run).
+    Each row's bound (#59 item 6), timed in the same call: mgemm's against G x one GPU's
+    DGEMM rate, its work per step the scheme's factors x (the plan's real products x 2 N^3
+    + one complex N x N product, 8 N^3); the Chebyshev block's against G x one GPU's
+    memory bandwidth (a device copy), its traffic per step counted as factors x terms x 3
+    N x N complex arrays (two read, one written; the kinetic product's own passes, by FFT or
+    GEMM, not counted: a lower bound of the traffic, so its fraction is one too);
+    torch's is the baseline the others' speed-up is against."""
     import dataclasses
 
     import cupy as cp
 
     from tdse import config as cfgmod
-    from tdse.numerics import cost
+    from tdse.numerics import cost, schemes
     from tdse.model import hamiltonian
     from tdse.model import states as model_states
     from tdse.studies.floquet import floquet_config
@@ -821,6 +828,9 @@ def _propagator(a):
     from tdse.run.backend import Backend
     base = cfgmod.load(os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input)
     rows = []
+    with cp.cuda.Device(0):
+        dgemm, bandwidth = _dgemm_peak(cp), _copy_bandwidth(cp)
+    _say(f"one GPU: DGEMM {dgemm / 1e12:.1f} TFLOP/s, device copy {bandwidth / 1e9:.0f} GB/s")
     for n in a.n:
         dx = base.grid.dx
         grid = dataclasses.replace(base.grid, x_min=-0.5 * n * dx, x_max=0.5 * n * dx)
@@ -890,11 +900,21 @@ def _propagator(a):
                    "tolerance": c.propagator.tolerance, "auto_chooses": choice["chosen"],
                    "predicted_seconds_per_step": choice["seconds_per_step"].get(
                        {"mgemm": "dense"}.get(eng, eng))}
+            factors = len(schemes.get(c.propagator.scheme).factors)
+            if eng == "mgemm":
+                work = factors * (pc.plan.products * 2.0 + 8.0) * n ** 3 / row["seconds_per_step"]
+                row.update(bound="G x DGEMM", dgemm_1gpu_tflops=dgemm / 1e12,
+                           fraction_of_bound=work / (a.gpus * dgemm))
+            elif eng == "chebyshev":
+                moved = factors * pc.chebyshev_terms * 3 * 16.0 * n * n / row["seconds_per_step"]
+                row.update(bound="G x copy bandwidth", bandwidth_1gpu_gbs=bandwidth / 1e9,
+                           fraction_of_bound=moved / (a.gpus * bandwidth))
             if "mgemm" in results and eng != "mgemm":
                 row["max_diff_vs_mgemm"] = float(np.abs(Uh - results["mgemm"]).max())
             rows.append(row)
             _say(f"N={n} {eng}: {row['seconds_per_step']:.3f} s/step, {row['seconds_per_period']:.1f} "
-                 f"s/period ({M} steps), unitarity {row['unitarity_max']:.1e}")
+                 f"s/period ({M} steps), unitarity {row['unitarity_max']:.1e}"
+                 + (f", {row['fraction_of_bound']:.2f} of {row['bound']}" if "bound" in row else ""))
             cp.get_default_memory_pool().free_all_blocks()
         t_ref = {r["engine"]: r["seconds_per_step"] for r in rows if r["n"] == n}
         for r in rows:
@@ -1428,6 +1448,21 @@ def _dgemm_peak(xp, device=0, n=None):
         sync()
         times.append(time.perf_counter() - t0)
     return 2.0 * n ** 3 / float(np.median(times))
+
+
+def _copy_bandwidth(xp, nbytes=1 << 30):
+    """Bytes a second of one device-to-device copy of ``nbytes`` (read and written, median
+    of 5 after one) on ``xp``'s current device: the bandwidth a memory-bound row is held against."""
+    a = xp.ones(nbytes // 8)
+    b = xp.empty_like(a)
+    times = []
+    for _ in range(6):
+        xp.cuda.Device().synchronize()
+        t0 = time.perf_counter()
+        xp.copyto(b, a)
+        xp.cuda.Device().synchronize()
+        times.append(time.perf_counter() - t0)
+    return 2.0 * nbytes / float(np.median(times[1:]))
 
 
 def _nuclei_steps(a, path):
