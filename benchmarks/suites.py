@@ -830,6 +830,7 @@ def _propagator(a):
     rows = []
     with cp.cuda.Device(0):
         dgemm, bandwidth = _dgemm_peak(cp), _copy_bandwidth(cp)
+        cp.get_default_memory_pool().free_all_blocks()     # (their 3 GiB back before the engines)
     _say(f"one GPU: DGEMM {dgemm / 1e12:.1f} TFLOP/s, device copy {bandwidth / 1e9:.0f} GB/s")
     for n in a.n:
         dx = base.grid.dx
