@@ -829,7 +829,7 @@ def _propagator(a):
     base = cfgmod.load(os.path.join(ROOT, a.input) if not os.path.isabs(a.input) else a.input)
     rows = []
     with cp.cuda.Device(0):
-        dgemm, bandwidth = _dgemm_peak(cp), _copy_bandwidth(cp)
+        dgemm, bandwidth = _dgemm_peak(cp), _hbm_rate(cp)
         cp.get_default_memory_pool().free_all_blocks()     # (their 3 GiB back before the engines)
     _say(f"one GPU: DGEMM {dgemm / 1e12:.1f} TFLOP/s, device copy {bandwidth / 1e9:.0f} GB/s")
     for n in a.n:
@@ -1449,21 +1449,6 @@ def _dgemm_peak(xp, device=0, n=None):
         sync()
         times.append(time.perf_counter() - t0)
     return 2.0 * n ** 3 / float(np.median(times))
-
-
-def _copy_bandwidth(xp, nbytes=1 << 30):
-    """Bytes a second of one device-to-device copy of ``nbytes`` (read and written, median
-    of 5 after one) on ``xp``'s current device: the bandwidth a memory-bound row is held against."""
-    a = xp.ones(nbytes // 8)
-    b = xp.empty_like(a)
-    times = []
-    for _ in range(6):
-        xp.cuda.Device().synchronize()
-        t0 = time.perf_counter()
-        xp.copyto(b, a)
-        xp.cuda.Device().synchronize()
-        times.append(time.perf_counter() - t0)
-    return 2.0 * nbytes / float(np.median(times[1:]))
 
 
 def _nuclei_steps(a, path):

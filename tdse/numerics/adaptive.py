@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 from .carrier import carrier
-from .local_error import LocalError
+from .local_error import LETTERS_CHUNK, LocalError
 from .propagators import Steps
 
 __all__ = ["EstimatingStepper", "StepTooSmall", "transport_config", "TRANSPORT_TOLERANCE",
@@ -52,7 +52,7 @@ TRANSPORT_TOLERANCE = 1e-6
 #: is carried over them), within PIECE_BYTES of local errors: a chunk of the letters
 #: (:data:`tdse.numerics.local_error.LETTERS_CHUNK`, where it is measured); 64 MB of the
 #: host's or the device's memory, a choice
-PIECE_STEPS = 256
+PIECE_STEPS = LETTERS_CHUNK
 PIECE_BYTES = 64 << 20
 
 
