@@ -814,6 +814,51 @@ def test_the_cli_and_simulate_open_the_workers_before_they_prepare(inputs_dir, t
     assert len(opened) == 3 and at_prepare[-1] == 0
 
 
+def test_the_workers_begin_a_new_runs_windows_before_it_is_prepared(inputs_dir, monkeypatch):
+    """Workers.prime (tdse.run.driver.look_ahead, before the run is prepared): the first
+    windows' tasks are queued at once, before the processes have started, and the run's
+    look-ahead is that one (adopted: its tasks answer the loop's calls, the populations
+    the same bits as computed in the loop); a resumed run's look-ahead does not prime; a
+    primed look-ahead for other steps or another molecule is dropped, not adopted."""
+    from tdse.run import driver, eigenpairs
+    made = _started(monkeypatch)
+    monkeypatch.setattr(driver, "may_want", lambda *a, **k: True)
+    cfg = _moving(inputs_dir, 3, n=160, **{"output.populations_every": 4})
+    cfg = cfg.with_value("time.t_end", 400 * cfg.time.dt)
+    import tdse.api
+    queued = []
+    real_prepare = tdse.api.prepare
+
+    def prepare(*a, **k):                # what the workers were given before the set-up
+        queued.append([t[1] for t in made[0].tasks.values()])
+        return real_prepare(*a, **k)
+    monkeypatch.setattr(tdse.api, "prepare", prepare)
+    on = tdse.simulate(cfg, backend="numpy").observables
+    off = tdse.simulate(cfg, backend="numpy", options={"eigen_workers": "off"}).observables
+    span = made[0].span // 4                       # a window's calls
+    assert len(made) == 2 and queued[0][0][0] == 4 and len(queued[0]) >= 1
+    assert made[0].taken[:3] == [4, 8, 12] and made[0].pool is None
+    for k in ("populations_ht", "energies_ht"):
+        assert np.array_equal(np.asarray(on[k]), np.asarray(off[k]), equal_nan=True), k
+    assert span > 1
+    with driver.look_ahead(cfg, "numpy", prime=False) as w:
+        assert w.primed is None
+    with driver.look_ahead(cfg, "numpy") as w:
+        assert w.primed is not None and w.primed.tasks
+        three = tracker.Tracker(cfg, 4)
+        assert w.adopt(three, cfg.time.dt, 200, 4) is None and w.primed is None   # other steps
+    with driver.look_ahead(cfg, "numpy") as w:
+        other = cfg.with_value("potential.a", cfg.potential.a * 1.5)     # another molecule
+        la = w.primed
+        assert w.adopt(tracker.Tracker(other, 4), cfg.time.dt, cfg.time.steps, 4) is None
+        assert la.pool is None and not la.tasks                                   # dropped
+    with driver.look_ahead(cfg, "numpy") as w:
+        mine = tracker.Tracker(cfg, 4)
+        la = w.adopt(mine, cfg.time.dt, cfg.time.steps, 4)
+        assert la is not None and la.tracker is mine and w.primed is None
+        la.close()
+
+
 def test_the_runs_workers_are_used_whatever_a_second_look_at_the_cpus_says(inputs_dir, monkeypatch):
     """The look-ahead's processes a run opened (its one decision, made before it prepares)
     are the ones its observables use, even where the spare CPUs seen later say no: never

@@ -189,18 +189,22 @@ def _time_error(plan, stepper, writer, snaps, resume, start):
 
 
 @contextlib.contextmanager
-def look_ahead(config, backend="auto", threads=None):
+def look_ahead(config, backend="auto", threads=None, prime=True):
     """H(t)'s eigenpairs' look-ahead processes (:class:`tdse.run.eigenpairs.Workers`) where a
     run of ``config`` may want them (:func:`tdse.run.eigenpairs.may_want`), else None,
     closed at the end: opened before the run is prepared, their start (imports; ~1.5 s on a
     GPU host) goes beside its set-up (on a GPU auto's calibration, 2 s) rather than into its
     loop, where the loop computes the pairs itself until they have started -- the CLI opens
-    them so (``tdse.ui.cli``), and :func:`run` when given a Config."""
+    them so (``tdse.ui.cli``), and :func:`run` when given a Config.  ``prime``: a run from
+    step 0 (not a resumed one), whose first windows the workers begin at once
+    (:meth:`~tdse.run.eigenpairs.Workers.prime`)."""
     try:
         want = may_want(config, backend, threads)
     except ConfigError:         # a bad value (e.g. threads = 0): prepare refuses it, one line
         want = False
     workers = Workers(workers_most(backend)) if want else None
+    if workers is not None and prime:
+        workers.prime(config)
     try:
         yield workers
     finally:
@@ -228,7 +232,8 @@ def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=
     Config) and closed when the run ends."""
     entered = time.time()
     cfg = config.config if isinstance(config, RunPlan) else config
-    with contextlib.nullcontext(workers) if workers is not None else look_ahead(cfg, backend, threads) as w:
+    with contextlib.nullcontext(workers) if workers is not None else \
+            look_ahead(cfg, backend, threads, prime=resume is None) as w:
         return _run(config, out_dir, backend=backend, devices=devices, force=force,
                     progress=progress, precheck_result=precheck_result, resume=resume,
                     allow_inaccurate=allow_inaccurate, threads=threads, workers=w,

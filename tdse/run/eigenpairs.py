@@ -7,7 +7,11 @@ window's or anchor's pairs), so they can be computed ahead of the loop, by track
 their own, and come out bit for bit as the loop would compute them.  :class:`Lookahead`
 does that over one :class:`concurrent.futures.ProcessPoolExecutor`, opened by the run's
 entry (:func:`tdse.run.driver.look_ahead`: before the run is prepared, so that the
-processes start beside its set-up) and closed when it ends (never by ``prepare``).
+processes start beside its set-up, and a run from step 0 has them begin its first windows
+there, :meth:`Workers.prime`) and closed when it ends (never by ``prepare``).  Without that
+head start a GPU loop at N = 8192 reached its next windows before the workers had them and
+computed ~100-130 calls itself, 0.88-1.17 s of a 3 s loop; with it the loop waited 0.04 s
+(one H200, ``benchmarks/results/lookahead_timeline_h200x1_20261130T0649.txt``).
 
 Processes, spawned, not threads: a call is mostly NumPy and SciPy calls on N x K arrays
 between LAPACK calls, each taking the GIL the loop's thread wants -- one H200, N = 8192,
@@ -209,6 +213,38 @@ class Workers:
             initializer=ahead_child.start, initargs=(states.EIGEN_BLAS_THREADS,))
         with blas_env(states.EIGEN_BLAS_THREADS):     # the children's BLAS from their start
             self.ready = _spawn(self.pool, _ready)
+        self.primed = None      # a new run's look-ahead begun before it is prepared (prime)
+
+    def prime(self, config):
+        """Begin a new run's look-ahead before the run is prepared: its first tasks (from
+        the first populations step after step 0, :data:`DEPTH` a worker) queued at once, so
+        that the workers compute them beside the set-up instead of after it -- on a GPU host
+        the preparation takes ~2 s, a window of 16 calls ~0.1 s of a worker at N = 8192,
+        and the loop reaches the next window ~20 ms after the last.  The run's
+        :class:`tdse.run.rows.Observables` adopts it (:meth:`adopt`)."""
+        if config.potential.molecule_moves and config.output.populations:
+            o = config.output
+            la = Lookahead(Tracker(config, o.populations), config.time.dt, config.time.steps,
+                           o.populations_interval, workers=self)
+            la._fill(0, early=True)
+            self.primed = la
+
+    def adopt(self, tracker, dt, steps, interval):
+        """The look-ahead :meth:`prime` began, for a run stepping from step 0 whose pairs
+        are those of ``tracker`` (the same grid, molecule, count and settings) at the same
+        steps; else None (what it began is dropped)."""
+        la, self.primed = self.primed, None
+        if la is None:
+            return None
+        a, b = la.tracker, tracker
+        same = (a.config.grid == b.config.grid and a.config.potential == b.config.potential
+                and a.K == b.K and a.settings() == b.settings()
+                and (la.dt, la.steps, la.interval) == (dt, steps, interval))
+        if not same:
+            la.close()
+            return None
+        la.tracker = tracker           # (the loop's own calls by the run's tracker)
+        return la
 
     def submit(self, fn, *args):
         return _spawn(self.pool, fn, *args)
@@ -248,12 +284,13 @@ class Lookahead:
         None past the last."""
         return None if s >= self.steps else min((s // self.interval + 1) * self.interval, self.steps)
 
-    def _fill(self, step):
+    def _fill(self, step, early=False):
         """Ask for the due steps after ``step``, a task a window (or a step), up to
-        :data:`DEPTH` tasks a worker in flight -- once the workers have started."""
-        if self.broken or not self.ready.done():
+        :data:`DEPTH` tasks a worker in flight -- once the workers have started (``early``:
+        queued before, :meth:`Workers.prime`)."""
+        if self.broken or not (early or self.ready.done()):
             return
-        if self.ready.exception() is not None:
+        if not early and self.ready.exception() is not None:
             return self._break(self.ready.exception())
         if self.next is not None and self.next <= step:
             self.next = self._following(step)

@@ -97,8 +97,10 @@ class Observables(Sink):
     def begin(self, state):
         if self.moving:
             cfg = self.config
-            self.pairs = Lookahead(self.tracker, cfg.time.dt, cfg.time.steps, self._pop_every,
-                                   ahead=self.ahead, workers=self.workers, most=self._most)
+            primed = None if self.workers is None or state.resumed else \
+                self.workers.adopt(self.tracker, cfg.time.dt, cfg.time.steps, self._pop_every)
+            self.pairs = primed or Lookahead(self.tracker, cfg.time.dt, cfg.time.steps, self._pop_every,
+                                             ahead=self.ahead, workers=self.workers, most=self._most)
         # rows without H(t)'s states filled by the steps themselves (:meth:`tap`): a save
         # point only at a row that needs the host (:meth:`next_point`)
         self.tapping = TAP_ROWS and self.rows is not None and state.psi is not None \

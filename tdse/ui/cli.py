@@ -164,7 +164,7 @@ def _go(cfg, label, out_dir, resume_arg, **opts):
     """A run from the command line: SIGINT/SIGTERM at any moment (start-up, calibration,
     the precheck, the loop) end it with 130/143; before the loop nothing is written."""
     from ..run.driver import look_ahead      # the eigenpairs' workers start beside the set-up
-    with look_ahead(cfg, opts["backend"], opts["threads"]) as workers:
+    with look_ahead(cfg, opts["backend"], opts["threads"], prime=resume_arg is None) as workers:
         _interruptible(lambda: _start(cfg, label, out_dir, resume_arg, workers=workers, **opts),
                        " during start-up: nothing was written")
 
