@@ -820,7 +820,7 @@ def test_the_workers_begin_a_new_runs_windows_before_it_is_prepared(inputs_dir, 
     look-ahead is that one (adopted: its tasks answer the loop's calls, the populations
     the same bits as computed in the loop); a resumed run's look-ahead does not prime; a
     primed look-ahead for other steps or another molecule is dropped, not adopted."""
-    from tdse.run import driver, eigenpairs
+    from tdse.run import driver
     made = _started(monkeypatch)
     monkeypatch.setattr(driver, "may_want", lambda *a, **k: True)
     cfg = _moving(inputs_dir, 3, n=160, **{"output.populations_every": 4})
