@@ -1476,6 +1476,44 @@ def test_deferred_snapshots_write_the_same_file(tmp_path, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("stencil", [3, "dvr"])
+def test_snapshots_and_rows_taken_by_the_graph_steps_write_the_same_file(stencil, tmp_path, monkeypatch):
+    """A GPU run's snapshots taken by its steps into a ring (Snapshots.tap: the ring a block
+    the step's graph fills, beside the observables' block; rings of 5 rows) and its rows
+    with H(t)'s populations taken by the steps where the pairs are computed ahead (here
+    told they are: the loop's tracker computes them at the tap), against a save point at
+    each (flush_seconds = 0; pairs not ahead): psi and every int dataset the same bits,
+    the observables to 1e-12 of their scale (a partial block is measured at other writes)."""
+    from tdse.run import eigenpairs, sinks
+    from tdse.run.driver import run
+    from tdse.run.snapshots import read
+    cfg = _batch_case("h2plus_moving.toml", 1.0, ("propagator.method", ["chebyshev"]))[0]
+    for k, v in (("grid.stencil", stencil), ("output.every", 5), ("output.populations_every", 10),
+                 ("run.eigen_workers", "off")):
+        cfg = cfg.with_value(k, v)
+    monkeypatch.setattr(sinks, "SNAPSHOT_RING", 5)
+    each = read(run(cfg.with_value("output.flush_seconds", 0.0), str(tmp_path / "each"), backend="cupy").path)
+    monkeypatch.setattr(eigenpairs.Lookahead, "computed", lambda self, step: True)
+    saves = []
+    orig = sinks.Snapshots.save
+    monkeypatch.setattr(sinks.Snapshots, "save", lambda self, state: (saves.append(self.tapping), orig(self, state))[1])
+    tapped = read(run(cfg.with_value("output.flush_seconds", 1e9), str(tmp_path / "tap"), backend="cupy").path)
+    n = len(each["snapshots/step"])
+    assert n > 10 and all(saves) and len(saves) <= 2 + (n - 2) // 5
+    for k, v in each.items():
+        if k == "attrs":
+            continue
+        v, w = np.asarray(v), np.asarray(tapped[k])
+        assert v.shape == w.shape, k
+        if k == "snapshots/psi" or v.dtype.kind not in "fc":
+            assert np.array_equal(v, w, equal_nan=True), k
+        else:
+            fin = np.abs(v[np.isfinite(v)])
+            scale = max([1.0, *fin.max(keepdims=True)]) if fin.size else 1.0
+            assert np.allclose(w, v, rtol=0, atol=1e-12 * scale, equal_nan=True), k
+
+
+@pytest.mark.gpu
 def test_context_switch_on_the_gpu_leaves_this_context_working():
     """mgemm.arrays.context_switch on the real driver: True, this thread's context the same
     afterwards, arrays made before still readable, new work correct, and no memory of the

@@ -959,3 +959,80 @@ def test_pending_snapshots_wait_for_their_own_deferred_resume_arrays(inputs_dir,
         assert np.array_equal(keep["error_vector"], made[step].value)
         assert keep["counts"][0] == step
     assert not made[10].made and made[20].made and made[40].made
+
+
+@pytest.mark.parametrize("ring", [2, 5, 32])
+def test_snapshots_taken_by_the_steps_make_the_same_file(ring, tmp_path, inputs_dir, monkeypatch):
+    """A run whose snapshots no other sink adds to (no time error, no t-SURFF) has the steps
+    take them into a ring (Snapshots.tap), a save point a ring: the file equals the one
+    written with a save point a snapshot (flush_seconds = 0) bit for bit, each snapshot's
+    psi equals the loop's psi stopped at its step, and the snapshots' own save points are
+    a ring's rows fewer (rings of 2, 5, 32 rows; a span of the whole run)."""
+    cfg = _moving(inputs_dir, 3, **{"output.every": 3, "propagator.time_error": "none",
+                                    "output.flush_seconds": 1e9})
+    monkeypatch.setattr(sinks, "SNAPSHOT_RING", ring)
+    saves = []
+    orig = sinks.Snapshots.save
+
+    def save(self, state):
+        saves.append((self.tapping, state.step))
+        orig(self, state)
+    monkeypatch.setattr(sinks.Snapshots, "save", save)
+    got = read(run(cfg, str(tmp_path / "tap"), backend="numpy").path)
+    tapped = [s for t, s in saves if t]
+    ref = read(run(cfg.with_value("output.flush_seconds", 0.0), str(tmp_path / "each"), backend="numpy").path)
+    assert tapped and len(saves) == len(tapped) + cfg.time.steps // 3     # (the second run's)
+    _files_equal(ref, got)
+    steps = list(np.asarray(got["snapshots/step"]))
+    assert steps == list(range(0, cfg.time.steps + 1, 3)) + ([cfg.time.steps] if cfg.time.steps % 3 else [])
+    # (the first snapshot after step 0 saved, before a pace; then a save a ring)
+    assert len(tapped) <= 2 + (len(steps) - 2) // ring < len(steps) - 1
+    plan = tdse.prepare(cfg, backend="numpy")
+    for i in (1, len(steps) // 2, len(steps) - 2):
+        psi = evolve(plan, plan.psi0, stop=steps[i]).psi
+        assert np.array_equal(np.asarray(got["snapshots/psi"][i]), psi), steps[i]
+
+
+def test_populations_rows_computed_ahead_are_taken_by_the_steps(tmp_path, inputs_dir, monkeypatch):
+    """A moving molecule's rows with populations in H(t)'s states are taken by the steps
+    where the look-ahead has their pairs (here: told it has, the loop's tracker computing
+    them when the row is tapped): the file equals the run with a save point at each such row,
+    bit for bit, with fewer of the observables' save points."""
+    from tdse.run import eigenpairs
+    cfg = _moving(inputs_dir, 3, **{"output.populations_every": 4, "propagator.time_error": "none",
+                                    "run.eigen_workers": "off"})
+    saves = {}
+    orig = rows.Observables.save
+
+    def save(self, state):
+        saves[self.pairs.computed(0)] = saves.get(self.pairs.computed(0), 0) + 1
+        orig(self, state)
+    monkeypatch.setattr(rows.Observables, "save", save)
+    ref = read(run(cfg, str(tmp_path / "ref"), backend="numpy").path)
+    monkeypatch.setattr(eigenpairs.Lookahead, "computed", lambda self, step: True)
+    got = read(run(cfg, str(tmp_path / "tap"), backend="numpy").path)
+    _files_equal(ref, got)
+    assert np.isfinite(np.asarray(got["observables/populations_ht"])[::4]).all()
+    assert saves[False] >= cfg.time.steps // 4 and saves[True] < saves[False] // 4
+
+
+def test_the_progress_bar_moves_by_taps_without_save_points(inputs_dir, monkeypatch):
+    """The progress bar moves at every 1/PROGRESS_POINTS of the steps by the steps' taps
+    (its one save point the loop's last step) where psi is stepped, and at save points of
+    its own where U(t) alone is."""
+    cfg = _moving(inputs_dir, 3)
+    plan = tdse.prepare(cfg, backend="numpy")
+    monkeypatch.setattr(sinks, "PROGRESS_POINTS", 20)
+    moves, saves = [], []
+    orig_to, orig_save = sinks.Progress._to, sinks.Progress.save
+    monkeypatch.setattr(sinks.Progress, "_to", lambda self, step, X=None: (moves.append(step), orig_to(self, step)))
+    monkeypatch.setattr(sinks.Progress, "save", lambda self, state: (saves.append(state.step), orig_save(self, state)))
+    bar = sinks.Progress(plan.steps, disable=True)
+    bar.move = 3                                  # (disabled: no tqdm output; moves all the same)
+    evolve(plan, plan.psi0, [bar])
+    assert saves == [plan.steps] and moves[:-1] == list(range(3, plan.steps + 1, 3))
+    moves.clear(), saves.clear()
+    bar = sinks.Progress(plan.steps, disable=True)
+    bar.move = bar.every = 3
+    evolve(plan, None, [bar], U0=np.eye(cfg.grid.n, dtype=complex))
+    assert saves == list(range(3, plan.steps + 1, 3)) + ([plan.steps] if plan.steps % 3 else [])

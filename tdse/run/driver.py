@@ -269,6 +269,8 @@ def _run(config, out_dir, *, backend, devices, force, progress, precheck_result,
         estimate = _time_error(plan, stepper, writer, snaps, resume, start)
         if estimate is not None:
             sinks.insert(0, estimate)      # (its row values reach the snapshot's row)
+        # (no sink adds to the snapshots' rows: the steps may take them, Snapshots.tap)
+        snaps.alone = estimate is None and not config.output.tsurff_radius
         bar = Progress(config.time.steps, start, config.name, disable=not progress)
         t0, timeline["loop"] = time.perf_counter(), time.time()
         sinks += [bar, Interrupts(writer, lambda: snaps.last_step * config.time.dt, t0)]

@@ -116,26 +116,43 @@ class Observables(Sink):
         if p is None or not self.tapping:
             return p
         e, pe = self.every, self._pop_every
-        fill = p + (self.rows.M - self.rows.cols - 1) * e
-        # (a static molecule's H(t) states are H(0)'s, on the device from the first row)
-        host = min(self.last, -(-p // pe) * pe if self.moving else self.last, fill)
+        host = min(self.last, p + (self.rows.M - self.rows.cols - 1) * e)
+        if self.moving:    # (a static molecule's H(t) states are H(0)'s, on the device at once)
+            q = -(-p // pe) * pe        # H(t)'s states: tapped where computed ahead
+            while q < host and self.pairs is not None and self.pairs.computed(q):
+                q += pe
+            host = min(host, q)
         return host if host <= stop else None
 
     def tap(self, j0, j1, saved):
         """The slots of the rows in (j0, j1] (but j1 where it is saved there), filled with
-        psi by the steps (:meth:`_BlockRows.reserve`): rows without H(t)'s states, or with a
-        static molecule's."""
+        psi by the steps (:meth:`_BlockRows.reserve`): rows without H(t)'s states, with a
+        static molecule's, or with a moving one's computed ahead (:meth:`next_point`)."""
         if not self.tapping:
             return None
         e, dt, rows = self.every, self.config.time.dt, self.rows
         ks = range((j0 // e + 1) * e, (j1 - 1 if saved else j1) + 1, e)
-        pops = [self._pops_at(k) for k in ks] if self._static is not None else ()
-        if not any(pops):
-            slots = rows.reserve_plain(ks, dt)
-        else:       # (a static molecule's H(t) states: the plan's, as eigenpairs gives them)
-            self.eigen_calls += sum(pops)
-            slots = [rows.reserve(k, k * dt, self._static if p else None) for k, p in zip(ks, pops)]
+        pops = [self._pops_at(k) for k in ks]
+        slots, i = [], 0
+        while i < len(ks):              # the rows between two with H(t)'s states at once
+            if pops[i]:
+                slots.append(rows.reserve(ks[i], ks[i] * dt, self._tapped_pairs(ks[i])))
+                i += 1
+                continue
+            j = i
+            while j < len(ks) and not pops[j]:
+                j += 1
+            slots += rows.reserve_plain(ks[i:j], dt)
+            i = j
         return {k: [row] for k, row in zip(ks, slots)}
+
+    def _tapped_pairs(self, step):
+        """H(t)'s pairs of a tapped row: a static molecule's (the plan's, as
+        :meth:`eigenpairs` gives them), or the look-ahead's (computed ahead)."""
+        if self.pairs is not None:
+            return self.pairs(step, step * self.config.time.dt)
+        self.eigen_calls += 1
+        return self._static
 
     def save(self, state):
         self.record(state)

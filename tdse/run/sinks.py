@@ -6,6 +6,8 @@ the HDF5 file, or memory); computing and writing are apart.  Atomic units.
 from __future__ import annotations
 
 import collections
+import functools
+import time
 
 import numpy as np
 
@@ -25,6 +27,17 @@ __all__ = ["Snapshots", "Progress", "host_psi"]
 #: snapshot, one H100, N = 8192, benchmarks/archive/step_attrib.py)
 SNAPSHOTS_IN_FLIGHT = 64
 SNAPSHOT_BYTES_IN_FLIGHT = 64 << 20
+
+#: a run's snapshots taken by its steps where psi lives (:meth:`Snapshots.tap`) go into a
+#: ring of at most this many rows (and half of SNAPSHOT_BYTES_IN_FLIGHT), copied to the host
+#: a ring at a time: a save point a ring, where one a snapshot had cost a GPU run's host
+#: ~0.45 ms (psi copied out of and into the step graphs' buffer, a new segment of rows, a
+#: pinned copy; docs/RUN_OVERHEAD.md)
+SNAPSHOT_RING = 32
+
+#: ... and spans at most this part of ``output.flush_seconds`` at the loop's pace (the
+#: writer then holds a snapshot up to flush_seconds more: up to 1.5 x flush_seconds in all)
+RING_SPAN = 0.5
 
 #: the progress bar moves at least this many times a run (a save point each)
 PROGRESS_POINTS = 1000
@@ -58,19 +71,67 @@ class Snapshots(Sink):
         # file attributes
         self.row_extras, self.resume_extras, self.attr_extras = {}, {}, {}
         self.pending = collections.deque()   # (step, t, HostCopy, extras): snapshots being copied
+        # ``alone``: no other sink adds to the rows (the driver says so), so that the steps may
+        # take them (:meth:`tap`): into the ring's rows (``slots``), ``taken`` [(step, t)]
+        # of those filled, copied out a ring at a time; ``span``: the steps a ring may span
+        # (half of output.flush_seconds at the pace ``_pace`` measured), None before a pace
+        self.alone, self.tapping = False, False
+        self.ring, self.slots, self.taken, self.span, self._pace = None, [], [], None, None
 
     def begin(self, state):
+        psi = state.psi
+        self.tapping = self.alone and self.config.output.flush_seconds > 0 and state.U is None \
+            and psi is not None and psi.ndim == 1
+        if self.tapping:
+            from mgemm.arrays import get_xp
+            rows = max(2, min(SNAPSHOT_RING, SNAPSHOT_BYTES_IN_FLIGHT // 2 // max(1, psi.nbytes)))
+            ring = self.ring = get_xp(psi).empty((rows, psi.size), dtype=psi.dtype)
+            self.slots = [ring[i] for i in range(rows)]       # the row views, made once
+            self._pace = (state.step, time.perf_counter())
         if not state.resumed:
             self.write(state)
+
+    def next_point(self, step, stop):
+        """The next snapshot; where tapped (:meth:`tap`), the one that fills the ring or
+        ends its span, or the run's last: the snapshots between are taken by the steps."""
+        p = super().next_point(step, stop)
+        if p is None or not self.tapping:
+            return p
+        e = self.every
+        first = self.taken[0][0] if self.taken else p
+        host = min(p + (len(self.slots) - len(self.taken) - 1) * e,
+                   max(p, first + (self.span or 0) // e * e), self.last)
+        return host if host <= stop else None
+
+    def tap(self, j0, j1, saved):
+        """Ring rows for the snapshots in (j0, j1] (but j1 where it is saved there), filled
+        with psi by the steps; copied to the host with the ring at the next save point."""
+        if not self.tapping:
+            return None
+        e, dt, hi = self.every, self.config.time.dt, j1 - 1 if saved else j1
+        ks = list(range((j0 // e + 1) * e, hi + 1, e))
+        if j0 < self.last <= hi and self.last % e:
+            ks.append(self.last)
+        if not ks:
+            return None
+        c = len(self.taken)
+        if c + len(ks) >= len(self.slots):
+            raise RuntimeError(f"{len(ks)} snapshots tapped into a ring with {len(self.slots) - c} free")
+        self.taken += [(k, k * dt) for k in ks]
+        return {k: [self.slots[c + i]] for i, k in enumerate(ks)}
 
     def save(self, state):
         self.write(state)
 
     def end(self, state):
+        self._copy_ring()
         self.finish()
 
     def fail(self, state, error):
         try:        # the last snapshot taken is whole: it reaches the file
+            while self.taken and self.taken[-1][0] > state.step:
+                self.taken.pop()        # tapped for steps the run did not reach
+            self._copy_ring()
             self.finish()
         except Exception:  # noqa: BLE001 -- the run's own error is the one to report
             pass
@@ -87,6 +148,8 @@ class Snapshots(Sink):
         whole snapshot is then a few intervals older while the run goes on.  Otherwise
         written now."""
         from mgemm.arrays import HostCopy, is_device_array
+        if self.tapping:
+            return self._write_ring(state)
         # (resume_extras as they are now: a sink sets its entries again for a later snapshot,
         # while this one may wait for its copies -- or a deferred entry, DeferredE)
         extras = (self.row_extras, dict(self.resume_extras), self.attr_extras)
@@ -95,12 +158,49 @@ class Snapshots(Sink):
             pending = self.pending     # (resume arrays on the device copied with psi)
             dev = {f"keep:{k}": v for k, v in extras[1].items() if is_device_array(v)}
             pending.append((state.step, state.t, HostCopy({"psi": state.psi, **dev}), extras))
-            most = max(1, min(SNAPSHOTS_IN_FLIGHT, SNAPSHOT_BYTES_IN_FLIGHT // max(1, state.psi.nbytes)))
-            while pending and (len(pending) > most or (pending[0][2].done() and _ready(pending[0][3][1]))):
-                self._finish_one()
+            self._finish_copied(state.psi.nbytes)
         else:
             self.finish()
             self._write(state.step, state.t, host_psi(state), state.U, extras)
+
+    def _write_ring(self, state):
+        """A snapshot of ``state`` with the ring's rows tapped before it, their copy begun
+        at once (:meth:`_copy_ring`); the ring's span from the pace since the last."""
+        from mgemm.arrays import get_xp
+
+        from ..numerics.graphs import copy_in
+        copy_in(get_xp(state.psi), self.slots[len(self.taken)], state.psi)
+        self.taken.append((state.step, state.t))
+        self._copy_ring()
+        step0, t0 = self._pace
+        now = time.perf_counter()
+        if state.step > step0 and now > t0:
+            self.span = int(RING_SPAN * self.config.output.flush_seconds * (state.step - step0) / (now - t0))
+        self._pace = (state.step, now)
+
+    def _copy_ring(self):
+        """The ring's filled rows: their copy to the host started (one copy), pending in
+        order as :meth:`write` leaves a snapshot on a GPU; the ring free again (a device
+        ring's copy is queued before the steps that fill it again; a host ring's rows are
+        written, copied by the writer, before this returns)."""
+        from mgemm.arrays import HostCopy
+        m = len(self.taken)
+        if not m:
+            return
+        ring = self.ring[:m]
+        copy = HostCopy({"psi": ring})
+        for i, (k, t) in enumerate(self.taken):
+            self.pending.append((k, t, _RingRow(copy, i), ({}, {}, {})))
+        self.taken = []
+        self._finish_copied(ring[0].nbytes)
+
+    def _finish_copied(self, nbytes):
+        """The pending snapshots whose copies have run written, in order, and the oldest
+        waited for while more than :data:`SNAPSHOTS_IN_FLIGHT` (or their bytes) are pending."""
+        pending = self.pending
+        most = max(1, min(SNAPSHOTS_IN_FLIGHT, SNAPSHOT_BYTES_IN_FLIGHT // max(1, nbytes)))
+        while pending and (len(pending) > most or (pending[0][2].done() and _ready(pending[0][3][1]))):
+            self._finish_one()
 
     def finish(self):
         """Write the snapshots whose copies were started, in order (waits for those copies)."""
@@ -152,6 +252,21 @@ class Snapshots(Sink):
         self.last_step = step
 
 
+class _RingRow:
+    """Row ``i`` of a ring's copy (:class:`mgemm.arrays.HostCopy` of its rows), as a
+    snapshot's own copy is read: ``done()``, ``result()["psi"]``."""
+    __slots__ = ("copy", "i")
+
+    def __init__(self, copy, i):
+        self.copy, self.i = copy, i
+
+    def done(self):
+        return self.copy.done()
+
+    def result(self):
+        return {"psi": self.copy.result()["psi"][self.i]}
+
+
 def _ready(resume_extras) -> bool:
     """Whether a snapshot's deferred resume arrays (e.g. the local estimate's e after a
     piece not yet made, :class:`tdse.numerics.adaptive.DeferredE`) are on the host."""
@@ -159,23 +274,41 @@ def _ready(resume_extras) -> bool:
 
 
 class Progress(Sink):
-    """A tqdm progress bar over the steps (nothing when ``disable``), moved at save points
-    at least every 1/:data:`PROGRESS_POINTS` of the steps."""
+    """A tqdm progress bar over the steps (nothing when ``disable``), moved at least every
+    1/:data:`PROGRESS_POINTS` of the steps: by the steps' taps where psi is stepped (a
+    callable run by the loop's thread after the step's launch: no save point of its own,
+    where one a move had cost a GPU run's host ~0.3 ms in psi's copies and a new segment,
+    ``docs/RUN_OVERHEAD.md``), else (U(t) alone) at save points of its own."""
 
     def __init__(self, total, initial=0, desc=None, disable=False, unit="step"):
         self.args = dict(total=total, initial=initial, desc=desc, disable=disable, unit=unit,
                          mininterval=0.5)
         self.bar, self.at = None, initial
-        self.every = None if disable else max(1, total // PROGRESS_POINTS)
+        self.move = None if disable else max(1, total // PROGRESS_POINTS)
+        self.every = self.move
+        self.tapping = False
 
     def begin(self, state):
         from tqdm.auto import tqdm
         self.bar = tqdm(**self.args)
         self.at = state.step
+        self.tapping = self.move is not None and state.psi is not None
+        if self.tapping:            # (its one save point: the loop's last step)
+            self.every = None
+
+    def tap(self, j0, j1, saved):
+        """A move at each of its steps in (j0, j1]."""
+        if not self.tapping:
+            return None
+        e = self.move
+        return {k: [functools.partial(self._to, k)] for k in range((j0 // e + 1) * e, j1 + 1, e)} or None
+
+    def _to(self, step, X=None):
+        self.bar.update(step - self.at)
+        self.at = step
 
     def save(self, state):
-        self.bar.update(state.step - self.at)
-        self.at = state.step
+        self._to(state.step)
 
     def end(self, state):
         if self.bar is not None and state.step > self.at:
