@@ -46,31 +46,56 @@ def test_eigenstates_match_dense_eigh():
     np.testing.assert_allclose(phi @ phi.T * cfg.grid.dx, np.eye(4), atol=1e-12)
 
 
-@pytest.mark.parametrize("route", ["ctypes", "scipy"])
-def test_stemr_against_dense_eigh_and_scipys_wrapper(route, rng, monkeypatch):
-    """states.stemr (tdse.model.lapack; #23: LAPACK's dstemr called without the GIL through ctypes, or SciPy's
-    wrapper where that table is not reachable): the m lowest pairs of fresh random
-    symmetric tridiagonal matrices equal numpy.linalg.eigh's of the dense matrix (values to
-    1e-12 relative, vectors up to sign to 1e-10), and both routes give the same bits; 1 <= m
-    <= N, N from 1 to 300; the 3-point eigenstates go through it."""
-    if route == "scipy":
-        monkeypatch.setattr(lapack, "_STEMR", [None])
-    elif lapack.stemr_function() is None:
-        pytest.skip("SciPy's LAPACK table is not reachable through ctypes here")
-    import scipy.linalg
+def test_lowest_pairs_and_shifted_solves_against_dense_numpy(rng):
+    """states.lowest_pairs (tdse.model.lapack: dstebz + dstein through SciPy): the m lowest
+    pairs of fresh random symmetric tridiagonal matrices equal numpy.linalg.eigh's of the
+    dense matrix (values to 1e-12 relative, vectors up to sign to 1e-10; 1 <= m <= N, N
+    from 1 to 300), also with a pair 1e-9 apart (the vectors then span the pair's
+    subspace: its projector to 1e-6 -- a pair that close is determined only as a pair --
+    and orthonormal to 1e-12); lapack.shifted_solves: k shifted systems in one call, each
+    with a residual of rounding's size, equal to numpy.linalg.solve's to 1e-10 where well
+    conditioned, and a shift at an eigenvalue (to 1e-13) giving its eigenvector's direction
+    (inverse iteration's use); None where one is singular; the 3-point eigenstates go
+    through lowest_pairs."""
     for n, m in ((1, 1), (2, 2), (7, 3), (64, 4), (300, 6)):
         d = 3.0 * rng.standard_normal(n) + 5.0
         e = -0.5 - np.abs(rng.standard_normal(n - 1))
-        w, z = model_states.stemr(d, e, m)
+        w, z = model_states.lowest_pairs(d, e, m)
         A = np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
         W, Z = np.linalg.eigh(A)
         scale = max(1.0, np.abs(W).max())
         assert z.shape == (n, m) and np.abs(w - W[:m]).max() < 1e-12 * scale, (n, m)
         assert np.abs(np.abs(np.sum(z * Z[:, :m], axis=0)) - 1.0).max() < 1e-10, (n, m)
-        if n > 1:
-            w2, z2 = scipy.linalg.eigh_tridiagonal(d, e, select="i", select_range=(0, m - 1),
-                                                   lapack_driver="stemr")
-            assert np.array_equal(w, w2) and np.array_equal(z, z2), (n, m)
+    # two uncoupled blocks with the same lowest eigenvalue but for 1e-9: a near-degenerate pair
+    n = 80
+    d = 2.0 + rng.random(n)
+    e = -0.3 - 0.1 * rng.random(n - 1)
+    d[n // 2:], e[n // 2:] = d[:n // 2], e[:n // 2 - 1]
+    e[n // 2 - 1] = 1e-9
+    w, z = model_states.lowest_pairs(d, e, 3)
+    W, Z = np.linalg.eigh(np.diag(d) + np.diag(e, 1) + np.diag(e, -1))
+    assert np.abs(w - W[:3]).max() < 1e-12 * np.abs(W).max()
+    np.testing.assert_allclose(z.T @ z, np.eye(3), atol=1e-12)
+    P, Q = z[:, :2] @ z[:, :2].T, Z[:, :2] @ Z[:, :2].T
+    assert np.abs(P - Q).max() < 1e-6
+    for n, k in ((50, 5), (257, 3)):
+        D = 4.0 * rng.standard_normal((k, n)) + 1.0
+        e = -1.0 - rng.random(n - 1)
+        D[-1] -= np.linalg.eigvalsh(np.diag(D[-1]) + np.diag(e, 1) + np.diag(e, -1))[n // 3] * (1 - 1e-13)
+        X = rng.standard_normal((n, k))
+        Y = lapack.shifted_solves(D, e, X)
+        for j in range(k):             # backward stable: a residual of rounding's size
+            A = np.diag(D[j]) + np.diag(e, 1) + np.diag(e, -1)
+            r = np.linalg.norm(A @ Y[:, j] - X[:, j])
+            assert r < 1e-13 * (np.linalg.norm(A, 2) * np.linalg.norm(Y[:, j]) + np.linalg.norm(X[:, j])), (n, j)
+            if j < k - 1:              # well conditioned: numpy's solution
+                y = np.linalg.solve(A, X[:, j])
+                assert np.linalg.norm(Y[:, j] - y) < 1e-10 * np.linalg.norm(y), (n, j)
+            else:                      # the shift at an eigenvalue: its eigenvector's direction
+                v = np.linalg.eigh(A)[1][:, n // 3]
+                assert abs(abs(v @ Y[:, j]) / np.linalg.norm(Y[:, j]) - 1.0) < 1e-10, n
+    D[0] = 0.0
+    assert lapack.shifted_solves(D, np.zeros(n - 1), X) is None        # singular
     cfg = make_config(n=128, dx=0.1, stencil=3)
     E, phi = model_states.eigenstates(cfg, 0.3, 4)
     np.testing.assert_allclose(E, np.linalg.eigvalsh(hamiltonian.dense(cfg, 0.3))[:4], rtol=1e-10)
@@ -338,7 +363,7 @@ def test_warm_banded_pairs_track_the_dense_solver(stencil, n, inputs_dir):
     of a random psi in the H(t) eigenstates equal numpy.linalg.eigh's of the dense H to
     1e-10 or to within 1.5x of the solver from scratch (states.eigenstates) where that errs
     more (the lowest pair, 1e-4 Ha apart, is determined only to ~u ||H|| / 1e-4 each:
-    dstemr errs by 2.2e-10 at N = 2048, t = 0), the pair's sum to 1e-12, energies to 1e-9;
+    the solver from scratch errs by ~2e-10 at N = 2048, t = 0), the pair's sum to 1e-12, energies to 1e-9;
     every call warm (no restart) but the anchors'; a call's pairs the same bits in either
     order."""
     import os

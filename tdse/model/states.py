@@ -9,10 +9,10 @@ import scipy.linalg
 
 from .grid import points
 from .hamiltonian import generator_dense, kinetic_bands
-from .lapack import count_below, shifted_solves, stemr
+from .lapack import count_below, lowest_pairs, shifted_solves
 from .potential import soft_core
 
-__all__ = ["DTYPE", "eigenstates", "davidson", "residual_bound", "stemr", "count_below"]
+__all__ = ["DTYPE", "eigenstates", "davidson", "residual_bound", "lowest_pairs", "count_below"]
 
 #: the dtype of psi and of every propagator (complex128)
 DTYPE = np.complex128
@@ -306,10 +306,10 @@ def _orthonormal_to(X, S, xp):
 
 def tridiagonal(grid, v, m):
     """(E, vectors N x m): the m lowest pairs of the 3-point H = T + diag(v) at grid's dx
-    (LAPACK's MRRR tridiagonal solver dstemr for the selected pairs, O(N m), called without
-    the GIL: :func:`stemr`): the 3-point stencil's eigenpairs, and the start of the DVR's
+    (bisection and inverse iteration for the selected pairs, O(N m): :func:`lowest_pairs`):
+    the 3-point stencil's eigenpairs, and the start of the DVR's
     and 5-point's iteration."""
-    return stemr(*_tridiagonal_bands(grid, v), m)
+    return lowest_pairs(*_tridiagonal_bands(grid, v), m)
 
 
 def _tridiagonal_bands(grid, v):
@@ -321,7 +321,7 @@ def _tridiagonal_bands(grid, v):
 
 
 #: the finite-difference tracker's warm calls (:func:`warm_banded_many`): inverse iterations at most
-#: before the call falls back to :func:`stemr` (measured along h2plus_moving's run, calls
+#: before the call falls back to :func:`lowest_pairs` (measured along h2plus_moving's run, calls
 #: 0.1-0.2 a.u. apart: 2 at N = 256 and 8192)
 WARM_MAXITER = 4
 
@@ -409,7 +409,7 @@ def warm_banded_many(grid, V, E, X, bounds, maxiter=WARM_MAXITER):
     ~15 NumPy calls where it took ~40 of its own; a converged member leaves the stack (its
     pairs depend on its own iterations alone).  2 iterations along h2plus_moving's run at N
     = 256 and 8192 (calls 0.1-0.2 a.u. apart), against bisection's ~50 Sturm sweeps a value
-    in :func:`stemr`."""
+    in :func:`lowest_pairs`."""
     V = np.atleast_2d(np.asarray(V, dtype=np.float64))
     B, n = V.shape
     K = X.shape[1]

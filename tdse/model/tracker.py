@@ -24,7 +24,7 @@ class Tracker:
 
     * 3- and 5-point from N = ``warm_min`` (:data:`states.WARM_MIN_N`, 0: every N) by windows
       (:meth:`window`): the populations times of :data:`states.WARM_ANCHOR_CALLS` intervals solved
-      together, the first from scratch (:meth:`_scratch`: 3-point :func:`states.stemr`; 5-point
+      together, the first from scratch (:meth:`_scratch`: 3-point :func:`states.lowest_pairs`; 5-point
       from N = 1024 the 3-point pairs refined by :func:`states.warm_banded`, else or where refused
       the banded solver up to N = ``direct_max``, Davidson from the 3-point pairs beyond),
       the others by :func:`states.warm_banded_many` (stacked inverse iteration from the first's
@@ -205,7 +205,7 @@ class Tracker:
 
     def _scratch(self, t, v):
         """(E, unit columns N x K) of the finite-difference H at t (potential ``v``) from
-        scratch: 3-point :func:`states.stemr`; 5-point from N = 1024 the 3-point pairs refined by
+        scratch: 3-point :func:`states.lowest_pairs`; 5-point from N = 1024 the 3-point pairs refined by
         :func:`states.warm_banded` (vouched for by the 3-point Sturm count; 2 CPUs, h2plus_moving's
         molecule: 4.8 ms against Davidson's 11.8 ms at N = 2048, 19.9 against 27.8 ms at
         8192; ``benchmarks/archive/anchor_5point.py``, ``anchor_5point_cpu2_20261126T1109.txt``), else -- or where that is refused -- the banded solver
