@@ -3,6 +3,7 @@ point to save point with its sinks (and per-step observers), psi as an N x B blo
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import numpy as np
 import pytest
@@ -911,3 +912,43 @@ def test_the_docs_prepare_and_evolve_block_runs(run_python_doc, inputs_dir):
     np.testing.assert_allclose(block[:, 0], final.psi, rtol=0, atol=1e-12)
     np.testing.assert_allclose(U @ plan.psi0, final.psi, rtol=0, atol=1e-10)
     assert len(ns["sink"].norms) == 10 and np.allclose(ns["sink"].norms, 1.0, atol=1e-9)
+
+
+@pytest.mark.parametrize("name, values", [
+    ("h2plus_moving.toml", {"grid.stencil": 5}),                            # moving centres
+    ("h2plus_moving.toml", {"field": dict(E0=0.05, omega=0.3, duration=6.0, envelope="sin2")}),  # both
+    ("h2plus_moving_ramped.toml", {"propagator.scheme": "midpoint"}),
+])
+def test_a_chunk_of_generators_equals_them_made_a_step_at_a_time(name, values, inputs_dir, monkeypatch):
+    """Stepper.generators from a chunk of steps made at once (_chunk_generators: the
+    molecule's V by total_many, the field's e(t) x added where e(t) != 0, each v_k summed
+    from the times' V) equals the per-time definition written out here (total at each of
+    the scheme's times, v_k = sum_i w_ki V(t_i), as Python's sum adds) bit for bit, for
+    steps in and out of order, across chunk boundaries, with chunks of 7 steps and of the
+    default size, a field that is 0 at t = 0 included."""
+    from tdse.model.potential import total
+    from tdse.numerics import stepper as stepmod
+    from tdse.run.plan import prepare
+    cfg = cfgmod.load(os.path.join(inputs_dir, name))
+    cfg = cfg.with_value("propagator.method", "chebyshev").with_value("propagator.time_error", "none")
+    assert cfg.potential.molecule_moves
+    for k, v in values.items():
+        if k == "field":
+            from tdse.config import Field
+            cfg = dataclasses.replace(cfg, potential=dataclasses.replace(cfg.potential, field=Field(**v)))
+        else:
+            cfg = cfg.with_value(k, v)
+    st0 = prepare(cfg, backend="numpy").stepper()
+    assert not st0.static
+    pot, x, dt = cfg.potential, st0.x_host, cfg.time.dt
+    for chunk in (7, stepmod.GENERATOR_CHUNK_STEPS):
+        monkeypatch.setattr(stepmod, "GENERATOR_CHUNK_STEPS", chunk)
+        st = prepare(cfg, backend="numpy").stepper()
+        for j in [0, 1, 6, 7, 8, 130, 64, 63, 3, 200, 199, 65, cfg.time.steps - 1]:
+            V = [total(pot, x, tj) for tj in st.scheme.times(j * dt, dt)]
+            want = [(s, sum(w * v for w, v in zip(row, V) if w), sum(w * 0.0 for w in row if w))
+                    for s, row in zip(st.scheme.scales(), st.scheme.factors)]
+            got = st.generators(j)
+            assert len(got) == len(want), j
+            for (s1, v1, a1), (s2, v2, a2) in zip(got, want):
+                assert s1 == s2 and a1 == a2 and np.array_equal(v1, v2), (name, chunk, j)

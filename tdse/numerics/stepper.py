@@ -27,6 +27,13 @@ __all__ = ["Stepper"]
 #: planner's chunk 4.5-5 against 7-9 ms, benchmarks/archive/planner_chunk.py)
 BOUNDS_GROUP_ELEMENTS = 1 << 16
 
+#: steps whose generators :meth:`Stepper.generators` makes at once where V is a moving
+#: soft-core molecule's and the field's x E(t) (at most this many, within
+#: GENERATOR_CHUNK_ELEMENTS grid values): one step at a time they took 87 us at N = 256
+#: (cfm4, h2plus_moving), most of it NumPy's cost a call -- the same operations, the same bits
+GENERATOR_CHUNK_STEPS = 64
+GENERATOR_CHUNK_ELEMENTS = 1 << 20
+
 
 def _layout(config, method, xp, gemm_opts):
     """The column-band layout over several devices, or None on one."""
@@ -58,6 +65,7 @@ class Stepper(propagators.Steps):
         self.static = not config.time_dependent
         self._factors = None          # the factors of a time-independent H
         self._molecule = None         # the molecule's V where no centre moves (generators)
+        self._chunk = None            # (j0, j1, [v_k of steps j0..j1-1]) (generators)
         # how its steps run on this backend: the registry's one choice (on a GPU a step of
         # psi one CUDA graph launch where the method allows)
         self.propagator = propagators.make(self)
@@ -83,6 +91,8 @@ class Stepper(propagators.Steps):
         times = self.scheme.times(t, dt)
         if self._molecule is None and not (pot.V or pot.molecule_moves):
             self._molecule = soft_core(pot, self.x_host, 0.0)     # (the same bits every step)
+        if pot.molecule_moves and not (self.static or pot.V or velocity_gauge(pot.field)):
+            return self._chunk_generators(j)
         V = [total(pot, self.x_host, tj, molecule=self._molecule) for tj in times]
         A = [0.0] * len(times)
         if velocity_gauge(pot.field):              # (one call for the step's times)
@@ -90,6 +100,43 @@ class Stepper(propagators.Steps):
             V = [v + 0.5 * a * a for v, a in zip(V, A)]
         return [(s, sum(w * v for w, v in zip(row, V) if w), sum(w * a for w, a in zip(row, A) if w))
                 for s, row in zip(self.scheme.scales(), self.scheme.factors)]
+
+    def _chunk_generators(self, j):
+        """:meth:`generators` of step j for a moving soft-core molecule in the length gauge,
+        from its chunk of steps (:data:`GENERATOR_CHUNK_STEPS`, aligned to multiples of it: a
+        step's values do not depend on where a run starts) made at once: the molecule's V at
+        every time by :func:`total_many`, the field's e(t) x added where e(t) is not 0 (e a
+        time at a time, as :func:`total`), each v_k summed from the times' V as ``sum`` does
+        it -- element by element the same operations, the same bits.  (A static molecule's
+        V is kept whole already: a chunk did not pay there, atom_hhg 35 -> 63 us a step.)"""
+        c = self._chunk
+        if c is None or not c[0] <= j < c[1]:
+            import dataclasses
+
+            from ..model.potential import total_many
+            pot, x, dt = self.config.potential, self.x_host, self.config.time.dt
+            n, nt = x.size, len(self.scheme.nodes)
+            S = max(1, min(GENERATOR_CHUNK_STEPS, GENERATOR_CHUNK_ELEMENTS // (nt * n)))
+            j0 = j // S * S
+            times = [self.scheme.times(k * dt, dt) for k in range(j0, j0 + S)]
+            flat = np.array([tk for ts in times for tk in ts], dtype=np.float64)
+            V = total_many(dataclasses.replace(pot, field=None), x, flat).reshape(S, nt, n)
+            if pot.field is not None:
+                for i, ts in enumerate(times):
+                    for k, tk in enumerate(ts):
+                        e = dipole_field(pot.field, tk)
+                        if e:
+                            V[i, k] = V[i, k] + e * x
+            vs = []
+            for row in self.scheme.factors:
+                v = 0
+                for k, w in enumerate(row):
+                    if w:
+                        v = v + w * V[:, k]
+                vs.append(v)
+            c = self._chunk = (j0, j0 + S, vs, [sum(w * 0.0 for w in row if w) for row in self.scheme.factors])
+        i = j - c[0]
+        return [(s, v[i], a) for s, v, a in zip(self.scheme.scales(), c[2], c[3])]
 
     def bounds(self, scale, v, a=0.0):
         return self.method.bounds(scale, v, a)
