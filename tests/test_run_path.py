@@ -952,3 +952,40 @@ def test_a_chunk_of_generators_equals_them_made_a_step_at_a_time(name, values, i
             assert len(got) == len(want), j
             for (s1, v1, a1), (s2, v2, a2) in zip(got, want):
                 assert s1 == s2 and a1 == a2 and np.array_equal(v1, v2), (name, chunk, j)
+
+
+@pytest.mark.parametrize("stencil, scheme", [(5, "cfm4"), ("dvr", "midpoint")])
+def test_a_chunks_chebyshev_coefficients_give_the_steps_bit_for_bit(stencil, scheme, inputs_dir, monkeypatch):
+    """Chebyshev.coefficients_many (a moving molecule's factors' coefficients for a chunk
+    of steps, one bessel_j call) equals chebyshev.coefficients(R, terms(R)) of each factor
+    made alone, bit for bit; psi stepped 70 steps (across a chunk's end, from a start
+    inside a chunk) with them equals psi stepped with the coefficients made a factor at a
+    time (coefficients_many absent), bit for bit."""
+    from tdse.model import hamiltonian as ham
+    from tdse.numerics import chebyshev
+    from tdse.run.plan import prepare
+    cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml"))
+    cfg = (cfg.with_value("grid.stencil", stencil).with_value("propagator.scheme", scheme)
+           .with_value("propagator.method", "chebyshev").with_value("propagator.time_error", "none"))
+    plan = prepare(cfg, backend="numpy")
+    st = plan.stepper()
+    st.generators(10)
+    j0, _, vs, _, coefs = st._chunk
+    g, dt, tol = cfg.grid, cfg.time.dt, cfg.propagator.tolerance
+    for s, V, cf in zip(st.scheme.scales(), vs, coefs):
+        for i in (0, 9, len(V) - 1):
+            lo, hi = ham.spectrum_bounds(g.stencil, g.dx, float(V[i].min()), float(V[i].max()), s)
+            R = dt * 0.5 * (hi - lo)
+            want = chebyshev.coefficients(R, chebyshev.term_counts(tol)(R))
+            assert cf[i].dtype == want.dtype and np.array_equal(cf[i], want), (j0 + i, s)
+    psi0 = np.asarray(plan.psi0, dtype=np.complex128)
+    runs = []
+    for chunked in (True, False):
+        if not chunked:
+            monkeypatch.setattr(exponentials.Chebyshev, "coefficients_many", None)
+        st = plan.stepper()
+        psi = psi0
+        for j in range(40, 110):
+            psi = st.step(psi, j)
+        runs.append(psi)
+    assert np.array_equal(runs[0], runs[1])

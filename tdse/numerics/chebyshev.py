@@ -249,7 +249,7 @@ def _axpy(xp):
     return g
 
 
-def expm_apply(apply, X, tau, lo, hi, tol, xp=None, scaled=None):
+def expm_apply(apply, X, tau, lo, hi, tol, xp=None, scaled=None, coef=None):
     """exp(-i tau G) X with ``apply(Y) = G Y`` and spec(G) in [lo, hi].
 
     ``scaled(alpha, shift)``, optional: returns a callable Y -> alpha (G - shift) Y in one
@@ -260,10 +260,13 @@ def expm_apply(apply, X, tau, lo, hi, tol, xp=None, scaled=None):
     the series runs in that basis (its calls take and give blocks there; ``recur`` may
     overwrite ``prev``, which the series owns; ``axpy(a, x, y)``, y += a x there, if it has
     one: :class:`tdse.backends.cupy.columns.ColumnOperator`'s blocks over GPUs) between one
-    ``into`` and one ``back``.  Returns
-    (result, info) with info = {"terms", "R", "truncation_bound"}.  ``X`` a vector or a
-    block of columns (NumPy or CuPy); G must be Hermitian (the expansion's error bound
-    needs a real spectrum)."""
+    ``into`` and one ``back``.  ``coef``: the coefficients :func:`coefficients` gives for
+    this R and its term count, where made already (a chunk of steps' at once:
+    :meth:`tdse.numerics.exponentials.Chebyshev.coefficients_many`).  Returns (result,
+    info) with info = {"terms", "R"} (the truncation's bound, where wanted:
+    :func:`tail_bound` (R, terms) -- ~5 us a call; once an exponential it was ~2 % of a
+    CPU step at N = 256).  ``X`` a vector or a block of columns (NumPy or CuPy); G must be
+    Hermitian (the expansion's error bound needs a real spectrum)."""
     if xp is None:
         from mgemm.arrays import get_xp
         xp = get_xp(X)
@@ -273,9 +276,12 @@ def expm_apply(apply, X, tau, lo, hi, tol, xp=None, scaled=None):
     R = tau * r
     X = X.astype(np.complex128, copy=False)
     if r == 0.0:  # G = c I
-        return X * complex(np.exp(-1j * tau * c)), {"terms": 0, "R": 0.0, "truncation_bound": 0.0}
-    K = term_counts(tol)(R)
-    a = coefficients(R, K)
+        return X * complex(np.exp(-1j * tau * c)), {"terms": 0, "R": 0.0}
+    if coef is None:
+        K = term_counts(tol)(R)
+        a = coefficients(R, K)
+    else:
+        K, a = len(coef) - 1, coef
     basis = None
     if scaled is not None:
         two_gp = scaled(2.0 / r, c)          # Y -> 2 G' Y, G' = (G - c)/r
@@ -305,4 +311,4 @@ def expm_apply(apply, X, tau, lo, hi, tol, xp=None, scaled=None):
     if basis is not None:
         Y = basis.back(Y)
     Y *= complex(np.exp(-1j * tau * c))
-    return Y, {"terms": K, "R": R, "truncation_bound": tail_bound(R, K)}
+    return Y, {"terms": K, "R": R}

@@ -134,9 +134,20 @@ class Stepper(propagators.Steps):
                     if w:
                         v = v + w * V[:, k]
                 vs.append(v)
-            c = self._chunk = (j0, j0 + S, vs, [sum(w * 0.0 for w in row if w) for row in self.scheme.factors])
+            many = getattr(self.method, "coefficients_many", None)     # (Chebyshev's)
+            coefs = None if many is None else [many(s, v) for s, v in zip(self.scheme.scales(), vs)]
+            c = self._chunk = (j0, j0 + S, vs, [sum(w * 0.0 for w in row if w) for row in self.scheme.factors],
+                               coefs)
         i = j - c[0]
         return [(s, v[i], a) for s, v, a in zip(self.scheme.scales(), c[2], c[3])]
+
+    def _chunk_coefficients(self, j):
+        """The expansion's coefficients of step j's factors from its chunk (made with
+        :meth:`_chunk_generators`' V), or None."""
+        c = self._chunk
+        if c is None or c[4] is None or not c[0] <= j < c[1]:
+            return None
+        return [cf[j - c[0]] for cf in c[4]]
 
     def bounds(self, scale, v, a=0.0):
         return self.method.bounds(scale, v, a)
@@ -150,7 +161,9 @@ class Stepper(propagators.Steps):
                 s == gens[0][0] and np.array_equal(v, gens[0][1]) for s, v, _ in gens):
             fs = [self.method.factor(*gens[0])] * len(gens)  # cfm4, static H: one factor twice
         else:
-            fs = [self.method.factor(s, v, a) for s, v, a in gens]
+            coefs = self._chunk_coefficients(j)
+            fs = [self.method.factor(s, v, a) for s, v, a in gens] if coefs is None else \
+                [self.method.factor(s, v, a, coef=cf) for (s, v, a), cf in zip(gens, coefs)]
         if self.static:
             self._factors = fs
         return fs
