@@ -952,6 +952,10 @@ def test_a_chunk_of_generators_equals_them_made_a_step_at_a_time(name, values, i
             assert len(got) == len(want), j
             for (s1, v1, a1), (s2, v2, a2) in zip(got, want):
                 assert s1 == s2 and a1 == a2 and np.array_equal(v1, v2), (name, chunk, j)
+        for j in (0.5, 7.25, 3.0):       # U(t) at any t / dt: the per-time path (3.0: a whole step)
+            V = [total(pot, x, tj) for tj in st.scheme.times(j * dt, dt)]
+            want = [sum(w * v for w, v in zip(row, V) if w) for row in st.scheme.factors]
+            assert all(np.array_equal(v1, v2) for (_, v1, _), v2 in zip(st.generators(j), want)), j
 
 
 @pytest.mark.parametrize("stencil, scheme", [(5, "cfm4"), ("dvr", "midpoint")])

@@ -91,8 +91,9 @@ class Stepper(propagators.Steps):
         times = self.scheme.times(t, dt)
         if self._molecule is None and not (pot.V or pot.molecule_moves):
             self._molecule = soft_core(pot, self.x_host, 0.0)     # (the same bits every step)
-        if pot.molecule_moves and not (self.static or pot.V or velocity_gauge(pot.field)):
-            return self._chunk_generators(j)
+        if pot.molecule_moves and not (self.static or pot.V or velocity_gauge(pot.field)) \
+                and j == int(j):        # (a whole step: U(t) may be asked for at any t / dt)
+            return self._chunk_generators(int(j))
         V = [total(pot, self.x_host, tj, molecule=self._molecule) for tj in times]
         A = [0.0] * len(times)
         if velocity_gauge(pot.field):              # (one call for the step's times)
@@ -143,11 +144,11 @@ class Stepper(propagators.Steps):
 
     def _chunk_coefficients(self, j):
         """The expansion's coefficients of step j's factors from its chunk (made with
-        :meth:`_chunk_generators`' V), or None."""
+        :meth:`_chunk_generators`' V), or None (none made, or j not a whole step of it)."""
         c = self._chunk
-        if c is None or c[4] is None or not c[0] <= j < c[1]:
+        if c is None or c[4] is None or j != int(j) or not c[0] <= j < c[1]:
             return None
-        return [cf[j - c[0]] for cf in c[4]]
+        return [cf[int(j) - c[0]] for cf in c[4]]
 
     def bounds(self, scale, v, a=0.0):
         return self.method.bounds(scale, v, a)
