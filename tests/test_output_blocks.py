@@ -819,8 +819,9 @@ def test_the_workers_begin_a_new_runs_windows_before_it_is_prepared(inputs_dir, 
     windows' tasks are queued at once, before the processes have started, and the run's
     look-ahead is that one (adopted: its tasks answer the loop's calls, the populations
     the same bits as computed in the loop); a resumed run's look-ahead does not prime; a
-    primed look-ahead for other steps or another molecule is dropped, not adopted."""
-    from tdse.run import driver
+    primed look-ahead for other steps or another molecule is dropped, not adopted; a
+    priming that fails leaves the workers without one (the run goes on)."""
+    from tdse.run import driver, eigenpairs
     made = _started(monkeypatch)
     monkeypatch.setattr(driver, "may_want", lambda *a, **k: True)
     cfg = _moving(inputs_dir, 3, n=160, **{"output.populations_every": 4})
@@ -852,6 +853,12 @@ def test_the_workers_begin_a_new_runs_windows_before_it_is_prepared(inputs_dir, 
         la = w.primed
         assert w.adopt(tracker.Tracker(other, 4), cfg.time.dt, cfg.time.steps, 4) is None
         assert la.pool is None and not la.tasks                                   # dropped
+    def broken(self, step, early=False):
+        raise RuntimeError("a priming that fails")
+    with monkeypatch.context() as m:             # a failed priming: no head start, no failure
+        m.setattr(eigenpairs.Lookahead, "_fill", broken)
+        with driver.look_ahead(cfg, "numpy") as w:
+            assert w is not None and w.primed is None
     with driver.look_ahead(cfg, "numpy") as w:
         mine = tracker.Tracker(cfg, 4)
         la = w.adopt(mine, cfg.time.dt, cfg.time.steps, 4)

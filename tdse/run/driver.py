@@ -204,7 +204,11 @@ def look_ahead(config, backend="auto", threads=None, prime=True):
         want = False
     workers = Workers(workers_most(backend)) if want else None
     if workers is not None and prime:
-        workers.prime(config)
+        try:
+            workers.prime(config)
+        except Exception:  # noqa: BLE001 -- a head start, never a failure: the run computes
+            workers.primed = None  # its pairs as it would have without it (prepare says
+            #                        what is wrong with the input, in one line)
     try:
         yield workers
     finally:
