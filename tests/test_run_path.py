@@ -973,7 +973,7 @@ def test_a_chunks_chebyshev_coefficients_give_the_steps_bit_for_bit(stencil, sch
            .with_value("propagator.method", "chebyshev").with_value("propagator.time_error", "none"))
     plan = prepare(cfg, backend="numpy")
     st = plan.stepper()
-    st.generators(10)
+    st.factors(10)                                  # (the chunk's coefficients made at the ask)
     j0, _, vs, _, coefs = st._chunk
     g, dt, tol = cfg.grid, cfg.time.dt, cfg.propagator.tolerance
     for s, V, cf in zip(st.scheme.scales(), vs, coefs):

@@ -43,9 +43,7 @@ def shifted_solves(D, e, X):
     block-diagonal system of k N (the blocks' coupling zero) in one call; None where a
     matrix is singular to working precision."""
     n, k = X.shape
-    off = np.zeros(n * k - 1)
-    for j in range(k):                 # the blocks' off-diagonals, zero between blocks
-        off[j * n:j * n + n - 1] = e
+    off = np.tile(np.append(np.asarray(e, dtype=np.float64), 0.0), k)[:-1]   # 0 between blocks
     d = np.array(D, dtype=np.float64, order="C").ravel()       # (copies: dgtsv overwrites
     b = np.array(X.T, dtype=np.float64, order="C").ravel()     # its arguments)
     *_, y, info = lapack.dgtsv(off, d, off.copy(), b, overwrite_dl=1, overwrite_d=1,

@@ -211,11 +211,14 @@ def bessel_j(K, R) -> np.ndarray:
     return out
 
 
-def coefficients(R: float, K: int) -> np.ndarray:
-    """eps_k (-i)^k J_k(R), k = 0..K (complex; J_k by :func:`bessel_j`)."""
-    k = np.arange(K + 1)
-    a = bessel_j(K, R) * (-1j) ** k
-    a[1:] *= 2.0
+def coefficients(R, K) -> np.ndarray:
+    """eps_k (-i)^k J_k(R), k = 0..K (complex; J_k by :func:`bessel_j`): (K + 1,) for a float
+    R; for an array R (K an int or an array of R's shape) (*R.shape, max K + 1), each
+    element's row valid up to its own K -- element by element the same operations, the same
+    bits (a run's chunk of steps at once: the GPU's planner, the CPU's moving molecule)."""
+    J = bessel_j(K, R)
+    a = np.moveaxis(J, 0, -1) * (-1j) ** np.arange(J.shape[0])
+    a[..., 1:] *= 2.0
     return a
 
 

@@ -265,30 +265,18 @@ class Chebyshev(Exponential):
         """The expansion's coefficients of exp(-i dt (scale T + diag(v))) for each row v of
         ``V`` (steps x N, the length gauge) as :meth:`apply` makes them a factor at a time
         (:func:`chebyshev.expm_apply`: the bounds from v's extremes, R, the term count,
-        eps_k (-i)^k J_k(R)), J_k of every row by one :func:`chebyshev.bessel_j` call --
-        element by element the same operations, the same bits (a step's two J's at N = 256
-        took 37 us one at a time, ~2 in a chunk of 64 steps); None for a row whose interval
-        is a point."""
+        eps_k (-i)^k J_k(R)), every row's by one :func:`chebyshev.coefficients` call --
+        element by element the same operations, the same bits (a step's two at N = 256 took
+        37 us one at a time, ~2 in a chunk of 64 steps); None for a row whose interval is a
+        point."""
         g, cfg = self.config.grid, self.config
-        dt = cfg.time.dt
         counts = chebyshev.term_counts(cfg.propagator.tolerance)
-        Rs, Ks, out = [], [], []
-        for lo_v, hi_v in zip(V.min(axis=1).tolist(), V.max(axis=1).tolist()):
-            lo, hi = hamiltonian.spectrum_bounds(g.stencil, g.dx, lo_v, hi_v, scale)
-            R = dt * (0.5 * (hi - lo))
-            Rs.append(R)
-            Ks.append(counts(R) if R else 0)
-        if not any(Rs):
-            return [None] * len(Rs)
-        J = chebyshev.bessel_j(np.asarray(Ks), np.asarray(Rs, dtype=np.float64))
-        for i, (R, K) in enumerate(zip(Rs, Ks)):
-            if not R:
-                out.append(None)
-                continue
-            a = J[:K + 1, i] * (-1j) ** np.arange(K + 1)
-            a[1:] *= 2.0
-            out.append(a)
-        return out
+        R = np.array([cfg.time.dt * (0.5 * (hi - lo)) for lo, hi in
+                      (hamiltonian.spectrum_bounds(g.stencil, g.dx, a, b, scale)
+                       for a, b in zip(V.min(axis=1).tolist(), V.max(axis=1).tolist()))])
+        K = np.array([counts(r) if r else 0 for r in R.tolist()])
+        A = chebyshev.coefficients(R, K) if R.any() else None
+        return [A[i, :k + 1] if r else None for i, (r, k) in enumerate(zip(R.tolist(), K.tolist()))]
 
     def _mask(self, scale):
         """exp(-dt s W / 2) as a column (the absorber's half step), or None."""

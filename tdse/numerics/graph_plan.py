@@ -94,8 +94,7 @@ class Planner:
         R = dt * r
         K = self._terms_many(R)
         k = np.arange(K.max() + 1)
-        coef = np.moveaxis(chebyshev.bessel_j(K, R), 0, -1) * (-1j) ** k
-        coef[..., 1:] *= 2.0
+        coef = chebyshev.coefficients(R, K)
         phase = np.exp(-1j * dt * c)
         sizes = (K + 2).sum(axis=1)
         A = np.zeros((CHUNK, sizes.max()), dtype=np.complex128)

@@ -65,7 +65,7 @@ class Stepper(propagators.Steps):
         self.static = not config.time_dependent
         self._factors = None          # the factors of a time-independent H
         self._molecule = None         # the molecule's V where no centre moves (generators)
-        self._chunk = None            # (j0, j1, [v_k of steps j0..j1-1]) (generators)
+        self._chunk = None            # a moving molecule's chunk of steps (_chunk_generators)
         # how its steps run on this backend: the registry's one choice (on a GPU a step of
         # psi one CUDA graph launch where the method allows)
         self.propagator = propagators.make(self)
@@ -86,14 +86,14 @@ class Stepper(propagators.Steps):
         act; a_k = sum_i w_ki A(t_i) in the velocity gauge (v_k then has the A^2/2 of each
         H(t_i)), else 0."""
         dt = self.config.time.dt
-        t = 0.0 if self.static else j * dt
         pot = self.config.potential
-        times = self.scheme.times(t, dt)
-        if self._molecule is None and not (pot.V or pot.molecule_moves):
-            self._molecule = soft_core(pot, self.x_host, 0.0)     # (the same bits every step)
         if pot.molecule_moves and not (self.static or pot.V or velocity_gauge(pot.field)) \
                 and j == int(j):        # (a whole step: U(t) may be asked for at any t / dt)
             return self._chunk_generators(int(j))
+        t = 0.0 if self.static else j * dt
+        times = self.scheme.times(t, dt)
+        if self._molecule is None and not (pot.V or pot.molecule_moves):
+            self._molecule = soft_core(pot, self.x_host, 0.0)     # (the same bits every step)
         V = [total(pot, self.x_host, tj, molecule=self._molecule) for tj in times]
         A = [0.0] * len(times)
         if velocity_gauge(pot.field):              # (one call for the step's times)
@@ -135,19 +135,21 @@ class Stepper(propagators.Steps):
                     if w:
                         v = v + w * V[:, k]
                 vs.append(v)
-            many = getattr(self.method, "coefficients_many", None)     # (Chebyshev's)
-            coefs = None if many is None else [many(s, v) for s, v in zip(self.scheme.scales(), vs)]
-            c = self._chunk = (j0, j0 + S, vs, [sum(w * 0.0 for w in row if w) for row in self.scheme.factors],
-                               coefs)
+            # [j0, j1, v_k's, a_k's, the method's coefficients of each (when first asked)]
+            c = self._chunk = [j0, j0 + S, vs, [sum(w * 0.0 for w in row if w) for row in self.scheme.factors],
+                               None]
         i = j - c[0]
         return [(s, v[i], a) for s, v, a in zip(self.scheme.scales(), c[2], c[3])]
 
     def _chunk_coefficients(self, j):
-        """The expansion's coefficients of step j's factors from its chunk (made with
-        :meth:`_chunk_generators`' V), or None (none made, or j not a whole step of it)."""
-        c = self._chunk
-        if c is None or c[4] is None or j != int(j) or not c[0] <= j < c[1]:
+        """The expansion's coefficients of step j's factors, made for its whole chunk at
+        its first ask (the method's ``coefficients_many``, from :meth:`_chunk_generators`'
+        v_k), or None: a method without them, j not a whole step of the chunk held."""
+        c, many = self._chunk, getattr(self.method, "coefficients_many", None)
+        if many is None or c is None or j != int(j) or not c[0] <= j < c[1]:
             return None
+        if c[4] is None:
+            c[4] = [many(s, v) for s, v in zip(self.scheme.scales(), c[2])]
         return [cf[int(j) - c[0]] for cf in c[4]]
 
     def bounds(self, scale, v, a=0.0):
