@@ -85,6 +85,26 @@ def _clear_unhandled_note():
         pass
 
 
+def _note(signum, frame):
+    import signal
+    _PENDING.append("SIGTERM" if signum == signal.SIGTERM else "SIGINT")
+
+
+def accept_sigint():
+    """The CLI's first act, before its imports: SIGINT inherited *ignored* (a background job
+    of a non-interactive shell: CI, ``tdse run ... &`` in a script) is noted from here on
+    (:data:`_PENDING`; not raised, so no import is cut) and acted on when the command's
+    guard begins (:func:`check_pending`).  Until 2026-11-30 such a SIGINT during the
+    command's imports was lost and the run went on to its end, exit 0 (1 in 9 CI runs:
+    benchmarks/results/sigint_flake_cpu2_20261130T0830.txt).  A SIGINT in its default state
+    is Python's, as before.  Main thread only."""
+    import signal
+    import threading
+    if (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.SIG_IGN):
+        signal.signal(signal.SIGINT, _note)
+
+
 def signal_guard():
     """Turn SIGTERM, and SIGINT, into KeyboardInterrupt in the main thread for the run
     (each noted until acted on: :func:`check_pending`, which the loop calls at each save point); returns a restore function.  SIGINT
