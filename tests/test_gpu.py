@@ -814,9 +814,9 @@ def test_stencil_exponential_as_one_tiled_kernel_equals_the_other_paths(name, st
     assert g.tile and g0.tile is None and g.velocity == gauge
     assert ka == kb == kc
     if tiling != "mixed":
-        tiled = [g._tiled(K) for p in g.graphs for K in p]
+        tiled = [g._tiled(K) for p, _ in g.graphs for K in p]
         assert all(tiled) if tiling == "all" else not any(tiled)
-        assert g.nodes_per_step in {g._nodes(p) for p in g.graphs}
+        assert g.nodes_per_step in {g._nodes(p) for p, _ in g.graphs}
         assert (g.nodes_per_step == len(g.rows) + 1) == (tiling == "all")     # (+ the row's fetch)
     scale = np.abs(c).max()
     assert np.abs(a - c).max() <= 1e-13 * scale
@@ -1005,6 +1005,7 @@ def test_graph_taps_and_segments_equal_a_step_at_a_time(stencil):
     X = st.advance(X, 2, CHUNK + 20, taps=taps)          # from mid-chunk, across a chunk
     g = st.propagator.graph
     assert g and len(g.tap_to) == 2 and g.tap_to[0] is block and g.tap_to[1] is other
+    assert max(k for _, k in g.graphs) > 1           # runs of steps launched as one graph
     got = {3: block[0], 7: other[1], 50: block[1], CHUNK + 9: lone, CHUNK + 10: block[2]}
     for k in want:
         assert np.array_equal(cp.asnumpy(got[k]), ref[k]), k
@@ -1012,6 +1013,27 @@ def test_graph_taps_and_segments_equal_a_step_at_a_time(stencil):
         assert np.array_equal(cp.asnumpy(a), ref[k]), k           #  its block's slot taken)
     assert np.array_equal(cp.asnumpy(X), final_ref)
     assert not cp.asnumpy(block[3]).any() and not cp.asnumpy(third[0]).any()   # untouched
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stencil", [3, "dvr"])
+def test_runs_of_steps_in_one_graph_give_the_bits_of_a_graph_a_step(monkeypatch, stencil):
+    """GraphStep.advance launches a run of steps of one pattern as graphs of 2^k steps
+    (graphs.MULTI_STEPS): a moving-centre run of several chunks, its rows tapped, gives psi
+    and every observable bit for bit as with one graph a step (MULTI_STEPS = 1)."""
+    import tdse
+    from tdse.numerics import graphs as G
+    cfg = _batch_case("h2plus_moving.toml", 3 * G.CHUNK * 0.02 + 0.1,
+                      ("propagator.method", ["chebyshev"]))[0].with_value("grid.stencil", stencil)
+    out = {}
+    for most in (1, G.MULTI_STEPS):
+        monkeypatch.setattr(G, "MULTI_STEPS", most)
+        res = tdse.simulate(cfg, backend="cupy")
+        out[most] = (res.psi, res.observables)
+    (a, oa), (b, ob) = out[1], out[G.MULTI_STEPS]
+    assert np.array_equal(np.asarray(a), np.asarray(b))
+    for k in oa:
+        assert np.array_equal(np.asarray(oa[k]), np.asarray(ob[k]), equal_nan=True), k
 
 
 @pytest.mark.gpu

@@ -1,34 +1,30 @@
 """A batched time step as one CUDA graph (CuPy stream capture), for the block Chebyshev
 series of :class:`tdse.numerics.stepper.BatchStepper` on a GPU.
 
-Launched from Python, a step of atom_hhg is some 70 kernels (2 exponentials x 11 terms x
-(one GEMM + one fused pass), the potentials, masks), each costing ~30-50 us of host time
-in CuPy, far more than its device time; a 1000-member batch and a one-member run then take
-about the same wall (3.5 ms a step on an H200, benchmarks/archive/scan_profile.py).  Here
-the step's kernels are captured once into a graph (``cudaStreamBeginCapture``) and
-replayed by one launch a step.  What changes from step to step is read by the kernels from
-a device row that the step's graph fetches first from a segment: the rows of the steps
-between two save points, uploaded at once (one pinned-memory copy; a device counter says
-which row is the step's).  The row holds:
-
-* per exponential e: alpha_e = 2 / r_e, the shift c_e, k_e = alpha_e s_e (the Chebyshev
-  scaling of :func:`tdse.numerics.chebyshev.expm_apply`), the scheme's time weights;
-* per time point and member: the field E_b(t) and the centres X_bc(t) (the member's
-  constants a_b and Z_bc are uploaded once);
-* per exponential: the coefficients eps_k (-i)^k J_k(R_e) and the phase e^(-i tau c_e).
+Launched from Python, a step of atom_hhg is some 70 kernels, each ~30-50 us of host time in
+CuPy, far more than its device time (3.5 ms a step on an H200 for a 1000-member batch and
+a one-member run alike, benchmarks/archive/scan_profile.py).  Here the step's kernels are
+captured once into a graph and replayed by one launch (a run of steps, :data:`MULTI_STEPS`).
+What changes from step to step is read by the kernels from a device row that the step's
+graph fetches first from a segment: the rows of the steps between two save points, uploaded
+at once (one pinned-memory copy; a device counter says which row is the step's).  The row
+holds, per exponential e, alpha_e = 2 / r_e, the shift c_e, k_e = alpha_e s_e (the
+Chebyshev scaling of :func:`tdse.numerics.chebyshev.expm_apply`) and the scheme's time
+weights; per time point and member the field E_b(t) and the centres X_bc(t) (a_b and Z_bc
+uploaded once); per exponential the coefficients eps_k (-i)^k J_k(R_e) and the phase.
 
 The number of terms K_e of each exponential (:func:`tdse.numerics.chebyshev.terms`) is
 part of the graph's shape: one graph is captured per pattern (K_1, K_2, ...) met (a run
 meets a few).  The host plans the scalars of 64 steps at a time (:class:`Planner`, element
 by element the per-step computation: tests/test_run_path.py).  Every number is the one the
-launched-from-Python path computes, in the same order of operations except the kinetic
-product's summation (tested equal to 1e-13 on a GPU, tests/test_gpu.py).  The kinetic product
-is a cuBLAS DGEMM called through ctypes (CuPy's own wrappers refuse to run under capture)
-for the DVR, one stencil kernel for the 3- and 5-point T; for one member with the DVR a
-whole term is one kernel (:data:`tdse.backends.cupy.chain.GEMV_TERM`), and one member's
-whole exponential is one kernel where it fits: the DVR's cooperative chain, a stencil's
-overlapping tiles (``tdse_cheb_tile``).  Between save points psi stays in the graph's
-buffer (:meth:`GraphStep.advance`).
+launched path computes, in the same order of operations except the kinetic product's
+summation (equal to 1e-13, tests/test_gpu.py).  The kinetic product is a cuBLAS DGEMM
+called through ctypes (CuPy's wrappers refuse to run under capture) for the DVR, one
+stencil kernel for the 3- and 5-point T; for one member with the DVR a whole term is one
+kernel (:data:`tdse.backends.cupy.chain.GEMV_TERM`), and one member's whole exponential is
+one kernel where it fits: the DVR's cooperative chain, a stencil's overlapping tiles
+(``tdse_cheb_tile``).  Between save points psi stays in the graph's buffer
+(:meth:`GraphStep.advance`).
 """
 from __future__ import annotations
 
@@ -58,6 +54,10 @@ __all__ = ["available", "GraphStep", "CHUNK", "capture", "copy_in", "copy_out", 
 
 #: chunks planned ahead of the one stepping (:meth:`GraphStep._plan`)
 PLAN_DEPTH = 3
+#: steps of one pattern in one graph at most (GraphStep.advance: m such steps launched as
+#: graphs of 2^k steps, each step fetching its own row: the same bits); a launch a step held
+#: the loop's thread ~5-8 us of a 20 us step at N = 8192 (multi_step_graph_h200x1_20261130T0625.txt)
+MULTI_STEPS = 16
 
 #: the one-kernel exponential (:data:`tdse.backends.cupy.chain.CHAIN`): warps a block, and the largest shared
 #: memory for x (16 N bytes: N <= 3072)
@@ -221,7 +221,7 @@ class GraphStep:
         self.row = cp.zeros(self.row_floats)
         self.slot = cp.full(TAPS, -1, dtype=np.int32)   # the step's tap slots (tdse_row_fetch)
         self.tap_to = []         # the blocks whose rows the taps fill (:meth:`_slot_of`)
-        self._warmed = False     # the kernels compiled (:meth:`_first`)
+        self._warmed = False     # the kernels compiled (:meth:`_graph`)
         self._slot_ids = {}      # id(row) -> (row, its slot or None) (:meth:`_slot_of`)
         self.P = self.A = None
         # (by FFT: the first N rows of 2N, the rest zero for good: the FFT's padded input)
@@ -395,22 +395,28 @@ class GraphStep:
         if X is not self.Xin:                # the step's result where the next step reads it
             self.Xin.data.copy_from_device_async(X.data, X.nbytes)
 
-    def _graph(self, pattern):
-        if pattern not in self.graphs:
+    def _graph(self, pattern, steps=1):
+        """The graph of ``steps`` steps of ``pattern``, captured at its first use (every
+        kernel compiled outside any capture first: :meth:`_warm`)."""
+        key = (pattern, steps)
+        if key not in self.graphs:
             cp = self.cp
+            if not self._warmed:
+                self._warm(pattern)
+                self._warmed = True
+            def body():
+                for _ in range(steps):
+                    self._step_body(pattern)
             try:
-                self.graphs[pattern] = self._capture(pattern)
+                self.graphs[key] = capture(cp, body)
             except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError):
                 if not (self.chain and self.coop):
                     raise
                 # this CUDA cannot capture a cooperative launch: a plain one (its grid is at
                 # most one block an SM, so every block is resident once earlier work ends)
                 self.coop = False
-                self.graphs[pattern] = self._capture(pattern)
-        return self.graphs[pattern]
-
-    def _capture(self, pattern):
-        return capture(self.cp, lambda: self._step_body(pattern))
+                self.graphs[key] = capture(cp, body)
+        return self.graphs[key]
 
     def _step_body(self, pattern):
         """A step as its graph has it: the step's row fetched from the segment, the body,
@@ -423,16 +429,13 @@ class GraphStep:
                               (self.Xin, to[0], to[-1], self.slot, np.int64(m)))
 
     def _plan(self, j):
-        """:meth:`Planner.chunk` at ``j``: the chunk planned ahead when it is the one asked
-        for (the steps run in order), else planned now; then the planning of the next
-        :data:`PLAN_DEPTH` chunks is under way in a thread (:func:`tdse.numerics.graph_plan.planning_thread`),
-        beside the GPU's stepping and the loop's sinks.  The planner is called by one
-        thread at a time, in the same order as without the thread (its caches alike: the
-        same scalars, bit for bit).  A chunk is ~2 ms of NumPy and SciPy at N = 8192 on 2
-        cores (the Bessel values, and V at the points where its extremes lie:
-        ``Stepper._extreme_points``), and in a thread it waits for the GIL behind the loop's
-        own calls: with one chunk ahead the loop still waited ~2 ms at most chunks on an
-        H100's host (``step_attrib_h100x1_20261126T1600_3point.txt``)."""
+        """:meth:`Planner.chunk` at ``j`` (planned ahead where it is the one asked for, else
+        now); then the next :data:`PLAN_DEPTH` chunks' planning under way in a thread
+        (:func:`tdse.numerics.graph_plan.planning_thread`), called by one thread at a time in
+        the same order as without it (the same scalars, bit for bit).  A chunk is ~2 ms of
+        NumPy and SciPy at N = 8192 on 2 cores (Bessel values, V at its extremes' points).
+        With one chunk ahead the loop still waited ~2 ms at most chunks on an H100's host
+        (``step_attrib_h100x1_20261126T1600_3point.txt``)."""
         ahead = self._ahead
         if ahead and ahead[0][0] == j:
             ch = ahead.popleft()[1].result()   # (None too: the planner's answer for j)
@@ -451,12 +454,12 @@ class GraphStep:
     def advance(self, X, j0, j1, taps=None):
         """``X`` stepped from step ``j0`` towards ``j1``: (a new array, the step reached).
         psi stays in the graphs' buffer between steps: one copy in and one copy out.  The
-        rows of the steps up to ``j1`` (a chunk's at most) go to the device in one upload,
-        and a step is one graph launch: its graph fetches its row and, where ``taps`` names
-        the step with a row of a block it fills (:meth:`_slot_of`), copies psi there (a
-        memcpy after the launch for any other row, as
-        :func:`tdse.numerics.propagators.tap`).  The step reached is below ``j1`` where the
-        planner leaves that step to the launched path (an exponential with r = 0)."""
+        rows of the steps up to ``j1`` (a chunk's at most) go to the device in one upload;
+        a run of steps of one pattern is a few launches (:data:`MULTI_STEPS`), each step's
+        graph body fetching its row and, where ``taps`` names the step with a row of a block
+        it fills (:meth:`_slot_of`), copying psi there (a memcpy after the step's launch for
+        any other row, as :func:`tdse.numerics.propagators.tap`).  The step reached is below
+        ``j1`` where the planner leaves that step to the launched path (r = 0)."""
         j, here = j0, None       # (here: psi in Xin, as X's shape, for a callable tap)
         while j < j1 and self._ready(j):
             c0, patterns = self._chunk[0], self._chunk[1]
@@ -465,18 +468,24 @@ class GraphStep:
             if j == j0:
                 copy_in(self.cp, self.Xin, X)
             self._upload(j - c0, e - c0, slots)
-            graphs = self.graphs
-            for i in range(j - c0, e - c0):
-                g = graphs.get(patterns[i]) or self._first(patterns[i])
-                g.launch()
-                if late is not None and c0 + i + 1 in late:
-                    for row in late[c0 + i + 1]:
-                        if callable(row):         # (propagators.tap: given psi where it lives)
-                            if here is None:
-                                here = self.Xin.reshape(-1)[:X.size].reshape(X.shape)
-                            row(here)
-                        else:
-                            copy_in(self.cp, row, self.Xin)
+            graphs, i, end = self.graphs, j - c0, e - c0
+            while i < end:      # the steps of one pattern up to a late tap: m at once
+                p, m = patterns[i], 1
+                while m < MULTI_STEPS and i + m < end and patterns[i + m] == p \
+                        and not (late is not None and c0 + i + m in late):
+                    m += 1
+                i += m
+                while m:        # (as graphs of 2^k steps: a few shapes a pattern)
+                    k = 1 << (m.bit_length() - 1)
+                    (graphs.get((p, k)) or self._graph(p, k)).launch()
+                    m -= k
+                for row in (late or {}).get(c0 + i, ()):
+                    if callable(row):             # (propagators.tap: given psi where it lives)
+                        if here is None:
+                            here = self.Xin.reshape(-1)[:X.size].reshape(X.shape)
+                        row(here)
+                    else:
+                        copy_in(self.cp, row, self.Xin)
             self.exponentials += (e - j) * len(self.rows)
             self.cheb_terms += sum(map(sum, patterns[j - c0:e - c0]))
             self.nodes_per_step = self._nodes(patterns[e - c0 - 1])
@@ -491,9 +500,8 @@ class GraphStep:
         return ch is not None
 
     def _slots(self, taps, j, e):
-        """(the tap slots of steps j .. e - 1, (e - j) x TAPS: the row of each block of
-        :attr:`tap_to` that psi after the step fills, -1 for none; {step: rows} the graphs
-        do not fill, or None)."""
+        """(the tap slots of steps j .. e - 1, (e - j) x TAPS: the row of each block of :attr:`tap_to`
+        psi after the step fills, -1 for none; {step: rows} the graphs do not fill, or None)."""
         slots, late = np.full((e - j, TAPS), -1.0), None
         for k, rows in (taps or {}).items():
             if not j < k <= e:
@@ -562,14 +570,6 @@ class GraphStep:
         self.P = self.row[:nP]
         self.A = self.row[n_p:n_p + 2 * ((floats - n_p) // 2)].view(np.complex128)
         self.graphs.clear()
-
-    def _first(self, pattern):
-        """The graph of a pattern met for the first time (every kernel compiled outside any
-        capture first: :meth:`_warm`)."""
-        if not self._warmed:
-            self._warm(pattern)
-            self._warmed = True
-        return self._graph(pattern)
 
     def _nodes(self, pattern):
         """The step's kernel nodes: the row's fetch [and the tap]; an exponential a node
