@@ -235,6 +235,42 @@ def test_an_interrupt_while_waiting_for_a_background_block_loses_nothing(tmp_pat
     assert got["attrs"]["snapshots_complete"] == 7 and got["attrs"]["complete"]
 
 
+def test_a_background_blocks_array_is_filled_again_only_once_its_block_is_written(tmp_path, monkeypatch):
+    """A background writer keeps the array of a block it wrote and fills it with a later
+    block's rows (its pages touched already: a row a copy), never while that block is still
+    being written: blocks written slowly (each 50 ms in the writer's thread), a block a
+    snapshot (flush_seconds = 0) -- every row in the file is the one appended, and the rows
+    went into two arrays, not one a block."""
+    import threading
+    import time
+
+    from tdse.run.snapshots import SnapshotWriter as W
+    cfg = cfgmod.loads(TEXT).with_value("output.flush_seconds", 0.0)
+    n = cfg.grid.n
+    x = np.linspace(cfg.grid.x_min, cfg.grid.x_max, n, endpoint=False)
+    w = W(str(tmp_path / "f.h5"), config=cfg, x=x, v0=np.zeros(n), energies=np.zeros(4),
+          phi=np.zeros((4, n)), attrs={}, background=True)
+    slow = W._write_observations
+
+    def observations(self, *a):
+        if threading.current_thread().name.startswith("tdse-write"):
+            time.sleep(0.05)
+        return slow(self, *a)
+    monkeypatch.setattr(W, "_write_observations", observations)
+    rng = np.random.default_rng(7)
+    rows = [rng.standard_normal(n) + 1j * rng.standard_normal(n) for _ in range(8)]
+    arrays = []
+    for k, psi in enumerate(rows):
+        w.append(t=0.1 * k, step=k, psi=psi, centres=np.zeros(2), time_error=np.nan,
+                 time_error_populations=np.nan, steps_taken=-1, step_min=np.nan)
+        arrays += [a for a in (w._psi, w._writing) if a is not None and all(a is not b for b in arrays)]
+    w.close(True)
+    got = read(str(tmp_path / "f.h5"))
+    assert list(got["snapshots/step"]) == list(range(8))
+    assert np.array_equal(np.asarray(got["snapshots/psi"]), np.array(rows))
+    assert len(arrays) == 2
+
+
 def test_a_hard_crash_with_rows_one_write_behind_resumes_without_a_gap(tmp_path, monkeypatch):
     """A GPU run hands its observation rows to the file one write behind its snapshots
     (here forced on the CPU: Observables.gpu); cut as a hard crash cuts it (no handler, no

@@ -130,6 +130,10 @@ class SnapshotWriter:
         self._writer = None              # the one thread that writes them, made at the first
         self._psi = None                 # psi's rows of the held snapshots (background)
         self._psi_rows = 0               # ... the rows that array was made for
+        # ... the array of the block being written, and one written (its pages touched:
+        # filled again, a row cost a copy where a new array's first touch of each page had
+        # made a 128 KiB row ~170-460 us of the loop's thread, N = 8192 on 2 cores)
+        self._writing = self._spare = None
         self._attrs = {}                 # attributes waiting for the next block (background)
         self._nodes = NodeCounter(x, config)     # the node counts: made when written
         if reopen:
@@ -233,7 +237,10 @@ class SnapshotWriter:
         if self.background and "psi" in row:       # its row copied now: no stacking later
             psi = np.asarray(row["psi"])
             buf = self._psi
-            if buf is None or len(held) >= buf.shape[0] or buf.shape[1:] != psi.shape:
+            if buf is None and self._spare is not None and self._spare.shape[1:] == psi.shape:
+                buf, self._spare = self._spare, None     # a written block's array, filled again
+                self._psi = buf
+            elif buf is None or len(held) >= buf.shape[0] or buf.shape[1:] != psi.shape:
                 # a block's rows: as many as the last block held (a copy of them all where
                 # one more comes, doubling), the pages touched row by row as they come
                 self._psi_rows = max(self._psi_rows, 16, 2 * len(held))
@@ -267,6 +274,8 @@ class SnapshotWriter:
         loop's thread 45-80 ms on an H100's host, which runs ~22 ms ahead of the device
         (``step_attrib_h100x1_20261126T1620_3point.txt``)."""
         self._wait()
+        if self._writing is not None:           # (its block written: its array free again)
+            self._spare, self._writing = self._writing, None
         for hook in self.before_write:
             hook(final)
         held = self._held
@@ -286,6 +295,7 @@ class SnapshotWriter:
         self.count = c1
         self._obs_flushed = self.obs_count
         self._psi_rows = max(self._psi_rows, int(1.25 * len(held)))
+        self._writing = self._psi
         self._held, self._held_since, self._psi = [], None, None
         args = (c0, c1, stages, held, cols, obs, attrs, need, free)
         if not (self.background and not final):
