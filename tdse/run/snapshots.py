@@ -128,12 +128,8 @@ class SnapshotWriter:
         self.background = background
         self._job = None                 # the future of the block being written (background)
         self._writer = None              # the one thread that writes them, made at the first
-        self._psi = None                 # psi's rows of the held snapshots (background)
-        self._psi_rows = 0               # ... the rows that array was made for
-        # ... the array of the block being written, and one written (its pages touched:
-        # filled again, a row cost a copy where a new array's first touch of each page had
-        # made a 128 KiB row ~170-460 us of the loop's thread, N = 8192 on 2 cores)
-        self._writing = self._spare = None
+        self._psi, self._psi_rows = None, 0     # psi's rows of the held snapshots (background), its rows
+        self._writing = self._spare = None     # ... the block's being written; one written (append)
         self._attrs = {}                 # attributes waiting for the next block (background)
         self._nodes = NodeCounter(x, config)     # the node counts: made when written
         if reopen:
@@ -238,7 +234,9 @@ class SnapshotWriter:
             psi = np.asarray(row["psi"])
             buf = self._psi
             if buf is None and self._spare is not None and self._spare.shape[1:] == psi.shape:
-                buf, self._spare = self._spare, None     # a written block's array, filled again
+                # a written block's array filled again (its pages touched: a row a copy, where a
+                # new array's first touch of its pages made a 128 KiB row 104-500 us on 2 cores)
+                buf, self._spare = self._spare, None
                 self._psi = buf
             elif buf is None or len(held) >= buf.shape[0] or buf.shape[1:] != psi.shape:
                 # a block's rows: as many as the last block held (a copy of them all where
