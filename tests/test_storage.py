@@ -185,26 +185,34 @@ def test_a_run_in_memory_counts_each_snapshots_own_nodes():
     assert nodes == [node_count(x, p, cfg.output.node_eps) for p in psi]
 
 
-def test_an_interrupt_while_waiting_for_a_background_block_loses_nothing(tmp_path, monkeypatch):
-    """A background writer interrupted while it waits for its block (KeyboardInterrupt in
-    the wait): the block is still waited for by the close, which then writes the rest --
-    every snapshot appended is in the file, in order, the file complete."""
+def _slow_background_writer(tmp_path, monkeypatch, flush_seconds, block_seconds):
+    """(a background SnapshotWriter of TEXT's grid at ``flush_seconds``, whose blocks take
+    ``block_seconds`` more in the writer's thread -- still under way when the next write
+    waits, before their extents --, N)."""
     import threading
     import time
 
     from tdse.run.snapshots import SnapshotWriter as W
-    cfg = cfgmod.loads(TEXT).with_value("output.flush_seconds", 1e9)
+    cfg = cfgmod.loads(TEXT).with_value("output.flush_seconds", flush_seconds)
     n = cfg.grid.n
     x = np.linspace(cfg.grid.x_min, cfg.grid.x_max, n, endpoint=False)
     w = W(str(tmp_path / "f.h5"), config=cfg, x=x, v0=np.zeros(n), energies=np.zeros(4),
           phi=np.zeros((4, n)), attrs={}, background=True)
     slow = W._write_observations
 
-    def observations(self, *a):         # the block still under way when the next write
-        if threading.current_thread().name.startswith("tdse-write"):   # waits, before its extents
-            time.sleep(0.3)
+    def observations(self, *a):
+        if threading.current_thread().name.startswith("tdse-write"):
+            time.sleep(block_seconds)
         return slow(self, *a)
     monkeypatch.setattr(W, "_write_observations", observations)
+    return w, n
+
+
+def test_an_interrupt_while_waiting_for_a_background_block_loses_nothing(tmp_path, monkeypatch):
+    """A background writer interrupted while it waits for its block (KeyboardInterrupt in
+    the wait): the block is still waited for by the close, which then writes the rest --
+    every snapshot appended is in the file, in order, the file complete."""
+    w, n = _slow_background_writer(tmp_path, monkeypatch, 1e9, 0.3)
     rng = np.random.default_rng(5)
     rows = [rng.standard_normal(n) + 1j * rng.standard_normal(n) for _ in range(7)]
 
@@ -241,22 +249,7 @@ def test_a_background_blocks_array_is_filled_again_only_once_its_block_is_writte
     being written: blocks written slowly (each 50 ms in the writer's thread), a block a
     snapshot (flush_seconds = 0) -- every row in the file is the one appended, and the rows
     went into two arrays, not one a block."""
-    import threading
-    import time
-
-    from tdse.run.snapshots import SnapshotWriter as W
-    cfg = cfgmod.loads(TEXT).with_value("output.flush_seconds", 0.0)
-    n = cfg.grid.n
-    x = np.linspace(cfg.grid.x_min, cfg.grid.x_max, n, endpoint=False)
-    w = W(str(tmp_path / "f.h5"), config=cfg, x=x, v0=np.zeros(n), energies=np.zeros(4),
-          phi=np.zeros((4, n)), attrs={}, background=True)
-    slow = W._write_observations
-
-    def observations(self, *a):
-        if threading.current_thread().name.startswith("tdse-write"):
-            time.sleep(0.05)
-        return slow(self, *a)
-    monkeypatch.setattr(W, "_write_observations", observations)
+    w, n = _slow_background_writer(tmp_path, monkeypatch, 0.0, 0.05)
     rng = np.random.default_rng(7)
     rows = [rng.standard_normal(n) + 1j * rng.standard_normal(n) for _ in range(8)]
     arrays = []
