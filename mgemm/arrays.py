@@ -151,13 +151,21 @@ class PinnedUpload:
 
     def put(self, values):
         """``values`` copied into the start of :attr:`dev` (queued on the current stream),
-        without making a view of it (a CuPy slice costs ~5 us of host time)."""
+        without making a view of it (a CuPy slice costs ~5 us of host time).  ``values``
+        may be a list of arrays of one dtype: uploaded as one, each copied once into the
+        pinned buffer (no stacked copy on the host first)."""
         import cupyx
         cp = self.cp
-        values = np.ascontiguousarray(values)
-        if values.size > self.size or values.dtype != self._dtype:
+        parts = values if isinstance(values, (list, tuple)) else None
+        if parts is not None:
+            values = np.empty(0, dtype=np.result_type(*parts))
+            size = sum(int(np.size(a)) for a in parts)
+        else:
+            values = np.ascontiguousarray(values)
+            size = values.size
+        if size > self.size or values.dtype != self._dtype:
             cp.cuda.get_current_stream().synchronize()     # no copy in flight reads the old ring
-            self.size = max(values.size, 2 * self.size)
+            self.size = max(size, 2 * self.size)
             self._dtype = values.dtype
             # (each slot's pinned buffer made at its first use: a ring of 64 made at once
             # took ~0.3 ms a buffer, and an adaptive run makes a ring for each step size it
@@ -179,17 +187,25 @@ class PinnedUpload:
             self._wait_lead(rt)
         if self.host[k] is None:
             self.host[k] = cupyx.empty_pinned(self.size, dtype=self._dtype)
-        self.host[k][:values.size] = values
+        if parts is None:
+            self.host[k][:size] = values
+        else:
+            at = 0
+            for a in parts:
+                n = int(np.size(a))
+                self.host[k][at:at + n].reshape(np.shape(a))[...] = a
+                at += n
+        nbytes = size * self._dtype.itemsize
         stream = cp.cuda.get_current_stream().ptr
         # the copy and the slot's event by the runtime's calls; with no view made, a call
         # took 11 us of an H100 host's time against 15-16 us (a run uploads once a step;
         # benchmarks/results/host_calls_gpu_h100x1_20261126T1353.txt)
-        rt.memcpyAsync(self.dev.data.ptr, self.host[k].ctypes.data, values.nbytes,
+        rt.memcpyAsync(self.dev.data.ptr, self.host[k].ctypes.data, nbytes,
                        rt.memcpyHostToDevice, stream)
         rt.eventRecord(self.events[k].ptr, stream)   # one event a slot, recorded again each use
         self.recorded[k] = True
         self.slot = (k + 1) % self.ring
-        self._last = values.size
+        self._last = size
         self.count += 1
 
     def _wait_lead(self, rt):

@@ -177,8 +177,9 @@ KEYS = (
     Key("output.tsurff_momenta", "integer", "", "401", "t-SURFF's number of momenta (3..1001)"),
     Key("output.flush_seconds", "number", "s (wall)", "2", "a snapshot waits in memory at most this "
         "long before it is written to the file with the ones before it (one slice a dataset, "
-        "then a flush; the first at once): a hard crash (SIGKILL, power) loses at most this "
-        "much, an interrupt, an error or a full disk loses nothing held; 0 writes each at once"),
+        "then a flush; the first at once; sooner once 32 MiB of psi are held): a hard crash "
+        "(SIGKILL, power) loses at most this much, an interrupt, an error or a full disk "
+        "loses nothing held; 0 writes each at once"),
 ) + tuple(Key(f"run.{o.name}", "bool" if isinstance(o.default, bool) else
               " | ".join(f'"{c}"' for c in o.choices), "", _toml_default(o.default),
               o.meaning + " (a performance option, tdse.options: it changes no result)")

@@ -1000,27 +1000,31 @@ def test_snapshots_taken_by_the_steps_make_the_same_file(ring, tmp_path, inputs_
         assert np.array_equal(np.asarray(got["snapshots/psi"][i]), psi), steps[i]
 
 
-def test_populations_rows_computed_ahead_are_taken_by_the_steps(tmp_path, inputs_dir, monkeypatch):
-    """A moving molecule's rows with populations in H(t)'s states are taken by the steps
-    where the look-ahead has their pairs (here: told it has, the loop's tracker computing
-    them when the row is tapped): the file equals the run with a save point at each such row,
-    bit for bit, with fewer of the observables' save points."""
+def test_populations_rows_are_taken_by_the_steps_their_pairs_asked_at_the_measure(
+        tmp_path, inputs_dir, monkeypatch):
+    """A moving molecule's rows with populations in H(t)'s states are taken by the steps,
+    their pairs asked of the look-ahead when the block is measured
+    (rows._BlockRows.reserve_later), in step order with the rows saved between: the file
+    equals the run with a save point at each row, bit for bit, with a save point a block."""
     from tdse.run import eigenpairs
     cfg = _moving(inputs_dir, 3, **{"output.populations_every": 4, "propagator.time_error": "none",
                                     "run.eigen_workers": "off"})
-    saves = {}
-    orig = rows.Observables.save
-
-    def save(self, state):
-        saves[self.pairs.computed(0)] = saves.get(self.pairs.computed(0), 0) + 1
-        orig(self, state)
-    monkeypatch.setattr(rows.Observables, "save", save)
-    ref = read(run(cfg, str(tmp_path / "ref"), backend="numpy").path)
-    monkeypatch.setattr(eigenpairs.Lookahead, "computed", lambda self, step: True)
+    monkeypatch.setattr(rows, "TIME_BLOCK", 7)
+    asked, saves = [], []
+    call, save = eigenpairs.Lookahead.__call__, rows.Observables.save
+    monkeypatch.setattr(eigenpairs.Lookahead, "__call__",
+                        lambda self, step, t: (asked.append(step), call(self, step, t))[1])
+    monkeypatch.setattr(rows.Observables, "save", lambda self, st: (saves.append(st.step), save(self, st))[1])
     got = read(run(cfg, str(tmp_path / "tap"), backend="numpy").path)
+    tapped, n_saves = list(asked), len(saves)
+    asked[:], saves[:] = [], []
+    monkeypatch.setattr(rows, "TAP_ROWS", False)
+    ref = read(run(cfg, str(tmp_path / "ref"), backend="numpy").path)
     _files_equal(ref, got)
     assert np.isfinite(np.asarray(got["observables/populations_ht"])[::4]).all()
-    assert saves[False] >= cfg.time.steps // 4 and saves[True] < saves[False] // 4
+    pops = list(range(0, cfg.time.steps + 1, 4)) + ([cfg.time.steps] if cfg.time.steps % 4 else [])
+    assert tapped == asked == pops
+    assert len(saves) == cfg.time.steps and n_saves <= cfg.time.steps // 6 + 1
 
 
 def test_the_progress_bar_moves_by_taps_without_save_points(inputs_dir, monkeypatch):

@@ -827,6 +827,29 @@ def test_pinned_upload_keeps_a_lead_of_seconds_and_never_reuses_a_busy_slot(monk
     with pytest.raises(ValueError, match="cannot adapt"):
         PinnedUpload(cp, ring=64, lead_seconds=0.1)
     _pinned_upload_regrown(cp, recorded)
+    _pinned_upload_of_parts(cp, dev)
+
+
+def _pinned_upload_of_parts(cp, dev):
+    """PinnedUpload.put of a list of arrays (a block's H(t) states: rows._BlockRows.resolve)
+    uploads their concatenation as one copy of its bytes, each part copied once into the
+    pinned buffer, the buffer grown for them; and a plain array after it as before."""
+    from mgemm.arrays import PinnedUpload
+    rng = np.random.default_rng(3)
+    up, nbytes = PinnedUpload(cp, ring=4), []
+    rt = cp.cuda.runtime
+    copy = rt.memcpyAsync
+    rt.memcpyAsync = lambda d, h, nb, kind, s: (nbytes.append(nb), copy(d, h, nb, kind, s))
+    try:
+        up.put(np.ones(3))
+        parts = [rng.standard_normal((2, 5)), rng.standard_normal((2, 5)), rng.standard_normal(4)]
+        up.put(parts)
+        assert np.array_equal(up.host[0][:24], np.concatenate([p.ravel() for p in parts]))  # (regrown)
+        assert up.size >= 24 and up._last == 24 and nbytes[-1] == 24 * 8
+        up.put(np.arange(7.0))
+        assert np.array_equal(up.host[1][:7], np.arange(7.0)) and nbytes[-1] == 56
+    finally:
+        rt.memcpyAsync = copy
 
 
 def _pinned_upload_regrown(cp, recorded):

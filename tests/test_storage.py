@@ -264,6 +264,34 @@ def test_a_background_blocks_array_is_filled_again_only_once_its_block_is_writte
     assert len(arrays) == 2
 
 
+@pytest.mark.parametrize("background", [True, False])
+def test_a_block_is_written_once_its_snapshots_reach_block_bytes(background, tmp_path, monkeypatch):
+    """Snapshots held for a flush_seconds far beyond the run are written once they hold
+    BLOCK_BYTES of psi (here 3 rows' worth): a block every 3 appends, in the background or
+    not, the file's rows the ones appended; a background writer's rows go into two arrays of
+    3 rows at most (none grown past the cap)."""
+    from tdse.run import snapshots
+    w, n = _slow_background_writer(tmp_path, monkeypatch, 3600.0, 0.0)
+    w.background = background
+    monkeypatch.setattr(snapshots, "BLOCK_BYTES", 3 * 16 * n + 5)
+    rng = np.random.default_rng(11)
+    rows = [rng.standard_normal(n) + 1j * rng.standard_normal(n) for _ in range(11)]
+    counts, arrays = [], []
+    for k, psi in enumerate(rows):
+        w.append(t=0.1 * k, step=k, psi=psi, centres=np.zeros(2), time_error=np.nan,
+                 time_error_populations=np.nan, steps_taken=-1, step_min=np.nan)
+        w._wait()
+        counts.append(w.count)
+        arrays += [a for a in (w._psi, w._writing) if a is not None and all(a is not b for b in arrays)]
+    w.close(True)
+    got = read(str(tmp_path / "f.h5"))
+    assert counts == [1, 1, 1, 4, 4, 4, 7, 7, 7, 10, 10]      # (the first at once)
+    assert list(got["snapshots/step"]) == list(range(11))
+    assert np.array_equal(np.asarray(got["snapshots/psi"]), np.array(rows))
+    if background:
+        assert len(arrays) == 2 and all(a.shape[0] <= 3 for a in arrays)
+
+
 def test_a_hard_crash_with_rows_one_write_behind_resumes_without_a_gap(tmp_path, monkeypatch):
     """A GPU run hands its observation rows to the file one write behind its snapshots
     (here forced on the CPU: Observables.gpu); cut as a hard crash cuts it (no handler, no

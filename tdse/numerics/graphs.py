@@ -503,10 +503,8 @@ class GraphStep:
         """(the tap slots of steps j .. e - 1, (e - j) x TAPS: the row of each block of :attr:`tap_to`
         psi after the step fills, -1 for none; {step: rows} the graphs do not fill, or None)."""
         slots, late = np.full((e - j, TAPS), -1.0), None
-        for k, rows in (taps or {}).items():
-            if not j < k <= e:
-                continue
-            for row in rows:
+        for k in range(j + 1, e + 1) if taps else ():     # (the chunk's steps, not every tap's)
+            for row in taps.get(k, ()):
                 s = None if callable(row) else self._slot_of(row)
                 if s is not None and slots[k - j - 1, s[0]] < 0:
                     slots[k - j - 1, s[0]] = s[1]

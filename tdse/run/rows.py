@@ -33,8 +33,11 @@ BLOCK_OBSERVABLES = True
 #: it off to check the two paths agree)
 TAP_ROWS = True
 
-#: slots of the ring through which a GPU run's H(t) states are uploaded (:class:`_BlockRows`)
-PAIRS_RING = 16
+#: slots of the ring through which a GPU run's H(t) states are uploaded (:class:`_BlockRows`:
+#: a block's at once, or a static molecule's once), each a pinned buffer of a block's states
+#: (~2.6 MB at N = 8192, 10 rows of 4 states): 16 had cost a short run ~0.1 s of
+#: cudaHostAlloc (``loop_sampler_h200x1_20261130T1033.txt``)
+PAIRS_RING = 4
 
 #: rows measured in blocks of up to this many states (:class:`_BlockRows`) on the CPU (a
 #: row's cost there is its share of the block's passes, whatever the block's size)
@@ -45,6 +48,9 @@ TIME_BLOCK = 64
 #: within TIME_BLOCK_BYTES
 TIME_BLOCK_GPU = 512
 TIME_BLOCK_BYTES = 1 << 26
+
+
+_LATER = object()       # a row's H(t) states, not yet asked for (_BlockRows.reserve_later)
 
 
 class BoundaryWarning(UserWarning):
@@ -109,25 +115,20 @@ class Observables(Sink):
             self.record(state)
 
     def next_point(self, step, stop):
-        """The next row that needs the host: one with the populations in H(t)'s states, the
-        one that fills the block, the run's last; the rows between are :meth:`tap` ped (a
-        save point every row where they cannot be)."""
+        """The next row that needs the host: the one that fills the block, the run's last;
+        the rows between are :meth:`tap` ped (a save point every row where they cannot be)."""
         p = super().next_point(step, stop)
         if p is None or not self.tapping:
             return p
-        e, pe = self.every, self._pop_every
+        e = self.every
         host = min(self.last, p + (self.rows.M - self.rows.cols - 1) * e)
-        if self.moving:    # (a static molecule's H(t) states are H(0)'s, on the device at once)
-            q = -(-p // pe) * pe        # H(t)'s states: tapped where computed ahead
-            while q < host and self.pairs is not None and self.pairs.computed(q):
-                q += pe
-            host = min(host, q)
         return host if host <= stop else None
 
     def tap(self, j0, j1, saved):
         """The slots of the rows in (j0, j1] (but j1 where it is saved there), filled with
         psi by the steps (:meth:`_BlockRows.reserve`): rows without H(t)'s states, with a
-        static molecule's, or with a moving one's computed ahead (:meth:`next_point`)."""
+        static molecule's, or with a moving one's -- asked of the look-ahead only when
+        the block is measured (:meth:`_BlockRows.reserve_later`), its pairs' steps in order."""
         if not self.tapping:
             return None
         e, dt, rows = self.every, self.config.time.dt, self.rows
@@ -136,7 +137,9 @@ class Observables(Sink):
         slots, i = [], 0
         while i < len(ks):              # the rows between two with H(t)'s states at once
             if pops[i]:
-                slots.append(rows.reserve(ks[i], ks[i] * dt, self._tapped_pairs(ks[i])))
+                k = ks[i]
+                slots.append(rows.reserve_later(k, k * dt, self.pairs) if self.pairs is not None
+                             else rows.reserve(k, k * dt, self._tapped_pairs(k)))
                 i += 1
                 continue
             j = i
@@ -147,10 +150,8 @@ class Observables(Sink):
         return {k: [row] for k, row in zip(ks, slots)}
 
     def _tapped_pairs(self, step):
-        """H(t)'s pairs of a tapped row: a static molecule's (the plan's, as
-        :meth:`eigenpairs` gives them), or the look-ahead's (computed ahead)."""
-        if self.pairs is not None:
-            return self.pairs(step, step * self.config.time.dt)
+        """H(t)'s pairs of a static molecule's tapped row (the plan's, as :meth:`eigenpairs`
+        gives them)."""
         self.eigen_calls += 1
         return self._static
 
@@ -237,6 +238,8 @@ class Observables(Sink):
 
     def record(self, state):
         t = state.t
+        if self.rows is not None:       # (the pairs of the rows tapped before it first: in order)
+            self.rows.resolve()
         molecular = self.eigenpairs(state) if self.with_populations(state) else None
         if self.rows is not None and self.rows.holds(state.psi):
             self.rows.record(state.step, t, state.psi, molecular)
@@ -287,12 +290,13 @@ class _BlockRows:
         self.cols, self.ts = 0, []     # rows of buf filled, and their times
         self.done = []                 # (sums (9, m), amps (K, m)) of measured blocks, on the device
         self.K = cfg.output.populations
-        # H(t)'s states, a call's upload each: a slot is reused only after its copy ran, so
-        # the ring bounds the host's lead over the device to ring x populations_every steps
+        # H(t)'s states, a block's upload each: a slot is reused only after its copy ran, so
+        # the ring bounds the host's lead over the device to PAIRS_RING blocks
         self.up = PinnedUpload(xp, ring=PAIRS_RING) if xp is not np else np.asarray
         self._phit = None            # (host array, device copy) of the last H(t) states
         self.pending, self.also = [], []   # (step, t, E_n(t)) per row; whether it has H(t)'s
         self.phis = []                     # the device states of each row of the block, or None
+        self.later = []                    # rows whose pairs are asked for at the measure (resolve)
         self._no_energies = np.full(self.K, np.nan)     # a row without H(t)'s (read only)
         self._no_energies.flags.writeable = False
 
@@ -331,6 +335,32 @@ class _BlockRows:
             phit = self._phit[1]
         return self._take([step], [t], Et, phit)[0]
 
+    def reserve_later(self, step, t, pairs):
+        """The slot of the row at ``step`` with H(t)'s states from ``pairs`` (the run's
+        :class:`~tdse.run.eigenpairs.Lookahead`), asked for only when the block is measured
+        (:meth:`resolve`): a tapped row then needs neither the pairs nor a save point where the
+        look-ahead has not yet computed them, and a block's states go up in one upload."""
+        self.later.append((len(self.pending), self.cols, step, t, pairs))
+        return self._take([step], [t], None, _LATER)[0]
+
+    def resolve(self):
+        """The pairs of the rows :meth:`reserve_later` took, asked for in step order; their
+        states uploaded at once (one copy a block, where one a row had cost a GPU run's host
+        ~0.2-0.4 ms at N = 8192, docs/RUN_OVERHEAD.md); the rows' energies set."""
+        later, self.later = self.later, []
+        if not later:
+            return
+        got = [pairs(k, t) for _, _, k, t, pairs in later]
+        K = self.K
+        if self.xp is np:
+            states = [np.ascontiguousarray(phi[:K]) for _, phi in got]
+        else:       # (complex once: as reserve's, the same values and products)
+            parts = [np.asarray(phi[:K]) for _, phi in got]
+            states = list(self.up(parts).reshape(len(parts), *parts[0].shape).astype(np.complex128))
+        for (ip, ib, k, t, _), (E, _), phit in zip(later, got, states):
+            self.pending[ip] = (k, t, np.asarray(E[:K]))
+            self.phis[ib] = phit
+
     def reserve_plain(self, steps, dt):
         """The slots of rows at ``steps`` (times step dt) without H(t)'s states, as
         :meth:`reserve` gives them one at a time; never the block's last (a save point:
@@ -357,11 +387,13 @@ class _BlockRows:
             self.cols -= 1
             for rows in (self.ts, self.pending, self.also, self.phis):
                 rows.pop()
+        self.later = [r for r in self.later if r[0] < len(self.pending)]
 
     def _measure(self):
         """The filled rows of the block measured (as the columns of its transpose), each at
         its time (rows past them hold older states: measured and dropped); their
         amplitudes in H(t)'s states (:meth:`_amplitudes`)."""
+        self.resolve()
         m = self.cols
         if not m:
             return

@@ -5,7 +5,7 @@ The file's layout (every dataset, its units and chunking): :mod:`tdse.run.layout
 Rows are appended as the run goes and written in blocks: a snapshot waits in memory at
 most ``output.flush_seconds`` of wall time (the first at once; 0: each at once), then the
 ones held go to the file with the observations since, one slice a dataset, and the file
-is flushed -- a hard crash (SIGKILL, power) loses at most that much; an interrupt, an
+is flushed (sooner where the held snapshots' psi reach :data:`BLOCK_BYTES`) -- a hard crash (SIGKILL, power) loses at most that much; an interrupt, an
 error or a full disk writes what is held first, or closes the file at its last whole one.
 ``snapshots_complete`` / ``observables_complete`` count the whole
 rows; ``complete`` turns true only when the run finishes; until then the file is
@@ -40,6 +40,14 @@ class OutputExists(FileExistsError):
 #: (SnapshotWriter._fail): the list holds a reference no one drops, so that not even the
 #: interpreter's teardown frees them
 _FAILED = []
+
+#: a block of snapshots holds at most this many bytes of psi: it is written once it does,
+#: before flush_seconds (on a GPU run, in the background while the loop goes on), so what a
+#: run holds is bounded (at 2 s of 20 us steps, every = 1, N = 8192: 12.5 GiB before) and
+#: its two block arrays are reused.  A run of 1.5 s at N = 8192 (1600 snapshots, 200 MiB) had
+#: held them all to its close: close and exit 0.26-0.38 s beyond the one-step run's, 0.10-0.15
+#: with this (its loop as much slower: ``save_points_h200x1_20261130T1040.txt``); a choice
+BLOCK_BYTES = 32 << 20
 ctypes.pythonapi.Py_IncRef(ctypes.py_object(_FAILED))
 
 
@@ -241,7 +249,7 @@ class SnapshotWriter:
             elif buf is None or len(held) >= buf.shape[0] or buf.shape[1:] != psi.shape:
                 # a block's rows: as many as the last block held (a copy of them all where
                 # one more comes, doubling), the pages touched row by row as they come
-                self._psi_rows = max(self._psi_rows, 16, 2 * len(held))
+                self._psi_rows = min(max(self._psi_rows, 16, 2 * len(held)), self._cap(psi))
                 grown = np.empty((self._psi_rows, *psi.shape), dtype=np.complex128)
                 if buf is not None and buf.shape[1:] == psi.shape:
                     grown[:len(held)] = buf[:len(held)]
@@ -255,8 +263,14 @@ class SnapshotWriter:
         now = time.monotonic()
         if self._held_since is None:
             self._held_since = now
-        if self.count == 0 or now - self._held_since >= self.flush_seconds:
+        if self.count == 0 or now - self._held_since >= self.flush_seconds \
+                or ("psi" in row and len(held) >= self._cap(row["psi"] if self._psi is None else self._psi[0])):
             self.write()
+
+    @staticmethod
+    def _cap(psi) -> int:
+        """The snapshots a block holds at most (:data:`BLOCK_BYTES` of psi like ``psi``)."""
+        return max(1, BLOCK_BYTES // max(1, np.asarray(psi).nbytes))
 
     def write(self, final=False):
         """The held snapshots and the observations since the last write to the file, one
