@@ -968,6 +968,52 @@ def test_pending_snapshots_wait_for_their_own_deferred_resume_arrays(inputs_dir,
     assert not made[10].made and made[20].made and made[40].made
 
 
+def test_a_device_rings_rows_are_written_after_the_next_advance_is_launched(tmp_path, inputs_dir,
+                                                                          monkeypatch):
+    """A ring whose copy to the host is asynchronous (a GPU's; here HostCopy stood in for on
+    the CPU: a copy and an event) is not written at its save point: its rows go to the
+    writer from the next advance's tap, after that advance's steps are launched -- no row
+    between a ring's save and the next advance -- and the file equals the one written with a
+    save point a snapshot, bit for bit."""
+    import mgemm.arrays
+    from tdse.run import loop, snapshots
+
+    class Copy:                   # an asynchronous copy whose event has run
+        def __init__(self, arrays):
+            self.host, self.event = {k: np.array(v) for k, v in arrays.items()}, object()
+
+        def done(self):
+            return True
+
+        def result(self):
+            return self.host
+    monkeypatch.setattr(mgemm.arrays, "HostCopy", Copy)
+    monkeypatch.setattr(sinks, "SNAPSHOT_RING", 5)
+    cfg = _moving(inputs_dir, 3, **{"output.every": 3, "propagator.time_error": "none",
+                                    "output.flush_seconds": 1e9})
+    log = []
+    adv, save, append = loop.advance, sinks.Snapshots.save, snapshots.SnapshotWriter.append
+    monkeypatch.setattr(loop, "advance", lambda st, X, j0, j1, **k: (log.append(("advance", j0)),
+                                                                    adv(st, X, j0, j1, **k))[1])
+    monkeypatch.setattr(sinks.Snapshots, "save", lambda self, state: (
+        log.append(("save", state.step) if self.tapping else ("plain", state.step)), save(self, state))[1])
+    monkeypatch.setattr(snapshots.SnapshotWriter, "append", lambda self, state=None, **row: (
+        log.append(("append", row["step"])), append(self, state=state, **row))[1])
+    got = read(run(cfg, str(tmp_path / "tap"), backend="numpy").path)
+    ref = read(run(cfg.with_value("output.flush_seconds", 0.0), str(tmp_path / "each"), backend="numpy").path)
+    _files_equal(ref, got)
+    kinds = [k for k, _ in log]
+    n_ring_saves = sum(1 for k, s in log if k == "save")
+    assert n_ring_saves >= 3
+    for i, (k, step) in enumerate(log):
+        if k == "save" and step < cfg.time.steps:
+            nxt = kinds.index("advance", i)
+            assert "append" not in kinds[i + 1:nxt], (step, log[i:nxt + 1])
+    first_ring = next(s for k, s in log if k == "save")     # its rows: written within the next advance
+    i = log.index(("save", first_ring))
+    assert ("append", first_ring) in log[kinds.index("advance", i):]
+
+
 @pytest.mark.parametrize("ring", [2, 5, 32])
 def test_snapshots_taken_by_the_steps_make_the_same_file(ring, tmp_path, inputs_dir, monkeypatch):
     """A run whose snapshots no other sink adds to (no time error, no t-SURFF) has the steps

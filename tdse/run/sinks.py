@@ -77,6 +77,7 @@ class Snapshots(Sink):
         # (half of output.flush_seconds at the pace ``_pace`` measured), None before a pace
         self.alone, self.tapping = False, False
         self.ring, self.slots, self.taken, self.span, self._pace = None, [], [], None, None
+        self._due = None        # a device ring's copy began: its rows' bytes, to finish (tap)
 
     def begin(self, state):
         psi = state.psi
@@ -105,20 +106,28 @@ class Snapshots(Sink):
 
     def tap(self, j0, j1, saved):
         """Ring rows for the snapshots in (j0, j1] (but j1 where it is saved there), filled
-        with psi by the steps; copied to the host with the ring at the next save point."""
+        with psi by the steps; copied to the host with the ring at the next save point.
+        After a device ring's copy began, the snapshots whose copies have run are written
+        after the launch of the advance's last step (a callable at j1): the device has the
+        advance's steps while the host writes (before them, 64 rows had left it idle 3.5-12
+        ms at each ring, ``run_trace_h200x1_20261130T0925.txt``)."""
         if not self.tapping:
             return None
         e, dt, hi = self.every, self.config.time.dt, j1 - 1 if saved else j1
         ks = list(range((j0 // e + 1) * e, hi + 1, e))
         if j0 < self.last <= hi and self.last % e:
             ks.append(self.last)
-        if not ks:
-            return None
-        c = len(self.taken)
-        if c + len(ks) >= len(self.slots):
-            raise RuntimeError(f"{len(ks)} snapshots tapped into a ring with {len(self.slots) - c} free")
-        self.taken += [(k, k * dt) for k in ks]
-        return {k: [self.slots[c + i]] for i, k in enumerate(ks)}
+        out = {}
+        if ks:
+            c = len(self.taken)
+            if c + len(ks) >= len(self.slots):
+                raise RuntimeError(f"{len(ks)} snapshots tapped into a ring with {len(self.slots) - c} free")
+            self.taken += [(k, k * dt) for k in ks]
+            out = {k: [self.slots[c + i]] for i, k in enumerate(ks)}
+        if self._due is not None:
+            nbytes, self._due = self._due, None
+            out.setdefault(j1, []).append(lambda X=None: self._finish_copied(nbytes))
+        return out or None
 
     def save(self, state):
         self.write(state)
@@ -171,18 +180,19 @@ class Snapshots(Sink):
         from ..numerics.graphs import copy_in
         copy_in(get_xp(state.psi), self.slots[len(self.taken)], state.psi)
         self.taken.append((state.step, state.t))
-        self._copy_ring()
+        self._copy_ring(later=True)
         step0, t0 = self._pace
         now = time.perf_counter()
         if state.step > step0 and now > t0:
             self.span = int(RING_SPAN * self.config.output.flush_seconds * (state.step - step0) / (now - t0))
         self._pace = (state.step, now)
 
-    def _copy_ring(self):
+    def _copy_ring(self, later=False):
         """The ring's filled rows: their copy to the host started (one copy), pending in
         order as :meth:`write` leaves a snapshot on a GPU; the ring free again (a device
         ring's copy is queued before the steps that fill it again; a host ring's rows are
-        written, copied by the writer, before this returns)."""
+        written, copied by the writer, before this returns).  ``later``: the snapshots whose
+        copies have run are written by the next advance's tap (:meth:`tap`), not here."""
         from mgemm.arrays import HostCopy
         m = len(self.taken)
         if not m:
@@ -192,7 +202,10 @@ class Snapshots(Sink):
         for i, (k, t) in enumerate(self.taken):
             self.pending.append((k, t, _RingRow(copy, i), ({}, {}, {})))
         self.taken = []
-        self._finish_copied(ring[0].nbytes)
+        if copy.event is not None and later:    # (a device ring: written after the next launches)
+            self._due = ring[0].nbytes
+        else:
+            self._finish_copied(ring[0].nbytes)
 
     def _finish_copied(self, nbytes):
         """The pending snapshots whose copies have run written, in order, and the oldest
