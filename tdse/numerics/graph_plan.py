@@ -78,7 +78,6 @@ class Planner:
         same operations): per step the pattern of term counts, the parameter row (headers,
         then the times' field and centres) and the coefficient row ([eps_k (-i)^k J_k(R)
         ..., e^(-i dt c)] per exponential).  None where an exponential has r = 0."""
-        from . import chebyshev
         st, cfg = self.st, self.st.config
         dt, E = cfg.time.dt, len(self.rows)
         js = np.arange(j0, j0 + CHUNK)
