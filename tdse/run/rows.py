@@ -159,17 +159,20 @@ class Observables(Sink):
         self.record(state)
 
     def end(self, state):
-        self._close_pairs()
-        self.flush()
+        try:        # (the look-ahead closed after: a tapped row's pairs are asked at the flush)
+            self.flush()
+        finally:
+            self._close_pairs()
 
     def fail(self, state, error):
-        self._close_pairs()
         if self.rows is not None:      # rows tapped for steps the run did not reach
             self.rows.drop_after(state.step)
         try:        # rows already measured reach the file, as they did one by one
             self.flush()
         except Exception:  # noqa: BLE001 -- the run's own error is the one to report
             pass
+        finally:
+            self._close_pairs()
 
     def _close_pairs(self):
         if self.pairs is not None:
