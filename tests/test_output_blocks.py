@@ -98,6 +98,36 @@ def test_rows_filled_by_the_steps_equal_a_save_point_a_row(moving, inputs_dir, m
     assert np.ptp(each.observables["x_mean" if moving else "acceleration"]) > 1e-6
 
 
+def test_an_interrupt_while_a_blocks_pairs_are_asked_keeps_them_asked(tmp_path, inputs_dir, monkeypatch):
+    """An interrupt while the block's pairs are asked of the look-ahead (rows.
+    _BlockRows.resolve, at the block's measure) leaves those rows' pairs to be asked again
+    by the run's close: the run stops on the interrupt (not on a row without its states,
+    the CI's SIGTERM test once), and every populations row the file holds has them, equal to
+    the uninterrupted run's."""
+    from tdse.run import eigenpairs
+    cfg = _moving(inputs_dir, 3, **{"output.populations_every": 4, "propagator.time_error": "none",
+                                    "run.eigen_workers": "off", "output.flush_seconds": 0.0})
+    monkeypatch.setattr(rows, "TIME_BLOCK", 16)
+    ref = read(run(cfg, str(tmp_path / "ref"), backend="numpy").path)
+    call, calls = eigenpairs.Lookahead.__call__, [0]
+
+    def interrupted(self, step, t):
+        calls[0] += 1
+        if calls[0] == 6:           # (the second block's measure: its first row's pairs)
+            raise KeyboardInterrupt
+        return call(self, step, t)
+    monkeypatch.setattr(eigenpairs.Lookahead, "__call__", interrupted)
+    with pytest.raises(BaseException) as got:
+        run(cfg, str(tmp_path / "cut"), backend="numpy")
+    assert not isinstance(got.value, ValueError), got.value
+    cut = read(str(tmp_path / "cut" / (cfg.name + ".h5.part")))
+    n = len(cut["observables/step"])
+    assert 16 <= n < len(ref["observables/step"])
+    pops = np.asarray(cut["observables/populations_ht"])
+    assert np.isfinite(pops[::4]).all()
+    assert np.array_equal(pops, np.asarray(ref["observables/populations_ht"])[:n], equal_nan=True)
+
+
 def test_rows_tapped_past_a_failed_step_are_dropped(inputs_dir, monkeypatch):
     """A step that fails in the middle of an advance (the rows up to the next save point
     already reserved for the taps): the rows reach the writer up to the last state the loop

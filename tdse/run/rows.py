@@ -350,10 +350,10 @@ class _BlockRows:
         """The pairs of the rows :meth:`reserve_later` took, asked for in step order; their
         states uploaded at once (one copy a block, where one a row had cost a GPU run's host
         ~0.2-0.4 ms at N = 8192, docs/RUN_OVERHEAD.md); the rows' energies set."""
-        later, self.later = self.later, []
+        later = self.later
         if not later:
             return
-        got = [pairs(k, t) for _, _, k, t, pairs in later]
+        got = [pairs(k, t) for _, _, k, t, pairs in later]      # (an interrupt here: kept)
         K = self.K
         if self.xp is np:
             states = [np.ascontiguousarray(phi[:K]) for _, phi in got]
@@ -363,6 +363,7 @@ class _BlockRows:
         for (ip, ib, k, t, _), (E, _), phit in zip(later, got, states):
             self.pending[ip] = (k, t, np.asarray(E[:K]))
             self.phis[ib] = phit
+        self.later = []
 
     def reserve_plain(self, steps, dt):
         """The slots of rows at ``steps`` (times step dt) without H(t)'s states, as
