@@ -303,7 +303,8 @@ def test_a_run_prints_its_wall_and_where_it_went(runner, inputs_dir, tmp_path):
                  r"([\d.]+) s the pictures$", last)
     assert m, last
     wall, before, run_, plots = map(float, m.groups())
-    assert abs(before + run_ + plots - wall) <= 0.15 and run_ > 0 and plots > 0
+    # (tenths of a second: the tiny run in a warm process can print 0.0 -- CI at c2f10cc)
+    assert abs(before + run_ + plots - wall) <= 0.15 and run_ >= 0 and plots > 0
 
 
 def test_the_command_reference_is_generated_from_the_commands():
