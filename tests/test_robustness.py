@@ -457,3 +457,33 @@ def test_gpu_memory_of_a_matrix_free_run_is_not_charged_dense_matrices(tmp_path)
                         free_disk=1 << 40)
     n_fit = int(str(e.value).rsplit("about ", 1)[1])
     assert 16000 <= n_fit <= 16400                                   # a quarter of 8 N^2
+
+
+@pytest.mark.slow
+def test_the_look_ahead_workers_end_when_their_run_leaves_at_once():
+    """A process whose eigenpairs workers (tdse.run.eigenpairs.Workers) are up leaves with
+    os._exit, as a run does when the full disk refuses its file's close (or a SIGKILL):
+    the workers end within a second or so (tdse.run.ahead_child's watch of its parent), and
+    a reader of the process's pipes sees their end -- the workers had lived on holding
+    them, and the full-disk test's `tdse run` under a pipe waited out its 300 s."""
+    code = ("import os\n"
+            "from tdse.run.eigenpairs import Workers\n"
+            "w = Workers(1)\n"
+            "w.ready.result(timeout=60)\n"
+            "print(*[p.pid for p in w.pool._processes.values()], flush=True)\n"
+            "os._exit(0)\n")
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    pids = [int(v) for v in r.stdout.split()]
+    assert r.returncode == 0 and pids, r.stderr
+
+    def alive(pid):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                return "\nState:\tZ" not in f.read()
+        except FileNotFoundError:
+            return False
+    while any(alive(p) for p in pids) and time.monotonic() - t0 < 30:
+        time.sleep(0.1)
+    assert not any(alive(p) for p in pids)

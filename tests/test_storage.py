@@ -97,6 +97,26 @@ def test_injected_full_disk_then_resume_is_bit_identical(tmp_path, monkeypatch, 
     _same(read(res.path), ref)
 
 
+def test_a_counted_snapshot_the_disk_never_got_is_not_resumed_from(tmp_path, monkeypatch):
+    """A file whose snapshots_complete counts a row its datasets never got (a close the full
+    disk refused: the attribute on disk, the row's chunk not -- HDF5's fill value, step 0
+    and psi 0): resume_state and the reopened writer continue from the last row that is
+    there, and the resumed file equals the uninterrupted one bit for bit (it had resumed
+    from "step 0" after that row and appended the whole run again)."""
+    import h5py
+    cfg = cfgmod.loads(TEXT)
+    ref, _, part = _cut_at(cfg, 4, tmp_path, monkeypatch)
+    with h5py.File(part, "r+") as f:
+        for name in ("step", "t", "psi", "centres"):
+            ds = f[f"snapshots/{name}"]
+            ds.resize(ds.shape[0] + 1, axis=0)      # a row counted, never written
+        f.attrs["snapshots_complete"] = f["snapshots/step"].shape[0]
+    st = resume_state(part)
+    assert st["count"] == 3 and st["step"] == 20
+    res = run(cfg, None, backend="numpy", resume=(st, part))
+    _same(read(res.path), ref)
+
+
 def test_a_full_disk_at_a_held_blocks_write_loses_only_that_block(tmp_path, monkeypatch, writes):
     """Snapshots held in memory (flush_seconds = 1e9: the first written at once, the rest at
     the close): the write of the held block fails -- StorageError, the file valid at its one

@@ -16,7 +16,30 @@ def start(threads):
     import signal
     sys.modules.setdefault("cupy", None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _orphan_watch()
     from threadpoolctl import threadpool_limits
 
     from ..model import states  # noqa: F401 -- imported before the first call, not at it
     _LIMIT.append(threadpool_limits(threads))
+
+
+#: how often a worker looks whether the process that started it is still there (s)
+ORPHAN_POLL = 0.5
+
+
+def _orphan_watch():
+    """End this worker once the run that started it is gone without closing it: a run
+    whose file the full disk refused to close leaves at once (``os._exit``,
+    :func:`tdse.ui.files.storage_exit`), as a SIGKILL does.  The workers then lived on,
+    holding the run's stderr: ``tdse run`` under a pipe never saw its end (the full-disk
+    test waited out its 300 s).  A daemon thread, every :data:`ORPHAN_POLL` s."""
+    import os
+    import threading
+    import time
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(ORPHAN_POLL)
+        os._exit(0)
+    threading.Thread(target=watch, name="tdse-orphan-watch", daemon=True).start()
