@@ -66,7 +66,7 @@ def resumable_count(f) -> int:
     while count > 1 and (int(f["snapshots/step"][count - 1]) <= int(f["snapshots/step"][count - 2])
                          or not np.any(f["snapshots/psi"][count - 1])):
         count -= 1
-    whole = int(attrs.get("observables_complete", 0))
+    whole = observed_count(f, attrs)
     if count <= 1 or whole < 1 or "resume" in f:
         return count
     every = max(1, int(attrs.get("observables_every", 1)))
@@ -75,6 +75,19 @@ def resumable_count(f) -> int:
     while count > 1 and int(steps[count - 1]) >= reach:
         count -= 1
     return count
+
+
+def observed_count(f, attrs=None) -> int:
+    """The whole observation rows of open run file ``f``: ``observables_complete``, less
+    the rows from the first whose step does not increase -- counted but never written (a
+    close the full disk refused: HDF5's fill value 0, which a resumed writer's search for
+    its last snapshot's step read as sorted rows: 5 rows twice, CI at 5000bcb)."""
+    attrs = readable_attrs(f) if attrs is None else attrs
+    whole = min(int(attrs.get("observables_complete", 0)), f["observables/step"].shape[0])
+    if whole > 1:
+        bad = np.flatnonzero(np.diff(f["observables/step"][:whole]) <= 0)
+        whole = int(bad[0]) + 1 if bad.size else whole
+    return whole
 
 
 def readable_attrs(f) -> dict:

@@ -28,8 +28,9 @@ import numpy as np
 
 from .layout import (OBSERVABLE_DATASETS, SNAPSHOT_DATASETS, UNITS, added_observable,  # noqa: F401
                      file_bytes, label, table_dataset)
-from .runfile import (FORMAT, NotOurFile, final_path, open_checked, part_path, publish,  # noqa: F401
-                      read, readable_attrs, resumable_count, resume_name, resume_state)
+from .runfile import (FORMAT, NotOurFile, final_path, observed_count, open_checked,  # noqa: F401
+                      part_path, publish, read, readable_attrs, resumable_count, resume_name,
+                      resume_state)
 
 
 class OutputExists(FileExistsError):
@@ -217,7 +218,7 @@ class SnapshotWriter:
         for ds in self.snap.values():
             ds.resize(self.count, axis=0)  # drop rows past the last whole snapshot
         last = int(self.snap["step"][self.count - 1]) if self.count else -1
-        whole = int(f.attrs.get("observables_complete", 0))
+        whole = observed_count(f)
         steps = self.obs["step"][:whole]
         self.obs_count = int(np.searchsorted(steps, last, side="right"))
         self._rows = []
