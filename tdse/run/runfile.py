@@ -81,7 +81,8 @@ def observed_count(f, attrs=None) -> int:
     """The whole observation rows of open run file ``f``: ``observables_complete``, less
     the rows from the first whose step does not increase -- counted but never written (a
     close the full disk refused: HDF5's fill value 0, which a resumed writer's search for
-    its last snapshot's step read as sorted rows: 5 rows twice, CI at 5000bcb)."""
+    its last snapshot's step had read as sorted rows; tests/test_storage.py's constructed
+    file kept 5 rows twice so, as CI at 5000bcb's file did)."""
     attrs = readable_attrs(f) if attrs is None else attrs
     whole = min(int(attrs.get("observables_complete", 0)), f["observables/step"].shape[0])
     if whole > 1:
