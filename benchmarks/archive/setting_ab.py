@@ -48,6 +48,17 @@ def apply(v):
 NEW = {"next_point": rows.Observables.next_point, "tap": rows.Observables.tap}
 
 
+def computed(pairs, step):
+    """Whether the look-ahead computed ``step``'s pairs (its Lookahead.computed, gone with
+    the eager path)."""
+    if pairs.pool is None or pairs.broken:
+        return False
+    for f, group, _ in pairs.tasks.values():
+        if step in group:
+            return f.done() and not f.cancelled() and f.exception() is None
+    return False
+
+
 def eager_next_point(self, step, stop):
     p = Sink.next_point(self, step, stop)
     if p is None or not self.tapping:
@@ -56,7 +67,7 @@ def eager_next_point(self, step, stop):
     host = min(self.last, p + (self.rows.M - self.rows.cols - 1) * e)
     if self.moving:
         q = -(-p // pe) * pe
-        while q < host and self.pairs is not None and self.pairs.computed(q):
+        while q < host and self.pairs is not None and computed(self.pairs, q):
             q += pe
         host = min(host, q)
     return host if host <= stop else None

@@ -340,15 +340,6 @@ class Lookahead:
             return pairs[group.index(step)]
         return None
 
-    def computed(self, step) -> bool:
-        """Whether ``step``'s pairs were computed ahead: a call for them returns at once."""
-        if self.pool is None or self.broken:
-            return False
-        for f, group, _ in self.tasks.values():
-            if step in group:
-                return f.done() and not f.cancelled() and f.exception() is None
-        return False
-
     def __call__(self, step, t):
         """The pairs (E, phi) at ``step`` (time ``t``)."""
         t0 = time.perf_counter()
