@@ -38,10 +38,12 @@ def cpu_count() -> int:
 
 
 def get_xp(x):
-    """The array module (numpy or cupy) that owns ``x``."""
-    if _cupy is not None:
-        return _cupy.get_array_module(x)
-    return np
+    """The array module (numpy or cupy) that owns ``x`` (a host array at once, without
+    CuPy's dispatch: part of a host tapped row's 2.05 us before 2636a51,
+    benchmarks/results/host_costs_cpu2_20261130T1015.txt)."""
+    if _cupy is None or isinstance(x, np.ndarray):
+        return np
+    return _cupy.get_array_module(x)
 
 
 def is_device_array(x) -> bool:
@@ -157,23 +159,21 @@ class PinnedUpload:
         import cupyx
         cp = self.cp
         parts = values if isinstance(values, (list, tuple)) else None
-        if parts is not None:
-            values = np.empty(0, dtype=np.result_type(*parts))
-            size = sum(int(np.size(a)) for a in parts)
-        else:
+        if parts is None:
             values = np.ascontiguousarray(values)
-            size = values.size
-        if size > self.size or values.dtype != self._dtype:
+        dtype = values.dtype if parts is None else np.result_type(*parts)
+        size = values.size if parts is None else sum(int(np.size(a)) for a in parts)
+        if size > self.size or dtype != self._dtype:
             cp.cuda.get_current_stream().synchronize()     # no copy in flight reads the old ring
             self.size = max(size, 2 * self.size)
-            self._dtype = values.dtype
+            self._dtype = dtype
             # (each slot's pinned buffer made at its first use: a ring of 64 made at once
             # took ~0.3 ms a buffer, and an adaptive run makes a ring for each step size it
             # takes -- 281 buffers, 0.08 s of the laser's 0.6 s at 1e-8 on one H200)
             self.host = [None] * self.ring
             self.events = [cp.cuda.Event() for _ in range(self.ring)]
             self.recorded = [False] * self.ring
-            self.dev = cp.empty(self.size, dtype=values.dtype)
+            self.dev = cp.empty(self.size, dtype=dtype)
             # calls counted from the remake, from slot 0: _wait_lead finds call c's event in
             # slot c % ring (a remake that kept the old slot read unrecorded events' times:
             # cudaErrorInvalidResourceHandle, #58 item 0)

@@ -23,8 +23,6 @@ one) advances with :meth:`Steps.advance` from save point to save point
 """
 from __future__ import annotations
 
-import numpy as np
-
 from mgemm.arrays import get_xp
 
 from .graphs import copy_in
@@ -93,7 +91,7 @@ def tap(taps, k, X):
     stepper's local errors, :meth:`tdse.numerics.adaptive.EstimatingStepper.steps`)."""
     rows = taps.get(k)
     if rows:
-        xp = np if isinstance(X, np.ndarray) else get_xp(X)   # (the host: no dispatch)
+        xp = get_xp(X)
         for row in rows:
             if callable(row):
                 row(X)

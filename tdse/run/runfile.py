@@ -63,8 +63,8 @@ def resumable_count(f) -> int:
     # less the last rows the device never got though counted (a close the full disk refused:
     # HDF5's fill value, step 0 and psi 0, in a chunk it did not write -- a resume from "step
     # 0" appended the whole run again, 1 of ~16 runs of the full-disk test)
-    while count > 1 and (int(f["snapshots/step"][count - 1]) <= int(f["snapshots/step"][count - 2])
-                         or not np.any(f["snapshots/psi"][count - 1])):
+    count = _increasing(f["snapshots/step"], count)
+    while count > 1 and not np.any(f["snapshots/psi"][count - 1]):
         count -= 1
     whole = observed_count(f, attrs)
     if count <= 1 or whole < 1 or "resume" in f:
@@ -84,11 +84,15 @@ def observed_count(f, attrs=None) -> int:
     its last snapshot's step had read as sorted rows; tests/test_storage.py's constructed
     file kept 5 rows twice so, as CI at 5000bcb's file did)."""
     attrs = readable_attrs(f) if attrs is None else attrs
-    whole = min(int(attrs.get("observables_complete", 0)), f["observables/step"].shape[0])
-    if whole > 1:
-        bad = np.flatnonzero(np.diff(f["observables/step"][:whole]) <= 0)
-        whole = int(bad[0]) + 1 if bad.size else whole
-    return whole
+    return _increasing(f["observables/step"], int(attrs.get("observables_complete", 0)))
+
+
+def _increasing(steps, n) -> int:
+    """``n`` rows of dataset ``steps`` (at most its length), less those from the first whose
+    step does not increase: the rows a run wrote, whose steps always do."""
+    n = min(n, steps.shape[0])
+    bad = np.flatnonzero(np.diff(steps[:n]) <= 0) if n > 1 else ()
+    return int(bad[0]) + 1 if len(bad) else n
 
 
 def readable_attrs(f) -> dict:

@@ -239,6 +239,7 @@ class SnapshotWriter:
         written (:meth:`write`) when the oldest held has waited ``flush_seconds`` (the
         file's first snapshot at once)."""
         held = self._held
+        nbytes = np.asarray(row["psi"]).nbytes if "psi" in row else None
         if self.background and "psi" in row:       # its row copied now: no stacking later
             psi = np.asarray(row["psi"])
             buf = self._psi
@@ -250,7 +251,7 @@ class SnapshotWriter:
             elif buf is None or len(held) >= buf.shape[0] or buf.shape[1:] != psi.shape:
                 # a block's rows: as many as the last block held (a copy of them all where
                 # one more comes, doubling), the pages touched row by row as they come
-                self._psi_rows = min(max(self._psi_rows, 16, 2 * len(held)), self._cap(psi))
+                self._psi_rows = min(max(self._psi_rows, 16, 2 * len(held)), self._cap(nbytes))
                 grown = np.empty((self._psi_rows, *psi.shape), dtype=np.complex128)
                 if buf is not None and buf.shape[1:] == psi.shape:
                     grown[:len(held)] = buf[:len(held)]
@@ -265,13 +266,13 @@ class SnapshotWriter:
         if self._held_since is None:
             self._held_since = now
         if self.count == 0 or now - self._held_since >= self.flush_seconds \
-                or ("psi" in row and len(held) >= self._cap(row["psi"] if self._psi is None else self._psi[0])):
+                or (nbytes is not None and len(held) >= self._cap(nbytes)):
             self.write()
 
     @staticmethod
-    def _cap(psi) -> int:
-        """The snapshots a block holds at most (:data:`BLOCK_BYTES` of psi like ``psi``)."""
-        return max(1, BLOCK_BYTES // max(1, np.asarray(psi).nbytes))
+    def _cap(nbytes) -> int:
+        """The snapshots a block holds at most (:data:`BLOCK_BYTES` of psi of ``nbytes``)."""
+        return max(1, BLOCK_BYTES // max(1, nbytes))
 
     def write(self, final=False):
         """The held snapshots and the observations since the last write to the file, one
