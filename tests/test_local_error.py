@@ -392,6 +392,56 @@ def test_an_adaptive_dts_steps_as_one_block_equal_a_step_at_a_time():
         assert got[1] is e0 and got[2] is False
 
 
+def test_a_dts_choice_from_inner_products_equals_the_direct_norms():
+    """EstimatingStepper._sizes (||e|| and every candidate's ||sum_n s^n part_n|| from one
+    read of the inner products, _gram) against the norms made directly (_norm), on fresh
+    random parts of orders 3, 4, 5 that partly cancel, a vector's and a batch's (its largest
+    column): equal to 1e-10 of the parts' summed norms (rounding of the expansion)."""
+    import tdse.numerics.adaptive as ad
+    rng = np.random.default_rng()
+    c = _adaptive(with_values(_config("laser", rng), [("time.dt", 1.0)]), 1e-6)
+    plan = tdse.prepare(c, backend="numpy")
+    st = ad.EstimatingStepper(c, plan.stepper, np, control=True)
+    n = c.grid.n
+    for shape in ((n,), (n, 5)):
+        def z():
+            return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+        base = z()
+        parts = [(3, base + 1e-3 * z()), (4, -base + 1e-2 * z()), (5, z())]
+        e = 1e-3 * z()
+        e_norm, size = st._sizes(ad._read(st._gram(e, parts)), [o for o, _ in parts])
+        assert e_norm == pytest.approx(st._norm([(0, e)]), rel=1e-12)
+        scale = sum(st._norm([(0, v)]) for _, v in parts)
+        for s in (1.0, 0.5, 1 / 3, 2.0, 1e-3):
+            assert abs(size(s) - st._norm(parts, s)) <= 1e-10 * scale * max(1.0, s ** 5), s
+
+
+def test_the_next_dts_terms_made_ahead_give_the_same_run(monkeypatch):
+    """Adaptive steps with the next dt's terms and inner products made with this dt's
+    acceptance (_interval_block: one read a dt) against the same run with them made at the
+    dt's start (the ahead-made ones dropped): psi and the stated error bit for bit, the same
+    steps; LocalError.parts called once a dt (not twice) where the dts are blocks."""
+    import tdse.numerics.adaptive as ad
+    rng = np.random.default_rng()
+    c = _adaptive(with_values(_config("laser", rng), [("time.dt", 1.0), ("output.every", 5)]), 1e-6)
+    runs = {}
+    for ahead in (True, False):
+        calls = []
+        parts = ad.LocalError.parts
+        monkeypatch.setattr(ad.LocalError, "parts", lambda self, *a: (calls.append(a[1]), parts(self, *a))[1])
+        if not ahead:
+            choose = ad.EstimatingStepper._choose
+            monkeypatch.setattr(ad.EstimatingStepper, "_choose",
+                                lambda self, psi, j: (setattr(self, "_next", None), choose(self, psi, j))[1])
+        res = tdse.simulate(c, backend="numpy")
+        runs[ahead] = (np.asarray(res.psi[-1]), res.time_error, calls)
+        monkeypatch.undo()
+    (p1, t1, c1), (p2, t2, c2) = runs[True], runs[False]
+    assert np.array_equal(p1, p2) and t1["error_at_t_end"] == t2["error_at_t_end"]
+    assert t1["steps_taken"] == t2["steps_taken"] > 50
+    assert sorted(set(c1)) == sorted(set(c2)) and len(c1) == len(set(c1)) < len(c2)
+
+
 def test_fixed_steps_stay_the_default_and_dt_min_stops_with_one_line():
     from tdse.numerics.adaptive import StepTooSmall
     rng = np.random.default_rng()

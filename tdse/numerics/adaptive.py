@@ -56,6 +56,13 @@ PIECE_STEPS = LETTERS_CHUNK
 PIECE_BYTES = 64 << 20
 
 
+def _read(x):
+    """Device arrays (or a tuple of them) on the host, in one wait."""
+    if isinstance(x, tuple):
+        return tuple(_read(v) for v in x)
+    return x.get() if hasattr(x, "get") else x
+
+
 def _add_to(L, Y):
     """Y += L in place (Y the carrier's e where it lives, after a step)."""
     Y += L
@@ -128,6 +135,7 @@ class EstimatingStepper(Steps):
         self._pending = None           # [first, end) steps whose local errors are not yet made
         self._deferred = []            # (step, DeferredE) within the pending piece
         self._first = None             # the dt's first local error when _choose made it
+        self._next = None              # the next dt's (j, psi, n, parts, inner products), made ahead
         T = config.time
         self.budget = T.tolerance / SAFETY if control else math.inf
         self.tau = math.inf
@@ -194,6 +202,36 @@ class EstimatingStepper(Steps):
         L = sum((scale ** n) * v for n, v in parts)
         return float(self.xp.sqrt(self.xp.sum(self.xp.abs(L) ** 2, axis=0) * self.config.grid.dx).max())
 
+    def _gram(self, e, parts):
+        """(the inner products of e and the parts on the device, m+1 x m+1 x B, not yet
+        read): the norms of e and of every candidate step's scaled sum follow from them on
+        the host (:meth:`_sizes`), one read for the dt's choice where each candidate's norm
+        had been a wait for the device (4-5 a dt on one H200, ``adapt_prof_h200x1_20261130T0402.txt``)."""
+        xp, vs = self.xp, [e] + [v for _, v in parts]
+        if e.ndim == 1:
+            P = xp.stack(vs)
+            return (P.conj() @ P.T).real[None]
+        m = len(vs)                        # (a batch: column by column, no N x B x m copy)
+        G = [[None] * m for _ in range(m)]
+        for a in range(m):
+            for b in range(a, m):
+                G[a][b] = G[b][a] = xp.sum((vs[a].conj() * vs[b]).real, axis=0)
+        return xp.stack([xp.stack(r) for r in G]).transpose(2, 0, 1)
+
+    def _sizes(self, G, orders):
+        """(||e||, the function scale -> ||sum_n scale^n part_n||) from :meth:`_gram`'s
+        products on the host, the largest column's (a batch's members share their steps);
+        ||x||^2 = sum_ab s^(n_a + n_b) Re <p_a, p_b>: rounding ~1e-16 of (sum_n ||p_n||)^2,
+        a choice's margin (CHOICE against REJECT) far above it."""
+        dx = self.config.grid.dx
+        G = np.asarray(G)
+        o = np.asarray(orders, dtype=float)
+
+        def size(scale):
+            w = scale ** o
+            return math.sqrt(max(float(np.max(np.einsum("a,bac,c->b", w, G[:, 1:, 1:], w))), 0.0) * dx)
+        return math.sqrt(max(float(G[:, 0, 0].max()), 0.0) * dx), size
+
     @property
     def e(self):
         """The carried error at the last step taken (a piece whose local errors are still
@@ -204,7 +242,7 @@ class EstimatingStepper(Steps):
 
     @e.setter
     def e(self, value):
-        self._pending, self._e, self._deferred = None, value, []
+        self._pending, self._e, self._deferred, self._next = None, value, [], None
 
     def deferred_e(self, step):
         """A :class:`DeferredE` of e after ``step``, the end of the pending piece, which
@@ -325,7 +363,7 @@ class EstimatingStepper(Steps):
             self._first = None
             self.rejected += 1
             n = self._more(n, j * dt)
-        self.e, self.n = e, n
+        self._e, self.n = e, n          # (not the setter: it drops the next dt's terms made ahead)
         self.h_min = min(self.h_min, dt / n)
         return psi
 
@@ -341,16 +379,25 @@ class EstimatingStepper(Steps):
     def _choose(self, psi, j):
         """n for this dt: the fewest steps (from half the previous dt's up) whose predicted
         estimate at the dt's start holds, the leading terms made once at the previous n's
-        step and scaled, order by order, to the others."""
+        step and scaled, order by order, to the others; ||e|| and every candidate's norm from
+        one read of their inner products (:meth:`_gram`) -- made ahead, with the previous
+        dt's acceptance, where that dt was taken as one block (:meth:`_interval_block`)."""
         t0 = time.perf_counter()
         dt, T = self.config.time.dt, self.config.time.t_end
-        left = max(self.budget - self._norm([(0, self.e)]), 0.1 * self.budget)
-        self.tau = left / max(T - j * dt, dt)
         n0 = self.n
-        parts = self.local.parts(psi, j * dt, dt / n0)
+        ahead, self._next = self._next, None
+        if ahead is not None and ahead[0] == j and ahead[2] == n0 and \
+                (ahead[1] is psi or bool(self.xp.array_equal(ahead[1], psi))):   # (a save point's copy)
+            parts, G = ahead[3], ahead[4]
+        else:
+            parts = self.local.parts(psi, j * dt, dt / n0)
+            G = _read(self._gram(self.e, parts))
+        e_norm, size = self._sizes(G, [o for o, _ in parts])
+        left = max(self.budget - e_norm, 0.1 * self.budget)
+        self.tau = left / max(T - j * dt, dt)
 
         def ok(n):
-            return self._norm(parts, n0 / n) <= CHOICE * self.tau * dt / n
+            return size(n0 / n) <= CHOICE * self.tau * dt / n
         ladder = self.ladder
         i = max(0, ladder.index(n0) - 2)   # from about half the previous dt's steps
         while not ok(ladder[i]):
@@ -358,7 +405,8 @@ class EstimatingStepper(Steps):
                 self._more(ladder[i], j * dt)
             i += 1
         n = ladder[i]
-        # the estimate made for h = dt/n0 is the first step's when n stays n0
+        # the estimate made for h = dt/n0 is the first step's when n stays n0 (it holds:
+        # its norm is within CHOICE, under REJECT, of its share)
         self._first = sum(v for _, v in parts) if n == n0 else None
         self.seconds += time.perf_counter() - t0
         return n
@@ -405,14 +453,23 @@ class EstimatingStepper(Steps):
         out = self._stepper(n).advance(psi, k0, k0 + n, taps={k0 + i: [rows[i]] for i in range(1, n)})
         t0 = time.perf_counter()
         Ls = self.local.block(U[:n], k0, h, alone=True)
-        norms = xp.sqrt(xp.sum(xp.abs(Ls) ** 2, axis=1) * self.config.grid.dx)
-        if float(norms.max()) > REJECT * self.tau * h:
+        worst = xp.max(xp.sum(xp.abs(Ls) ** 2, axis=1))
+        # e carried and the next dt's terms made before the acceptance is read, the three
+        # read at once (a rejected dt's are dropped: rare, 0 of 777 dts where measured)
+        e1 = self._carried(n, e, k0, Ls)
+        nxt = None
+        if j + 1 < self.config.time.steps:
+            parts = self.local.parts(out, (j + 1) * self.config.time.dt, h)
+            G = self._gram(e1, parts)
+            worst, G = _read((worst, G))
+            nxt = (j + 1, out, n, parts, G)
+        if math.sqrt(float(worst) * self.config.grid.dx) > REJECT * self.tau * h:
             self.seconds += time.perf_counter() - t0
             return psi, e, False
-        e = self._carried(n, e, k0, Ls)
+        self._next = nxt
         self.seconds += time.perf_counter() - t0
         self.substeps += n
-        return out, e, True
+        return out, e1, True
 
     def _interval_steps(self, psi, e, j, n):
         """:meth:`_interval` a step at a time: each step's local error made and checked
@@ -423,8 +480,9 @@ class EstimatingStepper(Steps):
         for i in range(n):
             t = j * dt + i * h
             t0 = time.perf_counter()
-            L = self._first if i == 0 and self._first is not None else self.local.vector(psi, t, h)
-            if self._norm([(0, L)]) > REJECT * self.tau * h:
+            first = i == 0 and self._first is not None       # (it holds: _choose)
+            L = self._first if first else self.local.vector(psi, t, h)
+            if not first and self._norm([(0, L)]) > REJECT * self.tau * h:
                 self.seconds += time.perf_counter() - t0
                 return psi, e, False
             e = carry.step(e, j * n + i) + L
