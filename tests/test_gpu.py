@@ -1502,11 +1502,11 @@ def test_deferred_snapshots_write_the_same_file(tmp_path, monkeypatch):
 def test_snapshots_and_rows_taken_by_the_graph_steps_write_the_same_file(stencil, tmp_path, monkeypatch):
     """A GPU run's snapshots taken by its steps into a ring (Snapshots.tap: the ring a block
     the step's graph fills, beside the observables' block; rings of 5 rows) and its rows
-    with H(t)'s populations taken by the steps where the pairs are computed ahead (here
-    told they are: the loop's tracker computes them at the tap), against a save point at
-    each (flush_seconds = 0; pairs not ahead): psi and every int dataset the same bits,
+    with H(t)'s populations taken by the steps (their pairs asked at the block's measure,
+    by the loop's tracker here), against a save point at each (flush_seconds = 0): psi and
+    every int dataset the same bits,
     the observables to 1e-12 of their scale (a partial block is measured at other writes)."""
-    from tdse.run import eigenpairs, sinks
+    from tdse.run import sinks
     from tdse.run.driver import run
     from tdse.run.snapshots import read
     cfg = _batch_case("h2plus_moving.toml", 1.0, ("propagator.method", ["chebyshev"]))[0]
@@ -1515,7 +1515,6 @@ def test_snapshots_and_rows_taken_by_the_graph_steps_write_the_same_file(stencil
         cfg = cfg.with_value(k, v)
     monkeypatch.setattr(sinks, "SNAPSHOT_RING", 5)
     each = read(run(cfg.with_value("output.flush_seconds", 0.0), str(tmp_path / "each"), backend="cupy").path)
-    monkeypatch.setattr(eigenpairs.Lookahead, "computed", lambda self, step: True)
     saves = []
     orig = sinks.Snapshots.save
     monkeypatch.setattr(sinks.Snapshots, "save", lambda self, state: (saves.append(self.tapping), orig(self, state))[1])
