@@ -692,35 +692,36 @@ def test_graph_chunks_planned_ahead_in_order_and_taken_over(ahead, monkeypatch):
             time.sleep(0.002)
             calls.append((j, threading.current_thread() is threading.main_thread()))
             busy.pop()
-            return None if j == 2000 else (j, "scalars of", j)   # r = 0 there: no graph step
+            return None if j == 10000 else (j, "scalars of", j)   # r = 0 there: no graph step
 
     monkeypatch.setattr(graph_plan, "PLAN_AHEAD", ahead == "1")
     g = object.__new__(G.GraphStep)
     g.planner, g._ahead = Planner(), collections.deque()
-    for j in (0, 64, 128, 192, 256):
+    C = G.CHUNK
+    for j in (0, C, 2 * C, 3 * C, 4 * C):
         assert g._plan(j) == (j, "scalars of", j)
         if ahead == "1":
-            assert [a for a, _ in g._ahead] == [j + 64 * (i + 1) for i in range(G.PLAN_DEPTH)]
+            assert [a for a, _ in g._ahead] == [j + C * (i + 1) for i in range(G.PLAN_DEPTH)]
     assert g._plan(1000) == (1000, "scalars of", 1000)           # out of order
-    assert g._plan(1064) == (1064, "scalars of", 1064)
+    assert g._plan(1000 + C) == (1000 + C, "scalars of", 1000 + C)
     if ahead == "1":                  # a chunk planned ahead that is None: taken as it is
         g._ahead.clear()
-        g._ahead.append((2000, graph_plan.planning_thread().submit(g.planner.chunk, 2000)))
-        g._ahead.append((2064, graph_plan.planning_thread().submit(g.planner.chunk, 2064)))
-        assert g._plan(2000) is None
+        g._ahead.append((10000, graph_plan.planning_thread().submit(g.planner.chunk, 10000)))
+        g._ahead.append((10000 + C, graph_plan.planning_thread().submit(g.planner.chunk, 10000 + C)))
+        assert g._plan(10000) is None
         for _, f in list(g._ahead):
             f.result()
-        assert [j for j, _ in calls].count(2000) == 1
-        calls[:] = [c for c in calls if c[0] < 2000]
+        assert [j for j, _ in calls].count(10000) == 1
+        calls[:] = [c for c in calls if c[0] < 10000]
     for _, f in list(g._ahead):
         f.result()
     steps = [j for j, _ in calls]
     if ahead == "1":
-        assert steps == [0, *range(64, 256 + 64 * G.PLAN_DEPTH + 1, 64), 1000,
-                         *range(1064, 1064 + 64 * G.PLAN_DEPTH + 1, 64)]
+        assert steps == [0, *range(C, 4 * C + C * G.PLAN_DEPTH + 1, C), 1000,
+                         *range(1000 + C, 1000 + C + C * G.PLAN_DEPTH + 1, C)]
         assert [j for j, main in calls if main] == [0, 1000]   # the rest in the thread
     else:
-        assert steps == [0, 64, 128, 192, 256, 1000, 1064] and all(m for _, m in calls)
+        assert steps == [0, C, 2 * C, 3 * C, 4 * C, 1000, 1000 + C] and all(m for _, m in calls)
         assert not g._ahead
 
 

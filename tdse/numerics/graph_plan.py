@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-#: steps whose scalars are planned at once on the host (vectorised)
-CHUNK = 64
+#: steps whose scalars are planned at once on the host (vectorised), and a segment's rows:
+#: 256 where 64 had been -- the planner's chunk 0.22 against 0.136 ms on 2 cores (0.86 against
+#: 2.1 us a step, ``benchmarks/archive/planner_chunk.py``), and one H200's loop at N = 8192
+#: (3-point, 40000 steps, populations every 50, ``setting_ab.py ... chunk 64 256``) 34.8
+#: against 43.9 us a step (``chunk_ab_h200x1_20261130T1250.txt``)
+CHUNK = 256
 #: the blocks a graph step's tap fills (psi after the step copied into a row of each: a
 #: run's observables' block and the local error estimate's block of psi before each step)
 TAPS = 2
