@@ -152,6 +152,33 @@ def test_calibrate_times_real_kernels_and_caches():
     assert cost.calibrate(c, pc, np, gpus=1) is t
 
 
+def test_the_dense_exponent_is_not_timed_where_its_lower_bound_rules_it_out(monkeypatch):
+    """calibrate: at N = 4096, 3-point, one column (the dense exponent's lower bound, its
+    products as real GEMMs at 8x the timed complex GEMM's rate, is thousands of Chebyshev
+    steps), mgemm.expm is not called and the timings say the bound is one; the choice is
+    Chebyshev with the reason saying why.  At N = 64 (the DVR) it is timed as before."""
+    import mgemm
+    big = cfgmod.loads(BASE.format(stencil="3", op="false").replace("dx = 0.25", "dx = 0.00390625"))
+    assert big.grid.n == 4096
+    pc = precheck(big, check_resolution=False)
+    real = mgemm.expm
+
+    def refuse(*a, **k):
+        raise AssertionError("the dense exponent was timed")
+    monkeypatch.setattr(mgemm, "expm", refuse)
+    monkeypatch.setattr(cost, "_CACHE", {})          # (timings cached per process)
+    t = cost.calibrate(big, pc, np, gpus=1)
+    assert not t.expm_timed and t.expm == pytest.approx(pc.plan.products * t.zgemm / 8)
+    method, info = cost.choose(big, pc, "numpy", timings=t)
+    assert method == "chebyshev" and "not timed" in info["why"] and info["timings"]["expm_timed"] is False
+    assert info["seconds_per_step"]["dense"] > cost.DENSE_OUT * info["seconds_per_step"]["chebyshev"]
+    calls = []
+    monkeypatch.setattr(mgemm, "expm", lambda *a, **k: (calls.append(1), real(*a, **k))[1])
+    small = cfg()
+    t = cost.calibrate(small, precheck(small, check_resolution=False), np, gpus=1)
+    assert t.expm_timed and calls
+
+
 @pytest.mark.parametrize("stencil", ["3", '"dvr"'])
 def test_run_with_auto_records_its_choice_and_agrees_with_that_method(tmp_path, stencil):
     c = cfg(stencil)

@@ -24,7 +24,9 @@ plan's own products on a random skew-Hermitian n0 x n0 matrix (n0 = min(N, 4096)
 GPU, min(N, 512) on the CPU), a complex n0^3 GEMM and matrix-vector product, and
 Chebyshev terms of the run's own generator at the run's N on one column and on m0 =
 min(N/G, 256 on a GPU, 32 on the CPU) columns (a short expansion, tau r <= 4: a dozen
-or two terms; the cost of a term does not depend on tau).  Known simplifications:
+or two terms; the cost of a term does not depend on tau).  The dense exponent is timed only
+where its lower bound (:data:`DENSE_OUT`) leaves it a candidate; else ``Timings.expm`` is
+that bound (``expm_timed`` False, said in the choice's reason).  Known simplifications:
 the dense work on G GPUs is taken as divided perfectly (measured 0.79-1.06 of G x one
 GPU's DGEMM rate at N = 8192-16384, benchmarks/README.md); the step-doubling window costs
 both methods alike and is left out.
@@ -58,6 +60,14 @@ N_CAL = {"cupy": 4096, "numpy": 512}
 M_CAL = {"cupy": 256, "numpy": 32}
 #: the calibration's short Chebyshev expansion: tau r at most this (a dozen or two terms)
 CAL_R = 4.0
+#: the dense exponent is not timed where its step, with the exponent at its lower bound
+#: (the plan's products each a real n0^3 GEMM at 8x the timed complex GEMM's rate: a real
+#: product has 1/4 of its flops, and one H200's DGEMM runs at 1.14x its ZGEMM's rate), is
+#: estimated at more than this many times the best matrix-free method's: the exponent at
+#: n0 = 4096 took ~1.5 s of a GPU run's start and, on mgemm's side streams, made the loop's
+#: context switch (0.19 s; :func:`tdse.run.loop._settle`) -- h2plus_moving_large at N = 8192,
+#: 3-point, bounded at ~4000x Chebyshev's step
+DENSE_OUT = 10.0
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,7 @@ class Timings:
     m0: int            # columns of the timed Chebyshev block
     term_vector: float  # one Chebyshev term on one column at the run's N
     term_block: float  # one Chebyshev term on m0 columns at the run's N
+    expm_timed: bool = True  # False: ``expm`` is its lower bound (:data:`DENSE_OUT`), not timed
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -109,16 +120,12 @@ def calibrate(config: Config, pc, xp=np, gpus: int = 1, operator: bool | None = 
     if key in _CACHE:
         return _CACHE[key]
     rng = np.random.default_rng(12345)
-    # the plan's products on a random skew-Hermitian matrix of norm theta
     B = rng.standard_normal((n0, n0))
-    B = (B + B.T) * (pc.plan.theta / (2.0 * math.sqrt(n0)) if pc.plan.theta else 1.0)
-    A = xp.asarray(1j * B)
-    t_expm = _best(lambda: mgemm.expm(A, plan=pc.plan), xp)
     Z = xp.asarray(rng.standard_normal((n0, n0)) + 1j * rng.standard_normal((n0, n0)))
     t_zgemm = _best(lambda: Z @ Z, xp)
     z = Z[:, 0].copy()
     t_mv = _best(lambda: Z @ z, xp, repeat=5)
-    del A, Z, B
+    Z = None             # (its memory back before the terms and the exponent)
     # Chebyshev terms of the run's first generator, at the run's N
     from .stepper import Stepper
     cheb = dataclasses.replace(config, propagator=dataclasses.replace(
@@ -143,7 +150,19 @@ def calibrate(config: Config, pc, xp=np, gpus: int = 1, operator: bool | None = 
         return sec / max(1, info["terms"])
     t_vec = term_seconds(1)
     t_blk = term_seconds(m0) if op else 0.0
-    out = Timings(n0, t_expm, t_zgemm, t_mv, m0, t_vec, t_blk)
+    # the dense exponent at its lower bound first: timed only where that leaves it a candidate
+    bound = Timings(n0, pc.plan.products * t_zgemm / 8.0, t_zgemm, t_mv, m0, t_vec, t_blk, False)
+    est = estimate(config, pc, bound, gpus, op)
+    free = min((v for k, v in est.items() if exponentials.get(k).matrix_free), default=math.inf)
+    if min((v for k, v in est.items() if not exponentials.get(k).matrix_free),
+           default=math.inf) > DENSE_OUT * free:
+        out = bound
+    else:       # the plan's products on a random skew-Hermitian matrix of norm theta
+        B = (B + B.T) * (pc.plan.theta / (2.0 * math.sqrt(n0)) if pc.plan.theta else 1.0)
+        A = xp.asarray(1j * B)
+        out = dataclasses.replace(bound, expm=_best(lambda: mgemm.expm(A, plan=pc.plan), xp),
+                                  expm_timed=True)
+        del A
     _CACHE[key] = out
     return out
 
@@ -178,12 +197,15 @@ def choose(config: Config, pc, backend: str = "numpy", devices=None, *, xp=None,
                for k, v in est.items()}
     method = min(est, key=lambda name: est[name])
     terms = exponentials.Chebyshev.estimate_terms(config, pc)
+    bounded = "" if timings.expm_timed else (
+        f"; the dense exponent not timed: at its lower bound ({pc.plan.products} products as "
+        f"real GEMMs at 8x the timed complex GEMM's rate) over {DENSE_OUT:g}x the matrix-free step")
     products = pc.plan.products
     where = f"{backend}, {gpus} GPU(s)" if backend == "cupy" else "numpy, this CPU"
     said = " vs ".join(f"{_fmt(sec)}/step by {name}" for name, sec in est.items())
     why = (f"method auto -> {method}: estimated {said} ({products} products a dense "
            f"exponential, {terms} Chebyshev terms), from kernels timed here ({where}); "
-           f"method = \"dense\" or \"chebyshev\" fixes it")
+           f"method = \"dense\" or \"chebyshev\" fixes it{bounded}")
     if not config.hermitian and exponentials.get(method).matrix_free:
         why += ("; with the absorber as a mask exp(-dt s W / 2) on both sides (Strang "
                 "splitting: an O(dt^3) error inside the absorbing layers only, in tdse "
