@@ -216,8 +216,9 @@ class GraphStep:
         from mgemm.arrays import PinnedUpload
         seg_floats = HEAD + CHUNK * self.row_floats
         self.up = PinnedUpload(cp, ring=max(4, min(SEGMENT_RING, SEGMENT_RING_BYTES // (8 * seg_floats))))
-        self.up.put(np.zeros(seg_floats))   # its device segment, made once
-        self._seg_ptr, self._hseg = self.up.dev.data.ptr, None
+        # its segment sized by the steps' stride (their terms), not the row's most (1024
+        # coefficients: 2.25 MB a pinned slot at CHUNK = 256, ~10x the laser's stride)
+        self._seg_ptr, self._hseg, self.seg_stride = None, None, 0
         self.row = cp.zeros(self.row_floats)
         self.slot = cp.full(TAPS, -1, dtype=np.int32)   # the step's tap slots (tdse_row_fetch)
         self.tap_to = []         # the blocks whose rows the taps fill (:meth:`_slot_of`)
@@ -439,9 +440,9 @@ class GraphStep:
         ahead = self._ahead
         if ahead and ahead[0][0] == j:
             ch = ahead.popleft()[1].result()   # (None too: the planner's answer for j)
-        else:
-            for _, f in ahead:                 # not the one asked for: all waited for, dropped
-                f.result()
+        else:       # not the one asked for: those not begun cancelled, one under way waited for
+            for _, f in ahead:
+                f.cancel() or f.result()
             ahead.clear()
             ch = self.planner.chunk(j)
         if ch is not None and plan_ahead():
@@ -549,8 +550,10 @@ class GraphStep:
         stride = n_p + 2 * As.shape[1]
         if stride > self.row_floats or self.P is None or self.P.size != nP:
             self._rows(max(stride, self.row_floats), nP, n_p)
-        if self._hseg is None:
-            self._hseg = np.zeros(HEAD + CHUNK * self.row_floats)
+        if stride > self.seg_stride:            # (a few terms' headroom: K moves with R)
+            self.seg_stride = stride + 32
+            self._hseg = np.zeros(HEAD + CHUNK * self.seg_stride)
+            self.up.put(self._hseg)
         self.up.put(segment(self._hseg, Ps[a:b], As[a:b], n_p, slots))
         if self.up.dev.data.ptr != self._seg_ptr:   # the segment grew: the graphs read the old one
             self._seg_ptr = self.up.dev.data.ptr
@@ -558,13 +561,10 @@ class GraphStep:
 
     def _rows(self, floats, nP, n_p):
         """The step's row on the device of ``floats`` values (P: the first ``nP``, A from
-        ``n_p``), and the segment for a chunk of such rows; the graphs, which read the old
-        ones, dropped."""
+        ``n_p``); the graphs, which read the old one, dropped."""
         if floats != self.row_floats:
             self.row_floats = floats
             self.row = self.cp.zeros(floats)
-            self.up.put(np.zeros(HEAD + CHUNK * floats))
-            self._hseg = None
         self.P = self.row[:nP]
         self.A = self.row[n_p:n_p + 2 * ((floats - n_p) // 2)].view(np.complex128)
         self.graphs.clear()
