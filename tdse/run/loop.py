@@ -138,7 +138,9 @@ def _settle(plan, steps) -> float:
     """Before a GPU loop of SETTLE_MIN_STEPS or more: :func:`mgemm.arrays.context_switch`
     on each of the run's GPUs where this process issued work on a second stream
     (:func:`mgemm.arrays.side_work`: mgemm's band engine, e.g. ``method = "auto"``'s
-    calibration), so that its steps are scheduled as before it: after such work a 3-point
+    calibration where it times the dense exponent -- since 2026-11-30 only where that
+    exponent's lower bound leaves it a candidate, :data:`tdse.numerics.cost.DENSE_OUT`, so
+    not for a large stencil run), so that its steps are scheduled as before it: after such work a 3-point
     step at N = 8192 took 143 against 130 us on an H100 for the rest of the process
     (``stream_side_h100x1_20261126T1905.txt``).  ~0.15-0.2 s a GPU where it is made, a
     fixed cost of the loop's start (the seconds are returned: the run file keeps them as
