@@ -156,7 +156,9 @@ def test_the_dense_exponent_is_not_timed_where_its_lower_bound_rules_it_out(monk
     """calibrate: at N = 4096, 3-point, one column (the dense exponent's lower bound, its
     products as real GEMMs at 8x the timed complex GEMM's rate, is thousands of Chebyshev
     steps), mgemm.expm is not called and the timings say the bound is one; the choice is
-    Chebyshev with the reason saying why.  At N = 64 (the DVR) it is timed as before."""
+    Chebyshev with the reason saying why.  At N = 64 (the DVR; n0 under DENSE_OUT_MIN_N) it
+    is timed as before, whatever the timed GEMM (a test process beside this one has made a
+    64 x 64 GEMM 1000x slower)."""
     import mgemm
     big = cfgmod.loads(BASE.format(stencil="3", op="false").replace("dx = 0.25", "dx = 0.00390625"))
     assert big.grid.n == 4096

@@ -25,8 +25,8 @@ GPU, min(N, 512) on the CPU), a complex n0^3 GEMM and matrix-vector product, and
 Chebyshev terms of the run's own generator at the run's N on one column and on m0 =
 min(N/G, 256 on a GPU, 32 on the CPU) columns (a short expansion, tau r <= 4: a dozen
 or two terms; the cost of a term does not depend on tau).  The dense exponent is timed only
-where its lower bound (:data:`DENSE_OUT`) leaves it a candidate; else ``Timings.expm`` is
-that bound (``expm_timed`` False, said in the choice's reason).  Known simplifications:
+where its lower bound (:data:`DENSE_OUT`, from n0 = :data:`DENSE_OUT_MIN_N`) leaves it a
+candidate; else ``Timings.expm`` is that bound (``expm_timed`` False, said in the choice's reason).  Known simplifications:
 the dense work on G GPUs is taken as divided perfectly (measured 0.79-1.06 of G x one
 GPU's DGEMM rate at N = 8192-16384, benchmarks/README.md); the step-doubling window costs
 both methods alike and is left out.
@@ -68,6 +68,10 @@ CAL_R = 4.0
 #: context switch (0.19 s; :func:`tdse.run.loop._settle`) -- h2plus_moving_large at N = 8192,
 #: 3-point, bounded at ~4000x Chebyshev's step
 DENSE_OUT = 10.0
+#: ... and only where n0 is at least this: a smaller exponent is cheap to time, and a small
+#: GEMM's timing is the host's noise under load (2 cores with a second test process: a 64 x
+#: 64 ZGEMM timed at 8-16 ms, 1000x its time, which had ruled the dense exponent out)
+DENSE_OUT_MIN_N = 512
 
 
 @dataclass(frozen=True)
@@ -154,8 +158,8 @@ def calibrate(config: Config, pc, xp=np, gpus: int = 1, operator: bool | None = 
     bound = Timings(n0, pc.plan.products * t_zgemm / 8.0, t_zgemm, t_mv, m0, t_vec, t_blk, False)
     est = estimate(config, pc, bound, gpus, op)
     free = min((v for k, v in est.items() if exponentials.get(k).matrix_free), default=math.inf)
-    if min((v for k, v in est.items() if not exponentials.get(k).matrix_free),
-           default=math.inf) > DENSE_OUT * free:
+    if n0 >= DENSE_OUT_MIN_N and min((v for k, v in est.items() if not exponentials.get(k).matrix_free),
+                                     default=math.inf) > DENSE_OUT * free:
         out = bound
     else:       # the plan's products on a random skew-Hermitian matrix of norm theta
         B = (B + B.T) * (pc.plan.theta / (2.0 * math.sqrt(n0)) if pc.plan.theta else 1.0)
