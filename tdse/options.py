@@ -49,7 +49,8 @@ OPTIONS = (
            "loop more than 0.1 s (0.4 s on fewer than 4 CPUs)"),
     Option("context_switch", (True, False), True,
            "a GPU loop of 1000 steps or more starts with a context switch on each GPU where "
-           "this process ran work on a second stream (auto's calibration), so that its steps "
+           "this process ran work on a second stream (auto's calibration where it times the dense "
+           "exponent), so that its steps "
            "are scheduled as before it (~0.2 s a GPU, recorded as context_switch_seconds)"),
 )
 
