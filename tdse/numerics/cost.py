@@ -63,10 +63,11 @@ CAL_R = 4.0
 #: the dense exponent is not timed where its step, with the exponent at its lower bound
 #: (the plan's products each a real n0^3 GEMM at 8x the timed complex GEMM's rate: a real
 #: product has 1/4 of its flops, and one H200's DGEMM runs at 1.14x its ZGEMM's rate), is
-#: estimated at more than this many times the best matrix-free method's: the exponent at
-#: n0 = 4096 took ~1.5 s of a GPU run's start and, on mgemm's side streams, made the loop's
+#: estimated at more than this many times the best matrix-free method's: timing the exponent
+#: at n0 = 4096 took ~0.5-0.8 s of a GPU run's start and, on mgemm's side streams, made the loop's
 #: context switch (0.19 s; :func:`tdse.run.loop._settle`) -- h2plus_moving_large at N = 8192,
-#: 3-point, bounded at ~4000x Chebyshev's step
+#: 3-point, on one H200: ruled out by its bound, the calibration 1.3-1.6 s against 2.1 s and
+#: no context switch (``run-overhead_h200x1_20261130T130124.json`` against ``..._130059_before.json``)
 DENSE_OUT = 10.0
 #: ... and only where n0 is at least this: a smaller exponent is cheap to time, and a small
 #: GEMM's timing is the host's noise under load (2 cores with a second test process: a 64 x

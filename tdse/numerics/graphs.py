@@ -217,7 +217,7 @@ class GraphStep:
         seg_floats = HEAD + CHUNK * self.row_floats
         self.up = PinnedUpload(cp, ring=max(4, min(SEGMENT_RING, SEGMENT_RING_BYTES // (8 * seg_floats))))
         # its segment sized by the steps' stride (their terms), not the row's most (1024
-        # coefficients: 2.25 MB a pinned slot at CHUNK = 256, ~10x the laser's stride)
+        # coefficients: 2.25 MB a pinned slot at CHUNK = 256; chunk_adapt_h200x1_20261130T1310.txt)
         self._seg_ptr, self._hseg, self.seg_stride = None, None, 0
         self.row = cp.zeros(self.row_floats)
         self.slot = cp.full(TAPS, -1, dtype=np.int32)   # the step's tap slots (tdse_row_fetch)
