@@ -173,6 +173,7 @@ def test_the_dense_exponent_is_not_timed_where_its_lower_bound_rules_it_out(monk
     assert not t.expm_timed and t.expm == pytest.approx(pc.plan.products * t.zgemm / 8)
     method, info = cost.choose(big, pc, "numpy", timings=t)
     assert method == "chebyshev" and "not timed" in info["why"] and info["timings"]["expm_timed"] is False
+    assert "at least " in info["why"].split("by dense")[0] and "at least" not in info["why"].split("by dense")[1]
     assert info["seconds_per_step"]["dense"] > cost.DENSE_OUT * info["seconds_per_step"]["chebyshev"]
     calls = []
     monkeypatch.setattr(mgemm, "expm", lambda *a, **k: (calls.append(1), real(*a, **k))[1])

@@ -207,7 +207,8 @@ def choose(config: Config, pc, backend: str = "numpy", devices=None, *, xp=None,
         f"real GEMMs at 8x the timed complex GEMM's rate) over {DENSE_OUT:g}x the matrix-free step")
     products = pc.plan.products
     where = f"{backend}, {gpus} GPU(s)" if backend == "cupy" else "numpy, this CPU"
-    said = " vs ".join(f"{_fmt(sec)}/step by {name}" for name, sec in est.items())
+    said = " vs ".join(f"{'' if timings.expm_timed or exponentials.get(name).matrix_free else 'at least '}"
+                       f"{_fmt(sec)}/step by {name}" for name, sec in est.items())
     why = (f"method auto -> {method}: estimated {said} ({products} products a dense "
            f"exponential, {terms} Chebyshev terms), from kernels timed here ({where}); "
            f"method = \"dense\" or \"chebyshev\" fixes it{bounded}")
