@@ -31,6 +31,8 @@ import time
 
 import numpy as np
 
+from mgemm.arrays import to_host
+
 from .carrier import carrier
 from .local_error import LETTERS_CHUNK, LocalError
 from .propagators import Steps
@@ -54,13 +56,6 @@ TRANSPORT_TOLERANCE = 1e-6
 #: host's or the device's memory, a choice
 PIECE_STEPS = LETTERS_CHUNK
 PIECE_BYTES = 64 << 20
-
-
-def _read(x):
-    """Device arrays (or a tuple of them) on the host, in one wait."""
-    if isinstance(x, tuple):
-        return tuple(_read(v) for v in x)
-    return x.get() if hasattr(x, "get") else x
 
 
 def _add_to(L, Y):
@@ -391,7 +386,7 @@ class EstimatingStepper(Steps):
             parts, G = ahead[3], ahead[4]
         else:
             parts = self.local.parts(psi, j * dt, dt / n0)
-            G = _read(self._gram(self.e, parts))
+            G = to_host(self._gram(self.e, parts))
         e_norm, size = self._sizes(G, [o for o, _ in parts])
         left = max(self.budget - e_norm, 0.1 * self.budget)
         self.tau = left / max(T - j * dt, dt)
@@ -461,7 +456,7 @@ class EstimatingStepper(Steps):
         if j + 1 < self.config.time.steps:
             parts = self.local.parts(out, (j + 1) * self.config.time.dt, h)
             G = self._gram(e1, parts)
-            worst, G = _read((worst, G))
+            worst, G = to_host(worst), to_host(G)     # (one wait: the second is done)
             nxt = (j + 1, out, n, parts, G)
         if math.sqrt(float(worst) * self.config.grid.dx) > REJECT * self.tau * h:
             self.seconds += time.perf_counter() - t0

@@ -5,8 +5,9 @@ The file's layout (every dataset, its units and chunking): :mod:`tdse.run.layout
 Rows are appended as the run goes and written in blocks: a snapshot waits in memory at
 most ``output.flush_seconds`` of wall time (the first at once; 0: each at once), then the
 ones held go to the file with the observations since, one slice a dataset, and the file
-is flushed (sooner where the held snapshots' psi reach :data:`BLOCK_BYTES`) -- a hard crash (SIGKILL, power) loses at most that much; an interrupt, an
-error or a full disk writes what is held first, or closes the file at its last whole one.
+is flushed (sooner where the held snapshots' psi reach :data:`BLOCK_BYTES`) -- a hard
+crash (SIGKILL, power) loses at most that much; an interrupt, an error or a full disk
+writes what is held first, or closes the file at its last whole one.
 ``snapshots_complete`` / ``observables_complete`` count the whole
 rows; ``complete`` turns true only when the run finishes; until then the file is
 ``<name>.h5.part`` (renamed on completion), which ``tdse resume`` continues.  Same
@@ -41,6 +42,7 @@ class OutputExists(FileExistsError):
 #: (SnapshotWriter._fail): the list holds a reference no one drops, so that not even the
 #: interpreter's teardown frees them
 _FAILED = []
+ctypes.pythonapi.Py_IncRef(ctypes.py_object(_FAILED))
 
 #: a block of snapshots holds at most this many bytes of psi: it is written once it does,
 #: before flush_seconds (on a GPU run, in the background while the loop goes on), so what a
@@ -49,7 +51,6 @@ _FAILED = []
 #: held them all to its close: close and exit 0.26-0.38 s beyond the one-step run's, 0.10-0.15
 #: with this (its loop as much slower: ``save_points_h200x1_20261130T1040.txt``); a choice
 BLOCK_BYTES = 32 << 20
-ctypes.pythonapi.Py_IncRef(ctypes.py_object(_FAILED))
 
 
 class StorageError(OSError):
@@ -239,9 +240,9 @@ class SnapshotWriter:
         written (:meth:`write`) when the oldest held has waited ``flush_seconds`` (the
         file's first snapshot at once)."""
         held = self._held
-        nbytes = np.asarray(row["psi"]).nbytes if "psi" in row else None
-        if self.background and "psi" in row:       # its row copied now: no stacking later
-            psi = np.asarray(row["psi"])
+        psi = np.asarray(row["psi"]) if "psi" in row else None
+        nbytes = None if psi is None else psi.nbytes
+        if self.background and psi is not None:    # its row copied now: no stacking later
             buf = self._psi
             if buf is None and self._spare is not None and self._spare.shape[1:] == psi.shape:
                 # a written block's array filled again (its pages touched: a row a copy, where a
