@@ -406,6 +406,25 @@ def test_resolution_warning_names_a_dx_that_passes(inputs_dir):
     assert not precheck(cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml"))).warnings
 
 
+def test_the_resolution_check_solves_on_one_blas_thread(inputs_dir, monkeypatch):
+    """The precheck's resolution check (dense solves of N <= RESOLUTION_MAX_N) holds the
+    host's BLAS to states.EIGEN_BLAS_THREADS: beside a busy core (a run's look-ahead
+    process starting) two BLAS threads had waited on each other, 0.16 s for a 6 ms check."""
+    from threadpoolctl import threadpool_info
+
+    import tdse.numerics.precheck as pcmod
+    seen, real = [], model_states.eigenstates
+
+    def spy(*a, **k):
+        seen.append([i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"])
+        return real(*a, **k)
+    monkeypatch.setattr(pcmod.states, "eigenstates", spy)
+    cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value("grid.stencil", 3)
+    r = pcmod.resolution(cfg)
+    assert r["E0_error"] > 0 and len(seen) == 2          # E0 and its DVR reference
+    assert all(t == [model_states.EIGEN_BLAS_THREADS] * len(t) for t in seen), seen
+
+
 def test_chebyshev_operator_mode_in_column_bands_equals_one_device(rng):
     """U(t) by the Chebyshev block split over 3 virtual devices (each its columns) equals
     the one-device result."""

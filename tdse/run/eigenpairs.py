@@ -68,12 +68,14 @@ GPU_WORKERS = 8
 #: "auto" computes the pairs ahead where computing them in the loop would take more than
 #: this many seconds of the run (:func:`seconds_guess`) -- on a machine of fewer than
 #: MANY_CPUS CPUs AHEAD_MIN_SECONDS_FEW_CPUS, where the worker's start (~0.3 s of imports)
-#: and its tasks share the run's cores: 2 cores, N = 256, 8000 steps, populations every
-#: 10 (0.20 / 0.35 s of pairs in the loop, 3- / 5-point) took the run 0.10 / 0.12 s more
-#: with a worker; populations every step at 2000 steps (0.45 / 0.85 s) 0.14 / 0.47 s less
-#: (``lookahead_latency_cpu2_20261129T1645.txt``)
+#: shares the run's cores.  2 cores, h2plus_moving's molecule at N = 256, 8000 steps,
+#: `tdse run`'s wall with a worker against none (medians of 5 runs; every 10: of the
+#: run-overhead rows' 2), its processes ended at the run's close and the resolution check
+#: on one BLAS thread: populations every 40 (guess 0.05 / 0.08 s, 3- / 5-point) +0.07 /
+#: +0.04 s, every 20 (0.10 / 0.16 s) +0.05 / 0.00 s, every 10 (0.20 / 0.32 s) -0.05 /
+#: -0.17 s (``lookahead_threshold_cpu2_20261130T1400.txt``)
 AHEAD_MIN_SECONDS = 0.1
-AHEAD_MIN_SECONDS_FEW_CPUS = 0.4
+AHEAD_MIN_SECONDS_FEW_CPUS = 0.15
 MANY_CPUS = 4
 
 
@@ -250,8 +252,19 @@ class Workers:
         return _spawn(self.pool, fn, *args)
 
     def close(self):
-        """No more tasks; those queued are dropped, the processes exit after theirs."""
+        """No more tasks: those queued are dropped and the processes ended now (SIGTERM:
+        they hold nothing the run needs). A graceful shutdown had made the run's exit wait
+        for each process to finish its task, or its start (~0.3 s of imports) in a short
+        run, and then its interpreter's teardown."""
+        # (ProcessPoolExecutor.terminate_workers from Python 3.14; before, its processes,
+        # taken before the shutdown forgets them)
+        procs = list((getattr(self.pool, "_processes", None) or {}).values())
         self.pool.shutdown(wait=False, cancel_futures=True)
+        for p in procs:
+            try:
+                p.terminate()
+            except (OSError, ValueError, AttributeError):
+                pass
 
 
 class Lookahead:
