@@ -577,6 +577,11 @@ def test_graph_planner_equals_the_per_step_scalars(name, key, values, gauge, gro
         assert (len(vel) > 0) == (gauge == "velocity")
         assert np.array_equal(P[i], np.concatenate(heads + [st.potential.blocks(times)] + vel))
         assert np.array_equal(A[i, :sizes[i]], np.concatenate(coefs))
+    for i0, m in ((5, 16), (100, 64), (0, 1)):      # a chunk of any length: its steps' scalars
+        _, pat, P2, A2, sz = planner.chunk(j0 + i0, m)
+        assert pat == patterns[i0:i0 + m] and np.array_equal(P2, P[i0:i0 + m])
+        assert np.array_equal(sz, sizes[i0:i0 + m])
+        assert all(np.array_equal(A2[i, :sz[i]], A[i0 + i, :sz[i]]) for i in range(m))
     one = Stepper(configs[0], None, np)
     for start in (j0, j0 + 29):      # two windows (a row left unwritten holds other values)
         js = np.arange(start, start + 23)
@@ -674,10 +679,13 @@ def test_bounds_at_the_extreme_points_equal_the_whole_grid(seed, inputs_dir, mon
 def test_graph_chunks_planned_ahead_in_order_and_taken_over(ahead, monkeypatch):
     # (graph_plan.PLAN_AHEAD: the branch forced here, off the fast path's default)
     """GraphStep._plan (no GPU needed: a stand-in planner): each chunk asked for is the
-    planner's chunk at that step; with PLAN_AHEAD up to PLAN_DEPTH chunks are under
-    way in the planning thread and taken over when asked for (each planned once, in step
-    order, by one thread at a time); a step out of order cancels those not begun, waits for
-    one under way, and plans its own; with 0 nothing is planned ahead."""
+    planner's chunk at that step -- the steps asked for rounded up to a power of two from
+    PLAN_FIRST, twice the last chunk's where it goes on from it, CHUNK at most; with
+    PLAN_AHEAD, once a chunk goes on from the last, the next are under way in the planning
+    thread (one while they grow, PLAN_DEPTH at CHUNK) and taken over when asked for (each
+    planned once, in step order, by one thread at a time); a step out of order cancels
+    those not begun, waits for one under way, and plans its own; with 0 nothing is planned
+    ahead."""
     import collections
     import threading
     import time
@@ -686,44 +694,50 @@ def test_graph_chunks_planned_ahead_in_order_and_taken_over(ahead, monkeypatch):
     calls, busy = [], []
 
     class Planner:
-        def chunk(self, j):
+        def chunk(self, j, m):
             busy.append(j)
             assert len(busy) == 1, "two threads in the planner at once"
             time.sleep(0.002)
-            calls.append((j, threading.current_thread() is threading.main_thread()))
+            calls.append((j, m, threading.current_thread() is threading.main_thread()))
             busy.pop()
-            return None if j == 10000 else (j, "scalars of", j)   # r = 0 there: no graph step
+            return None if j >= 10000 else (j, "scalars of", j, m)   # r = 0 there: no graph step
 
     monkeypatch.setattr(graph_plan, "PLAN_AHEAD", ahead == "1")
     g = object.__new__(G.GraphStep)
-    g.planner, g._ahead = Planner(), collections.deque()
-    C = G.CHUNK
+    g.planner, g._ahead, g._end, g._size = Planner(), collections.deque(), None, 0
+    C, F = G.CHUNK, G.PLAN_FIRST
     for j in (0, C, 2 * C, 3 * C, 4 * C):
-        assert g._plan(j) == (j, "scalars of", j)
-        if ahead == "1":
-            assert [a for a, _ in g._ahead] == [j + C * (i + 1) for i in range(G.PLAN_DEPTH)]
-    assert g._plan(1000) == (1000, "scalars of", 1000)           # out of order
-    assert g._plan(1000 + C) == (1000 + C, "scalars of", 1000 + C)
-    if ahead == "1":                  # a chunk planned ahead that is None: taken as it is
-        g._ahead.clear()
-        g._ahead.append((10000, graph_plan.planning_thread().submit(g.planner.chunk, 10000)))
-        g._ahead.append((10000 + C, graph_plan.planning_thread().submit(g.planner.chunk, 10000 + C)))
-        assert g._plan(10000) is None
-        for _, f in list(g._ahead):
-            f.result()
-        assert [j for j, _ in calls].count(10000) == 1
-        calls[:] = [c for c in calls if c[0] < 10000]
-    for _, f in list(g._ahead):
+        assert g._plan(j, C - 3) == (j, "scalars of", j, C)
+        want = [(j + C * (i + 1), C) for i in range(G.PLAN_DEPTH)] if ahead == "1" and j else []
+        assert [(a, m) for a, m, _ in g._ahead] == want         # (none ahead of the first)
+    assert g._plan(1000, 3) == (1000, "scalars of", 1000, F)     # out of order: the steps asked
+    assert g._plan(1000 + F, 5) == (1000 + F, "scalars of", 1000 + F, 2 * F)   # goes on: twice
+    if ahead == "1":
+        assert [(a, m) for a, m, _ in g._ahead] == [(1000 + 3 * F, 4 * F)]    # one while growing
+    assert g._plan(1000 + 3 * F, 7) == (1000 + 3 * F, "scalars of", 1000 + 3 * F, 4 * F)
+    for _, _, f in list(g._ahead):
         f.result()
-    steps = [j for j, _ in calls]
+    if ahead == "1":              # a chunk planned ahead that is None: taken as it is
+        assert [(a, m) for a, m, _ in g._ahead] == [(1000 + 7 * F, 8 * F)]
+        g._ahead.clear()
+        g._ahead.append((10000, C, graph_plan.planning_thread().submit(g.planner.chunk, 10000, C)))
+        g._ahead.append((10000 + C, C, graph_plan.planning_thread().submit(g.planner.chunk, 10000 + C, C)))
+        assert g._plan(10000, C) is None
+        for _, _, f in list(g._ahead):
+            f.result()
+        assert [j for j, _, _ in calls].count(10000) == 1
+        calls[:] = [c for c in calls if c[0] < 10000]
+    steps = [j for j, _, _ in calls]
     if ahead == "1":       # (those planned ahead of 4C: as many as had begun before 1000 was asked)
         i = steps.index(1000)
         assert steps[:i] == list(range(0, C * i, C)) and 5 <= i <= 5 + G.PLAN_DEPTH
-        assert steps[i:] == [1000, *range(1000 + C, 1000 + C + C * G.PLAN_DEPTH + 1, C)]
-        assert [j for j, main in calls if main] == [0, 1000]   # the rest in the thread
+        assert [(j, m) for j, m, _ in calls[i:]] == [(1000, F), (1000 + F, 2 * F), (1000 + 3 * F, 4 * F),
+                                                     (1000 + 7 * F, 8 * F)]
+        assert [j for j, _, main in calls if main] == [0, C, 1000, 1000 + F]
     else:
-        assert steps == [0, C, 2 * C, 3 * C, 4 * C, 1000, 1000 + C] and all(m for _, m in calls)
-        assert not g._ahead
+        assert [(j, m) for j, m, _ in calls] == [(0, C), (C, C), (2 * C, C), (3 * C, C), (4 * C, C),
+                                                 (1000, F), (1000 + F, 2 * F), (1000 + 3 * F, 4 * F)]
+        assert all(m for _, _, m in calls) and not g._ahead
 
 
 def test_graph_planner_term_counts_equal_terms(inputs_dir):

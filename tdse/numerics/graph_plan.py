@@ -76,16 +76,18 @@ class Planner:
         self.velocity = bool(stepper.potential.velocity)
         self._vt = None         # (times, (a, q)): the last chunk's
 
-    def chunk(self, j0):
-        """The scalars of steps j0 .. j0 + CHUNK - 1 at once, vectorised over the steps (what
-        BatchStepper.step / expm_apply compute one step at a time, element by element the
-        same operations): per step the pattern of term counts, the parameter row (headers,
-        then the times' field and centres) and the coefficient row ([eps_k (-i)^k J_k(R)
-        ..., e^(-i dt c)] per exponential).  None where an exponential has r = 0."""
+    def chunk(self, j0, m=None):
+        """The scalars of steps j0 .. j0 + m - 1 (m <= CHUNK, default CHUNK) at once,
+        vectorised over the steps (what BatchStepper.step / expm_apply compute one step at a
+        time, element by element the same operations, whatever m): per step the pattern of
+        term counts, the parameter row (headers, then the times' field and centres) and the
+        coefficient row ([eps_k (-i)^k J_k(R) ..., e^(-i dt c)] per exponential).  None
+        where an exponential has r = 0."""
         st, cfg = self.st, self.st.config
         dt, E = cfg.time.dt, len(self.rows)
-        js = np.arange(j0, j0 + CHUNK)
-        t = np.zeros(CHUNK) if st.static else js * dt
+        M = CHUNK if m is None else m
+        js = np.arange(j0, j0 + M)
+        t = np.zeros(M) if st.static else js * dt
         times = t[:, None] + np.asarray(self.scheme.nodes)[None, :] * dt      # (steps, nt)
         if self.velocity:
             va, vq = self.velocity_terms(times)
@@ -100,17 +102,17 @@ class Planner:
         coef = self._coefficients(R, K, k.size)
         phase = np.exp(-1j * dt * c)
         sizes = (K + 2).sum(axis=1)
-        A = np.zeros((CHUNK, sizes.max()), dtype=np.complex128)
+        A = np.zeros((M, sizes.max()), dtype=np.complex128)
         # per step, per exponential: its K + 1 coefficients, then its phase
-        offs = np.concatenate([np.zeros((CHUNK, 1), dtype=int), np.cumsum(K + 2, axis=1)[:, :-1]], axis=1)
-        steps = np.broadcast_to(np.arange(CHUNK)[:, None], (CHUNK, k.size))
+        offs = np.concatenate([np.zeros((M, 1), dtype=int), np.cumsum(K + 2, axis=1)[:, :-1]], axis=1)
+        steps = np.broadcast_to(np.arange(M)[:, None], (M, k.size))
         for e in range(E):
             used = k[None, :] <= K[:, e:e + 1]
             A[steps[used], (offs[:, e:e + 1] + k[None, :])[used]] = coef[:, e, :][used]
-            A[np.arange(CHUNK), offs[:, e] + K[:, e] + 1] = phase[:, e]
+            A[np.arange(M), offs[:, e] + K[:, e] + 1] = phase[:, e]
         alpha = 2.0 / r
         heads = [np.concatenate([alpha[:, e:e + 1], c[:, e:e + 1], (alpha[:, e] * s)[:, None],
-                                 np.broadcast_to(np.asarray(row, dtype=float), (CHUNK, self.nt))], axis=1)
+                                 np.broadcast_to(np.asarray(row, dtype=float), (M, self.nt))], axis=1)
                  for e, (s, row) in enumerate(self.rows)]
         P = [st.potential.blocks_many(times)]
         if self.velocity:       # per exponential alpha a_b, then alpha q_b (GraphStep.vbase)

@@ -1,13 +1,11 @@
 """A batched time step as one CUDA graph (CuPy stream capture), for the block Chebyshev
 series of :class:`tdse.numerics.stepper.BatchStepper` on a GPU.
 
-Launched from Python, a step of atom_hhg is some 70 kernels, each ~30-50 us of host time in
-CuPy, far more than its device time (3.5 ms a step on an H200 for a 1000-member batch and
-a one-member run alike, benchmarks/archive/scan_profile.py).  Here the step's kernels are
-captured once into a graph and replayed by one launch (a run of steps, :data:`MULTI_STEPS`).
-What changes from step to step is read by the kernels from a device row that the step's
-graph fetches first from a segment: the rows of the steps between two save points, uploaded
-at once (one pinned-memory copy; a device counter says which row is the step's).  The row
+Launched from Python, a step of atom_hhg is some 70 kernels of ~30-50 us of host time each
+(3.5 ms a step on an H200, benchmarks/archive/scan_profile.py); here they are captured once
+into a graph, replayed by one launch (a run of steps, :data:`MULTI_STEPS`).  What changes
+from step to step the kernels read from a device row, fetched by the step's graph from a
+segment of the steps' rows uploaded at once (a device counter says which is the step's).  The row
 holds, per exponential e, alpha_e = 2 / r_e, the shift c_e, k_e = alpha_e s_e (the
 Chebyshev scaling of :func:`tdse.numerics.chebyshev.expm_apply`) and the scheme's time
 weights; per time point and member the field E_b(t) and the centres X_bc(t) (a_b and Z_bc
@@ -15,8 +13,8 @@ uploaded once); per exponential the coefficients eps_k (-i)^k J_k(R_e) and the p
 
 The number of terms K_e of each exponential (:func:`tdse.numerics.chebyshev.terms`) is
 part of the graph's shape: one graph is captured per pattern (K_1, K_2, ...) met (a run
-meets a few).  The host plans the scalars of 64 steps at a time (:class:`Planner`, element
-by element the per-step computation: tests/test_run_path.py).  Every number is the one the
+meets a few).  The host plans the scalars of up to CHUNK steps at a time (:class:`Planner`,
+element by element the per-step computation: tests/test_run_path.py).  Every number is the one the
 launched path computes, in the same order of operations except the kinetic product's
 summation (equal to 1e-13, tests/test_gpu.py).  The kinetic product is a cuBLAS DGEMM
 called through ctypes (CuPy's wrappers refuse to run under capture) for the DVR, one
@@ -39,12 +37,10 @@ from .graph_plan import CHUNK, HEAD, TAPS, Planner, plan_ahead, planning_thread,
 
 #: the ring of the dense and estimating graphs' per-step uploads (:class:`mgemm.arrays.PinnedUpload`)
 RUN_AHEAD = 64
-#: a stencil's or the DVR's graph step uploads the rows of the steps between two save points
-#: (a CHUNK's at most) at once, into a segment that its graphs read on the device
-#: (:meth:`GraphStep.advance`): a ring of this many pinned segments.  The host's lead over the
-#: device is then bounded by CUDA's own queue (~1024 calls: a launch a step), where a row
-#: uploaded a step (an upload, an event, a launch) was ~170 steps
-#: (``lead_depth_h100x1_20261126T1620_3point.txt``)
+#: a graph step uploads the rows of the steps between two save points (a chunk's at most)
+#: at once, into a segment its graphs read (:meth:`GraphStep.advance`): a ring of this many
+#: pinned segments.  The host's lead is then bounded by CUDA's queue (~1024 launches), where
+#: a row uploaded a step was ~170 steps (``lead_depth_h100x1_20261126T1620_3point.txt``)
 SEGMENT_RING = 16
 #: ... fewer (at least 4) where 16 segments would pin more host memory than this (a choice:
 #: the per-step ring's cap before; a scan's batch of 1000 members makes ~3.6 MB segments)
@@ -52,15 +48,15 @@ SEGMENT_RING_BYTES = 32 << 20
 
 __all__ = ["available", "GraphStep", "CHUNK", "capture", "copy_in", "copy_out", "dgemm_fn"]
 
-#: chunks planned ahead of the one stepping (:meth:`GraphStep._plan`)
-PLAN_DEPTH = 3
+#: chunks planned ahead of the one stepping, and the fewest steps of one (:meth:`GraphStep._plan`)
+PLAN_DEPTH, PLAN_FIRST = 3, 16
 #: steps of one pattern in one graph at most (GraphStep.advance: m such steps launched as
 #: graphs of 2^k steps, each step fetching its own row: the same bits); a launch a step held
 #: the loop's thread ~5-8 us of a 20 us step at N = 8192 (multi_step_graph_h200x1_20261130T0625.txt)
 MULTI_STEPS = 16
 
-#: the one-kernel exponential (:data:`tdse.backends.cupy.chain.CHAIN`): warps a block, and the largest shared
-#: memory for x (16 N bytes: N <= 3072)
+#: the one-kernel exponential (:data:`tdse.backends.cupy.chain.CHAIN`): warps a block, and
+#: the largest shared memory for x (16 N bytes: N <= 3072)
 CHAIN_WARPS = 8
 CHAIN_SMEM = 48 * 1024
 #: the paths' own switches, each measured against the path without it and kept on (tests
@@ -180,7 +176,8 @@ class GraphStep:
         self.exponentials = self.cheb_terms = 0
         self.nodes_per_step = None
         self._chunk = None      # the planned steps (Planner.chunk)
-        self._ahead = collections.deque()   # (j0, future): the next chunks, planned in a thread (_plan)
+        self._ahead = collections.deque()   # (j0, m, future): the next chunks, planned in a thread (_plan)
+        self._end, self._size = None, 0   # the step after the last chunk planned, and its length
         cfg, pot = stepper.config, stepper.potential
         g = cfg.grid
         self.n, self.B, self.C = g.n, pot.B, pot.slots
@@ -429,27 +426,32 @@ class GraphStep:
             self.k["row_tap"]((min(-(-m // 256), 1024),), (256,),
                               (self.Xin, to[0], to[-1], self.slot, np.int64(m)))
 
-    def _plan(self, j):
+    def _plan(self, j, want):
         """:meth:`Planner.chunk` at ``j`` (planned ahead where it is the one asked for, else
-        now); then the next :data:`PLAN_DEPTH` chunks' planning under way in a thread
-        (:func:`tdse.numerics.graph_plan.planning_thread`), called by one thread at a time in
-        the same order as without it (the same scalars, bit for bit).  A chunk is ~2 ms of
-        NumPy and SciPy at N = 8192 on 2 cores (Bessel values, V at its extremes' points).
-        With one chunk ahead the loop still waited ~2 ms at most chunks on an H100's host
-        (``step_attrib_h100x1_20261126T1600_3point.txt``)."""
-        ahead = self._ahead
+        now; a step's scalars do not depend on its chunk): twice the last chunk's steps
+        where it goes on from it, up to :data:`CHUNK`, else the ``want`` steps asked for
+        rounded up to a power of two from :data:`PLAN_FIRST`; only a chunk that goes on has
+        chunks planned ahead in a thread (one while they grow, :data:`PLAN_DEPTH` at CHUNK).
+        CHUNK steps and PLAN_DEPTH more for each adaptive step size had cost the laser's run
+        ~10 ms of NumPy a size, mostly never taken (``planner_adapt_cpu2_20261130T1430.txt``)."""
+        ahead, on = self._ahead, self._end == j
         if ahead and ahead[0][0] == j:
-            ch = ahead.popleft()[1].result()   # (None too: the planner's answer for j)
+            _, m, f = ahead.popleft()
+            ch = f.result()            # (None too: the planner's answer for j)
         else:       # not the one asked for: those not begun cancelled, one under way waited for
-            for _, f in ahead:
+            for _, _, f in ahead:
                 f.cancel() or f.result()
             ahead.clear()
-            ch = self.planner.chunk(j)
-        if ch is not None and plan_ahead():
-            nxt = (ahead[-1][0] if ahead else ch[0]) + CHUNK
-            while len(ahead) < PLAN_DEPTH:
-                ahead.append((nxt, planning_thread().submit(self.planner.chunk, nxt)))
-                nxt += CHUNK
+            m = min(CHUNK, 2 * self._size) if on else \
+                min(CHUNK, 1 << (max(PLAN_FIRST, int(want)) - 1).bit_length())
+            ch = self.planner.chunk(j, m)
+        self._end, self._size = j + m, m
+        if ch is not None and on and plan_ahead():
+            nxt, size = (ahead[-1][0] + ahead[-1][1], ahead[-1][1]) if ahead else (j + m, m)
+            while len(ahead) < (PLAN_DEPTH if m == CHUNK else 1):
+                size = min(CHUNK, 2 * size)
+                ahead.append((nxt, size, planning_thread().submit(self.planner.chunk, nxt, size)))
+                nxt += size
         return ch
 
     def advance(self, X, j0, j1, taps=None):
@@ -462,9 +464,9 @@ class GraphStep:
         any other row, as :func:`tdse.numerics.propagators.tap`).  The step reached is below
         ``j1`` where the planner leaves that step to the launched path (r = 0)."""
         j, here = j0, None       # (here: psi in Xin, as X's shape, for a callable tap)
-        while j < j1 and self._ready(j):
+        while j < j1 and self._ready(j, j1):
             c0, patterns = self._chunk[0], self._chunk[1]
-            e = min(j1, c0 + CHUNK)
+            e = min(j1, c0 + len(patterns))
             slots, late = self._slots(taps, j, e)
             if j == j0:
                 copy_in(self.cp, self.Xin, X)
@@ -493,11 +495,11 @@ class GraphStep:
             j = e
         return (X if j == j0 else copy_out(self.cp, self.Xin, X.shape)), j
 
-    def _ready(self, j):
-        """Whether step j is planned (its chunk fetched: :meth:`_plan`) for the graphs."""
+    def _ready(self, j, j1):
+        """Whether step j is planned (its chunk fetched by :meth:`_plan`, asked up to ``j1``)."""
         ch = self._chunk
-        if ch is None or not ch[0] <= j < ch[0] + CHUNK:
-            ch = self._chunk = self._plan(j)
+        if ch is None or not ch[0] <= j < ch[0] + len(ch[1]):
+            ch = self._chunk = self._plan(j, j1 - j)
         return ch is not None
 
     def _slots(self, taps, j, e):
