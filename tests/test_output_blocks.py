@@ -715,6 +715,9 @@ def test_when_the_eigenpairs_go_ahead(inputs_dir, monkeypatch):
     cpu = lambda threads: bk.Backend("numpy", np, None, threads)    # noqa: E731
     gpu = bk.Backend("cupy", np, (0,), 16)
     few, many = ep.AHEAD_MIN_SECONDS_FEW_CPUS, ep.AHEAD_MIN_SECONDS
+    from tdse.options import OPTIONS        # (the option's text states the thresholds)
+    text = " ".join(next(o for o in OPTIONS if o.name == "eigen_workers").meaning.split())
+    assert f"more than {many:g} s ({few:g} s on fewer than {ep.MANY_CPUS} CPUs)" in text, text
     for cpus, least in ((2, few), (ep.MANY_CPUS, many)):
         monkeypatch.setattr(bk, "usable_cpus", lambda: cpus)
         for guess, want in ((1.1 * least, True), (0.9 * least, False)):
