@@ -506,3 +506,15 @@ def test_closing_the_look_ahead_ends_its_processes_at_once():
         p.join(timeout=30)
         assert p.exitcode == -signal.SIGTERM       # ended, not left to finish its start
     w.close()
+
+
+def test_a_run_without_its_progress_bar_does_not_import_tqdm(inputs_dir, monkeypatch):
+    """A run with progress off (tdse.simulate's default, `tdse run --quiet`) makes no bar:
+    tqdm.auto's import (~40 ms of a run's set-up on 2 CPUs: tqdm and asyncio) is not paid
+    -- here it would fail; with progress on, the bar moves to the last step."""
+    import tdse
+    cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml"))
+    ref = tdse.simulate(cfg, backend="numpy", progress=True)
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)        # (an import of it raises)
+    got = tdse.simulate(cfg, backend="numpy", progress=False)
+    assert np.array_equal(got.psi, ref.psi) and got.steps == ref.steps

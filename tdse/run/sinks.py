@@ -302,10 +302,12 @@ class Progress(Sink):
         self.tapping = False
 
     def begin(self, state):
-        from tqdm.auto import tqdm
-        self.bar = tqdm(**self.args)
         self.at = state.step
         self.tapping = self.move is not None and state.psi is not None
+        if self.move is None:       # disabled: no bar (tqdm.auto's import, ~40 ms of a run's
+            return                  # set-up on 2 CPUs, not paid)
+        from tqdm.auto import tqdm
+        self.bar = tqdm(**self.args)
         if self.tapping:            # (its one save point: the loop's last step)
             self.every = None
 
@@ -317,7 +319,8 @@ class Progress(Sink):
         return {k: [functools.partial(self._to, k)] for k in range((j0 // e + 1) * e, j1 + 1, e)} or None
 
     def _to(self, step, X=None):
-        self.bar.update(step - self.at)
+        if self.bar is not None:
+            self.bar.update(step - self.at)
         self.at = step
 
     def save(self, state):
