@@ -2257,7 +2257,9 @@ def _start_up(a):
 
 # ---------------------------------------------------------------- time-error: #56's rows
 def _time_error_args(p):
-    p.add_argument("--kinds", nargs="*", default=["abrupt", "ramped", "laser", "fast"])
+    p.add_argument("--kinds", nargs="*", default=["abrupt", "ramped", "laser", "fast"],
+                   help="the drives (benchmarks/drives.py) whose cost and stated error are rows "
+                        "(default: all four; --kinds with none: no such rows, the other parts only)")
     p.add_argument("--seed", type=int, default=None, help="the inputs' random parameters (default: fresh)")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--tolerances", type=float, nargs="+", default=[1e-4, 1e-6, 1e-8])
