@@ -672,6 +672,20 @@ def test_bounds_at_the_extreme_points_equal_the_whole_grid(seed, inputs_dir, mon
             m.setattr(stepper, "BOUNDS_GROUP_ELEMENTS", 1 << 30)
             assert np.array_equal(one.bounds_many(js, times), ref)
         assert np.array_equal(got, ref), (scheme, np.abs(got - ref).max())
+        # the precheck's range over every step (bounds_over: the scheme's weights and
+        # nodes' offsets) where the extremes can lie, against every grid point
+        from tdse.model import potential as potmod
+        x, ts = one.x_host, np.arange(cfg.time.steps) * dt
+        offs = tuple(c * dt for c in one.scheme.nodes)
+        for row in one.scheme.factors:
+            fast_row = potmod.extreme_columns(pot, x, ts[:, None] + np.asarray(offs)[None, :], row)
+            assert (fast_row is not None) == (fast or (scheme == "cfm4" and min(row) >= 0
+                                                       and pot is attractive)), (scheme, row)
+            got = potmod.bounds_over(pot, x, ts, weights=row, offsets=offs)
+            with monkeypatch.context() as m:
+                m.setattr(potmod, "extreme_columns", lambda *a: None)
+                ref = potmod.bounds_over(pot, x, ts, weights=row, offsets=offs)
+            assert got == ref, (scheme, row, got, ref)
     assert width > 0
 
 

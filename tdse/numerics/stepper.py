@@ -225,28 +225,11 @@ class Stepper(propagators.Steps):
 
     def _extreme_points(self, times):
         """Indices of the grid points that hold the least and the greatest value of each
-        exponential's sum_i w_i V(x, t_i) at every one of ``times``, or None (all points).
-
-        Where every centre attracts (Z > 0, a > 0), there is no field and every weight is
-        >= 0, each Coulomb term -Z / sqrt((x - X)^2 + a) rises as x moves away from its
-        centre, so left of every centre (at every time) the sum falls with x and right of
-        every centre it rises -- in floating point too: the operations (x - X, its square,
-        + a, sqrt, Z / d, the sums, w * v) are each correctly rounded and so monotone.  Its
-        extremes on the grid then lie at the two ends of the grid or between the leftmost
-        and rightmost centre (two points of margin each side): a few hundred points of
-        8192 for H2+ (:meth:`bounds_many`'s min and max of the same values, the same bits;
-        ``tests/test_run_path.py``)."""
-        pot, x = self.config.potential, self.x_host
-        if (pot.field is not None or not pot.a > 0 or not all(c.Z > 0 for c in pot.centres)
-                or any(w < 0 for row in self.scheme.factors for w in row)):
-            return None
-        from ..model.potential import centre_positions
-        X = centre_positions(pot, np.asarray(times, dtype=np.float64).ravel())
-        lo = max(0, int(np.searchsorted(x, X.min())) - 2)
-        hi = min(x.size - 1, int(np.searchsorted(x, X.max())) + 2)
-        if hi - lo + 3 >= x.size:
-            return None
-        return np.unique(np.concatenate([[0], np.arange(lo, hi + 1), [x.size - 1]]))
+        exponential's sum_i w_i V(x, t_i) at every one of ``times``, or None (all points):
+        :func:`tdse.model.potential.extreme_columns` over every exponential's weights."""
+        from ..model.potential import extreme_columns
+        return extreme_columns(self.config.potential, self.x_host, times,
+                               [w for row in self.scheme.factors for w in row])
 
     def step_operator(self, Ut, j: int):
         """U(t_j + dt) = F_K ... F_1 U(t_j) (column bands on several GPUs)."""
