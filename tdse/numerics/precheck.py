@@ -109,28 +109,20 @@ def resolution(config: Config, E0=None) -> dict:
     g = config.grid
     if g.n > (RESOLUTION_MAX_N // 2 if g.stencil == "dvr" else RESOLUTION_MAX_N):
         return {}
+    # the solves on states.EIGEN_BLAS_THREADS: dense, N <= RESOLUTION_MAX_N, no faster on
+    # more (2 CPUs: 1.7-1.9 ms at N = 256, 4.6-5.0 at 2048, 1 or 2 threads); two threads
+    # beside a busy core (the run's look-ahead process starting) waited on each other: the
+    # check took 0.16 s instead of 6 ms in a `tdse run` at N = 256 on 2 CPUs
     with states.eigen_threads():
-        return _resolution(config, g, E0)
-
-
-def _resolution(config, g, E0):
-    """:func:`resolution`'s solves, on :data:`states.EIGEN_BLAS_THREADS` BLAS threads: dense
-    solves of N <= RESOLUTION_MAX_N, no faster on more (2 CPUs: 1.7-1.9 ms at N = 256, 4.6-5.0
-    at 2048, 1 or 2 threads), and two threads beside a busy core (the run's look-ahead
-    process starting) waited on each other: the check took 0.16 s instead of 6 ms in a
-    `tdse run` of h2plus_moving's molecule at N = 256 on 2 CPUs."""
-    E0 = float(states.eigenstates(config, 0.0, 1)[0][0] if E0 is None else E0)
-    if g.stencil == "dvr":
-        # the DVR converges exponentially: the same box at dx/2 (2N points) is the reference
-        fine = dataclasses.replace(config, grid=dataclasses.replace(g, dx=g.dx / 2))
-        ref = float(states.eigenstates(fine, 0.0, 1)[0][0])
-        err = abs(E0 - ref)
+        E0 = float(states.eigenstates(config, 0.0, 1)[0][0] if E0 is None else E0)
+        dvr = g.stencil == "dvr"      # the reference: the DVR at dx/2, else the DVR at dx
+        ref_grid = dataclasses.replace(g, dx=g.dx / 2) if dvr else dataclasses.replace(g, stencil="dvr")
+        ref = float(states.eigenstates(dataclasses.replace(config, grid=ref_grid), 0.0, 1)[0][0])
+    err = abs(E0 - ref)
+    if dvr:         # the DVR converges exponentially: the same box at dx/2 (2N points)
         how = f"dvr at dx = {g.dx:g} vs dx = {g.dx / 2:g}"
         dx_ok = g.dx if err <= RESOLUTION_TOL else g.dx / 2
     else:
-        spectral = dataclasses.replace(config, grid=dataclasses.replace(g, stencil="dvr"))
-        ref = float(states.eigenstates(spectral, 0.0, 1)[0][0])
-        err = abs(E0 - ref)
         p = hamiltonian.order(g.stencil)
         how = f"{g.stencil}-point vs dvr at dx = {g.dx:g}"
         dx_ok = g.dx * min(1.0, (RESOLUTION_TOL / err) ** (1.0 / p)) if err > 0 else g.dx
