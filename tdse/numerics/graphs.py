@@ -48,7 +48,7 @@ SEGMENT_RING_BYTES = 32 << 20
 
 __all__ = ["available", "GraphStep", "CHUNK", "capture", "copy_in", "copy_out", "dgemm_fn"]
 
-#: chunks planned ahead of the one stepping, and the fewest steps of one (:meth:`GraphStep._plan`)
+#: chunks planned ahead of the one stepping, and the fewest steps of one (:meth:`GraphStep._plan`; a choice)
 PLAN_DEPTH, PLAN_FIRST = 3, 16
 #: steps of one pattern in one graph at most (GraphStep.advance: m such steps launched as
 #: graphs of 2^k steps, each step fetching its own row: the same bits); a launch a step held
