@@ -493,7 +493,7 @@ def test_closing_the_look_ahead_ends_its_processes_at_once():
     """Workers.close ends the processes (SIGTERM) whatever they are doing -- here still
     importing, before their start is done: a graceful shutdown had made a short run's exit
     wait for each worker's start (~0.3 s of imports) and its interpreter's teardown (a one-
-    step `tdse run` on 2 CPUs 0.6-0.8 s against 0.5 s without workers); and a later close
+    step `tdse run` on 2 CPUs 0.76-0.86 s, now 0.44-0.51, startup_ab_cpu2_20261130T1520.txt); and a later close
     does not fail."""
     import signal
 
@@ -510,7 +510,7 @@ def test_closing_the_look_ahead_ends_its_processes_at_once():
 
 def test_a_run_without_its_progress_bar_does_not_import_tqdm(inputs_dir, monkeypatch):
     """A run with progress off (tdse.simulate's default, `tdse run --quiet`) makes no bar:
-    tqdm.auto's import (~40 ms of a run's set-up on 2 CPUs: tqdm and asyncio) is not paid
+    tqdm.auto's import (~15 ms of a one-step run on 2 CPUs: tqdm and asyncio) is not paid
     -- here it would fail; with progress on, the bar moves to the last step."""
     import tdse
     cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml"))

@@ -409,7 +409,7 @@ def test_resolution_warning_names_a_dx_that_passes(inputs_dir):
 def test_the_resolution_check_solves_on_one_blas_thread(inputs_dir, monkeypatch):
     """The precheck's resolution check (dense solves of N <= RESOLUTION_MAX_N) holds the
     host's BLAS to states.EIGEN_BLAS_THREADS: beside a busy core (a run's look-ahead
-    process starting) two BLAS threads had waited on each other, 0.16 s for a 6 ms check."""
+    process starting) two BLAS threads had waited on each other (167 ms for a 3-19 ms check)."""
     from threadpoolctl import threadpool_info
 
     import tdse.numerics.precheck as pcmod

@@ -112,7 +112,7 @@ def resolution(config: Config, E0=None) -> dict:
     # the solves on states.EIGEN_BLAS_THREADS: dense, N <= RESOLUTION_MAX_N, no faster on
     # more (2 CPUs: 1.7-1.9 ms at N = 256, 4.6-5.0 at 2048, 1 or 2 threads); two threads
     # beside a busy core (the run's look-ahead process starting) waited on each other: the
-    # check took 0.16 s instead of 6 ms in a `tdse run` at N = 256 on 2 CPUs
+    # check took 167 ms instead of 3-19 ms in 1 of 5 `tdse run`s at N = 256 on 2 CPUs (startup_ab_cpu2_20261130T1520.txt)
     with states.eigen_threads():
         E0 = float(states.eigenstates(config, 0.0, 1)[0][0] if E0 is None else E0)
         dvr = g.stencil == "dvr"      # the reference: the DVR at dx/2, else the DVR at dx
