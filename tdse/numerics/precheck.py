@@ -109,10 +109,10 @@ def resolution(config: Config, E0=None) -> dict:
     g = config.grid
     if g.n > (RESOLUTION_MAX_N // 2 if g.stencil == "dvr" else RESOLUTION_MAX_N):
         return {}
-    # the solves on states.EIGEN_BLAS_THREADS: dense, N <= RESOLUTION_MAX_N, no faster on
-    # more (2 CPUs: 1.7-1.9 ms at N = 256, 4.6-5.0 at 2048, 1 or 2 threads); two threads
-    # beside a busy core (the run's look-ahead process starting) waited on each other: the
-    # check took 167 ms instead of 3-19 ms in 1 of 5 `tdse run`s at N = 256 on 2 CPUs (startup_ab_cpu2_20261130T1520.txt)
+    # the solves on states.EIGEN_BLAS_THREADS (N <= RESOLUTION_MAX_N: two were at most 2.2 ms
+    # faster, at N = 512, on 2 CPUs); two threads beside a busy core (the look-ahead starting)
+    # waited on each other: 167 ms instead of 3-19 ms in 1 of 5 `tdse run`s at N = 256 on
+    # 2 CPUs (both in startup_ab_cpu2_20261130T1520.txt)
     with states.eigen_threads():
         E0 = float(states.eigenstates(config, 0.0, 1)[0][0] if E0 is None else E0)
         dvr = g.stencil == "dvr"      # the reference: the DVR at dx/2, else the DVR at dx

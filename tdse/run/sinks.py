@@ -304,8 +304,8 @@ class Progress(Sink):
     def begin(self, state):
         self.at = state.step
         self.tapping = self.move is not None and state.psi is not None
-        if self.move is None:       # disabled: no bar (tqdm.auto's import, ~15 ms of a
-            return                  # one-step run's loop on 2 CPUs, not paid: startup_ab_cpu2_20261130T1520.txt)
+        if self.move is None:       # disabled: no bar (tqdm.auto's import, ~15 ms of a one-step
+            return                  # run's loop on 2 CPUs: startup_ab_cpu2_20261130T1520.txt)
         from tqdm.auto import tqdm
         self.bar = tqdm(**self.args)
         if self.tapping:            # (its one save point: the loop's last step)
