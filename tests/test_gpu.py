@@ -2323,3 +2323,51 @@ def test_the_split_carrier_on_a_gpu_carries_e_as_the_cpus(kind):
     want = host.advance(e, k0, k0 + S, taps={k0 + i + 1: [lambda Y, L=Ls[i]: ad._add_to(L, Y)]
                                               for i in range(S)})
     assert np.linalg.norm(got - want) <= 1e-12 * np.linalg.norm(want)
+
+
+_SPIN = r'''
+extern "C" __global__ void spin(double* x, long long cycles) {
+    long long t0 = clock64();
+    while (clock64() - t0 < cycles) { }
+    x[threadIdx.x] = 2.0 * threadIdx.x + 1.0;
+}
+'''
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("pooled", [False, True])
+def test_capture_orders_by_events_not_a_synchronisation(pooled):
+    """graphs.capture returns while the current stream's earlier work still runs (no device
+    synchronisation: the steps queued ahead go on while the host captures), and its graph,
+    launched after, reads what that work wrote -- with a pool, after the eager run whose
+    blocks the graph reuses.  The old capture synchronised the device first (fails the
+    first assertion)."""
+    from tdse.numerics.graphs import capture
+    rng = np.random.default_rng()
+    scale = float(rng.uniform(0.5, 2.0))
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        x = cp.zeros(64)
+        out = cp.zeros(64)
+        spin = cp.RawKernel(_SPIN, "spin")
+        spin((1,), (1,), (x, np.int64(0)))          # (loaded before the timed launch)
+        stream.synchronize()
+        x.fill(0.0)
+        rate = cp.cuda.Device().attributes["ClockRate"] * 1e3        # cycles a second
+        spin((1,), (64,), (x, np.int64(int(0.5 * rate))))            # ~0.5 s on the device
+
+        def body():
+            if pooled:                   # a temporary, from the pool
+                out[...] = x * scale + 1.0
+            else:                        # no allocation under capture
+                cp.multiply(x, scale, out=out)
+                cp.add(out, 1.0, out=out)
+
+        graph = capture(cp, body, pool=cp.cuda.MemoryPool() if pooled else None)
+        busy = not stream.done
+        out.fill(-1.0)
+        graph.launch()
+        got = out.get()
+    assert busy, "capture waited for the stream's earlier work"
+    expect = (2.0 * np.arange(64) + 1.0) * scale + 1.0
+    np.testing.assert_allclose(got, expect, rtol=1e-15)     # (a fused multiply-add: an ulp)
