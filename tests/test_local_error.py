@@ -392,6 +392,40 @@ def test_an_adaptive_dts_steps_as_one_block_equal_a_step_at_a_time():
         assert got[1] is e0 and got[2] is False
 
 
+def test_a_dt_of_more_steps_than_a_block_goes_in_blocks(monkeypatch):
+    """A dt of more steps than a block holds (_block_most: PIECE_STEPS here 3) taken by
+    _interval in blocks of 3, 3 and 2 (LocalError.block three times, no step at a time,
+    where it had gone a step at a time, a read of the device each), equal to _interval_steps:
+    psi bit for bit, e within 1e-6 of its size + 1e-15, the same steps counted; rejected by
+    both where its share of the tolerance is below its estimates."""
+    import tdse.numerics.adaptive as ad
+    monkeypatch.setattr(ad, "PIECE_STEPS", 3)
+    rng = np.random.default_rng()
+    c = _adaptive(with_values(_config("laser", rng), [("time.dt", 1.0)]), 1e-6)
+    plan = tdse.prepare(c, backend="numpy")
+    a, b = (ad.EstimatingStepper(c, plan.stepper, np, control=True) for _ in range(2))
+    psi = np.asarray(plan.psi0, dtype=complex)
+    blocks = []
+    block = ad.LocalError.block
+    monkeypatch.setattr(ad.LocalError, "block", lambda self, U, j0, *r, **k: (
+        blocks.append((j0, len(U))), block(self, U, j0, *r, **k))[1])
+    monkeypatch.setattr(a, "_interval_steps", None)          # (never a step at a time)
+    for st in (a, b):
+        st.tau = 1.0
+    j = int(rng.integers(5, 25))                  # (within the pulse)
+    e0 = 1e-9 * (rng.standard_normal(psi.size) + 1j * rng.standard_normal(psi.size))
+    p1, e1, ok1 = a._interval(psi, e0, j, 8)
+    assert blocks == [(8 * j, 3), (8 * j + 3, 3), (8 * j + 6, 2)]
+    p2, e2, ok2 = b._interval_steps(psi, e0, j, 8)
+    assert ok1 and ok2 and np.array_equal(p1, p2)
+    assert np.linalg.norm(e1 - e2) <= 1e-6 * np.linalg.norm(e2) + 1e-15
+    assert a.substeps == b.substeps == 8
+    for st in (a, b):
+        st.tau = 0.0
+    e0 = np.ones_like(psi)
+    assert a._interval(psi, e0, j, 8)[1:] == (e0, False)
+
+
 def test_a_dts_choice_from_inner_products_equals_the_direct_norms():
     """EstimatingStepper._sizes (||e|| and every candidate's ||sum_n s^n part_n|| from one
     read of the inner products, _gram) against the norms made directly (_norm), on fresh

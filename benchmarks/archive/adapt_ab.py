@@ -4,7 +4,10 @@ laser drive (seed 56, dt = 1, output every 5) at each tolerance given, 2 warm-up
 timed (tdse.simulate, no file): min and median wall, steps, rejections, the stated error and
 a value of psi (the trees' bits compared by eye).
 
-    python benchmarks/archive/adapt_ab.py TREE TOL [TOL ...]
+    python benchmarks/archive/adapt_ab.py TREE [suite] TOL [TOL ...]
+
+"suite": the laser the time-error suite's adaptive rows take when it also runs its four
+drives' rows (drawn after abrupt, ramped, laser and fast), not its first draw.
 """
 import sys, time
 sys.path.insert(0, sys.argv[1])
@@ -14,8 +17,14 @@ from benchmarks import drives
 from tdse.config import with_values
 import os
 assert os.path.dirname(os.path.dirname(os.path.abspath(tdse.__file__))) == os.path.abspath(sys.argv[1]), tdse.__file__
-base = with_values(drives.make("laser", np.random.default_rng(56)), [("time.dt", 1.0), ("output.every", 5)])
-for tol in map(float, sys.argv[2:]):
+rng = np.random.default_rng(56)
+tols = sys.argv[2:]
+if tols[0] == "suite":
+    tols = tols[1:]
+    for kind in ("abrupt", "ramped", "laser", "fast"):
+        drives.make(kind, rng)
+base = with_values(drives.make("laser", rng), [("time.dt", 1.0), ("output.every", 5)])
+for tol in map(float, tols):
     cfg = with_values(base, [("time.tolerance", tol)])
     for _ in range(2):
         r = tdse.simulate(cfg, backend="cupy", progress=False)
