@@ -2350,11 +2350,6 @@ def test_capture_orders_by_events_not_a_synchronisation(pooled):
         x = cp.zeros(64)
         out = cp.zeros(64)
         spin = cp.RawKernel(_SPIN, "spin")
-        spin((1,), (1,), (x, np.int64(0)))          # (loaded before the timed launch)
-        stream.synchronize()
-        x.fill(0.0)
-        rate = cp.cuda.Device().attributes["ClockRate"] * 1e3        # cycles a second
-        spin((1,), (64,), (x, np.int64(int(0.5 * rate))))            # ~0.5 s on the device
 
         def body():
             if pooled:                   # a temporary, from the pool
@@ -2363,6 +2358,12 @@ def test_capture_orders_by_events_not_a_synchronisation(pooled):
                 cp.multiply(x, scale, out=out)
                 cp.add(out, 1.0, out=out)
 
+        spin((1,), (1,), (x, np.int64(0)))   # (every kernel loaded before the timed launch:
+        body()                               # a cold cache's compile under capture had
+        stream.synchronize()                 # outlasted the spin)
+        x.fill(0.0)
+        rate = cp.cuda.Device().attributes["ClockRate"] * 1e3        # cycles a second
+        spin((1,), (64,), (x, np.int64(int(1.0 * rate))))            # ~1 s on the device
         graph = capture(cp, body, pool=cp.cuda.MemoryPool() if pooled else None)
         busy = not stream.done
         out.fill(-1.0)

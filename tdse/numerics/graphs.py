@@ -123,7 +123,7 @@ def capture(cp, body, pool=None):
     """A CUDA graph of ``body()`` captured on a new stream with cuBLAS on it; with ``pool`` (kept
     for the graph's life) ``body`` runs once eagerly first: the captured allocations reuse its
     blocks.  Ordered by events, not synchronisations (the device idle for a capture's host time:
-    the laser's run 0.075-0.080 -> 0.069 s on one H200, ``laser_cost_ab_h200x1_20261130T1545.txt``)."""
+    the laser's run 0.075-0.080 -> 0.069 s on one H200, ``laser_cost_ab_h200x1_20261130T1531.txt``)."""
     from cupy_backends.cuda.libs import cublas
     main = cp.cuda.get_current_stream()
     s = cp.cuda.Stream(non_blocking=True)
