@@ -444,7 +444,7 @@ class EstimatingStepper(Steps):
         are rare where measured, 0 of 777 steps).  (A dt of more steps than a block had gone a
         step at a time, a read of the device each: the time-error suite's second laser at
         1e-8, 1920 of its 5528 steps, 2.2 of its 2.4 s on one H200, ``adapt_profile_h200x1_
-        20261130T1557.txt``.)"""
+        20261130T1533.txt``; in blocks 0.54-0.64 s, ``adapt_ab_h200x1_20261130T1535.txt``.)"""
         xp, h, k0 = self.xp, self.config.time.dt / n, j * n
         U, rows, most = self._psi_rows(psi), self._rows, self._block_most(psi)
         out, e1, worst, spent = psi, e, [], 0.0
