@@ -2358,9 +2358,12 @@ def test_capture_orders_by_events_not_a_synchronisation(pooled):
                 cp.multiply(x, scale, out=out)
                 cp.add(out, 1.0, out=out)
 
-        spin((1,), (1,), (x, np.int64(0)))   # (every kernel loaded before the timed launch:
-        body()                               # a cold cache's compile under capture had
-        stream.synchronize()                 # outlasted the spin)
+        # every kernel loaded and cuBLAS's handle made (cublasCreate waits for the device)
+        # before the timed launch: a capture once, untimed
+        spin((1,), (1,), (x, np.int64(0)))
+        body()
+        capture(cp, body, pool=cp.cuda.MemoryPool() if pooled else None)
+        stream.synchronize()
         x.fill(0.0)
         rate = cp.cuda.Device().attributes["ClockRate"] * 1e3        # cycles a second
         spin((1,), (64,), (x, np.int64(int(1.0 * rate))))            # ~1 s on the device
