@@ -81,7 +81,7 @@ def tile_smem(tile, halo):
     ext = tile + 2 * halo
     return 16 * (3 * ext + (ext + 1) // 2 + tile)
 
-_DGEMM = None
+_DGEMM, _ONE, _ZERO = None, np.array(1.0), np.array(0.0)
 
 
 def dgemm_fn(cp):
@@ -100,6 +100,16 @@ def dgemm_fn(cp):
         fn.restype = i
         _DGEMM = fn
     return _DGEMM
+
+
+def dgemm_into(cp, M, X, out):
+    """out = M X, M real N x N, X a C-contiguous complex N (x B) as N x 2B reals: one cuBLAS
+    DGEMM through ctypes (row-major as column-major transposed), which a capture takes."""
+    n, cols = M.shape[0], 2 * (X.size // M.shape[0])
+    err = dgemm_fn(cp)(cp.cuda.device.get_cublas_handle(), 0, 0, cols, n, n, _ONE.ctypes.data,
+                       X.data.ptr, cols, M.data.ptr, n, _ZERO.ctypes.data, out.data.ptr, cols)
+    if err:
+        raise RuntimeError(f"cublasDgemm failed with status {err}")
 
 
 def available(stepper) -> bool:
@@ -265,24 +275,13 @@ class GraphStep:
             self.tile = max(TILE_ROWS, TILE_ROWS * -(-n // (TILE_ROWS * sms)))
             self.rad = 1 if self.bands[2] == 0.0 and (self.dbands is None or self.dbands[1] == 0.0) else 2
         self.graphs, self._node_counts = {}, {}
-        self.one, self.zero = np.array(1.0), np.array(0.0)
 
     # ---------------------------------------------------------------- device side
-    def _dgemm(self, M, X, out):
-        """out = M X for a real N x N M and the N x B complex block X as N x 2B reals (one
-        cuBLAS DGEMM, row-major as column-major transposed)."""
-        h = self.cp.cuda.device.get_cublas_handle()
-        err = dgemm_fn(self.cp)(h, 0, 0, 2 * self.B, self.n, self.n, self.one.ctypes.data,
-                                 X.data.ptr, 2 * self.B, M.data.ptr, self.n,
-                                 self.zero.ctypes.data, out.data.ptr, 2 * self.B)
-        if err:
-            raise RuntimeError(f"cublasDgemm failed with status {err}")
-
     def _kinetic(self, X):
         if self.fft is not None:
             return self.fft(X)
         if self.T is not None:
-            self._dgemm(self.T, X, self.kin)
+            dgemm_into(self.cp, self.T, X, self.kin)
         else:
             d0, d1, d2 = self.bands
             self.k["band"](X, d0, d1, d2, self.n, self.B, self.kin)
@@ -292,7 +291,7 @@ class GraphStep:
         """D X (p X = -i D X) into its buffer: the DVR's dense D by one DGEMM, a stencil's
         two bands by one kernel."""
         if self.D is not None:
-            self._dgemm(self.D, X, self.mom)
+            dgemm_into(self.cp, self.D, X, self.mom)
         else:
             c1, c2 = self.dbands
             self.k["dband"](X, c1, c2, self.n, self.B, self.mom)

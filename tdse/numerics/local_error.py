@@ -294,11 +294,8 @@ class LocalError:
             g = self._graphs[u.shape] = {
                 "u": cp.zeros(u.shape, np.complex128), "D": None, "graph": None, "out": None,
                 "up": PinnedUpload(cp, ring=RUN_AHEAD), "pool": cp.cuda.MemoryPool(),
-                # the graph of products' T alone (none for the one kernel): the stencils'
-                # band kernel; the DVR by FFT (CuPy's cuBLAS calls cannot be captured: its
-                # matmul sets the stream)
-                "T": None if one else (Operator(self.config, 1.0, np.zeros(n), cp)
-                                       if grid.stencil == "dvr" else block),
+                # the graph of products' T alone (none for the one kernel): _body's
+                "T": None if one else _products_T(self.config, block, cp),
                 "words": self._words(block) if one else None}
         self._letters_in(g, host, dt, j)
         copy_in(cp, g["u"], u)
@@ -416,6 +413,7 @@ class LocalError:
 
     def _body(self, g):
         """The captured estimate (:meth:`_graph`): its sums into ``g["out"]``."""
+        from .graphs import dgemm_into
         u, n = g["u"], self.config.grid.n
         shape = g.get("letters", (self.P, n))         # (a batch's P x N x B)
         D = g["D"][:math.prod(shape)].reshape(shape)
@@ -423,9 +421,15 @@ class LocalError:
         W = None if self.W is None else (self.W if self.W.ndim == u.ndim else self.W[:, None])
 
         def H(X):
-            if isinstance(g["T"], Operator):         # the DVR: T X (+ 0 X) by FFT
-                return g["T"](X) + der[0] * X
-            kin, k = g["T"]._kinetic(X)
+            T = g["T"]
+            if isinstance(T, Operator):              # the DVR beyond the GEMM's N: T X (+ 0 X) by FFT
+                return T(X) + der[0] * X
+            if T.T is not None:                      # the DVR's dense T: one DGEMM
+                X = self.xp.ascontiguousarray(X)
+                kin = self.xp.empty_like(X)
+                dgemm_into(self.xp, T.T, X, kin)
+                return (kin * T.k if T.k != 1.0 else kin) + der[0] * X
+            kin, k = T._kinetic(X)
             return (kin * k if k != 1.0 else kin) + der[0] * X
         g["out"] = self._apply(u, None, H, lambda k, X: der[k] * X, W)
         g["total"] = None
@@ -509,8 +513,7 @@ class LocalError:
                 "u": cp.zeros((n, Sb), np.complex128), "letters": (P, n, Sb),
                 "D": cp.zeros(P * n * Sb), "graph": None, "out": None, "words": None,
                 "pool": cp.cuda.MemoryPool(), "up": PinnedUpload(cp, ring=2),
-                "T": (Operator(self.config, 1.0, np.zeros(n), cp) if grid.stencil == "dvr"
-                      else BlockOperator(grid, 1.0, cp.zeros((n, 1)), cp))}
+                "T": _products_T(self.config, BlockOperator(grid, 1.0, cp.zeros((n, 1)), cp), cp)}
         g["up"].put(vals.ravel())
         src = g["up"].dev[:vals.size].reshape(vals.shape)
         g["D"].reshape(P, n, Sb)[:, :, :S] = src.transpose(1, 2, 0)
@@ -579,3 +582,15 @@ class BatchLocalError(LocalError):
 
     def _parts(self, u, t, dt, der, A):
         return self._columns(u, dt, der, A, self.W)
+
+
+def _products_T(config, block, cp):
+    """The T of a GPU estimate's graph of products (:meth:`LocalError._body`): ``block`` (a
+    :class:`~tdse.model.hamiltonian.BlockOperator`: the stencils' band kernel; the DVR's dense
+    T, applied by :func:`tdse.numerics.graphs.dgemm_into`, CuPy's matmul not being capturable),
+    or the DVR beyond the GEMM's N by FFT (:class:`~tdse.model.hamiltonian.Operator`).  (The DVR
+    by FFT at any N had made the laser's first estimate pay cuFFT's start, 7.5-11 ms of its
+    capture's eager run on one H200, ``estimate_capture_h200x1_20261130T1521.txt``.)"""
+    if config.grid.stencil == "dvr" and block.T is None:
+        return Operator(config, 1.0, np.zeros(config.grid.n), cp)
+    return block
