@@ -62,8 +62,13 @@ def inputs_dir():
 def interrupt_after(monkeypatch):
     """``interrupt_after(n, signame)`` arms SnapshotWriter.append to raise the signal's
     KeyboardInterrupt after its n-th snapshot (a run stopped mid-way, in process);
-    ``disarm()`` of the returned object restores it."""
+    ``disarm()`` of the returned object restores it.  The estimate's pieces are 16 steps
+    in the test (every run of it): a snapshot whose e a piece makes reaches the file when
+    the piece is made (on the host where pieces span snapshots), and the tests' short runs
+    are one piece of 256 steps."""
+    import tdse.numerics.adaptive as ad
     from tdse.run.snapshots import SnapshotWriter
+    monkeypatch.setattr(ad, "PIECE_STEPS", 16)
     orig = SnapshotWriter.append
 
     class Armed:

@@ -243,18 +243,30 @@ def test_stated_error_bounds_the_true_one(kind, scheme):
 
 
 @pytest.mark.parametrize("adaptive", [False, True])
-def test_estimate_is_stored_per_snapshot_and_resumes(tmp_path, interrupt_after, adaptive):
+def test_estimate_is_stored_per_snapshot_and_resumes(tmp_path, interrupt_after, adaptive, monkeypatch):
     """Rows per snapshot; a run interrupted and resumed from its file holds the same bits in
     every time-error and step row as the run straight through (the carried error and the
-    adaptive steps' count are kept in /resume)."""
+    adaptive steps' count are kept in /resume) -- with fixed steps, pieces of 16 steps that
+    span its snapshots (a 5-point stencil: LocalError.columns_apart), the resumed run's
+    first piece starting at its snapshot, inside one of the run's."""
+    import tdse.numerics.adaptive as ad
     from tdse.run.driver import run
     from tdse.run.interrupts import Interrupted
     from tdse.run.snapshots import read, resume_state
+    monkeypatch.setattr(ad, "PIECE_STEPS", 16)
     rng = np.random.default_rng()
     c = _config("abrupt", rng)
     if adaptive:
         c = with_values(c, [("time.dt", 0.1), ("output.every", 2), ("time.tolerance", 1e-7)])
+    else:
+        c = with_values(c, [("output.every", 5)])
+        pieces = []
+        make = ad.EstimatingStepper._make_piece
+        monkeypatch.setattr(ad.EstimatingStepper, "_make_piece",
+                            lambda self: (pieces.append(tuple(self._pending)), make(self))[1])
     ref = read(run(c, tmp_path / "ref", backend="numpy").path)
+    if not adaptive:       # pieces of 16 (at multiples of 16), not ended at the snapshots
+        assert pieces == [(k, min(k + 16, c.time.steps)) for k in range(0, c.time.steps, 16)]
     te = ref["snapshots/time_error"]
     assert te.shape == ref["snapshots/t"].shape and te[0] == 0 and np.all(te[1:] > 0)
     assert np.all(np.isfinite(ref["snapshots/time_error_populations"]))
@@ -265,6 +277,7 @@ def test_estimate_is_stored_per_snapshot_and_resumes(tmp_path, interrupt_after, 
     part = str(tmp_path / "cut" / f"{c.name}.h5.part")
     st = resume_state(part)
     assert st["error_vector"] is not None and 0 < st["step"] < c.time.steps
+    assert adaptive or st["step"] % 16, st["step"]          # (inside one of the run's pieces)
     got = read(run(c, None, backend="numpy", resume=(st, part)).path)
     for k in ("snapshots/time_error", "snapshots/time_error_populations", "snapshots/psi",
               "snapshots/steps_taken", "snapshots/step_min"):

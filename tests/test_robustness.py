@@ -80,6 +80,9 @@ def deep(d):
 # ------------------------------------------------------------------ resume
 @pytest.mark.parametrize("operator", [False, True])
 def test_resume_after_interrupt_equals_uninterrupted(tmp_path, interrupt_after, operator):
+    """Interrupted at its third snapshot's write, resumed: the same bits.  (Its error
+    estimated in pieces that span the snapshots, the snapshots whose e was still to be made
+    reach the file at the interrupt: the file holds three or more.)"""
     d = deep(VALID)
     d["propagator"]["operator"] = operator
     cfg = cfgmod.loads(to_toml(d))
@@ -93,11 +96,11 @@ def test_resume_after_interrupt_equals_uninterrupted(tmp_path, interrupt_after, 
     assert ei.value.path == part and ei.value.signame == "SIGTERM" and "tdse resume" in str(ei.value)
     assert not os.path.exists(tmp_path / "cut" / "h.h5")  # the final name only when complete
     st_ = resume_state(part)
-    assert st_["count"] == 3 and st_["step"] == 20
+    assert st_["count"] >= 3 and st_["step"] == 10 * (st_["count"] - 1) < cfg.time.steps
     res = run(cfg, None, backend="numpy", resume=(st_, part))
     assert res.path == str(tmp_path / "cut" / "h.h5") and not os.path.exists(part)
     got = read(res.path)
-    assert got["attrs"]["complete"] and got["attrs"]["resumed_at_step"] == 20
+    assert got["attrs"]["complete"] and got["attrs"]["resumed_at_step"] == st_["step"]
     for k in ("snapshots/psi", "snapshots/t", "observables/norm", "observables/populations_h0"):
         assert got[k].shape == ref[k].shape
         assert np.array_equal(got[k], ref[k]), k  # bit-identical on the CPU

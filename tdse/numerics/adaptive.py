@@ -63,6 +63,11 @@ def _add_to(L, Y):
     Y += L
 
 
+def _copy_to(f, Y):
+    """f(a copy of Y): e after a step, which the carrier goes on changing in place."""
+    f(Y.copy())
+
+
 class DeferredE:
     """e after a step whose piece is not yet made (:meth:`EstimatingStepper.deferred_e`): a
     snapshot's e, read on the host once its piece is made (:meth:`result` makes it where
@@ -182,8 +187,10 @@ class EstimatingStepper(Steps):
         c = self._carrier(n)
         if getattr(c, "one_launch", False):
             return c.carry(e, k0, Ls, taps)
-        return c.advance(e, k0, k0 + len(Ls), taps={
-            k0 + i + 1: [functools.partial(_add_to, Ls[i])] for i in range(len(Ls))})
+        own = {k0 + i + 1: [functools.partial(_add_to, Ls[i])] for i in range(len(Ls))}
+        for k, fs in (taps or {}).items():       # e as it is after step k (it goes on in place)
+            own.setdefault(k, []).extend(functools.partial(_copy_to, f) for f in fs)
+        return c.advance(e, k0, k0 + len(Ls), taps=own)
 
     def _carrier(self, n):
         if n not in self._carry:
@@ -245,10 +252,14 @@ class EstimatingStepper(Steps):
         at every snapshot had cost the laser drive's 500 steps, a snapshot every 10, ~0.7 ms
         of the host's time a piece, ``trace_probe_h200x1_20261130T0250.txt``; the run's
         cost with the estimate moved within the calls' noise, x1.63 against x1.67 one call,
-        ``time-error_h200x1_20261130T024909.json``); None where e is at hand or the carrier
-        is not one kernel (read :attr:`e` then)."""
+        ``time-error_h200x1_20261130T024909.json``; on the host, where a block's rows do not
+        depend on its width, :attr:`LocalError.columns_apart`: on 2 CPUs the abrupt drive's
+        estimate x1.27-1.29 -> 1.18-1.21, the fast one's x1.33-1.35 -> 1.26-1.29,
+        ``piece_span_cpu2_20261130T1600.txt``); None where e is at hand or neither holds
+        (read :attr:`e` then)."""
         p = self._pending
-        if p is None or p[1] != step or not getattr(self._carrier(1), "one_launch", False):
+        if p is None or p[1] != step or not (self.local.columns_apart or getattr(
+                self._carrier(1), "one_launch", False)):
             return None
         d = DeferredE(self)
         self._deferred.append((step, d))

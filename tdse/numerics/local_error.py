@@ -106,6 +106,13 @@ class LocalError:
         self._graphs = {}          # a GPU's captured estimates, by the shape of u (_graph)
         self._block_up = None      # a GPU's upload of a block's letters (block)
 
+    @property
+    def columns_apart(self) -> bool:
+        """Whether :meth:`block`'s row for a step has its bits at any block width (pieces may
+        span snapshots: a resumed run's start at its snapshot): a stencil on the host in the
+        length gauge; not the DVR's GEMM (OpenBLAS: a column's bits move with the width)."""
+        return self.xp is np and self.diagonal and self.config.grid.stencil != "dvr"
+
     @staticmethod
     def words(config) -> int:
         """Vectors an estimate for ``config`` holds at once (its suffixes': 5 for midpoint,
@@ -461,8 +468,8 @@ class LocalError:
         over its column, not a launch or a NumPy call per word.  ``alone``: the letters made
         for these steps only where the kept chunk is not theirs (:meth:`_rows`)."""
         xp, S = self.xp, U.shape[0]
-        if S == 1:                          # (one step: a block's set-up is not worth it)
-            return self.vector(U[0], j0 * dt, dt, j0)[None]
+        if S == 1 and not self.columns_apart:   # (one step: a block's set-up is not worth it,
+            return self.vector(U[0], j0 * dt, dt, j0)[None]   # unless its bits must be a block's)
         vals, A = self._rows(j0, S, dt, alone)                              # (S, P, N), (S, P)
         velocity = bool(np.any(A))
         if self._graphs_take(A.ravel()):
@@ -585,12 +592,9 @@ class BatchLocalError(LocalError):
 
 
 def _products_T(config, block, cp):
-    """The T of a GPU estimate's graph of products (:meth:`LocalError._body`): ``block`` (a
-    :class:`~tdse.model.hamiltonian.BlockOperator`: the stencils' band kernel; the DVR's dense
-    T, applied by :func:`tdse.numerics.graphs.dgemm_into`, CuPy's matmul not being capturable),
-    or the DVR beyond the GEMM's N by FFT (:class:`~tdse.model.hamiltonian.Operator`).  (The DVR
-    by FFT at any N had made the laser's first estimate pay cuFFT's start, 7.5-11 ms of its
-    capture's eager run on one H200, ``estimate_capture_h200x1_20261130T1521.txt``.)"""
+    """The T of a GPU estimate's graph of products: ``block`` (a stencil's band kernel, the DVR's
+    T by :func:`~tdse.numerics.graphs.dgemm_into`), beyond the GEMM's N the DVR by FFT (at any N
+    that had cost the laser's capture cuFFT's start: 19 -> 6 ms, ``laser_cost_ab_h200x1_20261130T1552.txt``)."""
     if config.grid.stencil == "dvr" and block.T is None:
         return Operator(config, 1.0, np.zeros(config.grid.n), cp)
     return block

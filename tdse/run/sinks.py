@@ -168,6 +168,9 @@ class Snapshots(Sink):
             dev = {f"keep:{k}": v for k, v in extras[1].items() if is_device_array(v)}
             pending.append((state.step, state.t, HostCopy({"psi": state.psi, **dev}), extras))
             self._finish_copied(state.psi.nbytes)
+        elif state.U is None and not _ready(extras[1]):    # (on the host: e of a piece not made)
+            self.pending.append((state.step, state.t, HostCopy({"psi": np.array(state.psi)}), extras))
+            self._finish_copied(state.psi.nbytes)
         else:
             self.finish()
             self._write(state.step, state.t, host_psi(state), state.U, extras)
