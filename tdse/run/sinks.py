@@ -154,7 +154,9 @@ class Snapshots(Sink):
         :data:`SNAPSHOTS_IN_FLIGHT` later ones have been started (or at the end), in order,
         so that the device never waits for the file and the host keeps its lead over the
         device (a copy waited for at once waits for every step queued); the file's last
-        whole snapshot is then a few intervals older while the run goes on.  Otherwise
+        whole snapshot is then a few intervals older while the run goes on.  On the host
+        the same where a resume array is not yet made (the estimate's e of a piece that
+        spans this snapshot, :class:`~tdse.numerics.adaptive.DeferredE`).  Otherwise
         written now."""
         from mgemm.arrays import HostCopy, is_device_array
         if self.tapping:
