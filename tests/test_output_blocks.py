@@ -739,6 +739,18 @@ def test_when_the_eigenpairs_go_ahead(inputs_dir, monkeypatch):
     monkeypatch.setattr(bk, "usable_cpus", lambda: 1)
     monkeypatch.setattr(ep, "seconds_guess", lambda c: 100.0)
     assert not ep.lookahead_wanted(moving, gpu) and not ep.lookahead_wanted(moving, cpu(1))
+    # a task of one call (the DVR's): never auto's on fewer than MANY_CPUS CPUs, as before
+    # on more; "on" still on
+    from tdse.model.tracker import Tracker
+    one = _moving(inputs_dir, "dvr")
+    for c in (moving, _moving(inputs_dir, 5), one):
+        assert ep.windowed_tasks(c) == (Tracker(c, 4).window_steps is not None)
+    assert ep.windowed_tasks(moving) and not ep.windowed_tasks(one)
+    for cpus, want in ((2, False), (ep.MANY_CPUS - 1, False), (ep.MANY_CPUS, True)):
+        monkeypatch.setattr(bk, "usable_cpus", lambda: cpus)
+        assert ep.lookahead_wanted(one, cpu(1)) == want and ep.lookahead_wanted(one, gpu) == want
+        assert ep.lookahead_wanted(moving, cpu(1))
+        assert ep.lookahead_wanted(one.with_value("run.eigen_workers", "on"), cpu(1))
     monkeypatch.undo()
     # the guess: 801 calls of the DVR's dense solver at N = 256 (4e-8 N^2 s each), of the
     # 3-point windows (their floor, then 4.5e-7 N s)

@@ -103,11 +103,23 @@ def _auto(config, gpu, blas_threads) -> bool:
     """"auto": a centre moves, a CPU is spare (beside the loop's thread on a GPU, beside the
     run's BLAS threads on the CPU) and the pairs would cost the loop more than
     :data:`AHEAD_MIN_SECONDS` (:data:`AHEAD_MIN_SECONDS_FEW_CPUS` on fewer than
-    :data:`MANY_CPUS` CPUs)."""
+    :data:`MANY_CPUS` CPUs) -- there only where a task is a window's calls (the 3- and
+    5-point trackers from ``states.WARM_MIN_N``): a task of one call (the DVR's) had made
+    every run measured on 2 CPUs slower with a worker than without, x1.0-2.1 (DVR N = 128-512,
+    200-4000 steps, populations every 1-10; ``dvr_workers_cpu2_20261130T1615.txt``)."""
     from .backend import usable_cpus
     cpus = usable_cpus()
+    if cpus < MANY_CPUS and not windowed_tasks(config):
+        return False
     least = AHEAD_MIN_SECONDS if cpus >= MANY_CPUS else AHEAD_MIN_SECONDS_FEW_CPUS
     return cpus > (1 if gpu else blas_threads) and seconds_guess(config) > least
+
+
+def windowed_tasks(config) -> bool:
+    """Whether the look-ahead's tasks for ``config`` are windows of calls
+    (:attr:`tdse.model.tracker.Tracker.window_steps` not None), not one call each."""
+    g = config.grid
+    return g.stencil in (3, 5) and g.n >= states.WARM_MIN_N
 
 
 def lookahead_wanted(config, backend) -> bool:
