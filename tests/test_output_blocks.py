@@ -647,7 +647,8 @@ def test_eigenpairs_ahead_in_the_workers_equal_those_in_the_loop(stencil, n, inp
 
 def test_the_lookahead_keeps_a_bounded_depth_and_drops_steps_passed(inputs_dir, monkeypatch):
     """Lookahead: at most DEPTH tasks a worker in flight, in step order (whole windows a
-    task for the 3-point tracker, as many as span TASK_STEPS steps; a step a task for the DVR's); a step the caller passes
+    task for the 3-point tracker, as many as span TASK_STEPS steps; a step a task for the
+    DVR's, DEPTH x TASK_STEPS / interval of them); a step the caller passes
     without asking is dropped; an unforeseen step (off the cadence) is computed by the
     caller's tracker, the same bits; after close nothing is in flight and the pool is gone."""
     from tdse.run import eigenpairs
@@ -656,6 +657,8 @@ def test_the_lookahead_keeps_a_bounded_depth_and_drops_steps_passed(inputs_dir, 
     monkeypatch.setattr(eigenpairs, "WORKERS", 1)
     cfg = _moving(inputs_dir, "dvr", n=120, **{"output.populations_every": 2})
     dt = cfg.time.dt
+    task_steps = eigenpairs.TASK_STEPS
+    monkeypatch.setattr(eigenpairs, "TASK_STEPS", 2)     # one-call tasks: 3 x 2 / 2 in flight
     la = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 40, 2, ahead=True)
     ref = tracker.Tracker(cfg, 4)
     la(0, 0.0)
@@ -668,6 +671,12 @@ def test_the_lookahead_keeps_a_bounded_depth_and_drops_steps_passed(inputs_dir, 
     assert la.calls == 3 and la.seconds > 0
     la.close()
     assert not la.tasks and la.pool is None
+    monkeypatch.setattr(eigenpairs, "TASK_STEPS", 8)     # ... 3 x 8 / 2
+    deep = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 40, 2, ahead=True)
+    deep(0, 0.0)
+    assert list(deep.tasks) == list(range(2, 26, 2))
+    deep.close()
+    monkeypatch.setattr(eigenpairs, "TASK_STEPS", task_steps)
     three = tracker.Tracker(_moving(inputs_dir, 3, n=160, **{"output.populations_every": 2}), 4)
     for task_steps in (1, eigenpairs.TASK_STEPS):   # whole windows a task, spanning TASK_STEPS
         monkeypatch.setattr(eigenpairs, "TASK_STEPS", task_steps)
@@ -739,17 +748,19 @@ def test_when_the_eigenpairs_go_ahead(inputs_dir, monkeypatch):
     monkeypatch.setattr(bk, "usable_cpus", lambda: 1)
     monkeypatch.setattr(ep, "seconds_guess", lambda c: 100.0)
     assert not ep.lookahead_wanted(moving, gpu) and not ep.lookahead_wanted(moving, cpu(1))
-    # a task of one call (the DVR's): never auto's on fewer than MANY_CPUS CPUs, as before
-    # on more; "on" still on
+    # a task of one call (the DVR's) with populations every step: not auto's on fewer than
+    # MANY_CPUS CPUs, as before on more and every 2 steps or more; "on" still on
     from tdse.model.tracker import Tracker
-    one = _moving(inputs_dir, "dvr")
+    one = _moving(inputs_dir, "dvr", **{"output.populations_every": 1})
     for c in (moving, _moving(inputs_dir, 5), one):
         assert ep.windowed_tasks(c) == (Tracker(c, 4).window_steps is not None)
     assert ep.windowed_tasks(moving) and not ep.windowed_tasks(one)
+    spaced = one.with_value("output.populations_every", 2)
+    every = moving.with_value("output.populations_every", 1)
     for cpus, want in ((2, False), (ep.MANY_CPUS - 1, False), (ep.MANY_CPUS, True)):
         monkeypatch.setattr(bk, "usable_cpus", lambda: cpus)
         assert ep.lookahead_wanted(one, cpu(1)) == want and ep.lookahead_wanted(one, gpu) == want
-        assert ep.lookahead_wanted(moving, cpu(1))
+        assert ep.lookahead_wanted(spaced, cpu(1)) and ep.lookahead_wanted(every, cpu(1))
         assert ep.lookahead_wanted(one.with_value("run.eigen_workers", "on"), cpu(1))
     monkeypatch.undo()
     # the guess: 801 calls of the DVR's dense solver at N = 256 (4e-8 N^2 s each), of the

@@ -103,13 +103,13 @@ def _auto(config, gpu, blas_threads) -> bool:
     """"auto": a centre moves, a CPU is spare (beside the loop's thread on a GPU, beside the
     run's BLAS threads on the CPU) and the pairs would cost the loop more than
     :data:`AHEAD_MIN_SECONDS` (:data:`AHEAD_MIN_SECONDS_FEW_CPUS` on fewer than
-    :data:`MANY_CPUS` CPUs) -- there only where a task is a window's calls (the 3- and
-    5-point trackers from ``states.WARM_MIN_N``): a task of one call (the DVR's) had made
-    every run measured on 2 CPUs slower with a worker than without, x1.0-2.1 (DVR N = 128-512,
-    200-4000 steps, populations every 1-10; ``dvr_workers_cpu2_20261130T1615.txt``)."""
+    :data:`MANY_CPUS` CPUs) -- there, where a task is one call (the DVR's), only with the
+    populations every 2 steps or more: every step, a worker's call (~3 steps' time) falls
+    behind the loop, which then waits for it (2 CPUs, DVR N = 160 / 256: x1.6 / 1.07 with a
+    worker; every 2-10 steps x0.73-0.88, N = 128-512; ``dvr_workers_cpu2_20261130T1615.txt``)."""
     from .backend import usable_cpus
     cpus = usable_cpus()
-    if cpus < MANY_CPUS and not windowed_tasks(config):
+    if cpus < MANY_CPUS and not windowed_tasks(config) and config.output.populations_interval < 2:
         return False
     least = AHEAD_MIN_SECONDS if cpus >= MANY_CPUS else AHEAD_MIN_SECONDS_FEW_CPUS
     return cpus > (1 if gpu else blas_threads) and seconds_guess(config) > least
@@ -319,7 +319,10 @@ class Lookahead:
             return self._break(self.ready.exception())
         if self.next is not None and self.next <= step:
             self.next = self._following(step)
-        while self.next is not None and len(self.tasks) < DEPTH * self.workers:
+        # (one-call tasks: as many as a window's task spans steps -- the loop asks for a
+        # block's pairs at once when it measures the block, every 64 rows)
+        most = DEPTH * self.workers * (1 if self.span else max(1, TASK_STEPS // self.interval))
+        while self.next is not None and len(self.tasks) < most:
             group = [self.next]
             self.next = self._following(self.next)
             while (self.span and self.next is not None
