@@ -405,6 +405,27 @@ def test_an_adaptive_dts_steps_as_one_block_equal_a_step_at_a_time():
         assert got[1] is e0 and got[2] is False
 
 
+@pytest.mark.parametrize("stencil", [3, 5, "dvr"])
+def test_a_blocks_rows_keep_their_bits_at_any_width_where_it_says_so(stencil):
+    """LocalError.columns_apart: on the host a stencil's block rows (the laser drive's field
+    and absorber, fresh random states) have the same bits in blocks of other widths and
+    starts -- what lets a piece span snapshots and a resumed run's piece start inside one;
+    the DVR says it does not (its GEMM's columns are not checked here: their bits move with
+    the width on OpenBLAS)."""
+    rng = np.random.default_rng()
+    c = with_values(_config("laser", rng), [("grid.stencil", stencil)])
+    local = LocalError(c, np)
+    assert local.columns_apart == (stencil != "dvr")
+    if not local.columns_apart:
+        return
+    n, dt, S = c.grid.n, c.time.dt, 40
+    U = rng.standard_normal((S, n)) + 1j * rng.standard_normal((S, n))
+    j0 = int(rng.integers(0, 100))
+    whole = local.block(U, j0, dt)
+    for a, b in ((0, 1), (3, 4), (5, 17), (17, 40), (0, 39), (int(rng.integers(1, 20)), 40)):
+        assert np.array_equal(local.block(U[a:b], j0 + a, dt), whole[a:b]), (a, b)
+
+
 def test_a_dt_of_more_steps_than_a_block_goes_in_blocks(monkeypatch):
     """A dt of more steps than a block holds (_block_most: PIECE_STEPS here 3) taken by
     _interval in blocks of 3, 3 and 2 (LocalError.block three times, no step at a time,
