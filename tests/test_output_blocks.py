@@ -676,6 +676,11 @@ def test_the_lookahead_keeps_a_bounded_depth_and_drops_steps_passed(inputs_dir, 
     deep(0, 0.0)
     assert list(deep.tasks) == list(range(2, 26, 2))
     deep.close()
+    monkeypatch.setattr(eigenpairs, "ONE_CALL_DEPTH", 2)  # ... at most 3 x 2
+    capped = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 40, 2, ahead=True)
+    capped(0, 0.0)
+    assert list(capped.tasks) == list(range(2, 14, 2))
+    capped.close()
     monkeypatch.setattr(eigenpairs, "TASK_STEPS", task_steps)
     three = tracker.Tracker(_moving(inputs_dir, 3, n=160, **{"output.populations_every": 2}), 4)
     for task_steps in (1, eigenpairs.TASK_STEPS):   # whole windows a task, spanning TASK_STEPS

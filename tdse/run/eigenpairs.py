@@ -46,6 +46,11 @@ __all__ = ["Lookahead", "Workers", "lookahead_wanted", "may_want", "seconds_gues
 #: (:data:`TASK_STEPS`; each window computed together, at its first), else one call
 DEPTH = 2
 
+#: one-call tasks (the DVR's) in flight a worker: DEPTH x TASK_STEPS / populations_every,
+#: at most DEPTH x ONE_CALL_DEPTH (a CPU block's 64 rows; 2 had kept a worker two calls ahead
+#: of a loop that asks for a block's pairs at once, ``dvr_workers_cpu2_20261130T1615.txt``)
+ONE_CALL_DEPTH = 32
+
 #: a 3-/5-point task takes whole windows until it spans this many steps.  Each task costs
 #: the loop's thread a few hand-overs of the GIL to the executor's thread (the task out,
 #: its result back): 2 cores, N = 256, populations every step (a window 16 steps), 8000
@@ -319,9 +324,10 @@ class Lookahead:
             return self._break(self.ready.exception())
         if self.next is not None and self.next <= step:
             self.next = self._following(step)
-        # (one-call tasks: as many as a window's task spans steps -- the loop asks for a
-        # block's pairs at once when it measures the block, every 64 rows)
-        most = DEPTH * self.workers * (1 if self.span else max(1, TASK_STEPS // self.interval))
+        # (one-call tasks: as many as a window's task spans steps, at most ONE_CALL_DEPTH --
+        # the loop asks for a block's pairs at once when it measures the block)
+        most = DEPTH * self.workers * (1 if self.span else
+                                       max(1, min(ONE_CALL_DEPTH, TASK_STEPS // self.interval)))
         while self.next is not None and len(self.tasks) < most:
             group = [self.next]
             self.next = self._following(self.next)
