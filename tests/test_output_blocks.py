@@ -757,9 +757,10 @@ def test_when_the_eigenpairs_go_ahead(inputs_dir, monkeypatch):
     # MANY_CPUS CPUs, as before on more and every 2 steps or more; "on" still on
     from tdse.model.tracker import Tracker
     one = _moving(inputs_dir, "dvr", **{"output.populations_every": 1})
+    from tdse.model.tracker import windowed
     for c in (moving, _moving(inputs_dir, 5), one):
-        assert ep.windowed_tasks(c) == (Tracker(c, 4).window_steps is not None)
-    assert ep.windowed_tasks(moving) and not ep.windowed_tasks(one)
+        assert windowed(c.grid) == (Tracker(c, 4).window_steps is not None)
+    assert windowed(moving.grid) and not windowed(one.grid)
     spaced = one.with_value("output.populations_every", 2)
     every = moving.with_value("output.populations_every", 1)
     for cpus, want in ((2, False), (ep.MANY_CPUS - 1, False), (ep.MANY_CPUS, True)):

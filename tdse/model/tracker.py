@@ -14,7 +14,7 @@ from . import states
 from .grid import points
 from .potential import soft_core
 
-__all__ = ["Tracker"]
+__all__ = ["Tracker", "windowed"]
 
 
 class Tracker:
@@ -231,7 +231,7 @@ class Tracker:
         """Steps a window spans (:meth:`window`: the 3- and 5-point pairs from N =
         ``warm_min``), or None where each call is solved alone."""
         c = self.config
-        if c.grid.stencil not in (3, 5) or c.grid.n < self.warm_min:
+        if not windowed(c.grid, self.warm_min):
             return None
         return self.anchor_calls * c.output.populations_interval
 
@@ -302,3 +302,10 @@ class Tracker:
     def _clusters(self, E):
         E = np.asarray(E)[:self.K]
         self.clusters = [[i, i + 1] for i in range(len(E) - 1) if E[i + 1] - E[i] < self.cluster_gap]
+
+
+def windowed(grid, warm_min=None) -> bool:
+    """Whether a tracker on ``grid`` computes its calls by windows (:meth:`Tracker.window`:
+    the 3- and 5-point pairs from N = ``warm_min``, default :data:`states.WARM_MIN_N`), not
+    each call alone (the DVR's, and below ``warm_min``)."""
+    return grid.stencil in (3, 5) and grid.n >= (states.WARM_MIN_N if warm_min is None else warm_min)

@@ -38,7 +38,7 @@ import types
 import warnings
 
 from ..model import states
-from ..model.tracker import Tracker
+from ..model.tracker import Tracker, windowed
 
 __all__ = ["Lookahead", "Workers", "lookahead_wanted", "may_want", "seconds_guess", "workers_most"]
 
@@ -114,17 +114,10 @@ def _auto(config, gpu, blas_threads) -> bool:
     worker; every 2-10 steps x0.73-0.88, N = 128-512; ``dvr_workers_cpu2_20261130T1615.txt``)."""
     from .backend import usable_cpus
     cpus = usable_cpus()
-    if cpus < MANY_CPUS and not windowed_tasks(config) and config.output.populations_interval < 2:
+    if cpus < MANY_CPUS and not windowed(config.grid) and config.output.populations_interval < 2:
         return False
     least = AHEAD_MIN_SECONDS if cpus >= MANY_CPUS else AHEAD_MIN_SECONDS_FEW_CPUS
     return cpus > (1 if gpu else blas_threads) and seconds_guess(config) > least
-
-
-def windowed_tasks(config) -> bool:
-    """Whether the look-ahead's tasks for ``config`` are windows of calls
-    (:attr:`tdse.model.tracker.Tracker.window_steps` not None), not one call each."""
-    g = config.grid
-    return g.stencil in (3, 5) and g.n >= states.WARM_MIN_N
 
 
 def lookahead_wanted(config, backend) -> bool:

@@ -165,14 +165,13 @@ class Snapshots(Sink):
         # while this one may wait for its copies -- or a deferred entry, DeferredE)
         extras = (self.row_extras, dict(self.resume_extras), self.attr_extras)
         self.row_extras = {}
-        if state.U is None and is_device_array(state.psi):
-            pending = self.pending     # (resume arrays on the device copied with psi)
+        on_device = is_device_array(state.psi)
+        if state.U is None and (on_device or not _ready(extras[1])):
+            # (resume arrays on the device copied with psi; a host psi copied: it goes on)
             dev = {f"keep:{k}": v for k, v in extras[1].items() if is_device_array(v)}
-            pending.append((state.step, state.t, HostCopy({"psi": state.psi, **dev}), extras))
-            self._finish_copied(state.psi.nbytes)
-        elif state.U is None and not _ready(extras[1]):    # (on the host: e of a piece not made)
-            self.pending.append((state.step, state.t, HostCopy({"psi": np.array(state.psi)}), extras))
-            self._finish_copied(state.psi.nbytes)
+            psi = state.psi if on_device else np.array(state.psi)
+            self.pending.append((state.step, state.t, HostCopy({"psi": psi, **dev}), extras))
+            self._finish_copied(psi.nbytes)
         else:
             self.finish()
             self._write(state.step, state.t, host_psi(state), state.U, extras)
