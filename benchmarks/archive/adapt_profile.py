@@ -55,6 +55,6 @@ for name, laser in (("first", first), ("suite", suite)):
     pr.disable()
     s = io.StringIO()
     st = pstats.Stats(pr, stream=s)
-    st.sort_stats("tottime").print_stats(18)
-    st.sort_stats("cumulative").print_stats("tdse", 25)
+    st.sort_stats("tottime").print_stats(30)
+    st.sort_stats("cumulative").print_stats("tdse", 40)
     print("\n".join(line for line in s.getvalue().splitlines() if line.strip())[-6000:], flush=True)
