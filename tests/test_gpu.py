@@ -2299,35 +2299,6 @@ def test_adaptive_steps_on_a_gpu_by_blocks_equal_a_step_at_a_time_and_the_cpu():
         assert diff < 2e-6
 
 
-@pytest.mark.usefixtures("chebyshev_carrier")
-@pytest.mark.gpu
-def test_pipelined_adaptive_dts_on_a_gpu_give_the_same_run(monkeypatch):
-    """Adaptive dts on a GPU pipelined (adaptive.PIPELINE None: the default there; dt j + 1
-    queued before dt j's acceptance is read) against a dt at a time (False): psi and the
-    stated error bit for bit, the same steps and rejections (REJECT just above CHOICE, so
-    that dts are rejected); dts queued ahead and some dropped."""
-    import tdse
-    import tdse.numerics.adaptive as ad
-    from benchmarks import drives
-    from tdse.config import with_values
-    monkeypatch.setattr(ad, "REJECT", 1.02 * ad.CHOICE)
-    rng = np.random.default_rng()
-    cfg = with_values(drives.make("laser", rng), [("time.dt", 1.0), ("output.every", 5),
-                                                  ("time.tolerance", 1e-6)])
-    made, init = [], ad.EstimatingStepper.__init__
-    monkeypatch.setattr(ad.EstimatingStepper, "__init__",
-                        lambda self, *a, **k: (made.append(self), init(self, *a, **k))[1])
-    runs = {}
-    for pipelined in (False, None):
-        monkeypatch.setattr(ad, "PIPELINE", pipelined)
-        res = tdse.simulate(cfg, backend="cupy")
-        runs[pipelined] = (np.asarray(res.psi[-1]), res.time_error, made[-1].launched, made[-1].dropped)
-    (p0, t0, l0, d0), (p1, t1, l1, d1) = runs[False], runs[None]
-    assert np.array_equal(p0, p1) and t0["error_at_t_end"] == t1["error_at_t_end"]
-    assert t0["steps_taken"] == t1["steps_taken"] and t0["rejected"] == t1["rejected"] > 0
-    assert d0 == 0 and 0 < d1 and l1 == l0 + d1
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("kind", ["fast", "abrupt", "laser"])
 def test_the_split_carrier_on_a_gpu_carries_e_as_the_cpus(kind):

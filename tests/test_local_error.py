@@ -510,40 +510,6 @@ def test_the_next_dts_terms_made_ahead_give_the_same_run(monkeypatch):
     assert sorted(set(c1)) == sorted(set(c2)) and len(c1) == len(set(c1)) < len(c2)
 
 
-def test_pipelined_adaptive_dts_give_the_same_run(monkeypatch):
-    """Adaptive dts pipelined (EstimatingStepper._controlled: dt j + 1 queued with dt j's n
-    before dt j's acceptance is read, dropped where the choice differs or dt j is rejected)
-    against a dt at a time (adaptive.PIPELINE True / False, on the host): psi and the stated
-    error bit for bit, the same steps and rejections (REJECT just above CHOICE here, so
-    that dts are rejected); a dt queued before the previous one's acceptance was read,
-    some of them dropped, and every dropped one queued again (the launches add up)."""
-    import tdse.numerics.adaptive as ad
-    monkeypatch.setattr(ad, "REJECT", 1.02 * ad.CHOICE)
-    rng = np.random.default_rng()
-    c = _adaptive(with_values(_config("laser", rng), [("time.dt", 1.0), ("output.every", 5)]), 1e-6)
-    runs, events = {}, []
-    launch, accept, init = ad.EstimatingStepper._launch, ad.EstimatingStepper._accept, ad.EstimatingStepper.__init__
-    made = []
-    monkeypatch.setattr(ad.EstimatingStepper, "__init__", lambda self, *a, **k: (made.append(self), init(self, *a, **k))[1])
-    monkeypatch.setattr(ad.EstimatingStepper, "_launch", lambda self, psi, e, j, n: (
-        events.append(("launch", j)), launch(self, psi, e, j, n))[1])
-    monkeypatch.setattr(ad.EstimatingStepper, "_accept", lambda self, q: (
-        events.append(("accept", q[2])), accept(self, q))[1])
-    for pipelined in (False, True):
-        monkeypatch.setattr(ad, "PIPELINE", pipelined)
-        events.clear()
-        res = tdse.simulate(c, backend="numpy")
-        st = made[-1]
-        runs[pipelined] = (np.asarray(res.psi[-1]), res.time_error, st.launched, st.dropped, list(events))
-    (p0, t0, l0, d0, ev0), (p1, t1, l1, d1, ev1) = runs[False], runs[True]
-    assert np.array_equal(p0, p1) and t0["error_at_t_end"] == t1["error_at_t_end"]
-    assert t0["steps_taken"] == t1["steps_taken"] and t0["rejected"] == t1["rejected"] > 0
-    assert d0 == 0 and 0 < d1 and l1 == l0 + d1
-    ahead = [i for i, (a, b) in enumerate(zip(ev1, ev1[1:]))
-             if a[0] == b[0] == "launch" and b[1] == a[1] + 1]
-    assert len(ahead) > d1 and all(b[0] == "accept" for a, b in zip(ev0, ev0[1:]) if a[0] == "launch")
-
-
 def test_fixed_steps_stay_the_default_and_dt_min_stops_with_one_line():
     from tdse.numerics.adaptive import StepTooSmall
     rng = np.random.default_rng()

@@ -4,7 +4,7 @@ queued ahead) on / off, graph_plan.PLAN_AHEAD (the planner's thread) on / off, a
 interpreter's switch interval 5 ms / 0.1 ms: per switch set, the median evolve seconds
 (tdse.simulate's .seconds) of 5 runs at each tolerance.
 
-    python benchmarks/archive/adapt_switches.py [ROUNDS]
+    python benchmarks/archive/adapt_switches.py [ROUNDS]     (at 765d59c: adaptive.PIPELINE is gone after it)
 """
 import sys
 

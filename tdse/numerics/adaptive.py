@@ -31,11 +31,11 @@ import time
 
 import numpy as np
 
-from mgemm.arrays import HostCopy, to_host
+from mgemm.arrays import to_host
 
 from .carrier import carrier
 from .local_error import LETTERS_CHUNK, LocalError
-from .propagators import Steps, each_step, tap
+from .propagators import Steps
 
 __all__ = ["EstimatingStepper", "StepTooSmall", "transport_config", "TRANSPORT_TOLERANCE",
            "SAFETY", "CHOICE", "REJECT"]
@@ -56,11 +56,6 @@ TRANSPORT_TOLERANCE = 1e-6
 #: host's or the device's memory, a choice
 PIECE_STEPS = LETTERS_CHUNK
 PIECE_BYTES = 64 << 20
-
-#: adaptive dts pipelined (:meth:`EstimatingStepper._controlled`): None on a device only
-#: (on the host nothing runs beside the reads: a dt queued ahead is work done twice where
-#: dropped); True / False always / never (the tests')
-PIPELINE = None
 
 
 def _add_to(L, Y):
@@ -83,6 +78,7 @@ class DeferredE:
 
     def set(self, e):
         """e at the step, on the device: its copy to the host queued (no wait)."""
+        from mgemm.arrays import HostCopy
         self.copy = HostCopy({"e": e})
 
     def ready(self) -> bool:
@@ -150,7 +146,6 @@ class EstimatingStepper(Steps):
                               if m * 2 ** k <= 2 * self.n_max} | {1, self.n_max})
         self.seconds = 0.0             # the estimates and the carrying (host clock)
         self.substeps, self.rejected, self.h_min = 0, 0, T.dt
-        self.launched, self.dropped = 0, 0   # dts queued in blocks; of them, queued ahead and dropped
         self.context_switch_seconds = 0.0
         self._U = None                 # psi before each step of a piece or a dt (_psi_rows)
         self._rows = []                # its rows' views
@@ -290,7 +285,7 @@ class EstimatingStepper(Steps):
         The same psi as :meth:`step`'s; e to rounding (a block's products round otherwise
         than a vector's)."""
         if self.control:
-            return self._controlled(X, j0, j1, taps)
+            return super().steps(X, j0, j1, taps)
         if self._e is None:
             self._e = self.xp.zeros_like(X)
         most = self._block_most(X)
@@ -461,107 +456,35 @@ class EstimatingStepper(Steps):
         step at a time, a read of the device each: the time-error suite's second laser at
         1e-8, 1920 of its 5528 steps, 2.2 of its 2.4 s on one H200, ``adapt_profile_h200x1_
         20261130T1533.txt``; in blocks 0.54-0.64 s, ``adapt_ab_h200x1_20261130T1535.txt``.)"""
-        return self._accept(self._launch(psi, e, j, n))
-
-    def _launch(self, psi, e, j, n):
-        """:meth:`_interval_block`'s work queued, nothing read: (psi, e, j, n, psi and e at the
-        dt's end, its largest estimate and the next dt's terms on the device)."""
         xp, h, k0 = self.xp, self.config.time.dt / n, j * n
         U, rows, most = self._psi_rows(psi), self._rows, self._block_most(psi)
-        out, e1, worst = psi, e, []
+        out, e1, worst, spent = psi, e, [], 0.0
         for a in range(0, n, most):
             m = min(most, n - a)
             U[0] = out
             out = self._stepper(n).advance(out, k0 + a, k0 + a + m,
                                            taps={k0 + a + i: [rows[i]] for i in range(1, m)})
-            t1 = time.perf_counter()
+            t0 = time.perf_counter()
             Ls = self.local.block(U[:m], k0 + a, h, alone=True)
             worst.append(xp.max(xp.sum(xp.abs(Ls) ** 2, axis=1)))
             # e carried and the next dt's terms made before the acceptance is read, the
             # three read at once (a rejected dt's are dropped)
             e1 = self._carried(n, e1, k0 + a, Ls)
-            self.seconds += time.perf_counter() - t1
-        t1 = time.perf_counter()
-        read = {"worst": worst[0] if len(worst) == 1 else xp.max(xp.stack(worst))}
-        parts = None
+            spent += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        worst = worst[0] if len(worst) == 1 else xp.max(xp.stack(worst))
+        nxt = None
         if j + 1 < self.config.time.steps:
             parts = self.local.parts(out, (j + 1) * self.config.time.dt, h)
-            read["G"] = self._gram(e1, parts)
-        # their copy to the host queued now: a read waits for it, not for a dt queued after
-        # (a .get() waits for the whole stream)
-        read = HostCopy(read)
-        self.seconds += time.perf_counter() - t1
-        self.launched += 1
-        return psi, e, j, n, out, e1, read, parts
-
-    def _accept(self, queued):
-        """(psi, e, accepted) of a dt :meth:`_launch` queued: its largest estimate and the next
-        dt's inner products read (one wait); where accepted, the next dt's terms kept for
-        :meth:`_choose` (:attr:`_next`)."""
-        psi, e, j, n, out, e1, read, parts = queued
-        t0 = time.perf_counter()
-        got = read.result()
-        self.seconds += time.perf_counter() - t0
-        if math.sqrt(float(np.max(got["worst"])) * self.config.grid.dx) > REJECT * self.tau * (self.config.time.dt / n):
+            G = self._gram(e1, parts)
+            worst, G = to_host(worst), to_host(G)     # (one wait: the second is done)
+            nxt = (j + 1, out, n, parts, G)
+        self.seconds += spent + time.perf_counter() - t0
+        if math.sqrt(float(worst) * self.config.grid.dx) > REJECT * self.tau * h:
             return psi, e, False
-        self._next = None if parts is None else (j + 1, out, n, parts, got["G"])
+        self._next = nxt
         self.substeps += n
         return out, e1, True
-
-    def _pipelined(self, X) -> bool:
-        """Whether adaptive dts go pipelined (:meth:`_controlled`): a run's psi on a device
-        (:data:`PIPELINE`), where dts go in blocks."""
-        return bool(self._block_most(X)) and (self.xp is not np if PIPELINE is None else PIPELINE)
-
-    def _controlled(self, X, j0, j1, taps=None):
-        """Adaptive dts from ``j0`` to ``j1`` (each as :meth:`step`), pipelined where
-        :meth:`_pipelined`: dt j + 1 queued with dt j's n before dt j's acceptance and the
-        next dt's choice are read, taken where that choice is the same n and dt j holds, else
-        dropped (its device work lost) and dt j + 1 queued again with its own n -- the same
-        steps, psi and e as a dt at a time, bit for bit; the device no longer idle while the
-        host reads, chooses and queues (the suite's laser at 1e-6 on one H200: the device
-        busy 33 % of the evolve, at 1e-8 52 %, ``adapt_trace_h200x1_20261130T1716.txt``)."""
-        if not self._pipelined(X):
-            return each_step(self.step, X, j0, j1, taps)
-        if self.e is None:
-            self.e = self.xp.zeros_like(X)
-        dt = self.config.time.dt
-        psi, e, j = X, self.e, j0
-        n = self._choose(psi, j)
-        queued = self._launch(psi, e, j, n) if n > 1 else None
-        while True:
-            ahead = None
-            if queued is None:                    # (one step a dt: as step() does)
-                while True:
-                    out, e1, ok = self._interval(psi, e, j, n)
-                    if ok:
-                        break
-                    self._first, self.rejected = None, self.rejected + 1
-                    n = self._more(n, j * dt)
-            else:
-                ahead = self._launch(queued[4], queued[5], j + 1, n) if j + 1 < j1 else None
-                out, e1, ok = self._accept(queued)
-                if not ok:
-                    self._first, self.rejected = None, self.rejected + 1
-                    self.dropped += ahead is not None
-                    n = self._more(n, j * dt)
-                    queued = self._launch(psi, e, j, n)
-                    continue
-            psi, e = out, e1
-            self._e, self.n = e, n
-            self.h_min = min(self.h_min, dt / n)
-            if taps:
-                tap(taps, j + 1, psi)
-            j += 1
-            if j >= j1:
-                return psi
-            m = self._choose(psi, j)
-            if ahead is not None and m == n:
-                queued = ahead
-            else:
-                self.dropped += ahead is not None
-                queued = self._launch(psi, e, j, m) if m > 1 else None
-            n = m
 
     def _interval_steps(self, psi, e, j, n):
         """:meth:`_interval` a step at a time: each step's local error made and checked
