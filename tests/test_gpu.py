@@ -2325,6 +2325,65 @@ def test_the_split_carrier_on_a_gpu_carries_e_as_the_cpus(kind):
     assert np.linalg.norm(got - want) <= 1e-12 * np.linalg.norm(want)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["fast", "laser"])
+def test_the_split_carriers_taps_are_e_at_their_steps_from_one_launch(kind):
+    """SplitCarrier.carry with taps at random steps of a piece (a run's snapshots): one
+    kernel launch, e at each tapped step written into a row of its own -- bit for bit the
+    e of a carry over the piece up to that step alone --, the piece's e bit for bit the
+    carry's without taps; the taps' arrays unchanged by a later carry."""
+    import tdse
+    from benchmarks import drives
+    from tdse.numerics import adaptive as ad
+    from tdse.numerics.carrier import carrier
+    rng = np.random.default_rng()
+    cfg = drives.make(kind, rng)
+    dev = carrier(tdse.prepare(ad.transport_config(cfg), backend="cupy").stepper(), cp)
+    n, S, k0 = cfg.grid.n, int(rng.integers(20, 120)), int(rng.integers(0, 60))
+    e = cp.asarray(rng.normal(size=n) + 1j * rng.normal(size=n))
+    Ls = cp.asarray(0.1 * (rng.normal(size=(S, n)) + 1j * rng.normal(size=(S, n))))
+    marks = sorted({int(k) for k in rng.integers(1, S + 1, size=5)} | {S})
+    from tdse.backends.cupy import split
+    kernel, launches, seen = split.split_kernel(cp), [], {}
+    split._KERNELS["split"] = lambda *a, **k: (launches.append(1), kernel(*a, **k))[1]
+    try:
+        got = dev.carry(e, k0, Ls, taps={k0 + k: [lambda E, k=k: seen.setdefault(k, E)] for k in marks})
+    finally:
+        split._KERNELS["split"] = kernel
+    assert sorted(seen) == marks and len(launches) == 1
+    whole = dev.carry(e, k0, Ls)
+    assert bool(cp.array_equal(got, whole))
+    kept = {k: v.copy() for k, v in seen.items()}
+    for k in marks:
+        assert bool(cp.array_equal(seen[k], dev.carry(e, k0, Ls[:k]))), k
+    dev.carry(whole, k0 + S, Ls)
+    for k in marks:
+        assert bool(cp.array_equal(seen[k], kept[k])), k
+
+
+@pytest.mark.gpu
+def test_a_short_runs_estimate_block_launched_eagerly_equals_its_graphs(monkeypatch):
+    """LocalError.block on a GPU for a run of at most EAGER_PIECES pieces launches its
+    products without capturing a graph (_eager), one of more pieces captures it: the same
+    bits for the laser drive's random states; no graph captured for the short run."""
+    import tdse.numerics.local_error as le
+    from benchmarks import drives
+    rng = np.random.default_rng()
+    cfg = drives.make("laser", rng)
+    n, dt = cfg.grid.n, cfg.time.dt
+    got = {}
+    for eager in (True, False):
+        monkeypatch.setattr(le, "EAGER_PIECES", 10 ** 6 if eager else 0)
+        local = le.LocalError(cfg, cp)
+        assert local._eager() == eager
+        S = local.chunk_steps
+        U = cp.asarray(np.random.default_rng(7).standard_normal((S, n)) + 0j)
+        got[eager] = [local.block(U, k * S, dt) for k in range(3)]
+        assert all((g["graph"] is None) == eager for g in local._graphs.values())
+    for a, b in zip(got[True], got[False]):
+        assert bool(cp.array_equal(a, b))
+
+
 _SPIN = r'''
 extern "C" __global__ void spin(double* x, long long cycles) {
     long long t0 = clock64();

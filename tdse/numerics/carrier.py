@@ -149,8 +149,10 @@ class SplitCarrier(Steps):
         after step k0 + i, in one launch of :data:`tdse.backends.cupy.split.SPLIT`: the
         step as above with Q the DST-I's N x N matrix (Q_jm = sqrt(2/(N+1)) sin(pi j m /
         (N+1)), j, m = 1..N), each step's D from the potentials of the piece made at once;
-        ``taps`` ({step: [callable]}): the piece in a launch up to each such step, whose
-        callables are given e there (a device array the next launch does not change)."""
+        ``taps`` ({step: [callable]}): their callables given e after that step, which the
+        kernel writes into a row of its own (a device array nothing changes later; a launch
+        up to each such step had cost the laser drive's pieces, a snapshot every 10 steps,
+        ~4 ms of host time a piece on one H200, ``estimate_split_host_h200x1_20261130T1725.txt``)."""
         from mgemm.arrays import PinnedUpload
 
         from ..backends.cupy.split import SPLIT_WARPS, split_kernel
@@ -166,7 +168,7 @@ class SplitCarrier(Steps):
             self._dev = {"Q": cp.asarray(Q), "ph": cp.asarray(np.exp(-1j * h * self.tau)),
                          "y": cp.zeros(n, np.complex128), "z": cp.zeros(n, np.complex128),
                          "bar": cp.zeros(2, np.uint32), "grid": (min(-(-n // SPLIT_WARPS), sms),),
-                         "up": PinnedUpload(cp, ring=2)}
+                         "up": PinnedUpload(cp, ring=2), "up_tap": PinnedUpload(cp, ring=2)}
         d = self._dev
         # the piece's potentials at the steps' midpoints in one pass, uploaded pinned (a
         # pageable upload waits for the steps queued before it: atom_hhg's carrier had then
@@ -175,16 +177,21 @@ class SplitCarrier(Steps):
         d["up"].put(V.ravel())
         D = cp.ascontiguousarray(self._halves(d["up"].dev[:V.size].reshape(V.shape), 1.0))
         taps = taps or {}
-        a = 0
-        for b in sorted({k - k0 for k in taps if k0 < k <= k0 + S} | {S}):
-            out = cp.array(e, dtype=np.complex128)
-            split_kernel(cp)(d["grid"], (32 * SPLIT_WARPS,),
-                             (d["Q"], d["ph"], D[a:b], L[a:b], out, d["y"], d["z"], np.int32(b - a),
-                              np.int32(n), d["bar"]), shared_mem=16 * n)
-            e, a = out, b
-            for f in taps.get(k0 + b, ()):
-                f(e)
-        return e
+        marks = sorted(k - k0 for k in taps if k0 < k <= k0 + S)
+        tap, rows = d["bar"], d["y"]            # (not read without marks)
+        if marks:       # e at the tapped steps written by the kernel into rows of its own
+            slots = np.full(S, -1, dtype=np.int32)
+            slots[np.array(marks) - 1] = np.arange(len(marks), dtype=np.int32)
+            d["up_tap"].put(slots)
+            tap, rows = d["up_tap"].dev[:S], cp.empty((len(marks), n), dtype=np.complex128)
+        out = cp.array(e, dtype=np.complex128)
+        split_kernel(cp)(d["grid"], (32 * SPLIT_WARPS,),
+                         (d["Q"], d["ph"], D, L, out, d["y"], d["z"], np.int32(S), np.int32(n),
+                          d["bar"], np.int32(len(marks)), tap, rows), shared_mem=16 * n)
+        for i, b in enumerate(marks):
+            for f in taps[k0 + b]:
+                f(rows[i])
+        return out
 
 
 #: a GPU's split carrier up to this N: the kernel stages a vector in shared memory (16 N

@@ -61,6 +61,12 @@ __all__ = ["leading_term", "estimator_terms", "LocalError", "BatchLocalError", "
 LETTERS_CHUNK = 256
 LETTERS_CHUNK_BYTES = 4 << 20
 
+#: a GPU's block of local errors (LocalError._block_graph) for a run of at most this many
+#: pieces is launched without capturing its graph: on one H200 the capture cost the first
+#: piece 5-7 ms of host time more than the eager products, each later piece ~1-1.5 ms less
+#: (the laser, atom_hhg and the four drives, the same bits: ``block_eager_h200x1_20261130T1732.txt``)
+EAGER_PIECES = 2
+
 
 def _derivatives(P):
     """M (P x P): the k-th derivative at s = 0 of the polynomial through values at
@@ -366,55 +372,18 @@ class LocalError:
             return capture(cp, lambda: self._words_body(g))
 
     def _words(self, block) -> dict:
-        """The one-kernel estimate's buffers (:meth:`_graph`): the suffixes' letters and
-        parents, each order's coefficients by suffix, and where the words are made."""
-        cp, n = self.xp, self.config.grid.n
-        # level by level (the products with H a suffix holds), shorter first within one: a
-        # suffix after its parent, a barrier only where a level's first product is made
-        order = sorted(self._suffixes, key=lambda s: (s.count(0), len(s)))
-        index = {(): 0}
-        for i, s in enumerate(order, 1):
-            index[s] = i
-        M = len(order)
-        letter, parent, sync = (np.zeros(M + 1, np.int32) for _ in range(3))
-        level = 0
-        for s, i in index.items():
-            if s:
-                letter[i], parent[i] = s[0], index[s[1:]]
-                if s[0] == 0 and s.count(0) > level:
-                    sync[i], level = 1, s.count(0)
-        C = np.zeros((len(self.terms), M + 1))
-        for r, Cn in enumerate(self.terms.values()):
-            for w, c in Cn.items():
-                C[r, index[w]] += c
-        dense = block.bands is None
-        sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-        rows = 8 if dense else 256                                  # rows a 256-thread block
-        d = block.bands if not dense else (0.0, 0.0, 0.0)
-        return {"letter": cp.asarray(letter), "parent": cp.asarray(parent),
-                "sync": cp.asarray(sync), "M": M,
-                "C": cp.asarray(C), "R": len(self.terms), "dense": dense,
-                "T": block.T if dense else cp.zeros(1), "k": float(block.k),
-                "d": tuple(float(v) for v in d), "grid": (min(-(-n // rows), sms),),
-                "vec": cp.zeros((M + 1, n), np.complex128),
-                "out": cp.zeros((len(self.terms) + 1, n), np.complex128),
-                "W": self.W if self.W is not None else cp.zeros(n), "bar": cp.zeros(2, np.uint32),
-                "coop": True, "stage": dense and 16 * n <= 48 * 1024}
+        """The one-kernel estimate's buffers (:meth:`_graph`; :func:`tdse.backends.cupy.words.buffers`)."""
+        from ..backends.cupy.words import buffers
+        return buffers(self.xp, self._suffixes, self.terms, block, self.config.grid.n, self.W)
 
     def _words_body(self, g):
         """The captured one-kernel estimate (:meth:`_graph`): u into the words' first row,
         then :data:`tdse.backends.cupy.words.WORDS`."""
-        from ..backends.cupy.words import words_kernel
+        from ..backends.cupy.words import launch
         from .graphs import copy_in
-        cp, w, n = self.xp, g["words"], self.config.grid.n
-        copy_in(cp, w["vec"][0], g["u"])
-        d0, d1, d2 = w["d"]
-        words_kernel(cp, w["coop"])(
-            w["grid"], (256,),
-            (w["T"], np.float64(d0), np.float64(d1), np.float64(d2), np.float64(w["k"]),
-             np.int32(w["dense"]), g["D"], w["W"], w["letter"], w["parent"], w["sync"], np.int32(w["M"]),
-             w["C"], np.int32(w["R"]), w["vec"], w["out"], np.int32(n), np.int32(self.P), w["bar"],
-             np.int32(w["stage"])), shared_mem=16 * n if w["stage"] else 0)
+        w = g["words"]
+        copy_in(self.xp, w["vec"][0], g["u"])
+        launch(self.xp, w, g["D"], self.config.grid.n, self.P)
         g["out"] = [(m, w["out"][r]) for r, m in enumerate(self.terms)]
         g["total"] = w["out"][w["R"]]
 
@@ -525,14 +494,24 @@ class LocalError:
         src = g["up"].dev[:vals.size].reshape(vals.shape)
         g["D"].reshape(P, n, Sb)[:, :, :S] = src.transpose(1, 2, 0)
         g["u"][:, :S] = U.T
-        if g["graph"] is None:
-            g["graph"] = self._capture(g)
-        g["graph"].launch()
+        if g["graph"] is None and self._eager():
+            self._body(g)                   # (the products launched: no graph for a short run)
+        else:
+            if g["graph"] is None:
+                g["graph"] = self._capture(g)
+            g["graph"].launch()
         L = None
         for m, C in g["out"]:
             term = (dt ** m) * C[:, :S]
             L = term if L is None else L + term
         return cp.ascontiguousarray(L.T)
+
+    def _eager(self) -> bool:
+        """Whether :meth:`_block_graph` launches the products without a graph: a run of fixed
+        steps whose estimate is at most :data:`EAGER_PIECES` pieces (decided by the run's
+        length alone, so a resumed run decides alike; the bits are the graph's)."""
+        T = self.config.time
+        return T.tolerance is None and -(-T.steps // self.chunk_steps) <= EAGER_PIECES
 
     def norm(self, u, t, dt):
         """||sum_n dt^n C_n u|| (L2, weight dx): a float, or (B,) for a block."""

@@ -5,7 +5,8 @@ run's steps in one cooperative kernel: e carried over S steps, each
 
 Q the orthonormal sine transform (DST-I, symmetric, its own inverse) as a dense N x N matrix,
 ph = exp(-i h tau) the kinetic phases, D_s step s's halves (potential and absorber) and L_s
-its local error.  A warp a row of each product (Q's row through the read-only cache, the
+its local error; e after step s also into row tap[s] of ``taps`` where ntap > 0 and tap[s]
+>= 0 (a run's snapshots within the piece).  A warp a row of each product (Q's row through the read-only cache, the
 vector staged in shared memory: the chain kernel's row product,
 :data:`tdse.backends.cupy.chain.CHAIN`), a grid barrier after each: two a step, where the
 Chebyshev carrier's step was a graph launch of ~10 terms, a barrier each."""
@@ -30,7 +31,8 @@ __device__ __forceinline__ void tdse_split_stage(double2* xs, const complex<doub
 
 extern "C" __global__ void tdse_split_steps(const double* Q, const complex<double>* ph,
         const complex<double>* D, const complex<double>* L, complex<double>* e,
-        complex<double>* y, complex<double>* z, int S, int n, unsigned int* bar) {
+        complex<double>* y, complex<double>* z, int S, int n, unsigned int* bar,
+        int ntap, const int* tap, complex<double>* taps) {
     extern __shared__ double2 xs[];
     const int lane = threadIdx.x & 31;
     const int nw = gridDim.x * (blockDim.x >> 5);
@@ -56,6 +58,7 @@ extern "C" __global__ void tdse_split_steps(const double* Q, const complex<doubl
             if (lane == 0) {
                 complex<double> v = d[row] * complex<double>(re, im) + L[(size_t)s * n + row];
                 e[row] = v;
+                if (ntap > 0 && tap[s] >= 0) taps[(size_t)tap[s] * n + row] = v;
                 if (s + 1 < S) y[row] = d[n + row] * v;
             }
         }

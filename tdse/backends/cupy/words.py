@@ -12,6 +12,8 @@ a_k = -i d^k V/dt^k (k >= 1), and the absorber's b = W.  The launched products o
 :meth:`LocalError.parts` compute the same numbers but for the order of the sums."""
 from __future__ import annotations
 
+import numpy as np
+
 from .chain import CHAIN
 
 #: the grid barrier and the warp's sum of the Chebyshev chain
@@ -128,3 +130,53 @@ def words_kernel(cp, cooperative=True):
     if cooperative not in _KERNELS:
         _KERNELS[cooperative] = cp.RawKernel(WORDS, "tdse_words", enable_cooperative_groups=cooperative)
     return _KERNELS[cooperative]
+
+
+def buffers(cp, suffixes, terms, block, n, W) -> dict:
+    """The kernel's buffers for one estimate: the ``suffixes``' letters and parents, each
+    order's coefficients (``terms``: {order: {word: c}}) by suffix, where the words are made;
+    ``block`` the H's kinetic part (a :class:`~tdse.model.hamiltonian.BlockOperator`: the
+    stencils' bands, or the DVR's dense T), ``W`` the absorber (or None)."""
+    # level by level (the products with H a suffix holds), shorter first within one: a
+    # suffix after its parent, a barrier only where a level's first product is made
+    order = sorted(suffixes, key=lambda s: (s.count(0), len(s)))
+    index = {(): 0}
+    for i, s in enumerate(order, 1):
+        index[s] = i
+    M = len(order)
+    letter, parent, sync = (np.zeros(M + 1, np.int32) for _ in range(3))
+    level = 0
+    for s, i in index.items():
+        if s:
+            letter[i], parent[i] = s[0], index[s[1:]]
+            if s[0] == 0 and s.count(0) > level:
+                sync[i], level = 1, s.count(0)
+    C = np.zeros((len(terms), M + 1))
+    for r, Cn in enumerate(terms.values()):
+        for w, c in Cn.items():
+            C[r, index[w]] += c
+    dense = block.bands is None
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    rows = 8 if dense else 256                                  # rows a 256-thread block
+    d = block.bands if not dense else (0.0, 0.0, 0.0)
+    return {"letter": cp.asarray(letter), "parent": cp.asarray(parent),
+            "sync": cp.asarray(sync), "M": M,
+            "C": cp.asarray(C), "R": len(terms), "dense": dense,
+            "T": block.T if dense else cp.zeros(1), "k": float(block.k),
+            "d": tuple(float(v) for v in d), "grid": (min(-(-n // rows), sms),),
+            "vec": cp.zeros((M + 1, n), np.complex128),
+            "out": cp.zeros((len(terms) + 1, n), np.complex128),
+            "W": W if W is not None else cp.zeros(n), "bar": cp.zeros(2, np.uint32),
+            "coop": True, "stage": dense and 16 * n <= 48 * 1024}
+
+
+def launch(cp, w, D, n, P):
+    """The kernel on the buffers ``w`` (:func:`buffers`; u already in its words' first row),
+    the letters ``D`` (P x N, then the orders' scales)."""
+    d0, d1, d2 = w["d"]
+    words_kernel(cp, w["coop"])(
+        w["grid"], (256,),
+        (w["T"], np.float64(d0), np.float64(d1), np.float64(d2), np.float64(w["k"]),
+         np.int32(w["dense"]), D, w["W"], w["letter"], w["parent"], w["sync"], np.int32(w["M"]),
+         w["C"], np.int32(w["R"]), w["vec"], w["out"], np.int32(n), np.int32(P), w["bar"],
+         np.int32(w["stage"])), shared_mem=16 * n if w["stage"] else 0)
