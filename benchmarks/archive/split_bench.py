@@ -21,7 +21,7 @@ for name, cfg, S in (("atom_hhg", tdse.load_config("inputs/atom_hhg.toml"), 50),
     d = c._dev; D = cp.ones((S, n), complex)
     ev0, ev1 = cp.cuda.Event(), cp.cuda.Event(); ks = []
     for r in range(20):
-        ev0.record(); split_kernel(cp)(d["grid"], (256,), (d["Q"], d["ph"], D, L, e.copy(), d["y"], d["z"], np.int32(S), np.int32(n), d["bar"]), shared_mem=16 * n); ev1.record(); ev1.synchronize(); ks.append(cp.cuda.get_elapsed_time(ev0, ev1) * 1e-3)
+        ev0.record(); split_kernel(cp)(d["grid"], (256,), (d["Q"], d["ph"], D, L, e.copy(), d["y"], d["z"], np.int32(S), np.int32(n), d["bar"], np.int32(0), d["bar"], d["y"]), shared_mem=16 * n); ev1.record(); ev1.synchronize(); ks.append(cp.cuda.get_elapsed_time(ev0, ev1) * 1e-3)
     h = []
     for r in range(20):
         t = time.perf_counter(); total_many(cfg.potential, c.stepper.x_host, [0.1 * j for j in range(S)]); h.append(time.perf_counter() - t)
