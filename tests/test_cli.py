@@ -345,3 +345,23 @@ def test_a_command_refuses_an_out_without_room_for_its_outputs_before_any_work(
     assert r.exit_code == 2 and len(lines) == 1, r.output
     assert "--out" in lines[0] and "needs about 1.0 MiB" in lines[0] and "100 KiB are free" in lines[0]
     assert not out.exists() or not os.listdir(out)
+
+
+def test_the_cli_leaves_numpys_unused_submodules_unloaded_until_used():
+    """The command line registers numpy.f2py and numpy.testing as lazily loaded modules
+    (tdse.ui.startup): importing it and then scipy.linalg (whose array-API clone of NumPy
+    names them) runs neither's code; using them then works.  In a fresh interpreter."""
+    import subprocess
+    import sys
+    code = (
+        "import sys\n"
+        "import tdse.ui.cli, scipy.linalg\n"
+        "assert 'numpy.f2py.crackfortran' not in sys.modules, 'f2py loaded'\n"
+        "assert 'numpy.testing._private.utils' not in sys.modules, 'testing loaded'\n"
+        "import numpy\n"
+        "numpy.testing.assert_allclose([1.0, 2.0], [1.0, 2.0])\n"
+        "from numpy.f2py import crackfortran\n"
+        "assert 'numpy.testing._private.utils' in sys.modules and crackfortran.__name__\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    assert r.returncode == 0, r.stderr[-2000:]

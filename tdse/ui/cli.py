@@ -1,7 +1,6 @@
 """Thin CLI: TOML -> Config -> run(config) -> HDF5 + plots (STYLE.md item 10).
 
-Every input problem is one line on stderr naming the key and value, exit code 2.
-"""
+Every input problem is one line on stderr naming the key and value, exit code 2."""
 from __future__ import annotations
 
 import json
@@ -11,6 +10,8 @@ import sys
 
 from ..run.interrupts import accept_sigint
 accept_sigint()     # before click and the rest (0.1-0.5 s of imports): a SIGINT is not lost
+from .startup import defer  # noqa: E402 -- NumPy's unused submodules loaded if used
+defer()
 import click
 
 from ..config import ConfigError, load
