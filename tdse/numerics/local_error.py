@@ -63,7 +63,7 @@ LETTERS_CHUNK_BYTES = 4 << 20
 
 #: a GPU's block of local errors (LocalError._block_graph) for a run of at most this many
 #: pieces is launched without capturing its graph: on one H200 the capture cost the first
-#: piece 5-7 ms of host time more than the eager products, each later piece ~1-1.5 ms less
+#: piece 2-7 ms of host time more than the eager products, each later piece ~1-1.5 ms less
 #: (the laser, atom_hhg and the four drives, the same bits: ``block_eager_h200x1_20261130T1732.txt``)
 EAGER_PIECES = 2
 

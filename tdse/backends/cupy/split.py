@@ -6,8 +6,8 @@ run's steps in one cooperative kernel: e carried over S steps, each
 Q the orthonormal sine transform (DST-I, symmetric, its own inverse) as a dense N x N matrix,
 ph = exp(-i h tau) the kinetic phases, D_s step s's halves (potential and absorber) and L_s
 its local error; e after step s also into row tap[s] of ``taps`` where ntap > 0 and tap[s]
->= 0 (a run's snapshots within the piece).  A warp a row of each product (Q's row through the read-only cache, the
-vector staged in shared memory: the chain kernel's row product,
+>= 0 (a run's snapshots within the piece).  A warp a row of each product (Q's row through
+the read-only cache, the vector staged in shared memory: the chain kernel's row product,
 :data:`tdse.backends.cupy.chain.CHAIN`), a grid barrier after each: two a step, where the
 Chebyshev carrier's step was a graph launch of ~10 terms, a barrier each."""
 from __future__ import annotations
