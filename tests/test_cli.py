@@ -349,8 +349,9 @@ def test_a_command_refuses_an_out_without_room_for_its_outputs_before_any_work(
 
 def test_the_cli_leaves_numpys_unused_submodules_unloaded_until_used():
     """The command line registers numpy.f2py and numpy.testing as lazily loaded modules
-    (tdse.ui.startup): importing it and then scipy.linalg (whose array-API clone of NumPy
-    names them) runs neither's code; using them then works.  In a fresh interpreter."""
+    (tdse.lazy): importing it and then scipy.linalg (whose array-API clone of NumPy
+    names them) runs neither's code; using them then works.  The look-ahead's worker
+    start (tdse.run.ahead_child) likewise.  In fresh interpreters."""
     import subprocess
     import sys
     code = (
@@ -364,4 +365,10 @@ def test_the_cli_leaves_numpys_unused_submodules_unloaded_until_used():
         "assert 'numpy.testing._private.utils' in sys.modules and crackfortran.__name__\n")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    assert r.returncode == 0, r.stderr[-2000:]
+    # the look-ahead's worker process likewise (its start imports the solvers: scipy.linalg)
+    worker = ("import sys\nfrom tdse.run import ahead_child\nahead_child.start(1)\n"
+              "assert 'scipy.linalg' in sys.modules\n"
+              "assert 'numpy.f2py.crackfortran' not in sys.modules, 'f2py loaded'\n")
+    r = subprocess.run([sys.executable, "-c", worker], capture_output=True, text=True, cwd=root)
     assert r.returncode == 0, r.stderr[-2000:]

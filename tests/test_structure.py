@@ -46,7 +46,7 @@ TDSE_LAYERS = {
     "tdse.model": 1,
     "tdse.config": 0, "tdse.keys": 0, "tdse.inputs": 0, "tdse.version": 0, "tdse.options": 0, "tdse.errors": 0,
     "tdse.expression": 0, "tdse.backends": 0, "tdse.checks": 0, "tdse.sections": 0,
-    "tdse.potentials": 0,
+    "tdse.potentials": 0, "tdse.lazy": 0,
 }
 #: the longest function allowed in the run path (issue #22: no function over ~60 lines)
 RUN_PATH_MAX_LINES = 60

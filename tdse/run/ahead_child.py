@@ -17,6 +17,8 @@ def start(threads):
     sys.modules.setdefault("cupy", None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _orphan_watch()
+    from ..lazy import defer
+    defer()                     # (numpy.f2py and numpy.testing: ~85 ms of its start on 2 CPUs)
     from threadpoolctl import threadpool_limits
 
     from ..model import states  # noqa: F401 -- imported before the first call, not at it

@@ -10,7 +10,7 @@ import sys
 
 from ..run.interrupts import accept_sigint
 accept_sigint()     # before click and the rest (0.1-0.5 s of imports): a SIGINT is not lost
-from .startup import defer  # noqa: E402 -- NumPy's unused submodules loaded if used
+from ..lazy import defer  # noqa: E402 -- NumPy's unused submodules loaded if used
 defer()
 import click
 

@@ -1,4 +1,5 @@
-"""The command line's start-up: NumPy submodules a run never uses, loaded only if used.
+"""NumPy submodules a run never uses, loaded only if used -- in tdse's own processes (the
+command line's, the eigenpairs look-ahead's workers).
 
 SciPy 1.17 builds its array-API namespace by cloning NumPy's
 (``scipy._lib.array_api_compat.numpy``: ``from numpy import *`` and every name of
@@ -8,7 +9,8 @@ SciPy 1.17 builds its array-API namespace by cloning NumPy's
 with the standard library's lazy loader (:class:`importlib.util.LazyLoader`, the recipe of
 the ``importlib`` documentation): the module object exists at once, its code runs on its
 first attribute access -- so being named by SciPy's clone costs nothing, and using them
-works as before.  Done by the CLI only: importing tdse leaves its caller's imports alone.
+works as before.  Done by the CLI (:mod:`tdse.ui.cli`) and the look-ahead's workers
+(:mod:`tdse.run.ahead_child`) only: importing tdse leaves its caller's imports alone.
 """
 from __future__ import annotations
 
