@@ -210,26 +210,16 @@ def _banded_shift_solver(grid, v):
     def correct(R, X, theta, active=None):
         """The corrections of the columns ``active`` (all by default), N x len(active): every
         column's two solves (M^-1 r, M^-1 x) by one LAPACK call on the columns' shifted
-        matrices as one block-diagonal band (:func:`_band5`'s blocks, dgbsv with two
-        right-hand sides; a band LU and solve a column from Python had been 44 % of a DVR
-        call at N = 1024 on 2 CPUs, ``dvr_corrections_cpu2_20261130T1751.txt``)."""
+        matrices (:func:`_banded_solves`, two right-hand sides a system; a band LU and solve
+        a column from Python had been 44 % of a DVR call at N = 1024 on 2 CPUs,
+        ``dvr_corrections_cpu2_20261130T1751.txt``)."""
         cols = list(range(len(theta)) if active is None else active)
-        k = len(cols)
+        Rc, Xc = np.asarray(R)[:, cols], np.asarray(X)[:, cols]
         th = np.asarray(theta, dtype=np.float64)[cols]
-        key = (k, n)
-        if band[0] != key:                 # the off-diagonal rows, made once per column count
-            band[0], band[1] = key, _band5(d1, d2, np.zeros(k * n), n)
-        ab = band[1].copy(order="F")
-        ab[4] = (main[None, :] - th[:, None]).ravel()
-        rhs = np.empty((k * n, 2), order="F")
-        rhs[:, 0] = np.asarray(R)[:, cols].T.ravel()
-        rhs[:, 1] = np.asarray(X)[:, cols].T.ravel()
-        *_, y, info = lapack.dgbsv(2, 2, ab, rhs, overwrite_ab=1, overwrite_b=1)
-        if info > 0:                       # exactly singular: move those shifts off it, as before
+        Y = _banded_solves(main[None, :] - th[:, None], d1, d2, np.stack([Rc, Xc], axis=2))
+        if Y is None:                      # exactly singular: move those shifts off it, as before
             return np.column_stack([one(R, X, theta, i) for i in cols])
-        y = y.reshape(k, n, 2)
-        Mr, Mx = y[:, :, 0].T, y[:, :, 1].T
-        Xc = np.asarray(X)[:, cols]
+        Mr, Mx = Y[:, :, 0], Y[:, :, 1]
         e = np.einsum("nk,nk->k", Xc, Mr) / np.einsum("nk,nk->k", Xc, Mx)
         return Mr - Mx * e[None, :]
 
@@ -243,7 +233,6 @@ def _banded_shift_solver(grid, v):
         rhs[:, 0], rhs[:, 1] = np.asarray(R)[:, i], np.asarray(X)[:, i]
         y, _ = lapack.dgbtrs(lu, 2, 2, rhs, piv, overwrite_b=1)
         return y[:, 0] - (np.asarray(X)[:, i] @ y[:, 0]) / (np.asarray(X)[:, i] @ y[:, 1]) * y[:, 1]
-    band = [None, None]
     return correct
 
 
@@ -374,7 +363,8 @@ _BAND5 = threading.local()
 
 def _banded_solves(D, d1, d2, X):
     """D[j]'s banded system (diagonal D[j]; off-diagonals d1 and, for the 5-point stencil,
-    d2, shared) solved for X[:, j], each column j (D: k x N, X: N x k): tridiagonal by
+    d2, shared) solved for X[:, j], each column j (D: k x N, X: N x k; or N x k x r, r
+    right-hand sides a system, pentadiagonal only): tridiagonal by
     :func:`~tdse.model.lapack.shifted_solves`; pentadiagonal by LAPACK's dgbsv (banded LU with partial
     pivoting) on the k systems as one block-diagonal band matrix (the bands' entries
     between blocks zero: pivoting stays within a block), one call; None where a matrix is
@@ -389,8 +379,12 @@ def _banded_solves(D, d1, d2, X):
         band = _BAND5.band5 = (key, _band5(d1, d2, np.zeros(k * n), n))
     ab = band[1].copy(order="F")                 # dgbsv overwrites it with its LU
     ab[4] = D.ravel()
-    *_, y, info = lapack.dgbsv(2, 2, ab, X.T.reshape(-1), overwrite_ab=1, overwrite_b=1)
-    return None if info else y.reshape(k, n).T
+    r = X.shape[2] if X.ndim == 3 else None
+    rhs = X.T.reshape(-1) if r is None else np.asfortranarray(X.transpose(1, 0, 2).reshape(k * n, r))
+    *_, y, info = lapack.dgbsv(2, 2, ab, rhs, overwrite_ab=1, overwrite_b=1)
+    if info:
+        return None
+    return y.reshape(k, n).T if r is None else y.reshape(k, n, r).transpose(1, 0, 2)
 
 
 def warm_banded(grid, v, E, X, bound, maxiter=WARM_MAXITER):
