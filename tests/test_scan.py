@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 import tdse
+from tdse.studies.spectra import hhg
 from tdse.studies import scan as scan_mod
 from tdse.ui.cli import main
 
@@ -284,6 +285,10 @@ def test_cli_writes_a_file_xarray_reads_with_named_dimensions(tmp_path):
                 want = one.observables[k][-1 if k == "energy" else sl]
                 assert np.abs(got[k].values - want).max() < 1e-8, (k, i, j, save)
             assert np.abs(got["populations_h0"].values - one.observables["populations_h0"][sl, :4]).max() < 1e-8
+            # the batch's spectra (one FFT) against the member's own (hhg of its own run)
+            own = hhg(one.observables["t"], one.observables["acceleration"], base.potential.field.omega)
+            assert np.allclose(got["hhg_order"].values, own["order"], rtol=1e-12, atol=0)
+            assert np.abs(got["hhg_power"].values - own["power"]).max() < 1e-8 * max(own["power"])
     r = CliRunner().invoke(main, ["scan", str(p), "--set", "field.E0=0.02:x:3", "--out", str(tmp_path)])
     assert r.exit_code == 2 and "--set" in r.output and "Traceback" not in r.output
     r = CliRunner().invoke(main, ["scan", str(p), "--set", "field.E0=0.02:0.06:3", "--save", "series:nrm",

@@ -53,12 +53,12 @@ def reduce_batch(res: dict, series, spectra=None) -> dict:
     """A batch's result (:func:`tdse.studies.scan.run_batch`: name -> (B, S[, K])) with
     each of :data:`SERIES` not in ``series`` at t_end (B[, K]) and, with ``spectra`` =
     (omega, window), each member's harmonic spectrum ("hhg_power" (B, F), "hhg_order" (F,))
-    from its acceleration, made before the series go (:func:`tdse.studies.spectra.hhg`)."""
+    from its acceleration, made before the series go (:func:`tdse.studies.spectra.hhg_power`,
+    the batch in one FFT)."""
     if spectra is not None and "hhg_power" not in res:
-        from .spectra import hhg
-        rows = [hhg(res["t"], a, spectra[0], spectra[1]) for a in np.asarray(res["acceleration"])]
-        res["hhg_power"] = np.array([r["power"] for r in rows])
-        res["hhg_order"] = np.asarray(rows[0]["order"])
+        from .spectra import hhg_power
+        omega, res["hhg_power"] = hhg_power(res["t"], res["acceleration"], spectra[1])
+        res["hhg_order"] = omega / spectra[0]
     for n in SERIES:
         if n in res and n not in series:
             res[n] = np.ascontiguousarray(np.asarray(res[n])[:, -1])

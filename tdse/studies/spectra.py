@@ -41,13 +41,20 @@ def _uniform_dt(t):
     return float(d[0])
 
 
+def hhg_power(t, acceleration, win="hann"):
+    """(omega, |a(omega)|^2) of the dipole acceleration sampled at ``t`` (one-sided, omega
+    >= 0): ``acceleration`` (..., len(t)), each row windowed and transformed -- a scan's
+    batch in one FFT (its members one by one, as lists, had cost 1000 atom_hhg members
+    ~0.6 s on 2 CPUs, a ninth of the scan's 6.5 s on one H200)."""
+    dt = _uniform_dt(t)
+    A = np.fft.rfft(np.asarray(acceleration) * window(win, len(t)), axis=-1) * dt
+    return 2 * math.pi * np.fft.rfftfreq(len(t), d=dt), np.abs(A) ** 2
+
+
 def hhg(t, acceleration, omega0=None, win="hann") -> dict:
     """Harmonic spectrum of the dipole acceleration (one-sided, omega >= 0)."""
+    omega, power = hhg_power(t, acceleration, win)
     dt = _uniform_dt(t)
-    a = np.asarray(acceleration) * window(win, len(t))
-    A = np.fft.rfft(a) * dt
-    omega = 2 * math.pi * np.fft.rfftfreq(len(t), d=dt)
-    power = np.abs(A) ** 2
     out = {"kind": "hhg", "window": win, "omega": omega.tolist(), "power": power.tolist(),
            "resolution": 2 * math.pi / (dt * len(t)), "units": "omega in E_h/hbar; power in a.u."}
     if omega0:
