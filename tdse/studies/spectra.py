@@ -44,8 +44,9 @@ def _uniform_dt(t):
 def hhg_power(t, acceleration, win="hann"):
     """(omega, |a(omega)|^2) of the dipole acceleration sampled at ``t`` (one-sided, omega
     >= 0): ``acceleration`` (..., len(t)), each row windowed and transformed -- a scan's
-    batch in one FFT (its members one by one, as lists, had cost 1000 atom_hhg members
-    ~0.6 s on 2 CPUs, a ninth of the scan's 6.5 s on one H200)."""
+    batch in one FFT (its members one by one, as lists, had made the scan of 1000 atom_hhg
+    members on one H200 7.4-8.4 s against 6.2-6.7 s before ``--save``; 6.0-6.1 s after,
+    ``scan_bisect_h200x1_20261130T1822.txt``)."""
     dt = _uniform_dt(t)
     A = np.fft.rfft(np.asarray(acceleration) * window(win, len(t)), axis=-1) * dt
     return 2 * math.pi * np.fft.rfftfreq(len(t), d=dt), np.abs(A) ** 2
