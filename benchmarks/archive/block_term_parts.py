@@ -10,7 +10,6 @@ import sys
 import numpy as np, cupy as cp
 sys.path.insert(0, ".")
 from tdse.numerics.graphs import dgemm_into
-from tdse.backends.cupy.chain import graph_kernels
 def t(f, r=300):
     for _ in range(10): f()
     s, e = cp.cuda.Event(), cp.cuda.Event()
