@@ -259,8 +259,8 @@ def _formulas(d):
 
 
 def _scan(d):
-    out = ["| input | backend | members | batches | steps | N | scan s | s / member | serial s each | serial timed | speedup | max rel diff | x its operator products alone |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out = ["| input | backend | members | batches | steps | N | scan s | s / member | serial s each | serial timed | speedup | max rel diff | x its operator products alone | `tdse scan` wall s (x the scan) |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in d["rows"]:
         out.append(f"| {r['input']} | {r['backend']}{' x' + str(r['workers']) + ' workers' if r.get('workers') else ''}"
                    f"{' on ' + str(r['gpus']) + ' GPUs (Dask scheduler)' if r.get('gpus') else ''} "
@@ -268,7 +268,9 @@ def _scan(d):
                    f"{r['seconds_per_member']:.3g} | {r['serial_seconds_each']:.2f} | "
                    f"{r['serial_runs_timed']}{' (extrapolated)' if r['serial_extrapolated'] else ''} | "
                    f"{r['speedup']:.1f}x | {r['max_rel_diff_acceleration']:.1e} | "
-                   f"{_x(r.get('scan_over_operator_floor'))} |")
+                   f"{_x(r.get('scan_over_operator_floor'))} | "
+                   + (f"{r['cli_wall_seconds']:.1f} ({_x(r['cli_over_scan'])})" if r.get("cli_wall_seconds") else "--")
+                   + " |")
     return out
 
 

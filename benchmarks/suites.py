@@ -1071,6 +1071,10 @@ def _scan_args(p):
     p.add_argument("--save", default="series",
                    help="what the scan keeps (tdse scan --save: final, series, series:NAMES); the "
                         "row also times writing its file (tdse.run.scanfile.write) and its size")
+    p.add_argument("--cli", action="store_true",
+                   help="also the same scan by `tdse scan` as a user starts it (a new process: "
+                        "imports, the device's start, the file and its map PNG), its wall over "
+                        "the in-process scan's seconds (#59 item 1: <= 1.3)")
 
 
 def _warm_worker(toml):
@@ -1181,6 +1185,8 @@ def _scan(a):
            "batch_chebyshev_terms": res.get("batch_chebyshev_terms"),
            "save": a.save, "file_write_seconds": write_s, "file_bytes": file_bytes,
            "scan_and_file_seconds": wall + write_s}
+    if a.cli:
+        row.update(_scan_cli(a, cfg, E0, wall))
     floor = _operator_floor(cfg, res.get("batch_members"), res.get("batch_chebyshev_terms"), a.backend)
     if floor is not None:
         floor /= max(1, a.workers or 1)
@@ -1190,6 +1196,31 @@ def _scan(a):
          f"{row['speedup']:.1f}x; max rel diff {worst:.1e}"
          + (f"; x{wall / floor:.2f} its operator products alone ({floor:.2f} s)" if floor else ""))
     return [row], {}
+
+
+def _scan_cli(a, cfg, E0, scan_seconds) -> dict:
+    """The in-process scan's members by `tdse scan` in a new process (the same input as a
+    file: Chebyshev, no time error; E0 by a:b:n), its wall and that wall over the
+    in-process scan's seconds."""
+    import shutil
+    import tempfile
+
+    from tdse import config as cfgmod
+    d = tempfile.mkdtemp(prefix="scan-cli-")
+    try:
+        path = os.path.join(d, "scan.toml")
+        with open(path, "w") as f:
+            f.write(cfgmod.to_toml(cfg))
+        args = ["scan", path, "--set", f"field.E0={float(E0[0])!r}:{float(E0[-1])!r}:{len(E0)}", "--backend",
+                a.backend, "--save", a.save, "--out", os.path.join(d, "out"), "-q"]
+        args += ["--batch", str(a.batch)] if a.batch else []
+        args += ["--workers", str(a.workers)] if a.workers else []
+        args += ["--scheduler", a.scheduler] if a.scheduler else []
+        cli = _timed_cli(args)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    _say(f"tdse scan as a new process: {cli:.2f} s, x{cli / scan_seconds:.2f} the scan in process")
+    return {"cli_wall_seconds": cli, "cli_over_scan": cli / scan_seconds}
 
 
 # ---------------------------------------------------------------- formula: a potential as a formula
