@@ -11,16 +11,11 @@ the ``importlib`` documentation): the module object exists at once, its code run
 first attribute access -- so being named by SciPy's clone costs nothing, and using them
 works as before.  Done by the CLI (:mod:`tdse.ui.cli`) and the look-ahead's workers
 (:mod:`tdse.run.ahead_child`) only: importing tdse leaves its caller's imports alone.
-
-:func:`beside` imports a module in a thread of its own while the caller works (a scan's
-pictures' matplotlib beside the scan).
 """
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import sys
-import threading
 
 #: the submodules SciPy's clone of NumPy imports and a run does not use
 LAZY = ("numpy.f2py", "numpy.testing")
@@ -40,23 +35,3 @@ def defer(names=LAZY) -> None:
         spec.loader.exec_module(module)
         parent, _, child = name.rpartition(".")
         setattr(sys.modules[parent], child, module)    # (as the import system binds a submodule)
-
-
-def beside(name):
-    """Start importing module ``name`` in a thread of its own, so that its import overlaps
-    the caller's work (`tdse scan`'s map: matplotlib, 0.35-0.55 s on a GPU machine's host,
-    beside the scan, whose thread mostly waits for the device); returns a callable that
-    waits for it and gives the module -- imported again in the caller's thread where the
-    thread's import failed, so that an error is raised there, not printed by the thread."""
-    def load():
-        try:
-            importlib.import_module(name)
-        except BaseException:      # noqa: BLE001 -- raised again by module() in the caller
-            pass
-    thread = threading.Thread(target=load, name=f"import {name}", daemon=True)
-    thread.start()
-
-    def module():
-        thread.join()
-        return importlib.import_module(name)
-    return module

@@ -372,16 +372,3 @@ def test_the_cli_leaves_numpys_unused_submodules_unloaded_until_used():
               "assert 'numpy.f2py.crackfortran' not in sys.modules, 'f2py loaded'\n")
     r = subprocess.run([sys.executable, "-c", worker], capture_output=True, text=True, cwd=root)
     assert r.returncode == 0, r.stderr[-2000:]
-
-
-def test_beside_imports_in_a_thread_and_raises_its_error_in_the_caller(capsys):
-    """tdse.lazy.beside (`tdse scan`'s matplotlib beside the scan): the module it gives is
-    the imported one; a failed import raises in the caller, and the thread prints nothing."""
-    import colorsys
-
-    from tdse.lazy import beside
-    assert beside("colorsys")() is colorsys
-    get = beside("tdse_no_such_module")
-    with pytest.raises(ModuleNotFoundError):
-        get()
-    assert capsys.readouterr().err == ""

@@ -10,7 +10,7 @@ import sys
 
 from ..run.interrupts import accept_sigint
 accept_sigint()     # before click and the rest (0.1-0.5 s of imports): a SIGINT is not lost
-from ..lazy import beside, defer  # noqa: E402 -- NumPy's unused submodules loaded if used
+from ..lazy import defer  # noqa: E402 -- NumPy's unused submodules loaded if used
 defer()
 import click
 
@@ -520,7 +520,7 @@ def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, 
     from ..run.resources import check_space
     from ..studies.scan import members, parse_set, remove_parts, scan as scan_, scan_bytes, spectra
     from ..studies.scan_save import parse_save
-    plots = beside("tdse.ui.plots")     # (matplotlib's import beside the scan)
+    from .plots import plot_scan_map
     cfg = _load(input_file)
     try:
         parsed, series = [parse_set(s) for s in sets], parse_save(save)
@@ -553,7 +553,7 @@ def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, 
     spec = spectra(res)
     write(base + ".h5", res, spec)
     remove_parts(out_dir, cfg.name)      # the file holds every batch now
-    plots().plot_scan_map(base + ".h5", base + ".png")
+    plot_scan_map(base + ".h5", base + ".png")
     click.echo(f"{len(sc.configs)} members in {res['batches']} batch(es), {res['seconds']:.1f} s "
                f"({res['seconds'] / len(sc.configs):.3g} s a member); wrote {base}.h5, {base}.png")
     if "time_error" in res:              # time_error = "estimate": each member's, at t_end
