@@ -164,12 +164,7 @@ class PinnedUpload:
         dtype = values.dtype if parts is None else np.result_type(*parts)
         size = values.size if parts is None else sum(int(np.size(a)) for a in parts)
         if size > self.size or dtype != self._dtype:
-            # the old ring's copies run before its pinned buffers go: each used slot's event,
-            # not the stream (a first use waits for nothing; a stream's sync had held the host
-            # until every kernel queued before it ran: a GPU estimate's first carry a run)
-            for event, used in zip(self.events, self.recorded):
-                if used:
-                    cp.cuda.runtime.eventSynchronize(event.ptr)
+            cp.cuda.get_current_stream().synchronize()     # no copy in flight reads the old ring
             self.size = max(size, 2 * self.size)
             self._dtype = dtype
             # (each slot's pinned buffer made at its first use: a ring of 64 made at once
