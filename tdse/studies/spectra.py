@@ -45,7 +45,7 @@ def hhg_power(t, acceleration, win="hann"):
     """(omega, |a(omega)|^2) of the dipole acceleration sampled at ``t`` (one-sided, omega
     >= 0): ``acceleration`` (..., len(t)), each row windowed and transformed -- a scan's
     batch in one FFT (its members one by one, as lists, had made the scan of 1000 atom_hhg
-    members on one H200 7.4-8.4 s against 6.2-6.7 s before ``--save``; 6.0-6.1 s after,
+    members on one H200 7.4-8.4 s against 6.2-6.7 s before ``--save``; 5.9-6.2 s after,
     ``scan_bisect_h200x1_20261130T1822.txt``)."""
     dt = _uniform_dt(t)
     A = np.fft.rfft(np.asarray(acceleration) * window(win, len(t)), axis=-1) * dt
