@@ -563,3 +563,24 @@ def test_a_scans_harmonic_spectra_are_each_members_own_and_none_when_omega_is_sc
     for key, values in (("field.wavelength", [400.0, 500.0]), ("field.omega", [0.1, 0.12])):
         other = text if key == "field.wavelength" else ATOM
         assert scan_mod.spectra(scan_mod.scan(tdse.config.loads(other), {key: values})) is None, key
+
+
+def test_the_cli_makes_its_members_once(tmp_path, monkeypatch):
+    """`tdse scan` checks every member's config before any work and hands that Scan to
+    tdse.studies.scan.scan, which does not make them again (1000 atom_hhg members: 0.1-0.2 s
+    a time); the file holds what a scan of the sets themselves gives (to rounding)."""
+    import xarray as xr
+    p = tmp_path / "atom.toml"
+    p.write_text(ATOM)
+    made = []
+    members = scan_mod.members
+    monkeypatch.setattr(scan_mod, "members", lambda *a, **k: made.append(1) or members(*a, **k))
+    r = CliRunner().invoke(main, ["scan", str(p), "--set", "field.E0=0.02:0.06:3", "--out",
+                                  str(tmp_path / "o"), "-q"])
+    assert r.exit_code == 0, r.output
+    assert len(made) == 1
+    monkeypatch.undo()
+    ds = xr.open_dataset(tmp_path / "o" / "atom_scan.h5", engine="h5netcdf")
+    res = scan_mod.scan(tdse.config.loads(ATOM), [("field.E0", list(ds["field.E0"].values))], save="final")
+    for k in ("norm", "energy", "x_mean"):       # (the CLI's BLAS threads may round otherwise)
+        assert np.allclose(ds[k].values, res[k], rtol=1e-12, atol=1e-14), k

@@ -540,7 +540,7 @@ def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, 
     except ConfigError as e:
         raise InputError(str(e)) from None
     try:
-        res = scan_(cfg, parsed, zipped=zipped, out=out_dir, workers=workers, scheduler=scheduler,
+        res = scan_(cfg, sc, zipped=zipped, out=out_dir, workers=workers, scheduler=scheduler,
                     backend=backend, batch=batch, keep_psi=keep_psi, progress=not quiet, save=save)
     except ConfigError as e:
         raise InputError(f"{input_file}: {e}") from None
