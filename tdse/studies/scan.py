@@ -415,7 +415,7 @@ def scan(config: Config, sets, *, zipped=False, out=None, workers=None, schedule
     with a [field], "psi" (shape..., N) with ``keep_psi``, "batches", "seconds"}.
     ``sets``: [(key, values)] or {key: values}, or the :class:`Scan` :func:`members` made
     of them (`tdse scan`'s, checked before any work: not made twice -- 1000 atom_hhg
-    members 0.1-0.2 s a time).  ``on_submit(client)``: called once the batches are
+    members 0.07-0.2 s a time).  ``on_submit(client)``: called once the batches are
     submitted to a Dask cluster (a hook for tests and monitoring)."""
     series = parse_save(save)
     from tqdm.auto import tqdm
