@@ -682,12 +682,14 @@ def test_the_harmonic_plateau_ends_at_the_three_step_cutoff(inputs_dir, tmp_path
 
 def test_the_olsen_corrections_of_all_columns_at_once_equal_each_alone():
     """states._banded_shift_solver's correct (every column's two shifted 5-point solves in
-    one block-diagonal LAPACK call) against each column's own band LU and solve (``one``,
-    the former path, kept for a singular shift): equal to 1e-12 of the correction, on a
-    random molecule's potential, random residuals and shifts inside the spectrum, all
-    columns and a subset."""
-    import inspect
+    one block-diagonal LAPACK call) against each column's Olsen correction made here by its
+    own banded solves (scipy.linalg.solve_banded on the 5-point H - theta_i built from the
+    stencil's bands): equal to 1e-12 of the correction, on a random molecule's potential,
+    random residuals and shifts inside the spectrum, all columns and a subset."""
+    from scipy.linalg import solve_banded
+
     from tdse.model import states
+    from tdse.model.hamiltonian import kinetic_bands
     from tdse.inputs import Grid
     rng = np.random.default_rng()
     n = int(rng.integers(200, 700))
@@ -695,8 +697,13 @@ def test_the_olsen_corrections_of_all_columns_at_once_equal_each_alone():
     x = np.linspace(-20.0, 20.0, g.n)
     v = -rng.uniform(1, 3) / np.sqrt((x - rng.uniform(-2, 2)) ** 2 + rng.uniform(0.5, 2))
     correct = states._banded_shift_solver(g, v)
-    one = dict(zip(correct.__code__.co_freevars, (c.cell_contents for c in correct.__closure__)))["one"]
-    assert inspect.isfunction(one)
+    d0, d1, d2 = kinetic_bands(5, g.dx)
+
+    def one(R, X, theta, i):          # t = M^-1 r - e M^-1 x, e = x'M^-1 r / x'M^-1 x
+        ab = np.zeros((5, g.n))
+        ab[0, 2:], ab[1, 1:], ab[2], ab[3, :-1], ab[4, :-2] = d2, d1, d0 + v - theta[i], d1, d2
+        y = solve_banded((2, 2), ab, np.column_stack([R[:, i], X[:, i]]))
+        return y[:, 0] - (X[:, i] @ y[:, 0]) / (X[:, i] @ y[:, 1]) * y[:, 1]
     m = int(rng.integers(3, 8))
     R, X = rng.standard_normal((g.n, m)), np.linalg.qr(rng.standard_normal((g.n, m)))[0]
     theta = np.sort(rng.uniform(v.min(), v.min() + 5.0, m))

@@ -201,10 +201,8 @@ def _banded_shift_solver(grid, v):
     block (cubic); for the sinc-DVR the 5-point H differs only at high wave numbers, where
     the DVR states have no weight, and a few iterations reach the residual bound.  A banded
     LU (LAPACK, O(N)) per column on the host, the columns' in one call."""
-    from scipy.linalg import lapack
     from .hamiltonian import kinetic_bands
     d0, d1, d2 = kinetic_bands(5, grid.dx)
-    n = grid.n
     main = d0 + np.asarray(v, dtype=np.float64)
 
     def correct(R, X, theta, active=None):
@@ -216,23 +214,13 @@ def _banded_shift_solver(grid, v):
         cols = list(range(len(theta)) if active is None else active)
         Rc, Xc = np.asarray(R)[:, cols], np.asarray(X)[:, cols]
         th = np.asarray(theta, dtype=np.float64)[cols]
-        Y = _banded_solves(main[None, :] - th[:, None], d1, d2, np.stack([Rc, Xc], axis=2))
-        if Y is None:                      # exactly singular: move those shifts off it, as before
-            return np.column_stack([one(R, X, theta, i) for i in cols])
+        rhs = np.stack([Rc, Xc], axis=2)
+        Y = _banded_solves(main[None, :] - th[:, None], d1, d2, rhs)
+        if Y is None:                      # exactly singular: the shifts moved off it
+            Y = _banded_solves(main[None, :] - (th * (1 - 1e-14) - 1e-14)[:, None], d1, d2, rhs)
         Mr, Mx = Y[:, :, 0], Y[:, :, 1]
         e = np.einsum("nk,nk->k", Xc, Mr) / np.einsum("nk,nk->k", Xc, Mx)
         return Mr - Mx * e[None, :]
-
-    def one(R, X, theta, i):
-        """Column i's correction alone (a shift on an eigenvalue moved off it)."""
-        th = theta[i]
-        lu, piv, info = _band5_lu(d1, d2, main - th)
-        if info > 0:
-            lu, piv, info = _band5_lu(d1, d2, main - th * (1 - 1e-14) + 1e-14)
-        rhs = np.empty((n, 2), order="F")
-        rhs[:, 0], rhs[:, 1] = np.asarray(R)[:, i], np.asarray(X)[:, i]
-        y, _ = lapack.dgbtrs(lu, 2, 2, rhs, piv, overwrite_b=1)
-        return y[:, 0] - (np.asarray(X)[:, i] @ y[:, 0]) / (np.asarray(X)[:, i] @ y[:, 1]) * y[:, 1]
     return correct
 
 
