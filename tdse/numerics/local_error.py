@@ -402,10 +402,10 @@ class LocalError:
                 return T(X) + der[0] * X
             if T.T is not None:                      # the DVR's dense T: one DGEMM
                 X = self.xp.ascontiguousarray(X)
-                kin = self.xp.empty_like(X)
+                kin, k = self.xp.empty_like(X), T.k
                 dgemm_into(self.xp, T.T, X, kin)
-                return (kin * T.k if T.k != 1.0 else kin) + der[0] * X
-            kin, k = T._kinetic(X)
+            else:
+                kin, k = T._kinetic(X)
             return (kin * k if k != 1.0 else kin) + der[0] * X
         g["out"] = self._apply(u, None, H, lambda k, X: der[k] * X, W)
         g["total"] = None
