@@ -47,8 +47,8 @@ OPTIONS = (
            "processes beside the loop (tdse.run.eigenpairs): auto = where a CPU is spare (beside "
            "the loop on a GPU, beside the BLAS threads on the CPU) and they would take the "
            "loop more than 0.1 s (0.15 s on fewer than 4 CPUs); on fewer than 4 CPUs not for "
-           "the DVR with populations every step (its pairs one call a task: slower with a "
-           "worker than without on 2 CPUs)"),
+           "the DVR up to N = 512 with populations every step (its pairs one dense solve a "
+           "task, several steps' time: slower with a worker than without on 2 CPUs)"),
     Option("context_switch", (True, False), True,
            "a GPU loop of 1000 steps or more starts with a context switch on each GPU where "
            "this process ran work on a second stream (auto's calibration where it times the dense "

@@ -753,8 +753,9 @@ def test_when_the_eigenpairs_go_ahead(inputs_dir, monkeypatch):
     monkeypatch.setattr(bk, "usable_cpus", lambda: 1)
     monkeypatch.setattr(ep, "seconds_guess", lambda c: 100.0)
     assert not ep.lookahead_wanted(moving, gpu) and not ep.lookahead_wanted(moving, cpu(1))
-    # a task of one call (the DVR's) with populations every step: not auto's on fewer than
-    # MANY_CPUS CPUs, as before on more and every 2 steps or more; "on" still on
+    # a task of one call of the DVR's dense solver (N <= DVR_DENSE_MAX) with populations
+    # every step: not auto's on fewer than MANY_CPUS CPUs, as before on more and every 2
+    # steps or more, and beyond DVR_DENSE_MAX (Davidson: a call about a step); "on" still on
     from tdse.model.tracker import Tracker
     one = _moving(inputs_dir, "dvr", **{"output.populations_every": 1})
     from tdse.model.tracker import windowed
@@ -768,6 +769,12 @@ def test_when_the_eigenpairs_go_ahead(inputs_dir, monkeypatch):
         assert ep.lookahead_wanted(one, cpu(1)) == want and ep.lookahead_wanted(one, gpu) == want
         assert ep.lookahead_wanted(spaced, cpu(1)) and ep.lookahead_wanted(every, cpu(1))
         assert ep.lookahead_wanted(one.with_value("run.eigen_workers", "on"), cpu(1))
+        from tdse.model import states
+        for n, beyond in ((states.DVR_DENSE_MAX, False), (states.DVR_DENSE_MAX + 2, True)):
+            big = _moving(inputs_dir, "dvr", n=n, **{"output.populations_every": 1})
+            assert big.grid.n == n and not windowed(big.grid)
+            assert ep.lookahead_wanted(big, cpu(1)) == (want or beyond)
+            assert ep.may_want(big, "numpy", threads=1) == (want or beyond)
     monkeypatch.undo()
     # the guess: 801 calls of the DVR's dense solver at N = 256 (4e-8 N^2 s each), of the
     # 3-point windows (their floor, then 4.5e-7 N s)

@@ -108,13 +108,19 @@ def _auto(config, gpu, blas_threads) -> bool:
     """"auto": a centre moves, a CPU is spare (beside the loop's thread on a GPU, beside the
     run's BLAS threads on the CPU) and the pairs would cost the loop more than
     :data:`AHEAD_MIN_SECONDS` (:data:`AHEAD_MIN_SECONDS_FEW_CPUS` on fewer than
-    :data:`MANY_CPUS` CPUs) -- there, where a task is one call (the DVR's), only with the
-    populations every 2 steps or more: every step, a worker's call (~3 steps' time) falls
-    behind the loop, which then waits for it (2 CPUs, DVR N = 160 / 256: x1.6 / 1.07 with a
-    worker; every 2-10 steps x0.73-0.88, N = 128-512; ``dvr_workers_cpu2_20261130T1615.txt``)."""
+    :data:`MANY_CPUS` CPUs) -- there, where a task is one call of the DVR's dense solver (N
+    <= :data:`states.DVR_DENSE_MAX`), only with the populations every 2 steps or more: every
+    step, a worker's call (~3 steps' time) falls behind the loop, which then waits for it
+    (2 CPUs, DVR N = 160 / 256: x1.6 / 1.07 with a worker; every 2-10 steps x0.73-0.88, N =
+    128-512; ``dvr_workers_cpu2_20261130T1615.txt``).  Beyond it a Davidson call costs
+    about a step or less, and a worker pays every step too (2 CPUs, h2plus_moving's
+    molecule, the run with populations every step against at its ends, without / with a
+    worker: N = 768 x2.85 / 2.15, 1024 x1.94 / 1.21, 2048 x1.24 / 1.03; N = 512 x6.4 /
+    7.0; ``dvr_every_step_cpu2_20261130T1930.txt``)."""
     from .backend import usable_cpus
     cpus = usable_cpus()
-    if cpus < MANY_CPUS and not windowed(config.grid) and config.output.populations_interval < 2:
+    if (cpus < MANY_CPUS and not windowed(config.grid) and config.output.populations_interval < 2
+            and config.grid.n <= states.DVR_DENSE_MAX):
         return False
     least = AHEAD_MIN_SECONDS if cpus >= MANY_CPUS else AHEAD_MIN_SECONDS_FEW_CPUS
     return cpus > (1 if gpu else blas_threads) and seconds_guess(config) > least
