@@ -46,6 +46,31 @@ def test_eigenstates_match_dense_eigh():
     np.testing.assert_allclose(phi @ phi.T * cfg.grid.dx, np.eye(4), atol=1e-12)
 
 
+def test_dense_lowest_against_scipy_and_numpy(rng):
+    """states.dense_lowest (the DVR's dense solver: LAPACK's dsyevx called directly on a
+    Fortran-ordered H made from T's cached matrix): the same bits as
+    scipy.linalg.eigh(H, driver="evx", subset_by_index=...) -- the call it stands for, so
+    the populations' states are unchanged -- and the lowest pairs of numpy.linalg.eigh
+    (values to 1e-10 of ||H||, vectors up to sign to 1e-8: gaps of the random potential
+    ~1e-2 or more) on fresh random potentials, N = 64 / 100 / 257, 1-6 pairs; the DVR's
+    eigenstates go through it."""
+    for n, count in ((64, 1), (100, 4), (257, 6)):
+        cfg = make_config(n=n, dx=0.1, stencil="dvr")
+        v = -1.0 - 3.0 * rng.random(n)
+        E, X = model_states.dense_lowest(cfg.grid, v, count)
+        H = hamiltonian.kinetic_dense(cfg.grid) + np.diag(v)
+        E0, X0 = scipy.linalg.eigh(H, driver="evx", check_finite=False, subset_by_index=(0, count - 1))
+        assert np.array_equal(E, E0) and np.array_equal(X, X0), n
+        W, Z = np.linalg.eigh(H)
+        scale = np.abs(W).max()
+        assert np.abs(E - W[:count]).max() < 1e-10 * scale, n
+        assert np.abs(np.abs(np.sum(X * Z[:, :count], axis=0)) - 1.0).max() < 1e-8, n
+    cfg = make_config(n=128, dx=0.1, stencil="dvr")
+    E, phi = model_states.eigenstates(cfg, 0.3, 3)
+    w = np.linalg.eigvalsh(hamiltonian.dense(cfg, 0.3).real)
+    np.testing.assert_allclose(E, w[:3], rtol=1e-10, atol=1e-10)
+
+
 def test_lowest_pairs_and_shifted_solves_against_dense_numpy(rng):
     """states.lowest_pairs (tdse.model.lapack: dstebz + dstein through SciPy): the m lowest
     pairs of fresh random symmetric tridiagonal matrices equal numpy.linalg.eigh's of the
