@@ -691,6 +691,27 @@ def test_the_lookahead_keeps_a_bounded_depth_and_drops_steps_passed(inputs_dir, 
         assert [len(t[1]) for t in win.tasks.values()][:2] == [calls - 1, calls]
         assert all(t[1][-1] % win.span == win.span - 2 for t in win.tasks.values())
         win.close()
+    # populations every step, the dense solver's calls (the DVR up to DVR_DENSE_MAX), one
+    # worker: it takes two calls of every three, the caller the third itself (steps 0, 3,
+    # 6, ...) -- the same bits either way; with two workers, every call
+    monkeypatch.setattr(eigenpairs, "TASK_STEPS", 6)     # one-call tasks: 3 x 6 in flight
+    monkeypatch.setattr(eigenpairs, "ONE_CALL_DEPTH", 32)
+    every = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 40, 1, ahead=True)
+    assert every.alternate and not tracker.Tracker(cfg, 4).iterative
+    every(0, 0.0)
+    assert list(every.tasks) == [s for s in range(1, 40) if s % 3][:18]
+    for s in range(1, 8):
+        assert np.array_equal(every(s, s * dt)[0], ref(s * dt)[0]), s
+    assert made[-1] is every and every.taken == [1, 2, 4, 5, 7]
+    every.close()
+    monkeypatch.setattr(eigenpairs, "WORKERS", 2)
+    from tdse.run import backend as bk
+    monkeypatch.setattr(bk, "usable_cpus", lambda: 3)
+    two = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 40, 1, ahead=True)
+    assert two.workers == 2 and not two.alternate
+    two(0, 0.0)
+    assert list(two.tasks) == list(range(1, 37))              # 3 x 2 x 6
+    two.close()
     off = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 40, 2, ahead=False)
     assert np.array_equal(off(4, 4 * dt)[0], ref(4 * dt)[0]) and off.pool is None and not off.tasks
 
@@ -753,9 +774,8 @@ def test_when_the_eigenpairs_go_ahead(inputs_dir, monkeypatch):
     monkeypatch.setattr(bk, "usable_cpus", lambda: 1)
     monkeypatch.setattr(ep, "seconds_guess", lambda c: 100.0)
     assert not ep.lookahead_wanted(moving, gpu) and not ep.lookahead_wanted(moving, cpu(1))
-    # a task of one call of the DVR's dense solver (N <= DVR_DENSE_MAX) with populations
-    # every step: not auto's on fewer than MANY_CPUS CPUs, as before on more and every 2
-    # steps or more, and beyond DVR_DENSE_MAX (Davidson: a call about a step); "on" still on
+    # a task of one call (the DVR's) with populations every step: auto's too, on any count
+    # of CPUs (one worker then takes two calls of every three: Lookahead.alternate); "on" on
     from tdse.model.tracker import Tracker
     one = _moving(inputs_dir, "dvr", **{"output.populations_every": 1})
     from tdse.model.tracker import windowed
@@ -764,23 +784,18 @@ def test_when_the_eigenpairs_go_ahead(inputs_dir, monkeypatch):
     assert windowed(moving.grid) and not windowed(one.grid)
     spaced = one.with_value("output.populations_every", 2)
     every = moving.with_value("output.populations_every", 1)
-    for cpus, want in ((2, False), (ep.MANY_CPUS - 1, False), (ep.MANY_CPUS, True)):
+    for cpus in (2, ep.MANY_CPUS - 1, ep.MANY_CPUS):
         monkeypatch.setattr(bk, "usable_cpus", lambda: cpus)
-        assert ep.lookahead_wanted(one, cpu(1)) == want and ep.lookahead_wanted(one, gpu) == want
+        assert ep.lookahead_wanted(one, cpu(1)) and ep.lookahead_wanted(one, gpu)
         assert ep.lookahead_wanted(spaced, cpu(1)) and ep.lookahead_wanted(every, cpu(1))
         assert ep.lookahead_wanted(one.with_value("run.eigen_workers", "on"), cpu(1))
-        from tdse.model import states
-        for n, beyond in ((states.DVR_DENSE_MAX, False), (states.DVR_DENSE_MAX + 2, True)):
-            big = _moving(inputs_dir, "dvr", n=n, **{"output.populations_every": 1})
-            assert big.grid.n == n and not windowed(big.grid)
-            assert ep.lookahead_wanted(big, cpu(1)) == (want or beyond)
-            assert ep.may_want(big, "numpy", threads=1) == (want or beyond)
+        assert not ep.lookahead_wanted(one.with_value("run.eigen_workers", "off"), cpu(1))
     monkeypatch.undo()
-    # the guess: 801 calls of the DVR's dense solver at N = 256 (4e-8 N^2 s each), of the
+    # the guess: 801 calls of the DVR's dense solver at N = 256 (2.5e-8 N^2 s each), of the
     # 3-point windows (their floor, then 4.5e-7 N s)
     dvr = _moving(inputs_dir, "dvr", n=256, **{"output.populations_every": 10})
     dvr = dvr.with_value("time.t_end", 8000 * dvr.time.dt)
-    assert ep.seconds_guess(dvr) == pytest.approx(801 * 4e-8 * dvr.grid.n ** 2)
+    assert ep.seconds_guess(dvr) == pytest.approx(801 * 2.5e-8 * dvr.grid.n ** 2)
     for n, each in ((256, 2.5e-4), (2048, 4.5e-7 * 2048)):
         fd = dvr.with_value("grid.stencil", 3).with_value("grid.dx", dvr.grid.dx * 256 / n)
         assert ep.seconds_guess(fd) == pytest.approx(801 * each)

@@ -90,8 +90,9 @@ def seconds_guess(config) -> float:
     on 2 cores with populations every step (``lookahead_latency_cpu2_20261129T1645.txt``,
     N = 256 / 512 / 1024 / 2048): the windows, 3-point 0.25 / 0.26 / 0.43 / 0.97 ms (a
     floor of NumPy calls, then ~0.45 us x N), 5-point 0.41 / 0.51 / 0.91 / 1.68 ms; the
-    DVR's dense solver up to N = 512 2.6 / 14 ms (~4e-8 N^2 s), Davidson beyond 9.4 / 12 ms
-    (~6 us x N).  Calls further apart cost more (populations every 10: 0.31 / 0.52 ms at N =
+    DVR's dense solver up to N = 512 2.6 / 14 ms then (1.34 / 6.70 since
+    :func:`states.dense_lowest`, ~2.5e-8 N^2 s: ``dense_lowest_cpu2_20261130T1945.txt``),
+    Davidson beyond 9.4 / 12 ms (~6 us x N).  Calls further apart cost more (populations every 10: 0.31 / 0.52 ms at N =
     256)."""
     o, n, g = config.output, config.grid.n, config.grid
     calls = config.time.steps // o.populations_interval + 1
@@ -100,7 +101,7 @@ def seconds_guess(config) -> float:
     elif g.stencil == 5:
         each = max(4e-4, 8.5e-7 * n)
     else:
-        each = 4e-8 * n * n if n <= states.DVR_DENSE_MAX else 6e-6 * n
+        each = 2.5e-8 * n * n if n <= states.DVR_DENSE_MAX else 6e-6 * n
     return calls * each
 
 
@@ -108,20 +109,17 @@ def _auto(config, gpu, blas_threads) -> bool:
     """"auto": a centre moves, a CPU is spare (beside the loop's thread on a GPU, beside the
     run's BLAS threads on the CPU) and the pairs would cost the loop more than
     :data:`AHEAD_MIN_SECONDS` (:data:`AHEAD_MIN_SECONDS_FEW_CPUS` on fewer than
-    :data:`MANY_CPUS` CPUs) -- there, where a task is one call of the DVR's dense solver (N
-    <= :data:`states.DVR_DENSE_MAX`), only with the populations every 2 steps or more: every
-    step, a worker's call (~3 steps' time) falls behind the loop, which then waits for it
-    (2 CPUs, DVR N = 160 / 256: x1.6 / 1.07 with a worker; every 2-10 steps x0.73-0.88, N =
-    128-512; ``dvr_workers_cpu2_20261130T1615.txt``).  Beyond it a Davidson call costs
-    about a step or less, and a worker pays every step too (2 CPUs, h2plus_moving's
-    molecule, the run with populations every step against at its ends, without / with a
-    worker: N = 768 x2.85 / 2.15, 1024 x1.94 / 1.21, 2048 x1.24 / 1.03; N = 512 x6.4 /
-    7.0; ``dvr_every_step_cpu2_20261130T1930.txt``)."""
+    :data:`MANY_CPUS` CPUs) -- also where a task is one call (the DVR's) with populations
+    every step, on 2 CPUs a worker behind the loop until 2026-11-30 (DVR N = 160 / 256:
+    x1.6 / 1.07 with a worker, ``dvr_workers_cpu2_20261130T1615.txt``): now the loop takes
+    every third of the dense solver's calls itself (:class:`Lookahead`, ``alternate``), and
+    beyond N = :data:`states.DVR_DENSE_MAX` a Davidson call costs about a step or less.
+    2 CPUs, h2plus_moving's molecule, the run with populations every step against at its
+    ends, the loop alone / with a worker: N = 256 x3.44 / 2.30, 512 x6.04 / 3.73
+    (``dvr_every_step_cpu2_20261130T1947.txt``), 768 x2.85 / 2.15, 1024 x1.94 / 1.21, 2048
+    x1.24 / 1.03 (``dvr_every_step_cpu2_20261130T1930.txt``)."""
     from .backend import usable_cpus
     cpus = usable_cpus()
-    if (cpus < MANY_CPUS and not windowed(config.grid) and config.output.populations_interval < 2
-            and config.grid.n <= states.DVR_DENSE_MAX):
-        return False
     least = AHEAD_MIN_SECONDS if cpus >= MANY_CPUS else AHEAD_MIN_SECONDS_FEW_CPUS
     return cpus > (1 if gpu else blas_threads) and seconds_guess(config) > least
 
@@ -307,6 +305,14 @@ class Lookahead:
             self.ready, self.workers = self.pool.ready, self.pool.count
             self.run = (os.getpid(), next(_RUNS))
             self.begin = (tracker.config, tracker.K, tracker.settings())
+        # one-call tasks of the dense solver every step beside one worker (the DVR up to
+        # DVR_DENSE_MAX on few CPUs): a call takes 1-5 steps' time, more than one worker
+        # keeps up with -- it takes two calls of every three, the loop the third (steps 0,
+        # 3, 6, ...).  2 CPUs, h2plus_moving's molecule, populations every step against at
+        # the ends: N = 256 x3.44 the loop alone, 2.74 the loop every second call, 2.30
+        # every third; 512 x6.04, 3.73, 3.73 (``dvr_every_step_cpu2_20261130T1947.txt``)
+        self.alternate = (ahead and self.span is None and interval == 1 and not tracker.iterative
+                          and self.workers == 1)
 
     def _following(self, s):
         """The populations' step after ``s`` (a multiple of the interval, or the last),
@@ -328,6 +334,9 @@ class Lookahead:
         most = DEPTH * self.workers * (1 if self.span else
                                        max(1, min(ONE_CALL_DEPTH, TASK_STEPS // self.interval)))
         while self.next is not None and len(self.tasks) < most:
+            if self.alternate and self.next % 3 == 0:       # the loop's own call
+                self.next = self._following(self.next)
+                continue
             group = [self.next]
             self.next = self._following(self.next)
             while (self.span and self.next is not None
