@@ -645,6 +645,25 @@ def test_eigenpairs_ahead_in_the_workers_equal_those_in_the_loop(stencil, n, inp
     assert np.isfinite(P[[0, 4, 40, 41]]).all() and np.isnan(P[[1, 2, 3, 5, 39]]).all()
 
 
+def test_the_dense_dvr_pairs_every_step_shared_by_one_worker_and_the_loop(inputs_dir, monkeypatch):
+    """The DVR's dense solver's pairs every step beside one worker (Lookahead.alternate): the
+    worker answers two calls of every three (steps not a multiple of 3), the loop computes
+    the others, and the populations, energies and <n> are those of a run without workers,
+    bit for bit (the same LAPACK call on one BLAS thread either side)."""
+    from tdse.run import eigenpairs
+    made = _started(monkeypatch)
+    monkeypatch.setattr(eigenpairs, "WORKERS", 1)
+    cfg = _moving(inputs_dir, "dvr", n=160, **{"output.populations_every": 1})
+    cfg = cfg.with_value("time.t_end", 20 * cfg.time.dt)
+    runs = {mode: tdse.simulate(cfg, backend="numpy", options={"eigen_workers": mode}).observables
+            for mode in ("on", "off")}
+    assert made[0].alternate and made[0].taken == [s for s in range(1, 21) if s % 3]
+    assert made[1].taken == [] and made[0].calls == made[1].calls == 21
+    for k in ("populations_ht", "energies_ht", "n_mean"):
+        a, b = np.asarray(runs["on"][k]), np.asarray(runs["off"][k])
+        assert np.isfinite(a).all() and np.array_equal(a, b), k
+
+
 def test_the_lookahead_keeps_a_bounded_depth_and_drops_steps_passed(inputs_dir, monkeypatch):
     """Lookahead: at most DEPTH tasks a worker in flight, in step order (whole windows a
     task for the 3-point tracker, as many as span TASK_STEPS steps; a step a task for the
