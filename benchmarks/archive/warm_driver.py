@@ -5,7 +5,7 @@ alternate the two as new processes:
 
     python benchmarks/archive/warm_driver.py run inputs/atom_hhg.toml --backend cupy --force
 """
-import ctypes, threading, time, sys, os
+import ctypes, threading, time, sys
 T0 = time.perf_counter()
 spent = {}
 def warm():

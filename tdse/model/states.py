@@ -42,7 +42,8 @@ def eigenstates(config, t, count, dense=False):
         # bisection and inverse iteration for a few pairs; divide and conquer for many (all
         # 2000 pairs of a 2000-point DVR: evx 10.5 s, evd 1.2 s on 2 cores)
         if count > g.n // 4:
-            E, vecs = scipy.linalg.eigh(generator_dense(config, 1.0, v), driver="evd", check_finite=False)
+            E, vecs = scipy.linalg.eigh(generator_dense(config, 1.0, v), driver="evd",
+                                        check_finite=False)
             E, vecs = E[:count], vecs[:, :count]
         else:
             E, vecs = dense_lowest(g, v, count)

@@ -38,7 +38,7 @@ import types
 import warnings
 
 from ..model import states
-from ..model.tracker import Tracker, windowed
+from ..model.tracker import Tracker
 
 __all__ = ["Lookahead", "Workers", "lookahead_wanted", "may_want", "seconds_guess", "workers_most"]
 
@@ -92,8 +92,8 @@ def seconds_guess(config) -> float:
     floor of NumPy calls, then ~0.45 us x N), 5-point 0.41 / 0.51 / 0.91 / 1.68 ms; the
     DVR's dense solver up to N = 512 2.6 / 14 ms then (1.34 / 6.70 since
     :func:`states.dense_lowest`, ~2.5e-8 N^2 s: ``dense_lowest_cpu2_20261130T1945.txt``),
-    Davidson beyond 9.4 / 12 ms (~6 us x N).  Calls further apart cost more (populations every 10: 0.31 / 0.52 ms at N =
-    256)."""
+    Davidson beyond 9.4 / 12 ms (~6 us x N).  Calls further apart cost more (populations
+    every 10: 0.31 / 0.52 ms at N = 256)."""
     o, n, g = config.output, config.grid.n, config.grid
     calls = config.time.steps // o.populations_interval + 1
     if g.stencil == 3:
