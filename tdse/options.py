@@ -46,9 +46,9 @@ OPTIONS = (
            "moving centres: H(t)'s eigenpairs for the populations computed ahead in worker "
            "processes beside the loop (tdse.run.eigenpairs): auto = where a CPU is spare (beside "
            "the loop on a GPU, beside the BLAS threads on the CPU) and they would take the "
-           "loop more than 0.1 s (0.15 s on fewer than 4 CPUs); one worker beside a loop that "
-           "asks for pairs every step of the DVR up to N = 512 (a dense solve a call, several "
-           "steps' time) takes two calls of every three, the loop the third"),
+           "loop more than 0.1 s (0.15 s on fewer than 4 CPUs); one worker that falls behind a "
+           "loop asking for the DVR's pairs every step up to N = 512 (a dense solve a call) "
+           "takes two calls of every three from then on, the loop the third"),
     Option("context_switch", (True, False), True,
            "a GPU loop of 1000 steps or more starts with a context switch on each GPU where "
            "this process ran work on a second stream (auto's calibration where it times the dense "

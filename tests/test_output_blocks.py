@@ -646,12 +646,19 @@ def test_eigenpairs_ahead_in_the_workers_equal_those_in_the_loop(stencil, n, inp
 
 
 def test_the_dense_dvr_pairs_every_step_shared_by_one_worker_and_the_loop(inputs_dir, monkeypatch):
-    """The DVR's dense solver's pairs every step beside one worker (Lookahead.alternate): the
-    worker answers two calls of every three (steps not a multiple of 3), the loop computes
-    the others, and the populations, energies and <n> are those of a run without workers,
-    bit for bit (the same LAPACK call on one BLAS thread either side)."""
+    """The DVR's dense solver's pairs every step beside one worker, shared (Lookahead.alternate,
+    set here from the start: the test's worker never falls behind): the worker answers two
+    calls of every three (steps not a multiple of 3), the loop computes the others, and the
+    populations, energies and <n> are those of a run without workers, bit for bit (the same
+    LAPACK call on one BLAS thread either side)."""
     from tdse.run import eigenpairs
     made = _started(monkeypatch)
+    started = eigenpairs.Lookahead.__init__
+
+    def sharing(self, *a, **k):
+        started(self, *a, **k)
+        self.alternate = self.shares
+    monkeypatch.setattr(eigenpairs.Lookahead, "__init__", sharing)
     monkeypatch.setattr(eigenpairs, "WORKERS", 1)
     cfg = _moving(inputs_dir, "dvr", n=160, **{"output.populations_every": 1})
     cfg = cfg.with_value("time.t_end", 20 * cfg.time.dt)
@@ -662,6 +669,34 @@ def test_the_dense_dvr_pairs_every_step_shared_by_one_worker_and_the_loop(inputs
     for k in ("populations_ht", "energies_ht", "n_mean"):
         a, b = np.asarray(runs["on"][k]), np.asarray(runs["off"][k])
         assert np.isfinite(a).all() and np.array_equal(a, b), k
+
+
+def test_a_wait_for_a_one_call_task_under_way_is_counted(inputs_dir):
+    """Lookahead._take: the caller's wait for a one-call task under way (a stand-in future:
+    not done when asked, running) is counted towards SHARE_AFTER_WAITS, a done one's is
+    not; the pairs are the task's."""
+    from tdse.run import eigenpairs
+    cfg = _moving(inputs_dir, "dvr", n=120, **{"output.populations_every": 1})
+    dt, ref = cfg.time.dt, tracker.Tracker(cfg, 4)
+
+    class Running:
+        def __init__(self, done):
+            self.finished = done
+
+        def done(self):
+            return self.finished
+
+        def running(self):
+            return True
+
+        def result(self):
+            self.finished = True
+            return [ref(5 * dt)], 0.0, []
+    for done, waits in ((True, 0), (False, 1)):
+        la = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 40, 1, ahead=False)
+        la.tasks[5] = [Running(done), [5], False]
+        assert np.array_equal(la._take(5, 5 * dt)[0], ref(5 * dt)[0]) and la.waits == waits
+        assert not la.shares and not la.alternate and not la.tasks
 
 
 def test_the_lookahead_keeps_a_bounded_depth_and_drops_steps_passed(inputs_dir, monkeypatch):
@@ -711,12 +746,18 @@ def test_the_lookahead_keeps_a_bounded_depth_and_drops_steps_passed(inputs_dir, 
         assert all(t[1][-1] % win.span == win.span - 2 for t in win.tasks.values())
         win.close()
     # populations every step, the dense solver's calls (the DVR up to DVR_DENSE_MAX), one
-    # worker: it takes two calls of every three, the caller the third itself (steps 0, 3,
-    # 6, ...) -- the same bits either way; with two workers, every call
+    # worker: it takes every call until the caller has waited SHARE_AFTER_WAITS times for
+    # one under way, then two calls of every three, the caller the third itself (steps 0, 3,
+    # 6, ...) -- the same bits either way; with two workers, every call whatever the waits
     monkeypatch.setattr(eigenpairs, "TASK_STEPS", 6)     # one-call tasks: 3 x 6 in flight
     monkeypatch.setattr(eigenpairs, "ONE_CALL_DEPTH", 32)
     every = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 40, 1, ahead=True)
-    assert every.alternate and not tracker.Tracker(cfg, 4).iterative
+    assert every.shares and not every.alternate and not tracker.Tracker(cfg, 4).iterative
+    for _ in range(eigenpairs.SHARE_AFTER_WAITS - 1):
+        every._waited()
+    assert not every.alternate
+    every._waited()
+    assert every.alternate and every.waits == eigenpairs.SHARE_AFTER_WAITS
     every(0, 0.0)
     assert list(every.tasks) == [s for s in range(1, 40) if s % 3][:18]
     for s in range(1, 8):
@@ -727,7 +768,9 @@ def test_the_lookahead_keeps_a_bounded_depth_and_drops_steps_passed(inputs_dir, 
     from tdse.run import backend as bk
     monkeypatch.setattr(bk, "usable_cpus", lambda: 3)
     two = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 40, 1, ahead=True)
-    assert two.workers == 2 and not two.alternate
+    for _ in range(eigenpairs.SHARE_AFTER_WAITS):
+        two._waited()
+    assert two.workers == 2 and not two.shares and not two.alternate
     two(0, 0.0)
     assert list(two.tasks) == list(range(1, 37))              # 3 x 2 x 6
     two.close()

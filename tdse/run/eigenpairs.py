@@ -51,6 +51,17 @@ DEPTH = 2
 #: of a loop that asks for a block's pairs at once, ``dvr_workers_cpu2_20261130T1615.txt``)
 ONE_CALL_DEPTH = 32
 
+#: waits of the loop for a one-call task under way after which one worker and the loop share
+#: the dense solver's calls every step (:class:`Lookahead`: the worker two of every three,
+#: the loop the third).  2 CPUs, h2plus_moving's molecule, populations every step, the
+#: worker taking every call: DVR N = 256 by Chebyshev steps (0.57 ms against a 1.34 ms call)
+#: waited from the first steps on, 1195 times in 2000 steps; the main job (dense steps, ~14
+#: ms) never in 500.  Sharing from the start cost the main job 0.15-0.4 s of its ~7 s, and
+#: the Chebyshev run x3.44 -> 2.30 (``dvr_every_step_cpu2_20261130T1947.txt``,
+#: ``share_after_waits_cpu2_20261130T2019.txt``); a few waits, not one, so that a worker's
+#: slow first call does not decide it
+SHARE_AFTER_WAITS = 4
+
 #: a 3-/5-point task takes whole windows until it spans this many steps.  Each task costs
 #: the loop's thread a few hand-overs of the GIL to the executor's thread (the task out,
 #: its result back): 2 cores, N = 256, populations every step (a window 16 steps), 8000
@@ -111,8 +122,9 @@ def _auto(config, gpu, blas_threads) -> bool:
     :data:`AHEAD_MIN_SECONDS` (:data:`AHEAD_MIN_SECONDS_FEW_CPUS` on fewer than
     :data:`MANY_CPUS` CPUs) -- also where a task is one call (the DVR's) with populations
     every step, on 2 CPUs a worker behind the loop until 2026-11-30 (DVR N = 160 / 256:
-    x1.6 / 1.07 with a worker, ``dvr_workers_cpu2_20261130T1615.txt``): now the loop takes
-    every third of the dense solver's calls itself (:class:`Lookahead`, ``alternate``), and
+    x1.6 / 1.07 with a worker, ``dvr_workers_cpu2_20261130T1615.txt``): now, once the worker
+    falls behind, the loop takes every third of the dense solver's calls itself
+    (:class:`Lookahead`, ``alternate``; :data:`SHARE_AFTER_WAITS`), and
     beyond N = :data:`states.DVR_DENSE_MAX` a Davidson call costs about a step or less.
     2 CPUs, h2plus_moving's molecule, the run with populations every step against at its
     ends, the loop alone / with a worker: N = 256 x3.44 / 2.30, 512 x6.04 / 3.73
@@ -306,13 +318,13 @@ class Lookahead:
             self.run = (os.getpid(), next(_RUNS))
             self.begin = (tracker.config, tracker.K, tracker.settings())
         # one-call tasks of the dense solver every step beside one worker (the DVR up to
-        # DVR_DENSE_MAX on few CPUs): a call takes 1-5 steps' time, more than one worker
-        # keeps up with -- it takes two calls of every three, the loop the third (steps 0,
-        # 3, 6, ...).  2 CPUs, h2plus_moving's molecule, populations every step against at
-        # the ends: N = 256 x3.44 the loop alone, 2.74 the loop every second call, 2.30
-        # every third; 512 x6.04, 3.73, 3.73 (``dvr_every_step_cpu2_20261130T1947.txt``)
-        self.alternate = (ahead and self.span is None and interval == 1 and not tracker.iterative
-                          and self.workers == 1)
+        # DVR_DENSE_MAX on few CPUs): the worker takes every call while it keeps ahead of the
+        # loop; once the loop has waited SHARE_AFTER_WAITS times for a call under way (a call
+        # costs more than a step: the loop would go at the worker's pace), it takes two calls
+        # of every three and the loop the third itself (steps 0, 3, 6, ...: ``alternate``)
+        self.shares = (ahead and self.span is None and interval == 1 and not tracker.iterative
+                       and self.workers == 1)
+        self.alternate, self.waits = False, 0
 
     def _following(self, s):
         """The populations' step after ``s`` (a multiple of the interval, or the last),
@@ -371,6 +383,8 @@ class Lookahead:
             # (a call's own task under way -- the DVR's; running: in a worker or next in its
             # queue -- waited for: it ends sooner than the same call made again here, which
             # had made the workers worse than none)
+            if not f.done():
+                self._waited()
             pairs, seconds, said = f.result()
             if not task[2]:
                 task[2] = True
@@ -381,6 +395,13 @@ class Lookahead:
                 self.tasks.popitem(last=False)
             return pairs[group.index(step)]
         return None
+
+    def _waited(self):
+        """The loop waits for a one-call task under way: after SHARE_AFTER_WAITS of them,
+        where it :attr:`shares`, it takes every third call itself from the next asked on."""
+        self.waits += 1
+        if self.shares and self.waits >= SHARE_AFTER_WAITS:
+            self.alternate = True
 
     def __call__(self, step, t):
         """The pairs (E, phi) at ``step`` (time ``t``)."""
