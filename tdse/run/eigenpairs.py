@@ -57,9 +57,9 @@ ONE_CALL_DEPTH = 32
 #: worker taking every call: DVR N = 256 by Chebyshev steps (0.57 ms against a 1.34 ms call)
 #: waited from the first steps on, 1195 times in 2000 steps; the main job (dense steps, ~14
 #: ms) never in 500.  Sharing from the start cost the main job 0.15-0.4 s of its ~7 s, and
-#: the Chebyshev run x3.44 -> 2.30 (``dvr_every_step_cpu2_20261130T1947.txt``,
-#: ``share_after_waits_cpu2_20261130T2019.txt``); a few waits, not one, so that a worker's
-#: slow first call does not decide it
+#: took the Chebyshev run x3.44 -> 2.30 (2.35 after the waits;
+#: ``dvr_every_step_cpu2_20261130T1947.txt``, ``share_after_waits_cpu2_20261130T2019.txt``);
+#: a few waits, not one, so that a worker's slow first call does not decide it
 SHARE_AFTER_WAITS = 4
 
 #: a 3-/5-point task takes whole windows until it spans this many steps.  Each task costs
