@@ -8,7 +8,7 @@ import numpy as np
 import scipy.linalg
 
 from .grid import points
-from .hamiltonian import generator_dense, kinetic_bands
+from .hamiltonian import kinetic_bands
 from .lapack import count_below, lowest_pairs, shifted_solves
 from .potential import soft_core
 
@@ -39,14 +39,7 @@ def eigenstates(config, t, count, dense=False):
     v = soft_core(config.potential, points(g), t)
     count = min(count, g.n)
     if g.stencil == "dvr" and (dense or g.n <= DVR_DENSE_MAX or count + 2 > g.n // 4):
-        # bisection and inverse iteration for a few pairs; divide and conquer for many (all
-        # 2000 pairs of a 2000-point DVR: evx 10.5 s, evd 1.2 s on 2 cores)
-        if count > g.n // 4:
-            E, vecs = scipy.linalg.eigh(generator_dense(config, 1.0, v), driver="evd",
-                                        check_finite=False)
-            E, vecs = E[:count], vecs[:, :count]
-        else:
-            E, vecs = dense_lowest(g, v, count)
+        E, vecs = dense_lowest(g, v, count)
     elif g.stencil == 3:
         E, vecs = tridiagonal(g, v, count)
     elif g.stencil == "dvr":
@@ -64,25 +57,29 @@ def eigenstates(config, t, count, dense=False):
 
 
 def dense_lowest(grid, v, count):
-    """(E, unit columns N x count): the ``count`` lowest pairs of the dense H = T + diag(v)
-    by LAPACK's dsyevx (tridiagonal reduction, bisection, inverse iteration) called as
-    ``scipy.linalg.eigh(H, driver="evx", subset_by_index=...)`` calls it -- the same
-    arguments and workspace, so the same bits -- on a Fortran-ordered H made in place from
-    T's cached matrix (no C-ordered generator, no copy into Fortran order, no workspace
-    query a call): h2plus_moving's molecule on one core, 1.34 / 6.70 ms a call against
-    1.79 / 8.88 at N = 256 / 512 (``dense_lowest_cpu2_20261130T1945.txt``)."""
+    """(E, unit columns N x count): the ``count`` lowest pairs of the dense real H = T +
+    diag(v), made in place in Fortran order from T's cached matrix (no generator, no copy
+    into Fortran order).  A few pairs by LAPACK's dsyevx (tridiagonal reduction, bisection,
+    inverse iteration) called as ``scipy.linalg.eigh(H, driver="evx", subset_by_index=...)``
+    calls it -- the same arguments and workspace (queried once an N), so the same bits:
+    h2plus_moving's molecule on one core, 1.34 / 6.70 ms a call against 1.79 / 8.88 at N =
+    256 / 512 (``dense_lowest_cpu2_20261130T1945.txt``); more than N / 4 by divide and
+    conquer (scipy's eigh, driver "evd": all 2000 pairs of a 2000-point DVR 1.2 s on 2
+    cores where evx took 10.5 s)."""
     from scipy.linalg import lapack
 
     from .hamiltonian import kinetic_dense
     n = grid.n
-    key = ("evx", n)
-    if key not in _LWORK:
-        lwork, info = lapack.dsyevx_lwork(n, lower=1)       # (the query eigh makes)
-        _LWORK[key] = int(lwork)
     H = kinetic_dense(grid).T.copy(order="F")      # (T symmetric: its transpose is T)
     H.ravel(order="K")[::n + 1] += np.asarray(v, dtype=np.float64)
+    if count > n // 4:
+        E, vecs = scipy.linalg.eigh(H, driver="evd", check_finite=False, overwrite_a=True)
+        return E[:count], vecs[:, :count]
+    if n not in _LWORK:
+        lwork, info = lapack.dsyevx_lwork(n, lower=1)       # (the query eigh makes)
+        _LWORK[n] = int(lwork)
     E, vecs, m, _, info = lapack.dsyevx(H, compute_v=1, range="I", il=1, iu=count, lower=1,
-                                        overwrite_a=1, lwork=_LWORK[key])
+                                        overwrite_a=1, lwork=_LWORK[n])
     if info:
         raise np.linalg.LinAlgError(f"LAPACK dsyevx failed (info {info})")
     return E[:m], vecs[:, :m]
