@@ -353,7 +353,7 @@ def test_a_scan_over_the_field_equals_each_members_own_run(tmp_path):
     inp.write_text(text)
     E0s, omegas = [0.04, 0.09], [0.15, 0.35]
     r = CliRunner().invoke(main, ["scan", str(inp), "--set", "field.E0=0.04,0.09", "--set", "field.omega=0.15,0.35",
-                                  "--batch", "3", "--out", str(tmp_path / "o"), "-q"])
+                                  "--batch", "3", "--out", str(tmp_path / "o"), "-q", "--plots"])
     assert r.exit_code == 0, r.output
     assert "4 members in 2 batch(es)" in r.output and (tmp_path / "o" / "nuc_scan.png").exists()
     with h5py.File(tmp_path / "o" / "nuc_scan.h5") as f:

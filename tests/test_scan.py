@@ -260,7 +260,7 @@ def test_cli_writes_a_file_xarray_reads_with_named_dimensions(tmp_path):
         out = tmp_path / save.split(":")[0]
         r = CliRunner().invoke(main, ["scan", str(p), "--set", "field.E0=0.02:0.06:3", "--set",
                                       "potential.a=1.5,2.0", "--out", str(out), "-q"]
-                               + ([] if save == "final" else ["--save", save]))
+                               + (["--plots"] if save == "final" else ["--save", save]))
         assert r.exit_code == 0, r.output
         assert not (out / "atom_scan.parts").exists()     # #58 item 6: gone once written
         ds = xr.open_dataset(out / "atom_scan.h5", engine="h5netcdf")
@@ -272,7 +272,14 @@ def test_cli_writes_a_file_xarray_reads_with_named_dimensions(tmp_path):
         assert ds["hhg_power"].dims[:2] == ("field.E0", "potential.a")
         assert np.allclose(ds["field.E0"].values, [0.02, 0.04, 0.06])
         assert ds["field.E0"].attrs["units"] == "E_h/(e bohr)" and ds["t"].attrs["units"] == "hbar/E_h"
-        assert (out / "atom_scan.png").stat().st_size > 10_000
+        if save == "final":         # drawn with --plots; else on request, by `tdse plot`
+            assert (out / "atom_scan.png").stat().st_size > 10_000
+        else:
+            assert not (out / "atom_scan.png").exists() and "tdse plot" in r.output
+            r = CliRunner().invoke(main, ["plot", str(out / "atom_scan.h5")])
+            assert r.exit_code == 0 and (out / "atom_scan.png").stat().st_size > 10_000, r.output
+            r = CliRunner().invoke(main, ["plot", str(out / "atom_scan.h5")])      # exists: refused
+            assert r.exit_code == 2 and "--force" in r.output, r.output
         # #58 item 7b: members read back from the file at their own coordinates against their
         # own serial runs (rows written in another order than the keys' scales fail here)
         for i, j in ((2, 0), (0, 1)):

@@ -400,13 +400,13 @@ def validate(as_json, quick):
 @click.option("--linear", is_flag=True, help="the spacetime map in linear colour (default: log, "
               "from 1e-6 of the peak: excitation and ionised flux show)")
 def plot(h5file, out_dir, force, linear):
-    """Draw the pictures of a run file."""
-    from .plots import plot_run
+    """Draw the pictures of a run file, or the map of a scan's file."""
+    from .plots import plot_any
     from ..run.snapshots import NotOurFile
     if out_dir is not None:
         check_out(out_dir)
     try:
-        files = plot_run(h5file, out_dir, force=force, log=not linear)
+        files = plot_any(h5file, out_dir, force=force, log=not linear)
     except FileExistsError as e:
         raise InputError(f"output {e.filename!r} exists; pass --force to overwrite it") from None
     except (NotOurFile, ValueError, KeyError) as e:
@@ -513,14 +513,17 @@ def _floquet_scan(cfg, input_file, text, *, period, steps, count, out_dir, backe
               help="each observable at t_end (and HHG spectra); series: all over time too, or the named")
 @click.option("--force", is_flag=True, help="overwrite the outputs")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar")
-def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, keep_psi, save, force, quiet):
+@click.option("--plots/--no-plots", default=False, show_default=True,
+              help="draw the map PNG when the scan ends (as `tdse run`'s; ~0.5 s and "
+                   "matplotlib's import); `tdse plot OUT/<name>_scan.h5` draws it any time")
+def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, keep_psi, save, force,
+         quiet, plots):
     """INPUT over a grid of parameter values, many runs at once: OUT/<name>_scan.h5 (xarray
-    reads it) and a map PNG."""
+    reads it), and with --plots its map PNG."""
     from ..run.scanfile import final, write
     from ..run.resources import check_space
     from ..studies.scan import members, parse_set, remove_parts, scan as scan_, scan_bytes, spectra
     from ..studies.scan_save import parse_save
-    from .plots import plot_scan_map
     cfg = _load(input_file)
     try:
         parsed, series = [parse_set(s) for s in sets], parse_save(save)
@@ -533,7 +536,8 @@ def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, 
         from .nuclei import scan_nuclei
         if save != "final":
             raise InputError(f"--save = {save!r}: a 1D + 1D scan keeps its own quantities (docs/NUCLEI.md)")
-        return scan_nuclei(cfg, parsed, zipped, base, backend, batch, quiet, InputError, workers, scheduler, keep_psi)
+        return scan_nuclei(cfg, parsed, zipped, base, backend, batch, quiet, InputError, workers, scheduler,
+                           keep_psi, plots)
     try:                                      # #58 item 2: the space it needs, before any work
         check_space(out_dir, scan_bytes(sc, keep_psi, series), "the scan (its file, and its parts "
                     "folder while it runs)")
@@ -553,9 +557,12 @@ def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, 
     spec = spectra(res)
     write(base + ".h5", res, spec)
     remove_parts(out_dir, cfg.name)      # the file holds every batch now
-    plot_scan_map(base + ".h5", base + ".png")
+    if plots:
+        from .plots import plot_scan_map
+        plot_scan_map(base + ".h5", base + ".png")
     click.echo(f"{len(sc.configs)} members in {res['batches']} batch(es), {res['seconds']:.1f} s "
-               f"({res['seconds'] / len(sc.configs):.3g} s a member); wrote {base}.h5, {base}.png")
+               f"({res['seconds'] / len(sc.configs):.3g} s a member); wrote {base}.h5"
+               + (f", {base}.png" if plots else f" (its map: `tdse plot {base}.h5`, or --plots)"))
     if "time_error" in res:              # time_error = "estimate": each member's, at t_end
         te = final(res, "time_error")
         click.echo(f"time-discretisation error of psi at t_end (the estimate, each member's in "

@@ -127,9 +127,10 @@ def plot_nuclei(path, out_dir=None, force=True):
 
 
 def scan_nuclei(cfg, parsed, zipped, base, backend, batch, quiet, error, workers=None, scheduler=None,
-                keep_psi=False):
+                keep_psi=False, plots=False):
     """`tdse scan` of a ``[nuclei]`` input: the members stepped together
-    (:func:`tdse.run.nuclei.scan`), then <base>.h5 and <base>.png; bad input raises ``error``."""
+    (:func:`tdse.run.nuclei.scan`), then <base>.h5 and with ``plots`` <base>.png; bad input
+    raises ``error``."""
     from ..run.nuclei import write_scan
     from ..studies.scan import scan
     os.makedirs(os.path.dirname(base) or ".", exist_ok=True)
@@ -139,10 +140,12 @@ def scan_nuclei(cfg, parsed, zipped, base, backend, batch, quiet, error, workers
     except ConfigError as e:
         raise error(f"{cfg.name}: {e}") from None
     write_scan(base + ".h5", res)
-    plot_nuclei_scan(base + ".h5", base + ".png")
+    if plots:
+        plot_nuclei_scan(base + ".h5", base + ".png")
     n = len(res["scan"].configs)
     click.echo(f"{n} members in {res['batches']} batch(es), {res['seconds']:.1f} s ({res['seconds'] / n:.3g} s a "
-               f"member); wrote {base}.h5, {base}.png")
+               f"member); wrote {base}.h5" + (f", {base}.png" if plots else
+                                              f" (its picture: `tdse plot {base}.h5`, or --plots)"))
     return res
 
 

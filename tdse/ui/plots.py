@@ -28,6 +28,35 @@ from ..run.snapshots import read  # noqa: E402
 RUN_PICTURES = ("spacetime", "nodes", "populations", "drift", "snapshots", "transitions", "field")
 
 
+def plot_any(h5path, out_dir=None, force=True, log=True) -> list[str]:
+    """The pictures of any tdse file: a scan's map (``tdse scan``'s file, a ``[nuclei]``
+    scan's too: OUT/<name>_scan.png beside it or in ``out_dir``), else a run's
+    (:func:`plot_run`).  Without ``force``, a FileExistsError where a picture exists."""
+    import h5py
+    from ..run.nuclei import SCAN_FORMAT
+    from ..run.scanfile import FORMATS
+    try:
+        with h5py.File(h5path, "r") as f:
+            fmt = f.attrs.get("format")
+    except OSError:       # (no such file, not HDF5: plot_run says which, one line)
+        fmt = None
+    else:
+        fmt = fmt.decode() if isinstance(fmt, bytes) else fmt
+        if fmt in FORMATS or fmt == SCAN_FORMAT:
+            out_dir = out_dir or os.path.dirname(os.path.abspath(h5path))
+            p = os.path.join(out_dir, os.path.splitext(os.path.basename(h5path))[0] + ".png")
+            if not force and os.path.exists(p):
+                raise FileExistsError(17, "exists", p)
+            os.makedirs(out_dir, exist_ok=True)
+            if fmt == SCAN_FORMAT:
+                from .nuclei import plot_nuclei_scan
+                plot_nuclei_scan(h5path, p)
+            else:
+                plot_scan_map(h5path, p)
+            return [p]
+    return plot_run(h5path, out_dir, force=force, log=log)
+
+
 def plot_run(h5path, out_dir=None, node_eps=None, force=True, log=True) -> list[str]:
     """Every picture of a run file (OUT/<name>_<what>.png); returns their paths.  Without
     ``force``, a FileExistsError (its ``filename``) before anything is drawn where one of
