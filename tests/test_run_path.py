@@ -207,6 +207,40 @@ def test_a_failing_sink_lets_every_sink_see_the_failure_at_the_last_state():
     assert failed == [(6, "boom")]
 
 
+def test_a_signal_in_the_loop_is_not_raised_again_by_a_sinks_fail():
+    """A SIGINT noted and raised in the loop (tdse.run.interrupts: its note pending until
+    acted on) reaches every sink's fail once: a fail that passes a check_pending -- the
+    look-ahead's spawn of a task for the pairs of the rows the observables' fail flushes --
+    does not raise it again and cut the sinks after it (the interrupts sink, which closes
+    the file and names it: a SIGINT in `tdse run`'s loop had said "nothing was written"
+    beside a .part file)."""
+    from tdse.run import interrupts
+    plan = _plan("chebyshev", steps=8)
+    failed = []
+
+    class Signal(tdse.Sink):
+        every = 3
+
+        def save(self, state):
+            if state.step == 6:
+                interrupts._PENDING.append("SIGINT")      # as interrupts._on_signal does
+                raise KeyboardInterrupt
+
+    class Flushes(tdse.Sink):
+        def fail(self, state, error):
+            interrupts.check_pending()
+            failed.append(("flushes", state.step))
+
+    class Last(tdse.Sink):
+        def fail(self, state, error):
+            failed.append(("last", state.step, type(error).__name__))
+
+    with pytest.raises(KeyboardInterrupt):
+        tdse.evolve(plan, plan.psi0, [Signal(), Flushes(), Last()])
+    assert failed == [("flushes", 6), ("last", 6, "KeyboardInterrupt")]
+    assert not interrupts._PENDING
+
+
 class _FakeCuda:
     """A stand-in for cupy.cuda's driver and runtime calls context_switch makes: records
     them; ``fail`` names a call that raises."""

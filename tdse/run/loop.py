@@ -20,7 +20,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from .interrupts import check_pending
+from .interrupts import acknowledge, check_pending
 
 __all__ = ["State", "Sink", "Observer", "evolve", "advance"]
 
@@ -224,6 +224,12 @@ def _run(stepper, dt, start, stop, state, sinks):
             s.end(state)
             ended += 1
     except BaseException as e:   # noqa: BLE001 -- the sinks decide; re-raised below
+        if isinstance(e, KeyboardInterrupt):
+            # the signal's note is this exception, acted on now: a sink's fail that passes a
+            # check_pending (the look-ahead spawning a task for the pairs of the rows a fail
+            # flushes) must not raise it again -- that had cut the sinks after it, and a
+            # SIGINT in the loop left a .part file said to be "nothing written"
+            acknowledge()
         for s in sinks[ended:]:
             s.fail(state, e)
         raise
