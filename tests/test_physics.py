@@ -180,6 +180,31 @@ def test_node_count_is_the_number_of_positions_placed():
     assert len(counts) > 5
 
 
+def test_node_counts_of_a_block_are_each_rows_positions():
+    """node_counts (a block of rows at once: a writer's snapshots) gives each row what
+    node_positions places in it alone: rows of other widths of kept points, a row of
+    zeros, a column of zeros, real rows, rows whose largest |psi| ties, every eps."""
+    from tdse.model.observables import node_counts
+    rng = np.random.default_rng()
+    for trial in range(100):
+        R, n = int(rng.integers(1, 40)), int(rng.integers(2, 400))
+        x = np.sort(rng.uniform(-10, 10, n))
+        k = rng.uniform(0.1, 3.0, (R, 1))
+        P = (np.cos(k * x) + 0.3j * rng.standard_normal((R, n))) * np.exp(-x ** 2 / rng.uniform(5, 50))
+        if trial % 3 == 0:
+            P[rng.integers(R)] = 0
+        if trial % 4 == 0:
+            P[:, rng.integers(n)] = 0
+        if trial % 5 == 0:
+            P = P.real.copy()
+        if trial % 7 == 0:
+            P[:, -1] = P[:, 0] = 2 * np.abs(P).max()
+        eps = rng.choice([0.0, 1e-2, 1e-1, 0.3])
+        got = node_counts(x, P, eps)
+        assert got.shape == (R,)
+        assert list(got) == [node_positions(x, p, eps).size for p in P], trial
+
+
 def test_centre_positions_at_one_time_are_the_array_forms_bit_for_bit():
     """The scalar path of centre_positions (every step's potential) gives the array
     path's numbers exactly: ramps, phases, times before, in and after the ramp."""

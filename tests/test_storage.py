@@ -154,17 +154,17 @@ def test_blocks_written_in_the_background_make_the_same_file(flush, tmp_path, mo
         "initial.state", "gaussian").with_value("initial.k0", 3.0)   # node counts that vary
     names, files, counted = [], {}, {}
     real = threading.Thread.start
-    real_count = observables.node_count
+    real_count, real_counts = observables.node_count, observables.node_counts
 
     def start(self):
         names.append(self.name)
         return real(self)
 
-    def node_count(*a, **k):
-        counted[mode].append(threading.current_thread().name)
-        return real_count(*a, **k)
+    def node_counts(x, rows, *a, **k):      # (the writer's: NodeCounter, a block of rows a call)
+        counted[mode] += [threading.current_thread().name] * len(rows)
+        return real_counts(x, rows, *a, **k)
     monkeypatch.setattr(threading.Thread, "start", start)
-    monkeypatch.setattr(observables, "node_count", node_count)
+    monkeypatch.setattr(observables, "node_counts", node_counts)
     for mode in ("0", "1"):
         names.clear()
         counted[mode] = []

@@ -97,19 +97,26 @@ def one_row(row, names):
     return HeldRows(1, {name: np.asarray(row[name])[None] for name in names})
 
 
+#: the node counts of a block's rows made this many rows at a time (a few MB of
+#: temporaries at N = 8192)
+NODE_ROWS = 32
+
+
 class NodeCounter:
-    """A writer's node counts of the psi rows it writes (:func:`tdse.model.observables.node_count`
+    """A writer's node counts of the psi rows it writes (:func:`tdse.model.observables.node_counts`
     with ``output.node_eps``): the writer makes them, not the loop -- a GPU run's writer in
     its block's thread, where they took ~0.2 ms of the loop's host time every
     ``output.every`` steps at N = 8192 (5 % of its samples,
-    ``spy_loop_h100x1_20261126T2110_3point.txt``)."""
+    ``spy_loop_h100x1_20261126T2110_3point.txt``) -- :data:`NODE_ROWS` rows at a time."""
 
     def __init__(self, x, config):
         self.x, self.eps = np.asarray(x), config.output.node_eps
 
     def __call__(self, rows):
-        from ..model.observables import node_count
-        return [node_count(self.x, psi, self.eps) for psi in rows]
+        from ..model import observables
+        rows = rows if isinstance(rows, np.ndarray) else np.asarray(rows)
+        return [int(c) for i in range(0, len(rows), NODE_ROWS)
+                for c in observables.node_counts(self.x, rows[i:i + NODE_ROWS], self.eps)]
 
 
 class SnapshotWriter:
