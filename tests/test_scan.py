@@ -504,7 +504,7 @@ def test_the_scan_map_labels_each_key_in_its_unit_and_shows_physics_without_an_a
     real = plots.plt.close
     monkeypatch.setattr(plots.plt, "close", lambda fig=None: figs.append(fig))
     r = CliRunner().invoke(main, ["scan", str(p), "--set", "field.intensity=1e13,1e14",
-                                  "--out", str(tmp_path), "-q"])
+                                  "--out", str(tmp_path), "-q", "--plots"])
     assert r.exit_code == 0, r.output
     labels = [ax.get_ylabel() for ax in figs[-1].axes] + [ax.get_xlabel() for ax in figs[-1].axes]
     assert "field.intensity (W/cm^2)" in labels and not any("atomic units)" in s for s in labels)

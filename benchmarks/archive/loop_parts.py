@@ -5,7 +5,7 @@ through tdse.simulate (a file written), once (run it again for a process whose k
 from CuPy's cache: a second run in one process starts the look-ahead's workers anew, and
 waited ~0.9 s for H(t)'s pairs at N = 8192).  The writer's thread timed too ("[writer]").
 
-    python benchmarks/archive/loop_parts.py INPUT STEPS EVERY [BACKEND]
+    python benchmarks/archive/loop_parts.py INPUT STEPS EVERY [BACKEND [KEY=VALUE ...]]
 """
 import collections
 import functools
@@ -25,6 +25,10 @@ backend = sys.argv[4] if len(sys.argv) > 4 else "cupy"
 cfg = tdse.load_config(path)
 cfg = (cfg.with_value("propagator.method", "auto").with_value("propagator.time_error", "none")
        .with_value("time.t_end", steps * cfg.time.dt).with_value("output.populations_every", every))
+for kv in sys.argv[5:]:
+    key, value = kv.split("=")
+    cfg = cfg.with_value(key, int(value) if value.isdigit() else
+                         float(value) if value.replace(".", "", 1).isdigit() else value)
 main = threading.main_thread().ident
 acc, cnt = collections.Counter(), collections.Counter()
 
@@ -67,6 +71,15 @@ for n in ("append", "write", "observe_block", "_wait"):
 for n in ("_block", "_write_rows", "_flush", "_write_observations"):
     wrap(snapshots.SnapshotWriter, n, any_thread=True)
 wrap(eigenpairs.Lookahead, "__call__", "Lookahead()")
+from tdse.model import hamiltonian, observables   # noqa: E402
+for n in ("raw", "_pack_own", "_raw_out"):
+    wrap(observables.BlockMeasure, n)
+wrap(hamiltonian.BlockOperator, "_kinetic")
+if backend == "cupy":
+    import cupy   # noqa: E402
+    wrap(cupy.fft, "fft", "cupy.fft.fft", by_caller=True)
+    wrap(cupy, "concatenate", "cupy.concatenate", by_caller=True)
+    wrap(cupy, "ascontiguousarray", "cupy.ascontiguousarray", by_caller=True)
 wrap(snapshots.NodeCounter, "__call__", "NodeCounter()", any_thread=True)
 real = driver.evolve
 walls = []

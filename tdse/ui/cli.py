@@ -401,18 +401,16 @@ def validate(as_json, quick):
               "from 1e-6 of the peak: excitation and ionised flux show)")
 def plot(h5file, out_dir, force, linear):
     """Draw the pictures of a run file, or the map of a scan's file."""
-    from .plots import plot_any
+    from .scan_plots import plot_any
     from ..run.snapshots import NotOurFile
-    if out_dir is not None:
-        check_out(out_dir)
+    check_out(out_dir or os.path.dirname(os.path.abspath(h5file)))     # (where the pictures go)
     try:
         files = plot_any(h5file, out_dir, force=force, log=not linear)
     except FileExistsError as e:
         raise InputError(f"output {e.filename!r} exists; pass --force to overwrite it") from None
     except (NotOurFile, ValueError, KeyError) as e:
         raise InputError(str(e)) from None
-    for p in files:
-        click.echo(f"wrote {p}")
+    click.echo("\n".join(f"wrote {p}" for p in files))
 
 
 @main.command()
@@ -513,11 +511,9 @@ def _floquet_scan(cfg, input_file, text, *, period, steps, count, out_dir, backe
               help="each observable at t_end (and HHG spectra); series: all over time too, or the named")
 @click.option("--force", is_flag=True, help="overwrite the outputs")
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar")
-@click.option("--plots/--no-plots", default=False, show_default=True,
-              help="draw the map PNG when the scan ends (as `tdse run`'s; ~0.5 s and "
-                   "matplotlib's import); `tdse plot OUT/<name>_scan.h5` draws it any time")
-def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, keep_psi, save, force,
-         quiet, plots):
+@click.option("--plots/--no-plots", default=False, show_default=True, help="draw the map PNG when "
+              "the scan ends (as `tdse run`'s); `tdse plot OUT/<name>_scan.h5` draws it any time")
+def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, keep_psi, save, force, quiet, plots):
     """INPUT over a grid of parameter values, many runs at once: OUT/<name>_scan.h5 (xarray
     reads it), and with --plots its map PNG."""
     from ..run.scanfile import final, write
@@ -536,11 +532,9 @@ def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, 
         from .nuclei import scan_nuclei
         if save != "final":
             raise InputError(f"--save = {save!r}: a 1D + 1D scan keeps its own quantities (docs/NUCLEI.md)")
-        return scan_nuclei(cfg, parsed, zipped, base, backend, batch, quiet, InputError, workers, scheduler,
-                           keep_psi, plots)
+        return scan_nuclei(cfg, parsed, zipped, base, backend, batch, quiet, InputError, workers, scheduler, keep_psi, plots)
     try:                                      # #58 item 2: the space it needs, before any work
-        check_space(out_dir, scan_bytes(sc, keep_psi, series), "the scan (its file, and its parts "
-                    "folder while it runs)")
+        check_space(out_dir, scan_bytes(sc, keep_psi, series), "the scan (its file, and its parts folder while it runs)")
     except ConfigError as e:
         raise InputError(str(e)) from None
     try:
@@ -554,11 +548,10 @@ def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, 
         e.kept = (f": {kept} finished batch(es) kept in {folder}; the same command continues "
                   f"from them" if kept else ": no batch had finished; nothing was kept")
         raise
-    spec = spectra(res)
-    write(base + ".h5", res, spec)
+    write(base + ".h5", res, spectra(res))
     remove_parts(out_dir, cfg.name)      # the file holds every batch now
     if plots:
-        from .plots import plot_scan_map
+        from .scan_plots import plot_scan_map
         plot_scan_map(base + ".h5", base + ".png")
     click.echo(f"{len(sc.configs)} members in {res['batches']} batch(es), {res['seconds']:.1f} s "
                f"({res['seconds'] / len(sc.configs):.3g} s a member); wrote {base}.h5"
