@@ -60,7 +60,7 @@ wrap(graph_plan, "segment")
 wrap(arrays.PinnedUpload, "put", by_caller=True)
 wrap(arrays.HostCopy, "__init__", "HostCopy()", by_caller=True)
 wrap(arrays.HostCopy, "result", by_caller=True)
-for n in ("resolve", "_measure", "start", "finish", "_amplitudes", "reserve_later", "reserve_plain"):
+for n in ("resolve", "_measure", "start", "finish", "columns", "_amplitudes", "reserve_later", "reserve_plain"):
     wrap(rows._BlockRows, n)
 for n in ("tap", "save", "flush"):
     wrap(rows.Observables, n)
