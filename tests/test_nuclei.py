@@ -356,6 +356,9 @@ def test_a_scan_over_the_field_equals_each_members_own_run(tmp_path):
                                   "--batch", "3", "--out", str(tmp_path / "o"), "-q", "--plots"])
     assert r.exit_code == 0, r.output
     assert "4 members in 2 batch(es)" in r.output and (tmp_path / "o" / "nuc_scan.png").exists()
+    (tmp_path / "o" / "nuc_scan.png").unlink()        # tdse plot draws it again from the file
+    r = CliRunner().invoke(main, ["plot", str(tmp_path / "o" / "nuc_scan.h5")])
+    assert r.exit_code == 0 and (tmp_path / "o" / "nuc_scan.png").stat().st_size > 1000, r.output
     with h5py.File(tmp_path / "o" / "nuc_scan.h5") as f:
         assert json.loads(f.attrs["keys"]) == ["field.E0", "field.omega"]
         assert list(f["field.E0"][:]) == E0s and list(f["field.omega"][:]) == omegas
