@@ -185,7 +185,9 @@ def plot_nuclei_scan(h5path, path):
                 z = z[..., 0]
             im = ax.pcolormesh(d[k2], d[k1], z, shading="auto", cmap="viridis")
             ax.set(xlabel=label[k2], ylabel=label[k1], title=f"{k} (+ absorbed) at t_end")
-            fig.colorbar(im, ax=ax)
+            cb = fig.colorbar(im, ax=ax, label="fraction")
+            cb.formatter.set_useOffset(False)       # (no offset text over the title)
+            cb.update_ticks()
     fig.suptitle(f"{os.path.basename(h5path)}: the 1D + 1D H2+ model (atomic units)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
