@@ -47,15 +47,19 @@ def hhg_power(t, acceleration, win="hann"):
     batch in one FFT (its members one by one, as lists, had made the scan of 1000 atom_hhg
     members on one H200 7.4-8.4 s against 6.2-6.7 s before ``--save``; 5.9-6.2 s after,
     ``scan_bisect_h200x1_20261130T1822.txt``)."""
-    dt = _uniform_dt(t)
-    A = np.fft.rfft(np.asarray(acceleration) * window(win, len(t)), axis=-1) * dt
-    return 2 * math.pi * np.fft.rfftfreq(len(t), d=dt), np.abs(A) ** 2
+    return _power(_uniform_dt(t), len(t), acceleration, win)
+
+
+def _power(dt, n, acceleration, win):
+    """:func:`hhg_power` of ``n`` samples ``dt`` apart."""
+    A = np.fft.rfft(np.asarray(acceleration) * window(win, n), axis=-1) * dt
+    return 2 * math.pi * np.fft.rfftfreq(n, d=dt), np.abs(A) ** 2
 
 
 def hhg(t, acceleration, omega0=None, win="hann") -> dict:
     """Harmonic spectrum of the dipole acceleration (one-sided, omega >= 0)."""
-    omega, power = hhg_power(t, acceleration, win)
     dt = _uniform_dt(t)
+    omega, power = _power(dt, len(t), acceleration, win)
     out = {"kind": "hhg", "window": win, "omega": omega.tolist(), "power": power.tolist(),
            "resolution": 2 * math.pi / (dt * len(t)), "units": "omega in E_h/hbar; power in a.u."}
     if omega0:
