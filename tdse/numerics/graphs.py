@@ -389,8 +389,7 @@ class GraphStep:
                 k["final"](self.Y, self.A, ia + K + 1, out)
             X = out
             ia += K + 2
-        if X is not self.Xin:                # the step's result where the next step reads it
-            self.Xin.data.copy_from_device_async(X.data, X.nbytes)
+        return X
 
     def _graph(self, pattern, steps=1):
         """The graph of ``steps`` steps of ``pattern``, captured at its first use (every
@@ -417,13 +416,18 @@ class GraphStep:
 
     def _step_body(self, pattern):
         """A step as its graph has it: the step's row fetched from the segment, the body,
-        and the tap into the rows' blocks where there are (:data:`tdse.backends.cupy.chain.ROWS`)."""
+        and the tap into the rows' blocks where there are (:data:`tdse.backends.cupy.chain.ROWS`),
+        with the result's copy into Xin where the body left it in Xw (one kernel: a memcpy
+        node and the tap's had been two)."""
         self.k["row_fetch"]((1,), (256,), (self.up.dev, self.row, self.slot, np.int32(CHUNK)))
-        self._body(pattern)
-        if self.tap_to:
-            m, to = self.n * self.B, self.tap_to
+        X = self._body(pattern)
+        m, to = self.n * self.B, self.tap_to
+        if to:
+            into = np.uint64(0) if X is self.Xin else self.Xin
             self.k["row_tap"]((min(-(-m // 256), 1024),), (256,),
-                              (self.Xin, to[0], to[-1], self.slot, np.int64(m)))
+                              (X, into, to[0], to[-1], self.slot, np.int64(m)))
+        elif X is not self.Xin:              # the step's result where the next step reads it
+            self.Xin.data.copy_from_device_async(X.data, X.nbytes)
 
     def _plan(self, j, want):
         """:meth:`Planner.chunk` at ``j`` (planned ahead where it is the one asked for, else

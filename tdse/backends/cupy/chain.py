@@ -62,7 +62,9 @@ extern "C" __global__ void tdse_gemv_term(const double* T, const complex<double>
 #: the rows]): one block copies row ``counter`` into the step's fixed row, sets the step's
 #: tap slots and counts the step (a step is then one graph launch, no upload of its own; a
 #: graph replayed past its segment, as a benchmark does, reads the segment's last place);
-#: and the tap: the step's result copied into row ``slot[t]`` of block t, where >= 0
+#: and the tap: the step's result copied into row ``slot[t]`` of block t, where >= 0, and
+#: (``y`` not null) into the buffer the next step reads -- a step whose result lands in the
+#: other buffer had a memcpy node and then the tap's (one node less a step)
 ROWS = r"""
 extern "C" __global__ void tdse_row_fetch(double* seg, double* row, int* slot, int steps) {
     __shared__ int c;
@@ -77,13 +79,14 @@ extern "C" __global__ void tdse_row_fetch(double* seg, double* row, int* slot, i
         slot[0] = (int)seg[2 + 2 * c]; slot[1] = (int)seg[3 + 2 * c]; seg[0] = c + 1;
     }
 }
-extern "C" __global__ void tdse_row_tap(const double2* x, double2* to0, double2* to1,
-                                        const int* slot, long long n) {
+extern "C" __global__ void tdse_row_tap(const double2* x, double2* y, double2* to0,
+                                        double2* to1, const int* slot, long long n) {
     long long k0 = slot[0], k1 = slot[1];
-    if (k0 < 0 && k1 < 0) return;
+    if (k0 < 0 && k1 < 0 && !y) return;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x) {
         double2 v = x[i];
+        if (y) y[i] = v;
         if (k0 >= 0) to0[k0 * n + i] = v;
         if (k1 >= 0) to1[k1 * n + i] = v;
     }
