@@ -336,7 +336,8 @@ class GraphStep:
                                  shared_mem=tile_smem(self.tile, halo))
 
     def _body(self, pattern):
-        """The step's kernels for a pattern of term counts (run eagerly or under capture)."""
+        """The step's kernels for a pattern of term counts (eagerly or under capture): the buffer
+        that holds the result (Xin, or Xw after an odd count of whole-exponential kernels)."""
         k = self.k
         X = self.Xin
         ia = 0
@@ -400,9 +401,7 @@ class GraphStep:
             if not self._warmed:
                 self._warm(pattern)
                 self._warmed = True
-            def body():
-                for _ in range(steps):
-                    self._step_body(pattern)
+            body = lambda: [self._step_body(pattern) for _ in range(steps)]  # noqa: E731
             try:
                 self.graphs[key] = capture(cp, body)
             except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError):
@@ -415,10 +414,8 @@ class GraphStep:
         return self.graphs[key]
 
     def _step_body(self, pattern):
-        """A step as its graph has it: the step's row fetched from the segment, the body,
-        and the tap into the rows' blocks where there are (:data:`tdse.backends.cupy.chain.ROWS`),
-        with the result's copy into Xin where the body left it in Xw (one kernel: a memcpy
-        node and the tap's had been two)."""
+        """A step as its graph has it: its row fetched from the segment, the body, and the
+        tap (:data:`tdse.backends.cupy.chain.ROWS`), which also copies a result left in Xw."""
         self.k["row_fetch"]((1,), (256,), (self.up.dev, self.row, self.slot, np.int32(CHUNK)))
         X = self._body(pattern)
         m, to = self.n * self.B, self.tap_to
@@ -426,7 +423,7 @@ class GraphStep:
             into = np.uint64(0) if X is self.Xin else self.Xin
             self.k["row_tap"]((min(-(-m // 256), 1024),), (256,),
                               (X, into, to[0], to[-1], self.slot, np.int64(m)))
-        elif X is not self.Xin:              # the step's result where the next step reads it
+        elif X is not self.Xin:              # (where the next step reads it)
             self.Xin.data.copy_from_device_async(X.data, X.nbytes)
 
     def _plan(self, j, want):
