@@ -19,6 +19,7 @@ import tdse.run.driver as driver
 path, steps, every, pop = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 backend = sys.argv[5] if len(sys.argv) > 5 else "cupy"
 rounds = int(sys.argv[6]) if len(sys.argv) > 6 else 3
+cli = sys.argv[7:8] == ["cli"]
 warnings.simplefilter("ignore")
 base = tdse.load_config(path)
 cfg = (base.with_value("propagator.method", "auto").with_value("propagator.time_error", "none")
@@ -63,8 +64,23 @@ cases = {"input": (every, pop), "no_snapshots": (steps, pop), "no_populations": 
 
 def run(ev, pe):
     c = cfg.with_value("output.every", ev).with_value("output.populations_every", pe)
-    tdse.simulate(c, backend=backend, out=tempfile.mkdtemp(), force=True)
-    return walls[-1] / steps
+    d = tempfile.mkdtemp()
+    if not cli:
+        tdse.simulate(c, backend=backend, out=d, force=True)
+        return walls[-1] / steps
+    import os
+    import subprocess
+
+    import h5py
+
+    from tdse import config as cfgmod
+    with open(os.path.join(d, "in.toml"), "w") as f:
+        f.write(cfgmod.to_toml(c))
+    subprocess.run([sys.executable, "-m", "tdse", "run", os.path.join(d, "in.toml"), "--out", d,
+                    "--backend", backend, "--quiet", "--no-plots", "--force", "--yes",
+                    "--allow-inaccurate"], check=True, capture_output=True)
+    with h5py.File(os.path.join(d, f"{c.name}.h5"), "r") as f:
+        return float(f.attrs["wall_seconds"]) / steps
 
 
 run(every, pop)
@@ -76,7 +92,8 @@ for r in range(rounds):
         got[k].append(run(ev, pe))
     bares.append(bare())
 b = float(np.median(bares))
-print(f"# {path}: {steps} steps, every {every}, populations every {pop}, {backend}; "
+print(f"# {path}: {steps} steps, every {every}, populations every {pop}, {backend}"
+      f"{' (tdse run processes, their loop clocks)' if cli else ''}; "
       f"bare {b * 1e6:.1f} us a step ({', '.join(f'{v * 1e6:.1f}' for v in bares)})")
 for k, v in got.items():
     print(f"{k:15s} evolve {np.median(v) * 1e6:6.1f} us a step  x{np.median(v) / b:.3f}  "
