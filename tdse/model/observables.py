@@ -17,7 +17,7 @@ from ..expression import parse
 
 from .absorber import absorber_profile
 from .field import field_value, vector_potential, velocity_gauge
-from .hamiltonian import Operator
+from .hamiltonian import Operator, kinetic_bands
 from .potential import gradient, total
 
 
@@ -310,6 +310,11 @@ class BlockMeasure:
             self.layers = layers.astype(np.float64)     # summed against |psi|^2 (einsum)
         self.k = xp.asarray(2 * np.pi * np.fft.fftfreq(len(x), d=self.dx))
         self.x2 = self.x.ravel() ** 2          # the host's x^2 sum (_host_raw)
+        # the host's <T> of a stencil (_host_raw): its bands, scaled; psi(0)* once
+        st = configs[0].grid.stencil
+        self._bands = None if xp is not np or st not in (3, 5) else \
+            tuple(self.kinetic.k * c for c in kinetic_bands(st, self.dx))
+        self._psi0c = self.psi0.conj() if xp is np else None
 
     def __call__(self, t, X, host=True) -> dict:
         """The row at time t; ``host=False`` keeps it on the device (the caller copies).
@@ -390,16 +395,19 @@ class BlockMeasure:
         X = np.ascontiguousarray(X, dtype=np.complex128)
         n = X.shape[0]
         w = X.real ** 2 + X.imag ** 2
-        kin, k = self.kinetic._kinetic(X)
-        if self.potential.velocity:
-            kin, k = self._gauge_terms(kin * k, X, at), 1.0
         V, dV = self.potential.host_fields(at)
-        # Re X* (k kin + V X) = k Re X* kin + V w, summed over the grid
-        energy = np.einsum("nb,nb->b", X.real, kin.real) + np.einsum("nb,nb->b", X.imag, kin.imag)
-        if k != 1.0:
-            energy *= k
+        if self._bands is not None and not self.potential.velocity:
+            energy = self._stencil_kinetic(X, w)
+        else:
+            kin, k = self.kinetic._kinetic(X)
+            if self.potential.velocity:
+                kin, k = self._gauge_terms(kin * k, X, at), 1.0
+            # Re X* (k kin + V X) = k Re X* kin + V w, summed over the grid
+            energy = np.einsum("nb,nb->b", X.real, kin.real) + np.einsum("nb,nb->b", X.imag, kin.imag)
+            if k != 1.0:
+                energy *= k
         energy += np.einsum("nb,nb->b", V, w)
-        c0 = np.einsum("nb,nb->b", self.psi0.conj(), X)
+        c0 = np.einsum("nb,nb->b", self._psi0c, X)
         F = np.fft.fft(X, axis=0)
         layers = np.einsum("nb,nb->b", w, self.layers) if self._any_layer else np.zeros(X.shape[1])
         # the grid sums of a column by einsum, not a matrix-vector product: BLAS's gemv gives
@@ -413,6 +421,19 @@ class BlockMeasure:
                 "edge": w[:10].sum(axis=0) + w[max(10, n - 10):].sum(axis=0)}
         sums = np.stack([host[name] for name in SUMS])
         return self._raw_out(sums, X, also, t)
+
+    def _stencil_kinetic(self, X, w):
+        """Re sum_n X*_n (T X)_n of each column for a 3- or 5-point T (bands d0, d1, d2 with
+        the walls' zeros): d0 sum |X|^2 + 2 sum_m d_m Re sum_n X*_n X_(n+m), the products of
+        the block's real view shifted by m rows -- the same sum as X* (T X) to rounding,
+        without T X (on 2 CPUs at N = 256, 64 rows: ~30 us against ~85)."""
+        d0, d1, d2 = self._bands
+        R = X.view(np.float64).reshape(X.shape[0], -1)          # N x 2B: re, im interleaved
+        out = d0 * w.sum(axis=0)
+        for m, d in ((1, d1), (2, d2)):
+            if d:
+                out += (2.0 * d) * np.einsum("nc,nc->c", R[:-m], R[m:]).reshape(-1, 2).sum(axis=1)
+        return out
 
     def _gauge_terms(self, kin, X, t):
         """T X + A p X + A^2/2 X (``kin`` = T X): the velocity gauge's H without V, A per
