@@ -23,6 +23,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from ..expression import parse
+from .extremes import hull_columns
 from .field import (dipole_field, field_value, formula_of, panel_edges, panel_table, panel_value,
                     pulse, velocity_gauge)
 
@@ -246,10 +247,25 @@ def extreme_columns(potential, x, times, weights):
     monotone.  Its extremes on the grid then lie at the two ends of the grid or between the
     leftmost and rightmost centre (two points of margin each side): a few hundred points of
     8192 for H2+; the min and max of the same values there, the same bits
-    (``tests/test_run_path.py``)."""
+    (``tests/test_run_path.py``).
+
+    A static molecule in a dipole field (any Z, any weights; ``weights`` one row, or a
+    list of rows, each a sum of its own): sum_i w_i V(x, t_i) = W V0(x) + x sum_i w_i E(t_i),
+    whose least and greatest values over x lie, for any W and field, at the vertices of the
+    lower and upper convex hulls of the points (x, V0(x)); a point h above the lower hull
+    (below the upper) is W h off that value, so the columns are the hulls' vertices and
+    every point within the rounding's reach of them (:func:`tdse.model.extremes.hull_columns`)."""
     if (potential.V or getattr(potential, "function", None) is not None or not potential.centres
-            or potential.field is not None or not potential.a > 0
-            or not all(c.Z > 0 for c in potential.centres) or any(w < 0 for w in weights)):
+            or not potential.a > 0):
+        return None
+    rows = [tuple(r) for r in weights] if len(weights) and np.ndim(weights[0]) else [tuple(weights)]
+    if potential.field is not None:
+        if potential.molecule_moves:
+            return None
+        import dataclasses
+        return hull_columns(potential, x, times, rows, lambda: total_many(
+            dataclasses.replace(potential, field=None), x, [0.0])[0])
+    if not all(c.Z > 0 for c in potential.centres) or any(w < 0 for r in rows for w in r):
         return None
     X = centre_positions(potential, np.asarray(times, dtype=np.float64).ravel())
     lo = max(0, int(np.searchsorted(x, X.min())) - 2)

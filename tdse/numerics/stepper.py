@@ -229,7 +229,7 @@ class Stepper(propagators.Steps):
         :func:`tdse.model.potential.extreme_columns` over every exponential's weights."""
         from ..model.potential import extreme_columns
         return extreme_columns(self.config.potential, self.x_host, times,
-                               [w for row in self.scheme.factors for w in row])
+                               [tuple(row) for row in self.scheme.factors])
 
     def step_operator(self, Ut, j: int):
         """U(t_j + dt) = F_K ... F_1 U(t_j) (column bands on several GPUs)."""
