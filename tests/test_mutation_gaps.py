@@ -374,6 +374,32 @@ def test_total_many_and_gradient_against_total(inputs_dir):
     assert np.abs(total_many(pot, x, 0.37)[0] - total(pot, x, 0.37)).max() < 1e-13
 
 
+def test_total_many_of_a_static_molecule_has_the_bits_of_the_loop_over_centres(inputs_dir):
+    """A static molecule's total_many (its row made once and kept, _static_row) equals the
+    centres' loop at every time bit for bit, with and without a field, into ``out`` too,
+    and the kept row follows a new grid and a new molecule."""
+    import dataclasses
+
+    from tdse.model import potential as potmod
+    rng = np.random.default_rng(7)
+    pot = _asymmetric_driven(inputs_dir)
+    still = dataclasses.replace(pot, centres=tuple(dataclasses.replace(c, amplitude=0.0)
+                                                   for c in pot.centres))
+    assert not still.molecule_moves
+    for p in (still, dataclasses.replace(still, field=None),
+              dataclasses.replace(still, a=0.37, centres=still.centres[:1])):
+        for x in (np.sort(rng.uniform(-8, 8, 97)), np.linspace(-6, 6, 121)):
+            times = rng.uniform(0, 50, 7)
+            ref = np.zeros((7, x.size))
+            for c in p.centres:                 # the loop's operations, in its order
+                ref -= c.Z / np.sqrt(np.square(x[None, :] - np.full((7, 1), c.x0)) + p.a)
+            if p.field is not None:
+                ref += potmod.dipole_field(p.field, times)[:, None] * x[None, :]
+            assert np.array_equal(potmod.total_many(p, x, times), ref)
+            out = np.full((7, x.size), np.nan)
+            assert np.array_equal(potmod.total_many(p, x, times, out=out), ref) and np.array_equal(out, ref)
+
+
 def test_batch_bounds_are_exact_where_the_terms_are_alone(inputs_dir):
     """BatchPotential.bounds_many where each term's range is known exactly: a lone soft-core
     centre on a grid point (its minimum -Z/sqrt(a) there, its supremum 0; a repulsive one

@@ -216,19 +216,40 @@ def total_many(potential, x, times, out=None):
     if out is not None:
         v.fill(0.0)
     d = np.empty_like(v)
-    X = centre_positions(potential, times).reshape(len(potential.centres), -1)   # (centres, times)
-    for c, Xc in zip(potential.centres, X):
-        # coulomb() in place: Z / sqrt((x - X)^2 + a), the same operations in the same order
+    if potential.molecule_moves:
+        _molecule(potential, x, centre_positions(potential, times), v, d)
+    else:           # a static molecule: its row once (the same operations: the same bits)
+        v += _static_row(potential, x)
+    if potential.field is not None:
+        np.multiply(dipole_field(potential.field, times)[:, None], x[None, :], out=d)
+        v += d
+    return v
+
+
+_STATIC = [None, None, None]   # (potential, x, its row): the last static molecule's V
+
+
+def _static_row(potential, x):
+    """A static molecule's V on ``x`` (:func:`_molecule`), kept for the next call with the
+    same molecule and grid (the GPU planner's chunks, the carrier's pieces, the precheck)."""
+    p, xs, row = _STATIC
+    if p != potential or xs is None or not (xs is x or (xs.shape == x.shape and np.array_equal(xs, x))):
+        row = np.zeros((1, x.size))
+        _molecule(potential, x, centre_positions(potential, np.zeros(1)), row, np.empty_like(row))
+        _STATIC[:] = [potential, x.copy(), row := row[0]]
+    return row
+
+
+def _molecule(potential, x, X, v, d):
+    """v -= sum_c Z_c / sqrt((x - X_c)^2 + a), a row of v a time (X: (centres, times)), in
+    place in ``d`` (:func:`coulomb`'s operations in its order)."""
+    for c, Xc in zip(potential.centres, np.reshape(X, (len(potential.centres), -1))):
         np.subtract(x[None, :], Xc[:, None], out=d)
         np.square(d, out=d)
         d += potential.a
         np.sqrt(d, out=d)
         np.divide(c.Z, d, out=d)
         v -= d
-    if potential.field is not None:
-        np.multiply(dipole_field(potential.field, times)[:, None], x[None, :], out=d)
-        v += d
-    return v
 
 
 #: elements of one chunk of :func:`bounds_over` (times x grid points): a few MB, cache-sized
@@ -249,12 +270,9 @@ def extreme_columns(potential, x, times, weights):
     8192 for H2+; the min and max of the same values there, the same bits
     (``tests/test_run_path.py``).
 
-    A static molecule in a dipole field (any Z, any weights; ``weights`` one row, or a
-    list of rows, each a sum of its own): sum_i w_i V(x, t_i) = W V0(x) + x sum_i w_i E(t_i),
-    whose least and greatest values over x lie, for any W and field, at the vertices of the
-    lower and upper convex hulls of the points (x, V0(x)); a point h above the lower hull
-    (below the upper) is W h off that value, so the columns are the hulls' vertices and
-    every point within the rounding's reach of them (:func:`tdse.model.extremes.hull_columns`)."""
+    A static molecule in a dipole field (any Z and weights; ``weights`` one row or a list
+    of rows): the columns on or within rounding's reach of V0's convex hulls
+    (:func:`tdse.model.extremes.hull_columns`)."""
     if (potential.V or getattr(potential, "function", None) is not None or not potential.centres
             or not potential.a > 0):
         return None
