@@ -8,8 +8,9 @@ import numpy as np
 
 from .field import dipole_field
 
-#: the hulls' heights of a static molecule's V0 over its grid (hull_columns): the last one
-HULLS = {}
+#: the hulls' heights of a static molecule's V0 over its grid (hull_columns), the last
+#: one: [potential, x, max |V0|, heights] (replaced whole: the planner's thread reads it too)
+HULLS = [None, None, None, None]
 
 
 def hull_columns(potential, x, times, rows, molecule):
@@ -20,8 +21,8 @@ def hull_columns(potential, x, times, rows, molecule):
     more than the computed sums' rounding (a few ulps a term) could move a value by, so
     that the least and greatest computed values are among them: the same bits.  None where
     that is most of the grid.  ``molecule()``: V0 on x, as the bounds compute it."""
-    key = (potential, x.size, float(x[0]), float(x[-1]))
-    if key not in HULLS:
+    p, xs, vmax, h = HULLS
+    if p != potential or xs is None or not (xs is x or (xs.shape == x.shape and np.array_equal(xs, x))):
         v = molecule()
         heights = []
         for sign in (1.0, -1.0):               # the lower hull, then the upper (of -V0)
@@ -35,9 +36,8 @@ def hull_columns(potential, x, times, rows, molecule):
                     hull.pop()
                 hull.append(i)
             heights.append(sign * v - np.interp(x, x[hull], sign * v[hull]))
-        HULLS.clear()
-        HULLS[key] = (np.abs(v).max(), np.maximum(np.minimum(*heights), 0.0))
-    vmax, h = HULLS[key]
+        vmax, h = np.abs(v).max(), np.maximum(np.minimum(*heights), 0.0)
+        HULLS[:] = [potential, x.copy(), vmax, h]
     E = np.abs(np.asarray(dipole_field(potential.field, np.asarray(times, dtype=np.float64)))).max()
     W = [abs(sum(r)) for r in rows]
     if min(W) == 0.0:           # a row of the field alone: its extremes at the ends
