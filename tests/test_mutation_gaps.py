@@ -2062,3 +2062,35 @@ def test_the_hhg_cutoff_is_the_three_step_formula(tmp_path):
     ax = figs[0].axes[0]
     assert any(np.allclose(ln.get_xdata(), c["cutoff_order"]) for ln in ax.get_lines()[1:])
     orig(figs[0])
+
+
+def test_hull_columns_hold_the_computed_extremes_where_points_tie():
+    """extremes.hull_columns against every grid point, computed as the bounds compute them
+    (0 + w_0 fl(V0 + fl(E_0 x)) + w_1 fl(V0 + fl(E_1 x))): a well, a repulsive bump (an
+    interior maximum: the upper hull) and a straight stretch below the well whose points
+    are 1 ulp off its line at random (at E = -its slope they tie within rounding); for
+    fields at that slope, near it and at random, and a row of CFM4's weights with a
+    negative one, the least and greatest computed values are values at the columns, and
+    beyond the stretch the columns are few.  (The reach's margin is not shown necessary
+    here: at the ties the least value was also at a hull vertex.)"""
+    from tdse.model import extremes
+    rng = np.random.default_rng(11)
+    x = np.linspace(-30.0, 30.0, 1201)
+    v = -2.0 / np.sqrt(x * x + 0.5) + 0.8 * np.exp(-(x + 8.0) ** 2)
+    s = slice(700, 1000)                          # x in [5, 20): below the well
+    slope = 0.013
+    v[s] = -4.0 + slope * x[s]
+    v[s] = np.where(rng.random(300) < 0.5, np.nextafter(v[s], np.inf), np.nextafter(v[s], -np.inf))
+    v = v.copy()                                  # (a fresh array: the hulls made anew)
+    rows = [(0.5, 0.5), ((3 - 2 * np.sqrt(3)) / 12, (3 + 2 * np.sqrt(3)) / 12)]
+    E_most = 0.1
+    cols = extremes.hull_columns(v, x, E_most, rows)
+    assert cols is not None and np.setdiff1d(cols, np.arange(700, 1000)).size < 20
+    tried = [(-slope * (1 + k * 1e-16), -slope * (1 + (k + d) * 1e-16)) for k in range(-20, 21)
+             for d in (0, 3)] + \
+        [tuple(rng.uniform(-E_most, E_most, 2)) for _ in range(300)] + [(0.0, 0.0)]
+    for w in rows:
+        for E0, E1 in tried:
+            f = 0 + w[0] * (v + E0 * x) + w[1] * (v + E1 * x)
+            for i in (int(np.argmin(f)), int(np.argmax(f))):
+                assert np.isin(f[i], f[cols]), (w, E0, E1, i)

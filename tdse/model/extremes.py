@@ -6,24 +6,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from .field import dipole_field
+#: the hulls' heights of the last static molecule's V0 (hull_columns): [V0, max |V0|,
+#: heights], keyed by V0 itself (potential._static_row's array, kept while its molecule and
+#: grid are) and replaced whole (the planner's thread reads it too)
+HULLS = [None, None, None]
 
-#: the hulls' heights of a static molecule's V0 over its grid (hull_columns), the last
-#: one: [potential, x, max |V0|, heights] (replaced whole: the planner's thread reads it too)
-HULLS = [None, None, None, None]
 
-
-def hull_columns(potential, x, times, rows, molecule):
-    """:func:`tdse.model.potential.extreme_columns` for a static molecule in a dipole
-    field: V0's lower and upper hull heights h over x ascending (monotone chain, once a
-    molecule and grid), and the columns with h within 32 ulps
-    of the largest |V| (V0's and x E's at ``times``) x sum_i |w_i| / |W| of the worst row --
-    more than the computed sums' rounding (a few ulps a term) could move a value by, so
+def hull_columns(v, x, E, rows):
+    """:func:`tdse.model.potential.extreme_columns` for a static molecule (its V0 ``v`` on
+    ``x``) in a dipole field of |E(t)| <= ``E`` at the times asked for: V0's lower and upper
+    hull heights h over x ascending (monotone chain, once a V0), and the columns with h
+    within 32 ulps of the largest |V| (V0's and x E's) x sum_i |w_i| / |W| of the worst row
+    -- more than the computed sums' rounding (a few ulps a term) could move a value by, so
     that the least and greatest computed values are among them: the same bits.  None where
-    that is most of the grid.  ``molecule()``: V0 on x, as the bounds compute it."""
-    p, xs, vmax, h = HULLS
-    if p != potential or xs is None or not (xs is x or (xs.shape == x.shape and np.array_equal(xs, x))):
-        v = molecule()
+    that is most of the grid."""
+    v0, vmax, h = HULLS
+    if v0 is not v:
         heights = []
         for sign in (1.0, -1.0):               # the lower hull, then the upper (of -V0)
             hull = []
@@ -37,8 +35,7 @@ def hull_columns(potential, x, times, rows, molecule):
                 hull.append(i)
             heights.append(sign * v - np.interp(x, x[hull], sign * v[hull]))
         vmax, h = np.abs(v).max(), np.maximum(np.minimum(*heights), 0.0)
-        HULLS[:] = [potential, x.copy(), vmax, h]
-    E = np.abs(np.asarray(dipole_field(potential.field, np.asarray(times, dtype=np.float64)))).max()
+        HULLS[:] = [v, vmax, h]
     W = [abs(sum(r)) for r in rows]
     if min(W) == 0.0:           # a row of the field alone: its extremes at the ends
         W = [w for w in W if w] or [1.0]

@@ -226,23 +226,25 @@ def total_many(potential, x, times, out=None):
     return v
 
 
-_STATIC = [None, None, None]   # (potential, x, its row): the last static molecule's V
+_STATIC = []   # [(potential, x, its row)]: the last few static molecules' V, the latest first
 
 
 def _static_row(potential, x):
-    """A static molecule's V on ``x`` (:func:`_molecule`), kept for the next call with the
-    same molecule and grid (the GPU planner's chunks, the carrier's pieces, the precheck)."""
-    p, xs, row = _STATIC
-    if p != potential or xs is None or not (xs is x or (xs.shape == x.shape and np.array_equal(xs, x))):
-        row = np.zeros((1, x.size))
-        _molecule(potential, x, centre_positions(potential, np.zeros(1)), row, np.empty_like(row))
-        _STATIC[:] = [potential, x.copy(), row := row[0]]
+    """A static molecule's V on ``x`` (:func:`_molecule`), the same array while kept for the
+    grid and its extreme columns (bounds, carrier, precheck; ``extremes.hull_columns``' key)."""
+    kept = list(_STATIC)           # (replaced whole: the planner's thread asks too)
+    for i, (p, xs, row) in enumerate(kept):
+        if p == potential and (xs is x or (xs.shape == x.shape and np.array_equal(xs, x))):
+            _STATIC[:] = [kept[i]] + kept[:i] + kept[i + 1:]
+            return row
+    row = np.zeros((1, x.size))
+    _molecule(potential, x, centre_positions(potential, np.zeros(1)), row, np.empty_like(row))
+    _STATIC[:] = [(potential, x.copy(), row := row[0])] + kept[:3]
     return row
 
 
 def _molecule(potential, x, X, v, d):
-    """v -= sum_c Z_c / sqrt((x - X_c)^2 + a), a row of v a time (X: (centres, times)), in
-    place in ``d`` (:func:`coulomb`'s operations in its order)."""
+    """v -= sum_c Z_c / sqrt((x - X_c)^2 + a) row by row (X: centres x times), :func:`coulomb`'s way."""
     for c, Xc in zip(potential.centres, np.reshape(X, (len(potential.centres), -1))):
         np.subtract(x[None, :], Xc[:, None], out=d)
         np.square(d, out=d)
@@ -270,9 +272,8 @@ def extreme_columns(potential, x, times, weights):
     8192 for H2+; the min and max of the same values there, the same bits
     (``tests/test_run_path.py``).
 
-    A static molecule in a dipole field (any Z and weights; ``weights`` one row or a list
-    of rows): the columns on or within rounding's reach of V0's convex hulls
-    (:func:`tdse.model.extremes.hull_columns`)."""
+    A static molecule in a dipole field (any Z and weights; ``weights`` one row or rows):
+    the columns on or within rounding's reach of V0's hulls (``extremes.hull_columns``)."""
     if (potential.V or getattr(potential, "function", None) is not None or not potential.centres
             or not potential.a > 0):
         return None
@@ -280,9 +281,8 @@ def extreme_columns(potential, x, times, weights):
     if potential.field is not None:
         if potential.molecule_moves:
             return None
-        import dataclasses
-        return hull_columns(potential, x, times, rows, lambda: total_many(
-            dataclasses.replace(potential, field=None), x, [0.0])[0])
+        E = np.abs(dipole_field(potential.field, np.asarray(times, dtype=np.float64))).max()
+        return hull_columns(_static_row(potential, x), x, float(E), rows)
     if not all(c.Z > 0 for c in potential.centres) or any(w < 0 for r in rows for w in r):
         return None
     X = centre_positions(potential, np.asarray(times, dtype=np.float64).ravel())
