@@ -780,23 +780,25 @@ def test_the_lookahead_keeps_a_bounded_depth_and_drops_steps_passed(inputs_dir, 
 
 def test_a_script_without_a_main_guard_runs_once_with_the_workers(tmp_path):
     """A user's script that runs at its top level (no ``if __name__ == "__main__"``) with the
-    look-ahead's worker processes: they are spawned with __main__ out of sight, so the
-    script runs once, to its end, exit status 0."""
+    look-ahead's worker processes: they are started with __main__ out of sight, so the
+    script runs once, to its end, exit status 0 -- its second run's workers forked from the
+    fork server the first run's close started (which imports tdse's module, not the script)."""
     import subprocess
     import sys
     script = tmp_path / "study.py"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     script.write_text(
-        "import tdse\n"
+        "print('START')\nimport tdse\n"
         f"cfg = tdse.load_config({os.path.join(root, 'inputs', 'h2plus_moving.toml')!r})\n"
         "cfg = cfg.with_value('time.t_end', 200 * cfg.time.dt).with_value('propagator.method', 'chebyshev')\n"
         "cfg = cfg.with_value('propagator.time_error', 'none').with_value('output.populations_every', 5)\n"
-        "res = tdse.simulate(cfg, backend='numpy', options={'eigen_workers': 'on'})\n"
-        "print('RAN', len(res.t))\n")
+        "for _ in range(2):\n"
+        "    res = tdse.simulate(cfg, backend='numpy', options={'eigen_workers': 'on'})\n"
+        "    print('RAN', len(res.t))\n")
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
                        cwd=str(tmp_path))
     assert r.returncode == 0, r.stderr[-2000:]
-    assert r.stdout.count("RAN") == 1, r.stdout
+    assert r.stdout.count("START") == 1 and r.stdout.count("RAN") == 2, r.stdout
 
 
 def test_when_the_eigenpairs_go_ahead(inputs_dir, monkeypatch):
@@ -925,9 +927,9 @@ def test_the_cli_and_simulate_open_the_workers_before_they_prepare(inputs_dir, t
         real_init(self, most)
         opened.append(self)
 
-    def close(self):
+    def close(self, serve=True):
         closed.append(self)
-        real_close(self)
+        real_close(self, serve)
 
     def prepare(*a, **k):
         at_prepare.append(len(opened) - len(closed))     # the workers open meanwhile

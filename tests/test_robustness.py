@@ -463,15 +463,20 @@ def test_gpu_memory_of_a_matrix_free_run_is_not_charged_dense_matrices(tmp_path)
 
 
 @pytest.mark.slow
-def test_the_look_ahead_workers_end_when_their_run_leaves_at_once():
+@pytest.mark.parametrize("later", [False, True], ids=["spawned", "forked_from_the_server"])
+def test_the_look_ahead_workers_end_when_their_run_leaves_at_once(later):
     """A process whose eigenpairs workers (tdse.run.eigenpairs.Workers) are up leaves with
     os._exit, as a run does when the full disk refuses its file's close (or a SIGKILL):
-    the workers end within a second or so (tdse.run.ahead_child's watch of its parent), and
-    a reader of the process's pipes sees their end -- the workers had lived on holding
-    them, and the full-disk test's `tdse run` under a pipe waited out its 300 s."""
+    the workers end within a second or so (tdse.run.ahead_child's watch of the process that
+    made them), and a reader of the process's pipes sees their end -- the workers had lived
+    on holding them, and the full-disk test's `tdse run` under a pipe waited out its 300 s.
+    Also a later run's workers, forked from the fork server the first run's close started:
+    their OS parent is the server, which ends only once they have (a watch of the OS
+    parent had kept both, and this test's pipes, for ever)."""
     code = ("import os\n"
             "from tdse.run.eigenpairs import Workers\n"
-            "w = Workers(1)\n"
+            + ("w = Workers(1)\nw.ready.result(timeout=60)\nw.close()\n" if later else "")
+            + "w = Workers(1)\n"
             "w.ready.result(timeout=60)\n"
             "print(*[p.pid for p in w.pool._processes.values()], flush=True)\n"
             "os._exit(0)\n")
@@ -492,6 +497,45 @@ def test_the_look_ahead_workers_end_when_their_run_leaves_at_once():
     assert not any(alive(p) for p in pids)
 
 
+def test_a_later_runs_look_ahead_forks_its_workers_from_a_server_with_the_same_pairs():
+    """A run's close starts the fork server (tdse.run.eigenpairs._start_server) where the
+    platform has one; the next run's workers are forked from it (CuPy shut out, the solvers
+    imported by the server) and give the same pairs, bit for bit, as spawned ones; the
+    command line's close (serve=False) starts none."""
+    import multiprocessing
+
+    from tdse.model.tracker import Tracker
+    from tdse.run import eigenpairs
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork server on this platform")
+    cfg = cfgmod.load(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                   "inputs", "h2plus_moving.toml"))
+    cfg = cfg.with_value("grid.stencil", 3).with_value("output.populations_every", 5)
+    tr = Tracker(cfg, 4)
+    begin, times = (cfg, tr.K, tr.settings()), (0.3, 0.4)
+    got = []
+    for k in range(2):
+        w = eigenpairs.Workers(1)
+        method = w.pool._mp_context.get_start_method()
+        got.append(w.submit(eigenpairs._pairs, (os.getpid(), 9000 + k), begin, times).result(timeout=60)[0])
+        w.close()
+        assert (method == "forkserver") == bool(eigenpairs._SERVER) or k == 0
+    assert eigenpairs._SERVER and method == "forkserver"
+    for (E0, p0), (E1, p1) in zip(*got):
+        assert np.array_equal(E0, E1) and np.array_equal(p0, p1)
+    assert [np.array_equal(E, e) for (E, _), (e, _) in zip(got[0], [tr(t) for t in times])] == [True, True]
+    # the command line's processes: spawned, and their close starts no server
+    keep = list(eigenpairs._SERVER)
+    eigenpairs._SERVER.clear()
+    try:
+        w = eigenpairs.Workers(1)
+        assert w.pool._mp_context.get_start_method() == "spawn"
+        w.close(serve=False)
+        assert not eigenpairs._SERVER
+    finally:
+        eigenpairs._SERVER[:] = keep
+
+
 def test_closing_the_look_ahead_ends_its_processes_at_once():
     """Workers.close ends the processes (SIGTERM) whatever they are doing -- here still
     importing, before their start is done: a graceful shutdown had made a short run's exit
@@ -500,15 +544,20 @@ def test_closing_the_look_ahead_ends_its_processes_at_once():
     does not fail."""
     import signal
 
-    from tdse.run.eigenpairs import Workers
-    w = Workers(1)
-    procs = list(w.pool._processes.values())
-    assert procs and not w.ready.done()            # (closed before the worker has started)
-    w.close()
-    for p in procs:
-        p.join(timeout=30)
-        assert p.exitcode == -signal.SIGTERM       # ended, not left to finish its start
-    w.close()
+    from tdse.run import eigenpairs
+    keep = list(eigenpairs._SERVER)     # (spawned, as a process's first run's: no fork server)
+    eigenpairs._SERVER.clear()
+    try:
+        w = eigenpairs.Workers(1)
+        procs = list(w.pool._processes.values())
+        assert procs and not w.ready.done()        # (closed before the worker has started)
+        w.close(serve=False)
+        for p in procs:
+            p.join(timeout=30)
+            assert p.exitcode == -signal.SIGTERM   # ended, not left to finish its start
+        w.close(serve=False)
+    finally:
+        eigenpairs._SERVER[:] = keep
 
 
 def test_a_run_without_its_progress_bar_does_not_import_tqdm(inputs_dir, monkeypatch):

@@ -1,7 +1,7 @@
 """The start of an eigenpairs worker process (:class:`tdse.run.eigenpairs.Lookahead`), in a
-module that imports nothing at its top: the spawned process unpickles its initializer
+module that imports nothing at its top: a spawned process unpickles its initializer
 (:func:`start`) before anything else of tdse, so CuPy can be shut out before NumPy, SciPy
-and tdse are imported.  The worker computes H(t)'s pairs on the host alone; importing
+and tdse are imported (the fork server likewise, :mod:`tdse.run.ahead_server`).  The worker computes H(t)'s pairs on the host alone; importing
 CuPy (through mgemm) was most of its start-up on a GPU machine."""
 import sys
 
@@ -9,19 +9,27 @@ import sys
 _LIMIT = []
 
 
-def start(threads):
-    """Shut CuPy out of this process (``import cupy`` then fails: mgemm's CPU paths), import
-    the solvers now (the worker is ready once they are); BLAS held to ``threads``; SIGINT
-    ignored (an interrupt is the loop's: it stops the run, which stops asking)."""
-    import signal
+def prepare():
+    """Shut CuPy out of this process (``import cupy`` then fails: mgemm's CPU paths) and
+    import the solvers now: a worker's start, or once in the fork server its workers are
+    forked from (:mod:`tdse.run.ahead_server`), before which nothing of NumPy is imported."""
     sys.modules.setdefault("cupy", None)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _orphan_watch()
     from ..lazy import defer
     defer()                     # (numpy.f2py and numpy.testing: ~85 ms of its start on 2 CPUs)
-    from threadpoolctl import threadpool_limits
+    import threadpoolctl  # noqa: F401
 
     from ..model import states  # noqa: F401 -- imported before the first call, not at it
+
+
+def start(threads):
+    """A worker's start: :func:`prepare` (nothing left to import where the worker was forked
+    from the fork server), BLAS held to ``threads``; SIGINT ignored (an interrupt is the
+    loop's: it stops the run, which stops asking); the watch of its parent."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _orphan_watch()
+    prepare()
+    from threadpoolctl import threadpool_limits
     _LIMIT.append(threadpool_limits(threads))
 
 
@@ -34,14 +42,24 @@ def _orphan_watch():
     whose file the full disk refused to close leaves at once (``os._exit``,
     :func:`tdse.ui.files.storage_exit`), as a SIGKILL does.  The workers then lived on,
     holding the run's stderr: ``tdse run`` under a pipe never saw its end (the full-disk
-    test waited out its 300 s).  A daemon thread, every :data:`ORPHAN_POLL` s."""
+    test waited out its 300 s).  A daemon thread, every :data:`ORPHAN_POLL` s, watches the
+    process that made the pool (multiprocessing's parent sentinel: a pipe only that
+    process holds, at its end whether it was reaped or not) -- not the OS parent, which for
+    a worker forked from the fork server is the server, and the server ends only once
+    every worker has (each holds its "alive" pipe); the OS parent where there is no
+    sentinel (a process not started by multiprocessing)."""
+    import multiprocessing
     import os
     import threading
     import time
+    run = multiprocessing.parent_process()
     parent = os.getppid()
 
+    def alive():
+        return run.is_alive() if run is not None else os.getppid() == parent
+
     def watch():
-        while os.getppid() == parent:
+        while alive():
             time.sleep(ORPHAN_POLL)
         os._exit(0)
     threading.Thread(target=watch, name="tdse-orphan-watch", daemon=True).start()

@@ -189,7 +189,7 @@ def _time_error(plan, stepper, writer, snaps, resume, start):
 
 
 @contextlib.contextmanager
-def look_ahead(config, backend="auto", threads=None, prime=True):
+def look_ahead(config, backend="auto", threads=None, prime=True, serve=True):
     """H(t)'s eigenpairs' look-ahead processes (:class:`tdse.run.eigenpairs.Workers`) where a
     run of ``config`` may want them (:func:`tdse.run.eigenpairs.may_want`), else None,
     closed at the end: opened before the run is prepared, their start (imports; ~1.5 s on a
@@ -197,7 +197,9 @@ def look_ahead(config, backend="auto", threads=None, prime=True):
     loop, where the loop computes the pairs itself until they have started -- the CLI opens
     them so (``tdse.ui.cli``), and :func:`run` when given a Config.  ``prime``: a run from
     step 0 (not a resumed one), whose first windows the workers begin at once
-    (:meth:`~tdse.run.eigenpairs.Workers.prime`)."""
+    (:meth:`~tdse.run.eigenpairs.Workers.prime`).  ``serve``: their close starts the fork
+    server a later run's workers are forked from (:meth:`~tdse.run.eigenpairs.Workers.close`;
+    the command line, one run a process, passes False)."""
     try:
         want = may_want(config, backend, threads)
     except ConfigError:         # a bad value (e.g. threads = 0): prepare refuses it, one line
@@ -213,7 +215,7 @@ def look_ahead(config, backend="auto", threads=None, prime=True):
         yield workers
     finally:
         if workers is not None:
-            workers.close()
+            workers.close(serve)
 
 
 def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=False,

@@ -21,9 +21,11 @@ e76717c's processes (3-point), 1.31 against 1.02 of the bare loop (5-point;
 ``..._071623_base_e76717c.json``, ``..._072338_thread.json`` against
 ``..._072524_base_e76717c.json``); with these processes 1.08 and 1.12
 (``..._074626.json``, ``..._074316.json``).  The same from the CLI, a script
-and a notebook: the processes are spawned with ``__main__`` out of sight (:func:`_spawn`),
+and a notebook: the processes are started with ``__main__`` out of sight (:func:`_spawn`),
 so a script is never run again in them, guarded by ``if __name__ == "__main__"`` or not --
-they need nothing of it (their task and initializer are tdse's own).
+they need nothing of it (their task and initializer are tdse's own).  A later run in the
+same process forks them from a fork server that imported the solvers once (:func:`_context`),
+ready within ~30 ms.
 """
 from __future__ import annotations
 
@@ -223,11 +225,47 @@ def _ready():
     return True
 
 
+#: whether this process has started the look-ahead's fork server (:func:`_start_server`)
+_SERVER = []
+
+
+def _context(multiprocessing):
+    """The workers' start method: "forkserver" once this process has started its fork
+    server (:func:`_start_server`, at the end of its first run with workers), else
+    "spawn".  A run's workers from the server are ready in ~30 ms, where spawned ones
+    import NumPy and SciPy again (0.2 s on 2 CPUs; on a GPU host ~1 s, during which a
+    second run in one process -- a notebook's -- computed its populations' pairs in its
+    loop: ``second_run_h200x1_20261130T2335.txt``).  The first run's workers are spawned:
+    a process's first fork needs the server's start, and waiting for it held the run's
+    set-up (there ~0.9 s of imports on a GPU host)."""
+    return multiprocessing.get_context("forkserver" if _SERVER else "spawn")
+
+
+def _start_server():
+    """Start the fork server (no wait: it imports the solvers while the process goes on,
+    :mod:`tdse.run.ahead_server`; its environment's BLAS on one thread, as the workers'),
+    where the platform has one and this process has not yet; it lives as long as this
+    process (a command line's ends at once with it) and holds no run's state.  Its preload
+    list, a process-wide setting, is set to that module."""
+    import multiprocessing
+    if _SERVER or "forkserver" not in multiprocessing.get_all_start_methods():
+        return
+    from multiprocessing import forkserver
+
+    from ..options import blas_env
+    multiprocessing.get_context("forkserver").set_forkserver_preload(["tdse.run.ahead_server"])
+    with blas_env(states.EIGEN_BLAS_THREADS):
+        forkserver.ensure_running()
+    _SERVER.append(True)
+
+
 class Workers:
     """The look-ahead's worker processes: one :class:`concurrent.futures.ProcessPoolExecutor`
-    of up to :data:`WORKERS` spawned processes (BLAS on one thread, without CuPy:
+    of up to :data:`WORKERS` processes, spawned or, after this process's first run, forked
+    from its fork server (:func:`_context`; BLAS on one thread, without CuPy:
     :mod:`tdse.run.ahead_child`), their start begun at once (``ready``: done once one has
-    started).  Opened by a run and closed by it (:meth:`close`), never by ``prepare``."""
+    started).  Opened by a run and closed by it
+    (:meth:`close`), never by ``prepare``."""
 
     def __init__(self, most=WORKERS):
         import multiprocessing
@@ -237,7 +275,7 @@ class Workers:
         from .backend import usable_cpus
         self.count = max(1, min(most, usable_cpus() - 1))
         self.pool = concurrent.futures.ProcessPoolExecutor(
-            self.count, mp_context=multiprocessing.get_context("spawn"),
+            self.count, mp_context=_context(multiprocessing),
             initializer=ahead_child.start, initargs=(states.EIGEN_BLAS_THREADS,))
         with blas_env(states.EIGEN_BLAS_THREADS):     # the children's BLAS from their start
             self.ready = _spawn(self.pool, _ready)
@@ -277,11 +315,13 @@ class Workers:
     def submit(self, fn, *args):
         return _spawn(self.pool, fn, *args)
 
-    def close(self):
+    def close(self, serve=True):
         """No more tasks: those queued are dropped and the processes ended now (SIGTERM:
         they hold nothing the run needs). A graceful shutdown had made the run's exit wait
         for each process to finish its task, or its start (~0.3 s of imports) in a short
-        run, and then its interpreter's teardown."""
+        run, and then its interpreter's teardown.  ``serve``: the fork server started for
+        this process's next runs (:func:`_start_server`; not by the command line, whose
+        process makes one run)."""
         # (ProcessPoolExecutor.terminate_workers from Python 3.14; before, its processes,
         # taken before the shutdown forgets them)
         procs = list((getattr(self.pool, "_processes", None) or {}).values())
@@ -290,6 +330,11 @@ class Workers:
             try:
                 p.terminate()
             except (OSError, ValueError, AttributeError):
+                pass
+        if serve:
+            try:                # (the next run's workers from it: _context)
+                _start_server()
+            except (OSError, ValueError):
                 pass
 
 
