@@ -6,12 +6,14 @@ process through tdse.simulate (a file written).  Samples taken while the run's e
 under way; each counted by its innermost frame, and by its innermost three frames of
 tdse/mgemm code.
 
-    python benchmarks/archive/loop_sampler.py INPUT STEPS EVERY [BACKEND [KEY=VALUE ...]]
+    python benchmarks/archive/loop_sampler.py INPUT STEPS EVERY [BACKEND [KEY=VALUE ...]] [lines]
 """
 import collections, sys, tempfile, threading, time
 import tdse
 import tdse.run.driver as driver
 
+lines = "lines" in sys.argv          # each sample by its line, not its function
+sys.argv = [a for a in sys.argv if a != "lines"]
 path, steps, every = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 backend = sys.argv[4] if len(sys.argv) > 4 else "cupy"
 cfg = tdse.load_config(path)
@@ -25,7 +27,7 @@ main = threading.main_thread().ident
 
 
 def where(f):
-    return f"{f.f_code.co_filename.split('/')[-1]}:{f.f_code.co_name}"
+    return f"{f.f_code.co_filename.split('/')[-1]}:{f.f_code.co_name}" + (f":{f.f_lineno}" if lines else "")
 
 
 def sample():
