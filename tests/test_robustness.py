@@ -521,9 +521,10 @@ def test_a_later_runs_look_ahead_forks_its_workers_from_a_server_with_the_same_p
         w.close()
         assert (method == "forkserver") == bool(eigenpairs._SERVER) or k == 0
     assert eigenpairs._SERVER and method == "forkserver"
-    for (E0, p0), (E1, p1) in zip(*got):
-        assert np.array_equal(E0, E1) and np.array_equal(p0, p1)
-    assert [np.array_equal(E, e) for (E, _), (e, _) in zip(got[0], [tr(t) for t in times])] == [True, True]
+    ref = [tr(t) for t in times]          # (3-point: no BLAS in its solvers, the same bits here)
+    for pairs in got:                     # spawned (or forked, where an earlier test left the
+        for (E, phi), (e, q) in zip(pairs, ref):      # server running) and forked alike
+            assert np.array_equal(E, e) and np.array_equal(phi, q)
     # the command line's processes: spawned, and their close starts no server
     keep = list(eigenpairs._SERVER)
     eigenpairs._SERVER.clear()

@@ -1,8 +1,9 @@
 """The start of an eigenpairs worker process (:class:`tdse.run.eigenpairs.Lookahead`), in a
 module that imports nothing at its top: a spawned process unpickles its initializer
 (:func:`start`) before anything else of tdse, so CuPy can be shut out before NumPy, SciPy
-and tdse are imported (the fork server likewise, :mod:`tdse.run.ahead_server`).  The worker computes H(t)'s pairs on the host alone; importing
-CuPy (through mgemm) was most of its start-up on a GPU machine."""
+and tdse are imported (the fork server likewise, :mod:`tdse.run.ahead_server`).  The
+worker computes H(t)'s pairs on the host alone; importing CuPy (through mgemm) was most of
+its start-up on a GPU machine."""
 import sys
 
 #: the worker's BLAS limit, held for the process's life

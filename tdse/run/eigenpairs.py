@@ -264,8 +264,7 @@ class Workers:
     of up to :data:`WORKERS` processes, spawned or, after this process's first run, forked
     from its fork server (:func:`_context`; BLAS on one thread, without CuPy:
     :mod:`tdse.run.ahead_child`), their start begun at once (``ready``: done once one has
-    started).  Opened by a run and closed by it
-    (:meth:`close`), never by ``prepare``."""
+    started).  Opened by a run and closed by it (:meth:`close`), never by ``prepare``."""
 
     def __init__(self, most=WORKERS):
         import multiprocessing
