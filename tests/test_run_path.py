@@ -720,7 +720,7 @@ def test_bounds_at_the_extreme_points_equal_the_whole_grid(seed, inputs_dir, mon
         x, ts = one.x_host, np.arange(cfg.time.steps) * dt
         offs = tuple(c * dt for c in one.scheme.nodes)
         for row in one.scheme.factors:
-            fast_row = potmod.extreme_columns(pot, x, ts[:, None] + np.asarray(offs)[None, :], row)
+            fast_row = potmod.extreme_columns(pot, x, ts[:, None] + np.asarray(offs)[None, :], [row])
             assert (fast_row is not None) == (fast or (scheme == "cfm4" and min(row) >= 0
                                                        and pot is attractive)), (scheme, row)
             if pot is static:     # the hulls' columns with the reach of rounding: not V0's extremes alone

@@ -258,9 +258,9 @@ def _molecule(potential, x, X, v, d):
 BOUNDS_CHUNK_ELEMENTS = 1 << 19
 
 
-def extreme_columns(potential, x, times, weights):
-    """Indices of the grid points ``x`` (ascending) that hold the least and the greatest
-    value of sum_i w_i V(x, t_i) at every one of ``times`` (any shape), or None (all points).
+def extreme_columns(potential, x, times, rows):
+    """Indices of the grid points ``x`` (ascending) holding the least and greatest sum_i
+    w_i V(x, t_i) at every one of ``times`` (any shape), w each of ``rows``, or None (all).
 
     Where the potential is the built-in centres, every centre attracts (Z > 0, a > 0), there
     is no field and every weight is >= 0, each Coulomb term -Z / sqrt((x - X)^2 + a) rises
@@ -272,12 +272,12 @@ def extreme_columns(potential, x, times, weights):
     8192 for H2+; the min and max of the same values there, the same bits
     (``tests/test_run_path.py``).
 
-    A static molecule in a dipole field (any Z and weights; ``weights`` one row or rows):
+    A static molecule in a dipole field (any Z and weights):
     the columns on or within rounding's reach of V0's hulls (``extremes.hull_columns``)."""
     if (potential.V or getattr(potential, "function", None) is not None or not potential.centres
             or not potential.a > 0):
         return None
-    rows = [tuple(r) for r in weights] if len(weights) and np.ndim(weights[0]) else [tuple(weights)]
+    rows = [tuple(r) for r in rows]
     if potential.field is not None:
         if potential.molecule_moves:
             return None
@@ -307,7 +307,7 @@ def bounds_over(potential, x, times, weights=(1.0,), offsets=(0.0,), chunk=None,
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
     x = np.asarray(x, dtype=np.float64)
     cols = extreme_columns(potential, x, times[:, None] + np.asarray(offsets, dtype=np.float64)[None, :],
-                           weights)
+                           [weights])
     if cols is not None:            # (only where the extremes can lie: the same min and max)
         x = x[cols]
     if chunk is None:

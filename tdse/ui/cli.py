@@ -527,7 +527,7 @@ def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, 
     except ConfigError as e:
         raise InputError(f"{input_file}: {e}") from None
     base = os.path.join(out_dir, f"{cfg.name}_scan")
-    fresh_outputs(out_dir, base, force, exts=(".h5", ".png")[:1 + plots], room=0)   # its own estimate below
+    fresh_outputs(out_dir, base, force, exts=(".h5", ".png") if plots else (".h5",), room=0)  # size below
     if cfg.nuclei is not None:          # the 1D + 1D H2+ model's scan (tdse.ui.nuclei)
         from .nuclei import scan_nuclei
         if save != "final":
