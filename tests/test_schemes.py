@@ -79,7 +79,9 @@ def test_bessel_j_by_backward_recurrence_against_scipy_and_its_identities():
     1e-14 and 1e-8 (and K = R / 2, R + 1): within 4e-14 (jv's own error reached 1.8e-14 of
     mpmath's 30-digit values at R ~ 1000; bessel_j's 5e-16); the identity
     J_0^2 + 2 sum J_k^2 = 1 (DLMF 10.23.3: not the sum the recurrence is normalised by)
-    to 1e-14 over K = R + 60 terms; an element of an array has the bits it has alone; R = 0."""
+    over K = R + 60 terms to 4 eps sqrt(K + 1): rounding in the K recurrence steps adds up as
+    a random walk (20000 draws: at most 1.6 eps sqrt(K + 1), 49 eps at R ~ 1000; a fixed 1e-14
+    failed once in CI at 50 eps); an element of an array has the bits it has alone; R = 0."""
     rng = np.random.default_rng()
     for R in np.concatenate([10.0 ** rng.uniform(-12, 3, 40), [0.5, 1.0, 399.0]]):
         for K in {chebyshev.terms(R, 1e-14), chebyshev.terms(R, 1e-8), max(1, int(R / 2)), int(R) + 1}:
@@ -88,8 +90,9 @@ def test_bessel_j_by_backward_recurrence_against_scipy_and_its_identities():
             assert np.abs(J - scipy.special.jv(np.arange(K + 1), R)).max() <= 4e-14
             many = chebyshev.bessel_j(np.array([K, K + 9, 3]), np.array([R, 1.3 * R, 1e-7]))
             assert many.shape == (K + 10, 3) and np.array_equal(many[:K + 1, 0], J)
-        J = chebyshev.bessel_j(int(R) + 60, R)
-        assert abs(J[0] ** 2 + 2.0 * (J[1:] ** 2).sum() - 1.0) <= 1e-14
+        K = int(R) + 60
+        J = chebyshev.bessel_j(K, R)
+        assert abs(J[0] ** 2 + 2.0 * (J[1:] ** 2).sum() - 1.0) <= 4 * np.finfo(float).eps * math.sqrt(K + 1)
     assert np.array_equal(chebyshev.bessel_j(3, 0.0), [1.0, 0.0, 0.0, 0.0])
     assert np.array_equal(chebyshev.bessel_j(2, np.array([0.0, 1.0]))[:, 0], [1.0, 0.0, 0.0])
 

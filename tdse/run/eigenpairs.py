@@ -259,6 +259,11 @@ def _start_server():
     _SERVER.append(True)
 
 
+def _hold(pool, thread):
+    """Keep ``pool`` until its manager ``thread`` ends (:meth:`Workers.close`)."""
+    thread.join()
+
+
 class Workers:
     """The look-ahead's worker processes: one :class:`concurrent.futures.ProcessPoolExecutor`
     of up to :data:`WORKERS` processes, spawned or, after this process's first run, forked
@@ -323,13 +328,27 @@ class Workers:
         process makes one run)."""
         # (ProcessPoolExecutor.terminate_workers from Python 3.14; before, its processes,
         # taken before the shutdown forgets them)
-        procs = list((getattr(self.pool, "_processes", None) or {}).values())
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        pool = self.pool
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        thread = getattr(pool, "_executor_manager_thread", None)
+        results = getattr(pool, "_result_queue", None)
+        pool.shutdown(wait=False, cancel_futures=True)
+        if results is not None:
+            # (this process's end of the results' pipe, which it never writes: a process
+            # ended while it wrote a result left the pool's thread reading the rest for
+            # ever, and the interpreter's exit waiting for that thread; with only the
+            # ended processes' ends it reads an end of file, the pool broken)
+            results._writer.close()
         for p in procs:
             try:
                 p.terminate()
             except (OSError, ValueError, AttributeError):
                 pass
+        if thread is not None and sys.version_info < (3, 12):
+            # (the pool kept until its thread ends: collected before that thread had seen
+            # the shutdown, the thread marked failed a task cancelled by a look-ahead, and
+            # Python < 3.12 printed its InvalidStateError -- CPython gh-107219)
+            threading.Thread(target=_hold, args=(pool, thread), daemon=True).start()
         if serve:
             try:                # (the next run's workers from it: _context)
                 _start_server()
