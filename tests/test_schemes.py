@@ -25,7 +25,7 @@ from tdse.model.initial import initial_state
 from tdse.run.timeerror import phase_blind_distance
 from tdse.run.driver import run
 from tdse.run.snapshots import read
-from tdse.studies.validate import check_dvr, check_order, check_propagation, make_config, reference_step
+from tdse.studies.validate import check_dvr, check_order, check_propagation, make_config
 
 
 # ------------------------------------------------------------------ schemes
