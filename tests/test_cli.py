@@ -56,9 +56,7 @@ def test_run_writes_h5_and_plots_and_refuses_overwrite(runner, inputs_dir, tmp_p
 
 def test_h5_roundtrip_matches_direct_propagation(runner, inputs_dir, tmp_path):
     from tdse.config import loads as cfgmod_loads
-    from tdse.model import hamiltonian
     from tdse.model import states as model_states
-    from tdse.config import load
     from tdse.model.grid import points
     from tdse.numerics.precheck import precheck
     from tdse.numerics.stepper import Stepper as Propagator
@@ -78,7 +76,6 @@ def test_h5_roundtrip_matches_direct_propagation(runner, inputs_dir, tmp_path):
 
 def test_states_json_matches_eigvalsh(runner, inputs_dir):
     from tdse.model import hamiltonian
-    from tdse.model import states as model_states
     from tdse.config import load
     r = runner.invoke(main, ["states", tiny(inputs_dir), "--count", "3", "--json"])
     assert r.exit_code == 0
