@@ -1903,10 +1903,12 @@ def test_batch_potential_own_times_against_each_members_scalar_functions(case, i
 
 @pytest.mark.parametrize("workers", [1, 3])
 def test_bounds_over_with_offsets_against_the_direct_sums(inputs_dir, workers):
-    """bounds_over(potential, x, times, weights, offsets) = (min, max) over the grid and
-    the times of sum_j w_j V(x, t + offset_j), each V(x, t) by potential.total, for cfm4's
-    weights and node offsets (what the precheck asks), in chunks smaller than the times
-    (the last one short), on one thread and on three (each chunk's extremes merged)."""
+    """bounds_over(potential, x, times, rows, offsets) = [(min, max)] over the grid and
+    the times of sum_j w_j V(x, t + offset_j) for each row w, each V(x, t) by
+    potential.total, for cfm4's weights and node offsets (what the precheck asks: both rows
+    in one call, V at each offset made once for them -- the same bits as a call a row), in
+    chunks smaller than the times (the last one short), on one thread and on three (each
+    chunk's extremes merged)."""
     from tdse.model.potential import bounds_over, total
     from tdse.numerics import schemes
     cfg = tdse.load_config(os.path.join(inputs_dir, "h2plus_moving.toml"))
@@ -1915,12 +1917,15 @@ def test_bounds_over_with_offsets_against_the_direct_sums(inputs_dir, workers):
     dt = 0.05
     ts = np.arange(0.0, 2.0, dt)
     offs = tuple(c * dt for c in sch.nodes)
-    for row in sch.factors:
-        lo, hi = bounds_over(cfg.potential, x, ts, weights=row, offsets=offs, chunk=7,
-                            workers=workers)
+    both = bounds_over(cfg.potential, x, ts, rows=sch.factors, offsets=offs, chunk=7, workers=workers)
+    assert len(both) == len(sch.factors) == 2
+    for row, got in zip(sch.factors, both):
+        lo, hi = bounds_over(cfg.potential, x, ts, rows=[row], offsets=offs, chunk=7,
+                             workers=workers)[0]
+        assert got == (lo, hi)
         v = np.array([sum(w * total(cfg.potential, x, t + o) for w, o in zip(row, offs)) for t in ts])
         assert lo == pytest.approx(v.min(), rel=1e-13) and hi == pytest.approx(v.max(), rel=1e-13)
-    lo, hi = bounds_over(cfg.potential, x, ts, workers=workers)
+    [(lo, hi)] = bounds_over(cfg.potential, x, ts, workers=workers)
     v = np.array([total(cfg.potential, x, t) for t in ts])
     assert (lo, hi) == (pytest.approx(v.min(), rel=1e-13), pytest.approx(v.max(), rel=1e-13))
 

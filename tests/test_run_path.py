@@ -725,10 +725,10 @@ def test_bounds_at_the_extreme_points_equal_the_whole_grid(seed, inputs_dir, mon
                                                        and pot is attractive)), (scheme, row)
             if pot is static:     # the hulls' columns with the reach of rounding: not V0's extremes alone
                 assert fast_row.size > 2
-            got = potmod.bounds_over(pot, x, ts, weights=row, offsets=offs)
+            got = potmod.bounds_over(pot, x, ts, rows=[row], offsets=offs)[0]
             with monkeypatch.context() as m:
                 m.setattr(potmod, "extreme_columns", lambda *a: None)
-                ref = potmod.bounds_over(pot, x, ts, weights=row, offsets=offs)
+                ref = potmod.bounds_over(pot, x, ts, rows=[row], offsets=offs)[0]
             assert got == ref, (scheme, row, got, ref)
     assert width > 0
 

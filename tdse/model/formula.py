@@ -75,7 +75,7 @@ class Formula:
 
     def bounds(self, x, times, weights=(1.0,), offsets=(0.0,)):
         from .potential import bounds_over
-        return bounds_over(self.config, x, times, weights, offsets)
+        return bounds_over(self.config, x, times, [weights], offsets)[0]
 
     def centres(self, t):
         """No centres: shape (0,) (or (0, len(t)))."""

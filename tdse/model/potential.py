@@ -108,7 +108,7 @@ class SoftCore:
         return total_many(self.config, x, times, out)
 
     def bounds(self, x, times, weights=(1.0,), offsets=(0.0,)):
-        return bounds_over(self.config, x, times, weights, offsets)
+        return bounds_over(self.config, x, times, [weights], offsets)[0]
 
     def centres(self, t):
         return centre_positions(self.config, t)
@@ -293,21 +293,23 @@ def extreme_columns(potential, x, times, rows):
     return np.unique(np.concatenate([[0], np.arange(lo, hi + 1), [x.size - 1]]))
 
 
-def bounds_over(potential, x, times, weights=(1.0,), offsets=(0.0,), chunk=None, workers=None):
-    """(min, max) over the grid and every given time t of sum_j w_j V(x, t + offsets_j)
-    (:func:`total_many` in chunks of ``chunk`` times, default BOUNDS_CHUNK_ELEMENTS / N; the
-    field included); the default is V itself.  Exact, not sampled: at every time, every grid
-    point where an extreme can lie (:func:`extreme_columns`; all of them where that cannot be
-    said: h2plus_moving_large's 40000 midpoint steps 0.63-0.65 -> 0.044-0.052 s on 2 cores, the same
-    bits, ``precheck_extremes_cpu2_20261130T1510.txt``).  The chunks run on ``workers``
+def bounds_over(potential, x, times, rows=((1.0,),), offsets=(0.0,), chunk=None, workers=None):
+    """[(min, max) of each row w of ``rows``] over the grid and every given time t of
+    sum_j w_j V(x, t + offsets_j) (:func:`total_many` in chunks of ``chunk`` times, default
+    BOUNDS_CHUNK_ELEMENTS / N, V at an offset made once for all rows; the field included);
+    the default is V itself.  Exact, not sampled: at every time, every grid point where an
+    extreme can lie (:func:`extreme_columns`; all of them where that cannot be said:
+    h2plus_moving_large's 40000 midpoint steps 0.63-0.65 -> 0.044-0.052 s on 2 cores, the
+    same bits, ``precheck_extremes_cpu2_20261130T1510.txt``).  The chunks run on ``workers``
     threads (default: the CPUs this process may use; NumPy's element-wise loops release the
     GIL): O(steps x N) work otherwise, which a long GPU run's start-up used to wait for (#23;
     N = 8192, 10^4 steps on a 2-core box: 0.46 s as one NumPy expression per chunk, 0.31 s
     in place on one thread, 0.17 s on two; benchmarks/results/host_1126_cpu2_20261126T0517.txt)."""
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
     x = np.asarray(x, dtype=np.float64)
+    rows = [tuple(r) for r in rows]
     cols = extreme_columns(potential, x, times[:, None] + np.asarray(offsets, dtype=np.float64)[None, :],
-                           [weights])
+                           rows)
     if cols is not None:            # (only where the extremes can lie: the same min and max)
         x = x[cols]
     if chunk is None:
@@ -315,16 +317,14 @@ def bounds_over(potential, x, times, weights=(1.0,), offsets=(0.0,), chunk=None,
     starts = range(0, times.size, chunk)
 
     def one(i):
-        ts = times[i:i + chunk]
-        v, buf = None, np.empty((ts.size, x.size))
-        for w, off in zip(weights, offsets):
-            u = total_many(potential, x, ts + off, out=buf)
-            if v is None:
-                v = w * u                      # as sum(w * V_j): 0 + w_0 V_0 + w_1 V_1 ...
-            else:
-                u *= w
-                v += u
-        return float(v.min()), float(v.max())
+        V = [total_many(potential, x, times[i:i + chunk] + off) for off in offsets]
+        out = []
+        for row in rows:
+            v = row[0] * V[0]                  # as sum(w * V_j): 0 + w_0 V_0 + w_1 V_1 ...
+            for w, u in zip(row[1:], V[1:]):
+                v += w * u
+            out.append((float(v.min()), float(v.max())))
+        return out
 
     if workers is None:
         from mgemm.arrays import cpu_count
@@ -336,7 +336,7 @@ def bounds_over(potential, x, times, weights=(1.0,), offsets=(0.0,), chunk=None,
         from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(workers) as pool:
             parts = list(pool.map(one, starts))
-    return min(p[0] for p in parts), max(p[1] for p in parts)
+    return [(min(p[r][0] for p in parts), max(p[r][1] for p in parts)) for r in range(len(rows))]
 
 
 class BatchPotential:

@@ -92,8 +92,8 @@ def generator_bounds(config: Config):
     if velocity_gauge(config.field):
         A = vector_potential(config.field, ts[:, None] + np.asarray(offsets)[None, :])
     out = []
-    for s, row in zip(sch.scales(), sch.factors):
-        lo, hi = bounds_over(config.potential, x, ts, weights=row, offsets=offsets)
+    bounds = bounds_over(config.potential, x, ts, rows=sch.factors, offsets=offsets)
+    for s, row, (lo, hi) in zip(sch.scales(), sch.factors, bounds):
         amax = 0.0
         if A is not None:
             q = 0.5 * (A * A) @ np.asarray(row)
