@@ -204,10 +204,10 @@ def soft_core(potential, x, t, xp=np):
     return v
 
 
-def total_many(potential, x, times, out=None):
+def total_many(potential, x, times, out=None, scratch=None):
     """V(x, t) of :func:`total` at many times at once: (len(times), N) on the host, the
     same operations element by element (the centres, then the field); ``out``: a
-    (len(times), N) float64 buffer to write into (no temporaries beyond one)."""
+    (len(times), N) float64 buffer to write into, ``scratch`` another (else one made)."""
     if potential.V:
         return of(potential).values_many(x, times, out)
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
@@ -215,7 +215,7 @@ def total_many(potential, x, times, out=None):
     v = np.zeros((times.size, x.size)) if out is None else out
     if out is not None:
         v.fill(0.0)
-    d = np.empty_like(v)
+    d = np.empty_like(v) if scratch is None else scratch
     if potential.molecule_moves:
         _molecule(potential, x, centre_positions(potential, times), v, d)
     else:           # a static molecule: its row once (the same operations: the same bits)
@@ -294,48 +294,48 @@ def extreme_columns(potential, x, times, rows):
 
 
 def bounds_over(potential, x, times, rows=((1.0,),), offsets=(0.0,), chunk=None, workers=None):
-    """[(min, max) of each row w of ``rows``] over the grid and every given time t of
-    sum_j w_j V(x, t + offsets_j) (:func:`total_many` in chunks of ``chunk`` times, default
-    BOUNDS_CHUNK_ELEMENTS / N, V at an offset made once for all rows; the field included);
-    the default is V itself.  Exact, not sampled: at every time, every grid point where an
-    extreme can lie (:func:`extreme_columns`; all of them where that cannot be said:
-    h2plus_moving_large's 40000 midpoint steps 0.63-0.65 -> 0.044-0.052 s on 2 cores, the
-    same bits, ``precheck_extremes_cpu2_20261130T1510.txt``).  The chunks run on ``workers``
-    threads (default: the CPUs this process may use; NumPy's element-wise loops release the
-    GIL): O(steps x N) work otherwise, which a long GPU run's start-up used to wait for (#23;
-    N = 8192, 10^4 steps on a 2-core box: 0.46 s as one NumPy expression per chunk, 0.31 s
-    in place on one thread, 0.17 s on two; benchmarks/results/host_1126_cpu2_20261126T0517.txt)."""
+    """[(min, max) of each row w of ``rows``] over the grid and every time t of sum_j w_j
+    V(x, t + offsets_j) (:func:`total_many` in chunks of ``chunk`` times, default
+    BOUNDS_CHUNK_ELEMENTS / N, V at an offset once for all rows; the field included).
+    Exact, not sampled: at every time, every grid point where an extreme can lie
+    (:func:`extreme_columns`, else all; ``precheck_extremes_cpu2_20261130T1510.txt``).  On
+    ``workers`` threads (default: this process's CPUs), each thread's arrays made once:
+    O(steps x N) work a long run's start-up waits for (``bounds_chunk_cpu2_20261201T0130.txt``)."""
     times = np.atleast_1d(np.asarray(times, dtype=np.float64))
     x = np.asarray(x, dtype=np.float64)
     rows = [tuple(r) for r in rows]
-    cols = extreme_columns(potential, x, times[:, None] + np.asarray(offsets, dtype=np.float64)[None, :],
-                           rows)
+    cols = extreme_columns(potential, x, times[:, None] + np.asarray(offsets, dtype=np.float64)[None, :], rows)
     if cols is not None:            # (only where the extremes can lie: the same min and max)
         x = x[cols]
     if chunk is None:
         chunk = max(1, BOUNDS_CHUNK_ELEMENTS // max(1, x.size))
     starts = range(0, times.size, chunk)
 
-    def one(i):
-        V = [total_many(potential, x, times[i:i + chunk] + off) for off in offsets]
-        out = []
+    def one(i, b):
+        ts = times[i:i + chunk]
+        v, tmp, out = b[-2, :ts.size], b[-1, :ts.size], []
+        V = [total_many(potential, x, ts + off, b[k, :ts.size], tmp) for k, off in enumerate(offsets)]
         for row in rows:
-            v = row[0] * V[0]                  # as sum(w * V_j): 0 + w_0 V_0 + w_1 V_1 ...
+            np.multiply(V[0], row[0], out=v)   # as sum(w * V_j): 0 + w_0 V_0 + w_1 V_1 ...
             for w, u in zip(row[1:], V[1:]):
-                v += w * u
+                v += np.multiply(u, w, out=tmp)
             out.append((float(v.min()), float(v.max())))
         return out
+
+    def group(g):       # every workers-th chunk from g, in one thread's arrays
+        b = np.empty((len(offsets) + 2, chunk, x.size))
+        return [one(i, b) for i in starts[g::workers]]
 
     if workers is None:
         from mgemm.arrays import cpu_count
         workers = cpu_count()
     workers = max(1, min(workers, len(starts)))
     if workers == 1:
-        parts = [one(i) for i in starts]
+        parts = group(0)            # (fresh arrays a chunk had cost page faults)
     else:
         from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(workers) as pool:
-            parts = list(pool.map(one, starts))
+            parts = [p for ps in pool.map(group, range(workers)) for p in ps]
     return [(min(p[r][0] for p in parts), max(p[r][1] for p in parts)) for r in range(len(rows))]
 
 
