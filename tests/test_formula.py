@@ -168,6 +168,28 @@ def test_values_at_many_times_are_the_values_at_each(V):
         np.testing.assert_array_equal(row, f.values(x, t))
 
 
+@pytest.mark.parametrize("workers", [1, 3])
+def test_the_precheck_range_of_a_formula_and_of_centres_holds_every_value(workers):
+    """potential.bounds_over (the precheck's range: V made once a node offset for all of a
+    scheme's rows, in each thread's arrays) for the formula molecule and the same molecule
+    as moving centres, with a field, cfm4's rows and offsets, in chunks smaller than the
+    times: each row's (min, max) are those of sum_j w_j V(x, t + offset_j) made at each time
+    by Potential.values."""
+    from tdse.model.grid import points
+    from tdse.model.potential import bounds_over, of
+    from tdse.numerics import schemes
+    sch = schemes.get("cfm4")
+    for pot in (FORMULA, CENTRES):
+        cfg = tdse_config.loads(MOLECULE.format(name="m", stencil=3, potential=pot))
+        x, ts, dt = points(cfg.grid)[::4], np.arange(0.0, 0.4, 0.005), 0.005
+        offs = tuple(c * dt for c in sch.nodes)
+        got = bounds_over(cfg.potential, x, ts, rows=sch.factors, offsets=offs, chunk=7, workers=workers)
+        f = of(cfg.potential)
+        for row, (lo, hi) in zip(sch.factors, got):
+            v = np.array([sum(w * f.values(x, t + o) for w, o in zip(row, offs)) for t in ts])
+            assert (lo, hi) == (pytest.approx(v.min(), rel=1e-13), pytest.approx(v.max(), rel=1e-13))
+
+
 @pytest.mark.slow
 def test_charge_resonance_enhanced_ionisation():
     """CREI (Zuo & Bandrauk, PRA 52, R2511 (1995); Seideman, Ivanov & Corkum, PRL 75, 2819
