@@ -323,7 +323,7 @@ def bounds_over(potential, x, times, rows=((1.0,),), offsets=(0.0,), chunk=None,
         return out
 
     def group(g):       # every workers-th chunk from g, in one thread's arrays
-        b = np.empty((len(offsets) + 2, chunk, x.size))
+        b = np.empty((len(offsets) + 2, min(chunk, times.size), x.size))
         return [one(i, b) for i in starts[g::workers]]
 
     if workers is None:
