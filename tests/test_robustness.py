@@ -566,8 +566,10 @@ def test_closing_the_look_ahead_with_tasks_queued_prints_no_thread_error():
     ahead cancels those it no longer needs), the pool collected at once: the ended
     processes break the pool, and its thread marks the tasks it still lists failed -- on
     Python < 3.12 it raised InvalidStateError on a cancelled one (CPython gh-107219), a
-    traceback printed after a run (seen in CI; here 3 of 3 closes without the pool kept
-    until its thread ends, 15 of 20 in a script)."""
+    traceback printed after a run (seen in CI; here 3 of 3 closes without the close's wait
+    for the thread to see the shutdown, 15 of 20 in a script).  (A first fix, the pool kept
+    until its thread ended, still failed once in CI: the thread can find the pipe's end of
+    file before the shutdown.)"""
     import gc
     import threading
     import time

@@ -82,6 +82,10 @@ WORKERS = 2
 #: every 2 ms, and a call costs ~3.7 ms (:func:`seconds_guess`): with two workers the loop
 #: waited 3.1 ms a call, 31 us a step (``run_attrib_h200x1_20261129T1852_large3.txt``)
 GPU_WORKERS = 8
+#: before Python 3.12, the longest a close waits for the pool's thread to see the shutdown
+#: (:meth:`Workers.close`): a bound, not a cost -- the thread, woken by the shutdown, sees it
+#: once it has read the result it may be reading (a window's pairs: ~0.3 MB at N = 8192)
+SETTLE = 0.1
 
 #: "auto" computes the pairs ahead where computing them in the loop would take more than
 #: this many seconds of the run (:func:`seconds_guess`) -- on a machine of fewer than
@@ -259,11 +263,6 @@ def _start_server():
     _SERVER.append(True)
 
 
-def _hold(pool, thread):
-    """Keep ``pool`` until its manager ``thread`` ends (:meth:`Workers.close`)."""
-    thread.join()
-
-
 class Workers:
     """The look-ahead's worker processes: one :class:`concurrent.futures.ProcessPoolExecutor`
     of up to :data:`WORKERS` processes, spawned or, after this process's first run, forked
@@ -333,6 +332,15 @@ class Workers:
         thread = getattr(pool, "_executor_manager_thread", None)
         results = getattr(pool, "_result_queue", None)
         pool.shutdown(wait=False, cancel_futures=True)
+        if thread is not None and sys.version_info < (3, 12):
+            # (before Python 3.12 the pool's thread raised InvalidStateError -- a traceback
+            # printed after a run -- where it found a task a look-ahead had cancelled still
+            # listed when the ended processes broke the pool, CPython gh-107219: it drops
+            # them once it has seen the shutdown, which is waited for here, at most SETTLE s)
+            end = time.monotonic() + SETTLE
+            while getattr(pool, "_cancel_pending_futures", False) and thread.is_alive() \
+                    and time.monotonic() < end:
+                time.sleep(0.0002)
         if results is not None:
             # (this process's end of the results' pipe, which it never writes: a process
             # ended while it wrote a result left the pool's thread reading the rest for
@@ -344,11 +352,6 @@ class Workers:
                 p.terminate()
             except (OSError, ValueError, AttributeError):
                 pass
-        if thread is not None and sys.version_info < (3, 12):
-            # (the pool kept until its thread ends: collected before that thread had seen
-            # the shutdown, the thread marked failed a task cancelled by a look-ahead, and
-            # Python < 3.12 printed its InvalidStateError -- CPython gh-107219)
-            threading.Thread(target=_hold, args=(pool, thread), daemon=True).start()
         if serve:
             try:                # (the next run's workers from it: _context)
                 _start_server()
