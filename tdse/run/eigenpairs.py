@@ -332,26 +332,28 @@ class Workers:
         thread = getattr(pool, "_executor_manager_thread", None)
         results = getattr(pool, "_result_queue", None)
         pool.shutdown(wait=False, cancel_futures=True)
-        if thread is not None and sys.version_info < (3, 12):
-            # (before Python 3.12 the pool's thread raised InvalidStateError -- a traceback
-            # printed after a run -- where it found a task a look-ahead had cancelled still
-            # listed when the ended processes broke the pool, CPython gh-107219: it drops
-            # them once it has seen the shutdown, which is waited for here, at most SETTLE s)
-            end = time.monotonic() + SETTLE
-            while getattr(pool, "_cancel_pending_futures", False) and thread.is_alive() \
-                    and time.monotonic() < end:
-                time.sleep(0.0002)
-        if results is not None:
-            # (this process's end of the results' pipe, which it never writes: a process
-            # ended while it wrote a result left the pool's thread reading the rest for
-            # ever, and the interpreter's exit waiting for that thread; with only the
-            # ended processes' ends it reads an end of file, the pool broken)
-            results._writer.close()
-        for p in procs:
-            try:
-                p.terminate()
-            except (OSError, ValueError, AttributeError):
-                pass
+        try:
+            if thread is not None and sys.version_info < (3, 12):
+                # (before Python 3.12 the pool's thread raised InvalidStateError -- a
+                # traceback printed after a run -- where it found a task a look-ahead had
+                # cancelled still listed when the ended processes broke the pool, CPython
+                # gh-107219: it drops them once it has seen the shutdown, waited for here)
+                end = time.monotonic() + SETTLE
+                while getattr(pool, "_cancel_pending_futures", False) and thread.is_alive() \
+                        and time.monotonic() < end:
+                    time.sleep(0.0002)
+        finally:            # (an interrupt in that wait: the processes ended all the same)
+            if results is not None:
+                # (this process's end of the results' pipe, which it never writes: a
+                # process ended while it wrote a result left the pool's thread reading the
+                # rest for ever, and the interpreter's exit waiting for that thread; with
+                # only the ended processes' ends it reads an end of file, the pool broken)
+                results._writer.close()
+            for p in procs:
+                try:
+                    p.terminate()
+                except (OSError, ValueError, AttributeError):
+                    pass
         if serve:
             try:                # (the next run's workers from it: _context)
                 _start_server()
