@@ -678,6 +678,28 @@ def test_pentadiagonal_eigenpairs_against_dense(n, inputs_dir):
     assert abs(P[:2].sum() - Pd[:2].sum()) < 1e-10 and np.abs(P[2:] - Pd[2:]).max() < 1e-10
 
 
+@pytest.mark.parametrize("r", [None, 2])
+def test_banded_solves_against_a_dense_solve(r, rng):
+    """The tracker's shifted banded solves (one LAPACK dgbsv call a system, one band array
+    a thread) against numpy.linalg.solve of the dense matrix: k shifted 5-point systems of
+    fresh random diagonals, one or two right-hand sides a system, to 1e-12 relative (a
+    well-conditioned system: diagonally dominant) -- systems of one count, then of others,
+    through the same thread's band array; an exactly singular system gives None."""
+    n, k, dx = 300, 5, 0.1
+    _, d1, d2 = hamiltonian.kinetic_bands(5, dx)
+    for kk in (k, 2, k + 3):
+        D = rng.standard_normal((kk, n)) + 3 * (abs(d1) + abs(d2))
+        X = rng.standard_normal((n, kk) if r is None else (n, kk, r))
+        Y = model_states._banded_solves(D, d1, d2, X)
+        assert Y.shape == X.shape
+        for j in range(kk):
+            A = np.diag(D[j]) + d1 * (np.eye(n, k=1) + np.eye(n, k=-1)) + d2 * (np.eye(n, k=2) + np.eye(n, k=-2))
+            ref = np.linalg.solve(A, X[:, j])
+            assert np.abs(Y[:, j] - ref).max() <= 1e-12 * np.abs(ref).max()
+    # the 3 x 3 matrix of ones (its bands all 1): rank one, an exactly zero pivot
+    assert model_states._banded_solves(np.ones((1, 3)), 1.0, 1.0, np.ones((3, 1))) is None
+
+
 _ATOM = """name = "atom"
 [grid]
 x_min = -60.0

@@ -194,20 +194,16 @@ def _real_operator(grid, v, xp):
     return h
 
 
-def _band5(d1, d2, diag, block=None):
+def _band5(d1, d2, diag):
     """LAPACK's general band layout (dgbtrf / dgbsv, kl = ku = 2: 2 rows of fill above) of
-    the symmetric pentadiagonal matrix with diagonal ``diag`` and off-diagonals d1, d2 --
-    block diagonal in blocks of ``block`` rows (the entries between blocks zero: pivoting
-    stays within a block; default one block)."""
+    the symmetric pentadiagonal matrix with diagonal ``diag`` and off-diagonals d1, d2."""
     size = len(diag)
-    b = block or size
-    j = np.arange(size) % b                        # each entry's column within its block
     ab = np.zeros((7, size), order="F")
-    ab[2, 2:] = np.where(j[2:] >= 2, d2, 0.0)      # A[i-2, i]
-    ab[3, 1:] = np.where(j[1:] >= 1, d1, 0.0)      # A[i-1, i]
+    ab[2, 2:] = d2                                 # A[i-2, i]
+    ab[3, 1:] = d1                                 # A[i-1, i]
     ab[4] = diag
-    ab[5, :-1] = np.where(j[:-1] <= b - 2, d1, 0.0)    # A[i+1, i]
-    ab[6, :-2] = np.where(j[:-2] <= b - 3, d2, 0.0)    # A[i+2, i]
+    ab[5, :-1] = d1                                # A[i+1, i]
+    ab[6, :-2] = d2                                # A[i+2, i]
     return ab
 
 
@@ -380,26 +376,44 @@ def _banded_solves(D, d1, d2, X):
     """D[j]'s banded system (diagonal D[j]; off-diagonals d1 and, for the 5-point stencil,
     d2, shared) solved for X[:, j], each column j (D: k x N, X: N x k; or N x k x r, r
     right-hand sides a system, pentadiagonal only): tridiagonal by
-    :func:`~tdse.model.lapack.shifted_solves`; pentadiagonal by LAPACK's dgbsv (banded LU with partial
-    pivoting) on the k systems as one block-diagonal band matrix (the bands' entries
-    between blocks zero: pivoting stays within a block), one call; None where a matrix is
-    singular to working precision."""
+    :func:`~tdse.model.lapack.shifted_solves` (the k systems one block-diagonal call);
+    pentadiagonal by LAPACK's dgbsv (banded LU with partial pivoting), a call a system in
+    one band array of this thread's, refilled from the bands' pattern (7 x N, in cache)
+    each time; None where a matrix is singular to working precision.
+
+    A call a system, not the k systems as one block-diagonal band matrix: dgbsv's LU takes
+    a block's columns with the same operations either way (its pivot search stays within a
+    block, the entries between blocks zero) -- the same bits (``tdse/model/states.py``'s
+    test) -- but the k N-column band (27 MB for a 5-point window's 60 systems at N =
+    8192) had been made again whenever k changed (a window's anchor has 4 systems, its
+    members up to 60: 13 of a 37 ms call), and streamed through memory where one system's
+    band (0.46 MB) stays in cache: one core, N = 8192, 60 systems, 36.8 ms (made again) /
+    23.8 (kept) against 22.7 ms a call a system
+    (``benchmarks/results/band_solves_cpu2_20261201T0236.txt``; a 5-point window of 16 calls
+    60 -> 49 ms)."""
     k, n = D.shape
     if not d2:
         return shifted_solves(D, np.full(n - 1, d1), X)
     from scipy.linalg import lapack
-    key = (k, n, d1, d2)
+    key = (n, d1, d2)
     band = getattr(_BAND5, "band5", None)
-    if band is None or band[0] != key:           # the off-diagonal rows, made once per thread
-        band = _BAND5.band5 = (key, _band5(d1, d2, np.zeros(k * n), n))
-    ab = band[1].copy(order="F")                 # dgbsv overwrites it with its LU
-    ab[4] = D.ravel()
+    if band is None or band[0] != key:           # the pattern and the work array, once a thread
+        pattern = _band5(d1, d2, np.zeros(n))
+        band = _BAND5.band5 = (key, pattern, np.empty_like(pattern, order="F"))
+    _, pattern, ab = band
     r = X.shape[2] if X.ndim == 3 else None
-    rhs = X.T.reshape(-1) if r is None else np.asfortranarray(X.transpose(1, 0, 2).reshape(k * n, r))
-    *_, y, info = lapack.dgbsv(2, 2, ab, rhs, overwrite_ab=1, overwrite_b=1)
-    if info:
-        return None
-    return y.reshape(k, n).T if r is None else y.reshape(k, n, r).transpose(1, 0, 2)
+    # (the result laid out as the one call's had been, N fastest, then k, then r: a caller's
+    # sums over it -- einsum's -- go in the same order, the same bits)
+    Y = np.empty((1 if r is None else r, k, n))
+    for j in range(k):
+        ab[...] = pattern                        # (dgbsv overwrites it with its LU)
+        ab[4] = D[j]
+        rhs = np.array(X[:, j], order="F")
+        *_, y, info = lapack.dgbsv(2, 2, ab, rhs, overwrite_ab=1, overwrite_b=1)
+        if info:
+            return None
+        Y[:, j] = y.T if r is not None else y
+    return Y[0].T if r is None else Y.transpose(2, 1, 0)
 
 
 def warm_banded(grid, v, E, X, bound, maxiter=WARM_MAXITER):
