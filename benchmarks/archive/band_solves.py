@@ -3,9 +3,11 @@ systems as one block-diagonal dgbsv call (the code before 2026-12-01: its band m
 whenever k changed, or kept) against a dgbsv call a system in one cached band array (the
 code since); then whole 5-point windows (Tracker.window, N = 8192, populations every 50
 steps of h2plus_moving_large) with each, alternating in one process; one BLAS thread as
-the workers have.  Prints ms and whether the bits agree.
+the workers have.  Prints ms and whether the bits agree.  With "dvr": the DVR tracker's
+Davidson calls instead (their Olsen corrections' solves, two right-hand sides a system),
+16 consecutive steps of h2plus_moving's molecule at N = 1024 and 2048.
 
-    OMP_NUM_THREADS=1 python benchmarks/archive/band_solves.py [ROUNDS]
+    OMP_NUM_THREADS=1 python benchmarks/archive/band_solves.py [ROUNDS] [dvr]
 """
 import sys, time, tomllib
 import numpy as np
@@ -49,6 +51,30 @@ def old(D, d1, d2, X, keep_all=False):
 
 
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+if sys.argv[2:] == ["dvr"]:
+    import dataclasses
+    base = __import__("tdse.config", fromlist=["load"]).load("inputs/h2plus_moving.toml")
+    w = base.grid.x_max - base.grid.x_min
+    print(f"# DVR Davidson calls, 16 steps after one at t = 0, best of {rounds} rounds, ms a call")
+    for n in (1024, 2048):
+        cfg = dataclasses.replace(base, grid=dataclasses.replace(base.grid, dx=w / n, stencil="dvr"))
+        cfg = cfg.with_value("output.populations_every", 1)
+        res, bits = {}, {}
+        for _ in range(rounds):
+            for name, f in (("before", old), ("now", NEW)):
+                states._banded_solves = f
+                _kept.clear()
+                tr = Tracker(cfg, 4)
+                with states.eigen_threads():
+                    tr(0.0)
+                    t = time.perf_counter()
+                    out = [tr(k * cfg.time.dt) for k in range(1, 17)]
+                    res.setdefault(name, []).append((time.perf_counter() - t) / 16)
+                bits[name] = b"".join(np.ascontiguousarray(p).tobytes() for _, p in out)
+        states._banded_solves = NEW
+        print(f"N = {n}: before {1e3 * min(res['before']):.2f} ms, now {1e3 * min(res['now']):.2f} ms,"
+              f" same bits {bits['before'] == bits['now']}")
+    sys.exit()
 rng = np.random.default_rng()
 n, k, dx = 8192, 60, 0.0125
 d1, d2 = -4 / 3 / dx ** 2 / 2, 1 / 24 / dx ** 2

@@ -230,9 +230,9 @@ def _banded_shift_solver(grid, v):
 
     def correct(R, X, theta, active=None):
         """The corrections of the columns ``active`` (all by default), N x len(active): every
-        column's two solves (M^-1 r, M^-1 x) by one LAPACK call on the columns' shifted
-        matrices (:func:`_banded_solves`, two right-hand sides a system; a band LU and solve
-        a column from Python had been 44 % of a DVR call at N = 1024 on 2 CPUs,
+        column's two solves (M^-1 r, M^-1 x) by a LAPACK call a column on its shifted matrix
+        (:func:`_banded_solves`, two right-hand sides a system; a band made, factored and
+        solved a column from Python had been 44 % of a DVR call at N = 1024 on 2 CPUs,
         ``dvr_corrections_cpu2_20261130T1751.txt``)."""
         cols = list(range(len(theta)) if active is None else active)
         Rc, Xc = np.asarray(R)[:, cols], np.asarray(X)[:, cols]
@@ -383,14 +383,15 @@ def _banded_solves(D, d1, d2, X):
 
     A call a system, not the k systems as one block-diagonal band matrix: dgbsv's LU takes
     a block's columns with the same operations either way (its pivot search stays within a
-    block, the entries between blocks zero) -- the same bits (``tdse/model/states.py``'s
-    test) -- but the k N-column band (27 MB for a 5-point window's 60 systems at N =
+    block, the entries between blocks zero) -- the same bits (``benchmarks/archive/band_solves.py``
+    compares them) -- but the k N-column band (27 MB for a 5-point window's 60 systems at N =
     8192) had been made again whenever k changed (a window's anchor has 4 systems, its
     members up to 60: 13 of a 37 ms call), and streamed through memory where one system's
     band (0.46 MB) stays in cache: one core, N = 8192, 60 systems, 36.8 ms (made again) /
     23.8 (kept) against 22.7 ms a call a system
     (``benchmarks/results/band_solves_cpu2_20261201T0236.txt``; a 5-point window of 16 calls
-    60 -> 49 ms)."""
+    60 -> 49 ms; the DVR's Davidson calls, whose corrections solve here, 4.76 / 6.97 ->
+    4.76 / 6.82 ms at N = 1024 / 2048, ``band_solves_dvr_cpu2_20261201T0301.txt``)."""
     k, n = D.shape
     if not d2:
         return shifted_solves(D, np.full(n - 1, d1), X)
@@ -448,7 +449,7 @@ def warm_banded_many(grid, V, E, X, bounds, maxiter=WARM_MAXITER):
     second-difference matrix, positive semidefinite, so each eigenvalue of the 5-point H
     lies at or above the 3-point H's of the same index (Weyl's monotonicity; Horn &
     Johnson, *Matrix Analysis*, cor. 4.3.12).  The B members are one array each step -- the
-    B K solves one block-diagonal LAPACK call (:func:`_banded_solves`), the QR, the
+    B K solves by :func:`_banded_solves` (3-point: one block-diagonal LAPACK call), the QR, the
     products and the Rayleigh-Ritz eigenproblems stacked -- so a member costs a share of
     ~15 NumPy calls where it took ~40 of its own; a converged member leaves the stack (its
     pairs depend on its own iterations alone).  2 iterations along h2plus_moving's run at N
