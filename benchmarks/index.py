@@ -650,14 +650,22 @@ def current() -> str:
     return "\n".join(out)
 
 
+def _hardware(m, gpus) -> str:
+    """A result's machine in words: its GPUs (and, where recorded, the host's CPU model) or
+    its CPUs."""
+    model = m.get("cpu_model")
+    if gpus:
+        return f"{gpus} (host {model})" if model else gpus
+    return f"{m.get('cpus')} CPUs ({model or m.get('processor')})"
+
+
 def tables() -> str:
     """The results index and one section per result file."""
     docs = _docs()
     out = ["### Index", "", "| file | suite | date | machine | headline |", "|---|---|---|---|---|"]
     for name, d in docs:
         m = d["machine"]
-        hw = (f"{len(m['gpus'])} x {m['gpus'][0]}" if m.get("gpus") else
-              f"{m.get('cpus')} CPUs ({m.get('processor')})")
+        hw = _hardware(m, f"{len(m['gpus'])} x {m['gpus'][0]}" if m.get("gpus") else None)
         h = headline(d)
         best = ""
         if h:
@@ -670,7 +678,7 @@ def tables() -> str:
     out.append("")
     for name, d in docs:
         m = d["machine"]
-        hw = ", ".join(m.get("gpus") or []) or f"{m.get('cpus')} CPUs ({m.get('processor')})"
+        hw = _hardware(m, ", ".join(m.get("gpus") or []) or None)
         out.append(f"### {name}\n{d.get('date', '')} on {hw}; `{d.get('command', '')}`\n")
         out += render(d)
         out.append("")

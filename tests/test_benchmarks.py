@@ -32,6 +32,10 @@ def test_cpu_suite_writes_a_traceable_result(tmp_path, capsys):
     assert doc["kind"] == "expm-cpu"
     assert doc["command"].startswith("python -m benchmarks expm-cpu")
     assert doc["machine"]["cpus"] >= 1 and "numpy" in doc["versions"] and "mgemm" in doc["versions"]
+    # the CPU's model, which sets a GPU run's host-bound rows: /proc/cpuinfo's where Linux has it
+    if os.path.exists("/proc/cpuinfo"):
+        models = [ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")]
+        assert doc["machine"]["cpu_model"] == (models[0] if models else None)
     names = [r["name"] for r in doc["rows"]]
     assert names[0] == "scipy.linalg.expm" and "mgemm auto" in names
     for r in doc["rows"]:  # every case checked against the eigendecomposition
