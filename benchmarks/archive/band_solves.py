@@ -51,6 +51,28 @@ def old(D, d1, d2, X, keep_all=False):
 
 
 rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+
+
+def alternate(cfg, first, calls, count):
+    """The tracker of ``cfg`` with the code before and now, alternating ``rounds`` times:
+    ``first(tracker)`` untimed, then ``calls(tracker)`` (a list of (E, phi)) timed; (the
+    seconds a call of each, best of the rounds, and whether the two gave the same bits)."""
+    res, bits = {}, {}
+    for _ in range(rounds):
+        for name, f in (("before", old), ("now", NEW)):
+            states._banded_solves = f
+            _kept.clear()
+            tr = Tracker(cfg, 4)
+            with states.eigen_threads():
+                first(tr)
+                t = time.perf_counter()
+                out = calls(tr)
+                res.setdefault(name, []).append((time.perf_counter() - t) / count)
+            bits[name] = b"".join(np.ascontiguousarray(p).tobytes() for _, p in out)
+    states._banded_solves = NEW
+    return min(res["before"]), min(res["now"]), bits["before"] == bits["now"]
+
+
 if sys.argv[2:] == ["dvr"]:
     import dataclasses
     base = __import__("tdse.config", fromlist=["load"]).load("inputs/h2plus_moving.toml")
@@ -59,21 +81,9 @@ if sys.argv[2:] == ["dvr"]:
     for n in (1024, 2048):
         cfg = dataclasses.replace(base, grid=dataclasses.replace(base.grid, dx=w / n, stencil="dvr"))
         cfg = cfg.with_value("output.populations_every", 1)
-        res, bits = {}, {}
-        for _ in range(rounds):
-            for name, f in (("before", old), ("now", NEW)):
-                states._banded_solves = f
-                _kept.clear()
-                tr = Tracker(cfg, 4)
-                with states.eigen_threads():
-                    tr(0.0)
-                    t = time.perf_counter()
-                    out = [tr(k * cfg.time.dt) for k in range(1, 17)]
-                    res.setdefault(name, []).append((time.perf_counter() - t) / 16)
-                bits[name] = b"".join(np.ascontiguousarray(p).tobytes() for _, p in out)
-        states._banded_solves = NEW
-        print(f"N = {n}: before {1e3 * min(res['before']):.2f} ms, now {1e3 * min(res['now']):.2f} ms,"
-              f" same bits {bits['before'] == bits['now']}")
+        before, now, same = alternate(cfg, lambda tr: tr(0.0),
+                                      lambda tr: [tr(k * cfg.time.dt) for k in range(1, 17)], 16)
+        print(f"N = {n}: before {1e3 * before:.2f} ms, now {1e3 * now:.2f} ms, same bits {same}")
     sys.exit()
 rng = np.random.default_rng()
 n, k, dx = 8192, 60, 0.0125
@@ -101,23 +111,10 @@ d["propagator"]["method"] = "chebyshev"
 d["time"]["t_end"] = 300.0
 d["output"]["populations_every"] = 50
 cfg = parse(d)
-print(f"# 5-point windows of {states.WARM_ANCHOR_CALLS} calls, N = {cfg.grid.n}, populations every 50 steps")
-got = {}
-for r in range(rounds):
-    for name, f in (("before", old), ("now", NEW)):
-        states._banded_solves = f
-        _kept.clear()
-        tr = Tracker(cfg, 4)
-        with states.eigen_threads():
-            tr.window(0)
-            t = time.perf_counter()
-            w = [tr.window(a) for a in range(1, 7)]
-            s = (time.perf_counter() - t) / 6
-        got.setdefault(name, []).append(s)
-        bits = b"".join(np.ascontiguousarray(p).tobytes() for win in w for _, p in win)
-        got.setdefault(name + "_bits", bits)
-states._banded_solves = NEW
-for name in ("before", "now"):
-    print(f"{name:7s} a window {1e3 * min(got[name]):6.1f} ms (rounds {', '.join(f'{1e3 * v:.1f}' for v in got[name])}),"
-          f" a call {1e3 * min(got[name]) / states.WARM_ANCHOR_CALLS:.2f} ms")
-print("same bits", got["before_bits"] == got["now_bits"])
+C = states.WARM_ANCHOR_CALLS
+print(f"# 5-point windows of {C} calls, N = {cfg.grid.n}, populations every 50 steps")
+before, now, same = alternate(cfg, lambda tr: tr.window(0),
+                              lambda tr: [pair for a in range(1, 7) for pair in tr.window(a)], 6)
+for name, s in (("before", before), ("now", now)):
+    print(f"{name:7s} a window {1e3 * s:6.1f} ms, a call {1e3 * s / C:.2f} ms")
+print("same bits", same)
