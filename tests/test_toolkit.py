@@ -482,6 +482,41 @@ def test_usable_cpus_counts_the_busy_once_within_its_seconds(monkeypatch):
     assert be.usable_cpus() == 6 and len(looks) == 2
 
 
+@pytest.mark.quiet
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="Linux's /proc")
+def test_the_busy_count_leaves_out_this_process_descendants():
+    """A busy child and grandchild of this process (as the look-ahead's fork server, still
+    importing when a script's next run starts) are its own work: descendants() finds both,
+    running_in() sees them run, and the count of the others' running threads leaves them
+    out (by two, against the same count with them in)."""
+    import subprocess
+    import sys
+    from tdse.run import backend as be
+    spin = "import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'while True: pass']); \nwhile True: pass"
+    child = subprocess.Popen([sys.executable, "-c", spin])
+    try:
+        end, ours = time.monotonic() + 20, set()
+        while time.monotonic() < end:       # (the grandchild once the child has started it)
+            ours = be.descendants()
+            if child.pid in ours and len(ours) >= 2 and be.running_in(ours) >= 2:
+                break
+            time.sleep(0.05)
+        assert child.pid in ours and len(ours) >= 2, ours
+        assert be.running_in(ours) >= 2
+        assert be.running_in([]) == 0 and be.running_in([2 ** 22 + 12345]) == 0   # (no such pid)
+        # the two spinning threads left out: counted with them (no exclusion) and without,
+        # back to back, 20 times -- the machine's other threads come and go in both alike
+        diff = [be._running_now(()) - be._running_now(ours) for _ in range(20)]
+        assert np.mean(diff) >= 1.5, diff
+    finally:
+        for pid in be.descendants():
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        child.wait(10)
+
+
 def test_usable_cpus_falls_back_to_the_load_average(monkeypatch):
     """Where /proc does not say who runs now, usable_cpus takes the 1-minute load average as
     the busy count (rounded), at least one CPU left."""
@@ -496,22 +531,39 @@ def test_usable_cpus_falls_back_to_the_load_average(monkeypatch):
         assert be.usable_cpus() == usable, load
 
 
+def _other_spinner():
+    """The PID of a spinning process that is not this one's descendant (running_others leaves
+    out this process's own work, :func:`tdse.run.backend.descendants`): its parent exits at
+    once, init adopts it; the caller kills it (:func:`_kill_spinner`)."""
+    import subprocess
+    import sys
+    start = ("import subprocess, sys; print(subprocess.Popen([sys.executable, '-c', 'while True: pass'], "
+             "stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid)")
+    return int(subprocess.run([sys.executable, "-c", start], capture_output=True, text=True,
+                              check=True).stdout)
+
+
+def _kill_spinner(pid):
+    os.kill(pid, 9)
+    end = time.monotonic() + 5
+    while time.monotonic() < end and os.path.exists(f"/proc/{pid}/task"):
+        time.sleep(0.01)        # (gone once its new parent has reaped it)
+
+
 @pytest.mark.quiet
 def test_running_others_sees_a_busy_process_at_once_and_forgets_it_at_once(monkeypatch):
     """running_others counts another process's running thread while it spins and not once
     it is killed (the load average takes a minute either way), not this process's own
     threads; usable_cpus takes it as the busy count; it is None where /proc cannot be read."""
-    import subprocess
-    import sys
     from tdse.run import backend as be
     before = be.running_others(samples=20)
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    pid = _other_spinner()
     try:
         time.sleep(0.3)
+        assert pid not in be.descendants()
         during = be.running_others(samples=20)
     finally:
-        spinner.kill()
-        spinner.wait()
+        _kill_spinner(pid)
     after = be.running_others(samples=20)
     assert during >= before + 0.6 and during >= after + 0.6, (before, during, after)
     monkeypatch.setattr(be, "BUSY_SECONDS", 0.0)                 # (a fresh look each call)
@@ -539,21 +591,18 @@ def test_running_others_on_a_set_of_cpus_counts_only_those():
     """Confined to some CPUs (a cpuset, a Slurm allocation), running_others counts the
     other processes' running threads on those CPUs alone: a spinning process pinned to
     another CPU is not counted, the same process pinned to one of ours is."""
-    import subprocess
-    import sys
     from tdse.run import backend as be
     a, b = sorted(os.sched_getaffinity(0))[:2]
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    pid = _other_spinner()
     try:
-        os.sched_setaffinity(spinner.pid, {b})
+        os.sched_setaffinity(pid, {b})
         time.sleep(0.3)
         elsewhere = be.running_others(samples=20, cpus={a})
-        os.sched_setaffinity(spinner.pid, {a})
+        os.sched_setaffinity(pid, {a})
         time.sleep(0.3)
         here = be.running_others(samples=20, cpus={a})
     finally:
-        spinner.kill()
-        spinner.wait()
+        _kill_spinner(pid)
     assert here >= elsewhere + 0.6, (elsewhere, here)
     assert elsewhere <= 0.4
 

@@ -1,10 +1,11 @@
 """#54 item 2: runs one after another in one process (a notebook's, a script's), each
 with its own look-ahead for H(t)'s populations: the wall of each ``tdse.simulate`` and its
 loop's seconds, for INPUT with method auto, no time error, STEPS steps, populations every
-EVERY, the look-ahead's workers on.  The first run starts the workers' fork server (or
-spawns them); a later run's workers start from it.
+EVERY, the look-ahead's workers on (MODE: run.eigen_workers, default "on"; "auto" as a
+user's run decides them).  The first run starts the workers' fork server (or spawns them); a
+later run's workers start from it.
 
-    python benchmarks/archive/second_run.py INPUT STEPS EVERY [BACKEND [RUNS]]
+    python benchmarks/archive/second_run.py INPUT STEPS EVERY [BACKEND [RUNS [MODE]]]
 """
 import sys
 import tempfile
@@ -16,9 +17,10 @@ import tdse
 path, steps, every = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 backend = sys.argv[4] if len(sys.argv) > 4 else "numpy"
 runs = int(sys.argv[5]) if len(sys.argv) > 5 else 4
+mode = sys.argv[6] if len(sys.argv) > 6 else "on"
 warnings.simplefilter("ignore")
 cfg = (tdse.load_config(path).with_value("propagator.method", "auto")
-       .with_value("propagator.time_error", "none").with_value("run.eigen_workers", "on"))
+       .with_value("propagator.time_error", "none").with_value("run.eigen_workers", mode))
 cfg = cfg.with_value("time.t_end", steps * cfg.time.dt).with_value("output.populations_every", every)
 for r in range(runs):
     t0 = time.perf_counter()

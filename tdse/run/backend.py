@@ -84,22 +84,45 @@ def resolve_backend(backend: str, devices=None):
 
 
 def running_others(samples=5, interval=0.002, cpus=None) -> float | None:
-    """Threads of other processes running now, the mean of a few samples ``interval``
-    seconds apart; None where /proc does not say (not Linux).  On the whole machine
-    (``cpus`` None): /proc/stat's ``procs_running`` less this process's own threads in
-    state R (/proc/self/task/*/stat).  Confined to a set of CPUs (``cpus``: a cpuset, a
-    Slurm allocation, taskset): the other processes' threads in state R whose last CPU
-    (/proc/PID/task/TID/stat, field 39) is one of them -- the machine's other jobs run
-    elsewhere and take none of ours."""
-    total = 0.0
+    """Threads of other jobs running now, the median of a few samples ``interval`` seconds
+    apart; None where /proc does not say (not Linux).  On the whole machine (``cpus``
+    None): /proc/stat's ``procs_running`` less this process's own threads in state R
+    (/proc/self/task/*/stat) and its descendants' (:func:`descendants`) -- and where that
+    leaves any, the threads in state R counted one by one (:func:`_running_on`), the
+    kernel's own left out.  Confined to a set of CPUs (``cpus``: a cpuset, a Slurm
+    allocation, taskset): those counted one by one whose last CPU (/proc/PID/task/TID/stat,
+    field 39) is one of them -- the machine's other jobs run elsewhere and take none of ours.
+
+    Not this process's descendants: they are its own work -- the look-ahead's fork server,
+    started at a run's end for the next run's workers (:mod:`tdse.run.eigenpairs`), still
+    importing when a script's next run starts.  Not the kernel's threads (kdamond, a
+    kworker: a few ms of memory work after a run's end).  The median, not the mean: a job
+    keeps its CPUs busy in most samples.  Each had counted as a busy CPU at a script's
+    second run on 2 CPUs, which then had no look-ahead worker: its pairs all computed in its
+    loop, which waited 0.11-0.12 s against 0.01 (``benchmarks/results/second_run_cpu2_20261201T0431.txt``)."""
+    try:
+        ours = descendants()
+    except OSError:
+        ours = set()
+    count = (lambda: _running_now(ours)) if cpus is None else (lambda: _running_on(cpus, ours))
+    got = _median_of(count, samples, interval)
+    if got is not None and got > 0 and cpus is None:      # (a few ms of /proc only then)
+        got = _median_of(lambda: _running_on(None, ours), samples, interval)
+    return got
+
+
+def _median_of(count, samples, interval):
+    counts = []
     for i in range(samples):
         try:
-            total += _running_now() if cpus is None else _running_on(cpus)
+            counts.append(count())
         except (OSError, StopIteration, ValueError, IndexError):
             return None
         if i + 1 < samples:
             time.sleep(interval)
-    return total / samples
+    counts.sort()
+    m = len(counts) // 2
+    return float(counts[m]) if len(counts) % 2 else 0.5 * (counts[m - 1] + counts[m])
 
 
 def _task_fields(path):
@@ -108,34 +131,65 @@ def _task_fields(path):
         return f.read().rsplit(")", 1)[1].split()
 
 
-def _running_now() -> int:
+def _per_thread(pid, leaf, parse, strict=False) -> list:
+    """``parse`` of /proc/PID/task/TID/``leaf`` for each thread of process ``pid`` (none
+    where the process ended meanwhile, unless ``strict``; a thread that ended is left out)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        if strict:
+            raise
+        return []
+    out = []
+    for tid in tasks:
+        try:
+            out.append(parse(f"/proc/{pid}/task/{tid}/{leaf}"))
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def _pids(path) -> list:
+    with open(path) as f:
+        return [int(k) for k in f.read().split()]
+
+
+def descendants() -> set:
+    """The PIDs of this process's children, theirs, and so on (Linux's
+    /proc/PID/task/TID/children; an empty set where it does not say)."""
+    out, todo = set(), [os.getpid()]
+    while todo:
+        for kids in _per_thread(todo.pop(), "children", _pids):
+            for k in kids:
+                if k not in out:
+                    out.add(k)
+                    todo.append(k)
+    return out
+
+
+def running_in(pids) -> int:
+    """The threads in state R of the processes ``pids`` (/proc/PID/task/TID/stat)."""
+    return sum(f[0] == "R" for pid in pids for f in _per_thread(pid, "stat", _task_fields))
+
+
+def _running_now(ours=()) -> int:
     with open("/proc/stat") as f:
         running = next(int(line.split()[1]) for line in f if line.startswith("procs_running"))
-    mine = 0
-    for task in os.listdir("/proc/self/task"):
-        try:
-            mine += _task_fields(f"/proc/self/task/{task}/stat")[0] == "R"
-        except OSError:          # a thread that ended meanwhile
-            pass
-    return max(0, running - max(mine, 1))
+    mine = sum(f[0] == "R" for f in _per_thread("self", "stat", _task_fields, strict=True))
+    return max(0, running - max(mine, 1) - running_in(ours))
 
 
-def _running_on(cpus) -> int:
-    me, count = os.getpid(), 0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == me:
-            continue
-        try:
-            tasks = os.listdir(f"/proc/{pid}/task")
-        except OSError:          # a process that ended meanwhile
-            continue
-        for tid in tasks:
-            try:
-                f = _task_fields(f"/proc/{pid}/task/{tid}/stat")
-            except OSError:
-                continue
-            count += f[0] == "R" and int(f[36]) in cpus      # field 39: the CPU it last ran on
-    return count
+#: a kernel thread's flag in /proc/PID/stat (field 9; include/linux/sched.h)
+PF_KTHREAD = 0x00200000
+
+
+def _running_on(cpus, ours=()) -> int:
+    """Other processes' threads in state R, not the kernel's, not ``ours``; with ``cpus``
+    those whose last CPU (field 39) is one of them."""
+    me = os.getpid()
+    return sum(f[0] == "R" and not int(f[6]) & PF_KTHREAD and (cpus is None or int(f[36]) in cpus)
+               for pid in os.listdir("/proc") if pid.isdigit() and int(pid) != me and int(pid) not in ours
+               for f in _per_thread(pid, "stat", _task_fields))
 
 
 #: (monotonic time, the busy count) of :func:`usable_cpus`' last look at the machine
