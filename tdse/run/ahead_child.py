@@ -15,11 +15,34 @@ def prepare():
     import the solvers now: a worker's start, or once in the fork server its workers are
     forked from (:mod:`tdse.run.ahead_server`), before which nothing of NumPy is imported."""
     sys.modules.setdefault("cupy", None)
+    keep_memory()
     from ..lazy import defer
     defer()                     # (numpy.f2py and numpy.testing: ~85 ms of its start on 2 CPUs)
     import threadpoolctl  # noqa: F401
 
     from ..model import states  # noqa: F401 -- imported before the first call, not at it
+
+
+#: glibc's mallopt parameters (malloc.h)
+M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
+
+
+def keep_memory():
+    """glibc's malloc in this worker: arrays up to 32 MB (its most) from the heap, not each a
+    fresh mapping, and freed memory kept for the next (not returned to the system): a
+    window's solves make and drop arrays of a few MB at every iteration, whose pages' first
+    touches had been a fifth of the window (h2plus_moving_large's molecule on one core, a
+    window of 16 calls: 3-point N = 8192 39.6-42.0 -> 31.7-33.4 ms, 5-point 57-59 -> 50-52;
+    at N <= 2048 within 10 %; the same bits: ``benchmarks/results/window_malloc_cpu2_20261201T0438.txt``).
+    Nothing where the C library has no mallopt."""
+    try:
+        import ctypes
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(M_MMAP_THRESHOLD, 32 << 20)
+    mallopt(M_TRIM_THRESHOLD, 1 << 30)
+    mallopt(M_TOP_PAD, 64 << 20)
 
 
 def start(threads):
