@@ -499,8 +499,9 @@ def test_the_look_ahead_workers_end_when_their_run_leaves_at_once(later):
 
 def test_a_later_runs_look_ahead_forks_its_workers_from_a_server_with_the_same_pairs():
     """A run's close starts the fork server (tdse.run.eigenpairs._start_server) where the
-    platform has one; the next run's workers are forked from it (CuPy shut out, the solvers
-    imported by the server) and give the same pairs, bit for bit, as spawned ones; the
+    platform has one; the next run's workers are forked from it once it has imported the
+    solvers (its file; spawned until then: a fork would wait for them) -- CuPy shut out --
+    and give the same pairs, bit for bit, as spawned ones; the
     command line's close (serve=False) starts none."""
     import multiprocessing
 
@@ -513,13 +514,20 @@ def test_a_later_runs_look_ahead_forks_its_workers_from_a_server_with_the_same_p
     cfg = cfg.with_value("grid.stencil", 3).with_value("output.populations_every", 5)
     tr = Tracker(cfg, 4)
     begin, times = (cfg, tr.K, tr.settings()), (0.3, 0.4)
+    from tdse.run.ahead_child import server_marker
+    marker = server_marker(os.getpid())
     got = []
     for k in range(2):
+        if k:           # the server started by the first close: its workers once it has
+            end = time.monotonic() + 60      # imported the solvers (its file), spawned before
+            while not os.path.exists(marker) and time.monotonic() < end:
+                assert eigenpairs._context(multiprocessing).get_start_method() == "spawn"
+                time.sleep(0.01)
         w = eigenpairs.Workers(1)
         method = w.pool._mp_context.get_start_method()
         got.append(w.submit(eigenpairs._pairs, (os.getpid(), 9000 + k), begin, times).result(timeout=60)[0])
         w.close()
-        assert (method == "forkserver") == bool(eigenpairs._SERVER) or k == 0
+        assert (method == "forkserver") == (bool(eigenpairs._SERVER) and os.path.exists(marker)) or k == 0
     assert eigenpairs._SERVER and method == "forkserver"
     ref = [tr(t) for t in times]          # (3-point: no BLAS in its solvers, the same bits here)
     for pairs in got:                     # spawned (or forked, where an earlier test left the

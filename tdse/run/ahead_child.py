@@ -23,6 +23,14 @@ def prepare():
     from ..model import states  # noqa: F401 -- imported before the first call, not at it
 
 
+def server_marker(pid) -> str:
+    """The file the look-ahead's fork server started by process ``pid`` makes once it has
+    imported the solvers (:mod:`tdse.run.ahead_server`; :func:`tdse.run.eigenpairs._context`)."""
+    import os
+    import tempfile
+    return os.path.join(tempfile.gettempdir(), f"tdse-ahead-server-{pid}.ready")
+
+
 #: glibc's mallopt parameters (malloc.h)
 M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
 

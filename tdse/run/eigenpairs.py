@@ -41,6 +41,7 @@ import warnings
 
 from ..model import states
 from ..model.tracker import Tracker
+from .ahead_child import server_marker
 
 __all__ = ["Lookahead", "Workers", "lookahead_wanted", "may_want", "seconds_guess", "workers_most"]
 
@@ -234,33 +235,48 @@ _SERVER = []
 
 
 def _context(multiprocessing):
-    """The workers' start method: "forkserver" once this process has started its fork
-    server (:func:`_start_server`, at the end of its first run with workers), else
-    "spawn".  A run's workers from the server are ready in ~30 ms, where spawned ones
-    import NumPy and SciPy again (0.2 s on 2 CPUs; on a GPU host ~1 s, during which a
-    second run in one process -- a notebook's -- computed its populations' pairs in its
-    loop: ``second_run_h200x1_20261130T2335.txt``).  The first run's workers are spawned:
-    a process's first fork needs the server's start, and waiting for it held the run's
-    set-up (there ~0.9 s of imports on a GPU host)."""
-    return multiprocessing.get_context("forkserver" if _SERVER else "spawn")
+    """The workers' start method: "forkserver" once this process's fork server
+    (:func:`_start_server`, started at the end of its first run with workers) has imported
+    the solvers (its file, :func:`tdse.run.ahead_child.server_marker`), else "spawn".  A
+    run's workers from the server are ready in ~30 ms, where spawned ones import NumPy and
+    SciPy again (0.2 s on 2 CPUs; on a GPU host ~1 s, during which a second run in one
+    process -- a notebook's -- computed its populations' pairs in its loop:
+    ``second_run_h200x1_20261130T2335.txt``).  The first run's workers are spawned, and a
+    run's that starts while the server still imports: a fork then waits for those imports
+    (a script's second run at once after its first on 2 CPUs: ``Workers()`` 0.14 s against
+    0.02 s spawned, ``second_run_cpu2_20261201T0451.txt``)."""
+    ready = bool(_SERVER) and os.path.exists(server_marker(os.getpid()))
+    return multiprocessing.get_context("forkserver" if ready else "spawn")
 
 
 def _start_server():
     """Start the fork server (no wait: it imports the solvers while the process goes on,
-    :mod:`tdse.run.ahead_server`; its environment's BLAS on one thread, as the workers'),
-    where the platform has one and this process has not yet; it lives as long as this
-    process (a command line's ends at once with it) and holds no run's state.  Its preload
-    list, a process-wide setting, is set to that module."""
+    :mod:`tdse.run.ahead_server`, and then makes its file; its environment's BLAS on one
+    thread, as the workers'), where the platform has one and this process has not yet; it
+    lives as long as this process (a command line's ends at once with it) and holds no
+    run's state; its file goes with this process.  Its preload list, a process-wide
+    setting, is set to that module."""
+    import atexit
     import multiprocessing
     if _SERVER or "forkserver" not in multiprocessing.get_all_start_methods():
         return
     from multiprocessing import forkserver
 
     from ..options import blas_env
+    marker = server_marker(os.getpid())
+    _remove(marker)                  # (left by an earlier process of this PID)
     multiprocessing.get_context("forkserver").set_forkserver_preload(["tdse.run.ahead_server"])
     with blas_env(states.EIGEN_BLAS_THREADS):
         forkserver.ensure_running()
+    atexit.register(_remove, marker)
     _SERVER.append(True)
+
+
+def _remove(path):
+    try:
+        os.remove(path)
+    except OSError:
+        pass
 
 
 class Workers:
