@@ -531,6 +531,64 @@ def test_usable_cpus_falls_back_to_the_load_average(monkeypatch):
         assert be.usable_cpus() == usable, load
 
 
+def test_a_kernel_thread_is_not_another_job():
+    """The flags field running_others reads (field 9) marks the kernel's threads: set for
+    kthreadd's children (the kernel's workers, parent PID 2), not for this process."""
+    from tdse.run import backend as be
+    me = be._task_fields("/proc/self/stat")
+    assert not int(me[6]) & be.PF_KTHREAD
+    kernel = []
+    for pid in os.listdir("/proc"):
+        try:
+            f = be._task_fields(f"/proc/{pid}/stat") if pid.isdigit() else None
+        except OSError:
+            continue
+        if f is not None and f[1] == "2":
+            kernel.append(f)
+    if not kernel:
+        pytest.skip("no kernel threads in view (a PID namespace)")
+    assert all(int(f[6]) & be.PF_KTHREAD for f in kernel)
+    # (each as if it ran now: still not counted; this process's thread is)
+    assert not any(be._runs_here(["R"] + f[1:], None) for f in kernel)
+    assert be._runs_here(["R"] + me[1:], None)
+
+
+_HEAP_CHECK = """
+import sys
+import numpy as np
+if sys.argv[1] == "keep":
+    from tdse.run.ahead_child import keep_memory
+    print(keep_memory())
+else:
+    print(None)
+a = np.empty(16 << 20, dtype=np.uint8)
+maps = [line.split() for line in open("/proc/self/maps")]
+spans = [tuple(int(v, 16) for v in m[0].split("-")) for m in maps if m[-1] == "[heap]"]
+print(any(lo <= a.ctypes.data < hi for lo, hi in spans))
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="Linux's /proc")
+def test_a_look_ahead_worker_keeps_its_freed_memory():
+    """keep_memory sets glibc's malloc parameters in the process it runs in (a worker: here a
+    fresh interpreter; mallopt takes each): a 16 MB array then comes from the heap ([heap]
+    in /proc/self/maps), where without it glibc maps it on its own."""
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    def run(mode):
+        out = subprocess.run([sys.executable, "-c", _HEAP_CHECK, mode], capture_output=True,
+                             text=True, check=True, cwd=root).stdout.split()
+        return out[0], out[1] == "True"
+    taken, kept = run("keep")
+    if taken == "None":
+        pytest.skip("no mallopt in this C library")
+    if run("plain")[1]:
+        pytest.skip("this malloc takes a 16 MB array from the heap anyway: nothing to tell apart")
+    assert taken == "True" and kept
+
+
 def _other_spinner():
     """The PID of a spinning process that is not this one's descendant (running_others leaves
     out this process's own work, :func:`tdse.run.backend.descendants`): its parent exits at

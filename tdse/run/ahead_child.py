@@ -42,15 +42,15 @@ def keep_memory():
     touches had been a fifth of the window (h2plus_moving_large's molecule on one core, a
     window of 16 calls: 3-point N = 8192 39.6-42.0 -> 31.7-33.4 ms, 5-point 57-59 -> 50-52;
     at N <= 2048 within 10 %; the same bits: ``benchmarks/results/window_malloc_cpu2_20261201T0438.txt``).
-    Nothing where the C library has no mallopt."""
+    Whether the C library took all three settings (glibc's mallopt says 1 for each); None
+    where it has no mallopt (nothing done)."""
     try:
         import ctypes
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
-        return
-    mallopt(M_MMAP_THRESHOLD, 32 << 20)
-    mallopt(M_TRIM_THRESHOLD, 1 << 30)
-    mallopt(M_TOP_PAD, 64 << 20)
+        return None
+    return all([mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1, mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1,
+                mallopt(M_TOP_PAD, 64 << 20) == 1])
 
 
 def start(threads):

@@ -183,13 +183,17 @@ def _running_now(ours=()) -> int:
 PF_KTHREAD = 0x00200000
 
 
+def _runs_here(f, cpus) -> bool:
+    """Whether a thread (its stat fields ``f``) is in state R, not the kernel's (field 9's
+    flags), and with ``cpus`` last ran on one of them (field 39)."""
+    return f[0] == "R" and not int(f[6]) & PF_KTHREAD and (cpus is None or int(f[36]) in cpus)
+
+
 def _running_on(cpus, ours=()) -> int:
-    """Other processes' threads in state R, not the kernel's, not ``ours``; with ``cpus``
-    those whose last CPU (field 39) is one of them."""
+    """Other processes' threads that :func:`_runs_here`, not this process's nor ``ours``."""
     me = os.getpid()
-    return sum(f[0] == "R" and not int(f[6]) & PF_KTHREAD and (cpus is None or int(f[36]) in cpus)
-               for pid in os.listdir("/proc") if pid.isdigit() and int(pid) != me and int(pid) not in ours
-               for f in _per_thread(pid, "stat", _task_fields))
+    others = [pid for pid in os.listdir("/proc") if pid.isdigit() and int(pid) != me and int(pid) not in ours]
+    return sum(_runs_here(f, cpus) for pid in others for f in _per_thread(pid, "stat", _task_fields))
 
 
 #: (monotonic time, the busy count) of :func:`usable_cpus`' last look at the machine
