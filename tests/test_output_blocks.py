@@ -182,6 +182,16 @@ def test_static_centres_populations_by_a_product_a_block_equal_a_row_at_a_time(i
     assert P[-1, 0] > 0.5 and np.ptp(P[:, 1]) > 1e-9      # the rows do change
 
 
+def _random_block(cfg, K, M, rng):
+    """(x, K random states (K, N), psi(0) (N,), a block (N, M) of random complex states, M
+    times in [0, 2)) on ``cfg``'s grid."""
+    n = cfg.grid.n
+    x = np.linspace(cfg.grid.x_min, cfg.grid.x_max, n, endpoint=False)
+    psi0 = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+    return (x, rng.standard_normal((K, n)), psi0,
+            rng.standard_normal((n, M)) + 1j * rng.standard_normal((n, M)), rng.uniform(0.0, 2.0, M))
+
+
 def test_a_block_of_one_configuration_is_made_from_one_state(inputs_dir, rng):
     """BlockMeasure of M members of one configuration (a single run's time block) given
     psi(0) once as (N, 1), H(0)'s states as a broadcast view and the same config object M
@@ -190,11 +200,7 @@ def test_a_block_of_one_configuration_is_made_from_one_state(inputs_dir, rng):
     from tdse.model.observables import BlockMeasure
     cfg = _field_absorber(_moving(inputs_dir, 3), inputs_dir)
     n, K, M = cfg.grid.n, 3, 6
-    x = np.linspace(cfg.grid.x_min, cfg.grid.x_max, n, endpoint=False)
-    phi0 = rng.standard_normal((K, n))
-    psi0 = rng.standard_normal(n) + 1j * rng.standard_normal(n)
-    X = rng.standard_normal((n, M)) + 1j * rng.standard_normal((n, M))
-    times = rng.uniform(0.0, 2.0, M)
+    x, phi0, psi0, X, times = _random_block(cfg, K, M, rng)
     full = BlockMeasure([dataclasses.replace(cfg) for _ in range(M)], x,
                         np.repeat(phi0[None], M, 0), np.repeat(psi0[:, None], M, 1))
     once = BlockMeasure([cfg] * M, x, np.broadcast_to(phi0[None], (M, K, n)), psi0[:, None])
@@ -203,6 +209,41 @@ def test_a_block_of_one_configuration_is_made_from_one_state(inputs_dir, rng):
     a, b = full.raw(None, X, times=times), once.raw(None, X, times=times)
     for k in ("sums", "amps"):
         assert np.array_equal(a[k], b[k]), k
+
+
+@pytest.mark.parametrize("stencil", [3, 5, "dvr"])
+@pytest.mark.parametrize("moving", [True, False])
+def test_a_time_block_by_its_rows_layout(stencil, moving, inputs_dir, rng):
+    """A single run's time block comes as the transpose of its (M, N) rows (each state's
+    column contiguous) and is measured in that layout (BlockMeasure._host_raw, "F"):
+    V and dV/dx in that order equal the (N, B) ones bit for bit (moving or static centres,
+    the field's x E(t)); the sums equal the contiguous copy's to 1e-12 of the largest (the
+    same terms summed along the columns in another order); and a state's sums and
+    amplitudes are the same bits wherever in the block it is (the rows rolled: a resumed
+    run's blocks start elsewhere), on an odd N (rows at every alignment)."""
+    from tdse.model.observables import BlockMeasure
+    cfg = _field_absorber(_moving(inputs_dir, stencil, n=159), inputs_dir)
+    if not moving:
+        cfg = dataclasses.replace(cfg, potential=dataclasses.replace(cfg.potential, centres=tuple(
+            dataclasses.replace(c, amplitude=0.0) for c in cfg.potential.centres)))
+    n, K, M = cfg.grid.n, 3, 7
+    x, phi0, psi0, rows, times = _random_block(cfg, K, M, rng)
+    rows = np.ascontiguousarray(rows.T)            # (M, N): the rows as _BlockRows holds them
+    bm = BlockMeasure([cfg] * M, x, np.broadcast_to(phi0[None], (M, K, n)), psi0[:, None])
+    assert bm.potential.moving == moving
+    for grad in (True, False):
+        (vc, gc), (vf, gf) = (bm.potential.host_fields(times, grad, o) for o in ("C", "F"))
+        assert vf.flags.f_contiguous and np.array_equal(vc, vf) and np.abs(vc).min() > 0
+        assert (gc is None and gf is None) if not grad else np.array_equal(gc, gf)
+    got = bm.raw(None, rows.T, times=times)
+    ref = bm.raw(None, np.ascontiguousarray(rows.T), times=times)
+    scale = np.abs(ref["sums"]).max(axis=1, keepdims=True)
+    assert np.all(np.abs(got["sums"] - ref["sums"]) <= 1e-12 * scale)
+    assert np.allclose(got["amps"], ref["amps"], rtol=1e-13, atol=1e-13)
+    for k in (1, 3):
+        rolled = bm.raw(None, np.roll(rows, k, axis=0).T, times=np.roll(times, k))
+        for key in ("sums", "amps"):
+            assert np.array_equal(np.roll(got[key], k, axis=1), rolled[key]), (k, key)
 
 
 @pytest.mark.parametrize("own_states", [False, True])

@@ -78,13 +78,14 @@ class CallableBatch(BatchPotential):
         self.moving = True            # (each column at its own time: _molecule every call)
         self.x_host = np.asarray(x, dtype=np.float64)
 
-    def _molecule(self, t, gradient=True):
+    def _molecule(self, t, gradient=True, order="C"):
         ts = np.broadcast_to(np.asarray(t, dtype=np.float64), (self.B,))
         p, x = self.potential, self.x_host
-        V = np.stack([p._call(p.fn, x, tb) for tb in ts], axis=1)
+        cols = (lambda v: np.stack(v).T) if order == "F" else (lambda v: np.stack(v, axis=1))  # noqa: E731
+        V = cols([p._call(p.fn, x, tb) for tb in ts])
         G = None
         if gradient:      # (the molecule's alone: host_fields adds the field's E)
-            G = np.stack([p.gradient(x, tb) - field_value(p.config.field, tb) for tb in ts], axis=1)
+            G = cols([p.gradient(x, tb) - field_value(p.config.field, tb) for tb in ts])
         return V, G
 
     def bounds_many(self, times, weights):

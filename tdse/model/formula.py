@@ -127,10 +127,10 @@ class FormulaBatch(BatchPotential):
         env = {**self.rows, "x": x, "t": t}
         return np.broadcast_to(evaluate(expr, env), np.broadcast_shapes(x.shape, (1, self.B)))
 
-    def _molecule(self, t, gradient=True):
+    def _molecule(self, t, gradient=True, order="C"):
         t = t if np.ndim(t) == 0 else np.asarray(t, dtype=np.float64)[None, :]
-        V = self._values(self.formula.V, t, self.x_host).copy()
-        G = self._values(self.formula.dV, t, self.x_host).copy() if gradient else None
+        V = self._values(self.formula.V, t, self.x_host).copy(order=order)
+        G = self._values(self.formula.dV, t, self.x_host).copy(order=order) if gradient else None
         return V, G
 
     def _ranges(self, ts):

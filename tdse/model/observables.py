@@ -392,10 +392,14 @@ class BlockMeasure:
         operations (a row costs a few array passes over the block instead of a dozen calls
         on its vector: the single run's rows on the CPU, :class:`tdse.run.rows.Observables`)."""
         at = t if times is None else np.asarray(times, dtype=np.float64)
-        X = np.ascontiguousarray(X, dtype=np.complex128)
+        # a single run's time block comes as the transpose of its rows (each state's column
+        # contiguous, "F"): measured in that layout, every sum along a contiguous column, where
+        # a transposed copy and strided sums had cost ~30 % of the block (2 CPUs, N = 256)
+        order = "F" if X.flags.f_contiguous and not X.flags.c_contiguous else "C"
+        X = np.asarray(X, dtype=np.complex128, order=order)
         n = X.shape[0]
         w = X.real ** 2 + X.imag ** 2
-        V, dV = self.potential.host_fields(at)
+        V, dV = self.potential.host_fields(at, order=order)
         if self._bands is not None and not self.potential.velocity:
             energy = self._stencil_kinetic(X, w)
         else:
@@ -407,9 +411,10 @@ class BlockMeasure:
             if k != 1.0:
                 energy *= k
         energy += np.einsum("nb,nb->b", V, w)
-        c0 = np.einsum("nb,nb->b", self._psi0c, X)
+        c0 = np.einsum("nb,nb->b", self._in(order, "_psi0c"), X)
         F = np.fft.fft(X, axis=0)
-        layers = np.einsum("nb,nb->b", w, self.layers) if self._any_layer else np.zeros(X.shape[1])
+        layers = np.einsum("nb,nb->b", w, self._in(order, "layers")) if self._any_layer else \
+            np.zeros(X.shape[1])
         # the grid sums of a column by einsum, not a matrix-vector product: BLAS's gemv gives
         # the last M mod 4 columns other bits than the same state in another column, and a
         # row's bits must not depend on where in a block it is measured (a resumed run's
@@ -422,17 +427,30 @@ class BlockMeasure:
         sums = np.stack([host[name] for name in SUMS])
         return self._raw_out(sums, X, also, t)
 
+    def _in(self, order, name):
+        """The host array ``name`` (N x B) in the memory ``order`` of a block (a copy made once)."""
+        key = f"{name}_{order}"
+        got = self.__dict__.get(key)
+        if got is None:
+            got = self.__dict__[key] = np.asarray(getattr(self, name), order=order)
+        return got
+
     def _stencil_kinetic(self, X, w):
         """Re sum_n X*_n (T X)_n of each column for a 3- or 5-point T (bands d0, d1, d2 with
         the walls' zeros): d0 sum |X|^2 + 2 sum_m d_m Re sum_n X*_n X_(n+m), the products of
         the block's real view shifted by m rows -- the same sum as X* (T X) to rounding,
-        without T X (on 2 CPUs at N = 256, 64 rows: ~30 us against ~85)."""
+        without T X (on 2 CPUs at N = 256, 64 rows: ~30 us against ~85).  X by columns
+        ("F", :meth:`_host_raw`): a member's re, im interleaved along its column, shifted by
+        2m."""
         d0, d1, d2 = self._bands
-        R = X.view(np.float64).reshape(X.shape[0], -1)          # N x 2B: re, im interleaved
         out = d0 * w.sum(axis=0)
+        F = not X.flags.c_contiguous
+        R = X.T.view(np.float64) if F else X.view(np.float64).reshape(X.shape[0], -1)
         for m, d in ((1, d1), (2, d2)):
             if d:
-                out += (2.0 * d) * np.einsum("nc,nc->c", R[:-m], R[m:]).reshape(-1, 2).sum(axis=1)
+                s = np.einsum("bn,bn->b", R[:, :-2 * m], R[:, 2 * m:]) if F else \
+                    np.einsum("nc,nc->c", R[:-m], R[m:]).reshape(-1, 2).sum(axis=1)
+                out += (2.0 * d) * s
         return out
 
     def _gauge_terms(self, kin, X, t):

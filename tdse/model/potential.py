@@ -38,17 +38,11 @@ class Potential(Protocol):
     or a formula and its derivative, :mod:`tdse.backends.cupy.potential`).  :class:`SoftCore` is its implementation."""
 
     device: tuple
-
     def values(self, x, t, xp=np): ...
-
     def gradient(self, x, t): ...
-
     def values_many(self, x, times, out=None): ...
-
     def bounds(self, x, times, weights=(1.0,), offsets=(0.0,)): ...
-
     def centres(self, t): ...
-
     def molecule(self, x, t, xp=np): ...
 
 
@@ -367,7 +361,7 @@ class BatchPotential:
         if self.velocity and not all(velocity_gauge(f) for f in fields):
             raise ValueError("a batch's members must share one gauge")
         self.has_field = any(f is not None for f in fields)
-        self._static = None          # (V, dV/dx) of the molecule when no centre moves
+        self._static = {}            # (V, dV/dx) of the molecule when no centre moves, per order
         self.moving = bool(self.amp.any())
         if self.has_field and (None in fields or len({f.envelope for f in fields}) > 1):
             raise ValueError("a batch's members must all have a field of one envelope kind, or none")
@@ -519,24 +513,28 @@ class BatchPotential:
             return self._device(t, "v")
         return self.host_fields(t, gradient=False)[0]
 
-    def _molecule(self, t, gradient=True):
+    def _molecule(self, t, gradient=True, order="C"):
         """(-sum_c Z_c / sqrt((x - X_c)^2 + a), and its dV/dx or None) of every member,
         (N, B) on the host: one pass a centre, its square root shared; dV/dx as
-        Z r / (d sqrt d), d = r^2 + a (within an ulp of :func:`coulomb_force`'s d^1.5)."""
-        V = np.zeros((self.x.shape[0], self.B))
-        G = np.zeros_like(V) if gradient else None
+        Z r / (d sqrt d), d = r^2 + a (within an ulp of :func:`coulomb_force`'s d^1.5);
+        ``order`` "F": made as (B, N) rows, returned transposed (:meth:`host_fields`)."""
+        o = (lambda a: a.T) if order == "F" else (lambda a: a)      # noqa: E731
+        x, V, G = o(self.x), None, None
         for Z, X in zip(self.Z, self._centres(t)):
-            r = self.x - X
+            Z, r = o(Z), x - o(X)
             d = r * r
-            d += self.a
-            sq = np.sqrt(d)
-            V -= Z / sq
+            d += o(self.a)
+            sq = np.sqrt(d)     # (below, (-Z) / sq: the bits of 0 - Z / sq, rounding being odd)
+            V = np.divide(-Z, sq) if V is None else np.subtract(V, Z / sq, out=V)
             if gradient:
                 d *= sq
                 r *= Z
                 r /= d
-                G += r
-        return V, G
+                G = r if G is None else np.add(G, r, out=G)
+        if V is None:           # (no centre)
+            V = np.zeros(np.broadcast_shapes(x.shape, o(self.a).shape))
+        G = np.zeros_like(V) if gradient and G is None else G
+        return o(V), (o(G) if gradient else None)
 
     def gradient(self, t):
         """dV/dx at ``t`` (a time, or (B,) own times on the host path), (N, B)."""
@@ -549,23 +547,25 @@ class BatchPotential:
             g += coulomb_force(Z, X, self.a, self.x)
         return g
 
-    def host_fields(self, t, gradient=True):
+    def host_fields(self, t, gradient=True, order="C"):
         """(V, dV/dx) at ``t`` (a time, or (B,) own times) on the host, (N, B) each (dV/dx
         None without ``gradient``): :meth:`_molecule`'s pass over the centres (when no
         centre moves, once: its copies), then the field's x E(t) and E(t) -- what a block of
-        observables needs (:class:`BlockMeasure`), and :meth:`total`'s V."""
+        observables needs (:class:`BlockMeasure`), and :meth:`total`'s V.  ``order`` "F":
+        each member's column contiguous, as a single run's block of rows has its states."""
         if self.moving:
-            V, G = self._molecule(t, gradient)
+            V, G = self._molecule(t, gradient, order)
         else:
-            if self._static is None:
-                self._static = self._molecule(0.0)
-            V = self._static[0].copy()
-            G = self._static[1].copy() if gradient else None
-        if self.has_field:
-            E = np.asarray(self._field_at(t))[None, :]
-            V += E * self.x
+            if order not in self._static:
+                self._static[order] = self._molecule(0.0, order=order)
+            V0, G0 = self._static[order]
+            V, G = V0.copy(order="K"), (G0.copy(order="K") if gradient else None)
+        if self.has_field:      # (member-major where "F": the arrays' own order)
+            o = (lambda a: a.T) if order == "F" else (lambda a: a)      # noqa: E731
+            E = o(np.asarray(self._field_at(t))[None, :])
+            o(V)[...] += E * o(self.x)
             if gradient:
-                G += E
+                o(G)[...] += E
         return V, G
 
     def bounds_many(self, times, weights):
