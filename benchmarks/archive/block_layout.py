@@ -1,6 +1,7 @@
 """A single run's block of observables on the host (tdse.run.rows._BlockRows: 64 rows at
 N = 256, moving centres, 3-point): BlockMeasure.raw's microseconds back to back and between
-64-step slices of the run's stepper.  Usage: PYTHONPATH=TREE python block_layout.py INPUT
+64-step slices of the run's stepper, with the run's BLAS threads (plan.backend.limit, as
+inside its loop: outside it OpenBLAS's second thread waited for a busy core, ms a block).  Usage: PYTHONPATH=TREE python block_layout.py INPUT
 (an input as benchmarks' run-overhead makes it; run against two trees to compare)."""
 import sys
 import time
@@ -22,6 +23,8 @@ ts = list(np.arange(M) * cfg.time.dt + 3.0)
 raw = lambda: R.tblock.raw(None, R.buf.T, times=ts)        # noqa: E731
 st, psi = plan.stepper(), np.asarray(plan.psi0).copy()
 state, j, back, between = tdse.evolve(plan, psi, stop=2, stepper=st), 2, [], []
+limit = plan.backend.limit()        # the run's BLAS threads, as inside its loop
+limit.__enter__()
 for _ in range(40):
     t0 = time.perf_counter()
     raw()
