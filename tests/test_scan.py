@@ -591,3 +591,23 @@ def test_the_cli_makes_its_members_once(tmp_path, monkeypatch):
     res = scan_mod.scan(tdse.config.loads(ATOM), [("field.E0", list(ds["field.E0"].values))], save="final")
     for k in ("norm", "energy", "x_mean"):       # (the CLI's BLAS threads may round otherwise)
         assert np.allclose(ds[k].values, res[k], rtol=1e-12, atol=1e-14), k
+
+
+def test_a_batch_keeps_whole_only_the_series_its_scan_keeps(base):
+    """#59 item 1: a batch assembles the whole time series only of the observables its scan
+    keeps (and the acceleration, where it makes spectra); the others' last row alone -- the
+    same values at t_end, the same spectra, as the scan that keeps every series."""
+    cfg = tdse.config.loads(ATOM)
+    E0s = [0.03, 0.05, 0.07]
+    final, series = (scan_mod.scan(cfg, {"field.E0": E0s}, save=s) for s in ("final", "series"))
+    assert final["saved_series"] == () and final["hhg_power"].shape[0] == len(E0s)
+    assert np.array_equal(final["hhg_power"], series["hhg_power"])
+    for name in ("energy", "acceleration", "norm", "populations_h0", "autocorrelation"):
+        assert np.asarray(series[name]).shape[1] > 1
+        assert np.array_equal(final[name], np.asarray(series[name])[:, -1]), name
+    configs = [cfg.with_value("field.E0", e) for e in E0s]
+    cols = scan_mod.run_batch(configs, full={"acceleration"})
+    S = cols["t"].size
+    assert cols["acceleration"].shape == (3, S) and cols["energy"].shape == (3, 1)
+    assert cols["populations_h0"].shape[:2] == (3, 1)
+    assert np.array_equal(cols["energy"][:, 0], scan_mod.run_batch(configs)["energy"][:, -1])

@@ -233,14 +233,16 @@ class _Recorder(Sink):
         self._pool = self._pool or concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tdse-rows")
         self._blocks.append(self._pool.submit(lambda: self.measure.finish(ts, copy.result())))
 
-    def columns(self) -> dict:
-        """name -> (B, S[, K]): each member's observables over time, C-ordered."""
+    def columns(self, full=None) -> dict:
+        """name -> (B, S[, K]): each member's observables over time, C-ordered; those not in
+        ``full`` (None: all) their last row alone (1000 members' whole record: ~0.5 GB copied)."""
         blocks = [b.result() if hasattr(b, "result") else b for b in self._blocks]
         if self._pool is not None:
             self._pool.shutdown()
-        return {name: np.ascontiguousarray(np.swapaxes(
-                    np.concatenate([np.asarray(b[name]) for b in blocks]), 0, 1))
-                for name in BlockMeasure.NAMES}
+        whole = [n for n in BlockMeasure.NAMES if full is None or n in full]
+        return {n: np.ascontiguousarray(np.swapaxes(np.concatenate(
+                    [np.asarray(b[n]) for b in blocks] if n in whole else [np.asarray(blocks[-1][n])[-1:]]), 0, 1))
+                for n in BlockMeasure.NAMES}
 
 
 def _molecule(cfg: Config) -> str:
@@ -253,9 +255,9 @@ def _molecule(cfg: Config) -> str:
                        list(p.parameters)])
 
 
-def run_batch(configs, backend="numpy", devices=None, keep_psi=False) -> dict:
-    """One batch: the members' observables over time ({"t": (S,), name: (B, S[, K])}),
-    and with ``keep_psi`` their final psi (B, N); also the work done."""
+def run_batch(configs, backend="numpy", devices=None, keep_psi=False, full=None) -> dict:
+    """One batch: the members' observables over time ({"t": (S,), name: (B, S[, K])}; those
+    not in ``full``, if given, their last row), with ``keep_psi`` their final psi (B, N)."""
     t_start = time.perf_counter()
     kind = "estimate" if scan_estimates(configs[0]) else "none"
     configs = [dataclasses.replace(c, propagator=dataclasses.replace(
@@ -293,7 +295,7 @@ def run_batch(configs, backend="numpy", devices=None, keep_psi=False) -> dict:
     t1 = time.perf_counter()
     out = {"t": np.asarray(rec.t), "seconds": t1 - t0,
            "exponentials": stepper.exponentials, "chebyshev_terms": stepper.cheb_terms,
-           "blas_threads": plan.backend.threads or 0, **rec.columns()}   # (B, S[, K])
+           "blas_threads": plan.backend.threads or 0, **rec.columns(full)}   # (B, S[, K])
     if est is not None:
         out.update(est.columns(), steps_taken=stepper.substeps, rejected=stepper.rejected)
     # the batch's work outside its time loop: set-up (plan, states, the members' potentials)
@@ -317,13 +319,11 @@ def _parts_dir(out, name):
 
 
 def scan_bytes(sc: Scan, keep_psi=False, series=SERIES) -> int:
-    """Bytes a scan writes at most: its file, and while it runs the same again in its parts
-    folder -- each member's rows (a dozen real observables, the complex autocorrelation, K
-    populations, and its spectrum's share: 120 + 8 K bytes a row; #59 measured ~0.56 MB a
-    member at 4411 rows and K = 4; + 16 with the time errors) where it keeps ``series``,
-    else one such row and its spectrum (8 bytes a row), its final psi with ``keep_psi`` --
-    and 256 KiB of metadata (a bound: tests/test_scan.py compares it with the files a scan
-    writes)."""
+    """Bytes a scan writes at most: its file, and the same again in its parts folder while
+    it runs -- a member's rows (120 + 8 K bytes a row, + 16 with the time errors; ~0.56 MB
+    at 4411 rows and K = 4) where it keeps ``series``, else one row and its spectrum (8 bytes
+    a row), its final psi with ``keep_psi`` -- and 256 KiB of metadata (a bound, compared
+    with the files a scan writes in tests/test_scan.py)."""
     rows = max(c.time.steps // c.output.observables_every + 1 for c in sc.configs)
     K = max(c.output.populations for c in sc.configs)
     row = 120 + 8 * K + (16 if scan_estimates(sc.base) else 0)
@@ -334,9 +334,8 @@ def scan_bytes(sc: Scan, keep_psi=False, series=SERIES) -> int:
 def parts_kept(out, name):
     """(folder, count): a scan's finished batches kept in its parts folder."""
     folder = _parts_dir(os.path.abspath(out), name)
-    count = (sum(1 for d in os.listdir(folder) if d.startswith("batch_") and
-                 os.path.isdir(os.path.join(folder, d))) if os.path.isdir(folder) else 0)
-    return folder, count
+    return folder, (sum(1 for d in os.listdir(folder) if d.startswith("batch_") and
+                        os.path.isdir(os.path.join(folder, d))) if os.path.isdir(folder) else 0)
 
 
 def remove_parts(out, name):
@@ -400,13 +399,13 @@ def _sees(folder, token) -> bool:
 
 
 def batch_task(configs, backend, devices, keep_psi, part=None, series=SERIES, spectra=None) -> dict:
-    """A batch as a Dask task.  ``part`` = (folder, k, fingerprint, token): a worker that
-    sees the client's parts folder (the token in it: the same machine, or a shared file
-    system) writes the batch there itself and returns only its number and seconds, so a
-    batch's observables (~0.6 GB for 1000 atom_hhg members) never travel through the
-    scheduler's connection to the client; any other worker returns them.  The result is
-    reduced to what the scan keeps first (:func:`tdse.studies.scan_save.reduce_batch`)."""
-    res = reduce_batch(run_batch(configs, backend, devices, keep_psi), series, spectra)
+    """A batch (a Dask task, or here), reduced to what the scan keeps (:func:`tdse.studies.
+    scan_save.reduce_batch`: the series it keeps and the spectra's acceleration made whole,
+    the rest at t_end).  ``part`` = (folder, k, fingerprint, token): a worker that sees the
+    client's parts folder (the token in it) writes the batch there and returns only its
+    number and seconds (~0.6 GB for 1000 atom_hhg members never sent); any other returns it."""
+    full = set(series) | ({"acceleration"} if spectra is not None else set())
+    res = reduce_batch(run_batch(configs, backend, devices, keep_psi, full), series, spectra)
     if part is not None and _sees(part[0], part[3]):
         t0 = time.perf_counter()
         _save_part(part[0], part[1], part[2], res)
@@ -506,8 +505,8 @@ def _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi, o
     spectra = spectra_of(sc)
     if workers is None and scheduler is None:
         for k in todo:
-            yield k, reduce_batch(run_batch([sc.configs[i] for i in groups[k]], backend, devices,
-                                            keep_psi), series, spectra)
+            yield k, batch_task([sc.configs[i] for i in groups[k]], backend, devices, keep_psi,
+                                None, series, spectra)
         return
     import dask
     from dask.distributed import Client, LocalCluster, as_completed
