@@ -38,9 +38,9 @@ if __name__ == "__main__":
     blocks = []
     inner = loop.advance
 
-    def timed(stepper, X, j0, j1, operator=False):
+    def timed(stepper, X, j0, j1, *a, **k):
         t0 = time.perf_counter()
-        out = inner(stepper, X, j0, j1, operator)
+        out = inner(stepper, X, j0, j1, *a, **k)
         blocks[j0 // 1000] += time.perf_counter() - t0
         return out
     loop.advance = timed
