@@ -51,10 +51,11 @@ def hhg_power(t, acceleration, win="hann"):
 
 
 def _power(dt, n, acceleration, win):
-    """:func:`hhg_power` of ``n`` samples ``dt`` apart (SciPy's FFT on every core: NumPy's,
-    the same bits, took a scan's 1000 x 4411 samples 0.26 s on one core against 0.08)."""
+    """:func:`hhg_power` of ``n`` samples ``dt`` apart (SciPy's FFT, one thread: a Dask
+    worker's or a run's threads are theirs; NumPy's, the same bits, took a scan's 1000 x 4411
+    samples 0.26 s against 0.08 on one core)."""
     import scipy.fft
-    A = scipy.fft.rfft(np.asarray(acceleration) * window(win, n), axis=-1, workers=-1) * dt
+    A = scipy.fft.rfft(np.asarray(acceleration) * window(win, n), axis=-1) * dt
     return 2 * math.pi * np.fft.rfftfreq(n, d=dt), np.abs(A) ** 2
 
 
