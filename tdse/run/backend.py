@@ -3,6 +3,7 @@ GPUs, the GEMM options of a step, the host's BLAS threads)."""
 from __future__ import annotations
 
 import os
+import statistics
 import time
 from dataclasses import dataclass
 
@@ -120,9 +121,7 @@ def _median_of(count, samples, interval):
             return None
         if i + 1 < samples:
             time.sleep(interval)
-    counts.sort()
-    m = len(counts) // 2
-    return float(counts[m]) if len(counts) % 2 else 0.5 * (counts[m - 1] + counts[m])
+    return float(statistics.median(counts))
 
 
 def _task_fields(path):
