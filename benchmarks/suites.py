@@ -1987,7 +1987,9 @@ def _cli_env():
     (PYTHONPYCACHEPREFIX, a folder of this process's) and compiled once before the first run
     (compileall), as an installed package has it -- where the machine sets
     PYTHONDONTWRITEBYTECODE (the GPU machines do) every run compiled tdse and mgemm again,
-    ~0.5 s of an H200 run's start-up that a user's installed copy does not pay."""
+    which a user's installed copy does not do (0.05-0.08 s of atom_hhg's `tdse run` on an
+    H200's host, 1.86-1.90 against 1.92-1.94 s; cProfile counts 0.5 s of compiles, its own
+    cost included: ``scan_cli_profile_h200x1_20261201T0717.txt``)."""
     import subprocess
     import tempfile
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
