@@ -1,4 +1,4 @@
-# #54 probe: on PYTHONPATH, pins a process to CPU 0 and a multiprocessing child (the look-ahead worker, spawned or from the fork server) to CPU 1 (run_overhead_cpu2_20261201T073655_pinned.json).
+# #54 probe: on PYTHONPATH, pins a process to CPU 0 and a multiprocessing child (the look-ahead worker, spawned or from the fork server) to CPU 1 (run-overhead_cpu2_20261201T073655_pinned.json).
 import os, sys
 _child = any("multiprocessing" in a or "forkserver" in a for a in sys.argv)
 try:
