@@ -490,9 +490,10 @@ class BlockMeasure:
                 "populations_h0": xp.abs(amps * dx) ** 2, "field": E}
 
 
-def stack_rows(rows, xp):
-    """Rows (dicts of arrays of one shape per key, on the device of ``xp`` or the host) to
-    the host as one array per key: one stack and one copy per key."""
+def stack_rows(rows, xp, copy=True):
+    """Rows (dicts of arrays of one shape per key, on the device of ``xp`` or the host) as
+    one array per key: one stack per key, and one copy to the host (``copy`` False: a device
+    key's stack left on the device, for :class:`mgemm.arrays.HostCopy` to copy unwaited)."""
     from mgemm.arrays import to_host
     cols = {}
     for name in rows[0]:
@@ -500,7 +501,8 @@ def stack_rows(rows, xp):
         if xp is np or np.isscalar(first) or isinstance(first, np.ndarray):
             cols[name] = np.stack([np.asarray(r[name]) for r in rows])
         else:
-            cols[name] = to_host(xp.stack([r[name] for r in rows]))
+            stacked = xp.stack([r[name] for r in rows])
+            cols[name] = to_host(stacked) if copy else stacked
     return cols
 
 

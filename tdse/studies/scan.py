@@ -227,9 +227,10 @@ class _Recorder(Sink):
         ts, rows, xp = [t for t, _ in self._pending], [r for _, r in self._pending], self.measure.xp
         self._pending = []
         if xp is np:
-            return self._blocks.append(self.measure.finish(ts, stack_rows(rows, xp)))
+            self._blocks.append(self.measure.finish(ts, stack_rows(rows, xp)))
+            return
         from mgemm.arrays import HostCopy
-        copy = HostCopy({k: xp.stack([r[k] for r in rows]) for k in ("sums", "amps")})
+        copy = HostCopy(stack_rows(rows, xp, copy=False))
         self._pool = self._pool or concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tdse-rows")
         self._blocks.append(self._pool.submit(lambda: self.measure.finish(ts, copy.result())))
 
