@@ -1,4 +1,4 @@
-"""python -m tdse: the command line (tdse.ui.cli)."""
-from .ui.cli import main
+"""python -m tdse: the command line (tdse.ui.cli, entered through tdse.ui.command)."""
+from .ui.command import main
 
 main()

@@ -530,13 +530,48 @@ def test_a_sigint_inherited_ignored_is_noted_from_the_clis_first_import_and_acte
     code = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
             "import tdse.run.interrupts as i\n"
             "real = i.accept_sigint\n"
-            "def first():\n    real(); os.kill(os.getpid(), signal.SIGINT)\n"
+            "def first(*a, **k):\n    real(*a, **k); os.kill(os.getpid(), signal.SIGINT)\n"
             "i.accept_sigint = first\n"
             "from tdse.ui.cli import main\n"
             "sys.argv = ['tdse', 'keys']; main()\n")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 130, p.stderr
     assert p.stderr.strip() == "error: interrupted by SIGINT" and p.stdout == ""
+
+
+@pytest.mark.parametrize("entry", ["python -m tdse.ui.cli", "tdse"])
+def test_a_sigint_in_its_default_state_during_the_commands_imports_is_one_line_and_130(entry):
+    """SIGINT in Python's default state that lands in the command's imports (here: sent by
+    the process to itself right after the first of them) ends it with 130 and one line -- not
+    a traceback and status -2 (CI, 2026-12-01: the imports of a busy 2-core box took over the
+    0.5 s of the test above).  Both ways in: the module run as a program, and the console
+    script's entry point (tdse.ui.command)."""
+    import sys
+    run = ("import runpy; runpy.run_module('tdse.ui.cli', run_name='__main__')\n"
+           if entry.startswith("python") else
+           "from tdse.ui.command import main; main()\n")
+    code = ("import os, signal, sys\n"
+            "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
+            "import tdse.run.interrupts as i\n"
+            "real = i.accept_sigint\n"
+            "def first(*a, **k):\n    real(*a, **k); os.kill(os.getpid(), signal.SIGINT)\n"
+            "i.accept_sigint = first\n"
+            "sys.argv = ['tdse', 'keys']\n" + run)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 130, p.stderr
+    assert p.stderr.strip() == "error: interrupted by SIGINT" and p.stdout == ""
+
+
+def test_importing_the_cli_leaves_a_programs_sigint_alone():
+    """A module that imports the CLI (a test, a notebook) keeps Python's KeyboardInterrupt:
+    only the command itself notes SIGINT until its guard begins."""
+    import sys
+    code = ("import signal\n"
+            "import tdse.ui.cli\n"
+            "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
+            "print('kept')\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "kept", p.stderr
 
 
 def test_acknowledge_clears_cpythons_note_of_an_unhandled_interrupt(capfd):

@@ -90,18 +90,24 @@ def _note(signum, frame):
     _PENDING.append("SIGTERM" if signum == signal.SIGTERM else "SIGINT")
 
 
-def accept_sigint():
+def accept_sigint(program=False):
     """The CLI's first act, before its imports: SIGINT inherited *ignored* (a background job
     of a non-interactive shell: CI, ``tdse run ... &`` in a script) is noted from here on
     (:data:`_PENDING`; not raised, so no import is cut) and acted on when the command's
     guard begins (:func:`check_pending`).  Until 2026-11-30 such a SIGINT during the
     command's imports was lost and the run went on to its end, exit 0 (1 in 9 CI runs:
-    benchmarks/results/sigint_flake_cpu2_20261130T0830.txt).  A SIGINT in its default state
-    is Python's, as before.  Main thread only."""
+    benchmarks/results/sigint_flake_cpu2_20261130T0830.txt).  With ``program`` (the process
+    is the command: ``tdse``, ``python -m tdse``, ``python -m tdse.ui.cli``) SIGINT in
+    Python's default state is noted the same way: raised in the imports it ended the process
+    with a traceback and status -2 (CI on a busy 2-core box, 2026-12-01: the imports took
+    over 0.5 s).  A module that merely imports the CLI (tests, a notebook) keeps Python's
+    KeyboardInterrupt.  Main thread only."""
     import signal
     import threading
-    if (threading.current_thread() is threading.main_thread()
-            and signal.getsignal(signal.SIGINT) is signal.SIG_IGN):
+    if threading.current_thread() is not threading.main_thread():
+        return
+    now = signal.getsignal(signal.SIGINT)
+    if now is signal.SIG_IGN or (program and now is signal.default_int_handler):
         signal.signal(signal.SIGINT, _note)
 
 

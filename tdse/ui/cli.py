@@ -9,7 +9,7 @@ import platform
 import sys
 
 from ..run.interrupts import accept_sigint
-accept_sigint()     # before click and the rest (0.1-0.5 s of imports): a SIGINT is not lost
+accept_sigint(program=__name__ == "__main__")  # before the imports (`tdse`: ui/command.py)
 from ..lazy import defer  # noqa: E402 -- NumPy's unused submodules loaded if used
 defer()
 import click
