@@ -735,7 +735,7 @@ def test_a_wait_for_a_one_call_task_under_way_is_counted(inputs_dir):
             return [ref(5 * dt)], 0.0, []
     for done, waits in ((True, 0), (False, 1)):
         la = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 40, 1, ahead=False)
-        la.tasks[5] = [Running(done), [5], False]
+        la.tasks[5] = [Running(done), [5], None]      # (its pairs: none taken yet)
         assert np.array_equal(la._take(5, 5 * dt)[0], ref(5 * dt)[0]) and la.waits == waits
         assert not la.shares and not la.alternate and not la.tasks
 
@@ -817,6 +817,45 @@ def test_the_lookahead_keeps_a_bounded_depth_and_drops_steps_passed(inputs_dir, 
     two.close()
     off = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 40, 2, ahead=False)
     assert np.array_equal(off(4, 4 * dt)[0], ref(4 * dt)[0]) and off.pool is None and not off.tasks
+
+
+def test_the_workers_states_come_through_a_file_that_goes_once_read(inputs_dir, tmp_path):
+    """A task's states come back as a file in the run's folder (ahead_child.Left; in
+    memory, /dev/shm, where there is one), not through the pool's pipe: the pairs taken are
+    the loop's tracker's bit for bit (3-point: LAPACK alone), read-only views of the mapped
+    file, which is removed once taken; a task passed without being taken has its file
+    removed; the folder goes at the close; where the file cannot be written, the states
+    come through the pipe."""
+    from tdse.run import ahead_child, eigenpairs
+    cfg = _moving(inputs_dir, 3, n=160, **{"output.populations_every": 2})
+    dt = cfg.time.dt
+    cfg = cfg.with_value("time.t_end", 400 * dt)
+    la = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 400, 2, ahead=True)
+    ref = tracker.Tracker(cfg, 4)
+    assert la.ready.result(timeout=120)
+    folder = la.pool.folder
+    assert os.path.isdir(folder) and os.path.basename(folder).startswith("tdse-pairs-")
+    if os.path.isdir(eigenpairs.STATES_ROOT):
+        assert os.path.dirname(folder) == eigenpairs.STATES_ROOT
+    la(0, 0.0)
+    (s0, t0), (s1, t1) = list(la.tasks.items())[:2]
+    left = [t[0].result(timeout=120)[0] for t in (t0, t1)]
+    assert all(isinstance(x, ahead_child.Left) and os.path.exists(x.path) for x in left)
+    assert all(os.path.dirname(x.path) == folder for x in left)
+    step = t0[1][1]
+    E, phi = la(step, step * dt)                        # from the first task's file, removed
+    e, q = ref(step * dt)
+    assert np.array_equal(E, e) and np.array_equal(phi, q) and not phi.flags.writeable
+    assert not os.path.exists(left[0].path) and os.path.exists(left[1].path)
+    after = t1[1][-1] + 2                               # the second task passed, not taken
+    la(after, after * dt)
+    assert not os.path.exists(left[1].path)
+    la.close()
+    assert not os.path.exists(folder)
+    # no room for the file (here: no folder): the states through the pipe, the same
+    gone = os.path.join(str(tmp_path), "gone")
+    out = eigenpairs._pairs((os.getpid(), 77), (cfg, 4, ref.settings()), (2 * dt,), gone)[0]
+    assert isinstance(out, list) and np.array_equal(out[0][1], ref(2 * dt)[1])
 
 
 def test_a_script_without_a_main_guard_runs_once_with_the_workers(tmp_path):
@@ -926,7 +965,7 @@ def test_a_call_whose_task_is_under_way_is_computed_by_the_caller(inputs_dir, mo
             la.ready.set_result(True)
         la._fill = lambda step: None              # (no pool to ask)
         pending = concurrent.futures.Future()
-        la.tasks[2] = [pending, [2, 4, 6], False]
+        la.tasks[2] = [pending, [2, 4, 6], None]
         E4, _ = la(4, 4 * dt)                        # its task under way: computed here
         assert np.array_equal(E4, ref(4 * dt)[0]) and list(la.tasks) == [2]
         assert (la.tracker._window is None) == started     # alone, or its whole window
@@ -942,7 +981,7 @@ def test_a_call_whose_task_is_under_way_is_computed_by_the_caller(inputs_dir, mo
     la._fill = lambda step: None
     running, queued = concurrent.futures.Future(), concurrent.futures.Future()
     assert running.set_running_or_notify_cancel()
-    la.tasks[2], la.tasks[4] = [running, [2], False], [queued, [4], False]
+    la.tasks[2], la.tasks[4] = [running, [2], None], [queued, [4], None]
     E2, phi2 = tracker.Tracker(dvr, 4)(2 * dt)
     threading.Timer(0.2, running.set_result, [([(E2 + 1, phi2)], 0.1, [])]).start()
     assert np.array_equal(la(2, 2 * dt)[0], E2 + 1)     # waited for: the worker's (marked)

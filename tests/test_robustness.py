@@ -472,19 +472,27 @@ def test_the_look_ahead_workers_end_when_their_run_leaves_at_once(later):
     on holding them, and the full-disk test's `tdse run` under a pipe waited out its 300 s.
     Also a later run's workers, forked from the fork server the first run's close started:
     their OS parent is the server, which ends only once they have (a watch of the OS
-    parent had kept both, and this test's pipes, for ever)."""
+    parent had kept both, and this test's pipes, for ever).  The run's folder of states
+    (with a task's not taken, or empty) is removed by the workers before they end."""
     code = ("import os\n"
-            "from tdse.run.eigenpairs import Workers\n"
+            "from tdse import config\n"
+            "from tdse.model.tracker import Tracker\n"
+            "from tdse.run.eigenpairs import Workers, _pairs\n"
             + ("w = Workers(1)\nw.ready.result(timeout=60)\nw.close()\n" if later else "")
             + "w = Workers(1)\n"
             "w.ready.result(timeout=60)\n"
-            "print(*[p.pid for p in w.pool._processes.values()], flush=True)\n"
+            + ("" if later else          # (a task's states left in the folder, or none)
+               "cfg = config.load('inputs/h2plus_moving.toml').with_value('grid.stencil', 3)\n"
+               "tr = Tracker(cfg, 4)\n"
+               "w.submit(_pairs, (1, 1), (cfg, tr.K, tr.settings()), (0.3,), w.folder).result(timeout=60)\n")
+            + "print(w.folder, *[p.pid for p in w.pool._processes.values()], flush=True)\n"
             "os._exit(0)\n")
     t0 = time.monotonic()
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    pids = [int(v) for v in r.stdout.split()]
-    assert r.returncode == 0 and pids, r.stderr
+    folder, *pids = r.stdout.split()
+    pids = [int(v) for v in pids]
+    assert r.returncode == 0 and pids and os.path.isabs(folder), r.stderr
 
     def alive(pid):
         try:
@@ -495,6 +503,7 @@ def test_the_look_ahead_workers_end_when_their_run_leaves_at_once(later):
     while any(alive(p) for p in pids) and time.monotonic() - t0 < 30:
         time.sleep(0.1)
     assert not any(alive(p) for p in pids)
+    assert not os.path.exists(folder)       # (the states a worker left: removed by it)
 
 
 def test_a_later_runs_look_ahead_forks_its_workers_from_a_server_with_the_same_pairs():

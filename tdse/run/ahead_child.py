@@ -3,11 +3,19 @@ module that imports nothing at its top: a spawned process unpickles its initiali
 (:func:`start`) before anything else of tdse, so CuPy can be shut out before NumPy, SciPy
 and tdse are imported (the fork server likewise, :mod:`tdse.run.ahead_server`).  The
 worker computes H(t)'s pairs on the host alone; importing CuPy (through mgemm) was most of
-its start-up on a GPU machine."""
+its start-up on a GPU machine.  Its results' states reach the run through a file
+(:class:`Left`)."""
+import itertools
 import sys
 
 #: the worker's BLAS limit, held for the process's life
 _LIMIT = []
+
+#: the folders this worker has left states in (:class:`Left`): removed by the
+#: watch of its run, once that run is gone without removing them (:func:`_orphan_watch`)
+FOLDERS = set()
+#: the files this worker has left (their names' counter)
+_FILES = itertools.count()
 
 
 def prepare():
@@ -53,11 +61,14 @@ def keep_memory():
                 mallopt(M_TOP_PAD, 64 << 20) == 1])
 
 
-def start(threads):
+def start(threads, folder=None):
     """A worker's start: :func:`prepare` (nothing left to import where the worker was forked
     from the fork server), BLAS held to ``threads``; SIGINT ignored (an interrupt is the
-    loop's: it stops the run, which stops asking); the watch of its parent."""
+    loop's: it stops the run, which stops asking); the watch of its parent, which removes
+    the run's ``folder`` of states (:class:`Left`) should the run go without removing it."""
     import signal
+    if folder is not None:
+        FOLDERS.add(folder)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _orphan_watch()
     prepare()
@@ -79,7 +90,8 @@ def _orphan_watch():
     process holds, at its end whether it was reaped or not) -- not the OS parent, which for
     a worker forked from the fork server is the server, and the server ends only once
     every worker has (each holds its "alive" pipe); the OS parent where there is no
-    sentinel (a process not started by multiprocessing)."""
+    sentinel (a process not started by multiprocessing).  Before it ends, the worker removes
+    the folders it left states in (:data:`FOLDERS`): a run killed leaves none in memory."""
     import multiprocessing
     import os
     import threading
@@ -93,5 +105,62 @@ def _orphan_watch():
     def watch():
         while alive():
             time.sleep(ORPHAN_POLL)
+        import shutil
+        for folder in list(FOLDERS):
+            shutil.rmtree(folder, ignore_errors=True)
         os._exit(0)
     threading.Thread(target=watch, name="tdse-orphan-watch", daemon=True).start()
+
+
+class Left:
+    """A task's pairs whose states a worker left in a file (:meth:`write`), read by the
+    loop's process (:meth:`take`): the file mapped (the states are views of its pages, no
+    copy) and removed, so nothing of them passes the pool's pipe and its thread (why:
+    :mod:`tdse.run.eigenpairs`).  The run's folder goes at its close
+    (:meth:`tdse.run.eigenpairs.Workers.close`), with the files of tasks it did not take;
+    a worker whose run is gone removes the folders it wrote in (:func:`_orphan_watch`)."""
+
+    def __init__(self, path, entries):
+        self.path, self.entries = path, entries       # entries: (E, shape, dtype) a call
+
+    @classmethod
+    def write(cls, out, into):
+        import os
+
+        import numpy as np
+        FOLDERS.add(into)
+        path = os.path.join(into, f"{os.getpid()}-{next(_FILES)}")
+        states = [np.ascontiguousarray(phi) for _, phi in out]
+        try:
+            with open(path, "wb") as f:
+                for phi in states:
+                    f.write(phi.data)
+        except OSError:         # (no room -- a container's /dev/shm is 64 MB --: the caller
+            try:                # sends them through the pipe)
+                os.remove(path)
+            except OSError:
+                pass
+            raise
+        return cls(path, [(E, phi.shape, phi.dtype.str) for (E, _), phi in zip(out, states)])
+
+    def take(self):
+        """[(E, phi), ...] with each phi a read-only view of the mapped file (removed)."""
+        import mmap
+        import os
+
+        import numpy as np
+        try:
+            with open(self.path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                # (Windows removes no file that is mapped: read there)
+                m = f.read() if os.name == "nt" or not size else \
+                    mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
+        finally:
+            os.remove(self.path)
+        out, at = [], 0
+        for E, shape, dtype in self.entries:
+            dt = np.dtype(dtype)
+            n = int(np.prod(shape, dtype=np.int64))
+            out.append((E, np.frombuffer(m, dtype=dt, count=n, offset=at).reshape(shape)))
+            at += n * dt.itemsize
+        return out

@@ -26,6 +26,20 @@ so a script is never run again in them, guarded by ``if __name__ == "__main__"``
 they need nothing of it (their task and initializer are tdse's own).  A later run in the
 same process forks them from a fork server that imported the solvers once (:func:`_context`),
 ready within ~30 ms.
+
+A task's states come back through a file, not the pool's pipe (:class:`~tdse.run.ahead_child.Left`):
+the worker writes them to one file in the run's folder in memory (``/dev/shm`` where there
+is one) and returns its name and the energies; the loop maps the file when it takes the
+task and removes it.  Through the pipe, a window's states (4 MB at N = 8192) were read by
+the pool's thread in the loop's process, and the loop with populations every 50 steps took
+x1.10-1.36 the loop with them at its ends, where the same pairs computed before the run
+took x1.00-1.05 and the workers' results without their states x1.02-1.11 -- neither a larger pipe, a shorter switch interval of
+the GIL, glibc's malloc kept, nor 8 processes computing windows beside the loop without
+returning them had changed it.  With the file, in one call alternating with the pipe:
+1.350 / 1.351 -> 1.264 / 1.263 s a loop, against 1.215-1.246 s with the pairs computed
+before (one H200, h2plus_moving_large's molecule at N = 8192, 3-point, 60000 steps,
+``benchmarks/archive/pairs_free.py``, ``pairs_free_ab_h200x1_20261202T0203.txt``; the
+probes before it in ``benchmarks/archive/README.md``).
 """
 from __future__ import annotations
 
@@ -33,14 +47,17 @@ import collections
 import concurrent.futures
 import itertools
 import os
+import shutil
 import sys
 import threading
 import time
 import types
 import warnings
+import weakref
 
 from ..model import states
 from ..model.tracker import Tracker
+from . import ahead_child
 from .ahead_child import server_marker
 
 __all__ = ["Lookahead", "Workers", "lookahead_wanted", "may_want", "seconds_guess", "workers_most"]
@@ -87,6 +104,10 @@ GPU_WORKERS = 8
 #: (:meth:`Workers.close`): a bound, not a cost -- the thread, woken by the shutdown, sees it
 #: once it has read the result it may be reading (a window's pairs: ~0.3 MB at N = 8192)
 SETTLE = 0.1
+
+#: where a run's workers leave their tasks' states (:class:`~tdse.run.ahead_child.Left`): a folder of the run's
+#: in this one where it exists (memory on Linux), else in the system's temporary folder
+STATES_ROOT = "/dev/shm"
 
 #: "auto" computes the pairs ahead where computing them in the loop would take more than
 #: this many seconds of the run (:func:`seconds_guess`) -- on a machine of fewer than
@@ -209,9 +230,10 @@ _TRACKERS = collections.OrderedDict()
 _RUNS = itertools.count(1)
 
 
-def _pairs(run, begin, times):
+def _pairs(run, begin, times, into=None):
     """In a worker: the pairs at ``times`` by run ``run``'s tracker (made from ``begin`` =
-    (config, count, settings) at its first task, as the loop's), their seconds, the
+    (config, count, settings) at its first task, as the loop's) -- with their states in a
+    file in the folder ``into`` (:class:`~tdse.run.ahead_child.Left`), where given --, their seconds, the
     warnings it gave (said again in the run)."""
     tracker = _TRACKERS.get(run)
     if tracker is None:
@@ -223,6 +245,11 @@ def _pairs(run, begin, times):
         warnings.simplefilter("always")
         t0 = time.perf_counter()
         out = [tracker(t) for t in times]
+        if into is not None:
+            try:
+                out = ahead_child.Left.write(out, into)
+            except OSError:
+                pass                    # (the states through the pipe)
         return out, time.perf_counter() - t0, [str(w.message) for w in said]
 
 
@@ -292,10 +319,16 @@ class Workers:
         from ..options import blas_env
         from . import ahead_child
         from .backend import usable_cpus
+        import tempfile
         self.count = max(1, min(most, usable_cpus() - 1))
+        # the folder the workers leave their tasks' states in (ahead_child.Left), gone at the
+        # close (at the latest at this process's exit; a worker whose run is gone removes it)
+        self.folder = tempfile.mkdtemp(prefix="tdse-pairs-",
+                                       dir=STATES_ROOT if os.path.isdir(STATES_ROOT) else None)
+        self._remove_folder = weakref.finalize(self, shutil.rmtree, self.folder, True)
         self.pool = concurrent.futures.ProcessPoolExecutor(
             self.count, mp_context=_context(multiprocessing),
-            initializer=ahead_child.start, initargs=(states.EIGEN_BLAS_THREADS,))
+            initializer=ahead_child.start, initargs=(states.EIGEN_BLAS_THREADS, self.folder))
         with blas_env(states.EIGEN_BLAS_THREADS):     # the children's BLAS from their start
             self.ready = _spawn(self.pool, _ready)
         self.primed = None      # a new run's look-ahead begun before it is prepared (prime)
@@ -370,10 +403,24 @@ class Workers:
                     p.terminate()
                 except (OSError, ValueError, AttributeError):
                     pass
+            self._remove_folder()       # (the states of tasks not taken)
         if serve:
             try:                # (the next run's workers from it: _context)
                 _start_server()
             except (OSError, ValueError):
+                pass
+
+
+def _drop(task):
+    """A task not (or no more) wanted: cancelled where it has not begun; its states' file,
+    where it is done and left one not taken, removed."""
+    f = task[0]
+    if not f.cancel() and task[2] is None and f.done() and f.exception() is None:
+        left = f.result()[0]
+        if isinstance(left, ahead_child.Left):
+            try:
+                os.remove(left.path)
+            except OSError:
                 pass
 
 
@@ -391,7 +438,7 @@ class Lookahead:
         self.seconds = self.wait = 0.0
         self.calls = 0
         self.span = tracker.window_steps        # a task: a window's steps (None: one step)
-        self.tasks = collections.OrderedDict()  # first step -> [future, its steps, counted]
+        self.tasks = collections.OrderedDict()  # first step -> [future, its steps, its pairs]
         self.next = 0                           # the next step to ask for (None: none left)
         self.pool = self.ready = None           # (pool: the Workers, while in use)
         self.broken = self.own = False
@@ -440,10 +487,11 @@ class Lookahead:
                 group.append(self.next)
                 self.next = self._following(self.next)
             try:
-                f = self.pool.submit(_pairs, self.run, self.begin, tuple(s * self.dt for s in group))
+                f = self.pool.submit(_pairs, self.run, self.begin, tuple(s * self.dt for s in group),
+                                     self.pool.folder)
             except Exception as e:  # noqa: BLE001 -- the pool broke: the loop computes the rest
                 return self._break(e)
-            self.tasks[group[0]] = [f, group, False]     # (future, its steps, counted)
+            self.tasks[group[0]] = [f, group, None]    # (future, its steps, its pairs once taken)
 
     def _take(self, step, t):
         """The pairs of ``step`` from its task once it is done (its seconds and warnings
@@ -457,7 +505,7 @@ class Lookahead:
             f, group = task[0], task[1]
             if group[-1] < step:                  # passed (taken, or unasked): dropped
                 self.tasks.popitem(last=False)
-                f.cancel()
+                _drop(task)
                 continue
             if step not in group or t != step * self.dt:
                 return None
@@ -469,15 +517,15 @@ class Lookahead:
             # had made the workers worse than none)
             if not f.done():
                 self._waited()
-            pairs, seconds, said = f.result()
-            if not task[2]:
-                task[2] = True
+            if task[2] is None:                   # (its seconds and warnings counted once)
+                pairs, seconds, said = f.result()
+                task[2] = pairs.take() if isinstance(pairs, ahead_child.Left) else pairs
                 self.seconds += seconds
                 for m in said:
                     warnings.warn(m, RuntimeWarning, stacklevel=4)
             if step == group[-1]:
                 self.tasks.popitem(last=False)
-            return pairs[group.index(step)]
+            return task[2][group.index(step)]
         return None
 
     def _waited(self):
@@ -523,7 +571,7 @@ class Lookahead:
         are the run's to close)."""
         if self.pool is not None:
             for task in self.tasks.values():
-                task[0].cancel()
+                _drop(task)
             self.tasks.clear()
             if self.own or self.broken:
                 self.pool.close()
