@@ -113,15 +113,17 @@ def _orphan_watch():
 
 
 class Left:
-    """A task's pairs whose states a worker left in a file (:meth:`write`), read by the
-    loop's process (:meth:`take`): the file mapped (the states are views of its pages, no
-    copy) and removed, so nothing of them passes the pool's pipe and its thread (why:
-    :mod:`tdse.run.eigenpairs`).  The run's folder goes at its close
+    """A task's pairs whose states a worker left in a file (:meth:`write`), read in the
+    run's process (:meth:`take`: once, by the pool's thread as the task is done or by the
+    loop, whichever comes first; the file then removed), so nothing of them passes the
+    pool's pipe (why: :mod:`tdse.run.eigenpairs`).  The read and the removal leave the GIL
+    (NumPy's fromfile, the unlink).  The run's folder goes at its close
     (:meth:`tdse.run.eigenpairs.Workers.close`), with the files of tasks it did not take;
     a worker whose run is gone removes the folders it wrote in (:func:`_orphan_watch`)."""
 
     def __init__(self, path, entries):
         self.path, self.entries = path, entries       # entries: (E, shape, dtype) a call
+        self.pairs = None                             # (E, phi) a call, once read
 
     @classmethod
     def write(cls, out, into):
@@ -144,23 +146,39 @@ class Left:
         return cls(path, [(E, phi.shape, phi.dtype.str) for (E, _), phi in zip(out, states)])
 
     def take(self):
-        """[(E, phi), ...] with each phi a read-only view of the mapped file (removed)."""
-        import mmap
+        """[(E, phi), ...]: the states read from the file (removed) at the first call."""
         import os
+        import threading
 
         import numpy as np
-        try:
-            with open(self.path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                # (Windows removes no file that is mapped: read there)
-                m = f.read() if os.name == "nt" or not size else \
-                    mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
-        finally:
-            os.remove(self.path)
-        out, at = [], 0
-        for E, shape, dtype in self.entries:
-            dt = np.dtype(dtype)
-            n = int(np.prod(shape, dtype=np.int64))
-            out.append((E, np.frombuffer(m, dtype=dt, count=n, offset=at).reshape(shape)))
-            at += n * dt.itemsize
-        return out
+        with _READ.setdefault("lock", threading.Lock()):
+            if self.pairs is None:
+                try:
+                    raw = np.fromfile(self.path, dtype=np.uint8)
+                finally:
+                    os.remove(self.path)
+                out, at = [], 0
+                for E, shape, dtype in self.entries:
+                    dt = np.dtype(dtype)
+                    n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+                    out.append((E, raw[at:at + n].view(dt).reshape(shape)))
+                    at += n
+                self.pairs = out
+        return self.pairs
+
+
+#: the lock of :meth:`Left.take` in the run's process (made at its first take)
+_READ = {}
+
+
+def read_left(future):
+    """A done task's states read at once where it left them in a file (:meth:`Left.take`; a
+    done-callback, run by the pool's thread)."""
+    try:
+        if future.cancelled() or future.exception() is not None:
+            return
+        left = future.result()[0]
+        if isinstance(left, Left):
+            left.take()
+    except OSError:             # (the run's folder gone at its close: not wanted)
+        pass

@@ -29,17 +29,19 @@ ready within ~30 ms.
 
 A task's states come back through a file, not the pool's pipe (:class:`~tdse.run.ahead_child.Left`):
 the worker writes them to one file in the run's folder in memory (``/dev/shm`` where there
-is one) and returns its name and the energies; the loop maps the file when it takes the
-task and removes it.  Through the pipe, a window's states (4 MB at N = 8192) were read by
-the pool's thread in the loop's process, and the loop with populations every 50 steps took
-x1.10-1.36 the loop with them at its ends, where the same pairs computed before the run
-took x1.00-1.05 and the workers' results without their states x1.02-1.11 -- neither a larger pipe, a shorter switch interval of
-the GIL, glibc's malloc kept, nor 8 processes computing windows beside the loop without
-returning them had changed it.  With the file, in one call alternating with the pipe:
-1.350 / 1.351 -> 1.264 / 1.263 s a loop, against 1.215-1.246 s with the pairs computed
-before (one H200, h2plus_moving_large's molecule at N = 8192, 3-point, 60000 steps,
-``benchmarks/archive/pairs_free.py``, ``pairs_free_ab_h200x1_20261202T0203.txt``; the
-probes before it in ``benchmarks/archive/README.md``).
+is one) and returns its name and the energies; the pool's thread reads the file as the
+task is done (NumPy's fromfile and the unlink leave the GIL) and the loop takes what it
+read.  Through the pipe, a window's states (4 MB at N = 8192) were read by the pool's
+thread in 64 kB pieces, unpickled and copied, and the loop with populations every 50
+steps took x1.10-1.36 the loop with them at its ends, where the same pairs computed before
+the run took x1.00-1.05 and the workers' results without their states x1.02-1.11 --
+neither a larger pipe, a shorter switch interval of the GIL, glibc's malloc kept, nor 8
+processes computing windows beside the loop without returning them changed it.  Read this
+way: x1.15 / 1.04 against x1.33 / 1.29 through the pipe (3- / 5-point, one call, one H200,
+h2plus_moving_large's molecule at N = 8192, ``benchmarks/archive/pairs_free.py``,
+``pairs_free_file_h200x1_20261202T0156.txt``).  (Mapped by the loop instead, 1.264 against
+the pipe's 1.350 s a 3-point loop, ``pairs_free_ab_h200x1_20261202T0203.txt``; but the
+mapping's end and the unlink, ~0.5-0.9 ms for 4 MB on 2 CPUs, then blocked the loop.)
 """
 from __future__ import annotations
 
@@ -411,19 +413,6 @@ class Workers:
                 pass
 
 
-def _drop(task):
-    """A task not (or no more) wanted: cancelled where it has not begun; its states' file,
-    where it is done and left one not taken, removed."""
-    f = task[0]
-    if not f.cancel() and task[2] is None and f.done() and f.exception() is None:
-        left = f.result()[0]
-        if isinstance(left, ahead_child.Left):
-            try:
-                os.remove(left.path)
-            except OSError:
-                pass
-
-
 class Lookahead:
     """H(t)'s pairs at the populations' steps of a run: ``__call__(step, t)`` gives them,
     computed ahead by worker processes (``ahead``; else in the caller by ``tracker``, the
@@ -489,6 +478,7 @@ class Lookahead:
             try:
                 f = self.pool.submit(_pairs, self.run, self.begin, tuple(s * self.dt for s in group),
                                      self.pool.folder)
+                f.add_done_callback(ahead_child.read_left)   # (its states read as it is done)
             except Exception as e:  # noqa: BLE001 -- the pool broke: the loop computes the rest
                 return self._break(e)
             self.tasks[group[0]] = [f, group, None]    # (future, its steps, its pairs once taken)
@@ -505,7 +495,7 @@ class Lookahead:
             f, group = task[0], task[1]
             if group[-1] < step:                  # passed (taken, or unasked): dropped
                 self.tasks.popitem(last=False)
-                _drop(task)
+                f.cancel()
                 continue
             if step not in group or t != step * self.dt:
                 return None
@@ -519,7 +509,7 @@ class Lookahead:
                 self._waited()
             if task[2] is None:                   # (its seconds and warnings counted once)
                 pairs, seconds, said = f.result()
-                task[2] = pairs.take() if isinstance(pairs, ahead_child.Left) else pairs
+                task[2] = pairs.take() if isinstance(pairs, ahead_child.Left) else pairs  # (read)
                 self.seconds += seconds
                 for m in said:
                     warnings.warn(m, RuntimeWarning, stacklevel=4)
@@ -571,7 +561,7 @@ class Lookahead:
         are the run's to close)."""
         if self.pool is not None:
             for task in self.tasks.values():
-                _drop(task)
+                task[0].cancel()
             self.tasks.clear()
             if self.own or self.broken:
                 self.pool.close()
