@@ -27,21 +27,22 @@ they need nothing of it (their task and initializer are tdse's own).  A later ru
 same process forks them from a fork server that imported the solvers once (:func:`_context`),
 ready within ~30 ms.
 
-A task's states come back through a file, not the pool's pipe (:class:`~tdse.run.ahead_child.Left`):
-the worker writes them to one file in the run's folder in memory (``/dev/shm`` where there
-is one) and returns its name and the energies; the pool's thread reads the file as the
-task is done (NumPy's fromfile and the unlink leave the GIL) and the loop takes what it
-read.  Through the pipe, a window's states (4 MB at N = 8192) were read by the pool's
-thread in 64 kB pieces, unpickled and copied, and the loop with populations every 50
-steps took x1.10-1.36 the loop with them at its ends, where the same pairs computed before
-the run took x1.00-1.05 and the workers' results without their states x1.02-1.11 --
-neither a larger pipe, a shorter switch interval of the GIL, glibc's malloc kept, nor 8
-processes computing windows beside the loop without returning them changed it.  Read this
-way: x1.15 / 1.04 against x1.33 / 1.29 through the pipe (3- / 5-point, one call, one H200,
-h2plus_moving_large's molecule at N = 8192, ``benchmarks/archive/pairs_free.py``,
-``pairs_free_file_h200x1_20261202T0156.txt``).  (Mapped by the loop instead, 1.264 against
-the pipe's 1.350 s a 3-point loop, ``pairs_free_ab_h200x1_20261202T0203.txt``; but the
-mapping's end and the unlink, ~0.5-0.9 ms for 4 MB on 2 CPUs, then blocked the loop.)
+A task's states come back through a file, not the pool's pipe
+(:class:`~tdse.run.ahead_child.Left`): the worker writes them to one file in the run's
+folder in memory (``/dev/shm`` where there is one) and returns its name and the energies;
+the pool's thread reads the file as the task is done (NumPy's fromfile and the unlink
+leave the GIL) and the loop takes what it read.  Through the pipe, a window's states (4 MB
+at N = 8192) were read by the pool's thread in 64 kB pieces, unpickled and copied, and the
+loop with populations every 50 steps took x1.10-1.36 the loop with them at its ends, where
+the same pairs computed before the run took x1.00-1.05 and the workers' results without
+their states x1.02-1.11 -- neither a larger pipe, a shorter switch interval of the GIL,
+glibc's malloc kept, nor 8 processes computing windows beside the loop without returning
+them changed it.  Read this way: x1.15 / 1.04 against x1.33 / 1.29 through the pipe (3- /
+5-point, one call, one H200, h2plus_moving_large's molecule at N = 8192,
+``benchmarks/archive/pairs_free.py``, ``pairs_free_file_h200x1_20261202T0156.txt``).
+(Mapped by the loop instead, 1.264 against the pipe's 1.350 s a 3-point loop,
+``pairs_free_ab_h200x1_20261202T0203.txt``; but the mapping's end and the unlink, ~0.5-0.9
+ms for 4 MB on 2 CPUs, then blocked the loop.)
 """
 from __future__ import annotations
 
@@ -107,8 +108,9 @@ GPU_WORKERS = 8
 #: once it has read the result it may be reading (a window's pairs: ~0.3 MB at N = 8192)
 SETTLE = 0.1
 
-#: where a run's workers leave their tasks' states (:class:`~tdse.run.ahead_child.Left`): a folder of the run's
-#: in this one where it exists (memory on Linux), else in the system's temporary folder
+#: where a run's workers leave their tasks' states (:class:`~tdse.run.ahead_child.Left`):
+#: a folder of the run's in this one where it exists (memory on Linux), else in the
+#: system's temporary folder
 STATES_ROOT = "/dev/shm"
 
 #: "auto" computes the pairs ahead where computing them in the loop would take more than
@@ -235,8 +237,8 @@ _RUNS = itertools.count(1)
 def _pairs(run, begin, times, into=None):
     """In a worker: the pairs at ``times`` by run ``run``'s tracker (made from ``begin`` =
     (config, count, settings) at its first task, as the loop's) -- with their states in a
-    file in the folder ``into`` (:class:`~tdse.run.ahead_child.Left`), where given --, their seconds, the
-    warnings it gave (said again in the run)."""
+    file in the folder ``into`` (:class:`~tdse.run.ahead_child.Left`), where given --,
+    their seconds, the warnings it gave (said again in the run)."""
     tracker = _TRACKERS.get(run)
     if tracker is None:
         config, count, settings = begin
@@ -318,10 +320,10 @@ class Workers:
     def __init__(self, most=WORKERS):
         import multiprocessing
 
-        from ..options import blas_env
-        from . import ahead_child
-        from .backend import usable_cpus
         import tempfile
+
+        from ..options import blas_env
+        from .backend import usable_cpus
         self.count = max(1, min(most, usable_cpus() - 1))
         # the folder the workers leave their tasks' states in (ahead_child.Left), gone at the
         # close (at the latest at this process's exit; a worker whose run is gone removes it)
@@ -476,8 +478,8 @@ class Lookahead:
                 group.append(self.next)
                 self.next = self._following(self.next)
             try:
-                f = self.pool.submit(_pairs, self.run, self.begin, tuple(s * self.dt for s in group),
-                                     self.pool.folder)
+                f = self.pool.submit(_pairs, self.run, self.begin,
+                                     tuple(s * self.dt for s in group), self.pool.folder)
                 f.add_done_callback(ahead_child.read_left)   # (its states read as it is done)
             except Exception as e:  # noqa: BLE001 -- the pool broke: the loop computes the rest
                 return self._break(e)
@@ -509,7 +511,7 @@ class Lookahead:
                 self._waited()
             if task[2] is None:                   # (its seconds and warnings counted once)
                 pairs, seconds, said = f.result()
-                task[2] = pairs.take() if isinstance(pairs, ahead_child.Left) else pairs  # (read)
+                task[2] = pairs.take() if isinstance(pairs, ahead_child.Left) else pairs
                 self.seconds += seconds
                 for m in said:
                     warnings.warn(m, RuntimeWarning, stacklevel=4)
