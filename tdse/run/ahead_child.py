@@ -7,12 +7,13 @@ its start-up on a GPU machine.  Its results' states reach the run through a file
 (:class:`Left`)."""
 import itertools
 import sys
+import threading
 
 #: the worker's BLAS limit, held for the process's life
 _LIMIT = []
 
-#: the folders this worker has left states in (:class:`Left`): removed by the
-#: watch of its run, once that run is gone without removing them (:func:`_orphan_watch`)
+#: the run's folder of states (:class:`Left`), given at the worker's start: removed by the
+#: watch of its run, once that run is gone without removing it (:func:`_orphan_watch`)
 FOLDERS = set()
 #: the files this worker has left (their names' counter)
 _FILES = itertools.count()
@@ -91,10 +92,9 @@ def _orphan_watch():
     a worker forked from the fork server is the server, and the server ends only once
     every worker has (each holds its "alive" pipe); the OS parent where there is no
     sentinel (a process not started by multiprocessing).  Before it ends, the worker removes
-    the folders it left states in (:data:`FOLDERS`): a run killed leaves none in memory."""
+    the run's folder of states (:data:`FOLDERS`): a run killed leaves none in memory."""
     import multiprocessing
     import os
-    import threading
     import time
     run = multiprocessing.parent_process()
     parent = os.getppid()
@@ -130,7 +130,6 @@ class Left:
         import os
 
         import numpy as np
-        FOLDERS.add(into)
         path = os.path.join(into, f"{os.getpid()}-{next(_FILES)}")
         states = [np.ascontiguousarray(phi) for _, phi in out]
         try:
@@ -148,10 +147,9 @@ class Left:
     def take(self):
         """[(E, phi), ...]: the states read from the file (removed) at the first call."""
         import os
-        import threading
 
         import numpy as np
-        with _READ.setdefault("lock", threading.Lock()):
+        with _READ:
             if self.pairs is None:
                 try:
                     raw = np.fromfile(self.path, dtype=np.uint8)
@@ -167,8 +165,8 @@ class Left:
         return self.pairs
 
 
-#: the lock of :meth:`Left.take` in the run's process (made at its first take)
-_READ = {}
+#: the lock of :meth:`Left.take` in the run's process (the pool's thread and the loop)
+_READ = threading.Lock()
 
 
 def read_left(future):

@@ -319,7 +319,6 @@ class Workers:
 
     def __init__(self, most=WORKERS):
         import multiprocessing
-
         import tempfile
 
         from ..options import blas_env
