@@ -42,7 +42,7 @@ them changed it.  Read this way: x1.15 / 1.04 against x1.33 / 1.29 through the p
 ``benchmarks/archive/pairs_free.py``, ``pairs_free_file_h200x1_20261202T0156.txt``).
 (Mapped by the loop instead, 1.264 against the pipe's 1.350 s a 3-point loop,
 ``pairs_free_ab_h200x1_20261202T0203.txt``; but the mapping's end and the unlink, ~0.5-0.9
-ms for 4 MB on 2 CPUs, then blocked the loop.)
+ms each for 4 MB on 2 CPUs, then blocked the loop: ``states_file_cost_cpu2_20261202T0405.txt``.)
 """
 from __future__ import annotations
 
