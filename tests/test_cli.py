@@ -369,3 +369,43 @@ def test_the_cli_leaves_numpys_unused_submodules_unloaded_until_used():
               "assert 'numpy.f2py.crackfortran' not in sys.modules, 'f2py loaded'\n")
     r = subprocess.run([sys.executable, "-c", worker], capture_output=True, text=True, cwd=root)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_the_command_ends_without_the_interpreters_teardown_keeping_its_status_and_output():
+    """`tdse` ends by os._exit once its work and every other exit function are done
+    (tdse.ui.command._end_now): an object whose finalizer would run in the interpreter's
+    teardown is not finalized; the status (0, 2), stdout and stderr are the command's.  Not
+    where an HDF5 file is still open (HDF5's own exit closes it) or where the command
+    raised: Python's own exit then."""
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = ("import atexit, sys\n"
+            "from tdse.ui import command\n"
+            "class Late:\n"
+            "    def __del__(self):\n"
+            "        print('teardown', flush=True)\n"
+            "late = Late()\n"
+            # an exit function registered during the command (the look-ahead's, multiprocessing's)
+            "from tdse.run import interrupts\n"
+            "accept = interrupts.accept_sigint\n"
+            "def accept_sigint(**k):\n"
+            "    atexit.register(lambda: print('exit function', flush=True))\n"
+            "    accept(**k)\n"
+            "interrupts.accept_sigint = accept_sigint\n"
+            "OPEN\n"
+            "sys.argv = ['tdse'] + sys.argv[1:]\n"
+            "command.main()\n")
+
+    def tdse(*args, opened=""):
+        return subprocess.run([sys.executable, "-c", code.replace("OPEN", opened), *args],
+                              capture_output=True, text=True, cwd=root)
+    r = tdse("--version")
+    assert r.returncode == 0 and "version" in r.stdout and "exit function" in r.stdout
+    assert "teardown" not in r.stdout
+    r = tdse("run", "inputs/no_such.toml")
+    assert r.returncode == 2 and "no such file" in r.stderr and "teardown" not in r.stdout
+    # an HDF5 file open at the end: Python's exit, which finalizes
+    opened = "import h5py, tempfile, os\nf = h5py.File(os.path.join(tempfile.mkdtemp(), 'x.h5'), 'w')"
+    r = tdse("--version", opened=opened)
+    assert r.returncode == 0 and "teardown" in r.stdout

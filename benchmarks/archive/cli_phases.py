@@ -1,6 +1,7 @@
 """Where a `tdse run` process's wall goes, phase by phase, for a 1-step and an S-step run of
 the same moving-centre case (#23 item 3: the S-step CLI run holds ~1 s more outside its
-loop clock and start-up phases than the 1-step run; ``run-overhead_h100x1_20261126T185631``).
+loop clock and start-up phases than the 1-step run; ``run-overhead_h100x1_20261126T185631``;
+#54 on 2026-12-02: its close and exit 0.11 s longer, ``run-overhead_h200x1_20261202T030721``).
 
 The parent spawns ``python cli_phases.py --child ...`` per run, which wraps the driver's
 pieces with wall-clock stamps (``time.time()``, comparable across the two processes) and
@@ -51,7 +52,9 @@ def child(stamps_file, args):
             json.dump(STAMPS, f)
     atexit.register(last)          # registered first: runs last
     sys.path.insert(0, ROOT)
-    from tdse.run import driver, observers, plan, snapshots
+    import h5py
+
+    from tdse.run import driver, eigenpairs, plan, rows, sinks, snapshots
     from tdse.ui import cli
     stamp("imported")
     _wrap(plan, "prepare", "prepare")
@@ -61,11 +64,15 @@ def child(stamps_file, args):
     _wrap(driver, "check_resources", "resources")
     _wrap(driver, "_open_writer", "open_writer")
     _wrap(snapshots.SnapshotWriter, "close", "writer_close")
-    _wrap(os, "replace", "replace")         # the .part renamed over an earlier run's file
-    for cls in ("Observables", "Snapshots", "Progress"):
-        c = getattr(observers, cls)
+    for m in ("_wait", "_write_observations", "_settle_resume_slots"):
+        _wrap(snapshots.SnapshotWriter, m, m)
+    _wrap(h5py.File, "close", "h5close")
+    _wrap(eigenpairs.Workers, "close", "workers_close")
+    _wrap(eigenpairs.Lookahead, "close", "lookahead_close")
+    _wrap(driver, "publish", "publish")     # the .part renamed to the run's file
+    for c in (rows.Observables, sinks.Snapshots, sinks.Progress):
         if hasattr(c, "end"):
-            _wrap(c, "end", cls + ".end")
+            _wrap(c, "end", c.__name__ + ".end")
     sys.argv = ["tdse", *args]
     try:
         cli.main()
@@ -82,6 +89,7 @@ def parent(inp, n, st, S, pe, backend, repeat, out):
     from tdse import config as cfgmod
     os.makedirs(out, exist_ok=True)
     cfg = case_config(inp, n, st, 1, pe, method="auto")
+    cfg = cfg.with_value("run.eigen_workers", "on")    # the 1-step run too, as the suite has it
     d = tempfile.mkdtemp()
     path = os.path.join(d, "in.toml")
     sf = os.path.join(d, "stamps.json")
@@ -94,12 +102,7 @@ def parent(inp, n, st, S, pe, backend, repeat, out):
         r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", sf, "run", path,
                             "--out", d, "--backend", backend, "--quiet", "--no-plots", "--force",
                             "--yes", "--allow-inaccurate"], capture_output=True, text=True,
-                           # the child's main module is this file, not tdse: the run would
-                           # not spawn its eigenpairs workers (observers._spawn_safe) and would
-                           # compute H(t)'s pairs in the loop (~4 s of a 40000-step 3-point
-                           # run: the 233-247 us steps of earlier probes); this file guards
-                           # its main, so they are asked for as `tdse run` has them
-                           env={**os.environ, "PYTHONPATH": ROOT, "TDSE_EIGENPAIRS_AHEAD": "1"})
+                           env={**os.environ, "PYTHONPATH": ROOT})
         t_gone = time.time()
         with open(sf) as f:
             st_ = json.load(f)
@@ -108,6 +111,8 @@ def parent(inp, n, st, S, pe, backend, repeat, out):
             prep = json.loads(f.attrs.get("prepare_seconds", "{}"))
         marks = [("spawn", t_spawn)] + [tuple(s) for s in st_] + [("gone", t_gone)]
         gaps = [(b[0], round(b[1] - a[1], 4)) for a, b in zip(marks, marks[1:])]
+        if os.path.exists(os.path.join(d, f"{c.name}.h5")):
+            os.remove(os.path.join(d, f"{c.name}.h5"))     # each run a new file, as the suite
         row = {"steps": steps, "rc": r.returncode, "wall": t_gone - t_spawn, "loop_clock": loop,
                "prepare_phases": prep, "gaps": gaps}
         rows.append(row)
