@@ -7,7 +7,10 @@ hand-over of results -- what the loop's own populations work costs: the rows' up
 the amplitudes' products, their finish).  With CASES (after METHOD, comma-separated) also
 "pipe" (every P, the results' pipe enlarged to 4 MB, F_SETPIPE_SZ: fewer reads of a
 task's result, each a hand-over of the GIL between the pool's thread and the loop's) and
-"swN" (every P with sys.setswitchinterval(N ms)), "loadK" (at the ends only, beside K
+"swN" (every P with sys.setswitchinterval(N ms)), "null" (every P, the pairs from the
+table, the look-ahead's tasks submitted as shipped but each returning at once: the pool's
+hand-overs without the workers' work or results), "taskK" (every P as shipped with
+eigenpairs.TASK_STEPS = K: fewer, larger tasks), "loadK" (at the ends only, beside K
 processes computing the same tracker's windows without pause, BLAS on one thread: the
 look-ahead's load on the host without its results), "small" (every P by the look-ahead
 as shipped, but its workers return the energies alone -- the loop's pairs from the table:
@@ -53,12 +56,16 @@ shipped = eigenpairs.Lookahead.__call__
 SMALL = """from tdse.run import eigenpairs
 
 
-def pairs(run, begin, times):
+def pairs(run, begin, times, into=None):
     out, seconds, said = eigenpairs._pairs(run, begin, times)
     return [(E, None) for E, _ in out], seconds, said
 
 
-def pairs_file(run, begin, times):
+def null(run, begin, times, into=None):
+    return [(None, None) for _ in times], 0.0, []
+
+
+def pairs_file(run, begin, times, into=None):
     import os, uuid
     import numpy as np
     out, seconds, said = eigenpairs._pairs(run, begin, times)
@@ -162,10 +169,15 @@ def spinners(k):
     return procs
 
 
-def one(c, table, pipe=False, switch=None, load=0, small=False, file=False):
+def one(c, table, pipe=False, switch=None, load=0, small=False, file=False, null=False, task=None):
     procs = spinners(load) if load else []
-    eigenpairs.Lookahead.__call__ = lookup_after if small else lookup_file if file else lookup if table else shipped
-    eigenpairs._pairs = pairs_free_small.pairs if small else pairs_free_small.pairs_file if file else shipped_pairs
+    eigenpairs.Lookahead.__call__ = (lookup_after if small or null else lookup_file if file else
+                                     lookup if table else shipped)
+    eigenpairs._pairs = (pairs_free_small.pairs if small else pairs_free_small.null if null else
+                         pairs_free_small.pairs_file if file else shipped_pairs)
+    task_steps = eigenpairs.TASK_STEPS
+    if task:
+        eigenpairs.TASK_STEPS = task
     eigenpairs.Workers.submit = submit_file if file else submitted
     eigenpairs.Workers.__init__ = wider if pipe else opened
     was = sys.getswitchinterval()
@@ -178,6 +190,7 @@ def one(c, table, pipe=False, switch=None, load=0, small=False, file=False):
         eigenpairs._pairs = shipped_pairs
         eigenpairs.Workers.submit = submitted
         eigenpairs.Workers.__init__ = opened
+        eigenpairs.TASK_STEPS = task_steps
         sys.setswitchinterval(was)
         for q in procs:
             q.kill()
@@ -190,6 +203,8 @@ one(cfg.with_value("time.t_end", 200 * cfg.time.dt), False)          # warm
 CASES = {"ends": (ends, False, {}), "every": (every, False, {}), "given": (given, True, {})}
 for extra in (sys.argv[9].split(",") if len(sys.argv) > 9 else []):
     CASES[extra] = ((every, False, {"small": True}) if extra == "small" else
+                    (every, False, {"null": True}) if extra == "null" else
+                    (every, False, {"task": int(extra[4:])}) if extra.startswith("task") else
                     (every, False, {"file": True}) if extra == "file" else
                     (ends, False, {"load": int(extra[4:])}) if extra.startswith("load") else
                     (every, False, {"pipe": True}) if extra == "pipe" else
