@@ -140,6 +140,15 @@ def environ_restore(saved: dict):
             os.environ[k] = v
 
 
+#: BLAS threads of the direct and iterative eigensolvers wherever they run (the loop, a
+#: look-ahead worker process of any thread count; :data:`tdse.model.states.EIGEN_BLAS_THREADS`):
+#: LAPACK's and BLAS's results depend on their thread count (the order of their sums), so a
+#: fixed count keeps a call's pairs the same bits wherever it is computed -- a GPU test found
+#: two runs of one input 1e-12 apart in <n>, their calls split differently between the
+#: loop (16 threads) and two workers (4 and 1).  Here, not in states, so that the run can
+#: start its workers before it imports the solvers (:class:`tdse.run.eigenpairs.Workers`).
+EIGEN_BLAS_THREADS = 1
+
 #: the variables that set the BLAS libraries' threads at their start (OpenBLAS, OpenMP, MKL)
 BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 

@@ -409,3 +409,23 @@ def test_the_command_ends_without_the_interpreters_teardown_keeping_its_status_a
     opened = "import h5py, tempfile, os\nf = h5py.File(os.path.join(tempfile.mkdtemp(), 'x.h5'), 'w')"
     r = tdse("--version", opened=opened)
     assert r.returncode == 0 and "teardown" in r.stdout
+
+
+def test_the_look_ahead_starts_its_workers_before_the_solvers_are_imported():
+    """tdse.run.eigenpairs.look_ahead (the CLI's, before the run is prepared) spawns its
+    workers before this process imports SciPy: on 2 CPUs their ~0.8 s of imports had begun
+    only after the run's own (tdse.run.driver), and the loop computed its pairs itself
+    meanwhile (workers_early_cpu2_20261202T0545.txt).  In a fresh interpreter."""
+    import subprocess
+    import sys
+    code = (
+        "import sys\n"
+        "from tdse import config as cfgmod\n"
+        "from tdse.run.eigenpairs import look_ahead\n"
+        "cfg = cfgmod.load('inputs/h2plus_moving.toml').with_value('run.eigen_workers', 'on')\n"
+        "with look_ahead(cfg, 'numpy', prime=False) as w:\n"
+        "    assert w is not None and 'scipy' not in sys.modules, sorted(m for m in sys.modules if 'scipy' in m)[:5]\n"
+        "    assert w.ready.result(timeout=120)\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    assert r.returncode == 0, r.stderr[-2000:]

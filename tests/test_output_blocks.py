@@ -992,7 +992,7 @@ def test_a_call_whose_task_is_under_way_is_computed_by_the_caller(inputs_dir, mo
 
 def test_the_cli_and_simulate_open_the_workers_before_they_prepare(inputs_dir, tmp_path, monkeypatch):
     """The look-ahead's processes start before the run is prepared (their imports beside
-    the set-up, not in the loop: tdse.run.driver.look_ahead), from the CLI and from
+    the set-up, not in the loop: tdse.run.eigenpairs.look_ahead), from the CLI and from
     tdse.simulate; the run uses them, and they are closed when it ends, or when the
     preparation refuses (one line, exit 2).  Where the run does not want them, none."""
     from click.testing import CliRunner
@@ -1020,7 +1020,7 @@ def test_the_cli_and_simulate_open_the_workers_before_they_prepare(inputs_dir, t
     monkeypatch.setattr(eigenpairs.Workers, "close", close)
     monkeypatch.setattr("tdse.api.prepare", prepare)
     monkeypatch.setattr(planmod, "prepare", prepare)
-    monkeypatch.setattr(driver, "may_want", lambda *a, **k: True)
+    monkeypatch.setattr(eigenpairs, "may_want", lambda *a, **k: True)
     made = _started(monkeypatch)
     cfg = _moving(inputs_dir, 3, n=160, **{"output.populations_every": 4})
     tdse.simulate(cfg, backend="numpy")
@@ -1037,13 +1037,13 @@ def test_the_cli_and_simulate_open_the_workers_before_they_prepare(inputs_dir, t
     r = CliRunner().invoke(main, cli)
     assert r.exit_code == 2 and "refused by the test" in r.output and len(opened) == 3 and closed == opened
     refuse.clear()
-    monkeypatch.setattr(driver, "may_want", lambda *a, **k: False)
+    monkeypatch.setattr(eigenpairs, "may_want", lambda *a, **k: False)
     tdse.simulate(cfg, backend="numpy")
     assert len(opened) == 3 and at_prepare[-1] == 0
 
 
 def test_the_workers_begin_a_new_runs_windows_before_it_is_prepared(inputs_dir, monkeypatch):
-    """Workers.prime (tdse.run.driver.look_ahead, before the run is prepared): the first
+    """Workers.prime (tdse.run.eigenpairs.look_ahead, before the run is prepared): the first
     windows' tasks are queued at once, before the processes have started, and the run's
     look-ahead is that one (adopted: its tasks answer the loop's calls, the populations
     the same bits as computed in the loop); a resumed run's look-ahead does not prime; a
@@ -1051,7 +1051,7 @@ def test_the_workers_begin_a_new_runs_windows_before_it_is_prepared(inputs_dir, 
     priming that fails leaves the workers without one (the run goes on)."""
     from tdse.run import driver, eigenpairs
     made = _started(monkeypatch)
-    monkeypatch.setattr(driver, "may_want", lambda *a, **k: True)
+    monkeypatch.setattr(eigenpairs, "may_want", lambda *a, **k: True)
     cfg = _moving(inputs_dir, 3, n=160, **{"output.populations_every": 4})
     cfg = cfg.with_value("time.t_end", 400 * cfg.time.dt)
     import tdse.api
@@ -1098,15 +1098,15 @@ def test_the_runs_workers_are_used_whatever_a_second_look_at_the_cpus_says(input
     """The look-ahead's processes a run opened (its one decision, made before it prepares)
     are the ones its observables use, even where the spare CPUs seen later say no: never
     opened and left idle."""
-    from tdse.run import driver, rows
+    from tdse.run import eigenpairs, rows
     made = _started(monkeypatch)
-    monkeypatch.setattr(driver, "may_want", lambda *a, **k: True)
+    monkeypatch.setattr(eigenpairs, "may_want", lambda *a, **k: True)
     monkeypatch.setattr(rows, "lookahead_wanted", lambda *a, **k: False)
     cfg = _moving(inputs_dir, 3, n=160, **{"output.populations_every": 4})
     tdse.simulate(cfg, backend="numpy")
     assert len(made) == 1 and made[0].ready is not None and not made[0].own
     assert made[0].taken, "the run's workers answered no call"
-    monkeypatch.setattr(driver, "may_want", lambda *a, **k: False)
+    monkeypatch.setattr(eigenpairs, "may_want", lambda *a, **k: False)
     tdse.simulate(cfg, backend="numpy")
     assert made[1].ready is None          # no workers of the run: decided by the sink (no)
 

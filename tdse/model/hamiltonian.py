@@ -29,7 +29,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.linalg
 
 from ..backends.cupy import stencil
 from .absorber import absorber_profile
@@ -84,7 +83,8 @@ def kinetic_offsum(stencil, dx: float) -> float:
 def momentum_dense(grid, xp=np):
     """p = -i D as a dense N x N complex matrix on the device of ``xp`` (cached)."""
     def make():
-        c = momentum_column(grid)
+        import scipy.linalg     # (not at this module's import: a run's look-ahead workers
+        c = momentum_column(grid)   # start before the solvers are imported, tdse.run.eigenpairs)
         return xp.asarray(scipy.linalg.toeplitz(c, c.conj()))
     return _cached(("P", grid.n, grid.dx, grid.stencil, _device_key(xp)), make)
 
@@ -138,6 +138,7 @@ def kinetic_dense(grid, xp=np, dtype=np.float64):
 
     def make():
         if st == "dvr":
+            import scipy.linalg
             T = scipy.linalg.toeplitz(dvr_column(n, dx))
         else:
             d0, d1, d2 = kinetic_bands(st, dx)

@@ -7,6 +7,7 @@ import threading
 import numpy as np
 import scipy.linalg
 
+from ..options import EIGEN_BLAS_THREADS
 from .grid import points
 from .hamiltonian import kinetic_bands
 from .lapack import count_below, lowest_pairs, shifted_solves
@@ -502,13 +503,7 @@ def fd_start(grid, v, m):
     return tridiagonal(grid, v, m)[1]
 
 
-#: BLAS threads of the direct and iterative eigensolvers wherever they run (the loop, a
-#: worker process of any thread count): LAPACK's and BLAS's results depend on their thread
-#: count (the order of their sums), so a fixed count keeps a call's pairs the same bits
-#: wherever it is computed -- a GPU test found two runs of one input 1e-12 apart in <n>,
-#: their calls split differently between the loop (16 threads) and two workers (4 and 1)
-EIGEN_BLAS_THREADS = 1
-
+#: (:data:`tdse.options.EIGEN_BLAS_THREADS`, imported above: the eigensolvers' BLAS threads)
 _CONTROLLER = []
 
 

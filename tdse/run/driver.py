@@ -22,7 +22,7 @@ from ..model.states import DTYPE
 from ..numerics.precheck import Precheck
 from .interrupts import Interrupts
 from .loop import evolve
-from .eigenpairs import Workers, may_want, workers_most
+from .eigenpairs import look_ahead  # noqa: F401 -- (also tdse.run.driver.look_ahead)
 from .rows import Observables
 from .sinks import Progress, Snapshots
 from .plan import RunPlan, prepare
@@ -186,36 +186,6 @@ def _time_error(plan, stepper, writer, snaps, resume, start):
         return TimeErrorEstimate(plan, pr.error_window, window_start(plan.config), writer,
                                  resume[0]["attrs"].get("time_error") if resume else None, start)
     return None
-
-
-@contextlib.contextmanager
-def look_ahead(config, backend="auto", threads=None, prime=True, serve=True):
-    """H(t)'s eigenpairs' look-ahead processes (:class:`tdse.run.eigenpairs.Workers`) where a
-    run of ``config`` may want them (:func:`tdse.run.eigenpairs.may_want`), else None,
-    closed at the end: opened before the run is prepared, their start (imports; ~1.5 s on a
-    GPU host) goes beside its set-up (on a GPU auto's calibration, 2 s) rather than into its
-    loop, where the loop computes the pairs itself until they have started -- the CLI opens
-    them so (``tdse.ui.cli``), and :func:`run` when given a Config.  ``prime``: a run from
-    step 0 (not a resumed one), whose first windows the workers begin at once
-    (:meth:`~tdse.run.eigenpairs.Workers.prime`).  ``serve``: their close starts the fork
-    server a later run's workers are forked from (:meth:`~tdse.run.eigenpairs.Workers.close`;
-    the command line, one run a process, passes False)."""
-    try:
-        want = may_want(config, backend, threads)
-    except ConfigError:         # a bad value (e.g. threads = 0): prepare refuses it, one line
-        want = False
-    workers = Workers(workers_most(backend)) if want else None
-    if workers is not None and prime:
-        try:
-            workers.prime(config)
-        except Exception:  # noqa: BLE001 -- a head start, never a failure: the run computes
-            workers.primed = None  # its pairs as it would have without it (prepare says
-            #                        what is wrong with the input, in one line)
-    try:
-        yield workers
-    finally:
-        if workers is not None:
-            workers.close(serve)
 
 
 def run(config, out_dir, *, backend="auto", devices=None, force=False, progress=False,

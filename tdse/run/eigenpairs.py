@@ -6,7 +6,7 @@ and a call's pairs depend on t alone (:class:`tdse.model.tracker.Tracker`: each 
 window's or anchor's pairs), so they can be computed ahead of the loop, by trackers of
 their own, and come out bit for bit as the loop would compute them.  :class:`Lookahead`
 does that over one :class:`concurrent.futures.ProcessPoolExecutor`, opened by the run's
-entry (:func:`tdse.run.driver.look_ahead`: before the run is prepared, so that the
+entry (:func:`look_ahead`: before the run is prepared, so that the
 processes start beside its set-up, and a run from step 0 has them begin its first windows
 there, :meth:`Workers.prime`) and closed when it ends (never by ``prepare``).  Without that
 head start a GPU loop at N = 8192 reached its next windows before the workers had them and
@@ -31,23 +31,18 @@ A task's states come back through a file, not the pool's pipe
 (:class:`~tdse.run.ahead_child.Left`): the worker writes them to one file in the run's
 folder in memory (``/dev/shm`` where there is one) and returns its name and the energies;
 the pool's thread reads the file as the task is done (NumPy's fromfile and the unlink
-leave the GIL) and the loop takes what it read.  Through the pipe, a window's states (4 MB
-at N = 8192) were read by the pool's thread in 64 kB pieces, unpickled and copied, and the
-loop with populations every 50 steps took x1.10-1.36 the loop with them at its ends, where
-the same pairs computed before the run took x1.00-1.05 and the workers' results without
-their states x1.02-1.11 -- neither a larger pipe, a shorter switch interval of the GIL,
-glibc's malloc kept, nor 8 processes computing windows beside the loop without returning
-them changed it.  Read this way: x1.15 / 1.04 against x1.33 / 1.29 through the pipe (3- /
-5-point, one call, one H200, h2plus_moving_large's molecule at N = 8192,
-``benchmarks/archive/pairs_free.py``, ``pairs_free_file_h200x1_20261202T0156.txt``).
-(Mapped by the loop instead, 1.264 against the pipe's 1.350 s a 3-point loop,
-``pairs_free_ab_h200x1_20261202T0203.txt``; but the mapping's end and the unlink, ~0.5-0.9
-ms each for 4 MB on 2 CPUs, then blocked the loop: ``states_file_cost_cpu2_20261202T0405.txt``.)
+leave the GIL) and the loop takes what it read.  Through the pipe (a window's 4 MB at N =
+8192 read in 64 kB pieces, unpickled and copied) the loop with populations every 50 steps
+took x1.10-1.36 the loop with them at its ends (the same pairs computed before the run:
+x1.00-1.05); read this way x1.15 / 1.04 against x1.33 / 1.29 (3- / 5-point, one H200,
+``benchmarks/archive/pairs_free.py``, ``pairs_free_*_h200x1_20261202T01*.txt``; mapped by
+the loop instead, its unmap and unlink blocked the loop: ``states_file_cost_cpu2_20261202T0405.txt``).
 """
 from __future__ import annotations
 
 import collections
 import concurrent.futures
+import contextlib
 import itertools
 import os
 import shutil
@@ -58,8 +53,7 @@ import types
 import warnings
 import weakref
 
-from ..model import states
-from ..model.tracker import Tracker
+from ..config import ConfigError
 from . import ahead_child
 from .ahead_child import server_marker
 
@@ -144,7 +138,8 @@ def seconds_guess(config) -> float:
     elif g.stencil == 5:
         each = max(4e-4, 8.5e-7 * n)
     else:
-        each = 2.5e-8 * n * n if n <= states.DVR_DENSE_MAX else 6e-6 * n
+        from ..model import states      # (the solvers' import: not before the workers' start
+        each = 2.5e-8 * n * n if n <= states.DVR_DENSE_MAX else 6e-6 * n   # where avoidable)
     return calls * each
 
 
@@ -241,6 +236,7 @@ def _pairs(run, begin, times, into=None):
     their seconds, the warnings it gave (said again in the run)."""
     tracker = _TRACKERS.get(run)
     if tracker is None:
+        from ..model.tracker import Tracker
         config, count, settings = begin
         tracker = _TRACKERS[run] = Tracker(config, count, **settings)
         while len(_TRACKERS) > 4:
@@ -293,11 +289,11 @@ def _start_server():
         return
     from multiprocessing import forkserver
 
-    from ..options import blas_env
+    from ..options import EIGEN_BLAS_THREADS, blas_env
     marker = server_marker(os.getpid())
     _remove(marker)                  # (left by an earlier process of this PID)
     multiprocessing.get_context("forkserver").set_forkserver_preload(["tdse.run.ahead_server"])
-    with blas_env(states.EIGEN_BLAS_THREADS):
+    with blas_env(EIGEN_BLAS_THREADS):
         forkserver.ensure_running()
     atexit.register(_remove, marker)
     _SERVER.append(True)
@@ -321,7 +317,7 @@ class Workers:
         import multiprocessing
         import tempfile
 
-        from ..options import blas_env
+        from ..options import EIGEN_BLAS_THREADS, blas_env
         from .backend import usable_cpus
         self.count = max(1, min(most, usable_cpus() - 1))
         # the folder the workers leave their tasks' states in (ahead_child.Left), gone at the
@@ -331,8 +327,8 @@ class Workers:
         self._remove_folder = weakref.finalize(self, shutil.rmtree, self.folder, True)
         self.pool = concurrent.futures.ProcessPoolExecutor(
             self.count, mp_context=_context(multiprocessing),
-            initializer=ahead_child.start, initargs=(states.EIGEN_BLAS_THREADS, self.folder))
-        with blas_env(states.EIGEN_BLAS_THREADS):     # the children's BLAS from their start
+            initializer=ahead_child.start, initargs=(EIGEN_BLAS_THREADS, self.folder))
+        with blas_env(EIGEN_BLAS_THREADS):     # the children's BLAS from their start
             self.ready = _spawn(self.pool, _ready)
         self.primed = None      # a new run's look-ahead begun before it is prepared (prime)
 
@@ -344,6 +340,7 @@ class Workers:
         and the loop reaches the next window ~20 ms after the last.  The run's
         :class:`tdse.run.rows.Observables` adopts it (:meth:`adopt`)."""
         if config.potential.molecule_moves and config.output.populations:
+            from ..model.tracker import Tracker
             o = config.output
             la = Lookahead(Tracker(config, o.populations), config.time.dt, config.time.steps,
                            o.populations_interval, workers=self)
@@ -567,3 +564,34 @@ class Lookahead:
             if self.own or self.broken:
                 self.pool.close()
             self.pool = None
+
+
+@contextlib.contextmanager
+def look_ahead(config, backend="auto", threads=None, prime=True, serve=True):
+    """The look-ahead's :class:`Workers` where a run of ``config`` may want them
+    (:func:`may_want`), else None, closed at the end: opened before the run is prepared
+    (by the CLI, :func:`tdse.simulate` and :func:`tdse.run.driver.run` given a Config), so
+    that their start goes beside its set-up, not into its loop (which computes the pairs
+    itself until they have started); and before the solvers are imported (this module
+    imports none): on 2 CPUs the CLI's loop waited 0.17 -> 0.06 s for its pairs (3-point,
+    N = 256, 8000 steps, populations every 10), 0.32 -> 0.19 s (5-point;
+    ``workers_early_cpu2_20261202T0545.txt``).  ``prime``: a run from step 0, whose first
+    windows the workers begin at once (:meth:`Workers.prime`).  ``serve``: their close
+    starts the fork server for a later run's workers (:meth:`Workers.close`; the command
+    line, one run a process, passes False)."""
+    try:
+        want = may_want(config, backend, threads)
+    except ConfigError:         # a bad value (e.g. threads = 0): prepare refuses it, one line
+        want = False
+    workers = Workers(workers_most(backend)) if want else None
+    if workers is not None and prime:
+        try:
+            workers.prime(config)
+        except Exception:  # noqa: BLE001 -- a head start, never a failure: the run computes
+            workers.primed = None  # its pairs as it would have without it (prepare says
+            #                        what is wrong with the input, in one line)
+    try:
+        yield workers
+    finally:
+        if workers is not None:
+            workers.close(serve)

@@ -166,7 +166,7 @@ def _resume(h5file, input_file, **opts):
 
 def _go(cfg, label, out_dir, resume_arg, **opts):
     """A run from the command line: SIGINT/SIGTERM at any moment end it with 130/143."""
-    from ..run.driver import look_ahead      # the workers start beside the set-up (no fork server: one run)
+    from ..run.eigenpairs import look_ahead   # the workers start before the solvers are imported (no fork server: one run)
     with look_ahead(cfg, opts["backend"], opts["threads"], prime=resume_arg is None, serve=False) as workers:
         _interruptible(lambda: _start(cfg, label, out_dir, resume_arg, workers=workers, **opts),
                        " during start-up: nothing was written")
