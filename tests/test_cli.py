@@ -344,14 +344,21 @@ def test_a_command_refuses_an_out_without_room_for_its_outputs_before_any_work(
     assert not out.exists() or not os.listdir(out)
 
 
+def _fresh(code):
+    """``code`` run by a fresh interpreter in the repository: its status 0, else its stderr."""
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
 def test_the_cli_leaves_numpys_unused_submodules_unloaded_until_used():
     """The command line registers numpy.f2py and numpy.testing as lazily loaded modules
     (tdse.lazy): importing it and then scipy.linalg (whose array-API clone of NumPy
     names them) runs neither's code; using them then works.  The look-ahead's worker
     start (tdse.run.ahead_child) likewise.  In fresh interpreters."""
-    import subprocess
-    import sys
-    code = (
+    _fresh(
         "import sys\n"
         "import tdse.ui.cli, scipy.linalg\n"
         "assert 'numpy.f2py.crackfortran' not in sys.modules, 'f2py loaded'\n"
@@ -360,15 +367,10 @@ def test_the_cli_leaves_numpys_unused_submodules_unloaded_until_used():
         "numpy.testing.assert_allclose([1.0, 2.0], [1.0, 2.0])\n"
         "from numpy.f2py import crackfortran\n"
         "assert 'numpy.testing._private.utils' in sys.modules and crackfortran.__name__\n")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
-    assert r.returncode == 0, r.stderr[-2000:]
     # the look-ahead's worker process likewise (its start imports the solvers: scipy.linalg)
-    worker = ("import sys\nfrom tdse.run import ahead_child\nahead_child.start(1)\n"
-              "assert 'scipy.linalg' in sys.modules\n"
-              "assert 'numpy.f2py.crackfortran' not in sys.modules, 'f2py loaded'\n")
-    r = subprocess.run([sys.executable, "-c", worker], capture_output=True, text=True, cwd=root)
-    assert r.returncode == 0, r.stderr[-2000:]
+    _fresh("import sys\nfrom tdse.run import ahead_child\nahead_child.start(1)\n"
+           "assert 'scipy.linalg' in sys.modules\n"
+           "assert 'numpy.f2py.crackfortran' not in sys.modules, 'f2py loaded'\n")
 
 
 def test_the_command_ends_without_the_interpreters_teardown_keeping_its_status_and_output():
@@ -416,9 +418,7 @@ def test_the_look_ahead_starts_its_workers_before_the_solvers_are_imported():
     workers before this process imports SciPy: on 2 CPUs their ~0.8 s of imports had begun
     only after the run's own (tdse.run.driver), and the loop computed its pairs itself
     meanwhile (workers_early_cpu2_20261202T0545.txt).  In a fresh interpreter."""
-    import subprocess
-    import sys
-    code = (
+    _fresh(
         "import sys\n"
         "from tdse import config as cfgmod\n"
         "from tdse.run.eigenpairs import look_ahead\n"
@@ -426,6 +426,3 @@ def test_the_look_ahead_starts_its_workers_before_the_solvers_are_imported():
         "with look_ahead(cfg, 'numpy', prime=False) as w:\n"
         "    assert w is not None and 'scipy' not in sys.modules, sorted(m for m in sys.modules if 'scipy' in m)[:5]\n"
         "    assert w.ready.result(timeout=120)\n")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
-    assert r.returncode == 0, r.stderr[-2000:]
