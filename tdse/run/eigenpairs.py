@@ -138,8 +138,8 @@ def seconds_guess(config) -> float:
     elif g.stencil == 5:
         each = max(4e-4, 8.5e-7 * n)
     else:
-        from ..model import states      # (the solvers' import: not before the workers' start
-        each = 2.5e-8 * n * n if n <= states.DVR_DENSE_MAX else 6e-6 * n   # where avoidable)
+        from ..model import states      # (here: the solvers not imported before the workers start)
+        each = 2.5e-8 * n * n if n <= states.DVR_DENSE_MAX else 6e-6 * n
     return calls * each
 
 
