@@ -998,7 +998,7 @@ def test_the_cli_and_simulate_open_the_workers_before_they_prepare(inputs_dir, t
     from click.testing import CliRunner
 
     from tdse.config import ConfigError
-    from tdse.run import driver, eigenpairs, plan as planmod
+    from tdse.run import eigenpairs, plan as planmod
     from tdse.ui.cli import main
     opened, closed, at_prepare, refuse = [], [], [], []
     real_init, real_close, real_prepare = eigenpairs.Workers.__init__, eigenpairs.Workers.close, planmod.prepare

@@ -5,7 +5,6 @@ this CPU, per input, N and stencil -- where the bound is tight and where it is n
     python benchmarks/archive/dense_bound.py
 """
 import dataclasses
-import numpy as np
 import tdse
 from tdse.numerics import cost
 from tdse import config as cfgmod

@@ -6,7 +6,7 @@ every 10, alternating REPEAT times; the file's loop clock and the loop's wait fo
 
     python benchmarks/archive/workers_early.py STENCIL REPEAT   (after: git archive HEAD tdse mgemm inputs | tar -x -C /tmp/ab_head)
 """
-import dataclasses, json, os, subprocess, sys, tempfile, time
+import dataclasses, os, subprocess, sys, tempfile, time
 import numpy as np, h5py
 sys.path.insert(0, os.getcwd())
 from tdse import config as cfgmod

@@ -83,8 +83,10 @@ def kinetic_offsum(stencil, dx: float) -> float:
 def momentum_dense(grid, xp=np):
     """p = -i D as a dense N x N complex matrix on the device of ``xp`` (cached)."""
     def make():
-        import scipy.linalg     # (not at this module's import: a run's look-ahead workers
-        c = momentum_column(grid)   # start before the solvers are imported, tdse.run.eigenpairs)
+        # (SciPy not at this module's import: a run's look-ahead workers start before the
+        # solvers are imported, tdse.run.eigenpairs.look_ahead)
+        import scipy.linalg
+        c = momentum_column(grid)
         return xp.asarray(scipy.linalg.toeplitz(c, c.conj()))
     return _cached(("P", grid.n, grid.dx, grid.stencil, _device_key(xp)), make)
 

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import scipy.linalg
 
-from ..options import EIGEN_BLAS_THREADS
+from ..options import EIGEN_BLAS_THREADS  # (the eigensolvers' BLAS threads: there, not here)
 from .grid import points
 from .hamiltonian import kinetic_bands
 from .lapack import count_below, lowest_pairs, shifted_solves
@@ -503,7 +503,6 @@ def fd_start(grid, v, m):
     return tridiagonal(grid, v, m)[1]
 
 
-#: (:data:`tdse.options.EIGEN_BLAS_THREADS`, imported above: the eigensolvers' BLAS threads)
 _CONTROLLER = []
 
 
