@@ -373,7 +373,7 @@ def test_the_cli_leaves_numpys_unused_submodules_unloaded_until_used():
            "assert 'numpy.f2py.crackfortran' not in sys.modules, 'f2py loaded'\n")
 
 
-def test_the_command_ends_without_the_interpreters_teardown_keeping_its_status_and_output():
+def test_the_command_ends_without_the_interpreters_teardown_keeping_its_status_and_output(tmp_path):
     """`tdse` ends by os._exit once its work and every other exit function are done
     (tdse.ui.command._end_now): an object whose finalizer would run in the interpreter's
     teardown is not finalized; the status (0, 2), stdout and stderr are the command's.  Not
@@ -408,7 +408,7 @@ def test_the_command_ends_without_the_interpreters_teardown_keeping_its_status_a
     r = tdse("run", "inputs/no_such.toml")
     assert r.returncode == 2 and "no such file" in r.stderr and "teardown" not in r.stdout
     # an HDF5 file open at the end: Python's exit, which finalizes
-    opened = "import h5py, tempfile, os\nf = h5py.File(os.path.join(tempfile.mkdtemp(), 'x.h5'), 'w')"
+    opened = f"import h5py\nf = h5py.File({str(tmp_path / 'x.h5')!r}, 'w')"
     r = tdse("--version", opened=opened)
     assert r.returncode == 0 and "teardown" in r.stdout
 
