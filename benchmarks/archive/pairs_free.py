@@ -75,6 +75,8 @@ def pairs_file(run, begin, times, into=None):
     return [[E, None] for E, _ in out] + [(path, phi.shape)], seconds, said
 """
 os.environ["PAIRS_DIR"] = tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+import atexit, shutil
+atexit.register(shutil.rmtree, os.environ["PAIRS_DIR"], True)   # (its empty folder had been left in /dev/shm)
 FALLBACK = [0]
 
 
