@@ -19,7 +19,8 @@ what ``tdse resume`` continues; ``Result.config`` is that configuration.
 from __future__ import annotations
 
 from .config import Config, ConfigError, load_config
-from .run.driver import Result, look_ahead, run
+from .run.driver import Result, run
+from .run.eigenpairs import look_ahead
 from .run import loop
 from .run.loop import Observer, Sink, State
 from .run.plan import RunPlan, prepare, with_options

@@ -22,7 +22,7 @@ from ..model.states import DTYPE
 from ..numerics.precheck import Precheck
 from .interrupts import Interrupts
 from .loop import evolve
-from .eigenpairs import look_ahead  # noqa: F401 -- (also tdse.run.driver.look_ahead)
+from .eigenpairs import look_ahead
 from .rows import Observables
 from .sinks import Progress, Snapshots
 from .plan import RunPlan, prepare
