@@ -165,19 +165,7 @@ class PinnedUpload:
         size = values.size if parts is None else sum(int(np.size(a)) for a in parts)
         if size > self.size or dtype != self._dtype:
             cp.cuda.get_current_stream().synchronize()     # no copy in flight reads the old ring
-            self.size = max(size, 2 * self.size)
-            self._dtype = dtype
-            # (each slot's pinned buffer made at its first use: a ring of 64 made at once
-            # took ~0.3 ms a buffer, and an adaptive run makes a ring for each step size it
-            # takes -- 281 buffers, 0.08 s of the laser's 0.6 s at 1e-8 on one H200)
-            self.host = [None] * self.ring
-            self.events = [cp.cuda.Event() for _ in range(self.ring)]
-            self.recorded = [False] * self.ring
-            self.dev = cp.empty(self.size, dtype=dtype)
-            # calls counted from the remake, from slot 0: _wait_lead finds call c's event in
-            # slot c % ring (a remake that kept the old slot read unrecorded events' times:
-            # cudaErrorInvalidResourceHandle, #58 item 0)
-            self.count, self.slot = 0, 0
+            self._remake(max(size, 2 * self.size), dtype)
         k = self.slot
         rt = cp.cuda.runtime
         if self.lead_seconds is None:
@@ -207,6 +195,33 @@ class PinnedUpload:
         self.slot = (k + 1) % self.ring
         self._last = size
         self.count += 1
+
+    def reserve(self, size, dtype):
+        """The ring made now for uploads of up to ``size`` values of ``dtype``, each slot's
+        pinned buffer with it: before a loop, where a ring that grows at a call waits for
+        the stream to drain and pins its new buffers in the loop (an H200 host: ~4 ms a
+        2.6 MB buffer, a GPU run's H(t) states; ``device_timeline_h200x1_20261202T0959.txt``)."""
+        if self.count:
+            raise RuntimeError("reserve before the first upload")
+        self._remake(int(size), np.dtype(dtype))
+        import cupyx
+        self.host = [cupyx.empty_pinned(self.size, dtype=self._dtype) for _ in range(self.ring)]
+
+    def _remake(self, size, dtype):
+        """A ring of ``size`` values of ``dtype``, nothing in flight on the old one."""
+        cp = self.cp
+        self.size, self._dtype = size, dtype
+        # (each slot's pinned buffer made at its first use: a ring of 64 made at once
+        # took ~0.3 ms a buffer, and an adaptive run makes a ring for each step size it
+        # takes -- 281 buffers, 0.08 s of the laser's 0.6 s at 1e-8 on one H200)
+        self.host = [None] * self.ring
+        self.events = [cp.cuda.Event() for _ in range(self.ring)]
+        self.recorded = [False] * self.ring
+        self.dev = cp.empty(self.size, dtype=dtype)
+        # calls counted from the remake, from slot 0: _wait_lead finds call c's event in
+        # slot c % ring (a remake that kept the old slot read unrecorded events' times:
+        # cudaErrorInvalidResourceHandle, #58 item 0)
+        self.count, self.slot = 0, 0
 
     def _wait_lead(self, rt):
         """Wait for the copy :attr:`lead` calls back (it and every one before it have run:

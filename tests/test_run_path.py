@@ -902,6 +902,35 @@ def test_pinned_upload_keeps_a_lead_of_seconds_and_never_reuses_a_busy_slot(monk
         PinnedUpload(cp, ring=64, lead_seconds=0.1)
     _pinned_upload_regrown(cp, recorded)
     _pinned_upload_of_parts(cp, dev)
+    _pinned_upload_reserved(cp, monkeypatch)
+
+
+def _pinned_upload_reserved(cp, monkeypatch):
+    """PinnedUpload.reserve (a GPU run's ring of H(t) states, made before its loop:
+    rows._BlockRows): every slot's pinned buffer made at once; uploads up to that size then
+    neither wait for the stream nor pin a buffer, and land as before; a larger one regrows
+    the ring (a wait, fresh buffers); a reserve after an upload is refused."""
+    import sys
+    from mgemm.arrays import PinnedUpload
+    pinned, waits = [], []
+    made = sys.modules["cupyx"].empty_pinned
+    monkeypatch.setattr(sys.modules["cupyx"], "empty_pinned",
+                        lambda n, dtype: pinned.append(n) or made(n, dtype))
+    stream = cp.cuda.get_current_stream()
+    monkeypatch.setattr(stream, "synchronize", lambda: waits.append(1))
+    up = PinnedUpload(cp, ring=4)
+    up.reserve(40, np.float64)
+    assert pinned == [40] * 4 and not waits
+    rng = np.random.default_rng(5)
+    for c in range(9):
+        v = rng.standard_normal(8 + 4 * (c % 4))        # sizes 8 .. 20, all within 40
+        up.put(v)
+        assert np.array_equal(up.host[c % 4][:v.size], v) and up._last == v.size
+    assert pinned == [40] * 4 and not waits and up.count == 9
+    up.put(np.ones(41))                                 # beyond it: regrown as before
+    assert waits == [1] and up.size == 80 and pinned[4:] == [80]
+    with pytest.raises(RuntimeError, match="before the first upload"):
+        up.reserve(100, np.float64)
 
 
 def _pinned_upload_of_parts(cp, dev):

@@ -39,6 +39,9 @@ TAP_ROWS = True
 #: cudaHostAlloc (``loop_sampler_h200x1_20261130T1033.txt``)
 PAIRS_RING = 4
 
+#: the most pinned bytes a slot of that ring is made with before the loop (:class:`_BlockRows`)
+PAIRS_RESERVE_BYTES = 1 << 23
+
 #: rows measured in blocks of up to this many states (:class:`_BlockRows`) on the CPU (a
 #: row's cost there is its share of the block's passes, whatever the block's size)
 TIME_BLOCK = 64
@@ -296,6 +299,14 @@ class _BlockRows:
         # H(t)'s states, a block's upload each: a slot is reused only after its copy ran, so
         # the ring bounds the host's lead over the device to PAIRS_RING blocks
         self.up = PinnedUpload(xp, ring=PAIRS_RING) if xp is not np else np.asarray
+        if xp is not np and self.K and cfg.potential.molecule_moves:
+            # made now for a block's states at most (its rows at the populations' cadence, a
+            # first and a last off it), not grown in the loop (a wait for the stream and
+            # fresh pinned buffers there); a larger bound grows as it is met
+            most = min(self.M, -(-self.M * cfg.output.observables_every
+                                 // cfg.output.populations_interval) + 2) * self.K * cfg.grid.n
+            if 8 * most <= PAIRS_RESERVE_BYTES:
+                self.up.reserve(most, np.float64)
         self._phit = None            # (host array, device copy) of the last H(t) states
         # per row since the last hand-over: its step, time, E_n(t) (the one NaN row where it has
         # none) and whether it has H(t)'s states -- parallel lists, made into columns at once
