@@ -363,7 +363,7 @@ class _BlockRows:
     def resolve(self):
         """The pairs of the rows :meth:`reserve_later` took, asked for in step order; their
         states uploaded at once (one copy a block, where one a row had cost a GPU run's host
-        ~0.2-0.4 ms at N = 8192, docs/RUN_OVERHEAD.md); the rows' energies set."""
+        ~0.2-0.4 ms at N = 8192, ``git show aa99969:docs/RUN_OVERHEAD.md``); the rows' energies set."""
         later = self.later
         if not later:
             return

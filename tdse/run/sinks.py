@@ -32,7 +32,7 @@ SNAPSHOT_BYTES_IN_FLIGHT = 64 << 20
 #: ring of at most this many rows (and half of SNAPSHOT_BYTES_IN_FLIGHT), copied to the host
 #: a ring at a time: a save point a ring, where one a snapshot had cost a GPU run's host
 #: ~0.45 ms (psi copied out of and into the step graphs' buffer, a new segment of rows, a
-#: pinned copy; docs/RUN_OVERHEAD.md)
+#: pinned copy; ``git show aa99969:docs/RUN_OVERHEAD.md``)
 SNAPSHOT_RING = 32
 
 #: ... and spans at most this part of ``output.flush_seconds`` at the loop's pace (the
@@ -295,7 +295,7 @@ class Progress(Sink):
     1/:data:`PROGRESS_POINTS` of the steps: by the steps' taps where psi is stepped (a
     callable run by the loop's thread after the step's launch: no save point of its own,
     where one a move had cost a GPU run's host ~0.3 ms in psi's copies and a new segment,
-    ``docs/RUN_OVERHEAD.md``), else (U(t) alone) at save points of its own."""
+    ``git show aa99969:docs/RUN_OVERHEAD.md``), else (U(t) alone) at save points of its own."""
 
     def __init__(self, total, initial=0, desc=None, disable=False, unit="step"):
         self.args = dict(total=total, initial=initial, desc=desc, disable=disable, unit=unit,
