@@ -182,6 +182,29 @@ def test_static_centres_populations_by_a_product_a_block_equal_a_row_at_a_time(i
     assert P[-1, 0] > 0.5 and np.ptp(P[:, 1]) > 1e-9      # the rows do change
 
 
+@pytest.mark.parametrize("obs,pops,steps", [(1, 3, 61), (2, 4, 98), (1, 1, 40), (3, 6, 151)])
+def test_the_rows_with_states_of_a_block_stay_within_the_gpu_rings_bound(inputs_dir, monkeypatch,
+                                                                          obs, pops, steps):
+    """rows.states_in_a_block (what a GPU run's ring of H(t)'s states is made for before its
+    loop, rows._BlockRows) bounds the rows with H(t)'s states in each block, counted in a
+    CPU run's blocks of 7 rows (the same rows and cadence on either backend; the last step
+    off the cadence), and is no more than the first and last rows above what a block holds."""
+    monkeypatch.setattr(rows, "TIME_BLOCK", 16)
+    counts = []
+    measure = rows._BlockRows._measure
+
+    def counting(self):
+        counts.append(sum(p is not None for p in self.phis[:self.cols]))
+        return measure(self)
+    monkeypatch.setattr(rows._BlockRows, "_measure", counting)
+    cfg = _moving(inputs_dir, 3, **{"output.populations_every": pops, "output.observables_every": obs,
+                                    "output.every": obs})
+    cfg = cfg.with_value("time.t_end", steps * cfg.time.dt)
+    tdse.simulate(cfg, backend="numpy")
+    bound = rows.states_in_a_block(16, cfg.output)
+    assert counts and max(counts) <= bound and max(counts) >= bound - 2, (counts, bound)
+
+
 def _random_block(cfg, K, M, rng):
     """(x, K random states (K, N), psi(0) (N,), a block (N, M) of random complex states, M
     times in [0, 2)) on ``cfg``'s grid."""

@@ -39,8 +39,16 @@ TAP_ROWS = True
 #: cudaHostAlloc (``loop_sampler_h200x1_20261130T1033.txt``)
 PAIRS_RING = 4
 
-#: the most pinned bytes a slot of that ring is made with before the loop (:class:`_BlockRows`)
+#: the most pinned bytes a slot of that ring is made with before the loop (:class:`_BlockRows`;
+#: a choice, not measured: 4 slots of it stay pinned for the run, a larger ring grows as before)
 PAIRS_RESERVE_BYTES = 1 << 23
+
+
+def states_in_a_block(M, output) -> int:
+    """The most rows with H(t)'s states in a block of ``M`` rows (``output``: the run's
+    :class:`~tdse.inputs.Output`): those at the populations' cadence among rows
+    ``observables_every`` steps apart, and two off it (the run's first and last)."""
+    return min(M, -(-M * output.observables_every // output.populations_interval) + 2)
 
 #: rows measured in blocks of up to this many states (:class:`_BlockRows`) on the CPU (a
 #: row's cost there is its share of the block's passes, whatever the block's size)
@@ -300,12 +308,10 @@ class _BlockRows:
         # the ring bounds the host's lead over the device to PAIRS_RING blocks
         self.up = PinnedUpload(xp, ring=PAIRS_RING) if xp is not np else np.asarray
         if xp is not np and self.K and cfg.potential.molecule_moves:
-            # made now for a block's states at most (its rows at the populations' cadence, a
-            # first and a last off it), not grown in the loop (a wait for the stream and
-            # fresh pinned buffers there); a larger bound grows as it is met
-            most = min(self.M, -(-self.M * cfg.output.observables_every
-                                 // cfg.output.populations_interval) + 2) * self.K * cfg.grid.n
-            if 8 * most <= PAIRS_RESERVE_BYTES:
+            # made now for a block's states at most, not grown in the loop (a wait for the
+            # stream and fresh pinned buffers there); a larger bound grows as it is met
+            most = states_in_a_block(self.M, cfg.output) * self.K * cfg.grid.n
+            if most * np.dtype(np.float64).itemsize <= PAIRS_RESERVE_BYTES:
                 self.up.reserve(most, np.float64)
         self._phit = None            # (host array, device copy) of the last H(t) states
         # per row since the last hand-over: its step, time, E_n(t) (the one NaN row where it has
