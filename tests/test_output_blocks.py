@@ -205,6 +205,78 @@ def test_the_rows_with_states_of_a_block_stay_within_the_gpu_rings_bound(inputs_
     assert counts and max(counts) <= bound and max(counts) >= bound - 2, (counts, bound)
 
 
+def test_a_taps_rows_with_states_are_those_of_the_cadence():
+    """Observables._pops_in (the tapped rows with H(t)'s states, from the cadence) gives
+    the rows _pops_at says have them, row by row, over random cadences, spans and last
+    steps (observables every e, populations every P not a multiple of e among them)."""
+    import random
+    import types
+    rng = random.Random(7)
+    for _ in range(2000):
+        e, P = rng.randint(1, 7), rng.randint(1, 40)
+        me = types.SimpleNamespace(_pop_every=P, _last=rng.randint(0, 500))
+        j0 = rng.randint(-1, 400)
+        ks = range((j0 // e + 1) * e, j0 + rng.randint(0, 300), e)
+        want = [i for i, k in enumerate(ks) if rows.Observables._pops_at(me, k)]
+        assert rows.Observables._pops_in(me, ks) == want, (e, P, me._last, ks)
+
+
+def test_merged_taps_keep_the_sinks_order_and_lists():
+    """loop._taps: one sink's taps as they are; several merged with each step's arrays in
+    the sinks' order (the largest copied, the others' steps made anew), no sink's list
+    changed."""
+    import types
+    from tdse.run.loop import _taps
+    c = object()
+    big = {k: [("obs", k)] for k in range(1, 40)}
+    small = {k: [("snap", k)] for k in range(5, 45, 5)}
+    cb = {39: [c]}
+    sinks_ = [types.SimpleNamespace(tap=lambda j, k, saved, t=t: t) for t in (small, big, cb, None)]
+    frozen = {k: list(v) for k, v in big.items()}
+    got = _taps(sinks_, [0, 1, 2, 3], 0, 39, [None] * 4)
+    for k in range(1, 45):
+        want = small.get(k, []) + big.get(k, []) + cb.get(k, [])
+        assert got.get(k, []) == want, k
+    assert big == frozen and small[5] == [("snap", 5)]
+    assert _taps(sinks_, [1, 3], 0, 39, [None] * 4) is big
+    assert _taps(sinks_, [3], 0, 39, [None] * 4) is None
+
+
+def test_graph_tap_slots_are_each_steps_first_free_slot():
+    """GraphStep._slots against its definition step by step: a step's rows of a tapped
+    block take their block's slot where it is free, the rest (a second row of a block,
+    another array, a callable, a step outside the chunk's) wait as late taps, over random
+    tap sets (no GPU: the rows' slots given)."""
+    import random
+    import types
+    from tdse.numerics.graphs import TAPS, GraphStep
+    rng = random.Random(3)
+    blocks = [np.zeros((64, 2), complex) for _ in range(TAPS)]
+    for trial in range(300):
+        me = types.SimpleNamespace(_slot_ids={id(v): (v, (t, i)) for t, blk in enumerate(blocks)
+                                              for i, v in enumerate([blk[i] for i in range(64)])},
+                                   _slot_of=lambda row: None)
+        rows_ = [v for v, _ in me._slot_ids.values()]
+        j = rng.randrange(0, 500)
+        e = j + rng.randrange(1, 257)
+        others = [np.zeros(2, complex), len]
+        taps = {k: [rng.choice(rows_ + others) for _ in range(rng.randrange(1, 4))]
+                for k in rng.sample(range(j - 10, e + 20), min(e - j + 30, rng.randrange(0, 80)))}
+        flat, late = GraphStep._slots(me, taps, j, e)
+        want, want_late = -np.ones((e - j, TAPS)), {}
+        for k in range(j + 1, e + 1):
+            for row in taps.get(k, ()):
+                s = me._slot_ids.get(id(row))
+                s = s[1] if s is not None and s[0] is row else None
+                if s is not None and want[k - j - 1, s[0]] < 0:
+                    want[k - j - 1, s[0]] = s[1]
+                else:
+                    want_late.setdefault(k, []).append(row)
+        assert np.array_equal(flat, want), trial
+        assert {k: [id(r) for r in v] for k, v in (late or {}).items()} == \
+            {k: [id(r) for r in v] for k, v in want_late.items()}, trial
+
+
 def _random_block(cfg, K, M, rng):
     """(x, K random states (K, N), psi(0) (N,), a block (N, M) of random complex states, M
     times in [0, 2)) on ``cfg``'s grid."""

@@ -503,18 +503,25 @@ class GraphStep:
     def _slots(self, taps, j, e):
         """(the tap slots of steps j .. e - 1, (e - j) x TAPS: the row of each block of :attr:`tap_to`
         psi after the step fills, -1 for none; {step: rows} the graphs do not fill, or None).
-        Lists, one array at the end (NumPy's scalar writes: ~2 us a step, ``loop_prof_*``)."""
-        slots, late, ids = [[-1.0] * TAPS for _ in range(j, e)], None, self._slot_ids
-        for k in range(j + 1, e + 1) if taps else ():     # (the chunk's steps, not every tap's)
-            for row in taps.get(k, ()):
-                got = ids.get(id(row))
+        One flat list, one array at the end (NumPy's scalar writes: ~2 us a step,
+        ``loop_prof_*``; a list a step and a lookup a row's step: ~1 us a step of a 2-CPU host)."""
+        flat, late = [-1.0] * (TAPS * (e - j)), None
+        if not taps:
+            return np.array(flat).reshape(e - j, TAPS), late
+        ids, base = self._slot_ids.get, -TAPS * (j + 1)
+        for k, rows in (taps.items() if len(taps) <= e - j else
+                        ((k, taps[k]) for k in range(j + 1, e + 1) if k in taps)):
+            if not j < k <= e:          # (the chunk's steps, not every tap's)
+                continue
+            for row in rows:
+                got = ids(id(row))
                 s = got[1] if got is not None and got[0] is row else \
                     None if callable(row) else self._slot_of(row)
-                if s is not None and slots[k - j - 1][s[0]] < 0:
-                    slots[k - j - 1][s[0]] = s[1]
+                if s is not None and flat[base + TAPS * k + s[0]] < 0:
+                    flat[base + TAPS * k + s[0]] = s[1]
                 else:
                     (late := late or {}).setdefault(k, []).append(row)
-        return np.array(slots, dtype=np.float64).reshape(e - j, TAPS), late
+        return np.array(flat, dtype=np.float64).reshape(e - j, TAPS), late
 
     def _slot_of(self, row):
         """(t, the index of ``row`` in block t of the blocks the graphs' taps fill: the first

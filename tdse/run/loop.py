@@ -238,13 +238,13 @@ def _run(stepper, dt, start, stop, state, sinks):
 
 def _taps(sinks, tappers, j, k, nexts):
     """The :meth:`Sink.tap` s of ``sinks[i]`` for i in ``tappers`` for the advance from
-    ``j`` to ``k``, merged: {step: [arrays]}, or None."""
-    out = None
-    for i in tappers:
-        t = sinks[i].tap(j, k, nexts[i] == k)
-        if t:
-            if out is None:
-                out = {}
-            for step, rows in t.items():
-                out.setdefault(step, []).extend(rows)
+    ``j`` to ``k``, merged: {step: [arrays]} (a sink's own dict where it is the only one;
+    no sink's lists changed), or None."""
+    got = [t for t in (sinks[i].tap(j, k, nexts[i] == k) for i in tappers) if t]
+    if len(got) < 2:
+        return got[0] if got else None
+    big = max(got, key=len)                # (copied at C speed; a step of the others' made
+    out = dict(big)                        # anew, its arrays in the sinks' order)
+    for step in {s for t in got if t is not big for s in t}:
+        out[step] = [row for t in got for row in t.get(step, ())]
     return out
