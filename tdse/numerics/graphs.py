@@ -502,18 +502,11 @@ class GraphStep:
 
     def _slots(self, taps, j, e):
         """(the tap slots of steps j .. e - 1, (e - j) x TAPS: the row of each block of :attr:`tap_to`
-        psi after the step fills, -1 for none; {step: rows} the graphs do not fill, or None).
-        One flat list, one array at the end (NumPy's scalar writes: ~2 us a step,
-        ``loop_prof_*``; a list a step and a lookup a row's step: ~1 us a step of a 2-CPU host)."""
-        flat, late = [-1.0] * (TAPS * (e - j)), None
-        if not taps:
-            return np.array(flat).reshape(e - j, TAPS), late
-        ids, base = self._slot_ids.get, -TAPS * (j + 1)
-        for k, rows in (taps.items() if len(taps) <= e - j else
+        psi after the step fills, -1 for none; {step: rows} the graphs do not fill, or None): one flat list."""
+        flat, late, ids, base = [-1.0] * (TAPS * (e - j)), None, self._slot_ids.get, -TAPS * (j + 1)
+        for k, rows in ((taps or {}).items() if len(taps or ()) <= e - j else
                         ((k, taps[k]) for k in range(j + 1, e + 1) if k in taps)):
-            if not j < k <= e:          # (the chunk's steps, not every tap's)
-                continue
-            for row in rows:
+            for row in rows if j < k <= e else ():     # (the chunk's steps, not every tap's)
                 got = ids(id(row))
                 s = got[1] if got is not None and got[0] is row else \
                     None if callable(row) else self._slot_of(row)
