@@ -315,13 +315,15 @@ def test_a_time_block_by_its_rows_layout(stencil, moving, inputs_dir, rng):
     the field's x E(t)); the sums equal the contiguous copy's to 1e-12 of the largest (the
     same terms summed along the columns in another order); and a state's sums and
     amplitudes are the same bits wherever in the block it is (the rows rolled: a resumed
-    run's blocks start elsewhere), on an odd N (rows at every alignment)."""
+    run's blocks start elsewhere), on an odd N (rows at every alignment), in a block as wide
+    as _BlockRows makes one (a multiple of 8; 7 columns gave the DVR's GEMM's edge columns
+    other bits in 2 of 400 draws)."""
     from tdse.model.observables import BlockMeasure
     cfg = _field_absorber(_moving(inputs_dir, stencil, n=159), inputs_dir)
     if not moving:
         cfg = dataclasses.replace(cfg, potential=dataclasses.replace(cfg.potential, centres=tuple(
             dataclasses.replace(c, amplitude=0.0) for c in cfg.potential.centres)))
-    n, K, M = cfg.grid.n, 3, 7
+    n, K, M = cfg.grid.n, 3, 8
     x, phi0, psi0, rows, times = _random_block(cfg, K, M, rng)
     rows = np.ascontiguousarray(rows.T)            # (M, N): the rows as _BlockRows holds them
     bm = BlockMeasure([cfg] * M, x, np.broadcast_to(phi0[None], (M, K, n)), psi0[:, None])
@@ -339,6 +341,18 @@ def test_a_time_block_by_its_rows_layout(stencil, moving, inputs_dir, rng):
         rolled = bm.raw(None, np.roll(rows, k, axis=0).T, times=np.roll(times, k))
         for key in ("sums", "amps"):
             assert np.array_equal(np.roll(got[key], k, axis=1), rolled[key]), (k, key)
+
+
+@pytest.mark.parametrize("steps", [1, 5, 13, 62, 200])
+def test_a_runs_blocks_are_a_multiple_of_8_rows_wide_under_the_cap(steps, inputs_dir):
+    """_BlockRows' width: the run's rows rounded up to a multiple of 8, at most the cap
+    (TIME_BLOCK): the widths test_a_time_block_by_its_rows_layout holds its bits for."""
+    from tdse.model.observables import Measure
+    cfg = _moving(inputs_dir, "dvr")
+    cfg = cfg.with_value("time.t_end", steps * cfg.time.dt)
+    plan = tdse.prepare(cfg, backend="numpy", check_resolution=False)
+    M = rows._BlockRows(plan, Measure(cfg, plan.x, plan.states[:2], np.asarray(plan.psi0))).M
+    assert M % 8 == 0 and M == min(rows.TIME_BLOCK, -(-(steps + 2) // 8) * 8), (steps, M)
 
 
 @pytest.mark.parametrize("own_states", [False, True])

@@ -303,8 +303,11 @@ class _BlockRows:
         self.block = observables.BlockMeasure([cfg], plan.x, phi0[None], psi0[:, None], xp)
         rows = cfg.time.steps // cfg.output.observables_every + 2      # rows of the whole run
         cap = TIME_BLOCK if xp is np else \
-            max(TIME_BLOCK, min(TIME_BLOCK_GPU, TIME_BLOCK_BYTES // (16 * cfg.grid.n)))
-        self.M = max(1, min(cap, rows))
+            max(TIME_BLOCK, min(TIME_BLOCK_GPU, TIME_BLOCK_BYTES // (16 * cfg.grid.n)) // 8 * 8)
+        # a multiple of 8 columns (under the cap): the DVR's kinetic product is a GEMM, whose
+        # edge tiles gave a state in the last columns of a 7-wide block other bits than
+        # elsewhere -- a resumed run's rows sit elsewhere in their blocks (2 in 400 draws)
+        self.M = max(1, min(cap, -(-rows // 8) * 8))
         self.tblock = observables.BlockMeasure(
             [cfg] * self.M, plan.x, np.broadcast_to(phi0[None], (self.M, *phi0.shape)),
             psi0[:, None], xp)
