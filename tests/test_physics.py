@@ -76,7 +76,8 @@ def test_dense_lowest_against_scipy_and_numpy(rng):
 
 
 def test_lowest_pairs_and_shifted_solves_against_dense_numpy(rng):
-    """states.lowest_pairs (tdse.model.lapack: dstebz + dstein through SciPy): the m lowest
+    """states.lowest_pairs (tdse.model.lapack: dstebz + dstein through SciPy, dstemr beyond
+    64 pairs): the m lowest
     pairs of fresh random symmetric tridiagonal matrices equal numpy.linalg.eigh's of the
     dense matrix (values to 1e-12 relative, vectors up to sign to 1e-10; 1 <= m <= N, N
     from 1 to 300), also with a pair 1e-9 apart (the vectors then span the pair's
@@ -95,6 +96,20 @@ def test_lowest_pairs_and_shifted_solves_against_dense_numpy(rng):
         scale = max(1.0, np.abs(W).max())
         assert z.shape == (n, m) and np.abs(w - W[:m]).max() < 1e-12 * scale, (n, m)
         assert np.abs(np.abs(np.sum(z * Z[:, :m], axis=0)) - 1.0).max() < 1e-10, (n, m)
+    # more pairs than lapack.STEBZ_MAX_PAIRS (dstemr): values to 1e-12 relative, each pair's
+    # residual of rounding's size and the vectors orthonormal (a random matrix's interior
+    # pairs may be too close for each vector to be compared alone)
+    for n, m in ((65, 65), (300, 120), (300, 300)):
+        assert m > lapack.STEBZ_MAX_PAIRS
+        d = 3.0 * rng.standard_normal(n) + 5.0
+        e = -0.5 - np.abs(rng.standard_normal(n - 1))
+        w, z = model_states.lowest_pairs(d, e, m)
+        A = np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
+        W = np.linalg.eigvalsh(A)
+        scale = max(1.0, np.abs(W).max())
+        assert z.shape == (n, m) and np.abs(w - W[:m]).max() < 1e-12 * scale, (n, m)
+        assert np.abs(A @ z - z * w).max() < 1e-12 * scale, (n, m)
+        np.testing.assert_allclose(z.T @ z, np.eye(m), atol=1e-11)
     # two uncoupled blocks with the same lowest eigenvalue but for 1e-9: a near-degenerate pair
     n = 80
     d = 2.0 + rng.random(n)

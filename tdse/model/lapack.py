@@ -21,19 +21,30 @@ from scipy.linalg import lapack
 __all__ = ["lowest_pairs", "shifted_solves", "count_below"]
 
 
+#: lowest_pairs asks for more pairs than this of MRRR (dstemr), fewer of bisection and
+#: inverse iteration (dstebz + dstein), whose clusters' reorthogonalization grows as the
+#: square of a cluster's size: one CPU, soft-core H at N = 256 / 1024 / 3200, m = 128
+#: 10.4 / 36.7 / 161 ms against 14.4 / 62.2 / 191, all pairs 17 / 220 / 2124 ms against
+#: 29 / 475 / 52491; at m = 64 about even, at 16 dstebz's 2.0 / 6.9 / 20.7 ms against
+#: 2.0 / 9.7 / 151 (``tridiagonal_drivers_cpu2_20261202T1250.txt``)
+STEBZ_MAX_PAIRS = 64
+
+
 def lowest_pairs(d, e, m):
     """(E, vectors N x m): the m lowest eigenpairs of the symmetric tridiagonal matrix with
-    diagonal ``d`` and off-diagonal ``e``: bisection for the eigenvalues (LAPACK's dstebz,
-    O(N) a Sturm sweep) and inverse iteration for the vectors, reorthogonalized within
-    clusters (dstein; Wilkinson, *The Algebraic Eigenvalue Problem*, ch. 5; Parlett, *The
-    Symmetric Eigenvalue Problem*, ch. 4), ``scipy.linalg.eigh_tridiagonal``'s "stebz"
-    driver -- O(N m) against the O(N^2) of computing all eigenvalues first."""
+    diagonal ``d`` and off-diagonal ``e``: up to :data:`STEBZ_MAX_PAIRS` by bisection for the
+    eigenvalues (LAPACK's dstebz, O(N) a Sturm sweep) and inverse iteration for the vectors,
+    reorthogonalized within clusters (dstein; Wilkinson, *The Algebraic Eigenvalue
+    Problem*, ch. 5; Parlett, *The Symmetric Eigenvalue Problem*, ch. 4) -- O(N m) against
+    the O(N^2) of computing all eigenvalues first --, more by the multiple relatively robust
+    representations (dstemr; Dhillon & Parlett, Linear Algebra Appl. 387 (2004) 1: O(N m)
+    without reorthogonalization), ``scipy.linalg.eigh_tridiagonal``'s two drivers."""
     d = np.asarray(d, dtype=np.float64)
     if d.size == 1:
         return d.copy(), np.ones((1, 1))
     return scipy.linalg.eigh_tridiagonal(d, np.asarray(e, dtype=np.float64), select="i",
                                          select_range=(0, m - 1), check_finite=False,
-                                         lapack_driver="stebz")
+                                         lapack_driver="stebz" if m <= STEBZ_MAX_PAIRS else "stemr")
 
 
 def shifted_solves(D, e, X):
