@@ -504,9 +504,9 @@ class GraphStep:
         """(the tap slots of steps j .. e - 1, (e - j) x TAPS: the row of each block of :attr:`tap_to`
         psi after the step fills, -1 for none; {step: rows} the graphs do not fill, or None): one flat list."""
         flat, late, ids, base = [-1.0] * (TAPS * (e - j)), None, self._slot_ids.get, -TAPS * (j + 1)
-        for k, rows in ((taps or {}).items() if len(taps or ()) <= e - j else
-                        ((k, taps[k]) for k in range(j + 1, e + 1) if k in taps)):
-            for row in rows if j < k <= e else ():     # (the chunk's steps, not every tap's)
+        rows_at = (taps or {}).get
+        for k in range(j + 1, e + 1):      # (the chunk's steps, not every tap's)
+            for row in rows_at(k, ()):
                 got = ids(id(row))
                 s = got[1] if got is not None and got[0] is row else \
                     None if callable(row) else self._slot_of(row)
