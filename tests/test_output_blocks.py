@@ -182,6 +182,28 @@ def test_static_centres_populations_by_a_product_a_block_equal_a_row_at_a_time(i
     assert P[-1, 0] > 0.5 and np.ptp(P[:, 1]) > 1e-9      # the rows do change
 
 
+def test_a_rows_amplitudes_in_h_t_states_do_not_depend_on_its_runs_length(inputs_dir, rng):
+    """A row's <phi_n(t)|psi> has the same bits whether its run of rows with those states
+    (rows._BlockRows._amplitudes, one product a run) is the block or the row alone -- a
+    flush or a block's end can leave one row alone, and a matrix-vector product (BLAS's
+    gemv) gives it other bits than the same column of a matrix product (gemm)."""
+    from tdse.model.observables import Measure
+    cfg = cfgmod.load(os.path.join(inputs_dir, "atom_hhg.toml"))
+    plan = tdse.prepare(cfg, backend="numpy")
+    br = rows._BlockRows(plan, Measure(cfg, plan.x, plan.states[:2], np.asarray(plan.psi0)))
+    M, n = br.M, cfg.grid.n
+    br.buf[...] = rng.standard_normal((M, n)) + 1j * rng.standard_normal((M, n))
+    P = rng.standard_normal((cfg.output.populations, n))         # (real, as a run's are on the CPU)
+    br.phis = [P] * M
+    whole = br._amplitudes(M)[0]
+    for i in (0, 1, M // 2, M - 1):
+        br.phis = [None] * i + [P] + [None] * (M - i - 1)
+        alone = br._amplitudes(M)[0]
+        assert alone.shape == (len(P), 1) and np.array_equal(alone[:, 0], whole[:, i]), i
+        br.phis = [None] * i + [P] * (M - i)
+        assert np.array_equal(br._amplitudes(M)[0], whole[:, i:]), i
+
+
 @pytest.mark.parametrize("obs,pops,steps", [(1, 3, 61), (2, 4, 98), (1, 1, 40), (3, 6, 151)])
 def test_the_rows_with_states_of_a_block_stay_within_the_gpu_rings_bound(inputs_dir, monkeypatch,
                                                                           obs, pops, steps):

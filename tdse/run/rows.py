@@ -448,13 +448,21 @@ class _BlockRows:
         """<phi_n(t)|psi> (K x rows) of the block's first ``m`` rows that have H(t)'s states,
         in order: one product for each run of consecutive rows with the same states (a
         static molecule's: one a block, where a product a row cost ~60 us of a GPU loop's
-        host time at N = 500, small_run_parts_h200x1_20261129T1429_atom_hhg.txt)."""
+        host time at N = 500, small_run_parts_h200x1_20261129T1429_atom_hhg.txt).  On the
+        CPU a row's bits do not depend on its run's length (einsum); on a GPU (cuBLAS) this
+        has not been checked."""
         out, i, phis = [], 0, self.phis
         while i < m:
             k = i + 1
             while k < m and phis[k] is phis[i]:
                 k += 1
-            if phis[i] is not None:
+            if phis[i] is not None and self.xp is np:
+                # einsum: a row's sums in one order whatever its run's length -- BLAS gave a
+                # row alone (gemv) and a run of 2-32 / 33-64 rows (gemm, 2 threads) other
+                # bits, and a flush or a block's end decides the runs (~4 us more a run of one
+                # than the product, ~80 more a run of 64; 2 CPUs, K = 4, N = 500)
+                out.append(np.einsum("kn,rn->kr", phis[i], self.buf[i:k]))
+            elif phis[i] is not None:
                 out.append(phis[i] @ self.buf[i:k].T)
             i = k
         return out
