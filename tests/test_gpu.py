@@ -1060,6 +1060,28 @@ def test_graph_steps_planned_ahead_in_a_thread_are_the_same_bit_for_bit(monkeypa
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("K,n", [(4, 500), (4, 8192), (3, 37)])
+def test_the_amplitudes_kernel_is_the_product_with_the_same_bits_in_every_run(K, n):
+    """tdse.backends.cupy.measure.amplitudes: phi @ X.T against NumPy's product (to 1e-13
+    of sum |phi_i| |x_i|, rounding over n terms), and each row's bits the same whatever the
+    run of rows it is computed in (alone, 2, 63 or 64 rows, at any place) -- cuBLAS's
+    product gives a row alone, a run of 2-63 and one of 64 other bits (the rows' blocks:
+    tdse.run.rows._BlockRows._amplitudes)."""
+    from tdse.backends.cupy.measure import amplitudes
+    rng = np.random.default_rng(n)
+    phi = rng.standard_normal((K, n)) + 1j * rng.standard_normal((K, n))
+    B = rng.standard_normal((64, n)) + 1j * rng.standard_normal((64, n))
+    P, X = cp.asarray(phi), cp.asarray(B)
+    whole = amplitudes(cp, P, X).get()
+    ref = phi @ B.T
+    scale = np.abs(phi) @ np.abs(B).T
+    assert np.all(np.abs(whole - ref) <= 1e-13 * scale)
+    for i0, r in ((0, 1), (5, 1), (63, 1), (0, 2), (7, 2), (1, 63), (0, 63), (30, 17)):
+        assert np.array_equal(amplitudes(cp, P, X[i0:i0 + r]).get(), whole[:, i0:i0 + r]), (i0, r)
+    assert amplitudes(cp, P, X[:0]).shape == (K, 0)
+
+
+@pytest.mark.gpu
 def test_device_rows_with_populations_every_equal_the_cpu_run():
     """output.populations_every = 5 on the device rows (#23 item 3): the rows between carry
     NaN in H(t)'s populations, <n> and E_n(t) exactly where the CPU run does, and every value

@@ -449,8 +449,8 @@ class _BlockRows:
         in order: one product for each run of consecutive rows with the same states (a
         static molecule's: one a block, where a product a row cost ~60 us of a GPU loop's
         host time at N = 500, small_run_parts_h200x1_20261129T1429_atom_hhg.txt).  On the
-        CPU a row's bits do not depend on its run's length (einsum); on a GPU (cuBLAS) this
-        has not been checked."""
+        CPU (einsum) and a GPU (:func:`tdse.backends.cupy.measure.amplitudes`) a row's
+        bits do not depend on its run's length or its place."""
         out, i, phis = [], 0, self.phis
         while i < m:
             k = i + 1
@@ -462,8 +462,9 @@ class _BlockRows:
                 # bits, and a flush or a block's end decides the runs (~4 us more a run of one
                 # than the product, ~80 more a run of 64; 2 CPUs, K = 4, N = 500)
                 out.append(np.einsum("kn,rn->kr", phis[i], self.buf[i:k]))
-            elif phis[i] is not None:
-                out.append(phis[i] @ self.buf[i:k].T)
+            elif phis[i] is not None:   # (a GPU: a kernel of fixed order, as einsum's)
+                from ..backends.cupy.measure import amplitudes
+                out.append(amplitudes(self.xp, phis[i], self.buf[i:k]))
             i = k
         return out
 

@@ -115,3 +115,43 @@ def measure_kernels(cp, device, sums):
         _MODULES[key] = (mod.get_function("tdse_block_measure"),
                          mod.get_function("tdse_block_measure_split"))
     return _MODULES[key]
+
+
+#: <phi_k|psi_c> for K states and R rows: a block of 256 threads an output, each thread a
+#: strided share of the grid, then a fixed tree over the block -- every output's sums in
+#: one order whatever R and its row's place (cuBLAS gave a row alone, a run of 2-63 and
+#: one of 64 rows other bits at N = 8192: benchmarks/archive/amplitudes_bits.py)
+AMPLITUDES = r"""#include <cupy/complex.cuh>
+extern "C" __global__ void tdse_amplitudes(const complex<double>* phi, const complex<double>* X,
+                                           int n, int r, complex<double>* out) {
+    __shared__ complex<double> sh[256];
+    int t = threadIdx.x, k = blockIdx.x / r, c = blockIdx.x % r;
+    const complex<double>* p = phi + (long long)k * n;
+    const complex<double>* x = X + (long long)c * n;
+    complex<double> s = 0.0;
+    for (int i = t; i < n; i += 256) s += p[i] * x[i];
+    sh[t] = s;
+    __syncthreads();
+    for (int h = 128; h > 0; h >>= 1) {
+        if (t < h) sh[t] += sh[t + h];
+        __syncthreads();
+    }
+    if (t == 0) out[blockIdx.x] = sh[0];
+}
+"""
+
+
+def amplitudes(cp, phi, X):
+    """phi @ X.T (K x R) for K states ``phi`` (K x N) and R rows ``X`` (R x N, C-contiguous,
+    complex128) on a GPU, each output's bits independent of R and of its row's place
+    (:data:`AMPLITUDES`)."""
+    if "amplitudes" not in _MODULES:
+        _MODULES["amplitudes"] = cp.RawModule(code=AMPLITUDES).get_function("tdse_amplitudes")
+    phi = cp.ascontiguousarray(phi, dtype=cp.complex128)
+    X = cp.ascontiguousarray(X, dtype=cp.complex128)
+    K, n = phi.shape
+    R = X.shape[0]
+    out = cp.empty((K, R), dtype=cp.complex128)
+    if K and R:
+        _MODULES["amplitudes"]((K * R,), (256,), (phi, X, cp.int32(n), cp.int32(R), out))
+    return out
