@@ -152,6 +152,23 @@ def test_calibrate_times_real_kernels_and_caches():
     assert cost.calibrate(c, pc, np, gpus=1) is t
 
 
+def test_runs_whose_plans_differ_in_theta_alone_share_the_timings(monkeypatch):
+    """calibrate's cache: a run to a later t_end (theta differs in its last digits: the
+    potential's range over the run) takes the timings, and so the choice, of the first; a
+    plan of other steps (a larger dt: more products) is timed anew."""
+    monkeypatch.setattr(cost, "_CACHE", {})
+    c = cfg(op="false")
+    pc = precheck(c, check_resolution=False)
+    t = cost.calibrate(c, pc, np, gpus=1)
+    later = precheck(c.with_value("time.t_end", 0.5), check_resolution=False)
+    assert later.plan.theta != pc.plan.theta and later.plan.products == pc.plan.products
+    assert cost.calibrate(c, later, np, gpus=1) is t
+    coarse = c.with_value("time.dt", 0.04)
+    other = precheck(coarse, check_resolution=False)
+    assert other.plan.products != pc.plan.products
+    assert cost.calibrate(coarse, other, np, gpus=1) is not t
+
+
 def test_the_dense_exponent_is_not_timed_where_its_lower_bound_rules_it_out(monkeypatch):
     """calibrate: at N = 4096, 3-point, one column (the dense exponent's lower bound, its
     products as real GEMMs at 8x the timed complex GEMM's rate, is thousands of Chebyshev
