@@ -197,6 +197,19 @@ def test_the_dense_exponent_is_not_timed_where_its_lower_bound_rules_it_out(monk
     small = cfg()
     t = cost.calibrate(small, precheck(small, check_resolution=False), np, gpus=1)
     assert t.expm_timed and calls
+    # the bound is checked again for each run sharing the cached timings: where this run's
+    # estimates (its own theta's Chebyshev terms) leave the dense exponent a candidate, it is
+    # timed then -- once, the timed value cached for the runs after it
+    calls.clear()
+    cached = cost.calibrate(big, pc, np, gpus=1)
+    assert not cached.expm_timed and not calls
+    est = cost.estimate
+    monkeypatch.setattr(cost, "estimate", lambda *a, **k: {n: (1.0 if n == "dense" else 2.0)
+                                                            for n in est(*a, **k)})
+    timed = cost.calibrate(big, pc, np, gpus=1)
+    assert timed.expm_timed and len(calls) >= 1 and timed.zgemm == cached.zgemm
+    calls.clear()
+    assert cost.calibrate(big, pc, np, gpus=1) is timed and not calls
 
 
 @pytest.mark.parametrize("stencil", ["3", '"dvr"'])
