@@ -246,3 +246,55 @@ def test_floquet_ties_a_two_level_mixing_of_known_weight(c2, tied):
     assert all(s["shared_with"] == [] for s in res["states"][2:])
     got = sorted(s["overlap"] for s in res["states"][:2])
     assert np.allclose(got, max(c2, 1 - c2), atol=1e-10)
+
+
+@pytest.mark.parametrize("shape", [(97,), (256,), (64, 5)])
+def test_the_dvr_kinetic_on_the_host_is_scipy_ffts_bits_whichever_binding(shape, monkeypatch):
+    """tdse.model.hostfft.padded_kinetic -- SciPy's pocketfft binding called in place where its
+    first-use check vouches for it -- gives the bits of ifft(lam fft(pad))[:n] by scipy.fft, and
+    so does its fallback (the check failing), for a vector and a block; and it is the DVR's T
+    (against the dense sinc-DVR matrix to 1e-12 of its norm)."""
+    import scipy.fft
+
+    from tdse.model import hostfft
+    from tdse.model.hamiltonian import dvr_symbol
+    rng = np.random.default_rng(sum(shape))
+    n, dx = shape[0], 0.1
+    X = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    scale = rng.uniform(0.5, 2.0)
+    lam = dvr_symbol(n, dx, np) * scale
+    lam = lam if len(shape) == 1 else lam[:, None]
+    pad = np.zeros((2 * n,) + shape[1:], dtype=np.complex128)
+    pad[:n] = X
+    want = scipy.fft.ifft(lam * scipy.fft.fft(pad, axis=0, workers=-1), axis=0, workers=-1)[:n]
+    got = hostfft.padded_kinetic(X, lam, n)
+    assert got.shape == X.shape and np.array_equal(got, want)
+    monkeypatch.setattr(hostfft, "_POCKET", [None])                # the fallback
+    assert np.array_equal(hostfft.padded_kinetic(X, lam, n), want)
+    # the operator it is: T_ij = (hbar^2 / 2 m dx^2) (pi^2/3 on the diagonal, 2 (-1)^(i-j) / (i-j)^2 off it)
+    i = np.arange(n)
+    d = i[:, None] - i[None, :]
+    with np.errstate(divide="ignore"):
+        T = np.where(d == 0, np.pi ** 2 / 3.0, 2.0 * (-1.0) ** d / np.where(d == 0, 1, d) ** 2) / (2 * dx * dx)
+    ref = scale * (T @ X)
+    assert np.abs(got - ref).max() <= 1e-12 * np.abs(scale * T).sum(axis=1).max() * np.abs(X).max()
+
+
+def test_the_pocketfft_check_refuses_a_binding_that_gives_other_bits(monkeypatch):
+    """hostfft._pocket: a binding whose transforms differ from scipy.fft's is not used."""
+    import scipy.fft._pocketfft.pypocketfft as pp
+
+    from tdse.model import hostfft
+    real = pp.c2c
+
+    def off(a, axes, forward, inorm, out, nthreads):      # (off where called in place,
+        r = real(a, axes, forward, inorm, out, nthreads)    # as hostfft calls it: scipy.fft's
+        if out is not None:                                 # own calls unchanged)
+            r[0] += 1e-15 * (1 + abs(r[0]))
+        return r
+    monkeypatch.setattr(pp, "c2c", off)
+    monkeypatch.setattr(hostfft, "_POCKET", [])
+    assert hostfft._pocket() is None
+    monkeypatch.setattr(pp, "c2c", real)
+    monkeypatch.setattr(hostfft, "_POCKET", [])
+    assert hostfft._pocket() is real
