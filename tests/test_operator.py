@@ -298,3 +298,19 @@ def test_the_pocketfft_check_refuses_a_binding_that_gives_other_bits(monkeypatch
     monkeypatch.setattr(pp, "c2c", real)
     monkeypatch.setattr(hostfft, "_POCKET", [])
     assert hostfft._pocket() is real
+
+
+@pytest.mark.parametrize("shape", [(1002,), (66, 3)])
+def test_the_in_place_transforms_are_scipy_ffts_bits(shape, monkeypatch):
+    """tdse.model.hostfft.fft_axis0 (the error carrier's sine steps): scipy.fft's fft and
+    ifft along axis 0, the same bits, by the binding in place and by its fallback."""
+    import scipy.fft
+
+    from tdse.model import hostfft
+    rng = np.random.default_rng(len(shape))
+    y = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    for binding in (hostfft._pocket(), None):
+        monkeypatch.setattr(hostfft, "_POCKET", [binding])
+        for forward, ref in ((True, scipy.fft.fft), (False, scipy.fft.ifft)):
+            got = hostfft.fft_axis0(y.copy(), forward)
+            assert np.array_equal(got, ref(y, axis=0)), (binding, forward)

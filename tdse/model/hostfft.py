@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-__all__ = ["padded_kinetic"]
+__all__ = ["padded_kinetic", "fft_axis0"]
 
 _POCKET = []        # [c2c or None], decided once a process
 
@@ -61,3 +61,15 @@ def padded_kinetic(X, lam, n):
     pad *= lam
     c2c(pad, (0,), False, 2, pad, threads)
     return pad[:n]
+
+
+def fft_axis0(y, forward, threads=1):
+    """scipy.fft's fft (``forward``) or ifft of ``y`` (complex128, C-contiguous) along axis 0,
+    overwriting it: ``y`` itself where the binding is vouched for, else scipy.fft's result
+    (``overwrite_x``; ``threads`` its workers) -- the same bits either way."""
+    c2c = _pocket()
+    if c2c is None:
+        import scipy.fft
+        f = scipy.fft.fft if forward else scipy.fft.ifft
+        return f(y, axis=0, overwrite_x=True, workers=threads)
+    return c2c(y, (0,), bool(forward), 0 if forward else 2, y, threads)

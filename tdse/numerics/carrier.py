@@ -44,6 +44,7 @@ import numpy as np
 from ..model.absorber import absorber_profile
 from ..model.field import velocity_gauge
 from ..model.grid import points
+from ..model.hostfft import fft_axis0
 from ..model.potential import total_many
 from .propagators import Steps, each_step, tap
 
@@ -113,9 +114,14 @@ class SplitCarrier(Steps):
         y = xp.zeros((2 * n + 2,) + X.shape[1:], dtype=np.complex128)
         xp.multiply(X, d, out=y[1:n + 1])
         xp.negative(y[n:0:-1], out=y[n + 2:])
-        fft = self._fft
-        y = fft.ifft(fft.fft(y, axis=0, overwrite_x=True) * self._kinetic(s, X.ndim), axis=0,
-                     overwrite_x=True)
+        if xp is np:        # (in place: tdse.model.hostfft, scipy.fft's bits)
+            y = fft_axis0(y, True)
+            y *= self._kinetic(s, X.ndim)
+            y = fft_axis0(y, False)
+        else:
+            fft = self._fft
+            y = fft.ifft(fft.fft(y, axis=0, overwrite_x=True) * self._kinetic(s, X.ndim), axis=0,
+                         overwrite_x=True)
         Y = y[1:n + 1]
         Y *= d
         return Y
