@@ -1,5 +1,6 @@
-"""The sinc-DVR kinetic energy's FFTs on the host (``tdse.model.hamiltonian``: T X as
-ifft(lambda fft(X padded to 2N))[:N], the circulant embedding of the Toeplitz T).
+"""FFTs on the host at small sizes: the sinc-DVR kinetic energy's (``tdse.model.hamiltonian``:
+T X as ifft(lambda fft(X padded to 2N))[:N], the circulant embedding of the Toeplitz T) and
+the error carrier's sine steps (``tdse.numerics.carrier``, 2N + 2 points).
 
 SciPy's ``scipy.fft.fft`` spends ~2.4 us of a small transform's ~4.4 us (N = 320, 2 CPUs) in
 its backend dispatch and argument checks; its pocketfft binding called directly, in place on
