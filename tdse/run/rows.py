@@ -330,6 +330,16 @@ class _BlockRows:
             if most * np.dtype(np.float64).itemsize <= PAIRS_RESERVE_BYTES:
                 self.up.reserve(most, np.float64)
         self._phit = None            # (host array, device copy) of the last H(t) states
+        # phi @ rows.T of a run of rows, each row's sums in one order whatever the run's
+        # length or place (_amplitudes): einsum on the host -- BLAS gave a row alone (gemv)
+        # and runs of 2-32 / 33-64 rows (gemm, 2 threads) other bits, ~4 us more a run of
+        # one, ~80 more a run of 64 (2 CPUs, K = 4, N = 500) --, a kernel of fixed order on
+        # a GPU (cuBLAS: a row alone, 2-63 and 64 rows; amplitudes_bits_*_20261202*.txt)
+        if xp is np:
+            self._product = lambda phi, X: np.einsum("kn,rn->kr", phi, X)   # noqa: E731
+        else:
+            from ..backends.cupy.measure import amplitudes
+            self._product = lambda phi, X: amplitudes(xp, phi, X)          # noqa: E731
         # per row since the last hand-over: its step, time, E_n(t) (the one NaN row where it has
         # none) and whether it has H(t)'s states -- parallel lists, made into columns at once
         # (tuples a row had cost the hand-over ~0.4 us a row on 2 CPUs in list comprehensions)
@@ -448,23 +458,15 @@ class _BlockRows:
         """<phi_n(t)|psi> (K x rows) of the block's first ``m`` rows that have H(t)'s states,
         in order: one product for each run of consecutive rows with the same states (a
         static molecule's: one a block, where a product a row cost ~60 us of a GPU loop's
-        host time at N = 500, small_run_parts_h200x1_20261129T1429_atom_hhg.txt).  On the
-        CPU (einsum) and a GPU (:func:`tdse.backends.cupy.measure.amplitudes`) a row's
-        bits do not depend on its run's length or its place."""
+        host time at N = 500, small_run_parts_h200x1_20261129T1429_atom_hhg.txt), by
+        :attr:`_product`: a row's bits do not depend on its run's length or its place."""
         out, i, phis = [], 0, self.phis
         while i < m:
             k = i + 1
             while k < m and phis[k] is phis[i]:
                 k += 1
-            if phis[i] is not None and self.xp is np:
-                # einsum: a row's sums in one order whatever its run's length -- BLAS gave a
-                # row alone (gemv) and a run of 2-32 / 33-64 rows (gemm, 2 threads) other
-                # bits, and a flush or a block's end decides the runs (~4 us more a run of one
-                # than the product, ~80 more a run of 64; 2 CPUs, K = 4, N = 500)
-                out.append(np.einsum("kn,rn->kr", phis[i], self.buf[i:k]))
-            elif phis[i] is not None:   # (a GPU: a kernel of fixed order, as einsum's)
-                from ..backends.cupy.measure import amplitudes
-                out.append(amplitudes(self.xp, phis[i], self.buf[i:k]))
+            if phis[i] is not None:     # (a flush or a block's end decides the runs)
+                out.append(self._product(phis[i], self.buf[i:k]))
             i = k
         return out
 
