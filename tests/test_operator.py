@@ -250,13 +250,13 @@ def test_floquet_ties_a_two_level_mixing_of_known_weight(c2, tied):
 
 @pytest.mark.parametrize("shape", [(97,), (256,), (64, 5)])
 def test_the_dvr_kinetic_on_the_host_is_scipy_ffts_bits_whichever_binding(shape, monkeypatch):
-    """tdse.model.hostfft.padded_kinetic -- SciPy's pocketfft binding called in place where its
+    """tdse.model.ffts.padded_kinetic -- SciPy's pocketfft binding called in place where its
     first-use check vouches for it -- gives the bits of ifft(lam fft(pad))[:n] by scipy.fft, and
     so does its fallback (the check failing), for a vector and a block; and it is the DVR's T
     (against the dense sinc-DVR matrix to 1e-12 of its norm)."""
     import scipy.fft
 
-    from tdse.model import hostfft
+    from tdse.model import ffts
     from tdse.model.hamiltonian import dvr_symbol
     rng = np.random.default_rng(sum(shape))
     n, dx = shape[0], 0.1
@@ -267,10 +267,10 @@ def test_the_dvr_kinetic_on_the_host_is_scipy_ffts_bits_whichever_binding(shape,
     pad = np.zeros((2 * n,) + shape[1:], dtype=np.complex128)
     pad[:n] = X
     want = scipy.fft.ifft(lam * scipy.fft.fft(pad, axis=0, workers=-1), axis=0, workers=-1)[:n]
-    got = hostfft.padded_kinetic(X, lam, n)
+    got = ffts.padded_kinetic(X, lam, n)
     assert got.shape == X.shape and np.array_equal(got, want)
-    monkeypatch.setattr(hostfft, "_POCKET", [None])                # the fallback
-    assert np.array_equal(hostfft.padded_kinetic(X, lam, n), want)
+    monkeypatch.setattr(ffts, "_POCKET", [None])                # the fallback
+    assert np.array_equal(ffts.padded_kinetic(X, lam, n), want)
     # the operator it is: T_ij = (hbar^2 / 2 m dx^2) (pi^2/3 on the diagonal, 2 (-1)^(i-j) / (i-j)^2 off it)
     i = np.arange(n)
     d = i[:, None] - i[None, :]
@@ -281,36 +281,36 @@ def test_the_dvr_kinetic_on_the_host_is_scipy_ffts_bits_whichever_binding(shape,
 
 
 def test_the_pocketfft_check_refuses_a_binding_that_gives_other_bits(monkeypatch):
-    """hostfft._pocket: a binding whose transforms differ from scipy.fft's is not used."""
+    """ffts._pocket: a binding whose transforms differ from scipy.fft's is not used."""
     import scipy.fft._pocketfft.pypocketfft as pp
 
-    from tdse.model import hostfft
+    from tdse.model import ffts
     real = pp.c2c
 
     def off(a, axes, forward, inorm, out, nthreads):      # (off where called in place,
-        r = real(a, axes, forward, inorm, out, nthreads)    # as hostfft calls it: scipy.fft's
+        r = real(a, axes, forward, inorm, out, nthreads)    # as ffts calls it: scipy.fft's
         if out is not None:                                 # own calls unchanged)
             r[0] += 1e-15 * (1 + abs(r[0]))
         return r
     monkeypatch.setattr(pp, "c2c", off)
-    monkeypatch.setattr(hostfft, "_POCKET", [])
-    assert hostfft._pocket() is None
+    monkeypatch.setattr(ffts, "_POCKET", [])
+    assert ffts._pocket() is None
     monkeypatch.setattr(pp, "c2c", real)
-    monkeypatch.setattr(hostfft, "_POCKET", [])
-    assert hostfft._pocket() is real
+    monkeypatch.setattr(ffts, "_POCKET", [])
+    assert ffts._pocket() is real
 
 
 @pytest.mark.parametrize("shape", [(1002,), (66, 3)])
 def test_the_in_place_transforms_are_scipy_ffts_bits(shape, monkeypatch):
-    """tdse.model.hostfft.fft_axis0 (the error carrier's sine steps): scipy.fft's fft and
+    """tdse.model.ffts.fft_axis0 (the error carrier's sine steps): scipy.fft's fft and
     ifft along axis 0, the same bits, by the binding in place and by its fallback."""
     import scipy.fft
 
-    from tdse.model import hostfft
+    from tdse.model import ffts
     rng = np.random.default_rng(len(shape))
     y = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
-    for binding in (hostfft._pocket(), None):
-        monkeypatch.setattr(hostfft, "_POCKET", [binding])
+    for binding in (ffts._pocket(), None):
+        monkeypatch.setattr(ffts, "_POCKET", [binding])
         for forward, ref in ((True, scipy.fft.fft), (False, scipy.fft.ifft)):
-            got = hostfft.fft_axis0(y.copy(), forward)
+            got = ffts.fft_axis0(y.copy(), forward)
             assert np.array_equal(got, ref(y, axis=0)), (binding, forward)

@@ -1,6 +1,6 @@
 """#59 (small sizes at the hardware's limit): the sinc-DVR's H applied to a vector on the host,
-its FFTs by scipy.fft (as before tdse.model.hostfft) against SciPy's pocketfft binding called
-in place (tdse.model.hostfft.padded_kinetic, as shipped), in one process, alternating; min of
+its FFTs by scipy.fft (as before tdse.model.ffts) against SciPy's pocketfft binding called
+in place (tdse.model.ffts.padded_kinetic, as shipped), in one process, alternating; min of
 5 repeats of 3000 calls each; and one Chebyshev exponential (the run's tolerance) of the
 laser drive's H at N = 320 both ways.  Usage: python host_fft.py"""
 import dataclasses
@@ -13,18 +13,18 @@ import scipy.fft
 
 sys.path.insert(0, os.getcwd())
 from tdse.config import load_config  # noqa: E402
-from tdse.model import hamiltonian as H, hostfft  # noqa: E402
+from tdse.model import hamiltonian as H, ffts  # noqa: E402
 
 
-def scipy_route(X, lam, n):
+def scipy_route(X, lam, n, xp=np):
     pad = np.zeros((2 * n,) + X.shape[1:], dtype=np.complex128)
     pad[:n] = X
     return scipy.fft.ifft(lam * scipy.fft.fft(pad, axis=0, workers=-1), axis=0, workers=-1)[:n]
 
 
-shipped = hostfft.padded_kinetic
+shipped = ffts.padded_kinetic
 cfg = load_config("inputs/h2plus_moving.toml")
-print("binding vouched for:", hostfft._pocket() is not None)
+print("binding vouched for:", ffts._pocket() is not None)
 for N in (256, 320, 512, 1024, 2048):
     g = dataclasses.replace(cfg.grid, dx=(cfg.grid.x_max - cfg.grid.x_min) / N)
     c = dataclasses.replace(cfg, grid=g)

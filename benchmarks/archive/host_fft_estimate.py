@@ -1,4 +1,4 @@
-"""#56 / #59: the time-error suite's laser drive (seed 56, drawn after abrupt and ramped; DVR N = 320, 500 steps) on 2 CPUs with time_error "none" and "estimate", its host FFTs by scipy.fft (tdse.model.hostfft's fallback) against SciPy's pocketfft binding in place (as shipped), alternating, medians of 7 in one process: what the faster FFTs do to the estimate's ratio.  Usage: python host_fft_estimate.py"""
+"""#56 / #59: the time-error suite's laser drive (seed 56, drawn after abrupt and ramped; DVR N = 320, 500 steps) on 2 CPUs with time_error "none" and "estimate", its host FFTs by scipy.fft (tdse.model.ffts's fallback) against SciPy's pocketfft binding in place (as shipped), alternating, medians of 7 in one process: what the faster FFTs do to the estimate's ratio.  Usage: python host_fft_estimate.py"""
 import dataclasses
 import os
 import sys
@@ -8,8 +8,8 @@ import numpy as np
 sys.path.insert(0, os.getcwd())
 import tdse
 from benchmarks import drives
-from tdse.model import hostfft
-binding = hostfft._pocket()
+from tdse.model import ffts
+binding = ffts._pocket()
 rng = np.random.default_rng(56)
 for kind in ("abrupt", "ramped"):
     drives.make(kind, rng)
@@ -18,7 +18,7 @@ def kind_of(c, te): return dataclasses.replace(c, propagator=dataclasses.replace
 res = {}
 for _ in range(7):
     for way, b in (("scipy.fft", None), ("in place", binding)):
-        hostfft._POCKET[0] = b
+        ffts._POCKET[0] = b
         for te in ("none", "estimate"):
             r = tdse.simulate(kind_of(cfg, te), backend="numpy", progress=False)
             res.setdefault((way, te), []).append(r.seconds)

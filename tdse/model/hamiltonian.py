@@ -36,7 +36,7 @@ from .centro import centro_fold, centro_halves, centro_matmul, centro_unfold  # 
 from .momentum import (BlockMomentum, momentum_bands, momentum_column, momentum_column_for,
                        momentum_max, momentum_offsum)
 from .grid import points
-from .hostfft import padded_kinetic
+from .ffts import padded_kinetic
 from .potential import total
 
 
@@ -344,12 +344,7 @@ class Operator:
         xp, n = self.xp, self.n
         lam = self.lam if X.ndim == 1 else self.lam[:, None]
         diag = self.diag if X.ndim == 1 else self.diag[:, None]
-        if xp is np:
-            kin = padded_kinetic(X, lam, n)
-        else:
-            pad = xp.zeros((2 * n,) + X.shape[1:], dtype=np.complex128)
-            pad[:n] = X
-            kin = xp.fft.ifft(lam * xp.fft.fft(pad, axis=0), axis=0)[:n]
+        kin = padded_kinetic(X, lam, n, xp)
         kin += diag * X
         return kin
 
@@ -413,11 +408,7 @@ class BlockOperator:
             TX = centro_matmul(*self.halves, real, xp, alpha=self.k)        # k folded in
             return TX.view(np.complex128).reshape(X.shape), 1.0
         lam = self.lam if X.ndim == 2 else self.lam[:, 0]      # a block, or one vector
-        if xp is np:
-            return padded_kinetic(X, lam, self.n), 1.0
-        pad = xp.zeros((2 * self.n,) + X.shape[1:], dtype=np.complex128)
-        pad[:self.n] = X
-        return xp.fft.ifft(lam * xp.fft.fft(pad, axis=0), axis=0)[:self.n], 1.0
+        return padded_kinetic(X, lam, self.n, xp), 1.0
 
     def __call__(self, X):
         kin, k = self._kinetic(X)

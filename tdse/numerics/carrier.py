@@ -44,7 +44,7 @@ import numpy as np
 from ..model.absorber import absorber_profile
 from ..model.field import velocity_gauge
 from ..model.grid import points
-from ..model.hostfft import fft_axis0
+from ..model.ffts import fft_axis0
 from ..model.potential import total_many
 from .propagators import Steps, each_step, tap
 
@@ -78,11 +78,8 @@ class SplitCarrier(Steps):
         W = stepper.W if hasattr(stepper, "W") else \
             (None if cfg.hermitian else absorber_profile(cfg, points(cfg.grid)))
         self.W = None if W is None else xp.asarray(W)
-        self._phases = {}
-        # SciPy's FFT on the host (2N + 2 = 1002 points: 38 against NumPy's 57 us), the
-        # array module's own on a device
-        import importlib
-        self._fft = importlib.import_module("scipy.fft" if xp is np else "cupyx.scipy.fft")
+        self._phases = {}       # (the transforms: tdse.model.ffts -- SciPy's on the host, 2N + 2
+        #                         = 1002 points 38 against NumPy's 57 us; cupyx's on a device)
 
     def _kinetic(self, s, ndim):
         """exp(-i h s tau) on the odd extension's 2N + 2 frequencies (even in k: an odd
@@ -114,14 +111,9 @@ class SplitCarrier(Steps):
         y = xp.zeros((2 * n + 2,) + X.shape[1:], dtype=np.complex128)
         xp.multiply(X, d, out=y[1:n + 1])
         xp.negative(y[n:0:-1], out=y[n + 2:])
-        if xp is np:        # (in place: tdse.model.hostfft, scipy.fft's bits)
-            y = fft_axis0(y, True)
-            y *= self._kinetic(s, X.ndim)
-            y = fft_axis0(y, False)
-        else:
-            fft = self._fft
-            y = fft.ifft(fft.fft(y, axis=0, overwrite_x=True) * self._kinetic(s, X.ndim), axis=0,
-                         overwrite_x=True)
+        y = fft_axis0(y, True, xp)
+        y *= self._kinetic(s, X.ndim)
+        y = fft_axis0(y, False, xp)
         Y = y[1:n + 1]
         Y *= d
         return Y

@@ -1,6 +1,8 @@
-"""FFTs on the host at small sizes: the sinc-DVR kinetic energy's (``tdse.model.hamiltonian``:
-T X as ifft(lambda fft(X padded to 2N))[:N], the circulant embedding of the Toeplitz T) and
-the error carrier's sine steps (``tdse.numerics.carrier``, 2N + 2 points).
+"""The FFTs of the sinc-DVR kinetic energy (``tdse.model.hamiltonian``: T X as
+ifft(lambda fft(X padded to 2N))[:N], the circulant embedding of the Toeplitz T) and of the
+error carrier's sine steps (``tdse.numerics.carrier``, 2N + 2 points), each written once
+against the array module: on a GPU the array module's own transforms; on the host the
+transforms below.
 
 SciPy's ``scipy.fft.fft`` spends ~2.4 us of a small transform's ~4.4 us (N = 320, 2 CPUs) in
 its backend dispatch and argument checks; its pocketfft binding called directly, in place on
@@ -48,11 +50,14 @@ def _pocket():
     return _POCKET[0]
 
 
-def padded_kinetic(X, lam, n):
+def padded_kinetic(X, lam, n, xp=np):
     """ifft(lam fft(pad))[:n] with pad X zero-padded to 2n along axis 0 (``lam`` (2n,) for a
-    vector, (2n, 1) for a block's columns): a view of one new array, as before."""
-    pad = np.zeros((2 * n,) + X.shape[1:], dtype=np.complex128)
+    vector, (2n, 1) or (2n, B) for a block's columns) on ``xp``'s device: a view of one new
+    array."""
+    pad = xp.zeros((2 * n,) + X.shape[1:], dtype=np.complex128)
     pad[:n] = X
+    if xp is not np:
+        return xp.fft.ifft(lam * xp.fft.fft(pad, axis=0), axis=0)[:n]
     c2c = _pocket()
     if c2c is None:
         import scipy.fft
@@ -64,13 +69,15 @@ def padded_kinetic(X, lam, n):
     return pad[:n]
 
 
-def fft_axis0(y, forward, threads=1):
-    """scipy.fft's fft (``forward``) or ifft of ``y`` (complex128, C-contiguous) along axis 0,
-    overwriting it: ``y`` itself where the binding is vouched for, else scipy.fft's result
-    (``overwrite_x``; ``threads`` its workers) -- the same bits either way."""
-    c2c = _pocket()
+def fft_axis0(y, forward, xp=np, threads=1):
+    """fft (``forward``) or ifft of ``y`` (complex128, C-contiguous) along axis 0 on ``xp``'s
+    device, ``y`` overwritten: on the host ``y`` itself where the binding is vouched for, else
+    scipy.fft's result (``overwrite_x``; ``threads`` its workers) -- the same bits either way;
+    on a GPU cupyx.scipy.fft's (``overwrite_x``)."""
+    c2c = _pocket() if xp is np else None
     if c2c is None:
-        import scipy.fft
-        f = scipy.fft.fft if forward else scipy.fft.ifft
-        return f(y, axis=0, overwrite_x=True, workers=threads)
+        import importlib
+        fft = importlib.import_module("scipy.fft" if xp is np else "cupyx.scipy.fft")
+        f = fft.fft if forward else fft.ifft
+        return f(y, axis=0, overwrite_x=True, **({"workers": threads} if xp is np else {}))
     return c2c(y, (0,), bool(forward), 0 if forward else 2, y, threads)
