@@ -1090,19 +1090,18 @@ def test_block_operator_with_scale_two_exactly(stencil, inputs_dir):
 
 
 @pytest.mark.parametrize("stencil", [3, 5, "dvr"])
-@pytest.mark.parametrize("path", ["default", "fft"])
+@pytest.mark.parametrize("path", ["gemm", "fft"])
 @pytest.mark.parametrize("cols", [1, 3])
 def test_block_operator_against_the_dense_generator(stencil, path, cols, inputs_dir, monkeypatch):
     """BlockOperator (a scan's Chebyshev operator: X -> alpha (s T X + (V - shift) X) with
     each column's own V) against the dense matrices written out, for its __call__ and one
-    recurrence term (Z = op X - P, Y += a Z): the DVR's GEMM path and its FFT path (forced)
-    alike, the stencils' sparse product, a block and a single column, to 1e-12."""
+    recurrence term (Z = op X - P, Y += a Z): the DVR's GEMM path and its FFT path (each
+    forced) alike, the stencils' sparse product, a block and a single column, to 1e-12."""
     from tdse import config as cfgmod
     from tdse.model import hamiltonian as h
-    if path == "fft":
-        if stencil != "dvr":
-            pytest.skip("the FFT path is the DVR's")
-        monkeypatch.setattr(h, "DVR_GEMM_MIN_B", 10 ** 9)
+    if path == "fft" and stencil != "dvr":
+        pytest.skip("the FFT path is the DVR's")
+    monkeypatch.setattr(h, "DVR_GEMM_MIN_B", 10 ** 9 if path == "fft" else 1)
     cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml")).with_value("grid.stencil", stencil)
     g = cfg.grid
     rng = np.random.default_rng(12)
@@ -1960,10 +1959,11 @@ def test_dvr_kinetic_energy_of_moving_packets_is_the_analytic_second_derivative(
         op = h.Operator(cfg, 1.0, zero)
         assert np.abs(op(X) - want).max() <= tol and np.abs(op(X[:, 0]) - want[:, 0]).max() <= tol
         assert np.abs(h.apply(cfg, X, zero) - want).max() <= tol
-        block = h.BlockOperator(g, 1.0, np.zeros((g.n, 2)))
-        assert block.T is not None and np.abs(block(X) - want).max() <= tol
         old = h.DVR_GEMM_MIN_B
         try:
+            h.DVR_GEMM_MIN_B = 1                          # the block's GEMM path
+            block = h.BlockOperator(g, 1.0, np.zeros((g.n, 2)))
+            assert block.T is not None and np.abs(block(X) - want).max() <= tol
             h.DVR_GEMM_MIN_B = 10 ** 9                    # the block's FFT path
             block = h.BlockOperator(g, 1.0, np.zeros((g.n, 2)))
             assert block.T is None and np.abs(block(X) - want).max() <= tol

@@ -1,6 +1,6 @@
 """The FFTs of the sinc-DVR kinetic energy (``tdse.model.hamiltonian``: T X as
 ifft(lambda fft(X padded to 2N))[:N], the circulant embedding of the Toeplitz T) and of the
-error carrier's sine steps (``tdse.numerics.carrier``, 2N + 2 points), each written once
+error carrier's sine steps (``tdse.numerics.carrier``, 2N' + 2 points), each written once
 against the array module: on a GPU the array module's own transforms; on the host the
 transforms below.
 
@@ -23,6 +23,12 @@ import numpy as np
 __all__ = ["padded_kinetic", "fft_axis0"]
 
 _POCKET = []        # [c2c or None], decided once a process
+
+#: a block's padded kinetic FFT is threaded (all cores) from this many columns, in one
+#: thread below: on 2 CPUs two threads took a block of 8-16 columns 2-4x longer (N = 320,
+#: B = 10: 180 against 59 us; N = 2000, B = 64: 2104 against 3409;
+#: ``benchmarks/results/dvr_block_kinetic_cpu2_20261202T1540.txt``)
+FFT_THREADS_MIN_B = 32
 
 
 def _pocket():
@@ -59,10 +65,10 @@ def padded_kinetic(X, lam, n, xp=np):
     if xp is not np:
         return xp.fft.ifft(lam * xp.fft.fft(pad, axis=0), axis=0)[:n]
     c2c = _pocket()
+    threads = 1 if X.ndim == 1 or X.shape[1] < FFT_THREADS_MIN_B else (os.cpu_count() or 1)
     if c2c is None:
         import scipy.fft
-        return scipy.fft.ifft(lam * scipy.fft.fft(pad, axis=0, workers=-1), axis=0, workers=-1)[:n]
-    threads = 1 if X.ndim == 1 else (os.cpu_count() or 1)      # (scipy.fft's workers=-1)
+        return scipy.fft.ifft(lam * scipy.fft.fft(pad, axis=0, workers=threads), axis=0, workers=threads)[:n]
     c2c(pad, (0,), True, 0, pad, threads)
     pad *= lam
     c2c(pad, (0,), False, 2, pad, threads)

@@ -351,11 +351,16 @@ class Operator:
 
 #: the DVR's kinetic energy is applied to a block by one GEMM up to this N (the dense T,
 #: N^2 reals, cached; on the CPU its two halves, kinetic_halves), by FFT beyond; on the CPU
-#: by FFT below DVR_GEMM_MIN_B columns (measured, N = 500 on 2 cores, one BLAS thread,
-#: halves / block FFT: B = 1 0.030 / 0.022 ms, B = 4 0.054 / 0.23, B = 16 0.22 / 0.33,
-#: B = 64 0.74 / 1.66; benchmarks/results/cpu_block_kinetic_cpu2_20261125T123348.json)
+#: by GEMM only from DVR_GEMM_MIN_B columns and up to DVR_HOST_GEMM_MAX_N, by FFT
+#: (tdse.model.ffts.padded_kinetic) else.  Measured on 2 cores, us a product, halves / FFT
+#: in one thread / in two: N = 320, B = 10: 75 / 59 / 180, B = 16: 63 / 79 / 190;
+#: N = 500, B = 10: 129 / 85 / 221, B = 32: 247 / 287 / 331; N = 800, B = 16: 290 / 205 /
+#: 252; N = 2000, B = 10: 1524 / 387 / 473, B = 64: 6419 / 3409 / 2104
+#: (benchmarks/results/dvr_block_kinetic_cpu2_20261202T1540.txt; the FFT in two threads
+#: had been what the block's FFT took: 2-4x slower below ~30 columns)
 DVR_GEMM_MAX_N = 4096
-DVR_GEMM_MIN_B = 1
+DVR_GEMM_MIN_B = 16
+DVR_HOST_GEMM_MAX_N = 640
 
 
 class BlockOperator:
@@ -569,9 +574,11 @@ def folded_kinetic(grid):
 
 def _dvr_gemm(grid, V, xp):
     """Whether a block's sinc-DVR kinetic product is a GEMM (N <= DVR_GEMM_MAX_N; on the CPU
-    from DVR_GEMM_MIN_B columns of V), not an FFT; False for the stencils."""
+    from DVR_GEMM_MIN_B columns of V and up to DVR_HOST_GEMM_MAX_N), not an FFT; False for
+    the stencils."""
     cols = V.shape[1] if V.ndim == 2 else 1
-    return grid.stencil == "dvr" and grid.n <= DVR_GEMM_MAX_N and (xp is not np or cols >= DVR_GEMM_MIN_B)
+    return grid.stencil == "dvr" and grid.n <= DVR_GEMM_MAX_N and (
+        xp is not np or (cols >= DVR_GEMM_MIN_B and grid.n <= DVR_HOST_GEMM_MAX_N))
 
 
 def block_operator(grid, scale, V, xp=np, alpha=1.0, shift=0.0, a=None):
