@@ -372,9 +372,11 @@ class BlockOperator:
     the diagonal elementwise (one fused kernel on a GPU); on the CPU the DVR's GEMM is two
     half-size products (:func:`kinetic_halves`).  What a batch of runs that share
     grid, stencil and time step applies in each Chebyshev term
-    (:class:`tdse.numerics.stepper.BatchStepper`)."""
+    (:class:`tdse.numerics.stepper.BatchStepper`).  ``by_fft``: the DVR's kinetic energy by
+    FFT at any width (a column's bits then those of the column alone, where a GEMM's move
+    with the width: :attr:`tdse.numerics.local_error.LocalError.columns_apart`)."""
 
-    def __init__(self, grid, scale, V, xp=np, alpha=1.0, shift=0.0, a=None):
+    def __init__(self, grid, scale, V, xp=np, alpha=1.0, shift=0.0, a=None, by_fft=False):
         self.xp, self.n = xp, grid.n
         self.diag = alpha * (xp.asarray(V, dtype=np.float64) - shift)
         self.k = alpha * scale
@@ -383,7 +385,7 @@ class BlockOperator:
             (BlockMomentum(grid, xp), xp.asarray(alpha * np.asarray(a, dtype=np.float64)))
         self.T = self.mat = self.bands = self._diag2 = None
         self.halves = None
-        if _dvr_gemm(grid, self.diag, xp):
+        if not by_fft and _dvr_gemm(grid, self.diag, xp):
             self.T = kinetic_dense(grid, xp)
             if xp is np:                 # half the flops (kinetic_halves; not on a GPU yet)
                 self.halves = kinetic_halves(grid)

@@ -420,12 +420,13 @@ class EstimatingStepper(Steps):
     def _block_most(self, X):
         """The most steps whose local errors are made as one block (:meth:`LocalError.block`)
         for X: a run's psi, :data:`PIECE_STEPS` within one chunk of the letters
-        (:attr:`LocalError.chunk_steps`, so that a piece's letters are one slice of it); 0 for a scan's batch, and where a
+        (:attr:`LocalError.chunk_steps`, so that a piece's letters are one slice of it) and
+        :attr:`LocalError.block_steps`; 0 for a scan's batch, and where a
         chunk is one step (a large N: a block of one is the one-step estimate, and pieces
         of one step each had copied psi into and out of a GPU's graphs every step)."""
         if X.ndim != 1 or type(self.local) is not LocalError:
             return 0
-        most = min(PIECE_STEPS, self.local.chunk_steps)
+        most = min(PIECE_STEPS, self.local.chunk_steps, self.local.block_steps)
         return most if most > 1 else 0
 
     def _psi_rows(self, X):

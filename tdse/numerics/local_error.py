@@ -61,6 +61,13 @@ __all__ = ["leading_term", "estimator_terms", "LocalError", "BatchLocalError", "
 LETTERS_CHUNK = 256
 LETTERS_CHUNK_BYTES = 4 << 20
 
+#: a DVR run's pieces on the host (LocalError.block_steps): its kinetic energy by FFT on the
+#: block's columns, whose cost a column grows past ~30 columns (the laser drive, N = 320,
+#: 2 CPUs, the estimate's own seconds, min / median of 7: pieces ended at each snapshot (10
+#: steps) 64.1 / 75.6 ms; spanning them, 16 steps 57.5 / 63.2, 24 54.3 / 60.4, 31 58.7 /
+#: 66.7, 64 146 / 166; ``benchmarks/results/dvr_pieces_cpu2_20261202T1610.txt``)
+DVR_BLOCK_STEPS = 24
+
 #: a GPU's block of local errors (LocalError._block_graph) for a run of at most this many
 #: pieces is launched without capturing its graph: on one H200 the capture cost the first
 #: piece 2-7 ms of host time more than the eager products, each later piece ~1-1.5 ms less
@@ -115,9 +122,16 @@ class LocalError:
     @property
     def columns_apart(self) -> bool:
         """Whether :meth:`block`'s row for a step has its bits at any block width (pieces may
-        span snapshots: a resumed run's start at its snapshot): a stencil on the host in the
-        length gauge; not the DVR's GEMM (OpenBLAS: a column's bits move with the width)."""
-        return self.xp is np and self.diagonal and self.config.grid.stencil != "dvr"
+        span snapshots: a resumed run's start at its snapshot): on the host in the length
+        gauge -- a stencil's sparse product, the DVR's kinetic energy by FFT, not by its GEMM
+        (OpenBLAS: a column's bits move with the width)."""
+        return self.xp is np and self.diagonal
+
+    @property
+    def block_steps(self) -> int:
+        """The most steps (columns) :meth:`block` is given at once: DVR_BLOCK_STEPS for the
+        DVR on the host (its FFTs' columns), else no bound of its own."""
+        return DVR_BLOCK_STEPS if self.xp is np and self.config.grid.stencil == "dvr" else LETTERS_CHUNK
 
     @staticmethod
     def words(config) -> int:
@@ -463,7 +477,8 @@ class LocalError:
         from ..model.hamiltonian import BlockOperator
         from ..model.momentum import BlockMomentum
         xp, grid = self.xp, self.config.grid
-        H = BlockOperator(grid, 1.0, der[0], xp, a=None if A is None else A[0])
+        H = BlockOperator(grid, 1.0, der[0], xp, a=None if A is None else A[0],
+                          by_fft=self.columns_apart)
         if A is None:
             return self._apply(u, dt, H, lambda k, X: der[k] * X, W)
         p = BlockMomentum(grid, xp)
