@@ -25,7 +25,7 @@ a_0 u = -i (T + V(t)) u and a_k u = -i (d^k V / dt^k)(t) u (V includes the field
 the derivatives from V at p + 1 points of the step (the interpolating polynomial's).  Each
 word is a few products with H; in the length gauge, where every letter but a_0 is diagonal,
 the words are nested as a Horner scheme in H (:func:`~tdse.numerics.error_terms.horner_plan`):
-2 products for midpoint, 6 for cfm4 (9 with an absorber's masks), against a Chebyshev
+2 products for midpoint, 6 for cfm4 (8 with an absorber's masks), against a Chebyshev
 exponential's tens of terms (:meth:`LocalError.products`); one a suffix (14 for cfm4) in
 the velocity gauge and in the GPU's one-kernel estimate.
 
