@@ -2321,6 +2321,12 @@ def _time_error_args(p):
                         "the estimate's cost in a batch, and adaptive steps shared by a batch "
                         "against each member's own (--batch 1)")
     p.add_argument("--scan-tolerance", type=float, default=1e-6)
+    p.add_argument("--ladder-most", type=int, default=None,
+                   help="the adaptive rows' fixed-dt ladder goes down to dt = 2^-(this - 1) "
+                        "(default LADDER_MOST; one more for a tolerance of 1e-9)")
+    p.add_argument("--reference-factor", type=int, default=640,
+                   help="the adaptive rows' reference at dt / this (Chebyshev 1e-14; 1280 for "
+                        "a ladder one rung finer)")
     p.add_argument("--dynamiqs", type=float, nargs="*", default=[],
                    help="also dynamiqs' sesolve (Dopri8) at these rtol = atol on the laser drive "
                         "without its absorber, against adaptive steps at --tolerances: wall at "
@@ -2398,7 +2404,8 @@ def _time_error(a):
     base = with_values(drives.make("laser", rng), [("time.dt", 1.0), ("output.every", 5)])
     # (dt / 640: the errors fall as dt^2 here (the absorber's mask a step), so that the
     # reference's own error is ~1/20 of 3e-10, the finest rung's and a 1e-8 tolerance's)
-    _, ref = drives.reference(base, factor=640)
+    _, ref = drives.reference(base, factor=a.reference_factor)
+    most = a.ladder_most or LADDER_MOST
     ladder = []
 
     def fixed(steps, every):   # a fixed-dt run: its wall without and with the estimate
@@ -2447,7 +2454,7 @@ def _time_error(a):
             s_, res = loop(cfg)
             times.append(s_)
         err = phase_blind_distance(np.asarray(res.psi[-1]), ref, cfg.grid.dx)
-        while not any(r["true_error"] <= err for r in ladder) and len(ladder) < LADDER_MOST:
+        while not any(r["true_error"] <= err for r in ladder) and len(ladder) < most:
             rung(len(ladder))      # finer fixed steps until one is as accurate (the reference's
         ok = [r for r in ladder if r["true_error"] <= err]     # dt is 2^-9 / 1.25)
         best = min(ok, key=lambda r: r["seconds_none"]) if ok else None
