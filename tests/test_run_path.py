@@ -905,6 +905,48 @@ def test_pinned_upload_keeps_a_lead_of_seconds_and_never_reuses_a_busy_slot(monk
     _pinned_upload_reserved(cp, monkeypatch)
 
 
+def test_pinned_upload_pins_its_slots_in_doubling_buffers(monkeypatch):
+    """PinnedUpload's slots pinned at first use in buffers of 1, 1, 2, 4, 8 slots (a ring of
+    16 used whole: 5 buffers, not 16), each slot its own part of one: the values of every
+    call land in its slot and the copy reads that slot's address; a ring used in part
+    (3 calls) pins 3 slots' worth in 3 buffers at most; a regrown ring starts again."""
+    import sys
+    import types
+
+    from mgemm.arrays import PinnedUpload
+    pinned, copied = [], []
+
+    class Event:
+        ptr = 1
+
+    rt = types.SimpleNamespace(eventSynchronize=lambda p: None, eventRecord=lambda p, s: None,
+                               memcpyHostToDevice=1,
+                               memcpyAsync=lambda d, h, nb, kind, s: copied.append((h, nb)))
+    stream = types.SimpleNamespace(ptr=0, synchronize=lambda: None)
+    cp = types.SimpleNamespace(cuda=types.SimpleNamespace(Event=Event, runtime=rt,
+                                                          get_current_stream=lambda: stream),
+                               empty=lambda n, dtype: types.SimpleNamespace(data=types.SimpleNamespace(ptr=0)))
+    monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(
+        empty_pinned=lambda n, dtype: pinned.append(n) or np.zeros(n, dtype)))
+    rng = np.random.default_rng()
+    up = PinnedUpload(cp, ring=16)
+    for c in range(40):
+        v = rng.standard_normal(6)
+        up.put(v)
+        k = c % 16
+        assert np.array_equal(up.host[k][:6], v) and copied[-1] == (up.host[k].ctypes.data, 48)
+    assert pinned == [6 * m for m in (1, 1, 2, 4, 8)]
+    addresses = {h.ctypes.data for h in up.host}
+    assert len(addresses) == 16 and all(h.size == 6 for h in up.host)
+    pinned.clear()
+    part = PinnedUpload(cp, ring=64)
+    for c in range(3):
+        part.put(rng.standard_normal(5))
+    assert pinned == [5, 5, 10]
+    part.put(rng.standard_normal(11))                  # regrown (to 11), from slot 0
+    assert pinned[3:] == [11] and part.slot == 1
+
+
 def _pinned_upload_reserved(cp, monkeypatch):
     """PinnedUpload.reserve (a GPU run's ring of H(t) states, made before its loop:
     rows._BlockRows): every slot's pinned buffer made at once; uploads up to that size then
