@@ -75,6 +75,11 @@ DVR_BLOCK_STEPS = 24
 EAGER_PIECES = 2
 
 
+#: (terms, suffixes, Horner plan) by (scheme, absorber): made once a process (~1 ms of
+#: symbolic products a run otherwise, for runs of 0.05-0.1 s; read only)
+_TERMS = {}
+
+
 def _derivatives(P):
     """M (P x P): the k-th derivative at s = 0 of the polynomial through values at
     s_i = i/(P-1) (i < P) is sum_i M[k, i] f_i (times h^-k for the step h)."""
@@ -107,12 +112,14 @@ class LocalError:
             if masks is None:
                 masks = exponentials.get(config.propagator.method).absorber_masks
             absorber = "masks" if masks else "generator"
-        self.terms = estimator_terms(sc, absorber)
+        if (sc, absorber) not in _TERMS:      # (the scheme's tables in the key: a frozen dataclass)
+            t = estimator_terms(sc, absorber)
+            _TERMS[sc, absorber] = (t, suffixes(t), horner_plan(t))
+        # (the length gauge's plan: diagonal letters; each run's own, read only)
+        self.terms, self._suffixes, self._plan = _TERMS[sc, absorber]
         self.x = points(config.grid)
         self.W = None if absorber is None else xp.asarray(-absorber_profile(config, self.x))
         self.M = _derivatives(self.P)
-        self._suffixes = suffixes(self.terms)
-        self._plan = horner_plan(self.terms)   # (the length gauge's: diagonal letters)
         self.diagonal = not velocity_gauge(config.potential.field)
         self._chunk = None         # (dt, j0, letters V, letters A) of the steps from j0 (letters)
         self._molecule = None      # a static molecule's V (letters)
