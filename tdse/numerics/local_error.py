@@ -75,9 +75,7 @@ DVR_BLOCK_STEPS = 24
 EAGER_PIECES = 2
 
 
-#: (terms, suffixes, Horner plan) by (scheme, absorber): made once a process (~1 ms of
-#: symbolic products a run otherwise, for runs of 0.05-0.1 s; read only)
-_TERMS = {}
+_TERMS = {}   # (terms, suffixes, plan) by (scheme, absorber), once a process (1.6 ms a run)
 
 
 def _derivatives(P):
@@ -114,8 +112,7 @@ class LocalError:
             absorber = "masks" if masks else "generator"
         if (sc, absorber) not in _TERMS:      # (the scheme's tables in the key: a frozen dataclass)
             t = estimator_terms(sc, absorber)
-            _TERMS[sc, absorber] = (t, suffixes(t), horner_plan(t))
-        # (the length gauge's plan: diagonal letters; each run's own, read only)
+            _TERMS[sc, absorber] = (t, suffixes(t), horner_plan(t))   # (read only)
         self.terms, self._suffixes, self._plan = _TERMS[sc, absorber]
         self.x = points(config.grid)
         self.W = None if absorber is None else xp.asarray(-absorber_profile(config, self.x))
