@@ -2321,10 +2321,10 @@ def _time_error_args(p):
                         "the estimate's cost in a batch, and adaptive steps shared by a batch "
                         "against each member's own (--batch 1)")
     p.add_argument("--scan-tolerance", type=float, default=1e-6)
-    p.add_argument("--ladder-most", type=int, default=None,
+    p.add_argument("--ladder-most", type=_at_least(2), default=None,
                    help="the adaptive rows' fixed-dt ladder goes down to dt = 2^-(this - 1) "
                         "(default LADDER_MOST; one more for a tolerance of 1e-9)")
-    p.add_argument("--reference-factor", type=int, default=640,
+    p.add_argument("--reference-factor", type=_at_least(2), default=640,
                    help="the adaptive rows' reference at dt / this (Chebyshev 1e-14; 1280 for "
                         "a ladder one rung finer)")
     p.add_argument("--dynamiqs", type=float, nargs="*", default=[],

@@ -145,6 +145,19 @@ def test_run_overhead_refuses_bad_values_in_one_line(capsys):
         assert "must be >= " in msg or "not an integer" in msg or "--companion" in msg
 
 
+def test_time_error_refuses_bad_ladder_values_in_one_line(capsys):
+    """time-error's --ladder-most and --reference-factor: 0, 1, negative or not an integer
+    are refused by the argument parser (exit 2, the value named) before any work."""
+    from benchmarks.runner import main
+    for bad in (["--ladder-most", "0"], ["--ladder-most", "1"], ["--reference-factor", "-640"],
+                ["--reference-factor", "1.5"], ["--reference-factor", "x"]):
+        with pytest.raises(SystemExit) as e:
+            main(["time-error", "--kinds", *bad])
+        assert e.value.code == 2
+        msg = capsys.readouterr().err
+        assert bad[0] in msg and ("must be >= 2" in msg or "not an integer" in msg), msg
+
+
 def test_cli_phases_split_a_runs_wall_by_its_file_timeline():
     """run-overhead's split of a CLI run's wall (cli_phases): each phase from the mark before
     it to its own, in order from the spawn to the process's end, their sum the whole wall; a
