@@ -75,15 +75,16 @@ def padded_kinetic(X, lam, n, xp=np):
     return pad[:n]
 
 
-def fft_axis0(y, forward, xp=np, threads=1):
+def fft_axis0(y, forward, xp=np):
     """fft (``forward``) or ifft of ``y`` (complex128, C-contiguous) along axis 0 on ``xp``'s
     device, ``y`` overwritten: on the host ``y`` itself where the binding is vouched for, else
-    scipy.fft's result (``overwrite_x``; ``threads`` its workers) -- the same bits either way;
-    on a GPU cupyx.scipy.fft's (``overwrite_x``)."""
-    c2c = _pocket() if xp is np else None
-    if c2c is None:
-        import importlib
-        fft = importlib.import_module("scipy.fft" if xp is np else "cupyx.scipy.fft")
-        f = fft.fft if forward else fft.ifft
-        return f(y, axis=0, overwrite_x=True, **({"workers": threads} if xp is np else {}))
-    return c2c(y, (0,), bool(forward), 0 if forward else 2, y, threads)
+    scipy.fft's result (``overwrite_x``) -- the same bits either way, one thread; on a GPU
+    cupyx.scipy.fft's (``overwrite_x``)."""
+    if xp is not np:
+        import cupyx.scipy.fft as fft
+    else:
+        c2c = _pocket()
+        if c2c is not None:
+            return c2c(y, (0,), bool(forward), 0 if forward else 2, y, 1)
+        import scipy.fft as fft
+    return (fft.fft if forward else fft.ifft)(y, axis=0, overwrite_x=True)
