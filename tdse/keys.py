@@ -150,10 +150,10 @@ KEYS = (
     Key("propagator.time_error", "\"estimate\" | \"companion\" | \"window\" | \"none\"", "",
         "estimate if H depends on t (window if error_window is given), else none",
         "the run's time-discretisation error: estimate = each step's local error (its leading "
-        "term, from H's values) carried along the run, 2 x its norm stated per snapshot (1.6-4.7x "
+        "term, from H's values) carried along the run, 2 x its norm stated per snapshot (1.3-4.7x "
         "the true error on four kinds of drive, tests/test_local_error.py; x1.00 the main job's "
-        "stepping on 2 CPU cores, x1.1-1.3 small Chebyshev runs there, x1.00 a dense N = 8192 "
-        "run on a GPU, x1.0-1.9 small Chebyshev runs on a GPU: the four drives and atom_hhg's "
+        "stepping on 2 CPU cores, x1.1-1.4 small Chebyshev runs there, x1.00 a dense N = 8192 "
+        "run on a GPU, x1.1-1.5 small Chebyshev runs on a GPU: the four drives and atom_hhg's "
         "steps on one H200); companion = the whole run also at dt/2, compared at every "
         "snapshot, 2 x the distance stated (a bound within 1-10x where checked; +63 % to +215 % "
         "of the stepping); window = error_window also at dt/2 (cheap; says nothing past the "
