@@ -425,6 +425,36 @@ def test_a_blocks_rows_keep_their_bits_at_any_width_where_it_says_so(stencil):
         assert np.array_equal(local.block(U[a:b], j0 + a, dt), whole[a:b]), (a, b)
 
 
+def test_only_a_runs_block_of_steps_forces_the_dvrs_fft(monkeypatch):
+    """LocalError.block (a run's steps as columns, pieces spanning snapshots) takes the DVR's
+    kinetic energy by FFT at any width; the block of a scan's members (_columns without
+    by_fft) keeps the width's choice -- 16 columns at N = 320 the GEMM -- and both give the
+    same local errors to rounding."""
+    from tdse.model import hamiltonian as h
+    made = []
+
+    class Spy(h.BlockOperator):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            made.append(self.T is not None)
+    monkeypatch.setattr(h, "BlockOperator", Spy)
+    rng = np.random.default_rng()
+    c = _config("laser", rng)
+    assert c.grid.stencil == "dvr" and c.grid.n <= h.DVR_HOST_GEMM_MAX_N
+    local = LocalError(c, np)
+    S, n, dt = 16, c.grid.n, c.time.dt
+    U = rng.standard_normal((S, n)) + 1j * rng.standard_normal((S, n))
+    by_fft = local.block(U, 3, dt)
+    assert made == [False]
+    vals, _ = local._rows(3, S, dt)
+    der = np.ascontiguousarray(vals.transpose(1, 2, 0))
+    parts = local._columns(np.ascontiguousarray(U.T), dt, der, None, local.W[:, None])
+    assert made == [False, True]
+    from tdse.numerics.local_error import _summed
+    gemm = _summed(parts).T
+    assert np.abs(gemm - by_fft).max() <= 1e-10 * np.abs(by_fft).max()
+
+
 def test_a_dt_of_more_steps_than_a_block_goes_in_blocks(monkeypatch):
     """A dt of more steps than a block holds (_block_most: PIECE_STEPS here 3) taken by
     _interval in blocks of 3, 3 and 2 (LocalError.block three times, no step at a time,

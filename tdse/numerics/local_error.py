@@ -469,20 +469,19 @@ class LocalError:
             self._block_up.put(der.ravel())
             der = self._block_up.dev[:der.size].reshape(der.shape)
         parts = self._columns(xp.ascontiguousarray(U.T), dt, der, list(A.T) if velocity else None,
-                              None if self.W is None else self.W[:, None])
+                              None if self.W is None else self.W[:, None], self.columns_apart)
         return xp.ascontiguousarray(_summed(parts).T)
 
-    def _columns(self, u, dt, der, A, W):
+    def _columns(self, u, dt, der, A, W, by_fft=False):
         """:meth:`_apply` on an N x B block whose columns have their own letters: ``der`` the
         d^k V / dt^k (each N x B), ``A`` the velocity gauge's d^k A / dt^k (each (B,), host)
         or None (the length gauge), ``W`` the absorber's -W (N x B or N x 1) or None; H = T +
         V as one :class:`~tdse.model.hamiltonian.BlockOperator` (a scan's members, a run's
-        steps: :meth:`block`)."""
+        steps: :meth:`block`, whose ``by_fft`` keeps a column's bits at any width)."""
         from ..model.hamiltonian import BlockOperator
         from ..model.momentum import BlockMomentum
         xp, grid = self.xp, self.config.grid
-        H = BlockOperator(grid, 1.0, der[0], xp, a=None if A is None else A[0],
-                          by_fft=self.columns_apart)
+        H = BlockOperator(grid, 1.0, der[0], xp, a=None if A is None else A[0], by_fft=by_fft)
         if A is None:
             return self._apply(u, dt, H, lambda k, X: der[k] * X, W)
         p = BlockMomentum(grid, xp)
