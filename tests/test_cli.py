@@ -129,6 +129,65 @@ def test_bad_input_exit_2_one_line(runner, inputs_dir, tmp_path, old, new, key):
     assert len(lines) == 1 and key in lines[0] and "Traceback" not in r.output
 
 
+def test_a_tolerance_the_steps_cannot_meet_above_dt_min_is_one_line(runner, inputs_dir, tmp_path):
+    """Adaptive steps that would need a step under time.dt_min stop the run mid-way with one
+    line naming the tolerance, exit code 2 (had been StepTooSmall's traceback, exit 1)."""
+    r = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(tmp_path / "o"), "-q",
+                             "--set", "time.tolerance=1e-300", "--set", "time.t_end=0.05"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "time.tolerance = 1e-300" in lines[0] and "time.dt_min" in lines[0]
+
+
+@pytest.mark.parametrize("name, sets", [
+    ("atom_hhg.toml", ["field.E0=1e300", "propagator.method=taylor"]),     # (had been OverflowError)
+    ("atom_hhg.toml", ["field.E0=1e10", "propagator.method=chebyshev"]),   # (ValueError: terms)
+    ("h2plus_nuclei.toml", ["nuclei.R_min=1e-300"])])                     # (eigh's inf/NaN)
+def test_a_hamiltonian_out_of_reach_is_refused_in_one_line(runner, inputs_dir, tmp_path,
+                                                                       name, sets):
+    """Values that make dt ||H|| beyond double precision (u theta >= 1) or infinite, or beyond
+    the Chebyshev series' most terms, are refused before any work, one line naming time.dt,
+    exit 2 (found by feeding every key absurd values: these had been tracebacks; the dense
+    method had run on, a [nuclei] run's mass 1e-300 too)."""
+    args = ["run", os.path.join(inputs_dir, name), "--out", str(tmp_path / "o"), "-q"]
+    for s in sets:
+        args += ["--set", s]
+    r = runner.invoke(main, args)
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    lines = [ln for ln in r.output.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1 and "time.dt" in lines[0] and ("precision" in lines[0] or "terms" in lines[0])
+
+
+#: the inputs whose sections the fuzz's keys need ([field] in atom_hhg, [nuclei] in h2plus_nuclei)
+_FUZZ_INPUTS = {"field": ("atom_hhg.toml", "0.5"), "nuclei": ("h2plus_nuclei.toml", "0.4")}
+_FUZZ_VALUES = ["0", "-1", "-0.0", "nan", "inf", "1e300", "1e-300", "abc", '""', "[]", "[1, -2]", "{}", "true"]
+#: a [nuclei] run that starts costs ~4 s on 2 CPUs (its initial state's eigensolve): the
+#: magnitudes only, and the two of its keys' values that start most runs (0, 1e-300) left out
+_FUZZ_NUCLEI = ["-1", "nan", "inf", "1e300", "abc"]
+
+
+@pytest.mark.parametrize("section", ["other", "field", "nuclei"])
+def test_every_key_given_absurd_values_runs_or_says_one_line(runner, inputs_dir, tmp_path, section):
+    """Each scalar key of tdse.keys.KEYS set (--set) to each of 13 absurd values (a [nuclei]
+    input's keys to 5) on a short run: exit 0 (a value that is fine), or exit 2 with one line naming the problem -- never a
+    traceback (this sweep found StepTooSmall's, the Chebyshev series' beyond its most terms,
+    the Taylor plan's OverflowError and a [nuclei] run's inf/NaN eigensolve, now refusals)."""
+    from tdse.keys import KEYS
+    name, t_end = _FUZZ_INPUTS.get(section, ("tiny.toml", "0.05"))
+    keys = [k.name for k in KEYS if "." in k.name and (k.name.split(".")[0] == section or (
+        section == "other" and k.name.split(".")[0] not in _FUZZ_INPUTS))]
+    assert len(keys) >= 10
+    bad = []
+    for key in keys:
+        for v in _FUZZ_NUCLEI if section == "nuclei" else _FUZZ_VALUES:
+            r = runner.invoke(main, ["run", os.path.join(inputs_dir, name), "--out", str(tmp_path / "o"),
+                                     "--force", "-q", "--set", f"{key}={v}", "--set", f"time.t_end={t_end}"])
+            errors = [ln for ln in r.output.splitlines() if ln.startswith("error:")]
+            if r.exit_code not in (0, 2) or "Traceback" in r.output or (r.exit_code == 2 and len(errors) != 1):
+                bad.append((key, v, r.exit_code, repr(r.exception)))
+    assert not bad, bad
+
+
 def test_missing_and_non_toml_files(runner, tmp_path):
     r = runner.invoke(main, ["run", str(tmp_path / "none.toml")])
     assert r.exit_code == 2 and "no such file" in r.output

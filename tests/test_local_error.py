@@ -548,7 +548,7 @@ def test_fixed_steps_stay_the_default_and_dt_min_stops_with_one_line():
     rng = np.random.default_rng()
     c = _config("fast", rng)
     assert c.time.tolerance is None
-    with pytest.raises(StepTooSmall, match="time.dt_min"):
+    with pytest.raises(StepTooSmall, match="time.dt_min"):   # (a ConfigError: the CLI says it in one line)
         tdse.simulate(_adaptive(c, 1e-14, dt_min=c.time.dt / 4), backend="numpy")
 
 

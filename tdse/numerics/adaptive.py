@@ -33,6 +33,7 @@ import numpy as np
 
 from mgemm.arrays import to_host
 
+from ..errors import ConfigError
 from .carrier import carrier
 from .local_error import LETTERS_CHUNK, LocalError
 from .propagators import Steps
@@ -92,8 +93,9 @@ class DeferredE:
         return self.copy.result()["e"]
 
 
-class StepTooSmall(RuntimeError):
-    """Adaptive steps would need a step under time.dt_min."""
+class StepTooSmall(ConfigError):
+    """Adaptive steps would need a step under time.dt_min: the input's time.tolerance cannot
+    be met above it (one line; the CLI exits with code 2)."""
 
 
 def transport_config(config):
@@ -377,9 +379,9 @@ class EstimatingStepper(Steps):
         """The steps a dt after a rejection: twice as many, at most n_max."""
         if n >= self.n_max:
             T = self.config.time
-            raise StepTooSmall(f"time.dt_min = {T.dt_min:g}: at t = {t:.6g} the time.tolerance = "
-                               f"{T.tolerance:g} needs steps under it (raise the tolerance or "
-                               f"lower dt_min)")
+            raise StepTooSmall("time.tolerance", T.tolerance,
+                               f"at t = {t:.6g} it needs steps under time.dt_min = {T.dt_min:g} "
+                               f"(raise the tolerance or lower dt_min)")
         return next(m for m in self.ladder if m >= min(2 * n, self.n_max))
 
     def _choose(self, psi, j):

@@ -26,7 +26,7 @@ import numpy as np
 __all__ = ["tail_bound", "terms", "terms_near", "TermCounts", "term_counts", "bessel_j", "coefficients",
            "expm_apply"]
 
-_MAX_TERMS = 100_000
+MAX_TERMS = 100_000
 
 
 def _kapteyn(k: int, R: float) -> float:
@@ -60,7 +60,7 @@ def tail_bound(R: float, K: int) -> float:
                     else math.exp(log_first) / (1.0 - q))
             if rest <= 1e-3 * total or rest < 1e-300:
                 return 2.0 * (total + rest)
-        if k > K + _MAX_TERMS:
+        if k > K + MAX_TERMS:
             return math.inf
 
 
@@ -77,8 +77,8 @@ def terms(R: float, tol: float) -> int:
     while tail_bound(R, hi) > tol:
         lo, step = hi, 2 * step
         hi = lo + step
-        if hi > _MAX_TERMS + R:
-            raise ValueError(f"R = {R:.4g} needs more than {_MAX_TERMS} Chebyshev terms")
+        if hi > MAX_TERMS + R:
+            raise ValueError(f"R = {R:.4g} needs more than {MAX_TERMS} Chebyshev terms")
     while hi - lo > 1:  # tail_bound(lo) > tol >= tail_bound(hi)
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if tail_bound(R, mid) <= tol else (mid, hi)

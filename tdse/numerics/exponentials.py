@@ -35,6 +35,7 @@ import numpy as np
 import mgemm
 from mgemm.plan import taylor_remainder
 
+from ..errors import ConfigError
 from ..model import hamiltonian
 from ..model.absorber import absorber_profile
 from . import chebyshev
@@ -230,7 +231,12 @@ class Chebyshev(Exponential):
 
     @classmethod
     def check(cls, config, plan, theta):
-        K = chebyshev.terms(theta, config.propagator.tolerance)
+        K = _terms(theta, config.propagator.tolerance)
+        if not math.isfinite(K):        # (no step can be made: --allow-inaccurate cannot help)
+            raise ConfigError("time.dt", config.time.dt,
+                              f"theta = dt ||H|| = {theta:.3g} needs more than {chebyshev.MAX_TERMS} "
+                              f"Chebyshev terms an exponential (||H|| <= {theta / config.time.dt:.3g} "
+                              f"Ha from the potential, field and absorber): lower dt or those values")
         return True, cls.message(theta, K, config.propagator.tolerance), K
 
     @staticmethod

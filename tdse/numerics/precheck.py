@@ -201,6 +201,10 @@ def precheck(config: Config, dtype=DTYPE, check_resolution=True, *, E0=None,
         radius = max(radius, r)
         lo_all, hi_all = min(lo_all, lo), max(hi_all, hi)
     theta = dt * radius
+    if not theta * u < 1.0:     # (the step's phase has no digit left: no method, no plan)
+        raise ConfigError("time.dt", dt, f"theta = dt ||H|| = {theta:.3g} is beyond double "
+                          f"precision (||H|| <= {radius:.3g} Ha from the potential, field and "
+                          f"absorber): lower dt or those values")
     herm = config.hermitian
     method = exponentials.get(pr.method)
     plan = plan_expm(theta, method=method.plan_method, tolerance=pr.tolerance, terms=pr.terms,

@@ -130,6 +130,7 @@ def prepare(config, *, backend="auto", devices=None, threads=None) -> NucleiPlan
     with be.limit():
         t1 = time.perf_counter()
         host = model_nuclei.Model(config)
+        _check_range(config, host)
         psi0 = model_nuclei.initial_state(host)
         t2 = time.perf_counter()
         model = host if be.name == "numpy" else model_nuclei.Model(config, be.xp)
@@ -139,6 +140,21 @@ def prepare(config, *, backend="auto", devices=None, threads=None) -> NucleiPlan
                                      host.V_host, host.kappa * host.x[:, None])
     return NucleiPlan(config, be, model, psi0,
                       {"model": t1 - t0 + time.perf_counter() - t2, "initial_state": t2 - t1}, columns)
+
+
+def _check_range(config, model):
+    """ConfigError (one line) where H's spectrum (without the field) has no finite bounds or
+    dt times its half-width leaves no digit of a step's phase (u theta >= 1): a nucleus'
+    mass or dR that make T_R beyond double precision, a repulsion at R_min that overflows --
+    before the initial state's eigensolve, which had then failed with a traceback or run on
+    for ever."""
+    lo, hi = model.bounds()
+    theta = config.time.dt * 0.5 * (hi - lo)
+    if not theta * np.finfo(np.float64).eps < 1.0:
+        raise ConfigError("time.dt", config.time.dt, (
+            f"theta = dt ||H|| = {theta:.3g} is beyond double precision (H's spectrum in "
+            f"[{lo:.3g}, {hi:.3g}] Ha from the kinetic energies -- nuclei.mass, nuclei.dR, "
+            f"grid.dx -- and the potential at nuclei.R_min): lower dt or those values"))
 
 
 class _Rows(Sink):
