@@ -27,6 +27,7 @@ interval the Chebyshev series needs (:mod:`tdse.numerics.chebyshev`).
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import scipy.linalg
@@ -240,7 +241,9 @@ def eigenstates(model: Model, count=1, tol=1e-8, maxiter=400):
     A = scipy.sparse.linalg.LinearOperator((N, N), matvec=matmat, matmat=matmat, dtype=np.float64)
     M = scipy.sparse.linalg.LinearOperator((N, N), matvec=(pre := _preconditioner(model, 1.0 - model.v_range[0])),
                                            matmat=pre, dtype=np.float64)
-    w, v = scipy.sparse.linalg.lobpcg(A, X0, M=M, tol=tol * 0.1, maxiter=maxiter, largest=False)
+    with warnings.catch_warnings():     # (LOBPCG's own note where it misses tol / 10: the
+        warnings.simplefilter("ignore", UserWarning)     # check below is against tol)
+        w, v = scipy.sparse.linalg.lobpcg(A, X0, M=M, tol=tol * 0.1, maxiter=maxiter, largest=False)
     order = np.argsort(w)[:count]
     w, v = w[order], v[:, order]
     v /= np.sqrt((v * v).sum(axis=0) * model.dA)[None, :]
