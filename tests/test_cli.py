@@ -188,6 +188,17 @@ def test_every_key_given_absurd_values_runs_or_says_one_line(runner, inputs_dir,
     assert not bad, bad
 
 
+def test_a_scan_member_out_of_reach_is_one_line(runner, inputs_dir, tmp_path):
+    """A scan whose second member's ||H|| is beyond the Chebyshev series (the plan prechecks
+    the first member alone): one line naming time.dt, exit 2 (had been a ValueError's
+    traceback from inside the batch's steps)."""
+    r = runner.invoke(main, ["scan", tiny(inputs_dir), "--set", "potential.centres.Z=1,1e12",
+                             "--set", "time.t_end=0.05", "--out", str(tmp_path / "o"), "-q"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    lines = [ln for ln in r.output.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1 and "time.dt" in lines[0] and "Chebyshev" in lines[0]
+
+
 def test_missing_and_non_toml_files(runner, tmp_path):
     r = runner.invoke(main, ["run", str(tmp_path / "none.toml")])
     assert r.exit_code == 2 and "no such file" in r.output

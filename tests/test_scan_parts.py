@@ -17,7 +17,7 @@ from tdse.studies import scan as scan_mod
 
 from test_scan import ATOM
 
-USAGE = "must be KEY=a:b:n (n >= 2 values from a to b) or KEY=v1,v2,..."
+USAGE = "must be KEY=a:b:n (2 <= n <= 100000 values from a to b, a and b finite) or KEY=v1,v2,..."
 
 
 @pytest.fixture(scope="module")

@@ -64,10 +64,21 @@ def tail_bound(R: float, K: int) -> float:
             return math.inf
 
 
+class OutOfReach(ValueError):
+    """R needs more than :data:`MAX_TERMS` terms, or is not finite (``R`` the argument)."""
+
+    def __init__(self, R, message):
+        super().__init__(message)
+        self.R = R
+
+
 def terms(R: float, tol: float) -> int:
     """The smallest K >= ceil(R) with tail_bound(R, K) <= tol (K >= 1): doubling the step
-    until the bound passes, then bisection (the bound falls monotonically in K)."""
+    until the bound passes, then bisection (the bound falls monotonically in K);
+    :class:`OutOfReach` beyond :data:`MAX_TERMS` terms."""
     if not (R >= 0 and math.isfinite(R)):
+        if R >= 0:
+            raise OutOfReach(R, f"R = {R!r} is not finite")
         raise ValueError(f"R must be finite and >= 0, got R={R!r}")
     lo = max(1, math.ceil(R))
     if tail_bound(R, lo) <= tol:
@@ -78,7 +89,7 @@ def terms(R: float, tol: float) -> int:
         lo, step = hi, 2 * step
         hi = lo + step
         if hi > MAX_TERMS + R:
-            raise ValueError(f"R = {R:.4g} needs more than {MAX_TERMS} Chebyshev terms")
+            raise OutOfReach(R, f"R = {R:.4g} needs more than {MAX_TERMS} Chebyshev terms")
     while hi - lo > 1:  # tail_bound(lo) > tol >= tail_bound(hi)
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if tail_bound(R, mid) <= tol else (mid, hi)

@@ -42,7 +42,7 @@ from ..model import states
 from ..model.grid import points
 from ..model.initial import initial_state
 from ..model.observables import BlockMeasure, stack_rows
-from ..numerics import exponentials
+from ..numerics import chebyshev, exponentials
 from ..numerics.stepper import BatchStepper
 from ..run.loop import Sink, evolve
 from ..run.nuclei import scan as nuclei_scan
@@ -60,7 +60,7 @@ MAX_BATCH = 1024   # members in one batch at most (the block's width)
 def parse_set(text: str):
     """'KEY=a:b:n' (n values from a to b) or 'KEY=v1,v2,...' -> (KEY, [values]);
     ConfigError (one line) otherwise."""
-    usage = "must be KEY=a:b:n (n >= 2 values from a to b) or KEY=v1,v2,..."
+    usage = "must be KEY=a:b:n (2 <= n <= 100000 values from a to b, a and b finite) or KEY=v1,v2,..."
     key, eq, rng = text.partition("=")
     key = key.strip()
     if not eq or not key or not rng.strip():
@@ -292,7 +292,12 @@ def run_batch(configs, backend="numpy", devices=None, keep_psi=False, full=None)
         stepper, est = estimating_batch(stepper, configs, np.stack(phi), xp)
         sinks.append(est)
     t0 = time.perf_counter()
-    final = evolve(plan, xp.asarray(X0), sinks, stepper=stepper)   # (with the plan's BLAS threads)
+    try:
+        final = evolve(plan, xp.asarray(X0), sinks, stepper=stepper)   # (with the plan's BLAS threads)
+    except chebyshev.OutOfReach as e:   # (the plan prechecked the first member alone)
+        raise ConfigError("time.dt", configs[0].time.dt, (
+            f"a member's step needs dt ||H|| / 2 = {e.R:.3g}, beyond the Chebyshev series' "
+            f"{chebyshev.MAX_TERMS} terms: the scanned values make ||H|| too large")) from None
     t1 = time.perf_counter()
     out = {"t": np.asarray(rec.t), "seconds": t1 - t0,
            "exponentials": stepper.exponentials, "chebyshev_terms": stepper.cheb_terms,
