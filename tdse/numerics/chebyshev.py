@@ -77,9 +77,8 @@ def terms(R: float, tol: float) -> int:
     until the bound passes, then bisection (the bound falls monotonically in K);
     :class:`OutOfReach` beyond :data:`MAX_TERMS` terms."""
     if not (R >= 0 and math.isfinite(R)):
-        if R >= 0:
-            raise OutOfReach(R, f"R = {R!r} is not finite")
-        raise ValueError(f"R must be finite and >= 0, got R={R!r}")
+        message = f"R must be finite and >= 0, got R={R!r}"
+        raise OutOfReach(R, message) if R >= 0 else ValueError(message)
     lo = max(1, math.ceil(R))
     if tail_bound(R, lo) <= tol:
         return lo
