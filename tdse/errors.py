@@ -16,3 +16,8 @@ class ConfigError(ValueError):
         if len(shown) > 60:
             shown = shown[:57] + "..."
         super().__init__(f"{key} = {shown}: {problem}" if key else problem)
+
+    def __reduce__(self):
+        # (its arguments, not its one-line message: an exception crosses processes by
+        # pickle -- a scan's Dask worker -- and had failed to unpickle there, TypeError)
+        return type(self), (self.key, self.value, self.problem)

@@ -368,3 +368,35 @@ def test_the_members_refusals_word_for_word(base, sets, zipped, line):
     with pytest.raises(ConfigError) as e:
         scan_mod.members(base, sets, zipped=zipped)
     assert str(e.value) == line
+
+
+def test_the_errors_a_worker_may_raise_cross_processes_whole():
+    """ConfigError (and StepTooSmall), chebyshev.OutOfReach, Interrupted and StorageError
+    survive pickle -- how a scan's Dask worker hands an exception back -- as their own type,
+    message and fields (ConfigError had failed to unpickle: TypeError, its one-line message
+    taken for its three arguments)."""
+    import pickle
+
+    from tdse.errors import ConfigError
+    from tdse.numerics.adaptive import StepTooSmall
+    from tdse.numerics.chebyshev import OutOfReach
+    from tdse.run.interrupts import Interrupted
+    from tdse.run.snapshots import StorageError
+    for e in (ConfigError("grid.dx", 0.3, "not whole"), StepTooSmall("time.tolerance", 1e-300, "x"),
+              OutOfReach(4e9, "R = 4e9 needs more"), Interrupted("SIGTERM", "a.h5.part", 3, 1.5),
+              StorageError("a.h5.part", 3, 2048, 1024, "no space")):
+        back = pickle.loads(pickle.dumps(e))
+        assert type(back) is type(e) and str(back) == str(e) and back.args == e.args
+    assert pickle.loads(pickle.dumps(ConfigError("a", 1, "b"))).key == "a"
+
+
+def test_a_batch_returns_a_refusal_where_a_cluster_would_retry_it(base, monkeypatch):
+    """batch_task hands a ConfigError back as {"refused": it} (Dask retried a raised one three
+    times and logged its traceback), and scan() raises it, one line."""
+    def refuse(*a, **k):
+        raise ConfigError("time.tolerance", 1e-300, "at t = 0 it needs steps under time.dt_min")
+    monkeypatch.setattr(scan_mod, "run_batch", refuse)
+    got = scan_mod.batch_task([base], "numpy", None, False)
+    assert isinstance(got["refused"], ConfigError)
+    with pytest.raises(ConfigError, match="time.tolerance = 1e-300"):
+        scan_mod.scan(base, {"field.E0": [0.02, 0.03]})

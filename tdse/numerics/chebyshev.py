@@ -71,6 +71,9 @@ class OutOfReach(ValueError):
         super().__init__(message)
         self.R = R
 
+    def __reduce__(self):            # (pickled by its arguments, as ConfigError)
+        return type(self), (self.R, str(self))
+
 
 def terms(R: float, tol: float) -> int:
     """The smallest K >= ceil(R) with tail_bound(R, K) <= tol (K >= 1): doubling the step

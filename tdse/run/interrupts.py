@@ -14,6 +14,9 @@ class Interrupted(Exception):
         super().__init__(f"interrupted by {signame}: {path} holds {count} snapshots up to "
                          f"t = {t:.6g}; continue with: tdse resume {path}")
 
+    def __reduce__(self):            # (pickled by its arguments, as ConfigError)
+        return type(self), (self.signame, self.path, self.count, self.t)
+
 
 #: signals delivered under :func:`signal_guard` and not yet acted on.  Python runs a
 #: signal's handler between two bytecodes of the main thread, which may be inside a weakref

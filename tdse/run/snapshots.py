@@ -63,11 +63,15 @@ class StorageError(OSError):
 
     def __init__(self, path, count, needed, free, cause):
         self.path, self.count, self.needed, self.free = path, count, needed, free
+        self._given = (path, count, needed, free, cause)     # (pickled by these: __reduce__)
         super().__init__(errno.ENOSPC if free is not None and needed > free else errno.EIO,
                          f"cannot write {path}: {cause} (the next snapshot needs about "
                          f"{needed / 2**10:.0f} KiB, {'?' if free is None else f'{free / 2**10:.0f}'}"
                          f" KiB free); it holds {count} whole snapshots and is resumable: free "
                          f"some space, then `tdse resume {path}`")
+
+    def __reduce__(self):            # (a scan's Dask worker writes its parts: as ConfigError)
+        return type(self), self._given
 
 
 def _jsonable(v):

@@ -285,11 +285,7 @@ def run_batch(configs, backend="numpy", devices=None, keep_psi=False, full=None)
         stepper, est = estimating_batch(stepper, configs, np.stack(phi), xp)
         sinks.append(est)
     t0 = time.perf_counter()
-    try:                # (with the plan's BLAS threads; the plan prechecked the first member)
-        final = evolve(plan, xp.asarray(X0), sinks, stepper=stepper)
-    except chebyshev.OutOfReach as e:
-        raise ConfigError("time.dt", configs[0].time.dt, f"a member's step needs dt ||H|| / 2 = {e.R:.3g}, "
-                          "beyond the Chebyshev series' terms: the scanned values make ||H|| too large") from None
+    final = evolve(plan, xp.asarray(X0), sinks, stepper=stepper)   # (with the plan's BLAS threads)
     t1 = time.perf_counter()
     out = {"t": np.asarray(rec.t), "seconds": t1 - t0,
            "exponentials": stepper.exponentials, "chebyshev_terms": stepper.cheb_terms,
@@ -397,13 +393,19 @@ def _sees(folder, token) -> bool:
 
 
 def batch_task(configs, backend, devices, keep_psi, part=None, series=SERIES, spectra=None) -> dict:
-    """A batch (a Dask task, or here), reduced to what the scan keeps (:func:`tdse.studies.
-    scan_save.reduce_batch`: the series it keeps and the spectra's acceleration made whole,
-    the rest at t_end).  ``part`` = (folder, k, fingerprint, token): a worker that sees the
-    client's parts folder (the token in it) writes the batch there and returns only its
-    number and seconds (~0.6 GB for 1000 atom_hhg members never sent); any other returns it."""
+    """A batch (a Dask task, or here) reduced to what the scan keeps (:func:`scan_save.reduce_batch`:
+    the series it keeps and the spectra's acceleration whole, the rest at t_end).  ``part`` = (folder,
+    k, fingerprint, token): a worker that sees the client's parts folder (the token in it) writes the
+    batch there, returns its number and seconds (~0.6 GB for 1000 atom_hhg members never sent).  A
+    ConfigError is returned ({"refused": it}), not raised (a cluster retried it, logging it)."""
     full = set(series) | ({"acceleration"} if spectra is not None else set())
-    res = reduce_batch(run_batch(configs, backend, devices, keep_psi, full), series, spectra)
+    try:
+        res = reduce_batch(run_batch(configs, backend, devices, keep_psi, full), series, spectra)
+    except chebyshev.OutOfReach as e:       # (the plan prechecked the batch's first member alone)
+        return {"refused": ConfigError("time.dt", configs[0].time.dt, f"a member's step needs dt ||H|| / 2 = "
+                                       f"{e.R:.3g}, beyond the Chebyshev series: the scanned values make ||H|| too large")}
+    except ConfigError as e:
+        return {"refused": e}
     if part is not None and _sees(part[0], part[3]):
         t0 = time.perf_counter()
         _save_part(part[0], part[1], part[2], res)
@@ -446,11 +448,12 @@ def scan(config: Config, sets, *, zipped=False, out=None, workers=None, schedule
     t0 = time.perf_counter()
     bar = tqdm(total=len(groups), initial=len(groups) - len(todo), unit="batch",
                desc=f"scan {config.name}", disable=not progress)
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(1) as writer:   # a part is written while the next batch runs
+    with concurrent.futures.ThreadPoolExecutor(1) as writer:   # a part written while the next batch runs
         saving, written = [], []            # (waited for at the exit: also on an interrupt)
         for k, res in _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi,
                                on_submit, folder, fps, series):
+            if "refused" in res:             # a member's one-line refusal (e.g. StepTooSmall)
+                raise res["refused"]
             if "part" in res:                # the worker wrote it
                 written.append(res.get("write_seconds", 0.0))
                 res = _load_part(folder, k, fps[k])
