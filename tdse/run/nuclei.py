@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import h5py
 import numpy as np
 
-from mgemm.arrays import to_host
+from mgemm.arrays import to_host, unit_roundoff
 
 from ..config import ConfigError
 from ..model import nuclei as model_nuclei
@@ -150,7 +150,7 @@ def _check_range(config, model):
     for ever."""
     lo, hi = model.bounds()
     theta = config.time.dt * 0.5 * (hi - lo)
-    if not theta * np.finfo(np.float64).eps < 1.0:
+    if not theta * unit_roundoff(np.complex128) < 1.0:      # (as the precheck of a 1D run)
         raise ConfigError("time.dt", config.time.dt, (
             f"theta = dt ||H|| = {theta:.3g} is beyond double precision (H's spectrum in "
             f"[{lo:.3g}, {hi:.3g}] Ha from the kinetic energies -- nuclei.mass, nuclei.dR, "
