@@ -496,3 +496,15 @@ def test_the_look_ahead_starts_its_workers_before_the_solvers_are_imported():
         "with look_ahead(cfg, 'numpy', prime=False) as w:\n"
         "    assert w is not None and 'scipy' not in sys.modules, sorted(m for m in sys.modules if 'scipy' in m)[:5]\n"
         "    assert w.ready.result(timeout=120)\n")
+
+
+def test_api_devices_must_be_integer_ids_on_any_machine():
+    """tdse.simulate's ``devices`` is checked where no GPU would use it too: a string (whose
+    characters had been taken for ids -- a TypeError on a GPU machine) or a float is one
+    ConfigError naming --devices; integers pass (unused without a GPU)."""
+    from tdse.config import ConfigError
+    from tdse.run.backend import resolve_backend
+    for bad in ("0,1", [0.5], 3):
+        with pytest.raises(ConfigError, match="--devices"):
+            resolve_backend("auto", bad)
+    assert resolve_backend("numpy", [0, 1])[0] == "numpy"

@@ -2,6 +2,7 @@
 GPUs, the GEMM options of a step, the host's BLAS threads)."""
 from __future__ import annotations
 
+import operator
 import os
 import statistics
 import time
@@ -65,7 +66,14 @@ def backend_for(config: Config, backend="auto", devices=None, threads=None) -> B
 
 
 def resolve_backend(backend: str, devices=None):
-    """'auto' -> 'cupy' when CuPy sees a GPU, else 'numpy'.  Returns (name, xp, devices)."""
+    """'auto' -> 'cupy' when CuPy sees a GPU, else 'numpy'.  Returns (name, xp, devices).
+    ``devices``: GPU ids, integers (checked on any machine: a string's characters had been
+    taken for ids, a TypeError on a GPU machine)."""
+    if devices is not None:
+        try:
+            devices = [operator.index(d) for d in devices]
+        except TypeError:
+            raise ConfigError("--devices", devices, "must be GPU ids, a list of integers, e.g. [0, 1]") from None
     n = gpu_count()
     if backend == "auto":
         backend = "cupy" if n else "numpy"
