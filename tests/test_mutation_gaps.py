@@ -121,7 +121,7 @@ def test_axpy_on_every_layout():
 def test_chebyshev_terms_refusals_by_message():
     """terms() refuses a negative or non-finite R by name, and a tolerance no K meets (here
     a negative one) with the most terms it tries; a large R (60000) is counted without
-    reaching that cap (the cap is _MAX_TERMS beyond R, not _MAX_TERMS)."""
+    reaching that cap (the cap is MAX_TERMS beyond R, not MAX_TERMS)."""
     for R in (-0.5, math.inf, math.nan):
         with pytest.raises(ValueError, match="R must be finite and >= 0, got R="):
             chebyshev.terms(R, 1e-12)
