@@ -24,7 +24,7 @@ from .keys import KEYS, Key, input_reference, key_unit, parse_assignment, to_tom
 from .options import RunOptions, available_memory, parse_options  # noqa: F401  (re-exported)
 from .checks import SECTIONS, WHOLE_RTOL, check_keys, integer, number, table, whole  # noqa: F401
 from .sections import (ENVELOPES, INTENSITY_AU, LAB_PARTNERS, OMEGA_NM, POTENTIAL_KINDS,  # noqa: F401  (re-exported)
-                       parse_field, parse_potential)
+                       check_finite, parse_field, parse_potential)
 
 __all__ = ["ConfigError", "Config", "Grid", "Centre", "Potential", "Field", "Absorber",
            "Initial", "Time", "Propagator", "Output", "Nuclei", "load", "loads", "load_config", "parse",
@@ -279,6 +279,7 @@ def parse(data: dict, source: str | None = None) -> Config:
     fld = parse_field(sec["field"]) if "field" in data else None
     nuclei = _nuclei(sec["nuclei"], grid) if "nuclei" in data else None
     potential = parse_potential(sec["potential"], fld, nuclei is not None)
+    check_finite(potential, grid)
     absorber = _absorber(sec["absorber"], grid) if "absorber" in data else None
     time = _time(sec["time"])
     for key, bad in (("field.gauge", fld and fld.gauge != "length" and fld.gauge), ("initial", data.get("initial")),

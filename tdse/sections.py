@@ -49,6 +49,29 @@ def _formula_with_parameters(prefix, key, variables, t):
     return formula, pairs
 
 
+def check_finite(potential, grid):
+    """ConfigError (one line) where a formula's V (kind "expression" or a named kind) is not
+    finite on the grid at t = 0 -- 1/x or log(x) on a grid through x <= 0 had been a LAPACK
+    error's traceback in H(0)'s eigenstates (its values at later times: the precheck's bounds)."""
+    if not potential.V or potential.function is not None:
+        return
+    import numpy as np
+    f = expression.parse(potential.V, ("x", "t") + tuple(k for k, _ in potential.parameters), "potential.V")
+    x = grid.x_min + grid.dx * np.arange(grid.n)
+    with np.errstate(all="ignore"):
+        try:
+            v = expression.evaluate(f, {**dict(potential.parameters), "x": x, "t": np.float64(0.0)})
+            v = np.broadcast_to(np.asarray(v, dtype=np.float64), x.shape)
+        except (ArithmeticError, ValueError):      # (1/0 of two numbers: Python's, not NumPy's)
+            v = np.full(x.shape, np.nan)
+    bad = np.flatnonzero(~np.isfinite(v))
+    if bad.size:
+        key, value = (("potential.V", potential.V) if potential.kind == "expression" else
+                      ("potential.parameters", dict(potential.parameters)))
+        raise ConfigError(key, value, f"V is not finite at x = {x[bad[0]]:.6g}, t = 0 ({bad.size} of the "
+                          f"{x.size} grid points): a formula finite on the grid from x_min to x_max is needed")
+
+
 def _parameters(prefix, t):
     """A formula's ``parameters`` table as sorted (name, value) pairs: names other than x,
     t, pi and the functions, numbers."""

@@ -199,6 +199,27 @@ def test_a_scan_member_out_of_reach_is_one_line(runner, inputs_dir, tmp_path):
     assert len(lines) == 1 and "time.dt" in lines[0] and "Chebyshev" in lines[0]
 
 
+@pytest.mark.parametrize("V, stencil, key", [
+    ("1/x", 3, "potential.V"), ("log(x)", "dvr", "potential.V"), ("1/0", 3, "potential.V"),   # at t = 0
+    ("log(0.01 - t) / sqrt(x**2 + 1)", 3, "potential ="),           # NaN from t = 0.01: the precheck
+    ("-1/sqrt(x**2 + 1) + 1/(t - 0.02)", 3, "potential ="),         # inf at one step's instant:
+    ("-1/sqrt(x**2 + 1) + 1/(t - 0.02)", "dvr", "potential =")])   # H(t)'s eigenstates there
+def test_a_formula_potential_that_is_not_finite_is_one_line(runner, inputs_dir, tmp_path, V, stencil, key):
+    """An expression potential not finite on the grid -- at t = 0 (the config's check), at
+    later times (the precheck's bounds) or at one observation's instant (H(t)'s eigenstates) --
+    is one line naming the potential, exit 2 (each had been a LAPACK error's or Python's
+    ZeroDivisionError's traceback)."""
+    text = open(tiny(inputs_dir)).read()
+    i, j = text.index("[potential]"), text.index("[initial]")
+    p = tmp_path / "expr.toml"
+    p.write_text(text[:i] + f'[potential]\nkind = "expression"\nV = "{V}"\n\n' + text[j:])
+    r = runner.invoke(main, ["run", str(p), "--out", str(tmp_path / "o"), "-q", "--set", "time.t_end=0.05",
+                             "--set", f"grid.stencil={stencil}"])
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    lines = [ln for ln in r.output.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1 and key in lines[0] and "not finite" in lines[0], r.output
+
+
 def test_missing_and_non_toml_files(runner, tmp_path):
     r = runner.invoke(main, ["run", str(tmp_path / "none.toml")])
     assert r.exit_code == 2 and "no such file" in r.output

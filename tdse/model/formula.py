@@ -26,6 +26,16 @@ from .field import dipole_field, field_value
 from .potential import POTENTIALS, BatchPotential
 
 
+def _value(e, env, xp=np):
+    """:func:`evaluate`, NaN where a part made of Python numbers alone divides by zero (1/(t -
+    t0) at t0: ZeroDivisionError, where NumPy's arrays give inf): the callers' checks then say
+    where V is not finite, one line (:func:`tdse.model.states.finite`)."""
+    try:
+        return evaluate(e, env, xp)
+    except ZeroDivisionError:
+        return np.nan
+
+
 class Formula:
     """:class:`tdse.model.potential.Potential` for a formula V(x, t); ``config`` a
     :class:`tdse.config.Potential` of kind "expression"."""
@@ -42,7 +52,7 @@ class Formula:
     def molecule(self, x, t, xp=np):
         """V(x, t) without the field, shaped as x and t broadcast (a formula without x or t
         too)."""
-        v = evaluate(self.V, {**self.parameters, "x": x, "t": t}, xp)
+        v = _value(self.V, {**self.parameters, "x": x, "t": t}, xp)
         return xp.broadcast_to(xp.asarray(v, dtype=np.float64), np.broadcast_shapes(
             np.shape(x), np.shape(t), np.shape(v))).copy()
 
@@ -54,7 +64,7 @@ class Formula:
         return v
 
     def gradient(self, x, t):
-        g = evaluate(self.dV, {**self.parameters, "x": x, "t": t})
+        g = _value(self.dV, {**self.parameters, "x": x, "t": t})
         return np.broadcast_to(np.asarray(g, dtype=np.float64), np.shape(x)) + field_value(
             self.config.field, t)
 
@@ -125,7 +135,7 @@ class FormulaBatch(BatchPotential):
 
     def _values(self, expr, t, x):
         env = {**self.rows, "x": x, "t": t}
-        return np.broadcast_to(evaluate(expr, env), np.broadcast_shapes(x.shape, (1, self.B)))
+        return np.broadcast_to(_value(expr, env), np.broadcast_shapes(x.shape, (1, self.B)))
 
     def _molecule(self, t, gradient=True, order="C"):
         t = t if np.ndim(t) == 0 else np.asarray(t, dtype=np.float64)[None, :]

@@ -7,6 +7,7 @@ import threading
 import numpy as np
 import scipy.linalg
 
+from ..errors import ConfigError
 from ..options import EIGEN_BLAS_THREADS  # (the eigensolvers' BLAS threads: there, not here)
 from .grid import points
 from .hamiltonian import kinetic_bands
@@ -37,7 +38,7 @@ def eigenstates(config, t, count, dense=False):
     does not converge, with a warning).
     """
     g = config.grid
-    v = soft_core(config.potential, points(g), t)
+    v = finite(config, soft_core(config.potential, points(g), t), t)
     count = min(count, g.n)
     if g.stencil == "dvr" and (dense or g.n <= DVR_DENSE_MAX or count + 2 > g.n // 4):
         E, vecs = dense_lowest(g, v, count)
@@ -87,6 +88,19 @@ def dense_lowest(grid, v, count):
 
 
 _LWORK: dict = {}
+
+
+def finite(config, V, times):
+    """``V`` (the molecule's on the grid: N, or len(times) x N) as it is, or ConfigError (one
+    line) at the first of ``times`` where it is not finite -- a formula singular at an instant,
+    1/(t - t0), had been a LAPACK error's traceback in H(t)'s eigenpairs (the precheck's bounds
+    take the steps' generator times, not the observations')."""
+    ok = np.atleast_1d(np.isfinite(V).all(axis=-1))
+    if not ok.all():
+        t, p = float(np.atleast_1d(times)[np.flatnonzero(~ok)[0]]), config.potential
+        raise ConfigError("potential", p.V or p.kind, f"V(x, t) is not finite on the grid at t = {t:.6g} "
+                          "(H(t)'s eigenstates there): a potential finite from t = 0 to t_end is needed")
+    return V
 
 
 def as_states(grid, E, vecs):

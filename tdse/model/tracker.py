@@ -99,7 +99,7 @@ class Tracker:
     def _davidson_call(self, t):
         """The Davidson-tracked pairs at t, from the block at t's anchor (:meth:`anchor_time`)."""
         g, pot = self.config.grid, self.config.potential
-        v = self._v = soft_core(pot, points(g), t)
+        v = self._v = states.finite(self.config, soft_core(pot, points(g), t), t)
         a = self.anchor_time(t)
         if self.anchor is None or self.anchor[0] != a:    # the anchor's block, from scratch
             va = v if a == t else soft_core(pot, points(g), a)
@@ -243,7 +243,8 @@ class Tracker:
 
         from .potential import total_many
         molecule = dataclasses.replace(self.config.potential, field=None)
-        return total_many(molecule, points(self.config.grid), np.asarray(times, dtype=np.float64))
+        times = np.asarray(times, dtype=np.float64)
+        return states.finite(self.config, total_many(molecule, points(self.config.grid), times), times)
 
     def window(self, a):
         """The finite-difference pairs (E, phi as :func:`states.eigenstates` gives them) at the

@@ -192,6 +192,10 @@ def precheck(config: Config, dtype=DTYPE, check_resolution=True, *, E0=None,
                           f"is below the precision of {np.dtype(dtype).name} (unit roundoff {u:.2g})")
     radius, lo_all, hi_all = 0.0, math.inf, -math.inf
     for s, vmin, vmax, amax in generator_bounds(config):
+        if not (math.isfinite(vmin) and math.isfinite(vmax) and math.isfinite(amax)):
+            raise ConfigError("potential", p.V or p.kind, f"V(x, t) is not finite on the grid at a step's "
+                              f"time (its range [{vmin:.3g}, {vmax:.3g}] Ha over the run, the field's A "
+                              f"{amax:.3g}): a potential and field finite from t = 0 to t_end are needed")
         lo, hi = hamiltonian.spectrum_bounds(g.stencil, g.dx, vmin, vmax, s, amax)
         if config.hermitian:
             r = 0.5 * (hi - lo)
