@@ -96,13 +96,23 @@ def expression_field(t, gauge):
     if "duration" not in t:
         raise ConfigError("", None, "missing key `field.duration` (kind = \"expression\")")
     which = "E" if "E" in t else "A"
-    formula, pairs = _formula_with_parameters("field", which, ("t",), t)
-    if which == "A":                                  # E = -dA/dt (its peak below)
-        formula = expression.derivative(formula, "t")
+    given, pairs = _formula_with_parameters("field", which, ("t",), t)
+    formula = expression.derivative(given, "t") if which == "A" else given     # E = -dA/dt
     duration = number("field.duration", t["duration"], positive=True)
     import numpy as np
     samples = np.linspace(0.0, duration, 2001)       # E0's default: the formula's sampled peak
-    peak = float(np.max(np.abs(expression.evaluate(formula, {**dict(pairs), "t": samples}))))
+    for f in ([given] if which == "A" else []) + [formula]:   # (finite where sampled: 1/t had
+        # run on to NaN rows, exit 0; E's values last: its peak below)
+        with np.errstate(all="ignore"):
+            try:
+                v = np.broadcast_to(expression.evaluate(f, {**dict(pairs), "t": samples}), samples.shape)
+            except ZeroDivisionError:                # (1/0 of two numbers: Python's)
+                v = np.full(samples.shape, np.nan)
+        if not np.isfinite(v).all():
+            raise ConfigError(f"field.{which}", t[which], f"is not finite at t = "
+                              f"{samples[np.flatnonzero(~np.isfinite(v))[0]]:.6g} (of 2001 times from 0 "
+                              f"to field.duration): a field finite over its duration is needed")
+    peak = float(np.max(np.abs(v)))
     return Field(number("field.E0", t.get("E0", peak), nonneg=True),
                  number("field.omega", t.get("omega", 0.0), nonneg=True), duration, 0.0,
                  "expression", 0.0, 0.0, (), t.get("E", ""), pairs, gauge, t.get("A", ""))

@@ -220,6 +220,21 @@ def test_a_formula_potential_that_is_not_finite_is_one_line(runner, inputs_dir, 
     assert len(lines) == 1 and key in lines[0] and "not finite" in lines[0], r.output
 
 
+@pytest.mark.parametrize("which, formula", [("E", "1/t"), ("E", "1/(t - 0.02)"), ("E", "1/0"), ("A", "log(t)")])
+def test_a_formula_field_that_is_not_finite_is_one_line(runner, inputs_dir, tmp_path, which, formula):
+    """A [field] kind = "expression" whose E(t) (or A(t), or E = -dA/dt) is not finite at a time
+    of its duration: one line naming the key, exit 2 (1/t had run to exit 0 with NaN rows; 1/0
+    had been a ZeroDivisionError's traceback)."""
+    text = open(tiny(inputs_dir)).read().replace(
+        "[initial]", f'[field]\nkind = "expression"\n{which} = "{formula}"\nduration = 1.0\n\n[initial]')
+    p = tmp_path / "field.toml"
+    p.write_text(text)
+    r = runner.invoke(main, ["run", str(p), "--out", str(tmp_path / "o"), "-q", "--set", "time.t_end=0.05"])
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    lines = [ln for ln in r.output.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1 and f"field.{which} = " in lines[0] and "not finite" in lines[0], r.output
+
+
 def test_missing_and_non_toml_files(runner, tmp_path):
     r = runner.invoke(main, ["run", str(tmp_path / "none.toml")])
     assert r.exit_code == 2 and "no such file" in r.output
