@@ -84,6 +84,8 @@ def test_callable_refusals(tmp_path):
         tdse.with_potential(base, lambda x, t: 1 / 0)
     with pytest.raises(ConfigError, match="not finite"):
         tdse.with_potential(base, lambda x, t: np.log(x))
+    with pytest.raises(ConfigError, match="returned complex values"):     # (its imaginary part
+        tdse.with_potential(base, lambda x, t: -1.0 / np.sqrt(x ** 2 + 2.0) - 0.1j)   # had been dropped)
     c = tdse.with_potential(base, lambda x, t: -1.0 / np.sqrt(x ** 2 + 2.0))
     with pytest.raises(ConfigError, match=r"potential.kind = 'callable'"):
         tdse.scan(c, {"field.E0": [0.01, 0.02]})

@@ -46,7 +46,11 @@ class Callable(Formula):
 
     def _call(self, f, x, t):
         xh = np.asarray(x.get() if hasattr(x, "get") else x, dtype=np.float64)
-        v = np.asarray(f(xh, float(t)), dtype=np.float64)
+        v = np.asarray(f(xh, float(t)))
+        if np.iscomplexobj(v):      # (cast to float it had dropped its imaginary part, a warning)
+            raise ConfigError("potential", self.config.V, "returned complex values: V(x, t) must be real "
+                              "(an absorbing boundary is the [absorber] section)")
+        v = v.astype(np.float64, copy=False)
         if v.shape not in ((), xh.shape):
             raise ConfigError("potential", self.config.V, f"returned shape {v.shape} for x of shape "
                               f"{xh.shape}: V(x, t) must return an array like x (or a number)")
