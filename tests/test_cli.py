@@ -235,6 +235,50 @@ def test_a_formula_field_that_is_not_finite_is_one_line(runner, inputs_dir, tmp_
     assert len(lines) == 1 and f"field.{which} = " in lines[0] and "not finite" in lines[0], r.output
 
 
+@pytest.mark.parametrize("args, key", [
+    (["converge", "TINY", "--target", "inf"], "--target = inf"),
+    (["converge", "TINY", "--box", "nan", "--force"], "--box = nan"),            # (had been a traceback)
+    (["floquet", "TINY", "--steps", "100000000000"], "--steps = 100000000000"),  # (745 GiB of steps)
+    (["floquet", "TINY", "--period", "1e300"], "--period = 1e+300")])            # (a ValueError)
+def test_study_options_out_of_range_are_one_line(runner, inputs_dir, tmp_path, args, key):
+    """The studies' numeric options refuse nan, inf and sizes past the run's own limits in one
+    line naming the option, exit 2, before any work."""
+    args = [tiny(inputs_dir) if a == "TINY" else a for a in args] + ["--out", str(tmp_path)]
+    r = runner.invoke(main, args)
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    lines = [ln for ln in r.output.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1 and key in lines[0], r.output
+
+
+def test_spectrum_gamma_out_of_range_is_one_line(runner, inputs_dir, tmp_path):
+    """tdse spectrum --kind photoelectron --gamma: nan and 1e300 are one line naming --gamma,
+    exit 2 (arange's and pow's errors, one a traceback); a gamma within the range runs."""
+    r = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(tmp_path), "-q"])
+    assert r.exit_code == 0, r.output
+    h5 = str(tmp_path / "tiny.h5")
+    for g in ("nan", "1e300"):
+        r = runner.invoke(main, ["spectrum", h5, "--kind", "photoelectron", "--gamma", g, "--force"])
+        assert r.exit_code == 2 and "Traceback" not in r.output and f"--gamma = {float(g)!r}" in r.output, r.output
+    r = runner.invoke(main, ["spectrum", h5, "--kind", "photoelectron", "--gamma", "0.05", "--force"])
+    assert r.exit_code == 0, r.output
+
+
+def test_an_unreachable_scheduler_is_one_line(monkeypatch):
+    """workers.connect: Dask's OSError for a --scheduler it cannot reach is one line naming
+    the address (Client stubbed to fail as Dask does after its connect timeout)."""
+    from tdse.config import ConfigError
+    from tdse.studies import workers
+    dask_distributed = pytest.importorskip("dask.distributed")
+
+    def refuse(*a, **k):
+        raise OSError("Timed out trying to connect to tcp://127.0.0.1:1 after 30 s")
+    monkeypatch.setattr(dask_distributed, "Client", refuse)
+    with pytest.raises(ConfigError, match=r"--scheduler = 'tcp://127.0.0.1:1': cannot be reached"):
+        workers.connect("tcp://127.0.0.1:1", "tcp://127.0.0.1:1")
+    with pytest.raises(OSError):                    # (a cluster of this process's: Dask's own)
+        workers.connect(object())
+
+
 def test_missing_and_non_toml_files(runner, tmp_path):
     r = runner.invoke(main, ["run", str(tmp_path / "none.toml")])
     assert r.exit_code == 2 and "no such file" in r.output

@@ -113,7 +113,7 @@ def test_the_refusals_without_dask_or_dask_cuda_word_for_word(base, monkeypatch)
                             "\".[cluster]\"); without it the scan runs in this process (no --workers, "
                             "no --scheduler)")
     with pytest.raises(ConfigError) as e:
-        scan_mod._need_dask_cuda()
+        scan_mod.need_dask_cuda()
     assert str(e.value) == ("--workers = 'with --backend cupy': one worker per GPU needs dask-cuda "
                             "(pip install -e \".[cuda-cluster]\"); or run in this process on one GPU "
                             "(no --workers)")

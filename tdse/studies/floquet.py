@@ -72,6 +72,9 @@ def floquet_config(config: Config, period=None, steps=None) -> tuple[Config, flo
                     f"M = {M} steps of dt = T/M = {dt:.12g} (pass --steps to choose M)")
         else:
             dt = config.time.dt
+    if M > 100_000_000:                 # (time.t_end's own limit: a step array had been 745 GiB)
+        key, value = ("--steps", steps) if steps is not None else ("--period", T)
+        raise ConfigError(key, value, f"gives {float(M):.3g} steps a period; at most 1e8")
     periodic = dataclasses.replace(config.potential, centres=tuple(
         dataclasses.replace(c, ramp=0.0) for c in config.potential.centres))
     if any(c.ramp for c in config.potential.centres):

@@ -95,6 +95,9 @@ def from_file(d: dict, gamma=None, e_max=None, method="window") -> dict:
                                 "electrons the box still holds")
     gamma = gamma or 0.01
     e_max = e_max or 2.0
+    if not 0 < gamma <= e_max:          # (nan, inf and 1e300 had been arange's or pow's errors)
+        raise ValueError(f"--gamma = {gamma!r}: the window's resolution must be a number > 0 and at "
+                         f"most the spectrum's range, {e_max:.4g} Ha")
     energies = np.arange(0.0, e_max + gamma / 8, gamma / 4)
     if method == "tsurff":
         res.pop("absorber_note", None)             # (t-SURFF counts what crossed R before)

@@ -50,7 +50,7 @@ from ..run.plan import prepare
 from ..run.timeerror import estimating_batch, scan_estimates
 from ..run.tsurff import for_batch
 from .scan_save import SERIES, parse_save, reduce_batch, save_text, spectra_of
-from .workers import WORKER_CONFIG, worker_yaml  # noqa: F401  (worker_yaml: docs/SCANS.md)
+from .workers import WORKER_CONFIG, connect, need_dask, need_dask_cuda, worker_yaml  # noqa: F401  (worker_yaml: docs/SCANS.md)
 
 __all__ = ["parse_set", "members", "batches", "run_batch", "batch_task", "scan", "Scan", "spectra"]
 
@@ -433,9 +433,9 @@ def scan(config: Config, sets, *, zipped=False, out=None, workers=None, schedule
     if config.nuclei is not None:               # the 1D + 1D model: its own batched steps
         return nuclei_scan(sc, workers, scheduler, keep_psi, backend, devices, batch, progress)
     if workers is not None or scheduler is not None:
-        _need_dask("--workers" if workers is not None else "--scheduler")
+        need_dask("--workers" if workers is not None else "--scheduler")
     if workers is not None and backend == "cupy":
-        _need_dask_cuda()
+        need_dask_cuda()
     groups = batches(sc, batch, device_memory(backend) if workers is None and scheduler is None else None)
     folder = _parts_dir(None if out is None else os.path.abspath(out), config.name)
     fps = [_fingerprint(sc, g, series) for g in groups]
@@ -476,26 +476,6 @@ def scan(config: Config, sets, *, zipped=False, out=None, workers=None, schedule
     return result
 
 
-def _need_dask(option):
-    """Dask's distributed scheduler, for a scan across processes (the ``cluster`` extra);
-    a one-line ConfigError before any work where it is not installed."""
-    try:
-        import dask.distributed  # noqa: F401
-    except ImportError:
-        raise ConfigError(option, "given", "a scan across processes needs Dask (pip install -e "
-                          "\".[cluster]\"); without it the scan runs in this process (no "
-                          "--workers, no --scheduler)") from None
-
-
-def _need_dask_cuda():
-    try:
-        import dask_cuda  # noqa: F401
-    except ImportError:
-        raise ConfigError("--workers", "with --backend cupy", "one worker per GPU needs dask-cuda "
-                          "(pip install -e \".[cuda-cluster]\"); or run in this process on one GPU "
-                          "(no --workers)") from None
-
-
 def _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi, on_submit=None,
              folder=None, fps=None, series=SERIES):
     """(batch number, result) as batches finish: here, or on a Dask cluster (a LocalCluster
@@ -510,7 +490,7 @@ def _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi, o
                                 None, series, spectra)
         return
     import dask
-    from dask.distributed import Client, LocalCluster, as_completed
+    from dask.distributed import LocalCluster, as_completed
     cluster = None
     # a LocalCluster's nannies run in this process and write their pre-spawn environment
     # (OMP_NUM_THREADS=1, ...) into its os.environ, where this process's later runs would
@@ -525,7 +505,7 @@ def _execute(sc, groups, todo, workers, scheduler, backend, devices, keep_psi, o
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                    dashboard_address=None)
     environ_restore(saved)
-    client = Client(cluster if cluster is not None else scheduler)
+    client = connect(cluster if cluster is not None else scheduler, scheduler)
     token = _mark(folder) if folder else None
     try:
         futures = {client.submit(batch_task, [sc.configs[i] for i in groups[k]], backend, devices,

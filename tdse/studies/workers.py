@@ -2,7 +2,9 @@
 (:func:`tdse.studies.scan.scan` with ``--workers`` or ``--scheduler``)."""
 from __future__ import annotations
 
-__all__ = ["WORKER_CONFIG", "worker_yaml"]
+from ..config import ConfigError
+
+__all__ = ["WORKER_CONFIG", "worker_yaml", "need_dask", "need_dask_cuda", "connect"]
 
 
 #: the Dask configuration of the clusters a scan starts itself: nothing in a worker that
@@ -41,3 +43,36 @@ def worker_yaml() -> str:
         node[leaf] = value
     return ("# Dask configuration for the workers of a tdse scan (tdse.studies.workers.WORKER_CONFIG)\n"
             + yaml.safe_dump(tree, sort_keys=True))
+
+
+def need_dask(option):
+    """Dask's distributed scheduler, for a scan across processes (the ``cluster`` extra);
+    a one-line ConfigError before any work where it is not installed."""
+    try:
+        import dask.distributed  # noqa: F401
+    except ImportError:
+        raise ConfigError(option, "given", "a scan across processes needs Dask (pip install -e "
+                          "\".[cluster]\"); without it the scan runs in this process (no "
+                          "--workers, no --scheduler)") from None
+
+
+def need_dask_cuda():
+    try:
+        import dask_cuda  # noqa: F401
+    except ImportError:
+        raise ConfigError("--workers", "with --backend cupy", "one worker per GPU needs dask-cuda "
+                          "(pip install -e \".[cuda-cluster]\"); or run in this process on one GPU "
+                          "(no --workers)") from None
+
+
+def connect(target, scheduler=None):
+    """A dask.distributed Client of ``target`` (a cluster of this process's, or the address
+    given as --scheduler): ConfigError (one line) where that address cannot be reached (Dask's
+    OSError after its connect timeout had been a traceback)."""
+    from dask.distributed import Client
+    try:
+        return Client(target)
+    except (OSError, TimeoutError) as e:
+        if scheduler is None:
+            raise
+        raise ConfigError("--scheduler", scheduler, f"cannot be reached: {e}") from None

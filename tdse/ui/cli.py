@@ -289,10 +289,10 @@ def converge(input_file, levels, target, stencils, samples, box, out_dir, force,
     from ..studies.converge import study, table
     from .plots import plot_converge
     cfg = _load(input_file)
-    if not (target > 0):
-        raise InputError(f"--target = {target!r}: must be > 0")
-    if box and box < 1:
-        raise InputError(f"--box = {box!r}: must be >= 1 (or 0 for no box check)")
+    if not 0 < target < float("inf"):
+        raise InputError(f"--target = {target!r}: must be a finite number > 0")
+    if box != 0 and not 1 <= box < float("inf"):
+        raise InputError(f"--box = {box!r}: must be a finite number >= 1 (or 0 for no box check)")
     st = None
     if stencils:
         st = []
