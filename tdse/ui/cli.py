@@ -331,14 +331,14 @@ def converge(input_file, levels, target, stencils, samples, box, out_dir, force,
 @click.option("--force", is_flag=True, help="overwrite the outputs")
 def spectrum(h5file, kind, method, gamma, win, out_dir, force):
     """Harmonic, autocorrelation or photoelectron spectrum of a run (PNG + JSON)."""
-    from .spectrum_plots import plot_spectrum
     from ..run.snapshots import NotOurFile, read
-    from ..studies.spectra import from_file
     try:   # the outputs beside FILE as named (paths printed as given), checked before the work
         d = read(h5file)
         out_dir = out_dir or os.path.dirname(h5file) or "."
         base = os.path.join(out_dir, f"{d['attrs'].get('name')}_spectrum_{kind}" + ("_tsurff" if method == "tsurff" and kind == "photoelectron" else ""))
-        fresh_outputs(out_dir, base, force)
+        fresh_outputs(out_dir, base, force)      # (and before matplotlib's import)
+        from ..studies.spectra import from_file
+        from .spectrum_plots import plot_spectrum
         res = from_file(d, kind, win, gamma, method)
     except (NotOurFile, ValueError, KeyError) as e:
         raise InputError(str(e)) from None
@@ -357,7 +357,6 @@ def spectrum(h5file, kind, method, gamma, win, out_dir, force):
 @click.option("--force", is_flag=True, help="overwrite the output")
 def animate(h5file, out_file, fps, force):
     """Animation of |psi|^2 and V(x, t) over the snapshots."""
-    from .plots import animate as animate_
     from ..run.snapshots import NotOurFile
     if out_file is None:
         base = os.path.splitext(os.path.basename(h5file))[0]
@@ -367,6 +366,7 @@ def animate(h5file, out_file, fps, force):
     folder = os.path.dirname(os.path.abspath(out_file))
     check_out(folder, "--out")
     os.makedirs(folder, exist_ok=True)
+    from .plots import animate as animate_      # (after the checks: matplotlib's 1.5 s)
     try:
         click.echo(f"wrote {animate_(h5file, out_file, fps)}")
     except (NotOurFile, ValueError, KeyError) as e:
@@ -434,16 +434,16 @@ def floquet(input_file, period, steps, count, out_dir, backend, devices, force, 
             scan, as_json):
     """One-period propagator U(T): quasi-energies and overlaps with H(0)'s eigenstates
     (with --scan: over a grid of one input key's values)."""
-    from ..studies.floquet import analyse
-    from .floquet_table import floquet_table
-    from .plots import plot_floquet
     cfg = _load(input_file)
     if scan is not None:
         return _floquet_scan(cfg, input_file, scan, period=period, steps=steps, count=count or 4,
                              out_dir=out_dir, backend=backend, devices=devices, force=force,
                              allow_inaccurate=allow_inaccurate, as_json=as_json)
     base = os.path.join(out_dir, f"{cfg.name}_floquet")
-    fresh_outputs(out_dir, base, force)
+    fresh_outputs(out_dir, base, force)      # (before the imports: matplotlib's 1.5 s, 2 CPUs)
+    from ..studies.floquet import analyse
+    from .floquet_table import floquet_table
+    from .plots import plot_floquet
     try:
         res = analyse(cfg, period=period, steps=steps, count=count or 8, backend=backend,
                       devices=_devices(devices), allow_inaccurate=allow_inaccurate,
