@@ -592,9 +592,9 @@ def test_api_devices_must_be_integer_ids_on_any_machine():
     assert resolve_backend("numpy", [0, 1])[0] == "numpy"
 
 
-@pytest.mark.parametrize("command", ["floquet", "spectrum", "animate"])
+@pytest.mark.parametrize("command", ["floquet", "spectrum", "animate", "converge"])
 def test_an_existing_output_is_refused_before_matplotlib_is_imported(tmp_path, command):
-    """floquet, spectrum and animate check their outputs before importing their plotting
+    """floquet, spectrum, animate and converge check their outputs before importing their plotting
     (matplotlib: ~1.5 s on 2 CPUs -- a refusal had taken 1.6-2.6 s against 0.4 now)."""
     out = tmp_path / "o"
     out.mkdir()
@@ -609,8 +609,10 @@ for k in [m for m in sys.modules if m.startswith("matplotlib")]:
     del sys.modules[k]
 args = {{"floquet": ["floquet", "inputs/tiny.toml", "--out", {str(out)!r}],
         "spectrum": ["spectrum", {h5!r}, "--out", {str(out)!r}],
-        "animate": ["animate", {h5!r}, "--out", {str(out / "a.gif")!r}]}}[{command!r}]
-name = {{"floquet": "tiny_floquet.json", "spectrum": "tiny_spectrum_hhg.json", "animate": "a.gif"}}[{command!r}]
+        "animate": ["animate", {h5!r}, "--out", {str(out / "a.gif")!r}],
+        "converge": ["converge", "inputs/tiny.toml", "--out", {str(out)!r}]}}[{command!r}]
+name = {{"floquet": "tiny_floquet.json", "spectrum": "tiny_spectrum_hhg.json", "animate": "a.gif",
+        "converge": "tiny_converge.json"}}[{command!r}]
 open(os.path.join({str(out)!r}, name), "w").close()
 res = r.invoke(main, args)
 assert res.exit_code == 2 and "exists" in res.output, res.output

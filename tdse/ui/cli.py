@@ -286,8 +286,6 @@ def states(input_file, count, as_json):
 def converge(input_file, levels, target, stencils, samples, box, out_dir, force, as_json, backend):
     """Convergence in dx, dt and box: observed orders, estimated errors, the coarsest
     numerics meeting --target (table, OUT/<name>_converge.json and .png)."""
-    from ..studies.converge import study, table
-    from .plots import plot_converge
     cfg = _load(input_file)
     if not 0 < target < float("inf"):
         raise InputError(f"--target = {target!r}: must be a finite number > 0")
@@ -303,6 +301,8 @@ def converge(input_file, levels, target, stencils, samples, box, out_dir, force,
             st.append(int(v) if v in ("3", "5") else v)
     base = os.path.join(out_dir, f"{cfg.name}_converge")
     fresh_outputs(out_dir, base, force)
+    from ..studies.converge import study, table      # (after the checks: matplotlib's 1.5 s)
+    from .plots import plot_converge
     try:
         doc = study(cfg, levels=levels, target=target, stencils=st, samples=samples, box=box,
                     progress=None if as_json else (lambda m: click.echo(m, err=True)),
