@@ -1049,6 +1049,12 @@ def test_when_the_eigenpairs_go_ahead(inputs_dir, monkeypatch):
     monkeypatch.setattr(bk, "usable_cpus", lambda: 1)
     monkeypatch.setattr(ep, "seconds_guess", lambda c: 100.0)
     assert not ep.lookahead_wanted(moving, gpu) and not ep.lookahead_wanted(moving, cpu(1))
+    # a guess below both thresholds: none, without counting the busy CPUs (~8 ms of /proc samples)
+    def counted():
+        raise AssertionError("the busy CPUs counted")
+    monkeypatch.setattr(bk, "usable_cpus", counted)
+    monkeypatch.setattr(ep, "seconds_guess", lambda c: 0.5 * min(few, many))
+    assert not ep.lookahead_wanted(moving, cpu(1)) and not ep.lookahead_wanted(moving, gpu)
     # a task of one call (the DVR's) with populations every step: auto's too, on any count
     # of CPUs (one worker then takes two calls of every three: Lookahead.alternate); "on" on
     from tdse.model.tracker import Tracker

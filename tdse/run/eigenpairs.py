@@ -157,10 +157,13 @@ def _auto(config, gpu, blas_threads) -> bool:
     ends, the loop alone / with a worker: N = 256 x3.44 / 2.30, 512 x6.04 / 3.73
     (``dvr_every_step_cpu2_20261130T1947.txt``), 768 x2.85 / 2.15, 1024 x1.94 / 1.21, 2048
     x1.24 / 1.03 (``dvr_every_step_cpu2_20261130T1930.txt``)."""
+    guess = seconds_guess(config)
+    if guess <= min(AHEAD_MIN_SECONDS, AHEAD_MIN_SECONDS_FEW_CPUS):
+        return False        # (below both: the busy CPUs not counted, ~8 ms of /proc samples)
     from .backend import usable_cpus
     cpus = usable_cpus()
     least = AHEAD_MIN_SECONDS if cpus >= MANY_CPUS else AHEAD_MIN_SECONDS_FEW_CPUS
-    return cpus > (1 if gpu else blas_threads) and seconds_guess(config) > least
+    return cpus > (1 if gpu else blas_threads) and guess > least
 
 
 def lookahead_wanted(config, backend) -> bool:
