@@ -1055,6 +1055,7 @@ def test_when_the_eigenpairs_go_ahead(inputs_dir, monkeypatch):
     monkeypatch.setattr(bk, "usable_cpus", counted)
     monkeypatch.setattr(ep, "seconds_guess", lambda c: 0.5 * min(few, many))
     assert not ep.lookahead_wanted(moving, cpu(1)) and not ep.lookahead_wanted(moving, gpu)
+    monkeypatch.setattr(ep, "seconds_guess", lambda c: 100.0)
     # a task of one call (the DVR's) with populations every step: auto's too, on any count
     # of CPUs (one worker then takes two calls of every three: Lookahead.alternate); "on" on
     from tdse.model.tracker import Tracker
