@@ -1049,7 +1049,7 @@ def test_when_the_eigenpairs_go_ahead(inputs_dir, monkeypatch):
     monkeypatch.setattr(bk, "usable_cpus", lambda: 1)
     monkeypatch.setattr(ep, "seconds_guess", lambda c: 100.0)
     assert not ep.lookahead_wanted(moving, gpu) and not ep.lookahead_wanted(moving, cpu(1))
-    # a guess below both thresholds: none, without counting the busy CPUs (~8 ms of /proc samples)
+    # a guess below both thresholds: none, without counting the busy CPUs (~10 ms of /proc samples)
     def counted():
         raise AssertionError("the busy CPUs counted")
     monkeypatch.setattr(bk, "usable_cpus", counted)

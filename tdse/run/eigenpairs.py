@@ -159,7 +159,7 @@ def _auto(config, gpu, blas_threads) -> bool:
     x1.24 / 1.03 (``dvr_every_step_cpu2_20261130T1930.txt``)."""
     guess = seconds_guess(config)
     if guess <= min(AHEAD_MIN_SECONDS, AHEAD_MIN_SECONDS_FEW_CPUS):
-        return False        # (below both: the busy CPUs not counted, ~8 ms of /proc samples)
+        return False        # (below both: the busy CPUs not counted, ~10 ms of /proc samples)
     from .backend import usable_cpus
     cpus = usable_cpus()
     least = AHEAD_MIN_SECONDS if cpus >= MANY_CPUS else AHEAD_MIN_SECONDS_FEW_CPUS
