@@ -5,7 +5,9 @@ SciPy 1.17 builds its array-API namespace by cloning NumPy's
 (``scipy._lib.array_api_compat.numpy``: ``from numpy import *`` and every name of
 ``dir(numpy)``), which imports ``numpy.f2py`` and ``numpy.testing`` on the first import of
 ``scipy.linalg`` -- ~85 ms of the CLI's ~0.35 s of imports on a 2-core box (f2py's
-``crackfortran`` alone ~54 ms; ``python -X importtime``).  The command line registers them
+``crackfortran`` alone ~54 ms; ``python -X importtime``), and ``numpy.char``, ``numpy.rec``
+and ``numpy.ctypeslib`` (~14 ms more; not ``numpy.ma``, ~55 ms, which SciPy's input checks
+use at every linalg call: ``np.ma.isMaskedArray``).  The command line registers them
 with the standard library's lazy loader (:class:`importlib.util.LazyLoader`, the recipe of
 the ``importlib`` documentation): the module object exists at once, its code runs on its
 first attribute access -- so being named by SciPy's clone costs nothing, and using them
@@ -18,7 +20,7 @@ import importlib.util
 import sys
 
 #: the submodules SciPy's clone of NumPy imports and a run does not use
-LAZY = ("numpy.f2py", "numpy.testing")
+LAZY = ("numpy.f2py", "numpy.testing", "numpy.char", "numpy.rec", "numpy.ctypeslib")
 
 
 def defer(names=LAZY) -> None:

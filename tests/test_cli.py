@@ -519,6 +519,15 @@ def test_the_cli_leaves_numpys_unused_submodules_unloaded_until_used():
         "numpy.testing.assert_allclose([1.0, 2.0], [1.0, 2.0])\n"
         "from numpy.f2py import crackfortran\n"
         "assert 'numpy.testing._private.utils' in sys.modules and crackfortran.__name__\n")
+    # numpy.char and numpy.ctypeslib likewise (and numpy.rec): named by the clone, unused by a run
+    _fresh(
+        "import sys\n"
+        "import tdse.ui.cli, scipy.linalg\n"
+        "assert 'numpy._core.defchararray' not in sys.modules, 'char loaded'\n"
+        "assert 'numpy.ctypeslib._ctypeslib' not in sys.modules, 'ctypeslib loaded'\n"
+        "import numpy\n"
+        "assert list(numpy.char.upper(['ab'])) == ['AB'] and numpy.ctypeslib.as_array\n"
+        "assert numpy.rec.fromarrays([[1, 2]]).shape == (2,)\n")
     # the look-ahead's worker process likewise (its start imports the solvers: scipy.linalg)
     _fresh("import sys\nfrom tdse.run import ahead_child\nahead_child.start(1)\n"
            "assert 'scipy.linalg' in sys.modules\n"
