@@ -199,11 +199,10 @@ def _real_operator(grid, v, xp):
     n = grid.n
     lam = dvr_symbol(n, grid.dx, xp)[:n + 1, None]
     d = xp.asarray(v)[:, None]
-    # along contiguous rows (1.6x faster at N = 8192 on the host); NumPy's transforms, not
-    # scipy.fft's: the same bits and speed on 2 CPUs (N = 1000-8192, 5-12 columns), and a GPU
-    # run whose only host FFT this is (the precheck's reference, the DVR at dx/2) does not
-    # import scipy.fft (65 ms of atom_hhg's `tdse run` on one H200)
     fft = xp.fft
+    if xp is np:                # along contiguous rows, one thread: 1.6x faster at N = 8192;
+        import scipy.fft as fft  # scipy.fft's 10-25 % faster than numpy.fft's, the same bits
+                                 # (benchmarks/results/host_small_costs_cpu2_20261203T0823.txt)
 
     def h(X):
         K = fft.irfft(lam.T * fft.rfft(xp.ascontiguousarray(X.T), n=2 * n, axis=1), n=2 * n, axis=1)
