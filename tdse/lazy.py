@@ -6,7 +6,7 @@ SciPy 1.17 builds its array-API namespace by cloning NumPy's
 ``dir(numpy)``), which imports ``numpy.f2py`` and ``numpy.testing`` on the first import of
 ``scipy.linalg`` -- ~85 ms of the CLI's ~0.35 s of imports on a 2-core box (f2py's
 ``crackfortran`` alone ~54 ms; ``python -X importtime``), and ``numpy.char``, ``numpy.rec``
-and ``numpy.ctypeslib`` (~14 ms more; not ``numpy.ma``, ~55 ms, which SciPy's input checks
+and ``numpy.ctypeslib`` (~9-14 ms more; not ``numpy.ma``, ~55 ms, which SciPy's input checks
 use at every linalg call: ``np.ma.isMaskedArray``).  The command line registers them
 with the standard library's lazy loader (:class:`importlib.util.LazyLoader`, the recipe of
 the ``importlib`` documentation): the module object exists at once, its code runs on its
