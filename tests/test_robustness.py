@@ -671,6 +671,21 @@ def test_closing_the_look_ahead_while_a_worker_writes_its_result_leaves_no_threa
         eigenpairs._SERVER[:] = keep
 
 
+def test_a_small_stencil_runs_error_bar_does_not_import_scipy_fft(inputs_dir, monkeypatch):
+    """tiny (3-point, N = 64) with its time error: the split carrier's kinetic factor is one
+    dense product up to carrier.DENSE_MAX_N, so the run needs no FFT -- scipy.fft's import
+    (~45 ms a process on 2 CPUs, bytecode cached, which tiny's `tdse run` had printed as its
+    estimate's +63-77 % of the stepping time) is not paid; here it would fail."""
+    import tdse
+    from tdse.model import ffts
+    cfg = cfgmod.load(os.path.join(inputs_dir, "tiny.toml"))
+    assert cfg.propagator.time_error == "estimate"
+    monkeypatch.setattr(ffts, "_POCKET", [])                  # (no binding found earlier)
+    monkeypatch.setitem(sys.modules, "scipy.fft", None)       # (an import of it raises)
+    r = tdse.simulate(cfg, backend="numpy")
+    assert r.time_error["kind"] == "estimate" and 0 < r.time_error["error_at_t_end"] < 1e-9
+
+
 def test_a_run_without_its_progress_bar_does_not_import_tqdm(inputs_dir, monkeypatch):
     """A run with progress off (tdse.simulate's default, `tdse run --quiet`) makes no bar:
     tqdm.auto's import (~15 ms of a one-step run on 2 CPUs: tqdm and asyncio) is not paid

@@ -9,7 +9,8 @@ midpoint generator G = s T + diag(v), v = V(x, t_j + h/2):
     S_j e = D Q exp(-i h s diag(tau)) Q D e,   D = exp(-i h v / 2) exp(-h s W / 2)
 
 (W the absorber, as the Chebyshev step's masks), Q the orthonormal sine transform (DST-I,
-its own inverse; applied as one FFT of the odd extension of 2N' + 2 points and its inverse)
+its own inverse; applied as one FFT of the odd extension of 2N' + 2 points and its inverse;
+on the host up to N = :data:`DENSE_MAX_N` the kinetic factor is one dense N x N product)
 and tau the kinetic symbol at the sine basis' wave numbers k_m = pi m / (N + 1),
 m = 1..N (:func:`sine_symbol`).  Q diag(tau) Q is the 3-point T exactly (Dirichlet walls:
 the walls the run's T has); for the 5-point T it differs in the two corner entries (the
@@ -130,6 +131,18 @@ class SplitCarrier(Steps):
             d = d - (0.5 * self.h * s) * self.W
         return self.xp.exp(d)
 
+    def _dense(self, s):
+        """The kinetic factor on the run's points as one dense N x N matrix, P Q exp(-i h s
+        diag(tau)) Q P^T (P the run's N points of the carrier's box; Q symmetric), made once
+        for each s (:data:`DENSE_MAX_N`)."""
+        key = ("dense", s)
+        if key not in self._phases:
+            m, lo, n = self.m, self.lo, self.n
+            k = np.arange(1, m + 1)
+            Q = np.sqrt(2.0 / (m + 1)) * np.sin(np.pi * np.outer(k[lo:lo + n], k) / (m + 1))
+            self._phases[key] = (Q * np.exp(-1j * self.h * s * self.tau)) @ Q.T
+        return self._phases[key]
+
     def step(self, X, j: int, d=None):
         """e one step on from step j (``d``: its D, else from the stepper's generator)."""
         xp, n = self.xp, self.n
@@ -139,6 +152,10 @@ class SplitCarrier(Steps):
             d = self._halves(v, s)
         if d.ndim < X.ndim:
             d = d[:, None]
+        if xp is np and n <= DENSE_MAX_N:
+            Y = self._dense(s) @ (X * d)
+            Y *= d
+            return Y
         m, lo = self.m, self.lo         # (D is 0 outside the run's box: e there is dropped)
         y = xp.zeros((2 * m + 2,) + X.shape[1:], dtype=np.complex128)
         xp.multiply(X, d, out=y[1 + lo:1 + lo + n])
@@ -236,6 +253,14 @@ def _widened(xp, A, lo, m):
     out[:, lo:lo + A.shape[1]] = A
     return out
 
+
+#: on the host a step's kinetic factor is one dense N x N product (:meth:`SplitCarrier._dense`)
+#: up to this N, the sine FFTs beyond: a step 2.3 / 3.9 / 6.0 / 9.5 us against 5.0 / 6.3 /
+#: 10.4 / 9.2 at N = 64 / 128 / 192 / 256 (2 CPUs, the same e to 1e-14), and a run that needs
+#: no other FFT does not import scipy.fft (~45 ms a process: tiny's `tdse run` had printed
+#: its estimate at +71 % of the stepping time, +9 % now; its wall 0.43 -> 0.38 s)
+#: (``benchmarks/results/carrier_dense_cpu2_20261203T1000.txt``)
+DENSE_MAX_N = 192
 
 #: a GPU's split carrier up to this N' (:func:`sine_box`): the kernel stages a vector in shared memory (16 N
 #: bytes of 48 KiB) and reads Q's N^2 values from L2 twice a step
