@@ -139,6 +139,44 @@ def test_a_tolerance_the_steps_cannot_meet_above_dt_min_is_one_line(runner, inpu
     assert len(lines) == 1 and "time.tolerance = 1e-300" in lines[0] and "time.dt_min" in lines[0]
 
 
+def test_a_run_stopped_by_dt_min_resumes_with_another_tolerance(runner, inputs_dir, tmp_path):
+    """tiny in a sin^2 pulse at a tolerance whose steps reach time.dt_min at t = 0.265: the
+    run stops with one line that says how it goes on; `tdse resume FILE.part --set
+    time.tolerance=...` continues from its last whole snapshot -- the snapshots before it
+    as they were, the change recorded (resumed_with, the effective input) -- and its stated
+    error at t_end bounds the true one (the same pulse at dt/8, fixed steps); another key
+    is refused in one line."""
+    import tdse
+    from tdse.config import load, with_values
+    from tdse.run.snapshots import resume_state
+    from tdse.run.timeerror import phase_blind_distance
+    pulse = [("field.E0", 1.0), ("field.omega", 20.0), ("field.duration", 1.0), ("field.envelope", "sin2")]
+    out = tmp_path / "o"
+    sets = [f"{k}={v}" for k, v in pulse] + ["time.dt_min=0.0025", "time.tolerance=2e-9"]
+    r = runner.invoke(main, ["run", tiny(inputs_dir), "--out", str(out), "-q"] +
+                      [a for s in sets for a in ("--set", s)])
+    part = str(out / "tiny.h5.part")
+    assert r.exit_code == 2 and "time.dt_min" in r.output
+    assert f"`tdse resume {part} --set time.tolerance=...` continues" in r.output
+    kept = resume_state(part)
+    assert kept["count"] >= 2 and kept["step"] > 0               # (stopped mid-way)
+    with h5py.File(part) as f:
+        before = f["snapshots/psi"][:kept["count"]]
+    bad = runner.invoke(main, ["resume", part, "--set", "grid.dx=0.1"])
+    assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1 and "grid.dx" in bad.output
+    ok = runner.invoke(main, ["resume", part, "--set", "time.tolerance=1e-8", "-q"])
+    assert ok.exit_code == 0, ok.output
+    with h5py.File(out / "tiny.h5") as f:
+        assert json.loads(f.attrs["resumed_with"]) == [{"step": kept["step"], "set": {"time.tolerance": 1e-8},
+                                                        "was": {"time.tolerance": 2e-9}}]
+        assert "tolerance = 1e-08" in f.attrs["effective_toml"]
+        assert np.array_equal(f["snapshots/psi"][:kept["count"]], before)
+        psi, stated = f["snapshots/psi"][-1], json.loads(f.attrs["time_error"])["error_at_t_end"]
+    cfg = with_values(load(tiny(inputs_dir)), pulse + [("time.dt", 0.005 / 8)])
+    true = phase_blind_distance(psi, tdse.simulate(cfg, backend="numpy").psi[-1], cfg.grid.dx)
+    assert true < stated < 10 * true, (true, stated)
+
+
 @pytest.mark.parametrize("name, sets", [
     ("atom_hhg.toml", ["field.E0=1e300", "propagator.method=taylor"]),     # (had been OverflowError)
     ("atom_hhg.toml", ["field.E0=1e10", "propagator.method=chebyshev"]),   # (ValueError: terms)

@@ -8,19 +8,29 @@ one with ``time.t_end = T``; it then continues as an interrupted run resumes, fr
 snapshot's step with the same numerics -- so it holds the bits a run of the input to T
 would have written (tests/test_extend.py), where the old t_end was a snapshot of that run.
 Anything but t_end that differs between INPUT and the run's stored input is refused in
-one line naming the first differing key."""
+one line naming the first differing key.
+
+An interrupted run resumes with its file's input; one with adaptive steps may change their
+control there (:func:`resumed`, ``tdse resume FILE.h5.part --set time.tolerance=1e-6``): a
+run stopped because its tolerance needed steps under ``time.dt_min``
+(:class:`~tdse.numerics.adaptive.StepTooSmall`) goes on from its last snapshot, the steps
+before it as taken, the change recorded in the file (``resumed_with``)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 
 import h5py
 
-from ..config import Config, ConfigError, loads, to_toml, with_value
+from ..config import Config, ConfigError, loads, parse_assignment, to_toml, with_value, with_values
 from .snapshots import NotOurFile, open_checked, part_path, readable_attrs, resume_state
 
-__all__ = ["differs", "extension"]
+__all__ = ["differs", "extension", "resume_input", "resumed", "RESUME_KEYS"]
+
+#: the keys a resumed run may change (:func:`resumed`): its adaptive steps' control
+RESUME_KEYS = ("time.tolerance", "time.dt_min")
 
 
 def differs(given: Config, stored: Config) -> str | None:
@@ -73,3 +83,51 @@ def extension(h5file: str, given: Config | None, t_end: float, out_dir: str, for
         f.attrs["effective_toml"] = to_toml(new)
         f.attrs["continued_from"] = os.path.abspath(h5file)
     return new, resume_state(work), work
+
+
+def resumed(work: str, stored: Config, sets, step: int) -> Config:
+    """``stored`` (the input of the interrupted run in ``work``, resumed from ``step``) with
+    ``sets`` ([(key, value)], keys of :data:`RESUME_KEYS` only) applied, the change written
+    into ``work`` (its effective input, and a row of the JSON list ``resumed_with``: the
+    step, the values set, the values they replace); ConfigError (one line, nothing written)
+    where a key is another or the run has fixed steps."""
+    if not sets:
+        return stored
+    for key, value in sets:
+        if key not in RESUME_KEYS:
+            raise ConfigError("--set", f"{key}={value}", "a resumed run changes only "
+                              f"{' and '.join(RESUME_KEYS)}, its adaptive steps' control; "
+                              "the rest is the file's own input")
+    if stored.time.tolerance is None:
+        raise ConfigError("--set", sets[0][0], "the run in the file has fixed steps (no "
+                          "time.tolerance): it resumes as it was made")
+    new = with_values(stored, sets)
+    was = {k: getattr(stored.time, k.split(".")[1]) for k, _ in sets}
+    with h5py.File(work, "r+") as f:
+        log = json.loads(str(f.attrs.get("resumed_with", "[]")))
+        log.append({"step": int(step), "set": {k: getattr(new.time, k.split(".")[1]) for k, _ in sets},
+                    "was": was})
+        f.attrs["resumed_with"] = json.dumps(log)
+        f.attrs["effective_toml"] = to_toml(new)
+    return new
+
+
+def resume_input(h5file: str, given: Config | None = None, label=None, sets=()):
+    """(config, resume state) of the interrupted run in ``h5file``: its own input -- which
+    ``given`` (the input file ``label``, `tdse run INPUT --resume`) must be -- with ``sets``
+    (KEY=VALUE texts) applied by :func:`resumed`; ConfigError (one line) where it cannot be."""
+    try:
+        state = resume_state(h5file)
+    except NotOurFile as e:
+        raise ConfigError("", h5file, str(e)) from None
+    try:
+        cfg = loads(state["input_toml"])
+    except ConfigError as e:
+        raise ConfigError("", h5file, f"{h5file}: its stored input is not valid any more: {e}") from None
+    if given is not None and differs(given, cfg):   # auto: the method it chose
+        raise ConfigError("--resume", h5file, f"the file was written for a different input than "
+                          f"{label}; `tdse resume {h5file}` reads its own")
+    try:
+        return resumed(h5file, cfg, [parse_assignment(s) for s in sets], state["step"]), state
+    except ConfigError as e:
+        raise ConfigError("", h5file, f"{h5file}: {e}") from None

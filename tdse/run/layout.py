@@ -8,7 +8,9 @@ the datasets they index (so h5netcdf/xarray show named coordinates):
   attrs: format, version, created, input_toml (as given), effective_toml (every key with
          its value: what a resumed run continues), the effective numerics (scheme, method,
          stencil, ...), backend, devices, precheck values (theta, truncation_bound, ...),
-         the time-error estimate (time_error_*), units, complete, lib_* versions
+         the time-error estimate (time_error_*), units, complete, lib_* versions;
+         continued_from (``tdse run --continue``), resumed_at_step, resumed_with (JSON: each
+         resume that changed the adaptive steps' control, tdse.run.extend.resumed)
   /x, /state, /centre              (N,), (K,), (C,)  the shared coordinates (dimension scales)
   /potential/V0                    (N,)        V(x, 0)
   /states/n                        (K,)        scale "state" (index)

@@ -112,11 +112,11 @@ def _run_options(f):
 def run(input_file, out_dir, resume_file, sets, continue_file, t_end, **opts):
     """Propagate INPUT and write OUT/<name>.h5 and its plots."""
     if resume_file or continue_file or t_end is not None:
-        if sets or (continue_file is None) != (t_end is None) or (resume_file and continue_file):
-            raise InputError("--resume, or --continue RUN.h5 with --t-end T, without --set: "
-                             "the run continues with the file's own input")
+        if (sets and not resume_file) or (continue_file is None) != (t_end is None) or (resume_file and continue_file):
+            raise InputError("--resume FILE, or --continue RUN.h5 with --t-end T, --set only with "
+                             "--resume (adaptive steps' control): the run continues with the file's own input")
         if resume_file:
-            return _resume(resume_file, input_file, **opts)
+            return _resume(resume_file, input_file, sets, **opts)
         from ..run.extend import extension
         try:
             cfg, state, work = extension(continue_file, _load(input_file), t_end, out_dir, opts["force"])
@@ -139,29 +139,21 @@ def run(input_file, out_dir, resume_file, sets, continue_file, t_end, **opts):
 
 @main.command()
 @click.argument("h5file", metavar="FILE.h5", type=click.Path(dir_okay=False))
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="adaptive steps only: time.tolerance or time.dt_min from here on")
 @_run_options
-def resume(h5file, **opts):
+def resume(h5file, sets, **opts):
     """Continue an interrupted run from its last whole snapshot (input read from the file)."""
-    _resume(h5file, None, **opts)
+    _resume(h5file, None, sets, **opts)
 
 
-def _resume(h5file, input_file, **opts):
-    from ..config import loads
-    from ..run.extend import differs
-    from ..run.snapshots import NotOurFile, resume_state
+def _resume(h5file, input_file, sets, **opts):
+    from ..run.extend import resume_input
     try:
-        state = resume_state(h5file)
-    except NotOurFile as e:
-        raise InputError(str(e)) from None
-    try:
-        cfg = loads(state["input_toml"])
+        cfg, state = resume_input(h5file, input_file and _load(input_file), input_file, sets)
     except ConfigError as e:
-        raise InputError(f"{h5file}: its stored input is not valid any more: {e}") from None
-    if input_file is not None and differs(_load(input_file), cfg):   # auto: the method it chose
-        raise InputError(f"--resume = {h5file!r}: the file was written for a different "
-                         f"input than {input_file}; `tdse resume {h5file}` reads its own")
-    out_dir = os.path.dirname(os.path.abspath(h5file))
-    _go(cfg, h5file, out_dir, (state, h5file), **opts)
+        raise InputError(str(e)) from None
+    _go(cfg, h5file, os.path.dirname(os.path.abspath(h5file)), (state, h5file), **opts)
 
 
 def _go(cfg, label, out_dir, resume_arg, **opts):
@@ -178,6 +170,7 @@ def _start(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_in
 
     from ..run.driver import run as run_
     from ..run.interrupts import Interrupted
+    from ..numerics.adaptive import StepTooSmall
     from ..run.snapshots import OutputExists, StorageError
     out = (lambda m, err=False: None) if quiet else (lambda m, err=False: click.echo(m, err=err))
     with warnings.catch_warnings(record=True) as caught:
@@ -189,8 +182,10 @@ def _start(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_in
         try:
             res = run_(plan, out_dir, force=force, progress=not quiet, resume=resume_arg,
                        allow_inaccurate=allow_inaccurate, workers=workers)
-        except ConfigError as e:
-            raise InputError(str(e)) from None
+        except ConfigError as e:   # (after StepTooSmall: how to go on with another control)
+            work = resume_arg[1] if resume_arg else os.path.join(out_dir, f"{cfg.name}.h5.part")
+            more = f"; `tdse resume {work} --set time.tolerance=...` continues the run kept so far"
+            raise InputError(f"{e}{more if isinstance(e, StepTooSmall) and os.path.exists(work) else ''}") from None
         except OutputExists as e:
             p = e.args[0]
             hint = f" (an interrupted run: continue it with `tdse resume {p}`)" if p.endswith(".part") else ""
