@@ -689,7 +689,8 @@ def write_readme(path=None, make=None) -> str:
     """The generated part of ``path`` (default README.md: :func:`tables`; RESULTS.md is
     written with ``make`` = :func:`current`), between its markers."""
     path = path or os.path.join(HERE, "README.md")
-    text = open(path).read()
+    with open(path) as fh:
+        text = fh.read()
     a, b = text.index(BEGIN) + len(BEGIN), text.index(END)
     new = text[:a] + "\n" + (make or tables)() + "\n" + text[b:]   # made before the file is
     tmp = path + ".part"                                  # opened: a failure leaves it as it was

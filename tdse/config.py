@@ -127,8 +127,10 @@ def _nuclei(t, grid: Grid):
     n = whole("nuclei.R_max", hi, (hi - lo) / dR, "(R_max - R_min)/dR")
     if not 8 <= n <= 65536:
         raise ConfigError("nuclei.dR", dR, f"gives {n} points of R; 8..65536 allowed")
-    if lo == 0 and num.get("repulsion_a", 0.0) == 0:
-        raise ConfigError("nuclei.R_min", lo, "must be > 0 with the exact 1/R (repulsion_a = 0)")
+    if lo * lo + num.get("repulsion_a", 0.0) == 0:      # (R_min^2 underflows below ~1e-162)
+        raise ConfigError("nuclei.R_min", lo, "must be > 0 with the exact 1/R (repulsion_a = 0)" if lo == 0
+                          else "1/R is infinite there in double precision (R_min^2 underflows): "
+                               "a larger R_min or repulsion_a > 0")
     state = t.get("state", 0)
     if state != "franck_condon":
         state = integer("nuclei.state", state, 0, 32)
@@ -321,7 +323,8 @@ def loads(text: str) -> Config:
 def load(path, **kw) -> Config:
     """Read a TOML file: missing, unreadable or non-UTF-8 files are ConfigErrors too."""
     try:
-        raw = open(path, "rb").read()
+        with open(path, "rb") as fh:
+            raw = fh.read()
     except FileNotFoundError:
         raise ConfigError("input", str(path), "no such file") from None
     except OSError as e:
