@@ -583,9 +583,15 @@ def headline(doc) -> dict:
     return out
 
 
+def _json(path):
+    """A JSON file's document (the file closed)."""
+    with open(path) as fh:
+        return json.load(fh)
+
+
 def compare(new_path, old_path) -> list[str]:
     """Lines: every headline number the two files share, new / old."""
-    new, old = (json.load(open(p)) for p in (new_path, old_path))
+    new, old = (_json(p) for p in (new_path, old_path))
     for d in (new, old):
         d.setdefault("machine", {"gpus": (d.get("profile") or {}).get("gpus") or []})
     hn, ho = headline(new), headline(old)
@@ -610,7 +616,7 @@ def _docs():
     """[(file name, result)] of every result file (machine profiles apart)."""
     docs = []
     for path in _files():
-        d = json.load(open(path))
+        d = _json(path)
         if not isinstance(d, dict):
             raise ValueError(f"{path}: not a result file (a JSON object with its kind, date and "
                              f"machine); a probe's own output belongs in a .txt beside it")
@@ -711,14 +717,14 @@ def write_tiles(files, path=None) -> str:
     from mgemm.profile import tuned_entries
     path = path or os.path.join(os.path.dirname(HERE), "mgemm", "data", "tiles.json")
     try:
-        doc = json.load(open(path))
+        doc = _json(path)
     except FileNotFoundError:
         doc = {"kind": "mgemm-tiles", "tables": []}
     doc["about"] = ("best tiles measured by `mgemm tune` / `python -m benchmarks tune` per GPU "
                     "model; regenerate with `python -m benchmarks tiles FILES`")
     tables = {t["gpu"]: t for t in doc["tables"]}
     for f in files:
-        d = json.load(open(f))
+        d = _json(f)
         gpus = (d.get("machine") or {}).get("gpus") or (d.get("profile") or {}).get("gpus") or []
         if d.get("kind") != "tune" or not gpus:
             raise ValueError(f"{f}: not a tune result with its GPUs named")

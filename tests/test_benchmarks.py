@@ -6,6 +6,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -28,13 +29,13 @@ def test_list_names_every_suite(capsys):
 def test_cpu_suite_writes_a_traceable_result(tmp_path, capsys):
     assert main(["expm-cpu", "--n", "32", "--repeat", "2", "--out", str(tmp_path)]) == 0
     (path,) = glob.glob(str(tmp_path / "expm-cpu_cpu*_*.json"))
-    doc = json.load(open(path))
+    doc = json.loads(Path(path).read_text())
     assert doc["kind"] == "expm-cpu"
     assert doc["command"].startswith("python -m benchmarks expm-cpu")
     assert doc["machine"]["cpus"] >= 1 and "numpy" in doc["versions"] and "mgemm" in doc["versions"]
     # the CPU's model, which sets a GPU run's host-bound rows: /proc/cpuinfo's where Linux has it
     if os.path.exists("/proc/cpuinfo"):
-        models = [ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")]
+        models = [ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("model name")]
         assert doc["machine"]["cpu_model"] == (models[0] if models else None)
     names = [r["name"] for r in doc["rows"]]
     assert names[0] == "scipy.linalg.expm" and "mgemm auto" in names
@@ -55,7 +56,7 @@ def test_gpu_suite_without_gpu_exits_2(tmp_path, capsys):
 def test_index_renders_every_recorded_result():
     text = index.tables()
     files = [os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "benchmarks", "results", "*.json"))]
-    docs = [f for f in files if json.load(open(os.path.join(ROOT, "benchmarks", "results", f)))
+    docs = [f for f in files if json.loads(Path(ROOT, "benchmarks", "results", f).read_text())
             .get("kind") != "mgemm-profile"]
     assert docs
     for f in docs:
@@ -180,7 +181,7 @@ def test_start_up_splits_a_runs_wall_into_its_phases(tmp_path):
     share of it, and the index renders the row."""
     assert main(["start-up", "--inputs", "tiny", "--repeat", "1", "--out", str(tmp_path)]) == 0
     (path,) = glob.glob(str(tmp_path / "start-up_cpu*_*.json"))
-    doc = json.load(open(path))
+    doc = json.loads(Path(path).read_text())
     (r,) = doc["rows"]
     assert r["input"] == "tiny" and r["walls_each"] == [r["wall_seconds"]]
     assert min(r["phases"].values()) >= 0

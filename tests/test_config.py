@@ -1,4 +1,6 @@
 """tdse.config: every validation error is one line naming the key and value."""
+from pathlib import Path
+
 import pytest
 
 from tdse.config import ConfigError, load, loads
@@ -118,7 +120,7 @@ def test_missing_file_and_non_utf8(tmp_path):
 def test_shipped_inputs_load(inputs_dir):
     import os
     for f in os.listdir(inputs_dir):
-        loads(open(os.path.join(inputs_dir, f)).read())
+        loads(Path(inputs_dir, f).read_text())
 
 
 def test_the_lab_unit_constants_are_codata_2018():

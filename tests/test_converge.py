@@ -7,6 +7,7 @@ import glob
 import hashlib
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -132,8 +133,8 @@ def test_recorded_study_is_current_for_every_input(name):
     is now (its hash), with three levels and all three stencils (tiny: its own)."""
     path = os.path.join(RECORDED, f"{name}_converge.json")
     assert os.path.exists(path), f"run: tdse converge inputs/{name}.toml --stencils 3,5,dvr --out docs/convergence"
-    doc = json.load(open(path))
-    text = open(os.path.join(ROOT, "inputs", f"{name}.toml")).read()
+    doc = json.loads(Path(path).read_text())
+    text = Path(ROOT, "inputs", f"{name}.toml").read_text()
     assert doc["input_sha256"] == hashlib.sha256(text.encode()).hexdigest(), "the input changed since"
     assert doc["levels"] == 3 and len(doc["times"]) == 10
     if name != "tiny":

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 import re
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -80,7 +81,7 @@ def test_every_option_is_recorded_in_the_run_file_and_read_back(tmp_path, inputs
 def test_options_from_the_input_and_from_set(tmp_path, inputs_dir):
     """The input's [run] table and `tdse run --set run.KEY=VALUE` (over the table) reach the
     run file; --set takes any input key (here time.t_end too)."""
-    src = open(os.path.join(inputs_dir, "tiny.toml")).read()
+    src = Path(inputs_dir, "tiny.toml").read_text()
     p = tmp_path / "t.toml"
     p.write_text(src + '\n[run]\nio_thread = "on"\ngraphs = false\n')
     out = tmp_path / "o"
@@ -105,7 +106,7 @@ def test_the_environment_is_read_in_tdse_options_alone():
             path = os.path.join(dirpath, f)
             if not f.endswith(".py") or os.path.relpath(path, ROOT) == os.path.join("tdse", "options.py"):
                 continue
-            for i, line in enumerate(open(path, encoding="utf-8"), 1):
+            for i, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
                 code = line.split("#", 1)[0]
                 if pat.search(code):
                     found.append(f"{os.path.relpath(path, ROOT)}:{i}: {line.strip()}")

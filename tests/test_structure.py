@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import os
+from pathlib import Path
 
 import pytest
 
@@ -86,7 +87,7 @@ def import_graph(root, packages):
     private = []
     for mod, path in mods.items():
         is_pkg = path.endswith("__init__.py")
-        tree = ast.parse(open(path, encoding="utf-8").read(), path)
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"), path)
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
@@ -185,7 +186,7 @@ def long_functions(root, paths, limit):
         else:
             files.append(full)
     for f in files:
-        tree = ast.parse(open(f, encoding="utf-8").read(), f)
+        tree = ast.parse(Path(f).read_text(encoding="utf-8"), f)
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 n = node.end_lineno - node.lineno + 1
@@ -338,7 +339,7 @@ def cuda_outside(root, allowed="tdse/backends/"):
         for f in files:
             rel = os.path.relpath(os.path.join(dirpath, f), root).replace(os.sep, "/")
             if f.endswith(".py") and not rel.startswith(allowed):
-                hits += [(rel, i) for i, line in enumerate(open(os.path.join(dirpath, f)), 1)
+                hits += [(rel, i) for i, line in enumerate(Path(dirpath, f).read_text().splitlines(), 1)
                          if any(m in line for m in CUDA_MARKS)]
     return hits
 
@@ -367,7 +368,7 @@ def test_method_names_compared_only_in_the_registry():
         for f in files:
             path = os.path.join(dirpath, f)
             if f.endswith(".py") and not path.endswith(os.path.join("numerics", "exponentials.py")):
-                hits += [(f, i) for i, line in enumerate(open(path), 1) if pat.search(line)]
+                hits += [(f, i) for i, line in enumerate(Path(path).read_text().splitlines(), 1) if pat.search(line)]
     assert hits == []
 
 

@@ -169,7 +169,8 @@ def _converge_error(d, out_dir):
     for folder in (out_dir, os.path.join(here, "docs", "convergence")):
         p = os.path.join(folder or ".", f"{name}_converge.json")
         if os.path.exists(p):
-            doc = json.load(open(p))
+            with open(p) as fh:
+                doc = json.load(fh)
             if doc.get("input_sha256") == sha:
                 return float(doc["input_numerics"]["estimated_error"])
     return None
