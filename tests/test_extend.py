@@ -126,3 +126,21 @@ def test_the_api_extends_and_takes_the_spectrum(tmp_path):
         tdse.extend(first.path, 1.5, config=other, backend="numpy")
     spec = tdse.photoelectron_spectrum(res.path, gamma=0.05)
     assert spec["kind"] == "photoelectron" and len(spec["energy"]) == len(spec["all"]) > 10
+
+
+def test_a_resume_changes_only_the_adaptive_steps_control(tmp_path):
+    """tdse.run.extend.resumed: a key other than time.tolerance / time.dt_min, a run of fixed
+    steps, or a value the input refuses (dt_min > dt) is a ConfigError naming it, before
+    anything is written (the file here does not exist); no --set leaves the input as it was."""
+    from tdse.config import ConfigError, load, with_values
+    from tdse.run.extend import resumed
+    fixed = load(os.path.join(ROOT, "inputs", "tiny.toml"))
+    adaptive = with_values(fixed, [("time.tolerance", 1e-8)])
+    missing = str(tmp_path / "none.h5.part")
+    assert resumed(missing, fixed, [], 0) is fixed
+    for cfg, sets, key in ((adaptive, [("grid.dx", 0.1)], "grid.dx"),
+                           (fixed, [("time.tolerance", 1e-8)], "fixed steps"),
+                           (adaptive, [("time.dt_min", 1.0)], "time.dt_min")):
+        with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+            resumed(missing, cfg, sets, 0)
+    assert not os.path.exists(missing)
