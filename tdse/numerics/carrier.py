@@ -255,8 +255,8 @@ def _widened(xp, A, lo, m):
 
 
 #: on the host a step's kinetic factor is one dense N x N product (:meth:`SplitCarrier._dense`)
-#: up to this N, the sine FFTs beyond: a step 2.3 / 3.9 / 6.0 / 9.5 us against 5.0 / 6.3 /
-#: 10.4 / 9.2 at N = 64 / 128 / 192 / 256 (2 CPUs, the same e to 1e-14), and a run that needs
+#: up to this N, the sine FFTs beyond: a step 2.2 / 3.8 / 5.5 / 9.3 us against 4.9 / 6.3 /
+#: 7.6 / 8.9 at N = 64 / 128 / 192 / 256 (2 CPUs, the same e to 4e-14), and a run that needs
 #: no other FFT does not import scipy.fft (~45 ms a process: tiny's `tdse run` had printed
 #: its estimate at +71 % of the stepping time, +9 % now; its wall 0.43 -> 0.38 s)
 #: (``benchmarks/results/carrier_dense_cpu2_20261203T1000.txt``)
