@@ -146,11 +146,10 @@ def calibrate(config: Config, pc, xp=np, gpus: int = 1, operator: bool | None = 
                                      default=math.inf) > DENSE_OUT * free:
         return out
     # the plan's products on a random skew-Hermitian matrix of norm theta (drawn only
-    # here: 0.4 s of the host's at n0 = 4096)
-    rng = np.random.default_rng(54321)
-    B = rng.standard_normal((n0, n0))
+    # here, on the device that times it: _kernels)
+    B = xp.random.default_rng(54321).standard_normal((n0, n0))
     B = (B + B.T) * (pc.plan.theta / (2.0 * math.sqrt(n0)) if pc.plan.theta else 1.0)
-    A = xp.asarray(1j * B)
+    A = 1j * B
     out = _CACHE[key] = dataclasses.replace(out, expm=_best(lambda: mgemm.expm(A, plan=pc.plan), xp),
                                             expm_timed=True)
     return out
@@ -159,9 +158,11 @@ def calibrate(config: Config, pc, xp=np, gpus: int = 1, operator: bool | None = 
 def _kernels(config, pc, xp, n, n0, m0, op) -> Timings:
     """:func:`calibrate`'s timed kernels -- the complex GEMM and matrix-vector product at
     n0, Chebyshev terms of the run's generator on one and m0 columns -- with the dense
-    exponent at its lower bound (``expm_timed`` False)."""
-    rng = np.random.default_rng(12345)
-    Z = xp.asarray(rng.standard_normal((n0, n0)) + 1j * rng.standard_normal((n0, n0)))
+    exponent at its lower bound (``expm_timed`` False).  Its random matrices are drawn by
+    ``xp``'s own generator, on the device that times them (on a GPU the n0 = 4096 complex
+    matrix drawn on the host and copied had been most of a run's calibration)."""
+    rng = xp.random.default_rng(12345)
+    Z = rng.standard_normal((n0, n0)) + 1j * rng.standard_normal((n0, n0))
     t_zgemm = _best(lambda: Z @ Z, xp)
     z = Z[:, 0].copy()
     t_mv = _best(lambda: Z @ z, xp, repeat=5)
@@ -178,7 +179,7 @@ def _kernels(config, pc, xp, n, n0, m0, op) -> Timings:
     tol = config.propagator.tolerance
 
     def term_seconds(m):
-        X = xp.asarray(rng.standard_normal((n, m)) + 1j * rng.standard_normal((n, m)))
+        X = rng.standard_normal((n, m)) + 1j * rng.standard_normal((n, m))
         X = X[:, 0].copy() if m == 1 else X
         info = {}
 
