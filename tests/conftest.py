@@ -95,7 +95,8 @@ def run_python_doc():
     ``threads=1``) replaced by ``backend``; returns the block's namespace.  The docs'
     examples are then what the tests run, on the CPU and on a GPU (#58 item 0)."""
     import re
-    text = open(os.path.join(ROOT, "docs", "PYTHON.md"), encoding="utf-8").read()
+    with open(os.path.join(ROOT, "docs", "PYTHON.md"), encoding="utf-8") as fh:
+        text = fh.read()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
 
     def run(index, backend, **names):

@@ -65,13 +65,13 @@ def test_index_renders_every_recorded_result():
 
 
 def test_readme_tables_are_the_generated_ones():
-    text = open(os.path.join(ROOT, "benchmarks", "README.md")).read()
+    text = Path(os.path.join(ROOT, "benchmarks", "README.md")).read_text()
     a, b = text.index(index.BEGIN) + len(index.BEGIN), text.index(index.END)
     assert text[a:b].strip() == index.tables().strip(), "run `python -m benchmarks index`"
 
 
 def test_results_md_is_the_generated_current_numbers():
-    text = open(os.path.join(ROOT, "benchmarks", "RESULTS.md")).read()
+    text = Path(os.path.join(ROOT, "benchmarks", "RESULTS.md")).read_text()
     a, b = text.index(index.BEGIN) + len(index.BEGIN), text.index(index.END)
     assert text[a:b].strip() == index.current().strip(), "run `python -m benchmarks index`"
 
@@ -201,7 +201,7 @@ def test_the_scan_suite_states_its_seconds_over_its_operator_products(tmp_path):
     assert main(["scan", "--input", "inputs/atom_hhg.toml", "--members", "3", "--t-end", "2",
                  "--batch", "2", "--out", str(tmp_path)]) == 0
     (path,) = glob.glob(str(tmp_path / "scan_cpu*_*.json"))
-    row = json.load(open(path))["rows"][0]
+    row = json.loads(Path(path).read_text())["rows"][0]
     assert row["batch_members"] == [2, 1] and all(t > 0 for t in row["batch_chebyshev_terms"])
     assert row["operator_floor_seconds"] > 0 and row["scan_over_operator_floor"] > 1.0
     import tdse

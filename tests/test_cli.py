@@ -2,6 +2,7 @@
 import json
 import os
 import warnings
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -120,7 +121,7 @@ BAD = [
 
 @pytest.mark.parametrize("old,new,key", BAD)
 def test_bad_input_exit_2_one_line(runner, inputs_dir, tmp_path, old, new, key):
-    text = open(tiny(inputs_dir)).read()
+    text = Path(tiny(inputs_dir)).read_text()
     assert old in text
     p = tmp_path / "bad.toml"
     p.write_text(text.replace(old, new, 1))
@@ -256,7 +257,7 @@ def test_a_formula_potential_that_is_not_finite_is_one_line(runner, inputs_dir, 
     later times (the precheck's bounds) or at one observation's instant (H(t)'s eigenstates) --
     is one line naming the potential, exit 2 (each had been a LAPACK error's or Python's
     ZeroDivisionError's traceback)."""
-    text = open(tiny(inputs_dir)).read()
+    text = Path(tiny(inputs_dir)).read_text()
     i, j = text.index("[potential]"), text.index("[initial]")
     p = tmp_path / "expr.toml"
     p.write_text(text[:i] + f'[potential]\nkind = "expression"\nV = "{V}"\n\n' + text[j:])
@@ -272,7 +273,7 @@ def test_a_formula_field_that_is_not_finite_is_one_line(runner, inputs_dir, tmp_
     """A [field] kind = "expression" whose E(t) (or A(t), or E = -dA/dt) is not finite at a time
     of its duration: one line naming the key, exit 2 (1/t had run to exit 0 with NaN rows; 1/0
     had been a ZeroDivisionError's traceback)."""
-    text = open(tiny(inputs_dir)).read().replace(
+    text = Path(tiny(inputs_dir)).read_text().replace(
         "[initial]", f'[field]\nkind = "expression"\n{which} = "{formula}"\nduration = 1.0\n\n[initial]')
     p = tmp_path / "field.toml"
     p.write_text(text)
@@ -337,7 +338,7 @@ def test_missing_and_non_toml_files(runner, tmp_path):
 
 def test_taylor_refusal_allow_inaccurate_and_force(runner, inputs_dir, tmp_path):
     """--allow-inaccurate runs a refused Taylor step; --force only overwrites (split)."""
-    text = open(os.path.join(inputs_dir, "thesis_fig6.toml")).read()
+    text = Path(os.path.join(inputs_dir, "thesis_fig6.toml")).read_text()
     text = text.replace("dt = 0.002", "dt = 0.01").replace("t_end = 10.0", "t_end = 0.02")
     p = tmp_path / "fast.toml"
     p.write_text(text)
@@ -442,7 +443,7 @@ def test_run_that_cannot_fit_its_exponent_is_one_line_exit_2(runner, inputs_dir,
         raise ExpmMemoryError("mgemm.expm: N = 64 needs 9.00 GiB on each of 1 device(s) (...); "
                               "1.00 GiB are free; the largest N that fits (with its input) is 21")
     monkeypatch.setattr(mgemm, "expm", refuse)
-    src = open(tiny(inputs_dir)).read().replace('method = "auto"', 'method = "dense"')
+    src = Path(tiny(inputs_dir)).read_text().replace('method = "auto"', 'method = "dense"')
     assert 'method = "dense"' in src
     inp = tmp_path / "tiny.toml"
     inp.write_text(src)
@@ -507,7 +508,7 @@ def test_the_command_reference_is_generated_from_the_commands():
     from tdse.ui.cli import main as group
     from tdse.ui.reference import cli_reference
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    text = open(os.path.join(root, "docs", "CLI.md")).read()
+    text = Path(os.path.join(root, "docs", "CLI.md")).read_text()
     assert text == cli_reference(), "run: python -m tdse.ui.reference > docs/CLI.md"
     assert all(f"## `tdse {name}`" in text for name in group.commands)
 

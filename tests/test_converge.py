@@ -77,7 +77,7 @@ def test_tiny_study_json_and_picture(tmp_path):
     r = CliRunner().invoke(main, ["converge", os.path.join(ROOT, "inputs", "tiny.toml"), "--out",
                                   str(tmp_path), "--json"])
     assert r.exit_code == 0, r.output
-    doc = json.load(open(tmp_path / "tiny_converge.json"))
+    doc = json.loads(Path(tmp_path / "tiny_converge.json").read_text())
     assert (tmp_path / "tiny_converge.png").stat().st_size > 10_000
     sp = doc["space"]["3"]
     assert abs(sp["populations"]["order"] - 2) < 0.3 and abs(sp["energies"]["order"] - 2) < 0.3
@@ -90,7 +90,7 @@ def test_tiny_study_json_and_picture(tmp_path):
     assert rec["measured_error"] <= rec["space_error"] + rec["time_error"]
     assert doc["input_numerics"]["meets_target"]
     assert doc["input_sha256"] == hashlib.sha256(
-        open(os.path.join(ROOT, "inputs", "tiny.toml")).read().encode()).hexdigest()
+        Path(os.path.join(ROOT, "inputs", "tiny.toml")).read_text().encode()).hexdigest()
     r = CliRunner().invoke(main, ["converge", os.path.join(ROOT, "inputs", "tiny.toml"), "--out",
                                   str(tmp_path)])
     assert r.exit_code == 2 and "exists" in r.output  # never overwritten without --force
@@ -139,14 +139,14 @@ def test_recorded_study_is_current_for_every_input(name):
     assert doc["levels"] == 3 and len(doc["times"]) == 10
     if name != "tiny":
         assert set(doc["space"]) == {"3", "5", "dvr"}
-    readme = open(os.path.join(ROOT, "README.md")).read()
+    readme = Path(os.path.join(ROOT, "README.md")).read_text()
     assert f"`inputs/{name}.toml`" in readme
     assert f"{doc['input_numerics']['estimated_error']:.1e}" in readme, "README's accuracy table"
 
 
 @pytest.mark.docs
 def test_default_input_meets_its_claim_and_the_thesis_numerics_do_not():
-    doc = json.load(open(os.path.join(RECORDED, "h2plus_moving_converge.json")))
+    doc = json.loads(Path(os.path.join(RECORDED, "h2plus_moving_converge.json")).read_text())
     num = doc["input_numerics"]
     assert num["estimated_error"] <= 2e-3 and num["meets_target"]
     assert doc["space"]["dvr"]["populations"]["errors"][0] <= 1e-3
@@ -154,7 +154,7 @@ def test_default_input_meets_its_claim_and_the_thesis_numerics_do_not():
     assert abs(doc["time"]["populations"]["order"] - 4) < 0.3      # cfm4
     assert abs(doc["space"]["5"]["populations"]["order"] - 4) < 0.3
     assert abs(doc["space"]["3"]["populations"]["order"] - 2) < 0.3
-    fig6 = json.load(open(os.path.join(RECORDED, "thesis_fig6_converge.json")))
+    fig6 = json.loads(Path(os.path.join(RECORDED, "thesis_fig6_converge.json")).read_text())
     assert fig6["input_numerics"]["estimated_error"] > 0.1 and not fig6["input_numerics"]["meets_target"]
     assert abs(fig6["time"]["populations"]["order"] - 2) < 0.3     # midpoint
 

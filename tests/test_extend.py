@@ -5,6 +5,7 @@ exit 2, with nothing written."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -22,7 +23,7 @@ def _input(tmp_path, t_end, extra="", method=None):
     for the straight run (its precheck's theta differs in the last digits), and on a loaded
     box that timing had picked the dense exponent once in ~30 CI runs (every dataset then
     other bits, the first compared observables/acceleration)."""
-    text = open(os.path.join(ROOT, "inputs", "tiny.toml")).read().replace("t_end = 1.0", f"t_end = {t_end}")
+    text = Path(os.path.join(ROOT, "inputs", "tiny.toml")).read_text().replace("t_end = 1.0", f"t_end = {t_end}")
     if method is not None:
         assert 'method = "auto"' in text
         text = text.replace('method = "auto"', f'method = "{method}"')
@@ -91,7 +92,7 @@ def test_what_cannot_continue_is_one_line(tmp_path):
     for args, words in cases:
         rc, out = _tdse("run", short, "--out", a, "-q", "--no-plots", *args)
         assert rc == 2 and words in out and "Traceback" not in out, (args, out)
-    text = open(short).read().replace("dt = 0.005", "dt = 0.0025")
+    text = Path(short).read_text().replace("dt = 0.005", "dt = 0.0025")
     changed = tmp_path / "changed.toml"
     changed.write_text(text)
     rc, out = _tdse("run", str(changed), "--out", a, "-q", "--no-plots", "--continue", old,
@@ -121,7 +122,7 @@ def test_the_api_extends_and_takes_the_spectrum(tmp_path):
     got, want = _datasets(res.path), _datasets(straight.path)
     assert set(got) == set(want) and all(np.array_equal(got[k], want[k], equal_nan=want[k].dtype.kind in "fc")
                                          for k in want)
-    other = open(short).read().replace("dt = 0.005", "dt = 0.0025")
+    other = Path(short).read_text().replace("dt = 0.005", "dt = 0.0025")
     with pytest.raises(ConfigError, match="other numerics"):
         tdse.extend(first.path, 1.5, config=other, backend="numpy")
     spec = tdse.photoelectron_spectrum(res.path, gamma=0.05)

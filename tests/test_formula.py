@@ -5,6 +5,7 @@ soft-core hydrogen's analytic and literature ground states, and bad input as one
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -279,8 +280,8 @@ def test_the_docs_formula_block_runs(run_python_doc, tmp_path, monkeypatch):
     its continuum, the last config starts from the file."""
     import re
     monkeypatch.chdir(tmp_path)
-    text = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
-                             "PYTHON.md")).read()
+    text = Path(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
+                             "PYTHON.md")).read_text()
     index = next(i for i, b in enumerate(re.findall(r"```python\n(.*?)```", text, flags=re.S))
                  if "tdse.extend(" in b)
     ns = run_python_doc(index, "numpy", tdse=tdse)

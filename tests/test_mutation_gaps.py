@@ -2,6 +2,7 @@
 each checks a value against its definition where the suite had only checked it in passing."""
 import math
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -225,7 +226,7 @@ def test_spectrum_from_a_run_file_dict(inputs_dir):
     the input as written), autocorrelation with H(0)'s eigenenergies, the drive and the
     peaks, and the run's name -- each equal to the direct functions' output."""
     from tdse.studies import spectra
-    src = open(os.path.join(inputs_dir, "atom_hhg.toml")).read()
+    src = Path(os.path.join(inputs_dir, "atom_hhg.toml")).read_text()
     m, dt = 64, 0.5
     t = dt * np.arange(m)
     rng = np.random.default_rng(3)
@@ -297,7 +298,7 @@ def test_hhg_spectrum_of_a_field_given_by_wavelength(inputs_dir):
     only as a comment) gives its HHG spectrum in harmonic orders of omega = 45.5633525 /
     lambda[nm] (it exited 2 with `error: 'omega'`)."""
     from tdse.studies import spectra
-    src = open(os.path.join(inputs_dir, "atom_hhg.toml")).read().replace(
+    src = Path(os.path.join(inputs_dir, "atom_hhg.toml")).read_text().replace(
         "omega = 0.057", "wavelength = 800.0")
     from tdse.config import loads, to_toml
     eff = to_toml(loads(src))
@@ -315,7 +316,7 @@ def test_spectrum_from_a_run_file_keeps_its_window_and_twelve_peaks(inputs_dir):
     """from_file passes the window on for the autocorrelation and keeps the 12 strongest
     peaks of a signal holding 14 energies."""
     from tdse.studies import spectra
-    src = open(os.path.join(inputs_dir, "atom_hhg.toml")).read()
+    src = Path(os.path.join(inputs_dir, "atom_hhg.toml")).read_text()
     m, dt = 1024, 0.2
     t = dt * np.arange(m)
     E = np.linspace(-6.0, 6.0, 14)

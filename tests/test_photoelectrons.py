@@ -5,6 +5,7 @@ continuum's population, and `tdse spectrum --kind photoelectron` end to end."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -78,7 +79,7 @@ def test_the_command_writes_the_spectrum_and_refuses_to_overwrite(tmp_path):
     h5 = str(tmp_path / "free.h5")
     r = CliRunner().invoke(main, ["spectrum", h5, "--kind", "photoelectron"])
     assert r.exit_code == 0, r.output
-    doc = json.load(open(tmp_path / "free_spectrum_photoelectron.json"))
+    doc = json.loads(Path(tmp_path / "free_spectrum_photoelectron.json").read_text())
     E, dens = np.array(doc["energy"]), np.array(doc["all"])
     assert np.allclose(doc["energy_ev"], E * 27.211386245988)
     assert doc["ip"] == pytest.approx(0.5, abs=1e-6) and doc["up"] == pytest.approx(0.01 / (4 * 0.09))
@@ -240,7 +241,7 @@ def test_tsurff_from_the_input_resumes_bit_for_bit_and_is_gauge_invariant(tmp_pa
     out = CliRunner().invoke(main, ["spectrum", str(rv.path), "--kind", "photoelectron",
                                     "--method", "tsurff"])
     assert out.exit_code == 0, out.output
-    doc = json.loads(open(str(rv.path)[:-3] + "_spectrum_photoelectron_tsurff.json").read())
+    doc = json.loads(Path(str(rv.path)[:-3] + "_spectrum_photoelectron_tsurff.json").read_text())
     assert doc["method"] == "tsurff" and doc["gauge"] == "velocity"
     # a file without t-SURFF: one line, exit 2
     bare = run(tdse_config.with_values(c, [("output.tsurff_radius", 0.0)]), tmp_path / "bare",

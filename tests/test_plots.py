@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -175,8 +176,8 @@ def test_floquet_and_scan_state_one_quasi_energy_for_one_state():
     """#25: the same ground state's quasi-energy is one number in `tdse floquet` and in
     `--scan` (the first zone [-omega/2, omega/2) in both)."""
     from tdse.studies.floquet import analyse, scan
-    cfg = tdse.config.loads(open(__import__("os").path.join(
-        __import__("os").path.dirname(__import__("os").path.dirname(__file__)), "inputs", "tiny.toml")).read())
+    cfg = tdse.config.loads(Path(__import__("os").path.join(
+        __import__("os").path.dirname(__import__("os").path.dirname(__file__)), "inputs", "tiny.toml")).read_text())
     cfg = cfg.with_value("propagator.method", "dense").with_value("time.dt", 0.02)
     one = analyse(cfg, count=2)
     many = scan(cfg, "potential.centres.frequency", [3.0], count=2, batched=False)  # same method
@@ -239,8 +240,8 @@ def test_converge_draws_populations_and_energy_apart_each_with_its_target(tmp_pa
     """#58 item 13: the populations and <H> (hartree) on rows of their own, vs dx and vs dt;
     the target line only on the group the study's target is on (the populations)."""
     import json
-    doc = json.load(open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                      "docs", "convergence", "h2plus_moving_converge.json")))
+    doc = json.loads(Path(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                      "docs", "convergence", "h2plus_moving_converge.json")).read_text())
     figs = []
     real = plots.plt.close
     monkeypatch.setattr(plots.plt, "close", lambda fig=None: figs.append(fig))

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -182,7 +183,7 @@ def test_resume_refuses_complete_foreign_and_damaged_files(tmp_path):
     with h5py.File(newer, "w") as f:
         f.attrs["format"] = "tdse-h2plus/99"
     trunc = tmp_path / "trunc.h5"
-    raw = open(done, "rb").read()
+    raw = Path(done).read_bytes()
     trunc.write_bytes(raw[: len(raw) // 3])
     text = tmp_path / "text.h5"
     text.write_text("not hdf5")
@@ -199,7 +200,7 @@ def test_resume_refuses_complete_foreign_and_damaged_files(tmp_path):
 
 # ------------------------------------------------------------------ interrupts
 def _slow_input(tmp_path, t_end=2.0):
-    text = open(os.path.join(ROOT, "inputs", "thesis_fig6.toml")).read()
+    text = Path(os.path.join(ROOT, "inputs", "thesis_fig6.toml")).read_text()
     text = text.replace("t_end = 10.0", f"t_end = {t_end}").replace("every = 50", "every = 20")
     text = text.replace('scheme = "midpoint"', 'scheme = "midpoint"\ntime_error = "none"')
     text = text.replace('method = "taylor"', 'method = "dense"')    # ~10 s a run, not 15

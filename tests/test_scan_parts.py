@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -254,7 +255,7 @@ def test_a_scan_steps_psi_by_chebyshev_whatever_the_input_asks(inputs_dir):
     default, the estimate) -- which prepare refuses (the dense matrices: hundreds of GiB) --
     scans, each member equal to its own run of psi by Chebyshev without a time error."""
     import os
-    text = (open(os.path.join(inputs_dir, "tiny.toml")).read()
+    text = (Path(os.path.join(inputs_dir, "tiny.toml")).read_text()
             .replace("x_min = -6.4", "x_min = -3276.8").replace("x_max = 6.4", "x_max = 3276.8")
             .replace("dx = 0.2", "dx = 0.1").replace("t_end = 1.0", "t_end = 0.01")
             .replace('method = "auto"', 'method = "dense"\noperator = true'))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -298,7 +299,7 @@ def test_ramp_starts_at_rest_and_joins_the_drive():
     h = 1e-6
     assert abs((s(h) - s(0.0)) / h) < 1e-5  # zero slope at t = 0
     assert abs((s(2.0) - s(2.0 - h)) / h) < 1e-5  # and where it joins s = 1
-    text = open(os.path.join(os.path.dirname(__file__), "..", "inputs", "h2plus_moving_ramped.toml")).read()
+    text = Path(os.path.join(os.path.dirname(__file__), "..", "inputs", "h2plus_moving_ramped.toml")).read_text()
     cfg = cfgmod.loads(text)
     X = centre_positions(cfg.potential, np.array([0.0, 1e-6]))
     assert np.all(np.abs(X[:, 1] - X[:, 0]) / 1e-6 < 1e-4)  # the centres start at rest
@@ -326,7 +327,7 @@ def test_notes_name_the_abrupt_start_only_when_there_is_one(inputs_dir):
     (("frequency = 3.0", "frequency = 3.0\nramp = -1.0"), "potential.centres[0].ramp", ">= 0"),
 ])
 def test_new_keys_are_validated(inputs_dir, edit, key, words):
-    text = open(os.path.join(inputs_dir, "tiny.toml")).read()
+    text = Path(os.path.join(inputs_dir, "tiny.toml")).read_text()
     assert edit[0] in text
     with pytest.raises(cfgmod.ConfigError) as e:
         cfgmod.loads(text.replace(edit[0], edit[1], 1))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -803,7 +804,7 @@ def test_a_disk_filled_by_another_process_leaves_a_file_that_resumes(small_disk,
     run's file, bit for bit in every snapshot and observable, its time error included."""
     import sys
     import time
-    src = open(os.path.join(inputs_dir, "tiny.toml")).read()
+    src = Path(os.path.join(inputs_dir, "tiny.toml")).read_text()
     p = tmp_path / "tiny.toml"
     # (a method fixed: auto's choice by timed kernels differed between the two runs under
     # load -- dense against Chebyshev, psi 6e-12 apart -- CI at 5000bcb, reproduced here)

@@ -11,6 +11,7 @@ import math
 import re
 import os
 import time
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -276,7 +277,7 @@ def test_autocorrelation_spectrum_peaks_at_the_eigenvalues(tmp_path):
     path = run(cfg, tmp_path, backend="numpy").path
     r = CliRunner().invoke(main, ["spectrum", str(path), "--kind", "autocorrelation"])
     assert r.exit_code == 0, r.output
-    res = json.load(open(tmp_path / "atom_spectrum_autocorrelation.json"))
+    res = json.loads(Path(tmp_path / "atom_spectrum_autocorrelation.json").read_text())
     from tdse.studies.spectra import peaks
     found = peaks(res["energy"], res["power"], rel=1e-2)
     E, phi = model_states.eigenstates(cfg, 0.0, 6)
@@ -314,8 +315,8 @@ def test_animate_writes_a_gif_with_one_frame_per_snapshot(tmp_path, inputs_dir):
     r = CliRunner().invoke(main, ["animate", str(path), "--out", str(tmp_path / "a.gif")])
     assert r.exit_code == 0, r.output
     from PIL import Image
-    im = Image.open(tmp_path / "a.gif")
-    assert im.n_frames == 11
+    with Image.open(tmp_path / "a.gif") as im:
+        assert im.n_frames == 11
     import warnings
     from matplotlib import animation
     with warnings.catch_warnings():
@@ -358,7 +359,7 @@ def test_every_dataset_has_units_description_and_dimension_scales(tmp_path, inpu
 def test_api_load_config_accepts_path_text_and_dict(inputs_dir):
     p = os.path.join(inputs_dir, "tiny.toml")
     a = tdse.load_config(p)
-    assert tdse.load_config(open(p).read()) == a
+    assert tdse.load_config(Path(p).read_text()) == a
     assert tdse.load_config(tomllib_dict(p)) == a
     with pytest.raises(cfgmod.ConfigError, match="grid.dx"):
         tdse.load_config({**tomllib_dict(p), "grid": {"x_min": 0.0, "x_max": 1.0, "dx": 0.3}})
@@ -366,7 +367,7 @@ def test_api_load_config_accepts_path_text_and_dict(inputs_dir):
 
 def tomllib_dict(p):
     import tomllib
-    return tomllib.loads(open(p).read())
+    return tomllib.loads(Path(p).read_text())
 
 
 def test_simulate_writes_nothing_unless_asked_and_matches_a_file_run(tmp_path, inputs_dir, monkeypatch):
@@ -409,7 +410,7 @@ def test_resume_continues_the_physics_started_from_python(tmp_path, inputs_dir, 
 
 # ------------------------------------------------------------------ the input reference
 def test_input_reference_is_generated_and_complete():
-    text = open(os.path.join(ROOT, "docs", "INPUT.md")).read()
+    text = Path(os.path.join(ROOT, "docs", "INPUT.md")).read_text()
     assert text == cfgmod.input_reference(), "run: tdse keys --markdown > docs/INPUT.md"
     for key in ("initial.state", "initial.x0", "initial.sigma", "initial.k0", "output.node_eps",
                 "field.E0", "absorber.width", "propagator.scheme", "grid.stencil"):
@@ -727,7 +728,7 @@ def _figures(monkeypatch):
 
 def test_plots_labels_inside_the_axes_integer_ticks_and_units(tmp_path, inputs_dir, monkeypatch):
     from tdse.ui.plots import plot_run
-    text = open(os.path.join(inputs_dir, "tiny.toml")).read().replace(
+    text = Path(os.path.join(inputs_dir, "tiny.toml")).read_text().replace(
         'method = "auto"', 'method = "auto"\noperator = true')
     path = run(cfgmod.loads(text), tmp_path, backend="numpy").path
     figs = _figures(monkeypatch)
