@@ -20,9 +20,11 @@ def header(plan, resume_arg, out):
     if not pc.ok:
         out(f"warning: --allow-inaccurate: {pc.message}", err=True)
     what = f"resuming at step {resume_arg[0]['step']} of" if resume_arg else ""
-    pr = cfg.propagator
+    pr, t = cfg.propagator, cfg.time
+    adaptive = f" (each split as time.tolerance = {t.tolerance:g} needs, down to dt_min = {t.dt_min:g})" \
+        if t.tolerance is not None else ""
     out(f"{cfg.name}: N = {cfg.grid.n} ({cfg.grid.stencil}{'-point' if cfg.grid.stencil != 'dvr' else ''}"
-        f" kinetic energy), {what} {cfg.time.steps} steps of dt = {cfg.time.dt:g}, "
+        f" kinetic energy), {what} {t.steps} steps of dt = {t.dt:g}{adaptive}, "
         f"scheme {pr.scheme}; exponentials: {pc.message}".replace("  ", " "), err=True)
     if pr.time_error == "companion":
         out("note: time error: a companion run at dt/2 beside this one (propagator.time_error = "
