@@ -62,7 +62,7 @@ from ..model.ffts import fft_axis0
 from ..model.potential import total_many
 from .propagators import Steps, each_step, tap
 
-__all__ = ["SplitCarrier", "sine_symbol", "carrier"]
+__all__ = ["SplitCarrier", "sine_symbol", "sine_transform", "carrier"]
 
 
 def sine_box(n: int) -> int:
@@ -77,6 +77,13 @@ def sine_box(n: int) -> int:
         if k == 1:
             return m // 2 - 1
         m += 2
+
+
+def sine_transform(n: int) -> np.ndarray:
+    """Q, the orthonormal DST-I of n points as a dense matrix (symmetric, its own inverse):
+    Q_jm = sqrt(2/(n+1)) sin(pi j m / (n+1)), j, m = 1..n."""
+    k = np.arange(1, n + 1)
+    return np.sqrt(2.0 / (n + 1)) * np.sin(np.pi * np.outer(k, k) / (n + 1))
 
 
 def sine_symbol(grid, n=None) -> np.ndarray:
@@ -137,9 +144,7 @@ class SplitCarrier(Steps):
         for each s (:data:`DENSE_MAX_N`)."""
         key = ("dense", s)
         if key not in self._phases:
-            m, lo, n = self.m, self.lo, self.n
-            k = np.arange(1, m + 1)
-            Q = np.sqrt(2.0 / (m + 1)) * np.sin(np.pi * np.outer(k[lo:lo + n], k) / (m + 1))
+            Q = sine_transform(self.m)[self.lo:self.lo + self.n]
             self._phases[key] = (Q * np.exp(-1j * self.h * s * self.tau)) @ Q.T
         return self._phases[key]
 
@@ -212,8 +217,7 @@ class SplitCarrier(Steps):
         if m > n:
             L = _widened(cp, L, lo, m)
         if getattr(self, "_dev", None) is None:
-            k = np.arange(1, m + 1)
-            Q = np.sqrt(2.0 / (m + 1)) * np.sin(np.pi * np.outer(k, k) / (m + 1))
+            Q = sine_transform(m)
             sms = cp.cuda.Device().attributes["MultiProcessorCount"]
             self._dev = {"Q": cp.asarray(Q), "ph": cp.asarray(np.exp(-1j * h * self.tau)),
                          "y": cp.zeros(m, np.complex128), "z": cp.zeros(m, np.complex128),
