@@ -171,7 +171,7 @@ def _start(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_in
     from ..run.driver import run as run_
     from ..run.interrupts import Interrupted
     from ..numerics.adaptive import StepTooSmall
-    from ..run.snapshots import OutputExists, StorageError
+    from ..run.snapshots import OutputExists, StorageError, part_path
     out = (lambda m, err=False: None) if quiet else (lambda m, err=False: click.echo(m, err=err))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ResourceWarning)
@@ -183,7 +183,7 @@ def _start(cfg, label, out_dir, resume_arg, *, backend, devices, force, allow_in
             res = run_(plan, out_dir, force=force, progress=not quiet, resume=resume_arg,
                        allow_inaccurate=allow_inaccurate, workers=workers)
         except ConfigError as e:   # (after StepTooSmall: how to go on with another control)
-            work = resume_arg[1] if resume_arg else os.path.join(out_dir, f"{cfg.name}.h5.part")
+            work = resume_arg[1] if resume_arg else part_path(os.path.join(out_dir, f"{cfg.name}.h5"))
             more = f"; `tdse resume {work} --set time.tolerance=...` continues the run kept so far"
             raise InputError(f"{e}{more if isinstance(e, StepTooSmall) and os.path.exists(work) else ''}") from None
         except OutputExists as e:
