@@ -789,14 +789,15 @@ def _started(monkeypatch):
     return made
 
 
-@pytest.mark.parametrize("stencil, n", [(3, 160), (3, 1024), (5, 256), ("dvr", 600)])
+@pytest.mark.parametrize("stencil, n", [(3, 160), (3, 1024), (5, 256), ("dvr", 160), ("dvr", 600)])
 def test_eigenpairs_ahead_in_the_workers_equal_those_in_the_loop(stencil, n, inputs_dir, monkeypatch):
     """H(t)'s eigenpairs computed ahead by the look-ahead's worker processes
     (run.eigen_workers = "on") give the populations and energies computed in the loop
-    ("off"): bit for bit where a call is LAPACK's (3-point, 5-point windows), to 1e-10 where
-    it is Davidson's iteration (the DVR beyond N = 512, each call converged to its residual
-    bound); every call after the first answered by the workers (the last step's, off the
-    cadence, too), the populations at their cadence and at the last step, NaN between."""
+    ("off"): bit for bit where a call is LAPACK's (3-point, 5-point windows, the DVR's dense
+    solver in a group of calls), to 1e-10 where it is Davidson's iteration (the DVR beyond N
+    = 512, each call converged to its residual bound); every call after the first answered
+    by the workers (the last step's, off the cadence, too), the populations at their cadence
+    and at the last step, NaN between."""
     made = _started(monkeypatch)
     cfg = _moving(inputs_dir, stencil, n=n, **{"output.populations_every": 4})
     cfg = cfg.with_value("time.t_end", 41 * cfg.time.dt)      # the last step off the cadence
@@ -806,9 +807,10 @@ def test_eigenpairs_ahead_in_the_workers_equal_those_in_the_loop(stencil, n, inp
     assert [m.ready is not None for m in made] == [True, False]
     assert made[0].taken == [*range(4, 41, 4), 41] and made[1].taken == []
     assert made[0].calls == made[1].calls == 12 and made[0].pool is None    # closed
+    assert made[0].group == (32 if stencil == "dvr" and n <= 512 else 1)   # (one task: 4..41)
     for k in ("populations_ht", "energies_ht", "n_mean"):
         a, b = np.asarray(runs["on"][k]), np.asarray(runs["off"][k])
-        if stencil != "dvr":
+        if stencil != "dvr" or n <= 512:
             assert np.array_equal(a, b, equal_nan=True), k
         else:
             assert np.array_equal(np.isnan(a), np.isnan(b)), k
@@ -871,6 +873,40 @@ def test_a_wait_for_a_one_call_task_under_way_is_counted(inputs_dir):
         assert not la.shares and not la.alternate and not la.tasks
 
 
+def test_a_group_of_calls_under_way_is_not_waited_for_and_ends_the_grouping(inputs_dir):
+    """Lookahead._take: a step whose group of the dense solver's calls is under way (a
+    stand-in future: not done, running) is left to the caller (None: it computes the call
+    alone, not waiting for the whole group); once the workers have served a group, after
+    SHARE_AFTER_WAITS such steps the tasks asked from then on are one call each (the first
+    group, under way while the loop starts, not counted); a done group's pairs are the task's."""
+    from tdse.run import eigenpairs
+    cfg = _moving(inputs_dir, "dvr", n=120, **{"output.populations_every": 2})
+    dt, ref = cfg.time.dt, tracker.Tracker(cfg, 4)
+
+    class Task:
+        def __init__(self, done):
+            self.finished = done
+
+        def done(self):
+            return self.finished
+
+        def running(self):
+            return True
+
+        def result(self):
+            return [ref(2 * dt), ref(4 * dt)], 0.0, []
+    la = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 40, 2, ahead=False)
+    la.group = 2
+    la.tasks[2] = [Task(False), [2, 4], None]
+    assert la._take(2, 2 * dt) is None and la.group == 2 and la.misses == 0 and la.waits == 0
+    la.tasks[2][0].finished = True
+    assert np.array_equal(la._take(4, 4 * dt)[1], ref(4 * dt)[1]) and not la.tasks and la.served
+    for k in range(1, eigenpairs.SHARE_AFTER_WAITS + 1):
+        la.tasks[2] = [Task(False), [2, 4], None]
+        assert la._take(2, 2 * dt) is None and la.misses == k
+        assert la.group == (1 if k == eigenpairs.SHARE_AFTER_WAITS else 2), k
+
+
 def test_the_lookahead_keeps_a_bounded_depth_and_drops_steps_passed(inputs_dir, monkeypatch):
     """Lookahead: at most DEPTH tasks a worker in flight, in step order (whole windows a
     task for the 3-point tracker, as many as span TASK_STEPS steps; a step a task for the
@@ -897,15 +933,18 @@ def test_the_lookahead_keeps_a_bounded_depth_and_drops_steps_passed(inputs_dir, 
     assert la.calls == 3 and la.seconds > 0
     la.close()
     assert not la.tasks and la.pool is None
-    monkeypatch.setattr(eigenpairs, "TASK_STEPS", 8)     # ... 3 x 8 / 2
+    monkeypatch.setattr(eigenpairs, "TASK_STEPS", 8)     # ... 3 x 8 / 2, 8 / 2 a task
     deep = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 40, 2, ahead=True)
     deep(0, 0.0)
-    assert list(deep.tasks) == list(range(2, 26, 2))
+    assert [t[1] for t in deep.tasks.values()] == [[2, 4, 6, 8], [10, 12, 14, 16], [18, 20, 22, 24]]
+    for s in (2, 4, 10):
+        assert np.array_equal(deep(s, s * dt)[0], ref(s * dt)[0]), s
+    assert made[-1] is deep and deep.taken == [2, 4, 10] and deep.group == 4
     deep.close()
-    monkeypatch.setattr(eigenpairs, "ONE_CALL_DEPTH", 2)  # ... at most 3 x 2
+    monkeypatch.setattr(eigenpairs, "ONE_CALL_DEPTH", 2)  # ... at most 3 x 2, 2 a task
     capped = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 40, 2, ahead=True)
     capped(0, 0.0)
-    assert list(capped.tasks) == list(range(2, 14, 2))
+    assert [t[1] for t in capped.tasks.values()] == [[2, 4], [6, 8], [10, 12]]
     capped.close()
     monkeypatch.setattr(eigenpairs, "TASK_STEPS", task_steps)
     three = tracker.Tracker(_moving(inputs_dir, 3, n=160, **{"output.populations_every": 2}), 4)

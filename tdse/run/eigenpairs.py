@@ -14,13 +14,9 @@ computed ~100-130 calls itself, 0.88-1.17 s of a 3 s loop; with it the loop wait
 (one H200, ``benchmarks/results/lookahead_timeline_h200x1_20261130T0649.txt``).
 
 Processes, spawned, not threads: a call is mostly NumPy and SciPy calls on N x K arrays
-between LAPACK calls, each taking the GIL the loop's thread wants -- one H200, N = 8192,
-40000 steps, populations every 50, the loop 5.76 s with a thread against 5.34 s with
-e76717c's processes (3-point), 1.31 against 1.02 of the bare loop (5-point;
-``benchmarks/results/run-overhead_h200x1_20261128T071441_thread.json`` against
-``..._071623_base_e76717c.json``, ``..._072338_thread.json`` against
-``..._072524_base_e76717c.json``); with these processes 1.08 and 1.12
-(``..._074626.json``, ``..._074316.json``).  The same from the CLI, a script
+between LAPACK calls, each taking the GIL the loop's thread wants (one H200, N = 8192: the
+5-point loop 1.31 its bare loop with a thread, 1.02 with processes;
+``benchmarks/results/run-overhead_h200x1_20261128T07*.json``).  The same from the CLI, a script
 and a notebook: the processes are started with ``__main__`` out of sight (:func:`_spawn`),
 so a script is never run again in them, guarded by ``if __name__ == "__main__"`` or not --
 they need nothing of it (their task and initializer are tdse's own).  A later run in the
@@ -30,13 +26,10 @@ ready within ~30 ms.
 A task's states come back through a file, not the pool's pipe
 (:class:`~tdse.run.ahead_child.Left`): the worker writes them to one file in the run's
 folder in memory (``/dev/shm`` where there is one) and returns its name and the energies;
-the pool's thread reads the file as the task is done (NumPy's fromfile and the unlink
-leave the GIL) and the loop takes what it read.  Through the pipe (a window's 4 MB at N =
-8192 read in 64 kB pieces, unpickled and copied) the loop with populations every 50 steps
-took x1.10-1.36 the loop with them at its ends (the same pairs computed before the run:
-x1.00-1.05); read this way x1.15 / 1.04 against x1.33 / 1.29 (3- / 5-point, one H200,
-``benchmarks/archive/pairs_free.py``, ``pairs_free_*_h200x1_20261202T01*.txt``; mapped by
-the loop instead, its unmap and unlink blocked the loop: ``states_file_cost_cpu2_20261202T0405.txt``).
+the pool's thread reads the file as the task is done and the loop takes what it read
+(through the pipe, a window's 4 MB at N = 8192 in 64 kB pieces, the loop was x1.33 / 1.29
+its run without populations, read this way x1.15 / 1.04: 3- / 5-point, one H200,
+``pairs_free_*_h200x1_20261202T01*.txt``, ``states_file_cost_cpu2_20261202T0405.txt``).
 """
 from __future__ import annotations
 
@@ -59,23 +52,21 @@ from .ahead_child import server_marker
 
 __all__ = ["Lookahead", "Workers", "lookahead_wanted", "may_want", "seconds_guess", "workers_most"]
 
-#: tasks in flight a worker: a task is whole windows' calls for the 3- and 5-point trackers
-#: (:data:`TASK_STEPS`; each window computed together, at its first), else one call
+#: tasks in flight a worker: a task whole windows' calls (3-, 5-point, :data:`TASK_STEPS`),
+#: a group of the dense solver's calls or one call
 DEPTH = 2
 
-#: one-call tasks (the DVR's) in flight a worker: DEPTH x TASK_STEPS / populations_every,
-#: at most DEPTH x ONE_CALL_DEPTH (a CPU block's 64 rows; 2 had kept a worker two calls ahead
-#: of a loop that asks for a block's pairs at once, ``dvr_workers_cpu2_20261130T1615.txt``)
+#: the DVR's calls in flight a worker: DEPTH x TASK_STEPS / populations_every, at most DEPTH x
+#: ONE_CALL_DEPTH (2 had kept a worker two calls ahead of a loop that asks for a block's
+#: pairs at once, ``dvr_workers_cpu2_20261130T1615.txt``); also the most calls a task
 ONE_CALL_DEPTH = 32
 
 #: waits of the loop for a one-call task under way after which one worker and the loop share
-#: the dense solver's calls every step (:class:`Lookahead`: the worker two of every three,
-#: the loop the third).  2 CPUs, h2plus_moving's molecule, populations every step, the
-#: worker taking every call: DVR N = 256 by Chebyshev steps (0.57 ms against a 1.34 ms call)
-#: waited from the first steps on, 1195 times in 2000 steps; the main job (dense steps, ~14
-#: ms) never in 500.  Sharing from the start cost the main job 0.15-0.4 s of its ~7 s, and
-#: took the Chebyshev run x3.44 -> 2.30 (2.35 after the waits;
-#: ``dvr_every_step_cpu2_20261130T1947.txt``, ``share_after_waits_cpu2_20261130T2019.txt``);
+#: the dense solver's calls every step (:class:`Lookahead`: the worker two of every three, the
+#: loop the third; and groups caught under way after which a task is one call).  2 CPUs, the
+#: DVR at N = 256 by Chebyshev steps (0.57 ms against a 1.34 ms call) waited 1195 times in
+#: 2000 steps, the main job (~14 ms steps) never; sharing from the start cost the main job
+#: 0.15-0.4 s of ~7 s and took the other x3.44 -> 2.30 (``share_after_waits_cpu2_20261130T2019.txt``);
 #: a few waits, not one, so that a worker's slow first call does not decide it
 SHARE_AFTER_WAITS = 4
 
@@ -148,10 +139,8 @@ def _auto(config, gpu, blas_threads) -> bool:
     run's BLAS threads on the CPU) and the pairs would cost the loop more than
     :data:`AHEAD_MIN_SECONDS` (:data:`AHEAD_MIN_SECONDS_FEW_CPUS` on fewer than
     :data:`MANY_CPUS` CPUs) -- also where a task is one call (the DVR's) with populations
-    every step, on 2 CPUs a worker behind the loop until 2026-11-30 (DVR N = 160 / 256:
-    x1.6 / 1.07 with a worker, ``dvr_workers_cpu2_20261130T1615.txt``): now, once the worker
-    falls behind, the loop takes every third of the dense solver's calls itself
-    (:class:`Lookahead`, ``alternate``; :data:`SHARE_AFTER_WAITS`), and
+    every step: once the worker falls behind, the loop takes every third of the dense
+    solver's calls itself (:class:`Lookahead`, ``alternate``; :data:`SHARE_AFTER_WAITS`), and
     beyond N = :data:`states.DVR_DENSE_MAX` a Davidson call costs about a step or less.
     2 CPUs, h2plus_moving's molecule, the run with populations every step against at its
     ends, the loop alone / with a worker: N = 256 x3.44 / 2.30, 512 x6.04 / 3.73
@@ -416,9 +405,9 @@ class Workers:
 
 class Lookahead:
     """H(t)'s pairs at the populations' steps of a run: ``__call__(step, t)`` gives them,
-    computed ahead by worker processes (``ahead``; else in the caller by ``tracker``, the
-    loop's, which also computes a step not foreseen, the calls while the workers start and
-    a call whose task is still under way).
+    computed ahead by worker processes (``ahead``; else in the caller by ``tracker``, the loop's,
+    which also computes a step not foreseen, those while the workers start, and a call whose
+    window or group is under way).
     At most :data:`DEPTH` tasks a worker are in flight, in step order.  ``seconds``:
     computing them (in the workers or here); ``wait``: the caller's time in ``__call__``;
     ``calls``."""
@@ -445,7 +434,12 @@ class Lookahead:
         # of every three and the loop the third itself (steps 0, 3, 6, ...: ``alternate``)
         self.shares = (ahead and self.span is None and interval == 1 and not tracker.iterative
                        and self.workers == 1)
-        self.alternate, self.waits = False, 0
+        self.alternate, self.waits, self.misses, self.served = False, 0, 0, False
+        # the dense solver's calls every few steps, as many a task as span TASK_STEPS steps (a
+        # task costs the loop ~12 waits for the GIL: ``dvr_task_groups_cpu2_20261203T1215.txt``);
+        # one a task once the loop, served, caught up with groups under way (:meth:`_take`)
+        self.group = (max(1, min(ONE_CALL_DEPTH, TASK_STEPS // interval)) if ahead and
+                      self.span is None and not tracker.iterative and interval > 1 else 1)
 
     def _following(self, s):
         """The populations' step after ``s`` (a multiple of the interval, or the last),
@@ -464,7 +458,7 @@ class Lookahead:
             self.next = self._following(step)
         # (one-call tasks: as many as a window's task spans steps, at most ONE_CALL_DEPTH --
         # the loop asks for a block's pairs at once when it measures the block)
-        most = DEPTH * self.workers * (1 if self.span else
+        most = DEPTH * self.workers * (1 if self.span or self.group > 1 else
                                        max(1, min(ONE_CALL_DEPTH, TASK_STEPS // self.interval)))
         while self.next is not None and len(self.tasks) < most:
             if self.alternate and self.next % 3 == 0:       # the loop's own call
@@ -474,6 +468,9 @@ class Lookahead:
             self.next = self._following(self.next)
             while (self.span and self.next is not None
                    and (self.next // self.span - group[0] // self.span) * self.span < TASK_STEPS):
+                group.append(self.next)
+                self.next = self._following(self.next)
+            while len(group) < self.group and self.next is not None:
                 group.append(self.next)
                 self.next = self._following(self.next)
             try:
@@ -500,17 +497,20 @@ class Lookahead:
                 continue
             if step not in group or t != step * self.dt:
                 return None
-            if not f.done() and (self.span or not f.running()):
-                return None     # (a window's task still under way: the caller computes this
-                                # call alone; a call's own task not yet begun: the caller's)
-            # (a call's own task under way -- the DVR's; running: in a worker or next in its
-            # queue -- waited for: it ends sooner than the same call made again here, which
-            # had made the workers worse than none)
+            if not f.done() and (self.span or len(group) > 1 or not f.running()):
+                if len(group) > 1 and not self.span and self.served:
+                    self.misses += 1
+                    self.group = 1 if self.misses >= SHARE_AFTER_WAITS else self.group
+                return None     # (a window's or group's task under way: the caller computes
+                                # this call alone; a call's own task not yet begun: the caller's)
+            # (a call's own task under way, in a worker or next in its queue, waited for: it
+            # ends sooner than the same call made again here)
             if not f.done():
                 self._waited()
             if task[2] is None:                   # (its seconds and warnings counted once)
                 pairs, seconds, said = f.result()
                 task[2] = pairs.take() if isinstance(pairs, ahead_child.Left) else pairs
+                self.served = True
                 self.seconds += seconds
                 for m in said:
                     warnings.warn(m, RuntimeWarning, stacklevel=4)
