@@ -436,7 +436,7 @@ class Lookahead:
                        and self.workers == 1)
         self.alternate, self.waits, self.misses, self.served = False, 0, 0, False
         # the dense solver's calls every few steps, as many a task as span TASK_STEPS steps (a
-        # task costs the loop ~12 waits for the GIL: ``dvr_task_groups_cpu2_20261203T1215.txt``);
+        # task costs the loop ~12 waits for the GIL: ``dvr_task_groups_cpu2_20261203T1212.txt``);
         # one a task once the loop, served, caught up with groups under way (:meth:`_take`)
         self.group = (max(1, min(ONE_CALL_DEPTH, TASK_STEPS // interval)) if ahead and
                       self.span is None and not tracker.iterative and interval > 1 else 1)
