@@ -845,6 +845,23 @@ def test_the_dense_dvr_pairs_every_step_shared_by_one_worker_and_the_loop(inputs
         assert np.isfinite(a).all() and np.array_equal(a, b), k
 
 
+class _StandIn:
+    """A task's future as Lookahead._take sees it: running, done or not, its pairs given."""
+
+    def __init__(self, done, pairs):
+        self.finished, self.pairs = done, pairs
+
+    def done(self):
+        return self.finished
+
+    def running(self):
+        return True
+
+    def result(self):
+        self.finished = True
+        return self.pairs, 0.0, []
+
+
 def test_a_wait_for_a_one_call_task_under_way_is_counted(inputs_dir):
     """Lookahead._take: the caller's wait for a one-call task under way (a stand-in future:
     not done when asked, running) is counted towards SHARE_AFTER_WAITS, a done one's is
@@ -852,23 +869,9 @@ def test_a_wait_for_a_one_call_task_under_way_is_counted(inputs_dir):
     from tdse.run import eigenpairs
     cfg = _moving(inputs_dir, "dvr", n=120, **{"output.populations_every": 1})
     dt, ref = cfg.time.dt, tracker.Tracker(cfg, 4)
-
-    class Running:
-        def __init__(self, done):
-            self.finished = done
-
-        def done(self):
-            return self.finished
-
-        def running(self):
-            return True
-
-        def result(self):
-            self.finished = True
-            return [ref(5 * dt)], 0.0, []
     for done, waits in ((True, 0), (False, 1)):
         la = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 40, 1, ahead=False)
-        la.tasks[5] = [Running(done), [5], None]      # (its pairs: none taken yet)
+        la.tasks[5] = [_StandIn(done, [ref(5 * dt)]), [5], None]      # (its pairs: none taken yet)
         assert np.array_equal(la._take(5, 5 * dt)[0], ref(5 * dt)[0]) and la.waits == waits
         assert not la.shares and not la.alternate and not la.tasks
 
@@ -883,18 +886,8 @@ def test_a_group_of_calls_under_way_is_not_waited_for_and_ends_the_grouping(inpu
     cfg = _moving(inputs_dir, "dvr", n=120, **{"output.populations_every": 2})
     dt, ref = cfg.time.dt, tracker.Tracker(cfg, 4)
 
-    class Task:
-        def __init__(self, done):
-            self.finished = done
-
-        def done(self):
-            return self.finished
-
-        def running(self):
-            return True
-
-        def result(self):
-            return [ref(2 * dt), ref(4 * dt)], 0.0, []
+    def Task(done):
+        return _StandIn(done, [ref(2 * dt), ref(4 * dt)])
     la = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 40, 2, ahead=False)
     la.group = 2
     la.tasks[2] = [Task(False), [2, 4], None]
