@@ -902,8 +902,9 @@ def test_a_group_of_calls_under_way_is_not_waited_for_and_ends_the_grouping(inpu
 
 def test_the_lookahead_keeps_a_bounded_depth_and_drops_steps_passed(inputs_dir, monkeypatch):
     """Lookahead: at most DEPTH tasks a worker in flight, in step order (whole windows a
-    task for the 3-point tracker, as many as span TASK_STEPS steps; a step a task for the
-    DVR's, DEPTH x TASK_STEPS / interval of them); a step the caller passes
+    task for the 3-point tracker, as many as span TASK_STEPS steps; for the DVR's dense
+    solver TASK_STEPS / interval calls a task, at most ONE_CALL_DEPTH, one a task at every
+    step); a step the caller passes
     without asking is dropped; an unforeseen step (off the cadence) is computed by the
     caller's tracker, the same bits; after close nothing is in flight and the pool is gone."""
     from tdse.run import eigenpairs
