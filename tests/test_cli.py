@@ -638,13 +638,20 @@ def test_the_look_ahead_starts_its_workers_before_the_solvers_are_imported():
 def test_api_devices_must_be_integer_ids_on_any_machine():
     """tdse.simulate's ``devices`` is checked where no GPU would use it too: a string (whose
     characters had been taken for ids -- a TypeError on a GPU machine) or a float is one
-    ConfigError naming --devices; integers pass (unused without a GPU)."""
+    ConfigError naming --devices; integers pass, and where the run is on the CPU a warning
+    says they are not used (they had been dropped silently)."""
+    import warnings
+
     from tdse.config import ConfigError
     from tdse.run.backend import resolve_backend
     for bad in ("0,1", [0.5], 3):
         with pytest.raises(ConfigError, match="--devices"):
             resolve_backend("auto", bad)
-    assert resolve_backend("numpy", [0, 1])[0] == "numpy"
+    with pytest.warns(RuntimeWarning, match=r"--devices = \[0, 1\]: .* not used"):
+        assert resolve_backend("numpy", [0, 1])[0] == "numpy"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert resolve_backend("numpy", None)[0] == resolve_backend("numpy", [])[0] == "numpy"
 
 
 @pytest.mark.parametrize("command", ["floquet", "spectrum", "animate", "converge"])

@@ -331,6 +331,35 @@ def test_a_zipped_scan_file_holds_each_member_along_member(tmp_path):
             assert np.abs(ds[k].values[m] - one.observables[k]).max() < 1e-8, (k, m)
 
 
+def test_a_scans_stated_errors_are_said_as_a_range_with_nan_members_counted_apart(tmp_path, monkeypatch):
+    """`tdse scan` of an input with the estimate prints the members' time errors at t_end as
+    a range of the finite ones, a member whose row is NaN counted apart (its min and max had
+    printed "nan to nan")."""
+    import tdse.run.scanfile as scanfile
+    p = tmp_path / "atom.toml"
+    p.write_text(ATOM.replace('time_error = "none"', 'time_error = "estimate"'))
+    args = ["scan", str(p), "--set", "field.E0=0.03,0.05,0.07", "-q"]
+    r = CliRunner().invoke(main, args + ["--out", str(tmp_path / "a")])
+    assert r.exit_code == 0, r.output
+    line = next(s for s in r.output.splitlines() if s.startswith("time-discretisation error"))
+    lo, hi = (float(v) for v in line.split(": ")[1].split(";")[0].split(" to "))
+    assert 0 < lo <= hi and "NaN" not in line
+    real = scanfile.final
+
+    def one_nan(res, name):              # a member whose time_error rows are NaN
+        v = np.array(real(res, name), dtype=float)
+        if name == "time_error":
+            v[1] = np.nan
+        return v
+    monkeypatch.setattr(scanfile, "final", one_nan)
+    r = CliRunner().invoke(main, args + ["--out", str(tmp_path / "b")])
+    assert r.exit_code == 0, r.output
+    line = next(s for s in r.output.splitlines() if s.startswith("time-discretisation error"))
+    assert "nan" not in line and ", 1 member(s) NaN;" in line, line
+    lo2, hi2 = (float(v) for v in line.split(": ")[1].split(",")[0].split(" to "))
+    assert lo <= lo2 <= hi2 <= hi                     # the other two members' range
+
+
 def test_a_scan_file_with_the_final_psi_and_its_attributes(tmp_path):
     """--keep-psi: /psi_final over the keys and /x (bohr), each member's equal to its own
     serial run's last psi; the file's attributes (format, version, keys, batches) (#58 item

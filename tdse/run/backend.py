@@ -78,6 +78,11 @@ def resolve_backend(backend: str, devices=None):
     if backend == "auto":
         backend = "cupy" if n else "numpy"
     if backend == "numpy":
+        if devices:
+            import warnings
+            warnings.warn(f"--devices = {devices}: GPU ids, but this run is on the CPU ("
+                          + ("no CUDA GPU found" if not n else "backend numpy") + "): they are not used",
+                          RuntimeWarning, stacklevel=2)
         return "numpy", np, None
     if backend != "cupy":
         raise ConfigError("--backend", backend, "must be auto, numpy or cupy")

@@ -553,8 +553,11 @@ def scan(input_file, sets, zipped, out_dir, workers, scheduler, backend, batch, 
                + (f", {base}.png" if plots else f" (its map: `tdse plot {base}.h5`, or --plots)"))
     if "time_error" in res:              # time_error = "estimate": each member's, at t_end
         te = final(res, "time_error")
+        ok = te[te == te]                # (a member with NaN rows states none: counted apart)
+        span = f"{ok.min():.2g} to {ok.max():.2g}" if ok.size else "none finite"
+        nan = f", {te.size - ok.size} member(s) NaN" if ok.size < te.size else ""
         click.echo(f"time-discretisation error of psi at t_end (the estimate, each member's in "
-                   f"/time_error): {te.min():.2g} to {te.max():.2g}; steps taken "
+                   f"/time_error): {span}{nan}; steps taken "
                    f"{min(res['batch_steps_taken'])}-{max(res['batch_steps_taken'])} a batch")
 
 
