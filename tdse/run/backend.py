@@ -81,7 +81,7 @@ def resolve_backend(backend: str, devices=None):
         if devices:
             import warnings
             warnings.warn(f"--devices = {devices}: GPU ids, but this run is on the CPU ("
-                          + ("no CUDA GPU found" if not n else "backend numpy") + "): they are not used",
+                          + ("no CUDA GPU found" if not n else "its backend is numpy") + "): they are not used",
                           RuntimeWarning, stacklevel=2)
         return "numpy", np, None
     if backend != "cupy":
