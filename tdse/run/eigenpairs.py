@@ -500,11 +500,11 @@ class Lookahead:
             if not f.done() and (self.span or len(group) > 1 or not f.running()):
                 if len(group) > 1 and not self.span and self.served:
                     self.misses += 1
-                    self.group = 1 if self.misses >= SHARE_AFTER_WAITS else self.group
+                    if self.misses >= SHARE_AFTER_WAITS:
+                        self.group = 1
                 return None     # (a window's or group's task under way: the caller computes
                                 # this call alone; a call's own task not yet begun: the caller's)
-            # (a call's own task under way, in a worker or next in its queue, waited for: it
-            # ends sooner than the same call made again here)
+            # (a call's own task under way or next in a worker's queue: waited for, sooner done)
             if not f.done():
                 self._waited()
             if task[2] is None:                   # (its seconds and warnings counted once)
