@@ -627,6 +627,7 @@ def _graph_and_launched(configs, X0, steps=30, j0=0):
     ("h2plus_moving.toml", 3, "cfm4", ("potential.centres.amplitude", [0.1, 0.3])),  # moving centres
     ("h2plus_moving.toml", 5, "midpoint", ("potential.a", [0.8, 1.2])),
     ("h2plus_moving.toml", "dvr", "cfm4", ("potential.a", [1.0])),            # one member
+    ("h2plus_moving.toml", "dvr", "midpoint", ("potential.a", [0.8, 1.2])),   # folded, no masks
     # the velocity gauge (#55): a_b p and A^2/2 per member, each kinetic product's D X
     ("velocity", "dvr", "cfm4", ("field.E0", [0.02, 0.05, 0.08])),
     ("velocity", 3, "cfm4", ("field.E0", [0.05, 0.08])),
@@ -654,8 +655,33 @@ def test_graph_step_equals_the_launched_step(name, stencil, scheme, sets):
     (a, terms_a, g), (b, terms_b, _) = _graph_and_launched(configs, X0, j0=400 if gauge else 0)
     assert g, "the graph path was not taken"
     assert g.velocity == gauge
+    # a block's DVR series in the folded basis (graphs.FOLD_HALVES), the launched one not
+    assert (g.K2 is not None) == (stencil == "dvr" and len(configs) > 1 and not gauge)
     assert terms_a == terms_b
     assert np.abs(a - b).max() <= 1e-13 * np.abs(b).max()
+
+
+@pytest.mark.gpu
+def test_graph_dvr_block_folded_or_not_equals_the_launched_step(monkeypatch):
+    """atom_hhg's block (masks, field) by the graphs with the series in the folded basis
+    (graphs.FOLD_HALVES) and without it: both equal the launched step to 1e-13 after 30
+    steps, so the one not taken at odd N stays checked."""
+    from tdse.model.grid import points
+    from tdse.model import states
+    from tdse.numerics import graphs as G
+    configs = _batch_case("atom_hhg.toml", 3.0, ("field.E0", [0.03, 0.06]))
+    x = points(configs[0].grid)
+    X0 = np.stack([initial_of(c, x, states.eigenstates(c, 0.0, 1)[1]) for c in configs], 1)
+    rng = np.random.default_rng(11)
+    X0 = X0 + 0.01 * (rng.standard_normal(X0.shape) + 1j * rng.standard_normal(X0.shape))
+    got = {}
+    for fold in (True, False):
+        monkeypatch.setattr(G, "FOLD_HALVES", fold)
+        (a, _, g), (b, _, _) = _graph_and_launched(configs, X0)
+        assert (g.K2 is not None) == fold
+        assert np.abs(a - b).max() <= 1e-13 * np.abs(b).max()
+        got[fold] = a
+    assert np.abs(got[True] - got[False]).max() > 0      # (two arithmetics, not one path twice)
 
 
 @pytest.mark.gpu
@@ -896,6 +922,16 @@ def test_device_observables_equal_the_host_definitions(name, sets, t):
         scale = max(1.0, np.abs(c[k]).max())
         for other in (a, b, d):
             assert np.abs(np.asarray(other[k]) - c[k]).max() <= 1e-12 * scale, k
+    # a scan's light row (BlockMeasure.raw's skip): NaN where skipped, the rest as the full row's
+    from tdse.model.observables import COSTLY
+    r = dev.raw(t, cp.asarray(X), skip=tuple(COSTLY))
+    e = dev.finish([t], {k: cp.asnumpy(cp.stack([v])) for k, v in r.items() if k != "t"})
+    skipped = {n for names in COSTLY.values() for n in names}
+    for k in e:
+        if k in skipped:
+            assert np.all(np.isnan(e[k])), k
+        else:
+            assert np.array_equal(np.asarray(e[k])[0], np.asarray(a[k])), k
 
 
 @pytest.mark.gpu

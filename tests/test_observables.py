@@ -58,6 +58,35 @@ def test_block_rows_equal_the_single_state_definitions(name, sets, t):
         assert np.all(got["layer_norm"] > 1e-6) and np.all(got["field"] != 0)
 
 
+def test_a_row_that_skips_its_costly_parts_has_nan_there_and_the_same_bits_elsewhere():
+    """BlockMeasure.raw's ``skip`` (a scan's rows whose energy, <p> and populations it keeps
+    only at t_end): each skipped part NaN, and the observables that do not read it -- the
+    acceleration a spectrum is made of among them -- the bits of the full row; skippable
+    keeps a part its kept observables read."""
+    from tdse.model import states
+    from tdse.model.grid import points
+    from tdse.model.observables import COSTLY, BlockMeasure, skippable
+    configs = _case("atom_hhg.toml", "field.E0", [0.03, 0.06])
+    x = points(configs[0].grid)
+    rng = np.random.default_rng()
+    phi = np.stack([states.eigenstates(c, 0.0, 3)[1] for c in configs])
+    X0 = phi[:, 0].T.astype(complex)
+    X = X0 + 0.3 * (rng.standard_normal(X0.shape) + 1j * rng.standard_normal(X0.shape))
+    bm = BlockMeasure(configs, x, phi, X0, np)
+    full = bm.finish([12.5], {k: np.stack([v]) for k, v in bm.raw(12.5, X).items() if k != "t"})
+    parts = tuple(COSTLY)
+    light = bm.finish([12.5], {k: np.stack([v]) for k, v in bm.raw(12.5, X, skip=parts).items() if k != "t"})
+    skipped = {n for names in COSTLY.values() for n in names}
+    for name in full:
+        if name in skipped:
+            assert np.all(np.isnan(light[name])), name
+        else:
+            assert np.array_equal(light[name], full[name]), name
+    assert skippable({"acceleration"}) == parts
+    assert skippable({"energy", "acceleration"}) == ("p", "amps")
+    assert skippable(BlockMeasure.NAMES) == ()
+
+
 def test_one_table_labels_the_run_and_the_scan_files():
     """The run file's observables and the scan file's are OBSERVABLES' entries (units and
     descriptions), the scan's those a block measures; every sum SUMS names but "edge" (the

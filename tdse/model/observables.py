@@ -83,6 +83,15 @@ SUMS = {name: parse(text, ("w", "layer", "x", "g", "h", "c0_re", "c0_im", "k", "
                            ("edge", "edge * w"), ("x2", "x * x * w"))}
 #: where each sum sits in "sums"
 SUM_INDEX = {name: j for j, name in enumerate(SUMS)}
+#: a row's costly parts -- the sum "h" (a kinetic product of the block), "p" (an FFT of it),
+#: the amplitudes "amps" (a GEMM) -- and the observables that read them: a row may skip those
+#: whose observables it does not keep (:meth:`BlockMeasure.raw`'s ``skip``: NaN there)
+COSTLY = {"h": ("energy",), "p": ("p_mean",), "amps": ("populations_h0",)}
+
+
+def skippable(keep) -> tuple:
+    """The parts of :data:`COSTLY` that no observable in ``keep`` reads."""
+    return tuple(part for part, names in COSTLY.items() if not set(names) & set(keep))
 
 
 def norm(psi, dx):
@@ -333,7 +342,7 @@ class BlockMeasure:
         """Whether :meth:`raw` applies (psi on a GPU)."""
         return self.xp is not np
 
-    def raw(self, t, X, also=None, times=None) -> dict:
+    def raw(self, t, X, also=None, times=None, skip=()) -> dict:
         """What the observables at t need, on the device, left unfinished so that a row is
         a few launches and no synchronisation (:meth:`finish` makes them on the host from
         the stacked rows): "sums" (len(SUMS), B) = per member (:data:`SUMS`) sum |psi|^2, the same in the
@@ -343,10 +352,12 @@ class BlockMeasure:
         differ); with ``also`` (M x N) "also" = also @ psi.  One kernel
         (:data:`MEASURE_KERNEL`) evaluates V and dV/dx from the uploaded parameters.
         ``times`` (B,): each member at its own time instead of all at t -- B states of one
-        run at B times as one block (members that share a configuration)."""
+        run at B times as one block (members that share a configuration).  ``skip``: parts
+        of :data:`COSTLY` not computed, NaN in the row (a scan's rows whose observables it
+        keeps only at t_end)."""
         xp, pot = self.xp, self.potential
         if xp is np:
-            return self._host_raw(t, X, also, times)
+            return self._host_raw(t, X, also, times, skip)
         from mgemm.arrays import PinnedUpload
         if getattr(self, "_up", None) is None:
             from ..backends.cupy.measure import measure_kernels
@@ -357,13 +368,16 @@ class BlockMeasure:
         n, B = X.shape
         X = xp.ascontiguousarray(X, dtype=np.complex128)
         P = self._up(pot.pack([t], [1.0]) if times is None else self._pack_own(times))
-        kin, k = self.kinetic._kinetic(X)
-        if k != 1.0:
-            kin = kin * k
-        if pot.velocity:
-            kin = self._gauge_terms(kin, X, t if times is None else times)
-        kin = xp.ascontiguousarray(kin)
-        F = xp.ascontiguousarray(xp.fft.fft(X, axis=0))
+        if "h" in skip:                        # (its sum NaN below: X read in its place)
+            kin = X
+        else:
+            kin, k = self.kinetic._kinetic(X)
+            if k != 1.0:
+                kin = kin * k
+            if pot.velocity:
+                kin = self._gauge_terms(kin, X, t if times is None else times)
+            kin = xp.ascontiguousarray(kin)
+        F = X if "p" in skip else xp.ascontiguousarray(xp.fft.fft(X, axis=0))
         args = (X, kin, self.psi0, F, self.k, self._xv, self._lay, P, pot.constants(),
                 np.int32(n), np.int32(B), np.int32(pot.slots), np.int32(pot.has_field))
         if B <= SPLIT_MAX_MEMBERS or n >= 128 * B:
@@ -376,19 +390,35 @@ class BlockMeasure:
             part = xp.empty((len(SUMS), G, B))
             self._kern(((B + 31) // 32, G), (32, 8), args + (part,))
             sums = part.sum(axis=1) if G > 1 else part[:, 0]
-        return self._raw_out(sums, X, also, t)
+        return self._raw_out(sums, X, also, t, skip)
 
-    def _raw_out(self, sums, X, also, t) -> dict:
-        """:meth:`raw`'s dict: the sums, the amplitudes phi0 psi, also @ psi, t."""
+    def _raw_out(self, sums, X, also, t, skip=()) -> dict:
+        """:meth:`raw`'s dict: the sums (those skipped NaN), the amplitudes phi0 psi (NaN
+        where skipped), also @ psi, t."""
         xp = self.xp
-        out = {"sums": sums,
-               "amps": self.phi0 @ X if self.shared else xp.einsum("bkn,nb->bk", self.phi0, X)}
+        if skip:              # (one product: 1 where kept, NaN where skipped; made once a skip)
+            sums = sums * self._skipped(("nan", skip), lambda: xp.asarray(
+                [[np.nan] if name in skip else [1.0] for name in SUMS]))
+        if "amps" in skip:
+            K, B = self.phi0.shape[-2], X.shape[1]
+            amps = self._skipped(("amps", B), lambda: xp.full(
+                (K, B) if self.shared else (B, K), np.nan, dtype=np.complex128))
+        else:
+            amps = self.phi0 @ X if self.shared else xp.einsum("bkn,nb->bk", self.phi0, X)
+        out = {"sums": sums, "amps": amps}
         if also is not None:
             out["also"] = also @ X
         out["t"] = t
         return out
 
-    def _host_raw(self, t, X, also=None, times=None) -> dict:
+    def _skipped(self, key, make):
+        """A skipped row's constant array (made once a key, never written to)."""
+        got = self._by_order.get(key)
+        if got is None:
+            got = self._by_order[key] = make()
+        return got
+
+    def _host_raw(self, t, X, also=None, times=None, skip=()) -> dict:
         """:meth:`raw` with NumPy: the sums of :data:`SUMS` as whole-block
         operations (a row costs a few array passes over the block instead of a dozen calls
         on its vector: the single run's rows on the CPU, :class:`tdse.run.rows.Observables`)."""
@@ -401,7 +431,9 @@ class BlockMeasure:
         n = X.shape[0]
         w = X.real ** 2 + X.imag ** 2
         V, dV = self.potential.host_fields(at, order=order)
-        if self._bands is not None and not self.potential.velocity:
+        if "h" in skip:
+            energy = np.zeros(X.shape[1])      # (NaN in _raw_out)
+        elif self._bands is not None and not self.potential.velocity:
             energy = self._stencil_kinetic(X, w)
         else:
             kin, k = self.kinetic._kinetic(X)
@@ -413,7 +445,7 @@ class BlockMeasure:
                 energy *= k
         energy += np.einsum("nb,nb->b", V, w)
         c0 = np.einsum("nb,nb->b", self._in(order, "_psi0c"), X)
-        F = np.fft.fft(X, axis=0)
+        F = X if "p" in skip else np.fft.fft(X, axis=0)
         layers = np.einsum("nb,nb->b", w, self._in(order, "layers")) if self._any_layer else \
             np.zeros(X.shape[1])
         # the grid sums of a column by einsum, not a matrix-vector product: BLAS's gemv gives
@@ -426,7 +458,7 @@ class BlockMeasure:
                 "c0_im": c0.imag, "p": np.einsum("n,nb->b", self.k, F.real ** 2 + F.imag ** 2),
                 "edge": w[:10].sum(axis=0) + w[max(10, n - 10):].sum(axis=0)}
         sums = np.stack([host[name] for name in SUMS])
-        return self._raw_out(sums, X, also, t)
+        return self._raw_out(sums, X, also, t, skip)
 
     def _in(self, order, name):
         """The host array ``name`` (N x B) in the memory ``order`` of a block (a copy made once)."""
@@ -516,8 +548,11 @@ SPLIT_MAX_MEMBERS = 16
 #: MEASURE_MAX_SPLITS; a function of N alone, so a member's sums never depend on how many
 #: members share its block): a single run's time block of 512 states at N = 8192 was
 #: 16 blocks of threads on a 132-SM H100, 2.2 ms a block (~4 us a step of the run), now
-#: 0.18 ms (``benchmarks/results/block_parts_h100x1_20261126T2106.txt``)
-MEASURE_SPLIT_POINTS = 256
+#: 0.18 ms (``benchmarks/results/block_parts_h100x1_20261126T2106.txt``); a scan's 1000
+#: members at N = 500 were one part (32 blocks of threads): 94.6 us a row on an H200
+#: (``scan_trace_h200x1_20261201T0530.txt``), in 32-point parts (15) 18.2 us
+#: (``scan_trace_h200x1_20261203T1459.txt``)
+MEASURE_SPLIT_POINTS = 32
 MEASURE_MAX_SPLITS = 32
 
 

@@ -41,7 +41,7 @@ from ..options import environ_restore, environ_saved
 from ..model import states
 from ..model.grid import points
 from ..model.initial import initial_state
-from ..model.observables import BlockMeasure, stack_rows
+from ..model.observables import BlockMeasure, skippable, stack_rows
 from ..numerics import chebyshev, exponentials
 from ..numerics.stepper import BatchStepper
 from ..run.loop import Sink, evolve
@@ -191,8 +191,10 @@ class _Recorder(Sink):
     device stood ~35-40 ms a block of 1000 members, ~12 % of the scan: ``scan_trace_h200x1_20261201T0530.txt``)."""
     FLUSH = 256
 
-    def __init__(self, measure, config):
+    def __init__(self, measure, config, full=None):
         self.measure, self.config = measure, config
+        # the costly parts of a row no kept series reads: skipped but at the last row
+        self.skip = () if full is None else skippable(full)
         self.every, self.last = config.output.observables_every, config.time.steps
         self.t, self._blocks, self._pending = [], [], []
         self._pool = None           # (a GPU's: the thread finishing the blocks)
@@ -205,7 +207,8 @@ class _Recorder(Sink):
 
     def _record(self, state):
         self.t.append(state.t)
-        self._pending.append((state.t, self.measure.raw(state.t, state.psi)))
+        skip = self.skip if state.step < self.last else ()
+        self._pending.append((state.t, self.measure.raw(state.t, state.psi, skip=skip)))
         if len(self._pending) >= self.FLUSH:
             self.flush()
 
@@ -276,7 +279,7 @@ def run_batch(configs, backend="numpy", devices=None, keep_psi=False, full=None)
         phi.append(ph[:K])
         psi0.append(initial_state(c, x, ph))
     X0 = np.stack(psi0, axis=1)
-    rec = _Recorder(BlockMeasure(configs, x, np.stack(phi), X0, xp), configs[0])
+    rec = _Recorder(BlockMeasure(configs, x, np.stack(phi), X0, xp), configs[0], full)
     stepper = BatchStepper(configs, xp)
     sinks, ts, est = [rec], for_batch(configs, stepper), None
     if ts is not None:

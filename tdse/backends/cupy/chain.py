@@ -411,6 +411,40 @@ extern "C" __global__ void tdse_dense_apply(const complex<double>* U, const comp
 """
 
 
+#: the DVR's series on a block in the folded basis (:func:`tdse.model.centro.centro_fold`, N
+#: = 2m even): a thread a pair of rows r and N-1-r of member b (i = r nb + b), S = x_r + x_{N-1-r}
+#: at i, D = x_r - x_{N-1-r} at i + m nb; the diagonal v acts there as [[e, o], [o, e]] with
+#: e, o = (v_r +- v_{N-1-r}) / 2; the masks (N x B, each member's) before the fold and after
+#: the unfold; the "first" / "recur" / "final" updates otherwise as theirs
+_PAIR = ("int r = i / nb; long long j = (long long)(n - 1 - r) * nb + (i - (long long)r * nb); "
+         "long long off = (long long)(n / 2) * nb; ")
+_EO = "double e = (d[i] + d[j]) * 0.5, o = (d[i] - d[j]) * 0.5; T s = x[i], u = x[i + off]; "
+FOLDED = {
+    "fold": ("raw T X, int32 n, int32 nb", "raw T C",
+             _PAIR + "T a = X[i], b = X[j]; C[i] = a + b; C[i + off] = a - b;"),
+    "fold_mask": ("raw T X, raw float64 m, int32 n, int32 nb", "raw T C",
+                  _PAIR + "T a = X[i] * m[i], b = X[j] * m[j]; C[i] = a + b; C[i + off] = a - b;"),
+    "first_pair": ("raw T g, raw float64 d, raw T x, raw float64 P, int32 ik, raw T A, int32 ia, "
+                   "int32 n, int32 nb", "raw T cur, raw T y",
+                   _PAIR + _EO + "double k = P[ik]; "
+                   "T cs = (g[i] * k + (s * e + u * o)) * 0.5, cu = (g[i + off] * k + (s * o + u * e)) * 0.5; "
+                   "cur[i] = cs; cur[i + off] = cu; "
+                   "T ys = A[ia] * s; ys += A[ia + 1] * cs; y[i] = ys; "
+                   "T yu = A[ia] * u; yu += A[ia + 1] * cu; y[i + off] = yu;"),
+    "recur_pair": ("raw T g, raw float64 d, raw T x, raw T p, raw float64 P, int32 ik, raw T A, "
+                   "int32 ia, int32 n, int32 nb", "raw T z, raw T acc",
+                   _PAIR + _EO + "double k = P[ik]; "
+                   "T zs = g[i] * k + (s * e + u * o) - p[i], zu = g[i + off] * k + (s * o + u * e) - p[i + off]; "
+                   "z[i] = zs; z[i + off] = zu; acc[i] += A[ia] * zs; acc[i + off] += A[ia] * zu;"),
+    "final_unfold": ("raw T y, raw T A, int32 ia, int32 n, int32 nb", "raw T out",
+                     _PAIR + "T s = y[i], u = y[i + off]; out[i] = ((s + u) * 0.5) * A[ia]; "
+                     "out[j] = ((s - u) * 0.5) * A[ia];"),
+    "final_unfold_mask": ("raw T y, raw T A, int32 ia, raw float64 m, int32 n, int32 nb", "raw T out",
+                          _PAIR + "T s = y[i], u = y[i + off]; out[i] = (((s + u) * 0.5) * A[ia]) * m[i]; "
+                          "out[j] = (((s - u) * 0.5) * A[ia]) * m[j];"),
+}
+
+
 _KERNELS = {}
 
 
@@ -455,6 +489,7 @@ def graph_kernels(cp, device, reg) -> dict:
     k["tdse_cheb_tile"] = cp.RawKernel(src, "tdse_cheb_tile")
     k["final_mask"] = E("T y, raw T A, int32 ia, float64 m", "T out",
                         "out = y * A[ia]; out = out * m", "tdse_graph_final_mask")
+    k.update({name: E(*FOLDED[name], f"tdse_graph_{name}") for name in FOLDED})
     _KERNELS[key] = k
     return k
 
