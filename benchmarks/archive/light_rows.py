@@ -1,5 +1,5 @@
 """#59 item 1: a CPU scan batch with --save final's rows full or light (tdse.model.observables.COSTLY skipped where no kept series reads them: tdse.studies.scan._Recorder), alternating 3 times in one process: atom_hhg, 16 members, 1103 steps.  Usage: PYTHONPATH=. python benchmarks/archive/light_rows.py"""
-import time, sys
+import time
 import numpy as np
 import tdse
 from tdse.studies import scan as S
