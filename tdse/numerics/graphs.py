@@ -15,9 +15,9 @@ The number of terms K_e of each exponential (:func:`tdse.numerics.chebyshev.term
 part of the graph's shape: one graph is captured per pattern (K_1, K_2, ...) met (a run
 meets a few).  The host plans the scalars of up to CHUNK steps at a time (:class:`Planner`,
 element by element the per-step computation: tests/test_run_path.py).  Every number is the one the
-launched path computes, in the same order of operations except the kinetic product's
-summation (equal to 1e-13, tests/test_gpu.py).  The kinetic product is a cuBLAS DGEMM
-called through ctypes (CuPy's wrappers refuse to run under capture) for the DVR, one
+launched path computes, in the same order except the kinetic product's summation and a
+block's DVR series in the folded basis (:data:`FOLD_HALVES`; equal to 1e-13, tests/test_gpu.py).
+The kinetic product is a cuBLAS DGEMM (:mod:`tdse.backends.cupy.blas`) for the DVR, one
 stencil kernel for the 3- and 5-point T; for one member with the DVR a whole term is one
 kernel (:data:`tdse.backends.cupy.chain.GEMV_TERM`), and one member's whole exponential is
 one kernel where it fits: the DVR's cooperative chain, a stencil's overlapping tiles
