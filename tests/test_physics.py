@@ -384,6 +384,41 @@ def test_iterative_eigenpairs_depend_on_t_alone(stencil, inputs_dir):
         for other in (rev[t], alone):
             assert np.array_equal(got[t][0], other[0]) and np.array_equal(got[t][1], other[1]), t
     assert fwd.anchor_time(times[4]) == fwd.anchor_time(times[3]) == times[3]
+    # the DVR at N = 600 through the sub-grid's start (states.sub_start), a function of t alone
+    assert (fwd.sub_calls == len(times)) == (stencil == "dvr")
+
+
+@pytest.mark.parametrize("n", [512, 768])
+def test_dvr_pairs_from_the_sub_grid_track_the_dense_solver(n, inputs_dir):
+    """The DVR's Tracker from N = SUB_MIN_N where the states fit a sub-grid around the wells
+    (#59 item 5: Davidson from the sub-grid's dense pairs, states.sub_start): along the
+    moving-centre run the populations of a random psi equal the dense solver's to 1e-10
+    (the near-degenerate lowest pair summed too), the energies to 1e-9, every call by that
+    path within the residual bound; states too wide for a small sub-grid (a = 2, Z = 1:
+    atom_hhg's atom) are not sent there."""
+    import os
+    from tdse import config as cfgmod
+    from tdse.model import states
+    from tdse.model.grid import points
+    from tdse.model.potential import soft_core
+    cfg = cfgmod.load(os.path.join(inputs_dir, "h2plus_moving.toml")).with_value("grid.dx", 25.6 / n)
+    assert cfg.grid.n == n >= states.SUB_MIN_N
+    dx = cfg.grid.dx
+    rng = np.random.default_rng()
+    psi = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+    psi /= np.sqrt(np.sum(np.abs(psi) ** 2) * dx)
+    tr = tracker.Tracker(cfg, 4)
+    for t in 0.37 + 0.13 * np.arange(6):
+        E, phi = tr(t)
+        Ed, phid = states.eigenstates(cfg, t, 4, dense=True)
+        P, Pd = np.abs(phi @ psi * dx) ** 2, np.abs(phid @ psi * dx) ** 2
+        assert np.abs(E - Ed).max() < 1e-9
+        assert np.abs(P - Pd).max() < 1e-10 and abs(P[:2].sum() - Pd[:2].sum()) < 1e-12
+        assert tr.last_residual <= tr.residual_bound(tr._v)
+    assert tr.sub_calls == tr.calls == 6 and tr.fallbacks == 0
+    wide = cfgmod.load(os.path.join(inputs_dir, "atom_hhg.toml")).with_value("grid.dx", 200.0 / 1024)
+    v = soft_core(wide.potential, points(wide.grid), 0.0)
+    assert states.sub_margin(wide.grid, v, 6) is None
 
 
 @pytest.mark.parametrize("stencil", [5, "dvr"])

@@ -2,6 +2,7 @@
 (atomic units; psi normalised as sum |psi|^2 dx = 1)."""
 from __future__ import annotations
 
+import math
 import threading
 
 import numpy as np
@@ -511,6 +512,62 @@ def warm_banded_many(grid, V, E, X, bounds, maxiter=WARM_MAXITER):
         if not act.size:
             break
     return out
+
+
+#: the DVR's pairs along a run (:class:`tdse.model.tracker.Tracker`) by Davidson from the
+#: dense pairs of the sub-grid around the wells (:func:`sub_start`) from this N, where that
+#: sub-grid has at most SUB_MAX_POINTS points (its dense solve then a few ms on one core) and
+#: at most 3/4 of the grid; SUB_MARGINS: the margins (bohr) beside the wells tried at t = 0.
+#: h2plus_moving's molecule, 4 populations, calls 0.02 a.u. apart, alternating in one process
+#: on 2 CPUs (``benchmarks/archive/dvr_sub_start.py``, ``dvr_sub_start_cpu2_20261203T1550.txt``):
+#: N = 512 / 768 / 1024 a call 6.1 / 4.9 / 8.0 ms against 13.9 (the dense solver) / 14.2 / 12.5
+#: (Davidson from the anchor's block), 2.2 / 0 / 0 iterations, populations and energies to
+#: 7e-12 of the dense solver's; at N = 384 x1.12 (5 iterations): not there
+SUB_MIN_N, SUB_MAX_POINTS, SUB_MARGINS = 512, 448, (3.0, 6.0)
+
+
+def _sub_range(grid, v, margin):
+    """(lo, hi): the points where v lies in the lower half of its range up to its median
+    (the wells), widened by ``margin`` bohr each side."""
+    v = np.asarray(v, dtype=np.float64)
+    low = v.min()
+    deep = np.flatnonzero(v <= low + 0.5 * (np.median(v) - low))
+    k = int(math.ceil(margin / grid.dx))
+    return max(0, int(deep[0]) - k), min(grid.n, int(deep[-1]) + k + 1)
+
+
+def sub_start(grid, v, m, margin):
+    """N x m unit columns: the m lowest pairs of H = T + diag(v) restricted to the sub-grid
+    :func:`_sub_range` (a dense solve, LAPACK's dsyevx), zero outside it -- a start for
+    :func:`davidson` where the states decay within ``margin`` of the wells: the sinc-DVR's T
+    couples the sub-grid to the rest only through |phi| at its edges."""
+    from scipy.linalg import eigh
+
+    from .hamiltonian import kinetic_dense
+    lo, hi = _sub_range(grid, v, margin)
+    H = kinetic_dense(grid)[lo:hi, lo:hi].copy()
+    H[np.diag_indices(hi - lo)] += np.asarray(v, dtype=np.float64)[lo:hi]
+    _, U = eigh(H, subset_by_index=[0, m - 1], driver="evx", check_finite=False, overwrite_a=True)
+    X = np.zeros((grid.n, m))
+    X[lo:hi] = U
+    return X
+
+
+def sub_margin(grid, v, m):
+    """The first of :data:`SUB_MARGINS` whose sub-grid (:func:`sub_start`, at most
+    SUB_MAX_POINTS points and 3/4 of the grid) holds the m lowest states -- each start
+    column's ends below 1e-8 of its largest -- at the potential ``v``, or None (the DVR below
+    SUB_MIN_N, or states too wide for a small sub-grid)."""
+    if grid.stencil != "dvr" or grid.n < SUB_MIN_N:
+        return None
+    for margin in SUB_MARGINS:
+        lo, hi = _sub_range(grid, v, margin)
+        if hi - lo > min(SUB_MAX_POINTS, 3 * grid.n // 4):
+            return None
+        U = sub_start(grid, v, m, margin)[lo:hi]
+        if np.all(np.maximum(np.abs(U[0]), np.abs(U[-1])) <= 1e-8 * np.abs(U).max(axis=0)):
+            return margin
+    return None
 
 
 def fd_start(grid, v, m):

@@ -34,6 +34,9 @@ class Tracker:
       (5-point on :data:`states.EIGEN_BLAS_THREADS`); a time off the populations interval (the
       last step, a resumed run's first) by :func:`states.warm_banded` from its window's first;
       below ``warm_min`` from scratch at every call;
+    * DVR from N = :data:`states.SUB_MIN_N` where the states fit a small sub-grid around the
+      wells (:func:`states.sub_margin`, decided at t = 0): :func:`states.davidson` from the
+      sub-grid's dense pairs (:func:`states.sub_start`), a function of t alone; otherwise
     * DVR up to N = ``direct_max`` (:data:`states.DVR_DENSE_MAX`): :func:`states.eigenstates`;
     * DVR beyond: :func:`states.davidson` on a block of count + 2 vectors warm-started from
       the block at the call's anchor time (itself from the 3-point pairs there: a call's pairs
@@ -75,6 +78,8 @@ class Tracker:
         self._window = None           # 3-/5-point: (a, window a's (E, phi), its anchor's (E, X))
         self._single = None           # 3-/5-point: (a, window a's anchor's (E, X)) alone (_anchor)
         self.solved = 0               # the times whose pairs were computed (a window's all at once)
+        self._margin = False          # DVR: the sub-grid's margin (_sub_margin), None for none
+        self.sub_calls = 0            # DVR: calls by Davidson from the sub-grid's pairs
 
     def settings(self) -> dict:
         """The keyword arguments that make another tracker like this one."""
@@ -92,9 +97,32 @@ class Tracker:
             return self._banded_call(t, alone)
         with states.eigen_threads():
             self.solved += 1
+            if self._sub_margin() is not None:
+                return self._sub_call(t)
             if not self.iterative:
                 return states.eigenstates(self.config, t, self.K)
             return self._davidson_call(t)
+
+    def _sub_margin(self):
+        """The DVR's :func:`states.sub_margin` at t = 0 (decided once a run, by the
+        configuration alone: a resumed run and the workers decide the same), or None."""
+        if self._margin is False:
+            g = self.config.grid
+            self._margin = None if g.stencil != "dvr" or g.n < states.SUB_MIN_N else states.sub_margin(
+                g, states.finite(self.config, soft_core(self.config.potential, points(g), 0.0), 0.0), self.block)
+        return self._margin
+
+    def _sub_call(self, t):
+        """The DVR's pairs at t by :func:`states.davidson` from :func:`states.sub_start`
+        (a function of t alone: no anchor)."""
+        g = self.config.grid
+        v = self._v = states.finite(self.config, soft_core(self.config.potential, points(g), t), t)
+        E, V, dense = self._iterate(t, v, states.sub_start(g, v, self.block, self._margin))
+        if dense is not None:
+            self._clusters(E)
+            return E[:self.K], dense[:self.K]
+        self.sub_calls += 1
+        return self._finish(E, V)
 
     def _davidson_call(self, t):
         """The Davidson-tracked pairs at t, from the block at t's anchor (:meth:`anchor_time`)."""
