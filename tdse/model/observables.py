@@ -325,6 +325,7 @@ class BlockMeasure:
             tuple(self.kinetic.k * c for c in kinetic_bands(st, self.dx))
         self._psi0c = self.psi0.conj() if xp is np else None
         self._by_order = {}                    # host arrays in a block's memory order (_in)
+        self._constants = {}                   # a skipped row's NaN parts (_skipped)
 
     def __call__(self, t, X, host=True) -> dict:
         """The row at time t; ``host=False`` keeps it on the device (the caller copies).
@@ -413,9 +414,9 @@ class BlockMeasure:
 
     def _skipped(self, key, make):
         """A skipped row's constant array (made once a key, never written to)."""
-        got = self._by_order.get(key)
+        got = self._constants.get(key)
         if got is None:
-            got = self._by_order[key] = make()
+            got = self._constants[key] = make()
         return got
 
     def _host_raw(self, t, X, also=None, times=None, skip=()) -> dict:

@@ -59,11 +59,12 @@ def eigenstates(config, t, count, dense=False):
     return as_states(g, E, vecs)
 
 
-def dense_lowest(grid, v, count):
+def dense_lowest(grid, v, count, rows=None):
     """(E, unit columns N x count): the ``count`` lowest pairs of the dense real H = T +
     diag(v), made in place in Fortran order from T's cached matrix (no generator, no copy
-    into Fortran order).  A few pairs by LAPACK's dsyevx (tridiagonal reduction, bisection,
-    inverse iteration) called as ``scipy.linalg.eigh(H, driver="evx", subset_by_index=...)``
+    into Fortran order); ``rows`` (a slice): of H restricted to those grid points (``v``
+    theirs), as :func:`sub_start` takes it.  A few pairs by LAPACK's dsyevx (tridiagonal
+    reduction, bisection, inverse iteration) called as ``scipy.linalg.eigh(H, driver="evx", subset_by_index=...)``
     calls it -- the same arguments and workspace (queried once an N), so the same bits:
     h2plus_moving's molecule on one core, 1.34 / 6.70 ms a call against 1.79 / 8.88 at N =
     256 / 512 (``dense_lowest_cpu2_20261130T1945.txt``); more than N / 4 by divide and
@@ -72,8 +73,11 @@ def dense_lowest(grid, v, count):
     from scipy.linalg import lapack
 
     from .hamiltonian import kinetic_dense
-    n = grid.n
-    H = kinetic_dense(grid).T.copy(order="F")      # (T symmetric: its transpose is T)
+    T = kinetic_dense(grid)
+    if rows is not None:
+        T = T[rows, rows]
+    n = T.shape[0]
+    H = T.T.copy(order="F")                        # (T symmetric: its transpose is T)
     H.ravel(order="K")[::n + 1] += np.asarray(v, dtype=np.float64)
     if count > n // 4:
         E, vecs = scipy.linalg.eigh(H, driver="evd", check_finite=False, overwrite_a=True)
@@ -543,13 +547,8 @@ def sub_start(grid, v, m, margin):
     T reaches past the sub-grid with an alternating 1/d^2 tail, so the start's residual is
     what that tail leaves of the states' unresolved part (h2plus_moving's molecule at t = 0.6:
     ~1e-9 at N = 512, rounding at 768) and Davidson takes it from there."""
-    from scipy.linalg import eigh
-
-    from .hamiltonian import kinetic_dense
     lo, hi = _sub_range(grid, v, margin)
-    H = kinetic_dense(grid)[lo:hi, lo:hi].copy()
-    H[np.diag_indices(hi - lo)] += np.asarray(v, dtype=np.float64)[lo:hi]
-    _, U = eigh(H, subset_by_index=[0, m - 1], driver="evx", check_finite=False, overwrite_a=True)
+    _, U = dense_lowest(grid, np.asarray(v, dtype=np.float64)[lo:hi], m, slice(lo, hi))
     X = np.zeros((grid.n, m))
     X[lo:hi] = U
     return X
