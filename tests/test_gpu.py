@@ -1137,13 +1137,17 @@ def test_device_rows_with_populations_every_equal_the_cpu_run():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("stencil", [5, "dvr"])
-def test_iterative_eigenpairs_on_the_gpu(stencil):
+@pytest.mark.parametrize("stencil, n", [(5, None), ("dvr", None), ("dvr", 768)])
+def test_iterative_eigenpairs_on_the_gpu(stencil, n):
     """tracker.Tracker with CuPy (the Davidson iteration's products, QR and Rayleigh-Ritz on
     the device, the banded corrections on the host) against the dense host solver along a
-    moving-centre run: populations of a random psi to 1e-10 (#23 item 1)."""
+    moving-centre run: populations of a random psi to 1e-10 (#23 item 1); the DVR at
+    N = 768 starts each call from a sub-grid's dense pairs (states.sub_start, #59 item 5)."""
     from tdse.model import states, tracker
     cfg = _batch_case("h2plus_moving.toml", 1.0, ("grid.stencil", [stencil]))[0]
+    if n is not None:
+        cfg = cfg.with_value("grid.dx", (cfg.grid.x_max - cfg.grid.x_min) / n)
+        assert cfg.grid.n == n >= states.SUB_MIN_N
     n, dx = cfg.grid.n, cfg.grid.dx
     rng = np.random.default_rng(4)
     psi = rng.standard_normal(n) + 1j * rng.standard_normal(n)
@@ -1154,6 +1158,7 @@ def test_iterative_eigenpairs_on_the_gpu(stencil):
         Ed, phid = states.eigenstates(cfg, 0.05 * j, 4)
         assert np.abs(np.abs(phi @ psi * dx) ** 2 - np.abs(phid @ psi * dx) ** 2).max() < 1e-10
         assert np.abs(E - Ed).max() < 1e-9
+    assert tr.sub_calls == (tr.calls if n >= states.SUB_MIN_N and stencil == "dvr" else 0)
 
 
 @pytest.mark.gpu
