@@ -939,6 +939,12 @@ def test_the_lookahead_keeps_a_bounded_depth_and_drops_steps_passed(inputs_dir, 
     capped = eigenpairs.Lookahead(tracker.Tracker(cfg, 4), dt, 40, 2, ahead=True)
     capped(0, 0.0)
     assert [t[1] for t in capped.tasks.values()] == [[2, 4], [6, 8], [10, 12]]
+    # a block of rows' pairs foreseen (Observables.tap): asked for up to its last step
+    # past DEPTH, none beyond; a step before the last foreseen changes nothing
+    capped.foresee(20)
+    capped.foresee(6)
+    assert [t[1] for t in capped.tasks.values()] == [[2, 4], [6, 8], [10, 12], [14, 16], [18, 20]]
+    assert np.array_equal(capped(18, 18 * dt)[0], ref(18 * dt)[0])
     capped.close()
     monkeypatch.setattr(eigenpairs, "TASK_STEPS", task_steps)
     three = tracker.Tracker(_moving(inputs_dir, 3, n=160, **{"output.populations_every": 2}), 4)

@@ -99,14 +99,11 @@ SETTLE = 0.1
 STATES_ROOT = "/dev/shm"
 
 #: "auto" computes the pairs ahead where computing them in the loop would take more than
-#: this many seconds of the run (:func:`seconds_guess`) -- on a machine of fewer than
-#: MANY_CPUS CPUs AHEAD_MIN_SECONDS_FEW_CPUS, where the worker's start (~0.3 s of imports)
-#: shares the run's cores.  2 cores, h2plus_moving's molecule at N = 256, 8000 steps,
-#: `tdse run`'s wall with a worker against none (medians of 5 runs; every 10: of the
-#: run-overhead rows' 2), its processes ended at the run's close and the resolution check
-#: on one BLAS thread: populations every 40 (guess 0.05 / 0.08 s, 3- / 5-point) +0.07 /
-#: +0.04 s, every 20 (0.10 / 0.16 s) +0.05 / 0.00 s, every 10 (0.20 / 0.32 s) -0.05 /
-#: -0.17 s (``lookahead_threshold_cpu2_20261130T1400.txt``)
+#: this many seconds of the run (:func:`seconds_guess`) -- on fewer than MANY_CPUS CPUs
+#: AHEAD_MIN_SECONDS_FEW_CPUS, where the worker's start (~0.3 s) shares the run's cores.
+#: 2 cores, N = 256, 8000 steps, `tdse run` with a worker against none: populations every
+#: 40 / 20 / 10 (guess 0.05-0.32 s) +0.07 / +0.05 / -0.05 s (3-point), +0.04 / 0.00 / -0.17
+#: s (5-point) (``lookahead_threshold_cpu2_20261130T1400.txt``)
 AHEAD_MIN_SECONDS = 0.1
 AHEAD_MIN_SECONDS_FEW_CPUS = 0.15
 MANY_CPUS = 4
@@ -255,15 +252,10 @@ _SERVER = []
 
 def _context(multiprocessing):
     """The workers' start method: "forkserver" once this process's fork server
-    (:func:`_start_server`, started at the end of its first run with workers) has imported
-    the solvers (its file, :func:`tdse.run.ahead_child.server_marker`), else "spawn".  A
-    run's workers from the server are ready in ~30 ms, where spawned ones import NumPy and
-    SciPy again (0.2 s on 2 CPUs; on a GPU host ~1 s, during which a second run in one
-    process -- a notebook's -- computed its populations' pairs in its loop:
-    ``second_run_h200x1_20261130T2335.txt``).  The first run's workers are spawned, and a
-    run's that starts while the server still imports: a fork then waits for those imports
-    (a script's second run at once after its first on 2 CPUs: ``Workers()`` 0.14 s against
-    0.02 s spawned, ``second_run_cpu2_20261201T0451.txt``)."""
+    (:func:`_start_server`, started after its first run with workers) has imported the
+    solvers (:func:`tdse.run.ahead_child.server_marker`), else "spawn": forked workers are
+    ready in ~30 ms, spawned ones import NumPy and SciPy again (0.2 s on 2 CPUs, ~1 s on a
+    GPU host: ``second_run_h200x1_20261130T2335.txt``, ``second_run_cpu2_20261201T0451.txt``)."""
     ready = bool(_SERVER) and os.path.exists(server_marker(os.getpid()))
     return multiprocessing.get_context("forkserver" if ready else "spawn")
 
@@ -407,8 +399,8 @@ class Lookahead:
     """H(t)'s pairs at the populations' steps of a run: ``__call__(step, t)`` gives them,
     computed ahead by worker processes (``ahead``; else in the caller by ``tracker``, the loop's,
     which also computes a step not foreseen, those while the workers start, and a call whose
-    window or group is under way).
-    At most :data:`DEPTH` tasks a worker are in flight, in step order.  ``seconds``:
+    window or group is under way).  In flight, in step order: :data:`DEPTH` tasks a worker,
+    or more up to the step :meth:`foresee` was told.  ``seconds``:
     computing them (in the workers or here); ``wait``: the caller's time in ``__call__``;
     ``calls``."""
 
@@ -418,7 +410,8 @@ class Lookahead:
         self.calls = 0
         self.span = tracker.window_steps        # a task: a window's steps (None: one step)
         self.tasks = collections.OrderedDict()  # first step -> [future, its steps, its pairs]
-        self.next = 0                           # the next step to ask for (None: none left)
+        self.next, self.until = 0, -1           # the next step to ask for (None: none left);
+                                                # asked for up to until whatever DEPTH (foresee)
         self.pool = self.ready = None           # (pool: the Workers, while in use)
         self.broken = self.own = False
         if ahead:           # the run's workers, or (none given) this look-ahead's own
@@ -456,11 +449,10 @@ class Lookahead:
             return self._break(self.ready.exception())
         if self.next is not None and self.next <= step:
             self.next = self._following(step)
-        # (one-call tasks: as many as a window's task spans steps, at most ONE_CALL_DEPTH --
-        # the loop asks for a block's pairs at once when it measures the block)
+        # (one-call tasks: as many as a window's task spans steps, at most ONE_CALL_DEPTH)
         most = DEPTH * self.workers * (1 if self.span or self.group > 1 else
                                        max(1, min(ONE_CALL_DEPTH, TASK_STEPS // self.interval)))
-        while self.next is not None and len(self.tasks) < most:
+        while self.next is not None and (len(self.tasks) < most or self.next <= self.until):
             if self.alternate and self.next % 3 == 0:       # the loop's own call
                 self.next = self._following(self.next)
                 continue
@@ -480,6 +472,14 @@ class Lookahead:
             except Exception as e:  # noqa: BLE001 -- the pool broke: the loop computes the rest
                 return self._break(e)
             self.tasks[group[0]] = [f, group, None]    # (future, its steps, its pairs once taken)
+
+    def foresee(self, step):
+        """The pairs up to ``step`` wanted at once (a block of rows, :meth:`tdse.run.rows.
+        Observables.tap`): asked for now, past :data:`DEPTH` (``lookahead_foresee_cpu2_20261203T1720.txt``)."""
+        if step > self.until:
+            self.until = step
+            if self.pool is not None:
+                self._fill(-1)
 
     def _take(self, step, t):
         """The pairs of ``step`` from its task once it is done (its seconds and warnings
