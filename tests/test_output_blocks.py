@@ -819,6 +819,32 @@ def test_eigenpairs_ahead_in_the_workers_equal_those_in_the_loop(stencil, n, inp
     assert np.isfinite(P[[0, 4, 40, 41]]).all() and np.isnan(P[[1, 2, 3, 5, 39]]).all()
 
 
+def test_a_blocks_pairs_are_asked_of_the_workers_when_its_rows_are_tapped(inputs_dir, monkeypatch):
+    """Rows 16 steps apart, each with populations: a block of TIME_BLOCK rows spans 1008
+    steps and is measured at once at its last row.  The rows' tap tells the look-ahead that row's
+    step before the steps run (Lookahead.foresee), and every due call up to it is then asked
+    of the workers, past DEPTH tasks a worker (the 3-point's tasks span 128 steps: DEPTH
+    alone reaches 256-512 steps ahead) -- a block had found ~DEPTH of its pairs ready and the
+    loop computed the rest; the run's populations those of a run without workers."""
+    from tdse.run import eigenpairs, rows
+    made = _started(monkeypatch)
+    seen, foresee = [], eigenpairs.Lookahead.foresee
+
+    def spy(self, step):
+        foresee(self, step)
+        seen.append((step, max((s for t in self.tasks.values() for s in t[1]), default=-1)))
+    monkeypatch.setattr(eigenpairs.Lookahead, "foresee", spy)
+    cfg = _moving(inputs_dir, 3, n=160, **{"output.observables_every": 16, "output.populations_every": 16})
+    cfg = cfg.with_value("time.t_end", 2400 * cfg.time.dt)
+    on = tdse.simulate(cfg, backend="numpy", options={"eigen_workers": "on"}).observables
+    assert made[0].ready is not None and made[0].workers >= 1
+    far = [(k, top) for k, top in seen if k >= 16 * (rows.TIME_BLOCK - 1)]
+    assert far and all(top >= k for k, top in far)
+    assert far[0][0] > eigenpairs.DEPTH * made[0].workers * eigenpairs.TASK_STEPS
+    off = tdse.simulate(cfg, backend="numpy", options={"eigen_workers": "off"}).observables
+    assert np.array_equal(np.asarray(on["populations_ht"]), np.asarray(off["populations_ht"]), equal_nan=True)
+
+
 def test_the_dense_dvr_pairs_every_step_shared_by_one_worker_and_the_loop(inputs_dir, monkeypatch):
     """The DVR's dense solver's pairs every step beside one worker, shared (Lookahead.alternate,
     set here from the start: the test's worker never falls behind): the worker answers two
