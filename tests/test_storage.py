@@ -98,24 +98,38 @@ def test_injected_full_disk_then_resume_is_bit_identical(tmp_path, monkeypatch, 
     _same(read(res.path), ref)
 
 
-@pytest.mark.parametrize("error", ["none", "companion"])
-def test_counted_rows_the_disk_never_got_are_not_resumed_from(error, tmp_path, monkeypatch):
+@pytest.mark.parametrize("error, partial", [("none", False), ("companion", False), ("companion", True)])
+def test_counted_rows_the_disk_never_got_are_not_resumed_from(error, partial, tmp_path, monkeypatch):
     """A file whose snapshots_complete and observables_complete count rows its datasets
     never got (a close the full disk refused: the attributes on disk, the rows' chunks not
     -- HDF5's fill value, step 0 and psi 0): resume_state and the reopened writer continue
     from the last rows that are there, and the resumed file equals the uninterrupted one
     bit for bit, with the companion's resume arrays too (it had resumed from "step 0" after
     such a snapshot and appended the whole run again, CI at cdd8df3; and kept 5 such
-    observation rows, CI at 5000bcb)."""
+    observation rows, CI at 5000bcb).  ``partial``: a counted row whose step, time, psi and
+    centres reached the disk and whose other datasets' chunks did not (their
+    layout.UNWRITTEN values): not resumed from either (runfile._written; resumed there, the
+    file had differed)."""
     import h5py
     cfg = cfgmod.loads(TEXT).with_value("propagator.time_error", error)
     ref, _, part = _cut_at(cfg, 4, tmp_path, monkeypatch)
     with h5py.File(part, "r+") as f:
-        for group, more in (("snapshots", 1), ("observables", 5)):    # counted, never written
-            for name in f[group]:
+        if partial:
+            s = f["snapshots"]
+            c = s["step"].shape[0]
+            for name in s:
+                s[name].resize(c + 1, axis=0)
+            for name in ("step", "t"):          # the next snapshot's step and time
+                s[name][c] = 2 * s[name][c - 1] - s[name][c - 2]
+            s["psi"][c], s["centres"][c] = s["psi"][c - 1], s["centres"][c - 1]
+            assert s["nodes"][c] == -1 and s["time_error"][c] == -1.0
+            f.attrs["snapshots_complete"] = c + 1
+        for group, more in (() if partial else (("snapshots", 1), ("observables", 5))):
+            for name in f[group]:                                       # counted, never written
                 f[f"{group}/{name}"].resize(f[f"{group}/{name}"].shape[0] + more, axis=0)
-        f.attrs["snapshots_complete"] = f["snapshots/step"].shape[0]
-        f.attrs["observables_complete"] = f["observables/step"].shape[0]
+        if not partial:
+            f.attrs["snapshots_complete"] = f["snapshots/step"].shape[0]
+            f.attrs["observables_complete"] = f["observables/step"].shape[0]
     st = resume_state(part)
     assert st["count"] == 3 and st["step"] == 20
     res = run(cfg, None, backend="numpy", resume=(st, part))

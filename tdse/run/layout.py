@@ -56,6 +56,14 @@ SNAPSHOT_DATASETS = {
               "sign changes of Re(psi e^(-i arg psi(x_max))) where |psi| > node_eps max|psi| "
               "(not converged for a driven complex psi; see n_mean)", ()),
 }
+#: what a snapshot dataset's rows hold in the file until written (its HDF5 fill value): no
+#: written row holds it (steps and node counts >= 0, times and centres finite, errors >= 0
+#: or NaN; psi's stays 0, a row of zeros), so that a row counted but whose chunk the disk
+#: never got -- a close a full disk refused, the chunks of some datasets written and not
+#: others -- is known (:func:`tdse.run.runfile.resumable_count`); h5netcdf and xarray
+#: read the file as before (no _FillValue)
+UNWRITTEN = {"t": np.nan, "step": -1, "centres": np.nan, "time_error": -1.0,
+             "time_error_populations": -1.0, "steps_taken": -1, "step_min": -1.0, "nodes": -1}
 OBSERVABLE_DATASETS = {
     "t": ("observables", np.float64, None, "hbar/E_h", "time of the observation", ()),
     "step": ("observables", np.int64, None, "1", "step index", ()),
@@ -72,11 +80,13 @@ def chunk_rows(key, dims):
 def table_dataset(f, name, spec, dims, rows=0):
     """One growing dataset of :data:`SNAPSHOT_DATASETS` / :data:`OBSERVABLE_DATASETS`
     (``spec`` its entry; ``dims`` the sizes n, c, k), labelled, ``rows`` long (NaN, 0 for an
-    integer, in those rows); its scales attached by the caller.  A row width of 0 (no
+    integer, in those rows; a new snapshot dataset's rows :data:`UNWRITTEN` until written);
+    its scales attached by the caller.  A row width of 0 (no
     centres: an expression potential) is chunked by 1."""
     group, dtype, key, units, desc, _ = spec
     shape = () if key is None else (dims[key],)
-    fill = {"fillvalue": np.nan if np.dtype(dtype).kind in "fc" else 0} if rows else {}
+    fill = ({"fillvalue": np.nan if np.dtype(dtype).kind in "fc" else 0} if rows else
+            {"fillvalue": UNWRITTEN[name]} if group == "snapshots" and name in UNWRITTEN else {})
     ds = f.create_dataset(f"{group}/{name}", shape=(rows, *shape), dtype=dtype,
                           maxshape=(None, *(s or None for s in shape)),
                           chunks=(chunk_rows(key, dims), *(max(1, s) for s in shape)), **fill)
