@@ -1010,17 +1010,18 @@ def test_rows_filled_by_the_graph_steps_equal_a_save_point_a_row(name, stencil, 
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("stencil", [3, "dvr"])
-def test_graph_taps_and_segments_equal_a_step_at_a_time(stencil):
+@pytest.mark.parametrize("stencil,scheme", [(3, "cfm4"), (3, "midpoint"), ("dvr", "cfm4")])
+def test_graph_taps_and_segments_equal_a_step_at_a_time(stencil, scheme):
     """GraphStep.advance over segments (the steps' rows uploaded at once, fetched by each
     step's graph; one advance crossing two chunks, one starting mid-chunk) with taps into
-    two blocks' rows (the graph's tap kernel, both at one step too) and into a third
-    block's row and a lone array (a memcpy after the launch), against one advance a step
-    with the states copied out: the same bits."""
+    two blocks' rows (the graph's tap kernel -- on the 3-point stencil the last tiled
+    exponential's, its result in either buffer: cfm4's two exponentials, midpoint's one --,
+    both at one step too) and into a third block's row and a lone array (a memcpy after
+    the launch), against one advance a step with the states copied out: the same bits."""
     import tdse
     from tdse.numerics.graph_plan import CHUNK
     cfg = _batch_case("h2plus_moving.toml", 2.0, ("propagator.method", ["chebyshev"]))[0].with_value(
-        "grid.stencil", stencil)
+        "grid.stencil", stencil).with_value("propagator.scheme", scheme)
     plan = tdse.prepare(cfg, backend="cupy", check_resolution=False)
     n = cfg.grid.n
     psi0 = cp.asarray(plan.psi0)
@@ -1042,6 +1043,8 @@ def test_graph_taps_and_segments_equal_a_step_at_a_time(stencil):
     g = st.propagator.graph
     assert g and len(g.tap_to) == 2 and g.tap_to[0] is block and g.tap_to[1] is other
     assert max(k for _, k in g.graphs) > 1           # runs of steps launched as one graph
+    assert g.tapped == (stencil == 3)                # the rows written by tdse_cheb_tile
+    assert g.nodes_per_step == g._exp_nodes(next(iter(g.graphs))[0]) + 1 + (stencil != 3)
     got = {3: block[0], 7: other[1], 50: block[1], CHUNK + 9: lone, CHUNK + 10: block[2]}
     for k in want:
         assert np.array_equal(cp.asnumpy(got[k]), ref[k]), k

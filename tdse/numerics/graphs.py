@@ -27,11 +27,11 @@ one kernel where it fits: the DVR's cooperative chain, a stencil's overlapping t
 from __future__ import annotations
 
 import collections
-import contextlib
 
 import numpy as np
 
 from ..backends.cupy.blas import dgemm_fn, dgemm_halves_into, dgemm_into  # noqa: F401  (re-exported)
+from ..backends.cupy.capture import capture, copy_in, copy_out  # noqa: F401  (re-exported)
 from .graph_fft import FFTKinetic, dvr_by_fft
 from .graph_plan import CHUNK, HEAD, TAPS, Planner, plan_ahead, planning_thread, segment
 
@@ -99,52 +99,6 @@ def available(stepper) -> bool:
     except (OSError, AttributeError):
         return False
     return True
-
-
-def capture(cp, body, pool=None):
-    """A CUDA graph of ``body()`` captured on a new stream with cuBLAS on it; with ``pool`` (kept
-    for the graph's life) ``body`` runs once eagerly first: the captured allocations reuse its
-    blocks.  Ordered by events, not synchronisations (the device idle for a capture's host time:
-    the laser's run 0.075-0.080 -> 0.069 s on one H200, ``laser_cost_ab_h200x1_20261130T1531.txt``)."""
-    from cupy_backends.cuda.libs import cublas
-    main = cp.cuda.get_current_stream()
-    s = cp.cuda.Stream(non_blocking=True)
-    s.wait_event(main.record())
-    h = cp.cuda.device.get_cublas_handle()
-    alloc = cp.cuda.using_allocator(pool.malloc) if pool is not None else contextlib.nullcontext()
-    try:
-        with alloc, s:
-            cublas.setStream(h, s.ptr)
-            if pool is not None:
-                body()      # (its blocks' reuse by the graph's launches: after it, main's wait)
-            s.begin_capture()
-            try:
-                body()
-            finally:
-                graph = s.end_capture()
-    finally:
-        cublas.setStream(h, main.ptr)
-    main.wait_event(s.record())
-    return graph
-
-
-def copy_in(cp, dst, src):
-    """dst := src where they live, ``cp`` their array module (a vector may fill an N x 1
-    buffer): on a GPU one memcpy queued on the stream where both are C-contiguous of one
-    dtype and size (no kernel)."""
-    if cp is not np and src.flags.c_contiguous and src.dtype == dst.dtype \
-            and src.size == dst.size and dst.flags.c_contiguous:
-        dst.data.copy_from_device_async(src.data, src.nbytes)
-    else:
-        cp.copyto(dst, src.reshape(dst.shape))
-
-
-def copy_out(cp, src, shape=None):
-    """A new array holding ``src`` (one memcpy), of ``shape`` (default src's), that the
-    caller keeps past the next step."""
-    out = cp.ndarray(src.shape if shape is None else shape, dtype=src.dtype)
-    out.data.copy_from_device_async(src.data, out.nbytes)
-    return out
 
 
 class GraphStep:
@@ -299,8 +253,9 @@ class GraphStep:
         """Whether an exponential of K terms runs as tdse_cheb_tile (its shared memory fits)."""
         return self.tile is not None and tile_smem(self.tile, self.rad * max(K, 1)) <= TILE_SMEM
 
-    def _tile_exp(self, X, mask, h, ia, K, iv, out):
-        """One exponential of one member on a stencil by tdse_cheb_tile."""
+    def _tile_exp(self, X, mask, h, ia, K, iv, out, taps=False):
+        """One exponential of one member on a stencil by tdse_cheb_tile; ``taps``: its output
+        also into the tap slots' rows (:meth:`_step_body`)."""
         halo = self.rad * max(K, 1)
         ext = self.tile + 2 * halo
         c1, c2 = self.dbands if self.dbands is not None else (0.0, 0.0)
@@ -312,15 +267,20 @@ class GraphStep:
                                   np.int32(int(self.st.potential.has_field)), self.A, np.int32(ia),
                                   np.int32(K), f(d0), f(d1), f(d2), f(c1), f(c2),
                                   np.int32(int(self.velocity)), np.int32(iv), out, np.int32(self.n),
-                                  np.int32(self.tile), np.int32(self.rad)),
+                                  np.int32(self.tile), np.int32(self.rad),
+                                  *((self.slot, self.tap_to[0], self.tap_to[-1]) if taps
+                                    else (np.uint64(0),) * 3)),
                                  shared_mem=tile_smem(self.tile, halo))
 
-    def _body(self, pattern):
+    def _body(self, pattern, taps=False):
         """The step's kernels for a pattern of term counts (eagerly or under capture): the buffer
-        that holds the result (Xin, or Xw after an odd count of whole-exponential kernels)."""
+        that holds the result (Xin, or Xw after an odd count of whole-exponential kernels).
+        ``taps``: where the last exponential is tdse_cheb_tile, it writes the step's tap rows
+        (:attr:`tapped` then True)."""
         k = self.k
         X = self.Xin
         ia = 0
+        self.tapped = False
         for e, (s, _row) in enumerate(self.rows):
             K = pattern[e]
             h = e * self.seg
@@ -330,7 +290,9 @@ class GraphStep:
                 if self.chain:
                     self._chain(X, self.masks.get(s), h, ia, K, out)
                 else:
-                    self._tile_exp(X, self.masks.get(s), h, ia, K, iv, out)
+                    last = taps and bool(self.tap_to) and e == len(self.rows) - 1
+                    self._tile_exp(X, self.masks.get(s), h, ia, K, iv, out, last)
+                    self.tapped = last
                 X = out
                 ia += K + 2
                 continue
@@ -413,11 +375,14 @@ class GraphStep:
 
     def _step_body(self, pattern):
         """A step as its graph has it: its row fetched from the segment, the body, and the
-        tap (:data:`tdse.backends.cupy.chain.ROWS`), which also copies a result left in Xw."""
+        tap (:data:`tdse.backends.cupy.chain.ROWS`), which also copies a result left in Xw --
+        or, where the step's last exponential is tdse_cheb_tile, the tap written by that
+        kernel (the rows' node had cost 1.53 us a step against the bare step's 1.0 us copy
+        at N = 8192 on one H200, ``device_timeline_h200x1_20261203T1815.txt``)."""
         self.k["row_fetch"]((1,), (256,), (self.up.dev, self.row, self.slot, np.int32(CHUNK)))
-        X = self._body(pattern)
+        X = self._body(pattern, taps=True)
         m, to = self.n * self.B, self.tap_to
-        if to:
+        if to and not self.tapped:
             into = np.uint64(0) if X is self.Xin else self.Xin
             self.k["row_tap"]((min(-(-m // 256), 1024),), (256,),
                               (X, into, to[0], to[-1], self.slot, np.int64(m)))
@@ -572,10 +537,12 @@ class GraphStep:
         self.graphs.clear()
 
     def _nodes(self, pattern):
-        """The step's kernel nodes: the row's fetch [and the tap]; an exponential a node
-        (chain, tile); else per exponential the potential, [mask], a fused term or (product,
-        pass) per term, the phase [and mask]."""
-        return self._exp_nodes(pattern) + 1 + bool(self.tap_to)
+        """The step's kernel nodes: the row's fetch [and the tap, where the last exponential
+        is not tdse_cheb_tile, which writes it]; an exponential a node (chain, tile); else per
+        exponential the potential, [mask], a fused term or (product, pass) per term, the
+        phase [and mask]."""
+        fused = not self.chain and self._tiled(pattern[-1])
+        return self._exp_nodes(pattern) + 1 + (bool(self.tap_to) and not fused)
 
     def _exp_nodes(self, pattern):
         if pattern in self._node_counts:

@@ -242,12 +242,16 @@ extern "C" __global__ void tdse_cheb_chain(const double* T, const complex<double
    a __syncthreads apart.  A row's operations are those of BAND_SOURCE (DBAND_SOURCE for the
    velocity gauge) and of the first / recur (first_v / recur_v) and final kernels, in their
    order.  Shared memory: three terms and d on the staged rows, the running sum on the
-   owned ones (tile_smem in tdse.numerics.graphs).  X and out must be different buffers. */
+   owned ones (tile_smem in tdse.numerics.graphs).  X and out must be different buffers.
+   slot (or null): the step's tap slots (tdse_row_fetch), each output row also written into
+   row slot[t] of to_t where >= 0 -- the tap of ROWS done by this kernel, no node of its own. */
 extern "C" __global__ void tdse_cheb_tile(const complex<double>* X, const double* m,
         const double* xg, const double* P, const double* Q, int hdr, int base, int nt, int nc,
         int field, const complex<double>* A, int ia, int K, double d0, double d1, double d2,
-        double c1, double c2, int vel, int iv, complex<double>* out, int n, int tile, int rad) {
+        double c1, double c2, int vel, int iv, complex<double>* out, int n, int tile, int rad,
+        const int* slot, complex<double>* to0, complex<double>* to1) {
     extern __shared__ double2 sh[];
+    const long long k0 = slot ? slot[0] : -1, k1 = slot ? slot[1] : -1;
     const int last = K < 1 ? 1 : K;
     const int halo = rad * last, ext = tile + 2 * halo;
     const int lo = blockIdx.x * tile - halo;          /* the global row of staged row 0 */
@@ -309,6 +313,8 @@ extern "C" __global__ void tdse_cheb_tile(const complex<double>* X, const double
                     complex<double> o = a * A[ia + K + 1];
                     if (m) o = o * m[gi];
                     out[gi] = o;
+                    if (k0 >= 0) to0[k0 * n + gi] = o;
+                    if (k1 >= 0) to1[k1 * n + gi] = o;
                 } else {
                     acc[t] = make_double2(a.real(), a.imag());
                 }
