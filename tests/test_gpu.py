@@ -935,6 +935,46 @@ def test_device_observables_equal_the_host_definitions(name, sets, t):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("name,stencil,n", [
+    ("atom_hhg.toml", 3, None),            # a field and absorbing layers
+    ("h2plus_moving.toml", 5, None),       # moving centres
+    ("h2plus_moving.toml", 3, 6000),       # a grid split over blocks (ROWS_POINTS), with a rest
+    ("h2plus_moving.toml", "dvr", None),   # (a dense T: made N x B first, as before)
+])
+def test_a_block_of_rows_measured_as_it_lies_equals_the_block_made_n_by_b(name, stencil, n):
+    """A single run's time block on the GPU (one configuration, B states at their own times,
+    psi(0) and the layers one column each): BlockMeasure.raw of the transpose of its rows
+    (each state contiguous: T X, the FFT and the sums along the rows, no copies) against
+    the same block made N x B and against NumPy: every observable to 1e-12 of its scale."""
+    from tdse.model.grid import points
+    from tdse.model import states
+    from tdse.model.observables import BlockMeasure
+    cfg = _batch_case(name, 3.0, ("grid.stencil", [stencil]))[0]
+    if n:
+        cfg = cfg.with_value("grid.dx", (cfg.grid.x_max - cfg.grid.x_min) / n)
+    B = 40
+    x = points(cfg.grid)
+    rng = np.random.default_rng(59)
+    phi = states.eigenstates(cfg, 0.0, 4)[1][None]
+    psi0 = phi[0, 0][:, None].astype(complex)
+    rows = psi0.T + 0.3 * (rng.standard_normal((B, x.size)) + 1j * rng.standard_normal((B, x.size)))
+    times = list(np.sort(rng.uniform(0.0, 3.0, B)))
+    dev = BlockMeasure([cfg] * B, x, phi, psi0, cp)
+    host = BlockMeasure([cfg] * B, x, phi, psi0, np)
+    R = cp.asarray(rows)
+    assert dev.psi0.shape == (x.size, 1)
+    got, made = (dev.raw(None, Y, times=times) for Y in (R.T, cp.ascontiguousarray(R.T)))
+    ref = host.raw(None, rows.T, times=times)
+    for k in ("sums", "amps"):                 # (9 or K, B): each sum to its own scale
+        want = np.asarray(ref[k])
+        scale = np.maximum(1.0, np.abs(want).max(axis=1, keepdims=True))
+        for other in (got, made):
+            assert np.all(np.abs(cp.asnumpy(other[k]) - want) <= 1e-12 * scale), k
+        if stencil == "dvr":
+            assert np.array_equal(cp.asnumpy(got[k]), cp.asnumpy(made[k])), k
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("name,stencil,t_end", [
     ("atom_hhg.toml", "dvr", 20.0),          # field, absorber masks; the DVR by GEMM vs FFT
     ("h2plus_moving.toml", 3, 1.0),          # moving centres: H(t) eigenpairs each observation

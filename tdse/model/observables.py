@@ -301,11 +301,11 @@ class BlockMeasure:
         # (a broadcast array shares them by its strides: no B K N comparisons)
         self.shared = phi0.shape[0] == 1 or phi0.strides[0] == 0 or bool(np.all(phi0 == phi0[:1]))
         self.phi0 = xp.asarray(phi0[0] if self.shared else phi0)
-        # (N, B), or (N, 1): one psi(0) for every member, repeated where it lives -- a single
-        # run's time block of 512 states at N = 8192 repeated it on the host (64 MB made and
-        # uploaded at the run's start)
+        # (N, B), or (N, 1): one psi(0) for every member, repeated on the host (its sums by
+        # einsum); on a GPU one column, read with a member stride of 0 (:meth:`raw`: a single
+        # run's time block of 512 states at N = 8192 had read a 64 MB repeat of it a block)
         psi0 = xp.asarray(psi0, dtype=np.complex128)
-        if psi0.shape[1] == 1 and B > 1:
+        if psi0.shape[1] == 1 and B > 1 and xp is np:
             psi0 = xp.broadcast_to(psi0, (psi0.shape[0], B))
         self.psi0 = xp.ascontiguousarray(psi0)
         self.potential = batch([c.potential for c in configs], x, xp)
@@ -313,7 +313,8 @@ class BlockMeasure:
         one = all(c is self.configs[0] for c in self.configs)       # one configuration, B times
         layers = np.stack([absorber_profile(c, np.asarray(x)) > 0
                            for c in (self.configs[:1] if one else self.configs)], axis=1)
-        layers = np.ascontiguousarray(np.broadcast_to(layers, (len(x), B)))
+        if xp is np:                           # (one column on a GPU, as psi0)
+            layers = np.ascontiguousarray(np.broadcast_to(layers, (len(x), B)))
         self.layers, self._any_layer = xp.asarray(layers), bool(layers.any())
         if xp is np:
             self.layers = layers.astype(np.float64)     # summed against |psi|^2 (einsum)
@@ -355,7 +356,11 @@ class BlockMeasure:
         ``times`` (B,): each member at its own time instead of all at t -- B states of one
         run at B times as one block (members that share a configuration).  ``skip``: parts
         of :data:`COSTLY` not computed, NaN in the row (a scan's rows whose observables it
-        keeps only at t_end)."""
+        keeps only at t_end).  On a GPU, X may be the transpose of a block of rows (each
+        state contiguous: a single run's time block) where T is a stencil's bands in the length
+        gauge: measured as it lies (T X, FFT and sums along the rows: no transposed copies,
+        three of ~47 us a block of 512 rows at N = 8192 on one H200,
+        ``device_timeline_h200x1_20261203T1815.txt``), else made N x B first."""
         xp, pot = self.xp, self.potential
         if xp is np:
             return self._host_raw(t, X, also, times, skip)
@@ -367,10 +372,20 @@ class BlockMeasure:
             self._xv = xp.ascontiguousarray(self.x.ravel())
             self._lay = xp.ascontiguousarray(self.layers)
         n, B = X.shape
-        X = xp.ascontiguousarray(X, dtype=np.complex128)
+        rows = (B > 1 and X.flags.f_contiguous and not X.flags.c_contiguous and X.dtype == np.complex128
+                and self.kinetic.bands is not None and not pot.velocity)
+        if not rows:
+            X = xp.ascontiguousarray(X, dtype=np.complex128)
+        R = X.T                                # (rows: B x N, C-contiguous)
         P = self._up(pot.pack([t], [1.0]) if times is None else self._pack_own(times))
         if "h" in skip:                        # (its sum NaN below: X read in its place)
-            kin = X
+            kin = R if rows else X
+        elif rows:
+            from ..backends.cupy.stencil import band_rows_kernel
+            kin = xp.empty_like(R)
+            band_rows_kernel(xp)(R, *self.kinetic.bands, n, kin)
+            if self.kinetic.k != 1.0:
+                kin = kin * self.kinetic.k
         else:
             kin, k = self.kinetic._kinetic(X)
             if k != 1.0:
@@ -378,18 +393,26 @@ class BlockMeasure:
             if pot.velocity:
                 kin = self._gauge_terms(kin, X, t if times is None else times)
             kin = xp.ascontiguousarray(kin)
-        F = X if "p" in skip else xp.ascontiguousarray(xp.fft.fft(X, axis=0))
-        args = (X, kin, self.psi0, F, self.k, self._xv, self._lay, P, pot.constants(),
+        if "p" in skip:
+            F = R if rows else X
+        else:
+            F = xp.fft.fft(R, axis=1) if rows else xp.ascontiguousarray(xp.fft.fft(X, axis=0))
+        # each array's (point, member) strides in elements: X, kin, F; psi0; layers
+        one = [(1, 0) if a.shape[1] == 1 else (B, 1) for a in (self.psi0, self._lay)]
+        strides = [np.int64(s) for s in ((1, n) if rows else (B, 1)) + one[0] + one[1]]
+        args = (R if rows else X, kin, self.psi0, F, self.k, self._xv, self._lay, P, pot.constants(),
                 np.int32(n), np.int32(B), np.int32(pot.slots), np.int32(pot.has_field))
-        if B <= SPLIT_MAX_MEMBERS or n >= 128 * B:
-            G = max(1, min(64, -(-n // 256)))
+        if rows or B <= SPLIT_MAX_MEMBERS or n >= 128 * B:      # (rows: threads along them)
+            # (rows: ROWS_POINTS points a thread -- one a thread, the blocks' reductions had
+            # made a block of 512 rows at N = 8192 take 321 us against 160 + 3 x 47 copied)
+            G = max(1, min(64, n // (256 * ROWS_POINTS))) if rows else max(1, min(64, -(-n // 256)))
             part = xp.empty((len(SUMS), G, B))
-            self._split((G, B), (256,), args + (part,))
+            self._split((G, B), (256,), args + (part, *strides))
             sums = part.sum(axis=1)
         else:
             G = measure_splits(n)
             part = xp.empty((len(SUMS), G, B))
-            self._kern(((B + 31) // 32, G), (32, 8), args + (part,))
+            self._kern(((B + 31) // 32, G), (32, 8), args + (part, *strides))
             sums = part.sum(axis=1) if G > 1 else part[:, 0]
         return self._raw_out(sums, X, also, t, skip)
 
@@ -544,6 +567,9 @@ def stack_rows(rows, xp, copy=True):
 #: (8 threads along N each: at B = 1 that kernel took ~0.5 ms at N = 8192 on an H200,
 #: twice the step)
 SPLIT_MAX_MEMBERS = 16
+#: a block of rows measured as it lies (:meth:`BlockMeasure.raw` on a GPU): the grid points a
+#: thread sums before its block's reduction (a function of N alone, as every split is)
+ROWS_POINTS = 8
 
 #: ... and beyond, the grid split in MEASURE_SPLIT_POINTS-point parts (at most
 #: MEASURE_MAX_SPLITS; a function of N alone, so a member's sums never depend on how many

@@ -251,7 +251,6 @@ extern "C" __global__ void tdse_cheb_tile(const complex<double>* X, const double
         double c1, double c2, int vel, int iv, complex<double>* out, int n, int tile, int rad,
         const int* slot, complex<double>* to0, complex<double>* to1) {
     extern __shared__ double2 sh[];
-    const long long k0 = slot ? slot[0] : -1, k1 = slot ? slot[1] : -1;
     const int last = K < 1 ? 1 : K;
     const int halo = rad * last, ext = tile + 2 * halo;
     const int lo = blockIdx.x * tile - halo;          /* the global row of staged row 0 */
@@ -313,8 +312,11 @@ extern "C" __global__ void tdse_cheb_tile(const complex<double>* X, const double
                     complex<double> o = a * A[ia + K + 1];
                     if (m) o = o * m[gi];
                     out[gi] = o;
-                    if (k0 >= 0) to0[k0 * n + gi] = o;
-                    if (k1 >= 0) to1[k1 * n + gi] = o;
+                    if (slot) {                /* (read here: no register held across the terms) */
+                        const int k0 = slot[0], k1 = slot[1];
+                        if (k0 >= 0) to0[(long long)k0 * n + gi] = o;
+                        if (k1 >= 0) to1[(long long)k1 * n + gi] = o;
+                    }
                 } else {
                     acc[t] = make_double2(a.real(), a.imag());
                 }

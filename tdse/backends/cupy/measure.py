@@ -16,15 +16,17 @@ POINT = {"w": "w", "layer": "layer", "x": "xi", "g": "g", "h": "h", "c0_re": "c0
          "c0_im": "c0_im", "k": "k[i]", "f2": "f2", "edge": "edge"}
 
 SOURCE = r"""#include <cupy/complex.cuh>
-// the NS sums of one grid point i of member b (BlockMeasure.raw's "sums")
+// the NS sums of one grid point i of member b (BlockMeasure.raw's "sums"); point i of
+// member b at i * S[0] + b * S[1] in X, KX and F (N x nb, or the rows of nb x N), at
+// i * S[2] + b * S[3] in psi0 and i * S[4] + b * S[5] in layers (S[3], S[5] 0: one column)
 __device__ __forceinline__ void tdse_point(
         double* s, int i, int b, const complex<double>* X, const complex<double>* KX,
         const complex<double>* psi0, const complex<double>* F, const double* k,
         const double* x, const bool* layers, const double* P, const double* Q,
-        int n, int nb, int nc, int field) {
+        int n, int nb, int nc, int field, const long long* S) {
     int q = 4 + b * (1 + nc);
     double E = field ? P[q] : 0.0;
-    int at = i * nb + b;
+    long long at = i * S[0] + b * S[1];
     complex<double> z = X[at];
     double w = z.real() * z.real() + z.imag() * z.imag();
     double xi = x[i];
@@ -33,12 +35,12 @@ __device__ __forceinline__ void tdse_point(
     MOLECULE
     if (field) v += E * xi;
     complex<double> hz = KX[at] + v * z;
-    complex<double> c0 = conj(psi0[at]) * z;
+    complex<double> c0 = conj(psi0[i * S[2] + b * S[3]]) * z;
     complex<double> f = F[at];
     double h = (conj(z) * hz).real();
     double c0_re = c0.real(), c0_im = c0.imag();
     double f2 = f.real() * f.real() + f.imag() * f.imag();
-    double layer = layers[at] ? 1.0 : 0.0;
+    double layer = layers[i * S[4] + b * S[5]] ? 1.0 : 0.0;
     double edge = (i < 10 || i >= n - 10) ? 1.0 : 0.0;
 SUMS}
 
@@ -48,14 +50,16 @@ SUMS}
 extern "C" __global__ void tdse_block_measure(
         const complex<double>* X, const complex<double>* KX, const complex<double>* psi0,
         const complex<double>* F, const double* k, const double* x, const bool* layers,
-        const double* P, const double* Q, int n, int nb, int nc, int field, double* part) {
+        const double* P, const double* Q, int n, int nb, int nc, int field, double* part,
+        long long s0, long long s1, long long s2, long long s3, long long s4, long long s5) {
+    const long long S[6] = {s0, s1, s2, s3, s4, s5};
     __shared__ double sh[NS][8][33];
     int tx = threadIdx.x, ty = threadIdx.y, g = blockIdx.y, G = gridDim.y;
     int b = blockIdx.x * 32 + tx;
     double s[NS] = {0.0};
     if (b < nb) {
         for (int i = g * 8 + ty; i < n; i += 8 * G)
-            tdse_point(s, i, b, X, KX, psi0, F, k, x, layers, P, Q, n, nb, nc, field);
+            tdse_point(s, i, b, X, KX, psi0, F, k, x, layers, P, Q, n, nb, nc, field, S);
     }
     for (int j = 0; j < NS; ++j) sh[j][ty][tx] = s[j];
     __syncthreads();
@@ -74,12 +78,14 @@ extern "C" __global__ void tdse_block_measure(
 extern "C" __global__ void tdse_block_measure_split(
         const complex<double>* X, const complex<double>* KX, const complex<double>* psi0,
         const complex<double>* F, const double* k, const double* x, const bool* layers,
-        const double* P, const double* Q, int n, int nb, int nc, int field, double* part) {
+        const double* P, const double* Q, int n, int nb, int nc, int field, double* part,
+        long long s0, long long s1, long long s2, long long s3, long long s4, long long s5) {
+    const long long S[6] = {s0, s1, s2, s3, s4, s5};
     __shared__ double sh[NS][256];
     int t = threadIdx.x, g = blockIdx.x, G = gridDim.x, b = blockIdx.y;
     double s[NS] = {0.0};
     for (int i = g * 256 + t; i < n; i += G * 256)
-        tdse_point(s, i, b, X, KX, psi0, F, k, x, layers, P, Q, n, nb, nc, field);
+        tdse_point(s, i, b, X, KX, psi0, F, k, x, layers, P, Q, n, nb, nc, field, S);
     for (int j = 0; j < NS; ++j) sh[j][t] = s[j];
     __syncthreads();
     for (int h = 128; h > 0; h >>= 1) {

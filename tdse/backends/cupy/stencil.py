@@ -33,6 +33,18 @@ def band_kernel(cp):
                    "T g", BAND_SOURCE)
 
 
+#: the same product on the rows of an nb x N block (each row a state: a run's block of rows,
+#: :meth:`tdse.model.observables.BlockMeasure.raw`), its terms in BAND_SOURCE's order
+BAND_ROWS_SOURCE = BAND_SOURCE.replace("i / nb", "i % n").replace(" * nb", "").replace("nb]", "1]")
+
+
+def band_rows_kernel(cp):
+    """:data:`BAND_ROWS_SOURCE`: ``k(X, d0, d1, d2, n, out)`` with X and out C-contiguous
+    nb x N."""
+    return _kernel(cp, "tdse_band_rows", "raw T X, float64 d0, float64 d1, float64 d2, int32 n",
+                   "T g", BAND_ROWS_SOURCE)
+
+
 #: m = D X for the 3-/5-point first derivative (bands c1, c2: momentum_bands, D real and
 #: antisymmetric) of an N x nb block, an element a thread: the velocity gauge's p = -i D
 DBAND_SOURCE = r"""
