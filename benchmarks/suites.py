@@ -1109,7 +1109,9 @@ def _operator_floor(cfg, members, terms, backend, repeat=15):
     of the scan: its host launches).  None where a batch's terms are not known."""
     if not terms or any(t is None for t in terms):
         return None
+    from tdse.model.field import velocity_gauge
     from tdse.model.hamiltonian import block_operator
+    from tdse.numerics import graphs
     xp = np
     if backend == "cupy":
         import cupy as xp
@@ -1119,11 +1121,10 @@ def _operator_floor(cfg, members, terms, backend, repeat=15):
         X = xp.asarray(rng.standard_normal((cfg.grid.n, B)) + 1j * rng.standard_normal((cfg.grid.n, B)))
         V = xp.asarray(rng.standard_normal((cfg.grid.n, B)))
         sync = xp.cuda.Device().synchronize if xp is not np else (lambda: None)
-        if xp is not np and _folded_on_gpu(cfg, B, xp):
+        if xp is not np and graphs.folded(xp, cfg.grid, B, velocity_gauge(cfg.potential.field)):
             from tdse.backends.cupy import stencil
             from tdse.backends.cupy.blas import dgemm_halves_into
             from tdse.model.hamiltonian import kinetic_halves
-            from tdse.numerics.graphs import capture
             K2 = xp.ascontiguousarray(2.0 * xp.stack(kinetic_halves(cfg.grid, xp)))
             kin, out = xp.empty_like(X), xp.empty_like(X)
 
@@ -1134,7 +1135,7 @@ def _operator_floor(cfg, members, terms, backend, repeat=15):
             # device time: 20 products captured as one graph, replayed (a product timed
             # from Python reads as the host's ~25 us a launch)
             twenty()                  # (the kernel compiled and loaded before the capture)
-            graph = capture(xp, twenty)
+            graph = graphs.capture(xp, twenty)
             per[B] = float(np.median([_graph_seconds(xp, graph) for _ in range(repeat + 1)][1:])) / 20
             continue
         op = block_operator(cfg.grid, 1.0, V, xp)
@@ -1143,27 +1144,17 @@ def _operator_floor(cfg, members, terms, backend, repeat=15):
     return float(sum(t * per[B] for t, B in zip(terms, members)))
 
 
-def _graph_seconds(cp, graph):
-    """Device seconds of one launch of a CUDA ``graph`` on its own stream (CUDA events)."""
+def _graph_seconds(cp, graph, launches=1):
+    """Device seconds of one launch of a CUDA ``graph``, ``launches`` of them back to back
+    on a stream of its own with no host work between (CUDA events)."""
     s = cp.cuda.Stream(non_blocking=True)
     a, b = cp.cuda.Event(), cp.cuda.Event()
     a.record(s)
-    graph.launch(s)
+    for _ in range(launches):
+        graph.launch(s)
     b.record(s)
     b.synchronize()
-    return cp.cuda.get_elapsed_time(a, b) / 1e3
-
-
-def _folded_on_gpu(cfg, B, cp) -> bool:
-    """Whether a GPU batch of ``B`` members of ``cfg`` runs its series folded (the condition
-    of :class:`tdse.numerics.graphs` 's block step: the DVR by GEMM, N even, B > 1, no
-    velocity gauge)."""
-    from tdse.model.field import velocity_gauge
-    from tdse.numerics import graphs
-    from tdse.numerics.graph_fft import dvr_by_fft
-    g = cfg.grid
-    return (graphs.FOLD_HALVES and g.stencil == "dvr" and g.n % 2 == 0 and B > 1
-            and not velocity_gauge(cfg.potential.field) and not dvr_by_fft(cp, g.n, B, g))
+    return cp.cuda.get_elapsed_time(a, b) / 1e3 / launches
 
 
 def _scan(a):
@@ -1865,17 +1856,11 @@ def _most_terms(g):
 
 def _replayed(cp, g, replays):
     """Device seconds a step of the GraphStep ``g``: its graph of the most terms met,
-    replayed back to back with no host work between (CUDA events)."""
+    replayed back to back with no host work between (:func:`_graph_seconds`, after one
+    launch that warms it)."""
     graph = g.graphs[_most_terms(g)]
-    s = cp.cuda.Stream(non_blocking=True)
-    graph.launch(s)
-    a, b = cp.cuda.Event(), cp.cuda.Event()
-    a.record(s)
-    for _ in range(replays):
-        graph.launch(s)
-    b.record(s)
-    b.synchronize()
-    return cp.cuda.get_elapsed_time(a, b) / 1e3 / replays
+    _graph_seconds(cp, graph)
+    return _graph_seconds(cp, graph, replays)
 
 
 #: the least a term of tdse_cheb_tile can take on the device: per term each thread reads

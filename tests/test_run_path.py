@@ -1161,3 +1161,26 @@ def test_a_chunks_chebyshev_coefficients_give_the_steps_bit_for_bit(stencil, sch
             psi = st.step(psi, j)
         runs.append(psi)
     assert np.array_equal(runs[0], runs[1])
+
+
+@pytest.mark.parametrize("stencil,n,B,velocity,by_fft,want", [
+    ("dvr", 256, 4, False, False, True),     # a DVR block by GEMM in the length gauge
+    ("dvr", 255, 4, False, False, False),    # N odd: no halves
+    ("dvr", 256, 1, False, False, False),    # one member: the one-member kernels
+    ("dvr", 256, 4, True, False, False),     # the velocity gauge
+    ("dvr", 256, 4, False, True, False),     # T by FFT
+    (3, 256, 4, False, False, False),        # a stencil
+])
+def test_a_block_steps_folded_only_where_every_condition_holds(stencil, n, B, velocity, by_fft,
+                                                               want, monkeypatch):
+    """graphs.folded, the one statement of when a GPU block step runs the DVR series in the
+    folded basis (GraphStep and the scan suite's operator floor read it): each condition
+    alone turns it off (T's path forced by graph_fft.BLOCK_FFT: no device needed)."""
+    from tdse.inputs import Grid
+    from tdse.numerics import graph_fft, graphs
+    monkeypatch.setattr(graph_fft, "BLOCK_FFT", by_fft)
+    grid = Grid(x_min=-12.8, x_max=-12.8 + 0.1 * n, dx=0.1, stencil=stencil)
+    assert grid.n == n
+    assert graphs.folded(None, grid, B, velocity) is want
+    monkeypatch.setattr(graphs, "FOLD_HALVES", False)
+    assert graphs.folded(None, grid, B, velocity) is False

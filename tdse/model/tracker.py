@@ -108,7 +108,7 @@ class Tracker:
         configuration alone: a resumed run and the workers decide the same), or None."""
         if self._margin is False:
             g = self.config.grid
-            self._margin = None if g.stencil != "dvr" or g.n < states.SUB_MIN_N else states.sub_margin(
+            self._margin = states.sub_margin(
                 g, states.finite(self.config, soft_core(self.config.potential, points(g), 0.0), 0.0), self.block)
         return self._margin
 

@@ -84,6 +84,14 @@ def tile_smem(tile, halo):
     running sum on its rows."""
     return 16 * (3 * (tile + 2 * halo) + (tile + 2 * halo + 1) // 2 + tile)
 
+def folded(cp, grid, B, velocity) -> bool:
+    """Whether a block step of ``B`` members on ``grid`` runs its DVR series in the folded
+    basis (:data:`FOLD_HALVES`): T the dense GEMM (not by FFT, :func:`dvr_by_fft`), N even,
+    B > 1, the length gauge."""
+    return (FOLD_HALVES and grid.stencil == "dvr" and grid.n % 2 == 0 and B > 1 and not velocity
+            and not dvr_by_fft(cp, grid.n, B, grid))
+
+
 def available(stepper) -> bool:
     """Whether ``stepper`` (a BatchStepper) can step by graphs: CuPy, the kinetic product a
     GEMM (DVR up to DVR_GEMM_MAX_N), two FFTs (the DVR beyond it, one member) or a stencil,
@@ -167,7 +175,7 @@ class GraphStep:
         # the DVR's block series in the folded basis (FOLD_HALVES): K = (2 P, 2 Q) of
         # kinetic_halves, the folded input in F
         self.K2 = self.F = None
-        if FOLD_HALVES and self.T is not None and B > 1 and n % 2 == 0 and not self.velocity:
+        if folded(cp, g, B, self.velocity):
             self.K2 = cp.ascontiguousarray(2.0 * cp.stack(hamiltonian.kinetic_halves(g, cp)))
             self.F = buf()
         self.work = [buf(), buf(), buf()]
