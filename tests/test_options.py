@@ -130,3 +130,43 @@ def test_a_retired_option_is_passed_over():
     assert parse_options({"observer_process": "on", "graphs": False}) == RunOptions(graphs=False)
     with pytest.raises(ConfigError, match="run.observer = "):
         parse_options({"observer": "on"})
+
+
+def test_blas_limit_holds_every_blas_of_a_fresh_process_with_one_controller():
+    """tdse.options.blas_limit (the run's BLAS threads, the eigensolvers' one thread): its
+    first call, in a process that has imported neither NumPy nor SciPy, makes a controller
+    that holds every BLAS library threadpoolctl's own scan finds once SciPy's linear algebra
+    is imported after it -- NumPy's and SciPy's OpenBLAS, whose wheels carry one each --, and
+    their threads are given back after; a later call uses the same controller (a new one a
+    call cost ~8.5 ms on a GPU host)."""
+    import subprocess
+    import sys
+    code = (
+        "import json\n"
+        "from tdse import options\n"
+        "from threadpoolctl import threadpool_info\n"
+        "def blas():\n"
+        "    return sorted((i['filepath'], i['num_threads']) for i in threadpool_info() if i['user_api'] == 'blas')\n"
+        "with options.blas_limit(1):\n"       # the first call: neither library imported yet
+        "    pass\n"
+        "import numpy, scipy.linalg\n"            # (as a run's solvers are, after it)
+        "with options.blas_limit(1):\n"
+        "    inside = blas()\n"
+        "first = options._CONTROLLER[0]\n"
+        "after = blas()\n"
+        "with options.blas_limit(1, 'blas'):\n"
+        "    again = blas()\n"
+        "print(json.dumps([inside, after, again, options._CONTROLLER[0] is first, len(options._CONTROLLER)]))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    env["OPENBLAS_NUM_THREADS"] = "2"      # (a start of 2 threads each, so that 1 is a change)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       cwd=str(Path(__file__).resolve().parents[1]), timeout=120)
+    assert r.returncode == 0, r.stderr
+    inside, after, again, same, count = json.loads(r.stdout.strip().splitlines()[-1])
+    names = [p for p, _ in after]
+    if not names:
+        pytest.skip("no BLAS library seen by threadpoolctl")
+    assert [n for _, n in inside] == [1] * len(names) and [p for p, _ in inside] == names
+    assert [n for _, n in after] == [2] * len(names)
+    assert [n for _, n in again] == [1] * len(names)
+    assert same and count == 1

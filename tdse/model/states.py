@@ -9,7 +9,7 @@ import numpy as np
 import scipy.linalg
 
 from ..errors import ConfigError
-from ..options import EIGEN_BLAS_THREADS  # (the eigensolvers' BLAS threads: there, not here)
+from ..options import EIGEN_BLAS_THREADS, blas_limit  # (the eigensolvers' BLAS threads: there, not here)
 from .grid import points
 from .hamiltonian import kinetic_bands
 from .lapack import count_below, lowest_pairs, shifted_solves
@@ -576,17 +576,7 @@ def fd_start(grid, v, m):
     return tridiagonal(grid, v, m)[1]
 
 
-_CONTROLLER = []
-
-
 def eigen_threads():
-    """A context holding the host's BLAS to :data:`EIGEN_BLAS_THREADS` (threadpoolctl's
-    controller, made once: ~2 us a call; nothing where threadpoolctl is absent)."""
-    import contextlib
-    try:
-        if not _CONTROLLER:
-            from threadpoolctl import ThreadpoolController
-            _CONTROLLER.append(ThreadpoolController())
-        return _CONTROLLER[0].limit(limits=EIGEN_BLAS_THREADS, user_api="blas")
-    except Exception:  # noqa: BLE001 -- no controller: the process's own threads
-        return contextlib.nullcontext()
+    """A context holding the host's BLAS to :data:`EIGEN_BLAS_THREADS` (the process's one
+    threadpoolctl controller, :func:`tdse.options.blas_limit`)."""
+    return blas_limit(EIGEN_BLAS_THREADS, "blas")

@@ -269,14 +269,7 @@ def blas_threads(config: Config, requested: int | None = None) -> int:
 
 
 def thread_limit(n):
-    """A context limiting BLAS to n threads (threadpoolctl; nothing for n None or where it
-    is absent)."""
-    if n is None:
-        import contextlib
-        return contextlib.nullcontext()
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover
-        import contextlib
-        return contextlib.nullcontext()
-    return threadpool_limits(n)
+    """A context limiting BLAS to n threads (:func:`tdse.options.blas_limit`: the process's
+    one threadpoolctl controller; nothing for n None or where it is absent)."""
+    from ..options import blas_limit
+    return blas_limit(n)
