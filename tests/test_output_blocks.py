@@ -795,9 +795,9 @@ def test_eigenpairs_ahead_in_the_workers_equal_those_in_the_loop(stencil, n, inp
     (run.eigen_workers = "on") give the populations and energies computed in the loop
     ("off"): bit for bit where a call is LAPACK's (3-point, 5-point windows, the DVR's dense
     solver in a group of calls), to 1e-10 where it is Davidson's iteration (the DVR beyond N
-    = 512, each call converged to its residual bound); every call after the first answered
-    by the workers (the last step's, off the cadence, too), the populations at their cadence
-    and at the last step, NaN between."""
+    = 512, each call converged to its residual bound); every call answered by the workers
+    (step 0's, primed before the run is prepared, and the last step's, off the cadence,
+    too), the populations at their cadence and at the last step, NaN between."""
     made = _started(monkeypatch)
     cfg = _moving(inputs_dir, stencil, n=n, **{"output.populations_every": 4})
     cfg = cfg.with_value("time.t_end", 41 * cfg.time.dt)      # the last step off the cadence
@@ -805,9 +805,9 @@ def test_eigenpairs_ahead_in_the_workers_equal_those_in_the_loop(stencil, n, inp
     for mode in ("on", "off"):
         runs[mode] = tdse.simulate(cfg, backend="numpy", options={"eigen_workers": mode}).observables
     assert [m.ready is not None for m in made] == [True, False]
-    assert made[0].taken == [*range(4, 41, 4), 41] and made[1].taken == []
+    assert made[0].taken == [*range(0, 41, 4), 41] and made[1].taken == []
     assert made[0].calls == made[1].calls == 12 and made[0].pool is None    # closed
-    assert made[0].group == (32 if stencil == "dvr" and n <= 512 else 1)   # (one task: 4..41)
+    assert made[0].group == (32 if stencil == "dvr" and n <= 512 else 1)   # (one task: 0..41)
     for k in ("populations_ht", "energies_ht", "n_mean"):
         a, b = np.asarray(runs["on"][k]), np.asarray(runs["off"][k])
         if stencil != "dvr" or n <= 512:
@@ -1247,7 +1247,7 @@ def test_the_cli_and_simulate_open_the_workers_before_they_prepare(inputs_dir, t
 
 def test_the_workers_begin_a_new_runs_windows_before_it_is_prepared(inputs_dir, monkeypatch):
     """Workers.prime (tdse.run.eigenpairs.look_ahead, before the run is prepared): the first
-    windows' tasks are queued at once, before the processes have started, and the run's
+    windows' tasks, from step 0, are queued at once, before the processes have started, and the run's
     look-ahead is that one (adopted: its tasks answer the loop's calls, the populations
     the same bits as computed in the loop); a resumed run's look-ahead does not prime; a
     primed look-ahead for other steps or another molecule is dropped, not adopted; a
@@ -1268,8 +1268,8 @@ def test_the_workers_begin_a_new_runs_windows_before_it_is_prepared(inputs_dir, 
     on = tdse.simulate(cfg, backend="numpy").observables
     off = tdse.simulate(cfg, backend="numpy", options={"eigen_workers": "off"}).observables
     span = made[0].span // 4                       # a window's calls
-    assert len(made) == 2 and queued[0][0][0] == 4 and len(queued[0]) >= 1
-    assert made[0].taken[:3] == [4, 8, 12] and made[0].pool is None
+    assert len(made) == 2 and queued[0][0][0] == 0 and len(queued[0]) >= 1      # from step 0
+    assert made[0].taken[:3] == [0, 4, 8] and made[0].pool is None
     for k in ("populations_ht", "energies_ht"):
         assert np.array_equal(np.asarray(on[k]), np.asarray(off[k]), equal_nan=True), k
     assert span > 1

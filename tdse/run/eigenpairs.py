@@ -318,17 +318,20 @@ class Workers:
 
     def prime(self, config):
         """Begin a new run's look-ahead before the run is prepared: its first tasks (from
-        the first populations step after step 0, :data:`DEPTH` a worker) queued at once, so
-        that the workers compute them beside the set-up instead of after it -- on a GPU host
-        the preparation takes ~2 s, a window of 16 calls ~0.1 s of a worker at N = 8192,
-        and the loop reaches the next window ~20 ms after the last.  The run's
-        :class:`tdse.run.rows.Observables` adopts it (:meth:`adopt`)."""
+        step 0, :data:`DEPTH` a worker) queued at once, so that the workers compute them
+        beside the set-up instead of after it -- on a GPU host the preparation takes ~1-2 s,
+        a window of 16 calls ~0.1 s of a worker at N = 8192, and the loop reaches the next
+        window ~20 ms after the last; step 0's pairs too, which the loop had computed itself
+        before its first step (13-16 ms of a GPU CLI run's loop at N = 8192, 3-point,
+        ``lookahead_calls_h200x1_20261203T1917.txt``; the loop still does where that task
+        is not done when it asks).  The run's :class:`tdse.run.rows.Observables` adopts it
+        (:meth:`adopt`)."""
         if config.potential.molecule_moves and config.output.populations:
             from ..model.tracker import Tracker
             o = config.output
             la = Lookahead(Tracker(config, o.populations), config.time.dt, config.time.steps,
                            o.populations_interval, workers=self)
-            la._fill(0, early=True)
+            la._fill(-1, early=True)      # (from step 0: _fill asks for the steps after -1)
             self.primed = la
 
     def adopt(self, tracker, dt, steps, interval):
