@@ -149,6 +149,15 @@ def environ_restore(saved: dict):
 #: start its workers before it imports the solvers (:class:`tdse.run.eigenpairs.Workers`).
 EIGEN_BLAS_THREADS = 1
 
+#: the DVR's eigenpairs by the dense symmetric solver up to this N, iteratively beyond
+#: (:func:`tdse.model.states.davidson` from the finite-difference pairs; measured on 2 cores
+#: at N = 1024: dense 0.09 s, iterative 0.02 s); the Tracker's direct/iterative switch for
+#: both the DVR and the 5-point H (up to it the direct solvers cost milliseconds).  Here, not
+#: in states, for the same reason as EIGEN_BLAS_THREADS: the look-ahead's cost guess
+#: (:func:`tdse.run.eigenpairs.seconds_guess`) reads it before the workers start, and its
+#: import of the solvers (~0.2-0.3 s) had put a DVR run's workers' start after them
+DVR_DENSE_MAX = 512
+
 #: the variables that set the BLAS libraries' threads at their start (OpenBLAS, OpenMP, MKL)
 BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 

@@ -624,7 +624,8 @@ def test_the_look_ahead_starts_its_workers_before_the_solvers_are_imported():
     """tdse.run.eigenpairs.look_ahead (the CLI's, before the run is prepared) spawns its
     workers before this process imports SciPy: on 2 CPUs their ~0.8 s of imports had begun
     only after the run's own (tdse.run.driver), and the loop computed its pairs itself
-    meanwhile (workers_early_cpu2_20261202T0545.txt).  In a fresh interpreter."""
+    meanwhile (workers_early_cpu2_20261202T0545.txt) -- "on", and "auto"'s decision for the
+    DVR.  In a fresh interpreter."""
     _fresh(
         "import sys\n"
         "from tdse import config as cfgmod\n"
@@ -633,6 +634,18 @@ def test_the_look_ahead_starts_its_workers_before_the_solvers_are_imported():
         "with look_ahead(cfg, 'numpy', prime=False) as w:\n"
         "    assert w is not None and 'scipy' not in sys.modules, sorted(m for m in sys.modules if 'scipy' in m)[:5]\n"
         "    assert w.ready.result(timeout=120)\n")
+    # "auto" decides by the pairs' cost guess, which for the DVR reads the dense solver's
+    # largest N: deciding imports no solver either (it had: the DVR's workers then started
+    # after SciPy's ~0.2-0.3 s of imports)
+    _fresh(
+        "import sys\n"
+        "from tdse import config as cfgmod\n"
+        "from tdse.run.eigenpairs import look_ahead, seconds_guess\n"
+        "cfg = cfgmod.load('inputs/h2plus_moving.toml').with_value('output.populations_every', 1)\n"
+        "assert cfg.grid.stencil == 'dvr' and cfg.run.eigen_workers == 'auto'\n"
+        "assert seconds_guess(cfg) > 0 and 'scipy' not in sys.modules\n"
+        "with look_ahead(cfg, 'numpy', prime=False) as w:\n"
+        "    assert 'scipy' not in sys.modules, sorted(m for m in sys.modules if 'scipy' in m)[:5]\n")
 
 
 def test_api_devices_must_be_integer_ids_on_any_machine():

@@ -9,7 +9,7 @@ import numpy as np
 import scipy.linalg
 
 from ..errors import ConfigError
-from ..options import EIGEN_BLAS_THREADS, blas_limit  # (the eigensolvers' BLAS threads: there, not here)
+from ..options import DVR_DENSE_MAX, EIGEN_BLAS_THREADS, blas_limit  # (there, not here: read before the solvers load)
 from .grid import points
 from .hamiltonian import kinetic_bands
 from .lapack import count_below, lowest_pairs, shifted_solves
@@ -164,11 +164,7 @@ def pentadiagonal(g, v, count):
 #: errs by about this / the gap to the other states (a population by twice that)
 RESIDUAL_TOL = 1e-11
 
-#: the DVR's eigenpairs by the dense symmetric solver up to this N, iteratively beyond
-#: (:func:`davidson` from the finite-difference pairs; measured on 2 cores at N = 1024:
-#: dense 0.09 s, iterative 0.02 s); the Tracker's direct/iterative switch for both the DVR
-#: and the 5-point H (up to it the direct solvers cost milliseconds)
-DVR_DENSE_MAX = 512
+#: (:data:`tdse.options.DVR_DENSE_MAX`, imported above: the dense solver's largest N)
 
 
 class NotConverged(RuntimeError):

@@ -47,6 +47,7 @@ import warnings
 import weakref
 
 from ..config import ConfigError
+from ..options import DVR_DENSE_MAX
 from . import ahead_child
 from .ahead_child import server_marker
 
@@ -125,9 +126,8 @@ def seconds_guess(config) -> float:
         each = max(2.5e-4, 4.5e-7 * n)
     elif g.stencil == 5:
         each = max(4e-4, 8.5e-7 * n)
-    else:
-        from ..model import states      # (here: the solvers not imported before the workers start)
-        each = 2.5e-8 * n * n if n <= states.DVR_DENSE_MAX else 6e-6 * n
+    else:               # (tdse.options': the solvers not imported before the workers start)
+        each = 2.5e-8 * n * n if n <= DVR_DENSE_MAX else 6e-6 * n
     return calls * each
 
 
@@ -138,7 +138,7 @@ def _auto(config, gpu, blas_threads) -> bool:
     :data:`MANY_CPUS` CPUs) -- also where a task is one call (the DVR's) with populations
     every step: once the worker falls behind, the loop takes every third of the dense
     solver's calls itself (:class:`Lookahead`, ``alternate``; :data:`SHARE_AFTER_WAITS`), and
-    beyond N = :data:`states.DVR_DENSE_MAX` a Davidson call costs about a step or less.
+    beyond N = :data:`tdse.options.DVR_DENSE_MAX` a Davidson call costs about a step or less.
     2 CPUs, h2plus_moving's molecule, the run with populations every step against at its
     ends, the loop alone / with a worker: N = 256 x3.44 / 2.30, 512 x6.04 / 3.73
     (``dvr_every_step_cpu2_20261130T1947.txt``), 768 x2.85 / 2.15, 1024 x1.94 / 1.21, 2048
@@ -317,15 +317,11 @@ class Workers:
         self.primed = None      # a new run's look-ahead begun before it is prepared (prime)
 
     def prime(self, config):
-        """Begin a new run's look-ahead before the run is prepared: its first tasks (from
-        step 0, :data:`DEPTH` a worker) queued at once, so that the workers compute them
-        beside the set-up instead of after it -- on a GPU host the preparation takes ~1-2 s,
-        a window of 16 calls ~0.1 s of a worker at N = 8192, and the loop reaches the next
-        window ~20 ms after the last; step 0's pairs too, which the loop had computed itself
-        before its first step (13-16 ms of a GPU CLI run's loop at N = 8192, 3-point,
-        ``lookahead_calls_h200x1_20261203T1917.txt``; the loop still does where that task
-        is not done when it asks).  The run's :class:`tdse.run.rows.Observables` adopts it
-        (:meth:`adopt`)."""
+        """Begin a new run's look-ahead before it is prepared: its first tasks (from step 0,
+        :data:`DEPTH` a worker) queued at once, computed beside the set-up (~1-2 s on a GPU
+        host; a window of 16 calls ~0.1 s of a worker at N = 8192) -- step 0's too, which
+        the loop had computed itself (13-16 ms of a GPU run's loop at N = 8192, 3-point,
+        ``lookahead_calls_h200x1_20261203T1917.txt``).  Adopted by the run (:meth:`adopt`)."""
         if config.potential.molecule_moves and config.output.populations:
             from ..model.tracker import Tracker
             o = config.output
