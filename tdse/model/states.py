@@ -164,8 +164,6 @@ def pentadiagonal(g, v, count):
 #: errs by about this / the gap to the other states (a population by twice that)
 RESIDUAL_TOL = 1e-11
 
-#: (:data:`tdse.options.DVR_DENSE_MAX`, imported above: the dense solver's largest N)
-
 
 class NotConverged(RuntimeError):
     """The iterative eigensolver did not reach its residual bound in its iterations."""

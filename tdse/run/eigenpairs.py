@@ -126,7 +126,7 @@ def seconds_guess(config) -> float:
         each = max(2.5e-4, 4.5e-7 * n)
     elif g.stencil == 5:
         each = max(4e-4, 8.5e-7 * n)
-    else:               # (tdse.options': the solvers not imported before the workers start)
+    else:               # (DVR_DENSE_MAX from tdse.options: no solver imported before the workers start)
         each = 2.5e-8 * n * n if n <= DVR_DENSE_MAX else 6e-6 * n
     return calls * each
 
