@@ -84,6 +84,7 @@ def tile_smem(tile, halo):
     running sum on its rows."""
     return 16 * (3 * (tile + 2 * halo) + (tile + 2 * halo + 1) // 2 + tile)
 
+
 def folded(cp, grid, B, velocity) -> bool:
     """Whether a block step of ``B`` members on ``grid`` runs its DVR series in the folded
     basis (:data:`FOLD_HALVES`): T the dense GEMM (not by FFT, :func:`dvr_by_fft`), N even,

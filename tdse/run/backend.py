@@ -12,11 +12,11 @@ import numpy as np
 
 from mgemm.arrays import cupy_or_none, gpu_count
 
-from ..options import THREAD_ENV, env_threads  # noqa: F401 -- re-exported
+from ..options import THREAD_ENV, blas_limit, env_threads  # noqa: F401 -- (THREAD_ENV, env_threads) re-exported
 from ..config import Config, ConfigError
 
 __all__ = ["Backend", "backend_for", "resolve_backend", "blas_threads", "usable_cpus",
-           "thread_limit", "gpu_count", "env_threads"]
+           "gpu_count", "env_threads"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class Backend:
         unheld, each GPU run's BLAS takes every core, and two runs on one machine's two
         GPUs (or two Dask workers) spin each other's threads (measured on 2 H200: a
         1000-member scan 7.5 s alone, 17.9 s beside another on the other GPU)."""
-        return thread_limit(self.threads)
+        return blas_limit(self.threads)
 
     def describe(self) -> str:
         if self.name == "numpy":
@@ -267,9 +267,3 @@ def blas_threads(config: Config, requested: int | None = None) -> int:
         return 1
     return 1 if n < 512 else max(1, min(usable_cpus(), n // 512))
 
-
-def thread_limit(n):
-    """A context limiting BLAS to n threads (:func:`tdse.options.blas_limit`: the process's
-    one threadpoolctl controller; nothing for n None or where it is absent)."""
-    from ..options import blas_limit
-    return blas_limit(n)

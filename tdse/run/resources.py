@@ -8,8 +8,8 @@ import shutil
 import warnings
 
 from ..config import Config, ConfigError
+from ..options import blas_limit
 from ..numerics import exponentials, schemes
-from .backend import thread_limit
 
 
 def output_bytes(config: Config) -> int:
@@ -123,7 +123,7 @@ def measured_gemm_rate(n=384, threads=1) -> float:
 
     import numpy as np
     a = np.random.default_rng(0).standard_normal((n, n))
-    with thread_limit(threads):
+    with blas_limit(threads):
         a @ a
         t0 = _time.perf_counter()
         for _ in range(3):
